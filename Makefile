@@ -1,0 +1,29 @@
+# airlock: build, test, benchmark, fuzz, lint, demo.
+GO        ?= go
+BIN       ?= bin/airlock
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -X main.version=$(VERSION)
+FUZZTIME  ?= 30s
+
+.PHONY: all build test test-short bench fuzz lint demo conformance clean
+
+all: build
+
+build:
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/airlock
+
+# The full test suite, race detector on. This is what CI runs.
+test:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '^conformance/'))" || (echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1)
+	$(GO) test -race -timeout 20m ./...
+
+test-short:
+	$(GO) test -short ./...
+
+lint:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+
+clean:
+	rm -rf bin

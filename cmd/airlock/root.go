@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = ""
+
+// subcommands are registered by the init functions of the files of this package,
+// so that each command lives in its own file.
+var subcommands []func() *cobra.Command
+
+func register(f func() *cobra.Command) { subcommands = append(subcommands, f) }
+
+// globalFlags are shared by every command.
+type globalFlags struct {
+	logLevel string
+}
+
+var globals globalFlags
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "airlock",
+		Short: "Mirror OLM operator catalogs and images into disconnected clusters",
+		Long: `airlock mirrors OLM operator catalogs and container images into disconnected
+(air-gapped) Kubernetes and OpenShift clusters.
+
+One declarative ImageSetConfiguration (mirror.openshift.io/v2alpha1, the oc-mirror v2
+format) names the operator catalogs, packages, channels and version ranges, additional
+images and blocked images. airlock renders and prunes each catalog, resolves every image
+to a digest, copies everything (mirror-to-mirror, mirror-to-disk, disk-to-mirror) and
+writes the cluster resources (CatalogSource, IDMS, ITMS, ICSP, ClusterCatalog).`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&globals.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	root.AddCommand(newVersionCmd())
+	for _, f := range subcommands {
+		root.AddCommand(f())
+	}
+	return root
+}
+
+// logger returns the logger for the configured --log-level, writing to stderr.
+func logger() (*slog.Logger, error) {
+	var lvl slog.Level
+	switch strings.ToLower(globals.logLevel) {
+	case "debug", "trace":
+		lvl = slog.LevelDebug
+	case "info", "":
+		lvl = slog.LevelInfo
+	case "warn", "warning":
+		lvl = slog.LevelWarn
+	case "error":
+		lvl = slog.LevelError
+	default:
+		return nil, fmt.Errorf("invalid --log-level %q: use debug, info, warn or error", globals.logLevel)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})), nil
+}
+
+// Version returns airlock's version: the -ldflags value, else the module version.
+func Version() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print airlock's version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprintf(cmd.OutOrStdout(), "airlock %s (%s, %s/%s)\n", Version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			return nil
+		},
+	}
+}

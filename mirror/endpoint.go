@@ -1,0 +1,56 @@
+// Package mirror plans and executes image copies: references and destination naming,
+// the plan, the copy engine (blob de-duplication, bounded concurrency, retries,
+// resume), registry, OCI-layout and archive endpoints, catalog image fetch and rebuild,
+// auth and TLS. It knows nothing about file-based catalog fields beyond a list of images.
+package mirror
+
+import (
+	"context"
+	"io"
+
+	"github.com/opencontainers/go-digest"
+)
+
+// Descriptor identifies a blob or manifest by media type, digest and size.
+type Descriptor struct {
+	MediaType string        `json:"mediaType,omitempty"`
+	Digest    digest.Digest `json:"digest"`
+	Size      int64         `json:"size"`
+}
+
+// Manifest is a raw manifest (image manifest, index or manifest list) with its
+// media type and the digest of Raw.
+type Manifest struct {
+	MediaType string
+	Digest    digest.Digest
+	Raw       []byte
+}
+
+// Source is where the copy engine reads images from: a set of registries, an OCI
+// image layout, or an archive. Repositories are named as the source knows them
+// (for registries "quay.io/ns/name", without tag or digest).
+type Source interface {
+	// Manifest fetches a manifest by tag or by digest ("sha256:<hex>").
+	Manifest(ctx context.Context, repo, reference string) (Manifest, error)
+	// Blob opens the blob d of repo. The copy engine verifies what it reads against
+	// d.Digest and d.Size; implementations may verify as well.
+	Blob(ctx context.Context, repo string, d Descriptor) (io.ReadCloser, error)
+}
+
+// Destination is where the copy engine writes images: a registry or an archive.
+type Destination interface {
+	// BlobExists reports whether repo already holds blob d.
+	BlobExists(ctx context.Context, repo string, d Descriptor) (bool, error)
+	// MountBlob links blob d, already present in repository from, into repo without
+	// transferring it. It returns false when the destination cannot mount.
+	MountBlob(ctx context.Context, repo, from string, d Descriptor) (bool, error)
+	// PutBlob stores blob d read from r, verifying digest and size while it
+	// streams; on a mismatch nothing is committed and an error is returned.
+	PutBlob(ctx context.Context, repo string, d Descriptor, r io.Reader) error
+	// ManifestExists reports whether repo holds manifest d under reference (a tag or
+	// the digest itself).
+	ManifestExists(ctx context.Context, repo, reference string, d digest.Digest) (bool, error)
+	// PutManifest stores m in repo under reference (a tag, or its digest). Callers
+	// push a manifest only after every blob and child manifest it references.
+	PutManifest(ctx context.Context, repo, reference string, m Manifest) error
+}

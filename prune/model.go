@@ -48,13 +48,19 @@ type Package struct {
 	Channels []*Channel
 	// Bundles are sorted by name once loaded.
 	Bundles []*Bundle
-	// Deprecations is the package's olm.deprecations document, if any.
-	Deprecations *Deprecations
+	// Deprecations are the package's olm.deprecations documents (a valid catalog has
+	// at most one).
+	Deprecations []*Deprecations
 	// Others are blobs of unknown schemas whose "package" is this package, in
 	// stable order by schema.
 	Others []*Meta
 
-	// Origin says where the olm.package document was read from.
+	// Declared is the number of olm.package documents with this name: 0 when only
+	// channels, bundles or other documents name the package, more than 1 for
+	// duplicates. Load keeps everything it reads, so Validate can report it.
+	Declared int
+
+	// Origin says where the (first) olm.package document was read from.
 	Origin Origin
 }
 

@@ -20,6 +20,22 @@ var subcommands []func() *cobra.Command
 
 func register(f func() *cobra.Command) { subcommands = append(subcommands, f) }
 
+// groups are parent commands whose children live in their own files and register
+// with registerUnder. Add a group here before registering under it.
+var groups = []struct{ name, short string }{
+	{"catalog", "Render, validate and prune file-based catalogs"},
+	{"archive", "Inspect and verify mirror-to-disk archives"},
+	{"registry", "Run and seed an embedded container registry"},
+	{"list", "Discover what catalogs hold"},
+}
+
+var groupChildren = map[string][]func() *cobra.Command{}
+
+// registerUnder adds the command f builds under the group parent (see groups).
+func registerUnder(parent string, f func() *cobra.Command) {
+	groupChildren[parent] = append(groupChildren[parent], f)
+}
+
 // globalFlags are shared by every command.
 type globalFlags struct {
 	logLevel string
@@ -46,6 +62,17 @@ writes the cluster resources (CatalogSource, IDMS, ITMS, ICSP, ClusterCatalog).`
 	root.AddCommand(newVersionCmd())
 	for _, f := range subcommands {
 		root.AddCommand(f())
+	}
+	for _, g := range groups {
+		children := groupChildren[g.name]
+		if len(children) == 0 {
+			continue
+		}
+		parent := &cobra.Command{Use: g.name, Short: g.short, Args: cobra.NoArgs}
+		for _, f := range children {
+			parent.AddCommand(f())
+		}
+		root.AddCommand(parent)
 	}
 	return root
 }

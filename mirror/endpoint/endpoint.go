@@ -1,8 +1,7 @@
-// Package mirror plans and executes image copies: references and destination naming,
-// the plan, the copy engine (blob de-duplication, bounded concurrency, retries,
-// resume), registry, OCI-layout and archive endpoints, catalog image fetch and rebuild,
-// auth and TLS. It knows nothing about file-based catalog fields beyond a list of images.
-package mirror
+// Package endpoint defines what the copy engine reads from (Source: registries, OCI
+// layouts, archives) and writes to (Destination: registries, archives). It is a leaf
+// package so that every endpoint implementation and the engine can share it.
+package endpoint
 
 import (
 	"context"

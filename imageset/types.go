@@ -52,11 +52,14 @@ type DeleteImageSetConfiguration struct {
 
 // DeleteImageSetConfigurationSpec is the delete: stanza (no blockedImages).
 type DeleteImageSetConfigurationSpec struct {
-	Platform         *Platform     `json:"platform,omitempty"`
-	Operators        []Operator    `json:"operators,omitempty"`
-	AdditionalImages []Image       `json:"additionalImages,omitempty"`
-	Helm             *Helm         `json:"helm,omitempty"`
-	Samples          []SampleImage `json:"samples,omitempty"`
+	Platform         *Platform  `json:"platform,omitempty"`
+	Operators        []Operator `json:"operators,omitempty"`
+	AdditionalImages []Image    `json:"additionalImages,omitempty"`
+	Helm             *Helm      `json:"helm,omitempty"`
+	// BlockedImages are Go regular expressions of references to leave alone
+	// (oc-mirror v2 accepts them here too).
+	BlockedImages []Image       `json:"blockedImages,omitempty"`
+	Samples       []SampleImage `json:"samples,omitempty"`
 }
 
 // Operator is one entry of mirror.operators: a catalog and what to take from it.

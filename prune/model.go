@@ -95,6 +95,12 @@ type Bundle struct {
 	Properties    []Property
 	RelatedImages []RelatedImage
 	Origin        Origin
+
+	// src is the file the bundle was loaded from; Write re-reads the document
+	// from it to restore elided property values (see LoadOptions.ElideHeavy).
+	src *docSource
+	// elided holds the indexes of Properties whose values Load elided.
+	elided []int32
 }
 
 // RelatedImage is one relatedImages entry of a bundle.

@@ -1,0 +1,203 @@
+// Package registryserver runs an embedded CNCF distribution registry (the same code
+// as the docker "registry" image) in process: in-memory or filesystem storage,
+// optional TLS and optional HTTP basic authentication. It backs the test fixtures of
+// internal/registrytest and `airlock registry serve`.
+package registryserver
+
+import (
+	"context"
+	"crypto/subtle"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/distribution/distribution/v3/configuration"
+	"github.com/distribution/distribution/v3/registry/handlers"
+	_ "github.com/distribution/distribution/v3/registry/storage/driver/filesystem" // storage driver
+	_ "github.com/distribution/distribution/v3/registry/storage/driver/inmemory"   // storage driver
+	"github.com/sirupsen/logrus"
+)
+
+// Config configures an embedded registry.
+type Config struct {
+	// Addr is the listen address for Serve, e.g. "127.0.0.1:5000" (default
+	// "127.0.0.1:5000").
+	Addr string
+	// RootDir is the storage directory. Empty means in-memory storage (lost when
+	// the process exits).
+	RootDir string
+	// TLSCertFile and TLSKeyFile enable HTTPS when both are set. TLSConfig, when
+	// non-nil, is used as is (and takes precedence).
+	TLSCertFile, TLSKeyFile string
+	TLSConfig               *tls.Config
+	// Users enables HTTP basic authentication: user name → password. Empty means
+	// anonymous read and write.
+	Users map[string]string
+	// ReadOnly rejects every write (push, delete).
+	ReadOnly bool
+	// Logger receives the registry's own log lines at warning level and above; nil
+	// discards them.
+	Logger *slog.Logger
+}
+
+// Server is an embedded registry.
+type Server struct {
+	cfg     Config
+	app     *handlers.App
+	handler http.Handler
+}
+
+var logrusMu sync.Mutex
+
+// NewServer builds the registry application. Nothing listens until Serve.
+func NewServer(cfg Config) (*Server, error) {
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:5000"
+	}
+	quietDistribution(cfg.Logger)
+	conf := &configuration.Configuration{}
+	conf.Log.AccessLog.Disabled = true
+	conf.Log.Level = "error"
+	maintenance := configuration.Parameters{"uploadpurging": map[any]any{"enabled": false}}
+	if cfg.ReadOnly {
+		maintenance["readonly"] = map[any]any{"enabled": true}
+	}
+	if cfg.RootDir == "" {
+		conf.Storage = configuration.Storage{"inmemory": configuration.Parameters{}, "maintenance": maintenance}
+	} else {
+		conf.Storage = configuration.Storage{
+			"filesystem":  configuration.Parameters{"rootdirectory": cfg.RootDir},
+			"maintenance": maintenance,
+		}
+	}
+	conf.Storage["delete"] = configuration.Parameters{"enabled": true}
+	// A fixed secret per server keeps upload state valid across handler instances.
+	conf.HTTP.Secret = fmt.Sprintf("airlock-%d", time.Now().UnixNano())
+	var app *handlers.App
+	err := func() (err error) {
+		defer func() {
+			if r := recover(); r != nil { // distribution panics on bad configuration
+				err = fmt.Errorf("registry configuration: %v", r)
+			}
+		}()
+		app = handlers.NewApp(context.Background(), conf)
+		return nil
+	}()
+	if err != nil {
+		return nil, fmt.Errorf("start embedded registry (storage %q): %w", cfg.RootDir, err)
+	}
+	s := &Server{cfg: cfg, app: app}
+	s.handler = app
+	if len(cfg.Users) > 0 {
+		s.handler = basicAuth(cfg.Users, app)
+	}
+	return s, nil
+}
+
+// Handler returns the registry's HTTP handler (the /v2/ API).
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Close releases the registry's background resources.
+func (s *Server) Close() error { return s.app.Shutdown() }
+
+// Serve listens on Config.Addr and serves until ctx is done, then shuts down
+// gracefully (in-flight requests get 5 seconds).
+func (s *Server) Serve(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", s.cfg.Addr, err)
+	}
+	return s.ServeListener(ctx, ln)
+}
+
+// ServeListener serves on ln until ctx is done.
+func (s *Server) ServeListener(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 30 * time.Second}
+	tlsOn := false
+	switch {
+	case s.cfg.TLSConfig != nil:
+		srv.TLSConfig = s.cfg.TLSConfig
+		tlsOn = true
+	case s.cfg.TLSCertFile != "" && s.cfg.TLSKeyFile != "":
+		cert, err := tls.LoadX509KeyPair(s.cfg.TLSCertFile, s.cfg.TLSKeyFile)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("load TLS certificate %s / key %s: %w", s.cfg.TLSCertFile, s.cfg.TLSKeyFile, err)
+		}
+		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		tlsOn = true
+	}
+	errc := make(chan error, 1)
+	go func() {
+		if tlsOn {
+			errc <- srv.Serve(tls.NewListener(ln, srv.TLSConfig))
+		} else {
+			errc <- srv.Serve(ln)
+		}
+	}()
+	select {
+	case err := <-errc:
+		s.Close()
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	s.Close()
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func basicAuth(users map[string]string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, p, ok := r.BasicAuth()
+		if ok {
+			if want, found := users[u]; found && subtle.ConstantTimeCompare([]byte(want), []byte(p)) == 1 {
+				next.ServeHTTP(w, r)
+				return
+			}
+		}
+		w.Header().Set("WWW-Authenticate", `Basic realm="airlock-registry"`)
+		w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`)
+	})
+}
+
+// quietDistribution routes distribution's logrus output (a process-wide logger) to
+// logger at warning level and above, or discards it.
+func quietDistribution(logger *slog.Logger) {
+	logrusMu.Lock()
+	defer logrusMu.Unlock()
+	logrus.SetOutput(io.Discard)
+	logrus.SetLevel(logrus.WarnLevel)
+	if logger != nil {
+		logrus.StandardLogger().ReplaceHooks(logrus.LevelHooks{})
+		logrus.AddHook(slogHook{logger})
+	}
+}
+
+type slogHook struct{ l *slog.Logger }
+
+func (slogHook) Levels() []logrus.Level {
+	return []logrus.Level{logrus.PanicLevel, logrus.FatalLevel, logrus.ErrorLevel, logrus.WarnLevel}
+}
+
+func (h slogHook) Fire(e *logrus.Entry) error {
+	lvl := slog.LevelWarn
+	if e.Level <= logrus.ErrorLevel {
+		lvl = slog.LevelError
+	}
+	h.l.Log(context.Background(), lvl, "registry: "+e.Message)
+	return nil
+}

@@ -1,0 +1,197 @@
+package registrytest
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"sync"
+	"testing"
+)
+
+// Fault is what the proxy does to one request.
+type Fault int
+
+const (
+	// Pass forwards the request unchanged.
+	Pass Fault = iota
+	// TooManyRequests answers 429 with a Retry-After header (FaultPlan.RetryAfter).
+	TooManyRequests
+	// Unavailable answers 503.
+	Unavailable
+	// CutMidBody forwards the status and headers, sends half of the body, then
+	// drops the connection.
+	CutMidBody
+	// TruncateBody answers with the first half of the body and a Content-Length
+	// that matches it (a clean but short response).
+	TruncateBody
+	// FlipByte answers with the full body with one byte changed.
+	FlipByte
+)
+
+func (f Fault) String() string {
+	return [...]string{"pass", "429", "503", "cut", "truncate", "flip"}[f]
+}
+
+// FaultPlan says which requests the proxy breaks and how.
+type FaultPlan struct {
+	// Match selects the requests faults apply to; nil means blob GETs
+	// (/v2/<name>/blobs/<digest>).
+	Match func(*http.Request) bool
+	// Sequence gives the faults of the first len(Sequence) matching requests, in
+	// order; Pass entries let a request through.
+	Sequence []Fault
+	// After the sequence, each matching request gets a fault with probability
+	// Rate, chosen uniformly from Kinds, using a generator seeded with Seed.
+	Rate  float64
+	Kinds []Fault
+	Seed  uint64
+	// RetryAfter is the Retry-After value of 429 answers (default "0").
+	RetryAfter string
+}
+
+// Proxy is a fault-injecting reverse proxy in front of a registry.
+type Proxy struct {
+	srv    *httptest.Server
+	target *url.URL
+	plan   FaultPlan
+	client *http.Client
+
+	mu      sync.Mutex
+	n       int
+	rng     *rand.Rand
+	applied map[Fault]int
+}
+
+// NewFaultProxy starts a proxy on 127.0.0.1 forwarding to target ("host:port" of
+// a plain-HTTP registry); it is stopped with t.Cleanup.
+func NewFaultProxy(t testing.TB, target string, plan FaultPlan) *Proxy {
+	t.Helper()
+	u, err := url.Parse("http://" + target)
+	if err != nil {
+		t.Fatalf("registrytest: bad proxy target %q: %v", target, err)
+	}
+	if plan.Match == nil {
+		plan.Match = func(r *http.Request) bool {
+			return r.Method == http.MethodGet && PathKind(r.URL.Path) == "blob"
+		}
+	}
+	if plan.RetryAfter == "" {
+		plan.RetryAfter = "0"
+	}
+	p := &Proxy{
+		target:  u,
+		plan:    plan,
+		client:  &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+		rng:     rand.New(rand.NewPCG(plan.Seed, plan.Seed^0x9e3779b97f4a7c15)),
+		applied: map[Fault]int{},
+	}
+	p.srv = httptest.NewServer(http.HandlerFunc(p.serve))
+	t.Cleanup(func() { p.srv.CloseClientConnections(); p.srv.Close() })
+	return p
+}
+
+// Host returns the proxy's "127.0.0.1:PORT".
+func (p *Proxy) Host() string { u, _ := url.Parse(p.srv.URL); return u.Host }
+
+// Applied returns how many times each fault was injected.
+func (p *Proxy) Applied() map[Fault]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m := make(map[Fault]int, len(p.applied))
+	for k, v := range p.applied {
+		m[k] = v
+	}
+	return m
+}
+
+func (p *Proxy) next(r *http.Request) Fault {
+	if !p.plan.Match(r) {
+		return Pass
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f := Pass
+	if p.n < len(p.plan.Sequence) {
+		f = p.plan.Sequence[p.n]
+	} else if len(p.plan.Kinds) > 0 && p.rng.Float64() < p.plan.Rate {
+		f = p.plan.Kinds[p.rng.IntN(len(p.plan.Kinds))]
+	}
+	p.n++
+	if f != Pass {
+		p.applied[f]++
+	}
+	return f
+}
+
+func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
+	fault := p.next(r)
+	switch fault {
+	case TooManyRequests:
+		w.Header().Set("Retry-After", p.plan.RetryAfter)
+		http.Error(w, `{"errors":[{"code":"TOOMANYREQUESTS","message":"slow down"}]}`, http.StatusTooManyRequests)
+		return
+	case Unavailable:
+		http.Error(w, "service unavailable", http.StatusServiceUnavailable)
+		return
+	}
+	out := r.Clone(r.Context())
+	out.RequestURI = ""
+	out.URL.Scheme = p.target.Scheme
+	out.URL.Host = p.target.Host
+	out.Host = p.target.Host
+	if r.ContentLength == 0 {
+		out.Body = nil
+	}
+	resp, err := p.client.Do(out)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("proxy: %v", err), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	for k, vs := range resp.Header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	if loc := resp.Header.Get("Location"); loc != "" {
+		// Keep clients talking to the proxy.
+		if lu, err := url.Parse(loc); err == nil && lu.Host == p.target.Host {
+			lu.Host = p.Host()
+			w.Header().Set("Location", lu.String())
+		}
+	}
+	if fault == Pass || r.Method == http.MethodHead {
+		w.WriteHeader(resp.StatusCode)
+		io.Copy(w, resp.Body)
+		return
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	switch fault {
+	case CutMidBody:
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(resp.StatusCode)
+		w.Write(body[:len(body)/2])
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+		panic(http.ErrAbortHandler) // drops the connection
+	case TruncateBody:
+		body = body[:len(body)/2]
+	case FlipByte:
+		body = bytes.Clone(body)
+		if len(body) > 0 {
+			body[len(body)/2] ^= 0xff
+		}
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(resp.StatusCode)
+	w.Write(body)
+}

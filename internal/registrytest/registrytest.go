@@ -1,0 +1,256 @@
+// Package registrytest runs real CNCF distribution registries on 127.0.0.1 for
+// tests, counts the requests they receive, and puts fault-injecting proxies in
+// front of them.
+package registrytest
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/airlock-mirror/airlock/internal/registryserver"
+)
+
+// Option configures Start.
+type Option func(*options)
+
+type options struct {
+	tls   bool
+	users map[string]string
+	disk  bool
+}
+
+// WithTLS serves HTTPS with a self-signed certificate; use Registry.CertPool or
+// Registry.Client to trust it.
+func WithTLS() Option { return func(o *options) { o.tls = true } }
+
+// WithBasicAuth requires HTTP basic authentication with user / password.
+func WithBasicAuth(user, password string) Option {
+	return func(o *options) {
+		if o.users == nil {
+			o.users = map[string]string{}
+		}
+		o.users[user] = password
+	}
+}
+
+// WithFilesystem stores blobs under t.TempDir() instead of in memory.
+func WithFilesystem() Option { return func(o *options) { o.disk = true } }
+
+// Registry is a running embedded registry.
+type Registry struct {
+	srv    *httptest.Server
+	server *registryserver.Server
+	stats  stats
+	once   sync.Once
+}
+
+// Start runs a registry on 127.0.0.1:0; it is stopped with t.Cleanup.
+func Start(t testing.TB, opts ...Option) *Registry {
+	t.Helper()
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	cfg := registryserver.Config{Users: o.users}
+	if o.disk {
+		cfg.RootDir = t.TempDir()
+	}
+	s, err := registryserver.NewServer(cfg)
+	if err != nil {
+		t.Fatalf("registrytest: %v", err)
+	}
+	r := &Registry{server: s}
+	r.srv = httptest.NewUnstartedServer(r.count(s.Handler()))
+	if o.tls {
+		r.srv.StartTLS()
+	} else {
+		r.srv.Start()
+	}
+	t.Cleanup(r.Stop)
+	return r
+}
+
+// Host returns "127.0.0.1:PORT".
+func (r *Registry) Host() string { u, _ := url.Parse(r.srv.URL); return u.Host }
+
+// URL returns the base URL ("http://127.0.0.1:PORT" or https).
+func (r *Registry) URL() string { return r.srv.URL }
+
+// Stop shuts the registry down (simulates a registry going away). Safe to call
+// more than once.
+func (r *Registry) Stop() {
+	r.once.Do(func() {
+		r.srv.CloseClientConnections()
+		r.srv.Close()
+		r.server.Close()
+	})
+}
+
+// CertPool returns a pool trusting the registry's certificate (nil without TLS).
+func (r *Registry) CertPool() *x509.CertPool {
+	if r.srv.Certificate() == nil {
+		return nil
+	}
+	p := x509.NewCertPool()
+	p.AddCert(r.srv.Certificate())
+	return p
+}
+
+// TLSConfig returns a client TLS configuration trusting the registry.
+func (r *Registry) TLSConfig() *tls.Config {
+	return &tls.Config{RootCAs: r.CertPool(), MinVersion: tls.VersionTLS12}
+}
+
+// Counts is a snapshot of the requests a registry served, by kind.
+type Counts struct {
+	BlobGET, BlobHEAD         int64
+	UploadPOST                int64 // upload sessions started (not mounts)
+	MountPOST                 int64 // mount attempts
+	Mounted                   int64 // mounts answered 201 Created
+	UploadPATCH, UploadPUT    int64
+	BlobsCommitted            int64 // upload PUTs answered 201 Created
+	ManifestGET, ManifestHEAD int64
+	ManifestPUT               int64
+	BytesUploaded             int64 // request body bytes of PATCH/PUT to uploads
+	Other                     int64
+	ByPath                    map[string]int64 `json:"-"` // "METHOD kind" → count
+}
+
+type stats struct {
+	mu sync.Mutex
+	c  Counts
+}
+
+// Counts returns a snapshot of the counters.
+func (r *Registry) Counts() Counts {
+	r.stats.mu.Lock()
+	defer r.stats.mu.Unlock()
+	c := r.stats.c
+	c.ByPath = make(map[string]int64, len(r.stats.c.ByPath))
+	for k, v := range r.stats.c.ByPath {
+		c.ByPath[k] = v
+	}
+	return c
+}
+
+// Reset zeroes the counters.
+func (r *Registry) Reset() {
+	r.stats.mu.Lock()
+	r.stats.c = Counts{}
+	r.stats.mu.Unlock()
+}
+
+// PathKind classifies a registry API path: "base", "blob", "upload", "manifest",
+// "tags", "catalog" or "other".
+func PathKind(path string) string {
+	p := strings.TrimPrefix(path, "/v2/")
+	switch {
+	case path == "/v2/" || path == "/v2":
+		return "base"
+	case p == "_catalog":
+		return "catalog"
+	case strings.Contains(p, "/blobs/uploads"):
+		return "upload"
+	case strings.Contains(p, "/blobs/"):
+		return "blob"
+	case strings.Contains(p, "/manifests/"):
+		return "manifest"
+	case strings.HasSuffix(p, "/tags/list"):
+		return "tags"
+	}
+	return "other"
+}
+
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (r *Registry) count(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		kind := PathKind(req.URL.Path)
+		var uploaded atomic.Int64
+		if kind == "upload" && (req.Method == http.MethodPatch || req.Method == http.MethodPut) && req.Body != nil {
+			req.Body = countingBody{req.Body, &uploaded}
+		}
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, req)
+		r.stats.mu.Lock()
+		defer r.stats.mu.Unlock()
+		c := &r.stats.c
+		if c.ByPath == nil {
+			c.ByPath = map[string]int64{}
+		}
+		c.ByPath[req.Method+" "+kind]++
+		c.BytesUploaded += uploaded.Load()
+		switch kind + " " + req.Method {
+		case "blob GET":
+			c.BlobGET++
+		case "blob HEAD":
+			c.BlobHEAD++
+		case "upload POST":
+			if req.URL.Query().Get("mount") != "" {
+				c.MountPOST++
+				if rec.status == http.StatusCreated {
+					c.Mounted++
+				}
+			} else {
+				c.UploadPOST++
+			}
+		case "upload PATCH":
+			c.UploadPATCH++
+		case "upload PUT":
+			c.UploadPUT++
+			if rec.status == http.StatusCreated {
+				c.BlobsCommitted++
+			}
+		case "manifest GET":
+			c.ManifestGET++
+		case "manifest HEAD":
+			c.ManifestHEAD++
+		case "manifest PUT":
+			c.ManifestPUT++
+		default:
+			c.Other++
+		}
+	})
+}

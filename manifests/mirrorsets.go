@@ -1,0 +1,332 @@
+package manifests
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// category groups mirror rules into objects, like oc-mirror does.
+type category string
+
+const (
+	catOperator category = "operator"
+	catGeneric  category = "generic"
+)
+
+// ruleAcc accumulates one mirror rule.
+type ruleAcc struct {
+	mirrors  map[string]bool
+	operator bool // at least one operator image uses the rule
+}
+
+// rules holds the digest and tag rules keyed by source.
+type rules struct {
+	digest map[string]*ruleAcc
+	tag    map[string]*ruleAcc
+}
+
+// mappedImage is a parsed non-catalog Image.
+type mappedImage struct {
+	img      Image
+	src, dst parsedRef
+	cat      category
+}
+
+// buildRules turns the mapping into digest and tag rules. Catalog repositories take
+// part in the namespace-collapse decision (a namespace rule must never claim a
+// repository that was mirrored elsewhere) but get no rule.
+func buildRules(images []Image, catalogs []Catalog, opts Options) (rules, []string, error) {
+	var (
+		mapped  []mappedImage
+		skipped []string
+		// repoDests: every source repository seen → its destination repositories.
+		repoDests = map[string]map[string]bool{}
+	)
+	addPair := func(src, dst string) {
+		m := repoDests[src]
+		if m == nil {
+			m = map[string]bool{}
+			repoDests[src] = m
+		}
+		m[dst] = true
+	}
+	var errs []error
+	for _, img := range images {
+		src, err := parseRef(img.Source)
+		if errors.Is(err, errNotRegistry) {
+			skipped = append(skipped, img.Source)
+			continue
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("image %q: invalid source reference: %w; fix the mapping that produced it", img.Source, err))
+			continue
+		}
+		dst, err := parseRef(img.Destination)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("image %q: invalid destination reference %q: %w; the destination must be a registry reference", img.Source, img.Destination, err))
+			continue
+		}
+		addPair(src.repo, dst.repo)
+		var cat category
+		switch img.Kind {
+		case KindOperator:
+			cat = catOperator
+		case KindGeneric, "":
+			cat = catGeneric
+		case KindCatalog:
+			continue // used through CatalogSource/ClusterCatalog; no mirror rule
+		default:
+			errs = append(errs, fmt.Errorf("image %q: unknown kind %q (want %q, %q or %q)", img.Source, img.Kind, KindOperator, KindGeneric, KindCatalog))
+			continue
+		}
+		mapped = append(mapped, mappedImage{img: img, src: src, dst: dst, cat: cat})
+	}
+	for _, c := range catalogs {
+		src, err := parseRef(c.Source)
+		if err != nil {
+			continue // oci:// catalogs and the like: nothing in a registry to collapse over
+		}
+		dst, err := parseRef(c.Destination)
+		if err != nil {
+			continue // reported by the catalog builder
+		}
+		addPair(src.repo, dst.repo)
+	}
+	if len(errs) > 0 {
+		return rules{}, nil, errors.Join(errs...)
+	}
+
+	collapsed := map[string]string{} // source namespace → destination namespace
+	if !opts.RepositoryScope {
+		collapsed = collapseNamespaces(repoDests)
+	}
+
+	r := rules{digest: map[string]*ruleAcc{}, tag: map[string]*ruleAcc{}}
+	for _, m := range mapped {
+		source, mirror := m.src.repo, m.dst.repo
+		if ns := parentNamespace(source); ns != "" {
+			if dns, ok := collapsed[ns]; ok {
+				source, mirror = ns, dns
+			}
+		}
+		set := r.tag
+		if m.src.digest != "" {
+			set = r.digest
+		}
+		acc := set[source]
+		if acc == nil {
+			acc = &ruleAcc{mirrors: map[string]bool{}}
+			set[source] = acc
+		}
+		acc.mirrors[mirror] = true
+		if m.cat == catOperator {
+			acc.operator = true
+		}
+	}
+	sort.Strings(skipped)
+	return r, skipped, nil
+}
+
+// collapseNamespaces returns the source namespaces whose every direct child repository
+// maps to exactly one destination, destNS + "/" + the same last path element, with one
+// destNS for the whole namespace. A namespace that is itself a mirrored repository is
+// never collapsed (its own rule would be merged with the namespace rule).
+func collapseNamespaces(repoDests map[string]map[string]bool) map[string]string {
+	type nsState struct {
+		dest string
+		ok   bool
+	}
+	state := map[string]*nsState{}
+	for src, dsts := range repoDests {
+		ns := parentNamespace(src)
+		if ns == "" {
+			continue
+		}
+		st := state[ns]
+		if st == nil {
+			st = &nsState{ok: true}
+			state[ns] = st
+		}
+		if !st.ok {
+			continue
+		}
+		if len(dsts) != 1 {
+			st.ok = false
+			continue
+		}
+		var dst string
+		for d := range dsts {
+			dst = d
+		}
+		if lastElement(dst) != lastElement(src) || !containsSlash(dst) {
+			st.ok = false
+			continue
+		}
+		dns := dst[:len(dst)-len(lastElement(dst))-1]
+		if st.dest == "" {
+			st.dest = dns
+		} else if st.dest != dns {
+			st.ok = false
+		}
+	}
+	out := map[string]string{}
+	for ns, st := range state {
+		if !st.ok {
+			continue
+		}
+		if _, isRepo := repoDests[ns]; isRepo {
+			continue
+		}
+		out[ns] = st.dest
+	}
+	return out
+}
+
+func containsSlash(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '/' {
+			return true
+		}
+	}
+	return false
+}
+
+// sortedRules returns the rules of one category sorted by source, mirrors sorted.
+func sortedRules(set map[string]*ruleAcc, cat category) []MirrorRule {
+	var out []MirrorRule
+	for src, acc := range set {
+		if (cat == catOperator) != acc.operator {
+			continue
+		}
+		mirrors := make([]string, 0, len(acc.mirrors))
+		for m := range acc.mirrors {
+			mirrors = append(mirrors, m)
+		}
+		sort.Strings(mirrors)
+		out = append(out, MirrorRule{Source: src, Mirrors: mirrors})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Source < out[j].Source })
+	return out
+}
+
+// renderFunc builds the object named name with the given rules and serialises it.
+type renderFunc func(name string, rs []MirrorRule) (obj any, data []byte, err error)
+
+// chunk is one object of a split list.
+type chunk struct {
+	name  string
+	rules []MirrorRule
+	obj   any
+	data  []byte
+}
+
+// splitRules splits rules into objects named prefix-0, prefix-1, … each at most max
+// bytes once serialised. Rules are packed greedily in order from a per-rule size
+// estimate; each object is then serialised (with a name at least as long as its final
+// one) and an object still too large is halved until all fit. Every object is
+// serialised a bounded number of times, so the work is linear in the number of rules.
+func splitRules(prefix string, rs []MirrorRule, max int, render renderFunc) ([]chunk, error) {
+	if len(rs) == 0 {
+		return nil, nil
+	}
+	// Common case: everything fits in one object.
+	obj, all, err := render(prefix+"-0", rs)
+	if err != nil {
+		return nil, err
+	}
+	if len(all) <= max {
+		return []chunk{{name: prefix + "-0", rules: rs, obj: obj, data: all}}, nil
+	}
+	probe := prefix + "-" + strings.Repeat("9", len(strconv.Itoa(len(rs))))
+	_, empty, err := render(probe, nil)
+	if err != nil {
+		return nil, err
+	}
+	base := len(empty) - len(" []") // the empty list renders as "field: []"
+	var groups [][]MirrorRule
+	var cur []MirrorRule
+	size := base
+	for _, r := range rs {
+		item, err := yaml.Marshal([]MirrorRule{r})
+		if err != nil {
+			return nil, err
+		}
+		// Inside the object every line of the item is indented by two more spaces.
+		cost := len(item) + 2*bytes.Count(item, []byte("\n"))
+		if len(cur) > 0 && size+cost > max {
+			groups = append(groups, cur)
+			cur, size = nil, base
+		}
+		cur = append(cur, r)
+		size += cost
+	}
+	groups = append(groups, cur)
+
+	var fitted [][]MirrorRule
+	for len(groups) > 0 {
+		g := groups[0]
+		groups = groups[1:]
+		_, data, err := render(probe, g)
+		if err != nil {
+			return nil, err
+		}
+		if len(data) <= max {
+			fitted = append(fitted, g)
+			continue
+		}
+		if len(g) == 1 {
+			return nil, fmt.Errorf("mirror rule for %q alone serialises to %d bytes, more than the %d-byte object limit; raise the limit", g[0].Source, len(data), max)
+		}
+		half := len(g) / 2
+		groups = append([][]MirrorRule{g[:half], g[half:]}, groups...)
+	}
+	out := make([]chunk, 0, len(fitted))
+	for i, g := range fitted {
+		name := fmt.Sprintf("%s-%d", prefix, i)
+		obj, data, err := render(name, g)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, chunk{name: name, rules: g, obj: obj, data: data})
+	}
+	return out, nil
+}
+
+func renderIDMS(name string, rs []MirrorRule) (any, []byte, error) {
+	o := ImageDigestMirrorSet{APIVersion: APIVersionConfig, Kind: KindIDMS, Metadata: ObjectMeta{Name: name}}
+	o.Spec.ImageDigestMirrors = nonNil(rs)
+	data, err := yaml.Marshal(o)
+	return o, data, err
+}
+
+func renderITMS(name string, rs []MirrorRule) (any, []byte, error) {
+	o := ImageTagMirrorSet{APIVersion: APIVersionConfig, Kind: KindITMS, Metadata: ObjectMeta{Name: name}}
+	o.Spec.ImageTagMirrors = nonNil(rs)
+	data, err := yaml.Marshal(o)
+	return o, data, err
+}
+
+func renderICSP(operator bool) renderFunc {
+	return func(name string, rs []MirrorRule) (any, []byte, error) {
+		o := ImageContentSourcePolicy{APIVersion: APIVersionICSP, Kind: KindICSP, Metadata: ObjectMeta{Name: name}}
+		if operator {
+			o.Metadata.Labels = map[string]string{operatorCatalogLabel: "true"}
+		}
+		o.Spec.RepositoryDigestMirrors = nonNil(rs)
+		data, err := yaml.Marshal(o)
+		return o, data, err
+	}
+}
+
+func nonNil(rs []MirrorRule) []MirrorRule {
+	if rs == nil {
+		return []MirrorRule{}
+	}
+	return rs
+}

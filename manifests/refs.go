@@ -1,0 +1,84 @@
+package manifests
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/distribution/reference"
+)
+
+// parsedRef is a registry reference split into its parts. repo is the fully qualified
+// repository (host[:port]/path), normalised like CRI-O does it (docker.io/library/…).
+type parsedRef struct {
+	repo   string
+	tag    string
+	digest string
+}
+
+// errNotRegistry marks a reference that uses a non-registry transport (oci:, file:, …).
+var errNotRegistry = errors.New("not a registry reference")
+
+var nonRegistryPrefixes = []string{"oci://", "oci:", "oci-archive:", "file://", "dir:", "docker-archive:"}
+
+// parseRef parses a docker reference, accepting an optional docker:// prefix.
+func parseRef(s string) (parsedRef, error) {
+	s = strings.TrimSpace(s)
+	for _, p := range nonRegistryPrefixes {
+		if strings.HasPrefix(s, p) {
+			return parsedRef{}, errNotRegistry
+		}
+	}
+	s = strings.TrimPrefix(s, "docker://")
+	if s == "" {
+		return parsedRef{}, errors.New("empty reference")
+	}
+	named, err := reference.ParseNormalizedNamed(s)
+	if err != nil {
+		return parsedRef{}, err
+	}
+	r := parsedRef{repo: named.Name()}
+	if t, ok := named.(reference.Tagged); ok {
+		r.tag = t.Tag()
+	}
+	if d, ok := named.(reference.Digested); ok {
+		r.digest = d.Digest().String()
+	}
+	return r, nil
+}
+
+// String gives back repo[:tag][@digest].
+func (r parsedRef) String() string {
+	s := r.repo
+	if r.tag != "" {
+		s += ":" + r.tag
+	}
+	if r.digest != "" {
+		s += "@" + r.digest
+	}
+	return s
+}
+
+// parentNamespace returns the repository's parent path when it has one below the
+// registry host (quay.io/ns/img → quay.io/ns); "" for host/img.
+func parentNamespace(repo string) string {
+	i := strings.LastIndexByte(repo, '/')
+	if i < 0 {
+		return ""
+	}
+	parent := repo[:i]
+	if !strings.Contains(parent, "/") {
+		return "" // only the registry host: never collapse a whole registry
+	}
+	return parent
+}
+
+// lastElement returns the last path element of a repository.
+func lastElement(repo string) string {
+	return repo[strings.LastIndexByte(repo, '/')+1:]
+}
+
+// covers reports whether a mirror rule for source applies to repo (registries.conf
+// prefix semantics: equal, or a parent path).
+func covers(source, repo string) bool {
+	return repo == source || strings.HasPrefix(repo, source+"/")
+}

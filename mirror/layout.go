@@ -1,0 +1,399 @@
+package mirror
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
+)
+
+// ErrLayoutNotFound is returned (wrapped) by the layout endpoint for a manifest or blob
+// it does not hold.
+var ErrLayoutNotFound = errors.New("not found in the OCI layout")
+
+// OCI media types the layout endpoint needs to know.
+const (
+	ociIndexMediaType    = "application/vnd.oci.image.index.v1+json"
+	ociManifestMediaType = "application/vnd.oci.image.manifest.v1+json"
+)
+
+// LayoutSource reads images from an OCI image layout directory (index.json,
+// oci-layout, blobs/<alg>/<hex>), such as the one RebuildCatalog writes. The repo
+// argument of its methods is ignored: a layout has no repositories. A manifest is
+// named by digest, or by tag: the org.opencontainers.image.ref.name annotation of
+// an index.json entry, either "TAG" or "NAME:TAG".
+type LayoutSource struct {
+	dir string
+}
+
+var _ endpoint.Source = (*LayoutSource)(nil)
+
+// NewLayoutSource opens the OCI image layout at dir.
+func NewLayoutSource(dir string) (*LayoutSource, error) {
+	if !isLayoutDir(dir) {
+		return nil, fmt.Errorf("%s is not an OCI image layout (no index.json)", dir)
+	}
+	return &LayoutSource{dir: dir}, nil
+}
+
+// Dir is the layout directory.
+func (s *LayoutSource) Dir() string { return s.dir }
+
+// Manifest returns the manifest named by reference (a tag or a digest).
+func (s *LayoutSource) Manifest(ctx context.Context, repo, reference string) (endpoint.Manifest, error) {
+	if err := ctx.Err(); err != nil {
+		return endpoint.Manifest{}, err
+	}
+	idx, err := readLayoutIndex(s.dir)
+	if err != nil {
+		return endpoint.Manifest{}, err
+	}
+	var want endpoint.Descriptor
+	if d, err := digest.Parse(reference); err == nil {
+		want.Digest = d
+		if e, ok := idx.byDigest(d); ok {
+			want = e
+		}
+	} else {
+		e, ok := idx.byTag(reference)
+		if !ok {
+			return endpoint.Manifest{}, fmt.Errorf("manifest %q: %w %s", reference, ErrLayoutNotFound, s.dir)
+		}
+		want = e
+	}
+	raw, err := readLayoutBlob(s.dir, want.Digest, maxManifestSize)
+	if err != nil {
+		return endpoint.Manifest{}, fmt.Errorf("manifest %s: %w", want.Digest, err)
+	}
+	if want.Size > 0 && int64(len(raw)) != want.Size {
+		return endpoint.Manifest{}, fmt.Errorf("manifest %s in %s: size %d, index.json says %d", want.Digest, s.dir, len(raw), want.Size)
+	}
+	if got := want.Digest.Algorithm().FromBytes(raw); got != want.Digest {
+		return endpoint.Manifest{}, fmt.Errorf("manifest %s in %s is corrupt: its content has digest %s", want.Digest, s.dir, got)
+	}
+	mt := want.MediaType
+	if mt == "" {
+		mt = sniffLayoutMediaType(raw)
+	}
+	return endpoint.Manifest{MediaType: mt, Digest: want.Digest, Raw: raw}, nil
+}
+
+// Blob opens blob d. Its size is checked; the content is verified by the caller.
+func (s *LayoutSource) Blob(ctx context.Context, repo string, d endpoint.Descriptor) (io.ReadCloser, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	p, err := layoutBlobPath(s.dir, d.Digest)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("blob %s: %w %s", d.Digest, ErrLayoutNotFound, s.dir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || (d.Size > 0 && st.Size() != d.Size) {
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("blob %s in %s has %d bytes, expected %d", d.Digest, s.dir, st.Size(), d.Size)
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+// maxManifestSize bounds what is read as a manifest (registries use 4 MiB).
+const maxManifestSize = 4 << 20
+
+func layoutBlobPath(dir string, d digest.Digest) (string, error) {
+	if err := d.Validate(); err != nil {
+		return "", fmt.Errorf("invalid digest %q: %w", d, err)
+	}
+	return filepath.Join(dir, "blobs", d.Algorithm().String(), d.Encoded()), nil
+}
+
+func readLayoutBlob(dir string, d digest.Digest, limit int64) ([]byte, error) {
+	p, err := layoutBlobPath(dir, d)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w %s", ErrLayoutNotFound, dir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("larger than %d bytes", limit)
+	}
+	return b, nil
+}
+
+func sniffLayoutMediaType(raw []byte) string {
+	var m struct {
+		MediaType string          `json:"mediaType"`
+		Manifests json.RawMessage `json:"manifests"`
+	}
+	if json.Unmarshal(raw, &m) != nil {
+		return ""
+	}
+	switch {
+	case m.MediaType != "":
+		return m.MediaType
+	case m.Manifests != nil:
+		return ociIndexMediaType
+	default:
+		return ociManifestMediaType
+	}
+}
+
+// layoutIndex is index.json of an OCI layout.
+type layoutIndex struct {
+	SchemaVersion int                `json:"schemaVersion"`
+	MediaType     string             `json:"mediaType,omitempty"`
+	Manifests     []layoutDescriptor `json:"manifests"`
+}
+
+type layoutDescriptor struct {
+	MediaType   string            `json:"mediaType,omitempty"`
+	Digest      digest.Digest     `json:"digest"`
+	Size        int64             `json:"size"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+func (d layoutDescriptor) endpoint() endpoint.Descriptor {
+	return endpoint.Descriptor{MediaType: d.MediaType, Digest: d.Digest, Size: d.Size}
+}
+
+func readLayoutIndex(dir string) (*layoutIndex, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "index.json"))
+	if err != nil {
+		return nil, fmt.Errorf("reading the OCI layout index: %w", err)
+	}
+	var idx layoutIndex
+	if err := json.Unmarshal(b, &idx); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "index.json"), err)
+	}
+	return &idx, nil
+}
+
+func (idx *layoutIndex) byDigest(d digest.Digest) (endpoint.Descriptor, bool) {
+	for _, m := range idx.Manifests {
+		if m.Digest == d {
+			return m.endpoint(), true
+		}
+	}
+	return endpoint.Descriptor{}, false
+}
+
+// refNameMatches reports whether a ref.name annotation ("TAG" or "NAME:TAG")
+// names tag.
+func refNameMatches(name, tag string) bool {
+	return name == tag || (tag != "" && !strings.Contains(tag, "/") && strings.HasSuffix(name, ":"+tag))
+}
+
+func (idx *layoutIndex) byTag(tag string) (endpoint.Descriptor, bool) {
+	for _, m := range idx.Manifests {
+		if n, ok := m.Annotations[refNameAnnotation]; ok && refNameMatches(n, tag) {
+			return m.endpoint(), true
+		}
+	}
+	return endpoint.Descriptor{}, false
+}
+
+// LayoutDestination writes images into an OCI image layout directory. The repo
+// argument is ignored. A manifest pushed under a tag is listed in index.json
+// with the tag as its org.opencontainers.image.ref.name (replacing an earlier
+// manifest with that tag); one pushed by digest (a child of an index) is only
+// stored as a blob.
+type LayoutDestination struct {
+	dir string
+	mu  sync.Mutex // guards index.json
+}
+
+var _ endpoint.Destination = (*LayoutDestination)(nil)
+
+// NewLayoutDestination opens the OCI image layout at dir, creating it if needed.
+func NewLayoutDestination(dir string) (*LayoutDestination, error) {
+	if !isLayoutDir(dir) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "oci-layout"), []byte(`{"imageLayoutVersion":"1.0.0"}`), 0o644); err != nil {
+			return nil, err
+		}
+		if err := layoutWriteFile(filepath.Join(dir, "index.json"), []byte(`{"schemaVersion":2,"mediaType":"`+ociIndexMediaType+`","manifests":[]}`)); err != nil {
+			return nil, err
+		}
+	}
+	return &LayoutDestination{dir: dir}, nil
+}
+
+// Source returns a LayoutSource reading the same layout.
+func (l *LayoutDestination) Source() *LayoutSource { return &LayoutSource{dir: l.dir} }
+
+// BlobExists reports whether the layout holds blob d (with the right size).
+func (l *LayoutDestination) BlobExists(ctx context.Context, repo string, d endpoint.Descriptor) (bool, error) {
+	p, err := layoutBlobPath(l.dir, d.Digest)
+	if err != nil {
+		return false, err
+	}
+	st, err := os.Stat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return d.Size <= 0 || st.Size() == d.Size, nil
+}
+
+// MountBlob always returns false: a layout has one blob store, so a blob present
+// for one repository is present for all (BlobExists says so).
+func (l *LayoutDestination) MountBlob(ctx context.Context, repo, from string, d endpoint.Descriptor) (bool, error) {
+	return false, nil
+}
+
+// PutBlob stores r as blob d, verifying digest and size before committing.
+func (l *LayoutDestination) PutBlob(ctx context.Context, repo string, d endpoint.Descriptor, r io.Reader) error {
+	p, err := layoutBlobPath(l.dir, d.Digest)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(p), "."+d.Digest.Encoded()+"-")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		f.Close()
+		os.Remove(f.Name())
+	}()
+	v := d.Digest.Verifier()
+	n, err := io.Copy(io.MultiWriter(f, v), layoutCtxReader{ctx, r})
+	if err != nil {
+		return fmt.Errorf("writing blob %s: %w", d.Digest, err)
+	}
+	if d.Size >= 0 && n != d.Size {
+		return fmt.Errorf("blob %s: read %d bytes, expected %d", d.Digest, n, d.Size)
+	}
+	if !v.Verified() {
+		return fmt.Errorf("blob %s: content does not match its digest", d.Digest)
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), p)
+}
+
+// ManifestExists reports whether the layout holds manifest d, and, when reference
+// is a tag, lists it in index.json under that tag.
+func (l *LayoutDestination) ManifestExists(ctx context.Context, repo, reference string, d digest.Digest) (bool, error) {
+	ok, err := l.BlobExists(ctx, repo, endpoint.Descriptor{Digest: d, Size: -1})
+	if err != nil || !ok {
+		return false, err
+	}
+	if _, err := digest.Parse(reference); err == nil {
+		return true, nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	idx, err := readLayoutIndex(l.dir)
+	if err != nil {
+		return false, err
+	}
+	e, ok := idx.byTag(reference)
+	return ok && e.Digest == d, nil
+}
+
+// PutManifest stores m and, when reference is a tag, lists it in index.json.
+func (l *LayoutDestination) PutManifest(ctx context.Context, repo, reference string, m endpoint.Manifest) error {
+	if got := m.Digest.Algorithm().FromBytes(m.Raw); got != m.Digest {
+		return fmt.Errorf("manifest %s: content has digest %s", m.Digest, got)
+	}
+	if err := l.PutBlob(ctx, repo, endpoint.Descriptor{Digest: m.Digest, Size: int64(len(m.Raw))}, bytes.NewReader(m.Raw)); err != nil {
+		return err
+	}
+	if _, err := digest.Parse(reference); err == nil {
+		return nil
+	}
+	if !anchoredTag(reference) {
+		return fmt.Errorf("invalid tag %q", reference)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	idx, err := readLayoutIndex(l.dir)
+	if err != nil {
+		return err
+	}
+	kept := idx.Manifests[:0]
+	for _, e := range idx.Manifests {
+		if e.Annotations[refNameAnnotation] != reference {
+			kept = append(kept, e)
+		}
+	}
+	idx.Manifests = append(kept, layoutDescriptor{
+		MediaType:   m.MediaType,
+		Digest:      m.Digest,
+		Size:        int64(len(m.Raw)),
+		Annotations: map[string]string{refNameAnnotation: reference},
+	})
+	if idx.SchemaVersion == 0 {
+		idx.SchemaVersion = 2
+	}
+	b, err := json.Marshal(idx)
+	if err != nil {
+		return err
+	}
+	return layoutWriteFile(filepath.Join(l.dir, "index.json"), b)
+}
+
+func layoutWriteFile(p string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+"-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), p)
+}
+
+// layoutCtxReader stops a copy when its context is done.
+type layoutCtxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c layoutCtxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}

@@ -1,0 +1,85 @@
+package mirror
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+func TestListOperators(t *testing.T) {
+	ctx := context.Background()
+	reg := startRegistry(t)
+	ref := reg.Host() + "/ns/list:v1"
+	img, err := mutate.AppendLayers(empty.Image, tarLayer(t, types.OCILayer, dirEntries(t, "testdata/catalog/full", "configs")...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err = mutate.Config(img, v1.Config{Labels: map[string]string{CatalogConfigsLabel: "/configs"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	push(t, ref, img)
+
+	tests := []struct {
+		name, pkg, ch string
+		want          string
+		wantErr       string
+	}{
+		{name: "packages", want: `NAME  DEFAULT CHANNEL
+bar   alpha
+foo   stable
+`},
+		{name: "channels", pkg: "foo", want: `PACKAGE  DEFAULT CHANNEL
+foo      stable
+
+CHANNEL    HEAD
+candidate  foo.v2.0.0-rc.1
+stable     foo.v1.2.0
+`},
+		{name: "bundles", pkg: "foo", ch: "candidate", want: `PACKAGE  CHANNEL    HEAD
+foo      candidate  foo.v2.0.0-rc.1
+
+BUNDLE                  VERSION     REPLACES
+foo.v1.2.0              1.2.0       -
+foo.v2.0.0-rc.1 (head)  2.0.0-rc.1  foo.v1.2.0
+`},
+		{name: "no package", pkg: "nope", wantErr: `has no package "nope"`},
+		{name: "no channel", pkg: "foo", ch: "nope", wantErr: `has no channel "nope"`},
+		{name: "channel without package", ch: "stable", wantErr: "--channel needs --package"},
+	}
+	for _, src := range []string{"testdata/catalog/full", ref} {
+		for _, tc := range tests {
+			t.Run(src+"/"+tc.name, func(t *testing.T) {
+				l, err := ListOperators(ctx, ListOperatorsOptions{Catalog: src, Package: tc.pkg, Channel: tc.ch, Fetch: NewFetchOptions("", true, discardLogger())})
+				if tc.wantErr != "" {
+					if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+						t.Fatalf("error = %v, want %q", err, tc.wantErr)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				var buf bytes.Buffer
+				if err := l.WriteTable(&buf); err != nil {
+					t.Fatal(err)
+				}
+				if buf.String() != tc.want {
+					t.Fatalf("got:\n%s\nwant:\n%s", buf.String(), tc.want)
+				}
+				if (src == ref) != (l.Digest != "") {
+					t.Fatalf("Digest = %q", l.Digest)
+				}
+			})
+		}
+	}
+	if _, err := ListOperators(ctx, ListOperatorsOptions{Catalog: reg.Host() + "/ns/absent:v1", Fetch: NewFetchOptions("", true, nil)}); err == nil {
+		t.Fatal("absent catalog listed")
+	}
+}

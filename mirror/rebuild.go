@@ -1,0 +1,574 @@
+package mirror
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/match"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/opencontainers/go-digest"
+)
+
+// DefaultCatalogCacheDir is where `opm generate dockerfile` images keep their
+// pre-built serve cache; a rebuilt catalog removes it (it no longer matches).
+const DefaultCatalogCacheDir = "/tmp/cache"
+
+// rebuildEpoch is the modification time of every entry of the pruned-catalog layer.
+var rebuildEpoch = time.Unix(0, 0).UTC()
+
+// RebuildOptions tunes RebuildCatalog.
+type RebuildOptions struct {
+	// LayoutDir is the OCI image layout the rebuilt catalog is written to. It is
+	// created if missing; an existing layout is reused (blobs it already holds
+	// are not written again) and its index.json is updated.
+	LayoutDir string
+	// Tag names the rebuilt manifest in the layout's index.json (annotation
+	// org.opencontainers.image.ref.name). Default: the source tag, else "latest".
+	Tag string
+	// Logger receives progress; nil discards it.
+	Logger *slog.Logger
+}
+
+// RebuiltCatalog is a catalog image rebuilt around a pruned catalog.
+type RebuiltCatalog struct {
+	// Digest and MediaType describe the top-level manifest (an index when the
+	// source catalog was multi-arch).
+	Digest    digest.Digest
+	MediaType types.MediaType
+	Size      int64
+	// LayoutDir and Tag locate it in the OCI layout (see NewLayoutSource).
+	LayoutDir string
+	Tag       string
+	// Image is set for a single-image catalog, Index for a multi-arch one. Both
+	// read from the layout.
+	Image v1.Image
+	Index v1.ImageIndex
+	// LayerDigest is the digest of the layer holding the pruned catalog.
+	LayerDigest digest.Digest
+}
+
+// RebuildCatalog builds a new catalog image from base (the catalog fetched by
+// FetchCatalog) and the pruned catalog in prunedDir: every image of base (every
+// platform of a multi-arch index) gets one more layer that replaces the catalog
+// folder (an opaque whiteout plus the pruned files) and deletes the stale opm
+// serve cache (/tmp/cache and any --cache-dir of the command), and its command
+// becomes `serve <folder>` without a cache, so opm builds its cache at start-up.
+// Labels are kept. The layer is deterministic (sorted entries, fixed times,
+// owner 0:0, modes 0644/0755, gzip without timestamp), and so is the config
+// (creation time and history time are the base image's), so the same base and
+// pruned catalog always give the same digest.
+//
+// The result is written to opts.LayoutDir, from where NewLayoutSource serves it.
+// A catalog mirrored with `full: true` and no packages is not rebuilt: callers
+// copy the original image.
+func RebuildCatalog(ctx context.Context, base *FetchedCatalog, prunedDir string, opts RebuildOptions) (*RebuiltCatalog, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if base == nil || base.Image == nil || base.Label == "" {
+		return nil, errors.New("rebuild catalog: base catalog not fetched (use FetchCatalog first)")
+	}
+	if opts.LayoutDir == "" {
+		return nil, fmt.Errorf("rebuild catalog %s: no layout directory given", base.Ref)
+	}
+	if st, err := os.Stat(prunedDir); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("rebuild catalog %s: pruned catalog folder %s: not a directory", base.Ref, prunedDir)
+	}
+	tag := opts.Tag
+	if tag == "" {
+		tag = base.Source.Tag
+	}
+	if tag == "" {
+		tag = "latest"
+	}
+	lp, err := openOrCreateLayout(opts.LayoutDir)
+	if err != nil {
+		return nil, fmt.Errorf("rebuild catalog %s: %w", base.Ref, err)
+	}
+
+	baseCfg, err := base.Image.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("rebuild catalog %s: reading the config: %w", base.Ref, err)
+	}
+	wipe := cacheDirs(baseCfg, base.Label)
+	layerPath, layerDigest, err := writeCatalogLayer(ctx, opts.LayoutDir, prunedDir, base.Label, wipe)
+	if err != nil {
+		return nil, fmt.Errorf("rebuild catalog %s: building the catalog layer from %s: %w", base.Ref, prunedDir, err)
+	}
+	log.Debug("pruned catalog layer built", "catalog", base.Ref, "digest", layerDigest)
+
+	b := &rebuilder{label: base.Label, wipe: wipe, layerPath: layerPath, layers: map[types.MediaType]v1.Layer{}, log: log, ref: base.Ref}
+	out := &RebuiltCatalog{LayoutDir: opts.LayoutDir, Tag: tag, LayerDigest: layerDigest}
+	var top mutate.Appendable
+	if base.Index != nil {
+		idx, err := b.index(ctx, base.Index, 0)
+		if err != nil {
+			return nil, fmt.Errorf("rebuild catalog %s: %w", base.Ref, err)
+		}
+		top = idx
+	} else {
+		img, err := b.image(base.Image)
+		if err != nil {
+			return nil, fmt.Errorf("rebuild catalog %s: %w", base.Ref, err)
+		}
+		top = img
+	}
+	d, err := top.Digest()
+	if err != nil {
+		return nil, fmt.Errorf("rebuild catalog %s: %w", base.Ref, err)
+	}
+	out.Digest = digest.Digest(d.String())
+
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if !layoutHas(lp, d, tag) {
+		log.Info("writing the rebuilt catalog", "catalog", base.Ref, "digest", out.Digest, "layout", opts.LayoutDir)
+		m := match.Annotation(refNameAnnotation, tag)
+		ann := layout.WithAnnotations(map[string]string{refNameAnnotation: tag})
+		switch t := top.(type) {
+		case v1.ImageIndex:
+			err = lp.ReplaceIndex(t, m, ann)
+		case v1.Image:
+			err = lp.ReplaceImage(t, m, ann)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("rebuild catalog %s: writing the OCI layout %s: %w", base.Ref, opts.LayoutDir, err)
+		}
+		if err := removeUnreferencedBlobs(lp); err != nil {
+			log.Warn("could not remove stale blobs from the layout", "layout", opts.LayoutDir, "error", err)
+		}
+	}
+
+	// Return objects read back from the layout, independent of the base.
+	ii, err := lp.ImageIndex()
+	if err != nil {
+		return nil, fmt.Errorf("rebuild catalog %s: %w", base.Ref, err)
+	}
+	if base.Index != nil {
+		out.Index, err = ii.ImageIndex(d)
+		if err == nil {
+			out.MediaType, err = out.Index.MediaType()
+		}
+		if err == nil {
+			out.Size, err = out.Index.Size()
+		}
+	} else {
+		out.Image, err = ii.Image(d)
+		if err == nil {
+			out.MediaType, err = out.Image.MediaType()
+		}
+		if err == nil {
+			out.Size, err = out.Image.Size()
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("rebuild catalog %s: reading back %s from %s: %w", base.Ref, d, opts.LayoutDir, err)
+	}
+	return out, nil
+}
+
+// rebuilder rebuilds the images of one catalog with one shared layer.
+type rebuilder struct {
+	ref       string
+	label     string
+	wipe      []string
+	layerPath string
+	layers    map[types.MediaType]v1.Layer
+	log       *slog.Logger
+}
+
+func (b *rebuilder) layer(mt types.MediaType) (v1.Layer, error) {
+	if l, ok := b.layers[mt]; ok {
+		return l, nil
+	}
+	l, err := tarball.LayerFromFile(b.layerPath, tarball.WithMediaType(mt))
+	if err != nil {
+		return nil, err
+	}
+	b.layers[mt] = l
+	return l, nil
+}
+
+func (b *rebuilder) index(ctx context.Context, idx v1.ImageIndex, depth int) (v1.ImageIndex, error) {
+	if depth > 4 {
+		return nil, errors.New("image indexes nested more than 4 deep")
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	mt, err := idx.MediaType()
+	if err != nil {
+		return nil, err
+	}
+	out := mutate.IndexMediaType(empty.Index, mt)
+	if len(im.Annotations) > 0 {
+		out = mutate.Annotations(out, im.Annotations).(v1.ImageIndex)
+	}
+	var adds []mutate.IndexAddendum
+	for _, d := range im.Manifests {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		desc := v1.Descriptor{MediaType: d.MediaType, Platform: d.Platform, Annotations: d.Annotations, URLs: d.URLs}
+		switch {
+		case d.MediaType.IsIndex():
+			child, err := idx.ImageIndex(d.Digest)
+			if err != nil {
+				return nil, fmt.Errorf("reading index %s: %w", d.Digest, err)
+			}
+			nc, err := b.index(ctx, child, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			adds = append(adds, mutate.IndexAddendum{Add: nc, Descriptor: desc})
+		case d.MediaType.IsImage() && !isAttestation(d):
+			img, err := idx.Image(d.Digest)
+			if err != nil {
+				return nil, fmt.Errorf("reading manifest %s: %w", d.Digest, err)
+			}
+			ni, err := b.image(img)
+			if err != nil {
+				return nil, fmt.Errorf("manifest %s (%s): %w", d.Digest, catalogPlatformString(d.Platform), err)
+			}
+			adds = append(adds, mutate.IndexAddendum{Add: ni, Descriptor: desc})
+		default:
+			// Attestations and other artifacts describe the original images; they
+			// do not apply to the rebuilt ones.
+			b.log.Debug("dropping a non-image entry of the catalog index", "catalog", b.ref, "digest", d.Digest, "mediaType", d.MediaType)
+		}
+	}
+	if len(adds) == 0 {
+		return nil, errors.New("the index holds no image to rebuild")
+	}
+	return mutate.AppendManifests(out, adds...), nil
+}
+
+func catalogPlatformString(p *v1.Platform) string {
+	if p == nil {
+		return "no platform"
+	}
+	return p.String()
+}
+
+// image rebuilds one single-platform catalog image.
+func (b *rebuilder) image(img v1.Image) (v1.Image, error) {
+	mt, err := img.MediaType()
+	if err != nil {
+		return nil, err
+	}
+	lmt := types.OCILayer
+	if mt == types.DockerManifestSchema2 {
+		lmt = types.DockerLayer
+	}
+	l, err := b.layer(lmt)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("reading the config: %w", err)
+	}
+	if lbl, err := catalogLabel(cfg); err != nil {
+		return nil, err
+	} else if lbl != b.label {
+		return nil, fmt.Errorf("label %s=%s differs from the %s of the image the catalog was read from", CatalogConfigsLabel, lbl, b.label)
+	}
+	created := cfg.Created
+	if created.IsZero() {
+		created = v1.Time{Time: rebuildEpoch}
+	}
+	what := "replace " + b.label + " with the pruned catalog"
+	if len(b.wipe) > 0 {
+		what += ", remove " + strings.Join(b.wipe, ", ")
+	}
+	out, err := mutate.Append(img, mutate.Addendum{
+		Layer:     l,
+		MediaType: lmt,
+		History: v1.History{
+			Created:   created,
+			CreatedBy: "airlock: " + what,
+			Comment:   "airlock catalog rebuild",
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	ncfg, err := out.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	ncfg = ncfg.DeepCopy()
+	ncfg.Created = created
+	ncfg.Config.Cmd = serveCommand(ncfg.Config, b.label)
+	return mutate.ConfigFile(out, ncfg)
+}
+
+// serveCommand is the command of a rebuilt catalog: `serve FOLDER`, without
+// --cache-dir. When the image has no entrypoint and its command starts with the
+// opm binary, the binary is kept.
+func serveCommand(c v1.Config, label string) []string {
+	if len(c.Entrypoint) == 0 && len(c.Cmd) > 0 && path.Base(c.Cmd[0]) == "opm" {
+		return []string{c.Cmd[0], "serve", label}
+	}
+	return []string{"serve", label}
+}
+
+// cacheDirs returns, sorted, the folders holding a pre-built opm serve cache that
+// the rebuilt image must not keep: /tmp/cache and any --cache-dir of the command.
+func cacheDirs(cfg *v1.ConfigFile, label string) []string {
+	set := map[string]bool{DefaultCatalogCacheDir: true}
+	args := append(append([]string{}, cfg.Config.Entrypoint...), cfg.Config.Cmd...)
+	for i, a := range args {
+		switch {
+		case strings.HasPrefix(a, "--cache-dir="):
+			set[strings.TrimPrefix(a, "--cache-dir=")] = true
+		case a == "--cache-dir" && i+1 < len(args):
+			set[args[i+1]] = true
+		}
+	}
+	var out []string
+	for d := range set {
+		if !strings.HasPrefix(d, "/") {
+			continue
+		}
+		c := path.Clean(d)
+		if c == "/" || c == label || strings.HasPrefix(c, label+"/") || strings.HasPrefix(label, c+"/") {
+			continue
+		}
+		out = append(out, c)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// writeCatalogLayer writes the pruned-catalog layer into the blobs of the layout
+// at dir and returns its path and digest.
+func writeCatalogLayer(ctx context.Context, dir, prunedDir, label string, wipe []string) (string, digest.Digest, error) {
+	blobs := filepath.Join(dir, "blobs", "sha256")
+	if err := os.MkdirAll(blobs, 0o755); err != nil {
+		return "", "", err
+	}
+	f, err := os.CreateTemp(blobs, ".airlock-layer-")
+	if err != nil {
+		return "", "", err
+	}
+	defer func() {
+		f.Close()
+		os.Remove(f.Name())
+	}()
+	h := sha256.New()
+	if err := writeCatalogTarGz(ctx, io.MultiWriter(f, h), prunedDir, label, wipe); err != nil {
+		return "", "", err
+	}
+	if err := f.Close(); err != nil {
+		return "", "", err
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	final := filepath.Join(blobs, sum)
+	if err := os.Rename(f.Name(), final); err != nil {
+		return "", "", err
+	}
+	return final, digest.NewDigestFromEncoded(digest.SHA256, sum), nil
+}
+
+// writeCatalogTarGz writes the deterministic gzip-compressed tar of the
+// pruned-catalog layer to w.
+func writeCatalogTarGz(ctx context.Context, w io.Writer, prunedDir, label string, wipe []string) error {
+	zw, err := gzip.NewWriterLevel(w, gzip.DefaultCompression)
+	if err != nil {
+		return err
+	}
+	// The zero Header (no name, no time) keeps the output deterministic.
+	tw := tar.NewWriter(zw)
+	if err := writeCatalogTar(ctx, tw, prunedDir, label, wipe); err != nil {
+		return err
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return zw.Close()
+}
+
+func tarHeader(name string, typ byte, mode int64, size int64) *tar.Header {
+	return &tar.Header{
+		Typeflag: typ,
+		Name:     name,
+		Mode:     mode,
+		Size:     size,
+		ModTime:  rebuildEpoch,
+		Format:   tar.FormatPAX,
+	}
+}
+
+func writeCatalogTar(ctx context.Context, tw *tar.Writer, prunedDir, label string, wipe []string) error {
+	prefix := strings.TrimPrefix(path.Clean("/"+label), "/")
+	// The folder, then the opaque whiteout that hides what lower layers hold in it.
+	if err := tw.WriteHeader(tarHeader(prefix+"/", tar.TypeDir, 0o755, 0)); err != nil {
+		return err
+	}
+	if err := tw.WriteHeader(tarHeader(prefix+"/"+opaqueWhiteout, tar.TypeReg, 0o644, 0)); err != nil {
+		return err
+	}
+	// filepath.WalkDir visits entries in lexical order: the layer is sorted.
+	err := filepath.WalkDir(prunedDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(prunedDir, p)
+		if err != nil {
+			return err
+		}
+		if rel == "." {
+			return nil
+		}
+		name := prefix + "/" + filepath.ToSlash(rel)
+		switch {
+		case d.IsDir():
+			return tw.WriteHeader(tarHeader(name+"/", tar.TypeDir, 0o755, 0))
+		case d.Type().IsRegular():
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			if err := tw.WriteHeader(tarHeader(name, tar.TypeReg, 0o644, info.Size())); err != nil {
+				return err
+			}
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			n, err := io.Copy(tw, f)
+			f.Close()
+			if err == nil && n != info.Size() {
+				err = fmt.Errorf("%s changed size while being read", p)
+			}
+			return err
+		default:
+			return fmt.Errorf("%s is not a regular file or folder (%s); a pruned catalog holds only files and folders", p, d.Type())
+		}
+	})
+	if err != nil {
+		return err
+	}
+	for _, c := range wipe {
+		dir, base := path.Split(strings.TrimPrefix(c, "/"))
+		if err := tw.WriteHeader(tarHeader(dir+whiteoutPrefix+base, tar.TypeReg, 0o644, 0)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// openOrCreateLayout opens the OCI layout at dir, creating an empty one if needed.
+func openOrCreateLayout(dir string) (layout.Path, error) {
+	if isLayoutDir(dir) {
+		return layout.FromPath(dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	return layout.Write(dir, empty.Index)
+}
+
+// layoutHas reports whether index.json of lp names manifest d with tag, and its
+// blob is present.
+func layoutHas(lp layout.Path, d v1.Hash, tag string) bool {
+	ii, err := lp.ImageIndex()
+	if err != nil {
+		return false
+	}
+	im, err := ii.IndexManifest()
+	if err != nil {
+		return false
+	}
+	for _, m := range im.Manifests {
+		if m.Digest == d && m.Annotations[refNameAnnotation] == tag {
+			_, err := os.Stat(filepath.Join(string(lp), "blobs", d.Algorithm, d.Hex))
+			return err == nil
+		}
+	}
+	return false
+}
+
+// removeUnreferencedBlobs deletes the blobs no manifest of index.json reaches,
+// left over from earlier rebuilds into the same layout.
+func removeUnreferencedBlobs(lp layout.Path) error {
+	keep := map[string]bool{}
+	var visit func(raw []byte, depth int) error
+	visit = func(raw []byte, depth int) error {
+		if depth > 8 {
+			return errors.New("manifests nested too deep")
+		}
+		var m struct {
+			Config    *v1.Descriptor  `json:"config"`
+			Layers    []v1.Descriptor `json:"layers"`
+			Manifests []v1.Descriptor `json:"manifests"`
+		}
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return err
+		}
+		if m.Config != nil {
+			keep[m.Config.Digest.String()] = true
+		}
+		for _, l := range m.Layers {
+			keep[l.Digest.String()] = true
+		}
+		for _, c := range m.Manifests {
+			keep[c.Digest.String()] = true
+			b, err := lp.Bytes(c.Digest)
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					continue
+				}
+				return err
+			}
+			if err := visit(b, depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	top, err := os.ReadFile(filepath.Join(string(lp), "index.json"))
+	if err != nil {
+		return err
+	}
+	if err := visit(top, 0); err != nil {
+		return err
+	}
+	return filepath.WalkDir(filepath.Join(string(lp), "blobs"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		alg := filepath.Base(filepath.Dir(p))
+		if strings.HasPrefix(d.Name(), ".") || keep[alg+":"+d.Name()] {
+			return nil
+		}
+		return os.Remove(p)
+	})
+}

@@ -1,0 +1,411 @@
+package mirror
+
+import (
+	"archive/tar"
+	"bytes"
+	"fmt"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// validateImage checks that the manifest, config and layers of img agree: each
+// layer's content matches its digest, size and diff ID.
+func validateImage(img v1.Image) error {
+	m, err := img.Manifest()
+	if err != nil {
+		return err
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return err
+	}
+	raw, err := img.RawConfigFile()
+	if err != nil {
+		return err
+	}
+	if h, _, _ := v1.SHA256(bytes.NewReader(raw)); h != m.Config.Digest {
+		return fmt.Errorf("config digest %s, manifest says %s", h, m.Config.Digest)
+	}
+	if len(cfg.RootFS.DiffIDs) != len(m.Layers) {
+		return fmt.Errorf("%d diff IDs for %d layers", len(cfg.RootFS.DiffIDs), len(m.Layers))
+	}
+	for i, d := range m.Layers {
+		l, err := img.LayerByDigest(d.Digest)
+		if err != nil {
+			return err
+		}
+		rc, err := l.Compressed()
+		if err != nil {
+			return err
+		}
+		h, n, err := v1.SHA256(rc)
+		rc.Close()
+		if err != nil {
+			return err
+		}
+		if h != d.Digest || n != d.Size {
+			return fmt.Errorf("layer %d: content %s (%d bytes), manifest says %s (%d bytes)", i, h, n, d.Digest, d.Size)
+		}
+		urc, err := l.Uncompressed()
+		if err != nil {
+			return err
+		}
+		h, _, err = v1.SHA256(urc)
+		urc.Close()
+		if err != nil {
+			return err
+		}
+		if h != cfg.RootFS.DiffIDs[i] {
+			return fmt.Errorf("layer %d: diff ID %s, config says %s", i, h, cfg.RootFS.DiffIDs[i])
+		}
+	}
+	return nil
+}
+
+// validateIndex checks every image of idx.
+func validateIndex(idx v1.ImageIndex) error {
+	im, err := idx.IndexManifest()
+	if err != nil {
+		return err
+	}
+	for _, d := range im.Manifests {
+		img, err := idx.Image(d.Digest)
+		if err != nil {
+			return err
+		}
+		if err := validateImage(img); err != nil {
+			return fmt.Errorf("manifest %s: %w", d.Digest, err)
+		}
+	}
+	return nil
+}
+
+// flatten returns the files of img's flattened filesystem: path → content
+// (directories are left out).
+func flatten(t testing.TB, img v1.Image) map[string]string {
+	t.Helper()
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	out := map[string]string{}
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeDir {
+			continue
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[h.Name] = string(b)
+		if h.Typeflag == tar.TypeSymlink {
+			out[h.Name] = "-> " + h.Linkname
+		}
+	}
+	return out
+}
+
+func keysWithPrefix(m map[string]string, prefix string) []string {
+	var out []string
+	for k := range m {
+		if strings.HasPrefix(k, prefix) {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// checkRebuiltImage checks one rebuilt single-platform image against its base.
+func checkRebuiltImage(t *testing.T, base, img v1.Image, arch string) {
+	t.Helper()
+	if err := validateImage(img); err != nil {
+		t.Fatalf("rebuilt image does not validate: %v", err)
+	}
+	files := flatten(t, img)
+	if got, want := keysWithPrefix(files, "configs/"), []string{"configs/foo/catalog.json"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("configs in the rebuilt image = %v, want %v", got, want)
+	}
+	want, _ := os.ReadFile("testdata/catalog/pruned/foo/catalog.json")
+	if files["configs/foo/catalog.json"] != string(want) {
+		t.Errorf("configs/foo/catalog.json differs from the pruned catalog")
+	}
+	if got := keysWithPrefix(files, "tmp/cache"); len(got) != 0 {
+		t.Errorf("stale cache left in the image: %v", got)
+	}
+	if files["bin/opm"] != "opm binary for "+arch || files["etc/passwd"] == "" || files["other/ignored.json"] == "" {
+		t.Errorf("base files lost: bin/opm=%q", files["bin/opm"])
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bcfg, _ := base.ConfigFile()
+	if !reflect.DeepEqual(cfg.Config.Cmd, []string{"serve", "/configs"}) {
+		t.Errorf("Cmd = %q", cfg.Config.Cmd)
+	}
+	if !reflect.DeepEqual(cfg.Config.Entrypoint, []string{"/bin/opm"}) {
+		t.Errorf("Entrypoint = %q", cfg.Config.Entrypoint)
+	}
+	if !reflect.DeepEqual(cfg.Config.Labels, bcfg.Config.Labels) {
+		t.Errorf("Labels = %v, want %v", cfg.Config.Labels, bcfg.Config.Labels)
+	}
+	wantCreated := bcfg.Created.Time
+	if wantCreated.IsZero() {
+		wantCreated = rebuildEpoch
+	}
+	if cfg.Architecture != arch || !cfg.Created.Equal(wantCreated) || !cfg.History[len(cfg.History)-1].Created.Equal(wantCreated) {
+		t.Errorf("Architecture=%s Created=%v", cfg.Architecture, cfg.Created)
+	}
+	if n := len(cfg.History); n == 0 || !strings.Contains(cfg.History[n-1].CreatedBy, "pruned catalog") || !strings.Contains(cfg.History[n-1].CreatedBy, "/tmp/cache") {
+		t.Errorf("History = %+v", cfg.History)
+	}
+	bmt, _ := base.MediaType()
+	mt, _ := img.MediaType()
+	if mt != bmt {
+		t.Errorf("media type %s, base %s", mt, bmt)
+	}
+	layers, _ := img.Layers()
+	blayers, _ := base.Layers()
+	if len(layers) != len(blayers)+1 {
+		t.Fatalf("%d layers, want %d", len(layers), len(blayers)+1)
+	}
+	lmt, _ := layers[len(layers)-1].MediaType()
+	if (bmt == types.DockerManifestSchema2) != (lmt == types.DockerLayer) {
+		t.Errorf("layer media type %s for a %s image", lmt, bmt)
+	}
+	// The new layer: fixed times, owner 0, fixed modes.
+	rc, err := layers[len(layers)-1].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	var names []string
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, h.Name)
+		if h.Uid != 0 || h.Gid != 0 || h.ModTime.Unix() != 0 {
+			t.Errorf("%s: uid %d gid %d mtime %v", h.Name, h.Uid, h.Gid, h.ModTime)
+		}
+		if (h.Typeflag == tar.TypeDir && h.Mode != 0o755) || (h.Typeflag == tar.TypeReg && h.Mode != 0o644) {
+			t.Errorf("%s: mode %o", h.Name, h.Mode)
+		}
+	}
+	wantNames := []string{"configs/", "configs/.wh..wh..opq", "configs/foo/", "configs/foo/catalog.json", "tmp/.wh.cache"}
+	if !reflect.DeepEqual(names, wantNames) {
+		t.Errorf("layer entries = %v, want %v", names, wantNames)
+	}
+}
+
+func TestRebuildCatalog(t *testing.T) {
+	reg := startRegistry(t)
+	ctx := context.Background()
+	for kind, mt := range map[string]types.MediaType{"oci": types.OCIManifestSchema1, "docker": types.DockerManifestSchema2} {
+		t.Run(kind, func(t *testing.T) {
+			img := testCatalogImage(t, mt, "amd64")
+			ref := reg.Host() + "/ns/rebuild-" + kind + ":v4.18"
+			push(t, ref, img)
+			work := t.TempDir()
+			fc, err := FetchCatalog(ctx, ref, work)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir1 := filepath.Join(work, "rebuilt1")
+			r1, err := RebuildCatalog(ctx, fc, "testdata/catalog/pruned", RebuildOptions{LayoutDir: dir1, Logger: discardLogger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r1.Image == nil || r1.Index != nil || r1.Tag != "v4.18" || r1.MediaType != mt {
+				t.Fatalf("RebuiltCatalog = %+v", r1)
+			}
+			if r1.Digest.String() != digestOf(t, r1.Image) {
+				t.Fatalf("Digest %s != image digest %s", r1.Digest, digestOf(t, r1.Image))
+			}
+			checkRebuiltImage(t, img, r1.Image, "amd64")
+
+			// Deterministic: another layout, another run, same digest.
+			r2, err := RebuildCatalog(ctx, fc, "testdata/catalog/pruned", RebuildOptions{LayoutDir: filepath.Join(work, "rebuilt2")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r2.Digest != r1.Digest || r2.LayerDigest != r1.LayerDigest {
+				t.Fatalf("second rebuild gave %s (layer %s), first %s (layer %s)", r2.Digest, r2.LayerDigest, r1.Digest, r1.LayerDigest)
+			}
+			// Again into the same layout: same digest, layout still valid.
+			r3, err := RebuildCatalog(ctx, fc, "testdata/catalog/pruned", RebuildOptions{LayoutDir: dir1})
+			if err != nil || r3.Digest != r1.Digest {
+				t.Fatalf("rebuild into the same layout: %v %v", r3, err)
+			}
+			// A different pruned catalog into the same layout replaces the tag and
+			// removes the stale blobs.
+			r4, err := RebuildCatalog(ctx, fc, "testdata/catalog/full", RebuildOptions{LayoutDir: dir1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r4.Digest == r1.Digest {
+				t.Fatal("a different catalog gave the same digest")
+			}
+			idx, err := readLayoutIndex(dir1)
+			if err != nil || len(idx.Manifests) != 1 || idx.Manifests[0].Digest != r4.Digest {
+				t.Fatalf("layout index after replace: %+v %v", idx, err)
+			}
+			if _, err := os.Stat(filepath.Join(dir1, "blobs", "sha256", r1.Digest.Encoded())); !os.IsNotExist(err) {
+				t.Errorf("stale manifest blob kept: %v", err)
+			}
+			if err := validateImage(r4.Image); err != nil {
+				t.Fatal(err)
+			}
+
+			// The rebuilt catalog fetched back gives the pruned catalog exactly.
+			fb, err := FetchCatalog(ctx, "oci://"+dir1, t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := listFiles(t, fb.ConfigsDir); !reflect.DeepEqual(got, []string{"bar/catalog.yaml", "foo/catalog.json"}) {
+				t.Errorf("refetched %v", got)
+			}
+		})
+	}
+}
+
+func TestRebuildCatalogIndex(t *testing.T) {
+	reg := startRegistry(t)
+	ctx := context.Background()
+	for kind, mt := range map[string]types.MediaType{"oci": types.OCIImageIndex, "docker": types.DockerManifestList} {
+		t.Run(kind, func(t *testing.T) {
+			idx := testIndex(t, mt)
+			ref := reg.Host() + "/ns/multi-" + kind + "@" + digestOf(t, idx)
+			pushIndex(t, ref, idx)
+			fc, err := FetchCatalog(ctx, ref, t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			work := t.TempDir()
+			r, err := RebuildCatalog(ctx, fc, "testdata/catalog/pruned", RebuildOptions{LayoutDir: work, Tag: "pruned"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Index == nil || r.MediaType != mt || r.Tag != "pruned" {
+				t.Fatalf("RebuiltCatalog = %+v", r)
+			}
+			if err := validateIndex(r.Index); err != nil {
+				t.Fatal(err)
+			}
+			im, err := r.Index.IndexManifest()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(im.Manifests) != 2 {
+				t.Fatalf("%d manifests, want 2 (attestation dropped)", len(im.Manifests))
+			}
+			bim, _ := idx.IndexManifest()
+			for i, d := range im.Manifests {
+				if !reflect.DeepEqual(d.Platform, bim.Manifests[i].Platform) {
+					t.Errorf("manifest %d platform %v, want %v", i, d.Platform, bim.Manifests[i].Platform)
+				}
+				img, err := r.Index.Image(d.Digest)
+				if err != nil {
+					t.Fatal(err)
+				}
+				base, _ := idx.Image(bim.Manifests[i].Digest)
+				checkRebuiltImage(t, base, img, d.Platform.Architecture)
+			}
+			r2, err := RebuildCatalog(ctx, fc, "testdata/catalog/pruned", RebuildOptions{LayoutDir: t.TempDir(), Tag: "pruned"})
+			if err != nil || r2.Digest != r.Digest {
+				t.Fatalf("second rebuild: %v, %v (want %s)", r2, err, r.Digest)
+			}
+		})
+	}
+}
+
+func TestRebuildCatalogErrors(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "layout")
+	writeLayout(t, dir, func(p layout.Path) {
+		if err := p.AppendImage(testCatalogImage(t, types.OCIManifestSchema1, "amd64")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	fc, err := FetchCatalog(ctx, "oci://"+dir, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RebuildCatalog(ctx, nil, "testdata/catalog/pruned", RebuildOptions{LayoutDir: t.TempDir()}); err == nil {
+		t.Error("nil base accepted")
+	}
+	if _, err := RebuildCatalog(ctx, fc, "testdata/catalog/pruned", RebuildOptions{}); err == nil {
+		t.Error("missing layout dir accepted")
+	}
+	if _, err := RebuildCatalog(ctx, fc, "testdata/nope", RebuildOptions{LayoutDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "testdata/nope") {
+		t.Errorf("missing pruned dir: %v", err)
+	}
+	pr := t.TempDir()
+	if err := os.Symlink("/etc/passwd", filepath.Join(pr, "link.json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RebuildCatalog(ctx, fc, pr, RebuildOptions{LayoutDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("symlink in pruned dir: %v", err)
+	}
+}
+
+func TestCacheDirsAndServeCommand(t *testing.T) {
+	tests := []struct {
+		ep, cmd   []string
+		label     string
+		wantWipe  []string
+		wantServe []string
+	}{
+		{[]string{"/bin/opm"}, []string{"serve", "/configs", "--cache-dir=/tmp/cache"}, "/configs", []string{"/tmp/cache"}, []string{"serve", "/configs"}},
+		{[]string{"/bin/opm"}, []string{"serve", "/configs", "--cache-dir", "/var/cache/opm/"}, "/configs", []string{"/tmp/cache", "/var/cache/opm"}, []string{"serve", "/configs"}},
+		{nil, []string{"/bin/opm", "serve", "/catalog"}, "/catalog", []string{"/tmp/cache"}, []string{"/bin/opm", "serve", "/catalog"}},
+		{nil, nil, "/configs", []string{"/tmp/cache"}, []string{"serve", "/configs"}},
+		{nil, []string{"--cache-dir=/configs/cache", "--cache-dir=relative", "--cache-dir=/"}, "/configs", []string{"/tmp/cache"}, []string{"serve", "/configs"}},
+	}
+	for i, tc := range tests {
+		cfg := &v1.ConfigFile{Config: v1.Config{Entrypoint: tc.ep, Cmd: tc.cmd}}
+		if got := cacheDirs(cfg, tc.label); !reflect.DeepEqual(got, tc.wantWipe) {
+			t.Errorf("%d: cacheDirs = %v, want %v", i, got, tc.wantWipe)
+		}
+		if got := serveCommand(cfg.Config, tc.label); !reflect.DeepEqual(got, tc.wantServe) {
+			t.Errorf("%d: serveCommand = %v, want %v", i, got, tc.wantServe)
+		}
+	}
+}
+
+func BenchmarkRebuildLayer(b *testing.B) {
+	dir := "../../shared/fixtures/real-catalogs/community-operators-prod-v4.21/catalogs/v4.21"
+	if _, err := os.Stat(dir); err != nil {
+		b.Skip("real catalog fixture not available")
+	}
+	ctx := context.Background()
+	for b.Loop() {
+		if err := writeCatalogTarGz(ctx, io.Discard, dir, "/configs", []string{"/tmp/cache"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,685 @@
+package prune
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime/debug"
+	"strings"
+	"testing"
+)
+
+// pkgProp returns an olm.package property.
+func pkgProp(pkg, version string) Property {
+	return Property{Type: PropertyPackage, Value: json.RawMessage(fmt.Sprintf(`{"packageName":%q,"version":%q}`, pkg, version))}
+}
+
+func testBundle(pkg, name, version string) *Bundle {
+	return &Bundle{
+		Name:       name,
+		Package:    pkg,
+		Image:      "quay.io/example/bundles:v" + version,
+		Properties: []Property{pkgProp(pkg, version)},
+		RelatedImages: []RelatedImage{
+			{Name: "", Image: "quay.io/example/bundles:v" + version},
+			{Name: "operator", Image: "quay.io/example/operator@sha256:" + strings.Repeat("a", 64)},
+		},
+	}
+}
+
+// validTestCatalog is a small valid catalog: package foo with channels stable
+// (replaces chain 1.2.0 -> 1.1.0 -> 1.0.0) and fast (1.2.0 only, with a dangling
+// replaces), a deprecation and a custom blob; package bar with one bundle.
+func validTestCatalog() *Catalog {
+	foo := &Package{
+		Name: "foo", DefaultChannel: "stable", Declared: 1,
+		Channels: []*Channel{
+			{Name: "fast", Package: "foo", Entries: []ChannelEntry{{Name: "foo.v1.2.0", Replaces: "foo.v1.1.0", SkipRange: ">=1.0.0 <1.2.0"}}},
+			{Name: "stable", Package: "foo", Entries: []ChannelEntry{
+				{Name: "foo.v1.0.0"},
+				{Name: "foo.v1.1.0", Replaces: "foo.v1.0.0"},
+				{Name: "foo.v1.2.0", Replaces: "foo.v1.1.0", Skips: []string{"foo.v0.9.0"}, SkipRange: "<1.2.0"},
+			}},
+		},
+		Bundles: []*Bundle{
+			testBundle("foo", "foo.v1.0.0", "1.0.0"),
+			testBundle("foo", "foo.v1.1.0", "1.1.0"),
+			testBundle("foo", "foo.v1.2.0", "1.2.0"),
+		},
+		Deprecations: []*Deprecations{{Package: "foo", Entries: []DeprecationEntry{
+			{Reference: PackageScopedReference{Schema: SchemaBundle, Name: "foo.v1.0.0"}, Message: "use 1.2"},
+			{Reference: PackageScopedReference{Schema: SchemaChannel, Name: "fast"}, Message: "use stable"},
+		}}},
+		Others: []*Meta{{Schema: "example.com.thing", Package: "foo", Blob: json.RawMessage(`{"schema":"example.com.thing","package":"foo"}`)}},
+	}
+	bar := &Package{
+		Name: "bar", DefaultChannel: "alpha", Declared: 1,
+		Channels: []*Channel{{Name: "alpha", Package: "bar", Entries: []ChannelEntry{{Name: "bar.v0.1.0", Replaces: "bar.v0.0.9"}}}},
+		Bundles:  []*Bundle{testBundle("bar", "bar.v0.1.0", "0.1.0")},
+	}
+	return &Catalog{Packages: []*Package{bar, foo}}
+}
+
+func findPkg(c *Catalog, name string) *Package {
+	for _, p := range c.Packages {
+		if p.Name == name {
+			return p
+		}
+	}
+	panic("no package " + name)
+}
+
+func findChannel(p *Package, name string) *Channel {
+	for _, c := range p.Channels {
+		if c.Name == name {
+			return c
+		}
+	}
+	panic("no channel " + name)
+}
+
+func findBundle(p *Package, name string) *Bundle {
+	for _, b := range p.Bundles {
+		if b.Name == name {
+			return b
+		}
+	}
+	panic("no bundle " + name)
+}
+
+func TestValidateValid(t *testing.T) {
+	if err := Validate(validTestCatalog()); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	if err := Validate(&Catalog{}); err != nil {
+		t.Fatalf("Validate(empty): %v", err)
+	}
+	if err := Validate(nil); err != nil {
+		t.Fatalf("Validate(nil): %v", err)
+	}
+}
+
+func TestValidateRules(t *testing.T) {
+	type want struct {
+		pkg, ch, bundle, msg string
+	}
+	tests := []struct {
+		name   string
+		mutate func(c *Catalog)
+		want   []want // each must appear (msg as substring); no other problem may appear
+	}{
+		{"package name not DNS-1123", func(c *Catalog) {
+			p := findPkg(c, "bar")
+			p.Name = "Bar_1"
+			for _, ch := range p.Channels {
+				ch.Package = "Bar_1"
+			}
+			p.Bundles = []*Bundle{testBundle("Bar_1", "bar.v0.1.0", "0.1.0")}
+		}, []want{{"Bar_1", "", "", `invalid package name "Bar_1": [a lowercase RFC 1123 label`}}},
+		{"package name too long", func(c *Catalog) {
+			long := strings.Repeat("a", 64)
+			p := findPkg(c, "bar")
+			p.Name = long
+			for _, ch := range p.Channels {
+				ch.Package = long
+			}
+			p.Bundles = []*Bundle{testBundle(long, "bar.v0.1.0", "0.1.0")}
+		}, []want{{strings.Repeat("a", 64), "", "", "must be no more than 63 characters"}}},
+		{"duplicate package", func(c *Catalog) { findPkg(c, "bar").Declared = 2 },
+			[]want{{"bar", "", "", `duplicate package "bar"`}}},
+		{"package with no name", func(c *Catalog) {
+			c.Packages = append(c.Packages, &Package{Name: "", Declared: 1})
+		}, []want{
+			{"", "", "", "config contains package with no name"},
+			{"", "", "", "default channel must be set"},
+			{"", "", "", "package must contain at least one channel"},
+		}},
+		{"unknown package", func(c *Catalog) {
+			p := findPkg(c, "bar")
+			p.Declared = 0
+			p.Deprecations = []*Deprecations{{Package: "bar", Entries: []DeprecationEntry{{Reference: PackageScopedReference{Schema: SchemaPackage}, Message: "gone"}}}}
+		}, []want{
+			{"bar", "alpha", "", `unknown package "bar" for channel "alpha"`},
+			{"bar", "", "bar.v0.1.0", `unknown package "bar" for bundle "bar.v0.1.0"`},
+			{"bar", "", "", `cannot apply deprecations to an unknown package "bar"`},
+		}},
+		{"default channel empty", func(c *Catalog) { findPkg(c, "bar").DefaultChannel = "" },
+			[]want{{"bar", "", "", "default channel must be set"}}},
+		{"default channel missing", func(c *Catalog) { findPkg(c, "bar").DefaultChannel = "beta" },
+			[]want{{"bar", "beta", "", "channel must contain at least one bundle"}}},
+		{"default channel empty channel", func(c *Catalog) {
+			p := findPkg(c, "bar")
+			p.Channels = append(p.Channels, &Channel{Name: "beta", Package: "bar"})
+			p.DefaultChannel = "beta"
+		}, []want{{"bar", "beta", "", "channel must contain at least one bundle"}}},
+		{"package without channels", func(c *Catalog) {
+			p := findPkg(c, "bar")
+			p.Channels = nil
+		}, []want{
+			{"bar", "", "", "package must contain at least one channel"},
+			{"bar", "alpha", "", "channel must contain at least one bundle"},
+			{"bar", "", "bar.v0.1.0", "not found in any channel entries"},
+		}},
+		{"channel with no name", func(c *Catalog) {
+			p := findPkg(c, "bar")
+			p.Channels = append(p.Channels, &Channel{Name: "", Package: "bar", Entries: []ChannelEntry{{Name: "bar.v0.1.0"}}})
+		}, []want{{"bar", "", "", `package "bar" contains channel with no name`}}},
+		{"duplicate channel", func(c *Catalog) {
+			p := findPkg(c, "bar")
+			p.Channels = append(p.Channels, &Channel{Name: "alpha", Package: "bar", Entries: []ChannelEntry{{Name: "bar.v0.1.0"}}})
+		}, []want{{"bar", "alpha", "", `package "bar" has duplicate channel "alpha"`}}},
+		{"duplicate entry", func(c *Catalog) {
+			ch := findChannel(findPkg(c, "bar"), "alpha")
+			ch.Entries = append(ch.Entries, ChannelEntry{Name: "bar.v0.1.0"})
+		}, []want{{"bar", "alpha", "", `invalid package "bar", channel "alpha": duplicate entry "bar.v0.1.0"`}}},
+		{"entry without bundle", func(c *Catalog) {
+			ch := findChannel(findPkg(c, "bar"), "alpha")
+			ch.Entries = []ChannelEntry{{Name: "bar.v0.2.0", Replaces: "bar.v0.1.0"}, {Name: "bar.v0.1.0"}}
+		}, []want{{"bar", "alpha", "", `no olm.bundle blobs found in package "bar" for olm.channel entries [bar.v0.2.0]`}}},
+		{"entry with no name", func(c *Catalog) {
+			ch := findChannel(findPkg(c, "bar"), "alpha")
+			ch.Entries = []ChannelEntry{{Name: "", Replaces: "bar.v0.1.0"}, {Name: "bar.v0.1.0"}}
+		}, []want{{"bar", "alpha", "", "entry [0] has no name"}}},
+		{"two heads", func(c *Catalog) {
+			ch := findChannel(findPkg(c, "foo"), "stable")
+			ch.Entries[1].Replaces = ""
+		}, []want{{"foo", "stable", "", "multiple channel heads found in graph: foo.v1.0.0, foo.v1.2.0"}}},
+		{"no head", func(c *Catalog) {
+			ch := findChannel(findPkg(c, "foo"), "stable")
+			ch.Entries[0].Replaces = "foo.v1.2.0"
+		}, []want{{"foo", "stable", "", "no channel head found in graph"}}},
+		{"cycle below the head", func(c *Catalog) {
+			ch := findChannel(findPkg(c, "foo"), "stable")
+			ch.Entries[0].Replaces = "foo.v1.1.0"
+		}, []want{{"foo", "stable", "", "detected cycle in replaces chain of upgrade graph: foo.v1.2.0 -> foo.v1.1.0 -> foo.v1.0.0 -> foo.v1.1.0"}}},
+		{"single entry replacing itself", func(c *Catalog) {
+			ch := findChannel(findPkg(c, "bar"), "alpha")
+			ch.Entries[0].Replaces = "bar.v0.1.0"
+		}, []want{{"bar", "alpha", "", "no channel head found in graph"}}},
+		{"stranded", func(c *Catalog) {
+			// 1.2.0 replaces 1.1.0 and skips it: the walk stops at 1.1.0, so 1.0.0 is stranded.
+			ch := findChannel(findPkg(c, "foo"), "stable")
+			ch.Entries[2].Skips = []string{"foo.v1.1.0"}
+		}, []want{{"foo", "stable", "", "channel contains one or more stranded bundles: foo.v1.0.0"}}},
+		{"skipRange-only entry is an extra head", func(c *Catalog) {
+			ch := findChannel(findPkg(c, "foo"), "stable")
+			ch.Entries[1].Replaces = ""
+			ch.Entries[2].Replaces = ""
+			ch.Entries[2].Skips = []string{"foo.v1.1.0"}
+		}, []want{{"foo", "stable", "", "multiple channel heads found in graph: foo.v1.0.0, foo.v1.2.0"}}},
+		{"empty skip", func(c *Catalog) {
+			ch := findChannel(findPkg(c, "foo"), "stable")
+			ch.Entries[2].Skips = []string{"foo.v0.9.0", ""}
+		}, []want{{"foo", "stable", "foo.v1.2.0", "skip[1] is empty"}}},
+		{"bad skipRange", func(c *Catalog) {
+			ch := findChannel(findPkg(c, "foo"), "fast")
+			ch.Entries[0].SkipRange = ">=1.0 <1.2.0"
+		}, []want{{"foo", "fast", "foo.v1.2.0", `invalid skipRange ">=1.0 <1.2.0"`}}},
+		{"skipRange with comma", func(c *Catalog) {
+			ch := findChannel(findPkg(c, "foo"), "fast")
+			ch.Entries[0].SkipRange = ">=1.0.0, <1.2.0"
+		}, []want{{"foo", "fast", "foo.v1.2.0", `invalid skipRange ">=1.0.0, <1.2.0"`}}},
+		{"bundle name empty", func(c *Catalog) {
+			p := findPkg(c, "bar")
+			b := testBundle("bar", "", "0.2.0")
+			p.Bundles = append(p.Bundles, b)
+		}, []want{{"bar", "", "", "name must be set"}}},
+		{"bundle package empty", func(c *Catalog) {
+			b := testBundle("", "x.v1.0.0", "1.0.0")
+			c.Packages = append(c.Packages, &Package{Name: "", Bundles: []*Bundle{b}})
+		}, []want{
+			{"", "", "x.v1.0.0", `package name must be set for bundle "x.v1.0.0"`},
+			{"", "", "x.v1.0.0", "not found in any channel entries"},
+		}},
+		{"duplicate bundle", func(c *Catalog) {
+			p := findPkg(c, "bar")
+			p.Bundles = append(p.Bundles, testBundle("bar", "bar.v0.1.0", "0.1.0"))
+		}, []want{{"bar", "", "bar.v0.1.0", `package "bar" has duplicate bundle "bar.v0.1.0"`}}},
+		{"bundle in no channel", func(c *Catalog) {
+			p := findPkg(c, "bar")
+			p.Bundles = append(p.Bundles, testBundle("bar", "bar.v0.2.0", "0.2.0"))
+		}, []want{{"bar", "", "bar.v0.2.0", `package "bar", bundle "bar.v0.2.0" not found in any channel entries`}}},
+		{"no olm.package property", func(c *Catalog) {
+			findBundle(findPkg(c, "bar"), "bar.v0.1.0").Properties = nil
+		}, []want{{"bar", "", "bar.v0.1.0", `package "bar" bundle "bar.v0.1.0" must have exactly 1 "olm.package" property, found 0`}}},
+		{"two olm.package properties", func(c *Catalog) {
+			b := findBundle(findPkg(c, "bar"), "bar.v0.1.0")
+			b.Properties = append(b.Properties, pkgProp("bar", "0.1.0"))
+		}, []want{{"bar", "", "bar.v0.1.0", "must have exactly 1 \"olm.package\" property, found 2"}}},
+		{"packageName mismatch", func(c *Catalog) {
+			findBundle(findPkg(c, "bar"), "bar.v0.1.0").Properties = []Property{pkgProp("baz", "0.1.0")}
+		}, []want{{"bar", "", "bar.v0.1.0", `package "bar" does not match "olm.package" property "baz"`}}},
+		{"version not semver", func(c *Catalog) {
+			findBundle(findPkg(c, "bar"), "bar.v0.1.0").Properties = []Property{pkgProp("bar", "v0.1")}
+		}, []want{{"bar", "", "bar.v0.1.0", `error parsing bundle "bar.v0.1.0" version "v0.1"`}}},
+		{"version with leading zero", func(c *Catalog) {
+			findBundle(findPkg(c, "bar"), "bar.v0.1.0").Properties = []Property{pkgProp("bar", "0.01.0")}
+		}, []want{{"bar", "", "bar.v0.1.0", `error parsing bundle "bar.v0.1.0" version "0.01.0"`}}},
+		{"version is a number", func(c *Catalog) {
+			findBundle(findPkg(c, "bar"), "bar.v0.1.0").Properties = []Property{{Type: PropertyPackage, Value: json.RawMessage(`{"packageName":"bar","version":1.0}`)}}
+		}, []want{{"bar", "", "bar.v0.1.0", `parse properties for bundle "bar.v0.1.0": parse property[0] of type "olm.package": json: cannot unmarshal number`}}},
+		{"duplicate versions", func(c *Catalog) {
+			p := findPkg(c, "foo")
+			findBundle(p, "foo.v1.1.0").Properties = []Property{pkgProp("foo", "1.0.0")}
+		}, []want{{"foo", "", "", "duplicate versions found in bundles: [{1.0.0: [foo.v1.0.0, foo.v1.1.0]}]"}}},
+		{"same version different build metadata is fine", func(c *Catalog) {
+			p := findPkg(c, "foo")
+			findBundle(p, "foo.v1.0.0").Properties = []Property{pkgProp("foo", "1.0.0+a")}
+			findBundle(p, "foo.v1.1.0").Properties = []Property{pkgProp("foo", "1.0.0+b")}
+		}, nil},
+		{"release valid", func(c *Catalog) {
+			p := findPkg(c, "bar")
+			b := p.Bundles[0]
+			b.Name = "bar-v0.1.0-1.rc.2"
+			b.Properties = []Property{{Type: PropertyPackage, Value: json.RawMessage(`{"packageName":"bar","version":"0.1.0","release":"1.rc.2"}`)}}
+			p.Channels[0].Entries[0].Name = b.Name
+		}, nil},
+		{"release name mismatch", func(c *Catalog) {
+			findBundle(findPkg(c, "bar"), "bar.v0.1.0").Properties = []Property{{Type: PropertyPackage, Value: json.RawMessage(`{"packageName":"bar","version":"0.1.0","release":"2"}`)}}
+		}, []want{{"bar", "", "bar.v0.1.0", `name "bar.v0.1.0" does not match normalized name "bar-v0.1.0-2"`}}},
+		{"release invalid", func(c *Catalog) {
+			p := findPkg(c, "bar")
+			b := p.Bundles[0]
+			b.Name = "bar-v0.1.0-01"
+			b.Properties = []Property{{Type: PropertyPackage, Value: json.RawMessage(`{"packageName":"bar","version":"0.1.0","release":"01"}`)}}
+			p.Channels[0].Entries[0].Name = b.Name
+		}, []want{{"bar", "", "bar-v0.1.0-01", `error parsing bundle "bar-v0.1.0-01" release version "01"`}}},
+		{"release too long", func(c *Catalog) {
+			p := findPkg(c, "bar")
+			b := p.Bundles[0]
+			rel := strings.Repeat("r", 21)
+			b.Name = "bar-v0.1.0-" + rel
+			b.Properties = []Property{{Type: PropertyPackage, Value: json.RawMessage(`{"packageName":"bar","version":"0.1.0","release":"` + rel + `"}`)}}
+			p.Channels[0].Entries[0].Name = b.Name
+		}, []want{{"bar", "", "bar-v0.1.0-" + strings.Repeat("r", 21), "longer than 20 characters"}}},
+		{"release with build metadata", func(c *Catalog) {
+			p := findPkg(c, "bar")
+			b := p.Bundles[0]
+			b.Name = "bar-v0.1.0+b1-2"
+			b.Properties = []Property{{Type: PropertyPackage, Value: json.RawMessage(`{"packageName":"bar","version":"0.1.0+b1","release":"2"}`)}}
+			p.Channels[0].Entries[0].Name = b.Name
+		}, []want{{"bar", "", "bar-v0.1.0+b1-2", "cannot use build metadata in version with a release version"}}},
+		{"image empty", func(c *Catalog) { findBundle(findPkg(c, "bar"), "bar.v0.1.0").Image = "" },
+			[]want{{"bar", "", "bar.v0.1.0", "bundle image must be set"}}},
+		{"image empty with elided bundle objects", func(c *Catalog) {
+			b := findBundle(findPkg(c, "bar"), "bar.v0.1.0")
+			b.Image = ""
+			b.Properties = append(b.Properties, Property{Type: PropertyBundleObject})
+		}, nil},
+		{"image uppercase", func(c *Catalog) { findBundle(findPkg(c, "bar"), "bar.v0.1.0").Image = "quay.io/Example/bar:v1" },
+			[]want{{"bar", "", "bar.v0.1.0", `package "bar" bundle "bar.v0.1.0" image: invalid image pull spec "quay.io/Example/bar:v1"`}}},
+		{"related image bad digest", func(c *Catalog) {
+			b := findBundle(findPkg(c, "bar"), "bar.v0.1.0")
+			b.RelatedImages = append(b.RelatedImages, RelatedImage{Name: "x", Image: "quay.io/example/x@sha256:abc"}, RelatedImage{Name: "empty"})
+		}, []want{{"bar", "", "bar.v0.1.0", `relatedImages[2].image: invalid image pull spec "quay.io/example/x@sha256:abc"`}}},
+		{"property without value", func(c *Catalog) {
+			b := findBundle(findPkg(c, "bar"), "bar.v0.1.0")
+			b.Properties = append(b.Properties, Property{Type: "example.com/thing"})
+		}, []want{{"bar", "", "bar.v0.1.0", `parse property[1] of type "example.com/thing"`}}},
+		{"property without type", func(c *Catalog) {
+			b := findBundle(findPkg(c, "bar"), "bar.v0.1.0")
+			b.Properties = append(b.Properties, Property{Value: json.RawMessage(`{}`)})
+		}, []want{{"bar", "", "bar.v0.1.0", "type must be set"}}},
+		{"gvk wrong shape", func(c *Catalog) {
+			b := findBundle(findPkg(c, "bar"), "bar.v0.1.0")
+			b.Properties = append(b.Properties, Property{Type: PropertyGVK, Value: json.RawMessage(`["a"]`)})
+		}, []want{{"bar", "", "bar.v0.1.0", `parse property[1] of type "olm.gvk"`}}},
+		{"gvk.required and package.required wrong shape", func(c *Catalog) {
+			b := findBundle(findPkg(c, "bar"), "bar.v0.1.0")
+			b.Properties = append(b.Properties,
+				Property{Type: PropertyGVKRequired, Value: json.RawMessage(`{"group":1}`)},
+				Property{Type: PropertyPackageRequired, Value: json.RawMessage(`{"packageName":"x","versionRange":[]}`)},
+				Property{Type: PropertyPackageRequired, Value: json.RawMessage(`null`)},
+			)
+		}, []want{
+			{"bar", "", "bar.v0.1.0", `parse property[1] of type "olm.gvk.required"`},
+			{"bar", "", "bar.v0.1.0", `parse property[2] of type "olm.package.required"`},
+			{"bar", "", "bar.v0.1.0", `parse property[3] of type "olm.package.required"`},
+		}},
+		{"bundle object bad base64", func(c *Catalog) {
+			b := findBundle(findPkg(c, "bar"), "bar.v0.1.0")
+			b.Properties = append(b.Properties, Property{Type: PropertyBundleObject, Value: json.RawMessage(`{"data":"%%%"}`)})
+		}, []want{{"bar", "", "bar.v0.1.0", `parse property[1] of type "olm.bundle.object"`}}},
+		{"two csv metadata", func(c *Catalog) {
+			b := findBundle(findPkg(c, "bar"), "bar.v0.1.0")
+			b.Properties = append(b.Properties, Property{Type: PropertyCSVMetadata}, Property{Type: PropertyCSVMetadata, Value: json.RawMessage(`{"displayName":"x"}`)})
+		}, []want{{"bar", "", "bar.v0.1.0", `must have at most one "olm.csv.metadata" property, found 2`}}},
+		{"two deprecations", func(c *Catalog) {
+			p := findPkg(c, "foo")
+			p.Deprecations = append(p.Deprecations, &Deprecations{Package: "foo"})
+		}, []want{{"foo", "", "", `expected a maximum of one deprecation per package: "foo"`}}},
+		{"deprecations pointing nowhere", func(c *Catalog) {
+			p := findPkg(c, "foo")
+			p.Deprecations[0].Entries = append(p.Deprecations[0].Entries,
+				DeprecationEntry{Reference: PackageScopedReference{Schema: SchemaBundle, Name: "foo.v9.0.0"}, Message: "m"},
+				DeprecationEntry{Reference: PackageScopedReference{Schema: SchemaChannel, Name: "nightly"}, Message: "m"},
+				DeprecationEntry{Reference: PackageScopedReference{Schema: SchemaPackage, Name: "foo"}, Message: "m"},
+				DeprecationEntry{Reference: PackageScopedReference{Schema: "olm.thing", Name: "x"}, Message: "m"},
+				DeprecationEntry{Reference: PackageScopedReference{}, Message: "m"},
+				DeprecationEntry{Reference: PackageScopedReference{Schema: SchemaBundle, Name: "foo.v1.0.0"}, Message: "again"},
+				DeprecationEntry{Reference: PackageScopedReference{Schema: SchemaBundle, Name: "foo.v1.1.0"}},
+			)
+		}, []want{
+			{"foo", "", "", `cannot deprecate bundle "foo.v9.0.0" for package "foo": bundle not found`},
+			{"foo", "", "", `cannot deprecate channel "nightly" for package "foo": channel not found`},
+			{"foo", "", "", `package name must be empty for deprecated package "foo" (specified "foo")`},
+			{"foo", "", "", `cannot deprecate object {schema: olm.thing, name: "x"} referenced by entry 5 for package "foo": object schema unknown`},
+			{"foo", "", "", `schema must be set for deprecation entry [6] for package "foo"`},
+			{"foo", "", "", `duplicate deprecation entry {schema: olm.bundle, name: "foo.v1.0.0"} for package "foo"`},
+			{"foo", "", "foo.v1.1.0", "invalid deprecation: message must be set"},
+		}},
+		{"deprecation without package", func(c *Catalog) {
+			c.Packages = append(c.Packages, &Package{Name: "", Deprecations: []*Deprecations{{}}})
+		}, []want{{"", "", "", "package name must be set for deprecation item 0"}}},
+		{"custom schema name", func(c *Catalog) {
+			c.Others = append(c.Others, &Meta{Schema: "my schema", Origin: Origin{File: "x.json", Index: 3}})
+			findPkg(c, "foo").Others = append(findPkg(c, "foo").Others, &Meta{Schema: "-bad"})
+		}, []want{
+			{"", "", "", `invalid schema "my schema" of a custom blob (x.json, document 3)`},
+			{"foo", "", "", `invalid schema "-bad" of a custom blob`},
+		}},
+		{"custom blob package name", func(c *Catalog) {
+			c.Packages = append(c.Packages, &Package{Name: "a/b", Others: []*Meta{{Schema: "example.com", Package: "a/b"}}})
+		}, []want{{"a/b", "", "", `invalid package "a/b" of a "example.com" blob`}}},
+		{"many problems at once", func(c *Catalog) {
+			findPkg(c, "bar").DefaultChannel = ""
+			findBundle(findPkg(c, "foo"), "foo.v1.0.0").Image = ""
+			findChannel(findPkg(c, "foo"), "fast").Entries[0].SkipRange = "bogus"
+		}, []want{
+			{"bar", "", "", "default channel must be set"},
+			{"foo", "", "foo.v1.0.0", "bundle image must be set"},
+			{"foo", "fast", "foo.v1.2.0", "invalid skipRange"},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := validTestCatalog()
+			tt.mutate(c)
+			err := Validate(c)
+			if len(tt.want) == 0 {
+				if err != nil {
+					t.Fatalf("want valid, got:\n%v", err)
+				}
+				return
+			}
+			var ve *ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("want *ValidationError, got %T %v", err, err)
+			}
+			if !errors.Is(err, ErrInvalidCatalog) {
+				t.Errorf("errors.Is(err, ErrInvalidCatalog) = false")
+			}
+			matched := make([]bool, len(ve.Problems))
+			for _, w := range tt.want {
+				found := false
+				for i, p := range ve.Problems {
+					if p.Package == w.pkg && p.Channel == w.ch && p.Bundle == w.bundle && strings.Contains(p.Message, w.msg) {
+						found, matched[i] = true, true
+					}
+				}
+				if !found {
+					t.Errorf("missing problem %+v in:\n%v", w, err)
+				}
+			}
+			for i, ok := range matched {
+				if !ok {
+					t.Errorf("unexpected problem: %s", ve.Problems[i])
+				}
+			}
+		})
+	}
+}
+
+func TestValidationErrorFormat(t *testing.T) {
+	c := validTestCatalog()
+	findPkg(c, "foo").DefaultChannel = ""
+	findPkg(c, "bar").DefaultChannel = ""
+	findBundle(findPkg(c, "bar"), "bar.v0.1.0").Image = ""
+	c.Others = append(c.Others, &Meta{Schema: "?"})
+	err := Validate(c)
+	want := strings.Join([]string{
+		`catalog: invalid schema "?" of a custom blob: must match ^[a-zA-Z0-9][a-zA-Z0-9._-]*$ (opm serve cannot build its cache)`,
+		`package "bar": default channel must be set`,
+		`package "bar", bundle "bar.v0.1.0": bundle image must be set`,
+		`package "foo": default channel must be set`,
+	}, "\n")
+	if err == nil || err.Error() != want {
+		t.Fatalf("got:\n%v\nwant:\n%s", err, want)
+	}
+	// Deterministic: the same input gives the same text.
+	for i := 0; i < 5; i++ {
+		if again := Validate(c); again.Error() != err.Error() {
+			t.Fatalf("unstable output:\n%v\n---\n%v", again, err)
+		}
+	}
+}
+
+// testdataCases lists the sub-directories of dir.
+func testdataCases(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("no test cases in %s", dir)
+	}
+	return out
+}
+
+// TestValidateTestdataInvalid loads every catalog of testdata/invalid/<case>/ and
+// checks that Validate reports exactly the problems listed in its expected.txt
+// (one substring of a problem line per line; the file is excluded from the catalog
+// by the case's .indexignore).
+func TestValidateTestdataInvalid(t *testing.T) {
+	base := filepath.Join("testdata", "invalid")
+	for _, name := range testdataCases(t, base) {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(base, name)
+			raw, err := os.ReadFile(filepath.Join(dir, "expected.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var expected []string
+			for _, l := range strings.Split(string(raw), "\n") {
+				if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+					expected = append(expected, l)
+				}
+			}
+			for _, elide := range []bool{false, true} {
+				c, err := LoadDir(context.Background(), dir, LoadOptions{ElideHeavy: elide})
+				if err != nil {
+					t.Fatalf("LoadDir: %v", err)
+				}
+				err = Validate(c)
+				var ve *ValidationError
+				if !errors.As(err, &ve) {
+					t.Fatalf("elide=%v: want a *ValidationError, got %v", elide, err)
+				}
+				lines := make([]string, len(ve.Problems))
+				for i, p := range ve.Problems {
+					lines[i] = p.String()
+				}
+				used := make([]bool, len(lines))
+				for _, want := range expected {
+					found := false
+					for i, l := range lines {
+						if !used[i] && strings.Contains(l, want) {
+							used[i], found = true, true
+							break
+						}
+					}
+					if !found {
+						t.Errorf("elide=%v: no problem matches %q; got:\n%s", elide, want, err)
+					}
+				}
+				for i, ok := range used {
+					if !ok {
+						t.Errorf("elide=%v: unexpected problem: %s", elide, lines[i])
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestValidateTestdataValid(t *testing.T) {
+	base := filepath.Join("testdata", "valid")
+	for _, name := range testdataCases(t, base) {
+		t.Run(name, func(t *testing.T) {
+			for _, elide := range []bool{false, true} {
+				c, err := LoadDir(context.Background(), filepath.Join(base, name), LoadOptions{ElideHeavy: elide})
+				if err != nil {
+					t.Fatalf("LoadDir: %v", err)
+				}
+				if len(c.Packages) == 0 {
+					t.Fatal("no packages loaded")
+				}
+				if err := Validate(c); err != nil {
+					t.Errorf("elide=%v: Validate:\n%v", elide, err)
+				}
+			}
+		})
+	}
+}
+
+// realCatalogsDir holds real catalogs that pass opm validate (see its SOURCES.md).
+const realCatalogsDir = "/work/shared/fixtures/real-catalogs"
+
+// realCatalogRoots returns the catalog roots listed in SOURCES.md's table.
+func realCatalogRoots(t testing.TB) []string {
+	raw, err := os.ReadFile(filepath.Join(realCatalogsDir, "SOURCES.md"))
+	if err != nil {
+		t.Skipf("real catalogs not available: %v", err)
+	}
+	re := regexp.MustCompile("(?m)^\\| [^|]+ \\| `([^`]+)` \\|")
+	var roots []string
+	for _, m := range re.FindAllStringSubmatch(string(raw), -1) {
+		roots = append(roots, filepath.Join(realCatalogsDir, m[1]))
+	}
+	if len(roots) == 0 {
+		t.Fatalf("no catalog roots found in %s/SOURCES.md", realCatalogsDir)
+	}
+	return roots
+}
+
+// raceEnabled reports whether the test binary was built with -race.
+func raceEnabled() bool {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "-race" {
+			return s.Value == "true"
+		}
+	}
+	return false
+}
+
+// dirSize is the total size of the regular files under dir.
+func dirSize(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+func TestValidateRealCatalogs(t *testing.T) {
+	// Loading tens of MB of YAML takes about a minute under the race detector;
+	// the small catalogs still run there.
+	const bigCatalog = 4 << 20
+	slow := raceEnabled() || testing.Short()
+	for _, root := range realCatalogRoots(t) {
+		t.Run(filepath.Base(root), func(t *testing.T) {
+			if size := dirSize(root); slow && size > bigCatalog {
+				t.Skipf("%s is %d MB: skipped with -race or -short", root, size>>20)
+			}
+			c, err := LoadDir(context.Background(), root, LoadOptions{ElideHeavy: true})
+			if err != nil {
+				t.Fatalf("LoadDir: %v", err)
+			}
+			if err := Validate(c); err != nil {
+				t.Errorf("Validate(%s):\n%v", root, err)
+			}
+		})
+	}
+}
+
+// BenchmarkValidate validates the largest real catalog (loaded once, heavy values
+// elided) or, with AIRLOCK_BENCH_CATALOG set to a catalog root, that catalog.
+func BenchmarkValidate(b *testing.B) {
+	root := os.Getenv("AIRLOCK_BENCH_CATALOG")
+	if root == "" {
+		root = realCatalogRoots(b)[0]
+	}
+	c, err := LoadDir(context.Background(), root, LoadOptions{ElideHeavy: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var bundles, entries int
+	for _, p := range c.Packages {
+		bundles += len(p.Bundles)
+		for _, ch := range p.Channels {
+			entries += len(ch.Entries)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := Validate(c); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(bundles), "bundles")
+	b.ReportMetric(float64(entries), "entries")
+}
+
+func TestValidateDir(t *testing.T) {
+	ctx := context.Background()
+	n, err := ValidateDir(ctx, filepath.Join("testdata", "valid", "simple"), nil)
+	if err != nil {
+		t.Fatalf("ValidateDir(valid): %v", err)
+	}
+	if want := (CatalogCounts{Packages: 1, Channels: 1, Bundles: 3}); n != want {
+		t.Errorf("counts = %+v, want %+v", n, want)
+	}
+
+	n, err = ValidateDir(ctx, filepath.Join("testdata", "invalid", "duplicate-bundles"), nil)
+	var ve *ValidationError
+	if !errors.As(err, &ve) || len(ve.Problems) != 1 {
+		t.Fatalf("ValidateDir(invalid) = %v, want one problem", err)
+	}
+	if want := (CatalogCounts{Packages: 1, Channels: 1, Bundles: 4}); n != want {
+		t.Errorf("counts = %+v, want %+v", n, want)
+	}
+
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte("schema: olm.package\nname: x\n---\n- 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = ValidateDir(ctx, dir, nil)
+	var le *LoadError
+	if !errors.As(err, &le) || errors.Is(err, ErrInvalidCatalog) {
+		t.Fatalf("ValidateDir(unloadable) = %v, want a *LoadError", err)
+	}
+	if !strings.Contains(err.Error(), "bad.yaml") {
+		t.Errorf("load error does not name the file: %v", err)
+	}
+}

@@ -11,6 +11,9 @@ import (
 	"github.com/opencontainers/go-digest"
 )
 
+// StateFileName is the suggested name of the state file in the workspace.
+const StateFileName = "archive-state.json"
+
 // ShippedSet is the set of blobs that earlier archives carried, each with the
 // archive that shipped it. A Writer given a ShippedSet does not write those blobs.
 type ShippedSet map[digest.Digest]Origin

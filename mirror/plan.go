@@ -1,0 +1,468 @@
+package mirror
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
+)
+
+// Workflow is one of the three ways airlock moves images.
+type Workflow string
+
+// The workflows.
+const (
+	MirrorToMirror Workflow = "mirror-to-mirror"
+	MirrorToDisk   Workflow = "mirror-to-disk"
+	DiskToMirror   Workflow = "disk-to-mirror"
+)
+
+// ImageKind says why an image is in the plan.
+type ImageKind string
+
+// Image kinds. Catalog images are consumed through CatalogSource/ClusterCatalog;
+// operator images are bundle and related images of catalogs; generic images are
+// additionalImages.
+const (
+	KindCatalog  ImageKind = "catalog"
+	KindOperator ImageKind = "operator"
+	KindGeneric  ImageKind = "generic"
+)
+
+// LayoutRepoPrefix marks a plan source repository that is an OCI image layout on
+// disk (a rebuilt catalog) rather than a registry repository: "layout:<dir>".
+const LayoutRepoPrefix = "layout:"
+
+// CatalogRequest is one operator catalog after fetching and pruning.
+type CatalogRequest struct {
+	// Catalog is the catalog reference from the configuration.
+	Catalog string
+	// SourceDigest pins the catalog image the run used.
+	SourceDigest digest.Digest
+	// TargetCatalog and TargetTag are the configuration's destination overrides.
+	TargetCatalog, TargetTag string
+	// Rebuilt is the pruned catalog image, nil when the catalog is mirrored untouched.
+	Rebuilt *RebuiltCatalog
+	// SourceRepo is where the untouched catalog is read from when Rebuilt is nil
+	// (a registry repository, or LayoutRepoPrefix+dir for oci:// catalogs).
+	SourceRepo string
+	// Images are the bundle and related images the (pruned) catalog names.
+	Images []string
+	// Packages kept in the pruned catalog, for the record.
+	Packages []string
+}
+
+// AdditionalImage is one additionalImages entry.
+type AdditionalImage struct {
+	Name       string
+	TargetRepo string
+	TargetTag  string
+}
+
+// PlanRequest is everything the plan is made from.
+type PlanRequest struct {
+	Workflow Workflow
+	// Destination is "REGISTRY[:PORT][/NAMESPACE]" for the registry workflows;
+	// unused for mirror-to-disk, where destinations are repository paths that
+	// disk-to-mirror places under its own destination.
+	Destination    string
+	MaxNestedPaths int
+	Catalogs       []CatalogRequest
+	Additional     []AdditionalImage
+	// Blocked are blockedImages regular expressions, matched against the source
+	// reference and the destination reference.
+	Blocked []string
+}
+
+// Resolver resolves a tag reference to the digest of its manifest.
+type Resolver interface {
+	Resolve(ctx context.Context, ref string) (endpoint.Descriptor, error)
+}
+
+// PlanImage is one image of the plan.
+type PlanImage struct {
+	// Source is the reference as the catalog or the configuration wrote it.
+	Source string `json:"source"`
+	// Kind is catalog, operator or generic.
+	Kind ImageKind `json:"kind"`
+	// Origins are the catalogs (or "additionalImages") that asked for the image.
+	Origins []string `json:"origins"`
+	// SourceRepo is the repository the copy engine reads from.
+	SourceRepo string `json:"sourceRepo"`
+	// Digest is the manifest digest the image resolved to.
+	Digest digest.Digest `json:"digest,omitempty"`
+	// MediaType of the manifest, when the resolution learnt it.
+	MediaType string `json:"mediaType,omitempty"`
+	// DestRepo is the destination repository: "REGISTRY/NS/path" for registry
+	// workflows, the repository path alone for mirror-to-disk.
+	DestRepo string `json:"destRepo"`
+	// Tags the manifest gets at the destination.
+	Tags []string `json:"tags,omitempty"`
+	// Error says why the image could not be planned (it is then not copied).
+	Error string `json:"error,omitempty"`
+}
+
+// Destination is "DestRepo:firstTag", or "DestRepo@digest" without a tag.
+func (p PlanImage) Destination() string {
+	if len(p.Tags) > 0 {
+		return p.DestRepo + ":" + p.Tags[0]
+	}
+	return p.DestRepo + "@" + p.Digest.String()
+}
+
+// PlanCatalog records where a catalog went.
+type PlanCatalog struct {
+	Catalog      string        `json:"catalog"`
+	SourceDigest digest.Digest `json:"sourceDigest,omitempty"`
+	Rebuilt      bool          `json:"rebuilt"`
+	Digest       digest.Digest `json:"digest"`
+	DestRepo     string        `json:"destRepo"`
+	Tag          string        `json:"tag"`
+	Packages     []string      `json:"packages,omitempty"`
+}
+
+// Plan is what a run will copy.
+type Plan struct {
+	Workflow    Workflow      `json:"workflow"`
+	Destination string        `json:"destination,omitempty"`
+	Images      []PlanImage   `json:"images"`
+	Catalogs    []PlanCatalog `json:"catalogs"`
+	// Blocked are the images blockedImages removed.
+	Blocked []string `json:"blocked,omitempty"`
+	// Warnings are non-fatal findings (untagged references read as :latest…).
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Jobs returns the copy jobs of every plannable image, in plan order.
+func (p *Plan) Jobs() []Job {
+	jobs := make([]Job, 0, len(p.Images))
+	for _, im := range p.Images {
+		if im.Error != "" || im.Digest == "" {
+			continue
+		}
+		jobs = append(jobs, Job{Source: im.SourceRepo, Digest: im.Digest, Dest: im.DestRepo, Tags: im.Tags})
+	}
+	return jobs
+}
+
+// Failed returns the images that could not be planned.
+func (p *Plan) Failed() []PlanImage {
+	var out []PlanImage
+	for _, im := range p.Images {
+		if im.Error != "" {
+			out = append(out, im)
+		}
+	}
+	return out
+}
+
+// Mapping returns "source=destination" lines, sorted, as oc-mirror's mapping.txt.
+func (p *Plan) Mapping() []string {
+	lines := make([]string, 0, len(p.Images))
+	for _, im := range p.Images {
+		if im.Error != "" {
+			continue
+		}
+		lines = append(lines, im.Source+"="+im.Destination())
+	}
+	sort.Strings(lines)
+	return lines
+}
+
+// NewPlan resolves every requested image to a digest and maps it to its
+// destination for the workflow. Images blockedImages matches are left out. An
+// image that cannot be parsed or resolved is kept in the plan with its Error set,
+// so that one bad reference never stops the run. resolve may be nil when every
+// reference carries a digest (tests, disk-to-mirror).
+func NewPlan(ctx context.Context, req PlanRequest, resolve Resolver, parallel int) (*Plan, error) {
+	blocked := make([]*regexp.Regexp, 0, len(req.Blocked))
+	for _, b := range req.Blocked {
+		re, err := regexp.Compile(b)
+		if err != nil {
+			return nil, fmt.Errorf("blockedImages %q is not a valid regular expression: %w", b, err)
+		}
+		blocked = append(blocked, re)
+	}
+	if req.Workflow != MirrorToDisk {
+		if _, _, err := splitRegistryNS(req.Destination); err != nil {
+			return nil, err
+		}
+	}
+	p := &Plan{Workflow: req.Workflow, Destination: req.Destination}
+	isBlocked := func(refs ...string) bool {
+		for _, re := range blocked {
+			for _, r := range refs {
+				if re.MatchString(strings.TrimPrefix(r, "docker://")) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+
+	// Catalogs: their digests are known, no resolution needed.
+	for _, c := range req.Catalogs {
+		pc := PlanCatalog{Catalog: c.Catalog, SourceDigest: c.SourceDigest, Packages: c.Packages}
+		im := PlanImage{Source: c.Catalog, Kind: KindCatalog, Origins: []string{c.Catalog}}
+		var rebuilt digest.Digest
+		if c.Rebuilt != nil {
+			rebuilt = c.Rebuilt.Digest
+			pc.Rebuilt = true
+			pc.Digest = c.Rebuilt.Digest
+			im.SourceRepo = LayoutRepoPrefix + c.Rebuilt.LayoutDir
+			im.Digest = c.Rebuilt.Digest
+			im.MediaType = string(c.Rebuilt.MediaType)
+		} else {
+			pc.Digest = c.SourceDigest
+			im.SourceRepo = c.SourceRepo
+			im.Digest = c.SourceDigest
+		}
+		src := catalogRefForNaming(c.Catalog, c.SourceDigest)
+		dst, err := p.catalogDest(req, src, c.TargetCatalog, c.TargetTag, rebuilt)
+		if err != nil {
+			im.Error = err.Error()
+		} else {
+			im.DestRepo, im.Tags = dst.Repository, []string{dst.Tag}
+			pc.DestRepo, pc.Tag = dst.Repository, dst.Tag
+		}
+		p.Catalogs = append(p.Catalogs, pc)
+		p.Images = append(p.Images, im)
+	}
+
+	// Bundle, related and additional images, de-duplicated by reference.
+	type want struct {
+		ref     string
+		kind    ImageKind
+		origins []string
+		target  *AdditionalImage
+	}
+	var order []string
+	wants := map[string]*want{}
+	add := func(ref string, kind ImageKind, origin string, target *AdditionalImage) {
+		w, ok := wants[ref]
+		if !ok {
+			w = &want{ref: ref, kind: kind}
+			wants[ref] = w
+			order = append(order, ref)
+		}
+		if kind == KindGeneric && w.kind != KindGeneric {
+			// An additional image that a catalog also names stays an operator image.
+			target = nil
+		}
+		if target != nil {
+			w.target = target
+		}
+		for _, o := range w.origins {
+			if o == origin {
+				return
+			}
+		}
+		w.origins = append(w.origins, origin)
+	}
+	for _, c := range req.Catalogs {
+		for _, ref := range c.Images {
+			add(ref, KindOperator, c.Catalog, nil)
+		}
+	}
+	for i := range req.Additional {
+		a := req.Additional[i]
+		add(a.Name, KindGeneric, "additionalImages", &a)
+	}
+
+	images := make([]PlanImage, len(order))
+	for i, ref := range order {
+		w := wants[ref]
+		im := PlanImage{Source: ref, Kind: w.kind, Origins: w.origins}
+		r, err := ParseReference(ref)
+		if err != nil {
+			im.Error = err.Error()
+			images[i] = im
+			continue
+		}
+		if r.DefaultedTag {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("image %q has neither tag nor digest: mirroring it as %s:latest", ref, r.Repository()))
+		}
+		im.SourceRepo = r.Repository()
+		im.Digest = r.Digest
+		dst, err := p.imageDest(req, r, w.target)
+		if err != nil {
+			im.Error = err.Error()
+		} else {
+			im.DestRepo, im.Tags = dst.Repository, []string{dst.Tag}
+		}
+		images[i] = im
+	}
+
+	// Drop blocked images before resolving anything.
+	kept := images[:0]
+	for _, im := range images {
+		if isBlocked(im.Source, im.Destination()) {
+			p.Blocked = append(p.Blocked, im.Source)
+			continue
+		}
+		kept = append(kept, im)
+	}
+	images = kept
+
+	// Resolve tags to digests, in parallel.
+	if parallel <= 0 {
+		parallel = 8
+	}
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for i := range images {
+		im := &images[i]
+		if im.Error != "" || im.Digest != "" {
+			continue
+		}
+		if resolve == nil {
+			im.Error = "cannot resolve a tag without a registry"
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			ref := im.SourceRepo + ":" + tagOf(im.Source)
+			d, err := resolve.Resolve(ctx, ref)
+			if err != nil {
+				im.Error = fmt.Sprintf("resolve %s: %v", ref, err)
+				return
+			}
+			im.Digest, im.MediaType = d.Digest, d.MediaType
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	p.Images = append(p.Images, images...)
+	sort.SliceStable(p.Images, func(i, j int) bool {
+		a, b := p.Images[i], p.Images[j]
+		if a.Kind != b.Kind {
+			return kindOrder(a.Kind) < kindOrder(b.Kind)
+		}
+		return a.Source < b.Source
+	})
+	sort.Strings(p.Blocked)
+	return p, nil
+}
+
+func kindOrder(k ImageKind) int {
+	switch k {
+	case KindCatalog:
+		return 0
+	case KindOperator:
+		return 1
+	default:
+		return 2
+	}
+}
+
+// tagOf returns the tag of a reference ("latest" when it has none).
+func tagOf(ref string) string {
+	r, err := ParseReference(ref)
+	if err != nil || r.Tag == "" {
+		return "latest"
+	}
+	return r.Tag
+}
+
+// catalogRefForNaming turns an oci:// catalog into a reference that can be named
+// at the destination (its last path element), keeping docker references as they are.
+func catalogRefForNaming(catalog string, d digest.Digest) string {
+	if !strings.HasPrefix(catalog, "oci://") {
+		return catalog
+	}
+	p := strings.TrimSuffix(strings.TrimPrefix(catalog, "oci://"), "/")
+	name := p
+	if i := strings.LastIndex(p, "/"); i >= 0 {
+		name = p[i+1:]
+	}
+	name = strings.ToLower(regexp.MustCompile(`[^a-zA-Z0-9._-]+`).ReplaceAllString(name, "-"))
+	name = strings.Trim(name, "-._")
+	if name == "" {
+		name = "catalog"
+	}
+	if d != "" {
+		return "localhost/" + name + "@" + d.String()
+	}
+	return "localhost/" + name + ":latest"
+}
+
+// destHost is the registry part of the destination used for mirror-to-disk paths:
+// a placeholder host stripped again, so that repository paths stay relative.
+const m2dHost = "airlock.archive"
+
+func (p *Plan) imageDest(req PlanRequest, r Reference, target *AdditionalImage) (DestRef, error) {
+	path := r.Path
+	tag := r.DestinationTag()
+	if target != nil {
+		if target.TargetRepo != "" {
+			path = strings.Trim(target.TargetRepo, "/")
+		}
+		if target.TargetTag != "" {
+			tag = target.TargetTag
+		}
+	}
+	if req.Workflow == MirrorToDisk {
+		return DestRef{Repository: path, Tag: tag}, nil
+	}
+	repo, err := destinationRepo(path, req.Destination, req.MaxNestedPaths)
+	if err != nil {
+		return DestRef{}, err
+	}
+	return DestRef{Repository: repo, Tag: tag}, nil
+}
+
+func (p *Plan) catalogDest(req PlanRequest, src, targetCatalog, targetTag string, rebuilt digest.Digest) (DestRef, error) {
+	if req.Workflow == MirrorToDisk {
+		d, err := CatalogDestination(src, m2dHost, targetCatalog, targetTag, 0, rebuilt)
+		if err != nil {
+			return d, err
+		}
+		d.Repository = strings.TrimPrefix(d.Repository, m2dHost+"/")
+		return d, nil
+	}
+	return CatalogDestination(src, req.Destination, targetCatalog, targetTag, req.MaxNestedPaths, rebuilt)
+}
+
+// Relocate maps a mirror-to-disk plan (relative destination paths) onto a
+// registry destination for disk-to-mirror: every DestRepo becomes
+// REGISTRY/NAMESPACE/path, flattened by maxNestedPaths. Source repositories
+// become the archive's repository names (the relative paths).
+func (p *Plan) Relocate(destination string, maxNestedPaths int) (*Plan, error) {
+	if _, _, err := splitRegistryNS(destination); err != nil {
+		return nil, err
+	}
+	out := &Plan{Workflow: DiskToMirror, Destination: destination, Blocked: p.Blocked, Warnings: p.Warnings}
+	for _, im := range p.Images {
+		rel := im.DestRepo
+		im.SourceRepo = rel
+		if im.Error == "" {
+			repo, err := destinationRepo(rel, destination, maxNestedPaths)
+			if err != nil {
+				im.Error = err.Error()
+			} else {
+				im.DestRepo = repo
+			}
+		}
+		out.Images = append(out.Images, im)
+	}
+	for _, c := range p.Catalogs {
+		repo, err := destinationRepo(c.DestRepo, destination, maxNestedPaths)
+		if err != nil {
+			return nil, err
+		}
+		c.DestRepo = repo
+		out.Catalogs = append(out.Catalogs, c)
+	}
+	return out, nil
+}

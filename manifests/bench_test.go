@@ -32,8 +32,13 @@ func realImages(tb testing.TB) []Image {
 		if err != nil {
 			return err
 		}
-		for _, m := range imageLine.FindAllSubmatch(data, -1) {
-			seen[string(m[1])] = true
+		for _, line := range strings.Split(string(data), "\n") {
+			if !strings.Contains(line, "image:") {
+				continue
+			}
+			if m := imageLine.FindStringSubmatch(line); m != nil {
+				seen[m[1]] = true
+			}
 		}
 		return nil
 	})

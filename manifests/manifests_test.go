@@ -320,7 +320,7 @@ func TestScopeAndSplitShape(t *testing.T) {
 	}
 	// The split is also exact at scale with the default limit.
 	var huge []Image
-	for i := 0; i < 4000; i++ {
+	for i := 0; i < 2500; i++ {
 		huge = append(huge, Image{Source: fmt.Sprintf("registry.example.com/ns%d/a-rather-long-repository-name-%d:v1", i, i), Destination: fmt.Sprintf("mirror.example.com:5000/flat/ns%d-a-rather-long-repository-name-%d:v1", i, i)})
 	}
 	hs, err := Build(huge, nil, Options{})
@@ -328,7 +328,7 @@ func TestScopeAndSplitShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(hs.ImageTagMirrorSets) < 2 {
-		t.Fatalf("4000 rules in %d object(s)", len(hs.ImageTagMirrorSets))
+		t.Fatalf("2500 rules in %d object(s)", len(hs.ImageTagMirrorSets))
 	}
 	for _, f := range hs.Files() {
 		if len(f.Data) > DefaultMaxObjectBytes || (f.Kind == KindITMS && f.Name != fmt.Sprintf("itms-generic-%d.yaml", len(hs.ImageTagMirrorSets)-1) && len(f.Data) < DefaultMaxObjectBytes-500) {

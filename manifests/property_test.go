@@ -59,9 +59,9 @@ func randomMapping(r *rand.Rand) ([]Image, []Catalog, Options) {
 }
 
 func TestRandomMappings(t *testing.T) {
-	iterations := 300
+	iterations := 150
 	if testing.Short() {
-		iterations = 50
+		iterations = 30
 	}
 	for seed := 0; seed < iterations; seed++ {
 		r := rand.New(rand.NewPCG(uint64(seed), 7))

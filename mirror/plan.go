@@ -466,3 +466,29 @@ func (p *Plan) Relocate(destination string, maxNestedPaths int) (*Plan, error) {
 	}
 	return out, nil
 }
+
+// BlockedMatcher compiles blockedImages patterns (already validated by the config
+// loader; invalid ones match nothing) into a predicate over references.
+func BlockedMatcher(patterns []string) func(ref string) bool {
+	var res []*regexp.Regexp
+	for _, p := range patterns {
+		if re, err := regexp.Compile(p); err == nil {
+			res = append(res, re)
+		}
+	}
+	return func(ref string) bool {
+		ref = strings.TrimPrefix(ref, "docker://")
+		for _, re := range res {
+			if re.MatchString(ref) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// DestinationRepoPath places a repository path (no registry host) under
+// destination ("REGISTRY[:PORT][/NAMESPACE]"), flattened by maxNestedPaths.
+func DestinationRepoPath(path, destination string, maxNestedPaths int) (string, error) {
+	return destinationRepo(path, destination, maxNestedPaths)
+}

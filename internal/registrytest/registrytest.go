@@ -180,21 +180,26 @@ func (b countingBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// statusRecorder calls onHeader with the status before the response reaches
+// the client, so counters are up to date when the client sees the answer.
 type statusRecorder struct {
 	http.ResponseWriter
-	status int
+	status   int
+	onHeader func(status int)
 }
 
 func (s *statusRecorder) WriteHeader(code int) {
-	if s.status == 0 {
-		s.status = code
+	if s.status != 0 {
+		return
 	}
+	s.status = code
+	s.onHeader(code)
 	s.ResponseWriter.WriteHeader(code)
 }
 
 func (s *statusRecorder) Write(b []byte) (int, error) {
 	if s.status == 0 {
-		s.status = http.StatusOK
+		s.WriteHeader(http.StatusOK)
 	}
 	return s.ResponseWriter.Write(b)
 }
@@ -212,45 +217,50 @@ func (r *Registry) count(next http.Handler) http.Handler {
 		if kind == "upload" && (req.Method == http.MethodPatch || req.Method == http.MethodPut) && req.Body != nil {
 			req.Body = countingBody{req.Body, &uploaded}
 		}
-		rec := &statusRecorder{ResponseWriter: w}
-		next.ServeHTTP(rec, req)
-		r.stats.mu.Lock()
-		defer r.stats.mu.Unlock()
-		c := &r.stats.c
-		if c.ByPath == nil {
-			c.ByPath = map[string]int64{}
-		}
-		c.ByPath[req.Method+" "+kind]++
-		c.BytesUploaded += uploaded.Load()
-		switch kind + " " + req.Method {
-		case "blob GET":
-			c.BlobGET++
-		case "blob HEAD":
-			c.BlobHEAD++
-		case "upload POST":
-			if req.URL.Query().Get("mount") != "" {
-				c.MountPOST++
-				if rec.status == http.StatusCreated {
-					c.Mounted++
+		onHeader := func(status int) {
+			r.stats.mu.Lock()
+			defer r.stats.mu.Unlock()
+			c := &r.stats.c
+			if c.ByPath == nil {
+				c.ByPath = map[string]int64{}
+			}
+			c.ByPath[req.Method+" "+kind]++
+			c.BytesUploaded += uploaded.Load()
+			switch kind + " " + req.Method {
+			case "blob GET":
+				c.BlobGET++
+			case "blob HEAD":
+				c.BlobHEAD++
+			case "upload POST":
+				if req.URL.Query().Get("mount") != "" {
+					c.MountPOST++
+					if status == http.StatusCreated {
+						c.Mounted++
+					}
+				} else {
+					c.UploadPOST++
 				}
-			} else {
-				c.UploadPOST++
+			case "upload PATCH":
+				c.UploadPATCH++
+			case "upload PUT":
+				c.UploadPUT++
+				if status == http.StatusCreated {
+					c.BlobsCommitted++
+				}
+			case "manifest GET":
+				c.ManifestGET++
+			case "manifest HEAD":
+				c.ManifestHEAD++
+			case "manifest PUT":
+				c.ManifestPUT++
+			default:
+				c.Other++
 			}
-		case "upload PATCH":
-			c.UploadPATCH++
-		case "upload PUT":
-			c.UploadPUT++
-			if rec.status == http.StatusCreated {
-				c.BlobsCommitted++
-			}
-		case "manifest GET":
-			c.ManifestGET++
-		case "manifest HEAD":
-			c.ManifestHEAD++
-		case "manifest PUT":
-			c.ManifestPUT++
-		default:
-			c.Other++
+		}
+		rec := &statusRecorder{ResponseWriter: w, onHeader: onHeader}
+		next.ServeHTTP(rec, req)
+		if rec.status == 0 {
+			rec.WriteHeader(http.StatusOK)
 		}
 	})
 }

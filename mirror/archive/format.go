@@ -99,6 +99,9 @@ type ImageRecord struct {
 	Platforms []string `json:"platforms,omitempty"`
 	// Kind says where the image came from: "operator", "bundle", "catalog", "additional"...
 	Kind string `json:"kind,omitempty"`
+	// Origins are the catalogs (or "additionalImages") that asked for the image,
+	// so that disk-to-mirror can push the subset a configuration names.
+	Origins []string `json:"origins,omitempty"`
 }
 
 // CatalogRecord is one pruned operator catalog.
@@ -115,6 +118,8 @@ type CatalogRecord struct {
 	Tag string `json:"tag,omitempty"`
 	// Packages kept in the pruned catalog.
 	Packages []string `json:"packages,omitempty"`
+	// Rebuilt is false when the catalog was mirrored untouched (full: true, no packages).
+	Rebuilt bool `json:"rebuilt,omitempty"`
 }
 
 // Meta is what the orchestrator tells Finish about the run: the configuration it

@@ -792,12 +792,6 @@ func (w *Writer) layout(m *Manifest) ([]plannedChunk, error) {
 				entriesLen = 0
 				fits = entryLen+indexEntryBound(int64(len(ib)), 1)+reserve+eofSize <= w.chunkSize
 			}
-			if !fits && iter == 0 {
-				const gib = 1 << 30
-				w.log.Warn("blob is larger than the archive chunk size; it gets a chunk of its own",
-					"blob", b.Digest, "size", b.Size, "chunkSize", w.chunkSize,
-					"recommendedArchiveSizeGiB", (b.Size+gib-1)/gib+1)
-			}
 			cur.blobs = append(cur.blobs, plannedBlob{d: b.Digest, size: b.Size, hdr: hdrs[i], offset: cur.payloadSize + int64(len(hdrs[i]))})
 			cur.payloadSize += entryLen
 			entriesLen += int64(len(ib))
@@ -836,6 +830,19 @@ func (w *Writer) layout(m *Manifest) ([]plannedChunk, error) {
 		}
 		need := blockSize + int64(len(mb)) + padding(int64(len(mb))) + 2*blockSize // manifest + its sha256 entry
 		if need <= reserve {
+			for _, c := range plan {
+				if len(c.blobs) != 1 {
+					continue
+				}
+				b := c.blobs[0]
+				ib, _ := json.Marshal(IndexBlob{Digest: b.d, Size: b.size, Offset: math.MaxInt64})
+				if c.payloadSize+indexEntryBound(int64(len(ib)), 1)+reserve+eofSize > w.chunkSize {
+					const gib = 1 << 30
+					w.log.Warn("blob is larger than the archive chunk size; it gets a chunk of its own",
+						"blob", b.d, "size", b.size, "chunk", ChunkName(c.number), "chunkSize", w.chunkSize,
+						"recommendedArchiveSizeGiB", (b.size+gib-1)/gib+1)
+				}
+			}
 			return plan, nil
 		}
 		reserve = need

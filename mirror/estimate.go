@@ -1,0 +1,126 @@
+package mirror
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
+)
+
+// EstimateSource is what a dry run reads manifests from.
+type EstimateSource interface {
+	Manifest(ctx context.Context, repo, reference string) (endpoint.Manifest, error)
+}
+
+// EstimateDestination is what a dry run asks what it already holds.
+type EstimateDestination interface {
+	BlobExists(ctx context.Context, repo string, d endpoint.Descriptor) (bool, error)
+	ManifestExists(ctx context.Context, repo, reference string, d digest.Digest) (bool, error)
+}
+
+// Estimate is what a dry run found: the jobs whose manifest the destination
+// lacks, and the bytes of the distinct blobs it would send.
+type Estimate struct {
+	Images       int   `json:"images"`
+	Missing      []Job `json:"missing"`
+	Blobs        int   `json:"blobs"`
+	MissingBlobs int   `json:"missingBlobs"`
+	// Bytes is the total size of the distinct blobs of every image.
+	Bytes int64 `json:"bytes"`
+	// BytesToSend is the total size of the distinct blobs the destination lacks.
+	BytesToSend int64 `json:"bytesToSend"`
+	// Errors are images whose manifests could not be read.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// EstimatePlan walks every job's manifests at src (children of indexes
+// included), checks which manifests and blobs dst already holds, and sums what
+// would be sent, each distinct blob once. It reads manifests only, never blobs.
+func EstimatePlan(ctx context.Context, src EstimateSource, dst EstimateDestination, jobs []Job, parallel int) (*Estimate, error) {
+	if parallel <= 0 {
+		parallel = 8
+	}
+	est := &Estimate{Images: len(jobs)}
+	var mu sync.Mutex
+	seen := map[digest.Digest]bool{}
+	missingBlob := map[digest.Digest]bool{}
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for _, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			present, err := dst.ManifestExists(ctx, j.Dest, j.Digest.String(), j.Digest)
+			if err != nil {
+				present = false
+			}
+			blobs, err := walkBlobs(ctx, src, j.Source, j.Digest, 0)
+			mu.Lock()
+			if !present {
+				est.Missing = append(est.Missing, j)
+			}
+			if err != nil {
+				est.Errors = append(est.Errors, fmt.Sprintf("%s@%s: %v", j.Source, j.Digest, err))
+			}
+			var check []endpoint.Descriptor
+			for _, b := range blobs {
+				if seen[b.Digest] {
+					continue
+				}
+				seen[b.Digest] = true
+				est.Blobs++
+				est.Bytes += b.Size
+				check = append(check, b)
+			}
+			mu.Unlock()
+			for _, b := range check {
+				ok, err := dst.BlobExists(ctx, j.Dest, b)
+				if err == nil && ok {
+					continue
+				}
+				mu.Lock()
+				if !missingBlob[b.Digest] {
+					missingBlob[b.Digest] = true
+					est.MissingBlobs++
+					est.BytesToSend += b.Size
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return est, nil
+}
+
+// walkBlobs lists the blobs (configs, layers, and child manifests as blobs of
+// their own size) of the manifest d in repo.
+func walkBlobs(ctx context.Context, src EstimateSource, repo string, d digest.Digest, depth int) ([]endpoint.Descriptor, error) {
+	if depth > 4 {
+		return nil, fmt.Errorf("manifest %s nests indexes too deeply", d)
+	}
+	m, err := src.Manifest(ctx, repo, d.String())
+	if err != nil {
+		return nil, err
+	}
+	refs, err := ParseManifest(m)
+	if err != nil {
+		return nil, err
+	}
+	out := append([]endpoint.Descriptor(nil), refs.Blobs...)
+	for _, c := range refs.Manifests {
+		sub, err := walkBlobs(ctx, src, repo, c.Digest, depth+1)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, sub...)
+	}
+	return out, nil
+}

@@ -196,7 +196,7 @@ func (d *decoder) decodeValue(n *yaml.Node, v reflect.Value, path string) {
 		v.Set(s)
 	case reflect.String:
 		if n.Kind != yaml.ScalarNode {
-			d.add(nodePos(n), path, ErrInvalid, "expected a string, got %s", kindName(n))
+			d.add(nodePos(n), path, ErrInvalid, "expected a string, got %s; write a single value", kindName(n))
 			return
 		}
 		if n.ShortTag() == "!!bool" {

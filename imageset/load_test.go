@@ -519,3 +519,17 @@ func copyZeroing(dst, src reflect.Value) {
 		dst.Set(src)
 	}
 }
+
+func BenchmarkLoad(b *testing.B) {
+	data, err := os.ReadFile("testdata/valid/oc-mirror-v2.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Load(bytes.NewReader(data), "bench.yaml"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

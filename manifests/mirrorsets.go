@@ -249,22 +249,20 @@ func splitRules(prefix string, rs []MirrorRule, max int, render renderFunc) ([]c
 		return nil, err
 	}
 	base := len(empty) - len(" []") // the empty list renders as "field: []"
+	costs, err := ruleCosts(rs)
+	if err != nil {
+		return nil, err
+	}
 	var groups [][]MirrorRule
 	var cur []MirrorRule
 	size := base
-	for _, r := range rs {
-		item, err := yaml.Marshal([]MirrorRule{r})
-		if err != nil {
-			return nil, err
-		}
-		// Inside the object every line of the item is indented by two more spaces.
-		cost := len(item) + 2*bytes.Count(item, []byte("\n"))
-		if len(cur) > 0 && size+cost > max {
+	for i, r := range rs {
+		if len(cur) > 0 && size+costs[i] > max {
 			groups = append(groups, cur)
 			cur, size = nil, base
 		}
 		cur = append(cur, r)
-		size += cost
+		size += costs[i]
 	}
 	groups = append(groups, cur)
 
@@ -296,6 +294,41 @@ func splitRules(prefix string, rs []MirrorRule, max int, render renderFunc) ([]c
 		out = append(out, chunk{name: name, rules: g, obj: obj, data: data})
 	}
 	return out, nil
+}
+
+// ruleCosts returns the number of bytes each rule adds to an object: the rule's list
+// item as serialised, with every line indented by two more spaces (the list sits under
+// spec). The whole list is serialised once and cut at its items.
+func ruleCosts(rs []MirrorRule) ([]int, error) {
+	data, err := yaml.Marshal(rs)
+	if err != nil {
+		return nil, err
+	}
+	costs := make([]int, 0, len(rs))
+	for len(data) > 0 {
+		// An item starts with "- " at column 0 and runs to the next such line.
+		end := bytes.Index(data[1:], []byte("\n- "))
+		if end < 0 {
+			end = len(data)
+		} else {
+			end += 2 // include the newline
+		}
+		item := data[:end]
+		costs = append(costs, len(item)+2*bytes.Count(item, []byte("\n")))
+		data = data[end:]
+	}
+	if len(costs) != len(rs) {
+		// Not the layout expected: fall back to one serialisation per rule.
+		costs = costs[:0]
+		for _, r := range rs {
+			item, err := yaml.Marshal([]MirrorRule{r})
+			if err != nil {
+				return nil, err
+			}
+			costs = append(costs, len(item)+2*bytes.Count(item, []byte("\n")))
+		}
+	}
+	return costs, nil
 }
 
 func renderIDMS(name string, rs []MirrorRule) (any, []byte, error) {

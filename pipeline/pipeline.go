@@ -61,9 +61,9 @@ type Options struct {
 
 // Result is what a run did.
 type Result struct {
-	Workflow   mirror.Workflow   `json:"workflow"`
-	WorkingDir string            `json:"workingDir"`
-	Plan       *mirror.Plan      `json:"-"`
+	Workflow   mirror.Workflow    `json:"workflow"`
+	WorkingDir string             `json:"workingDir"`
+	Plan       *mirror.Plan       `json:"-"`
 	Copy       *mirror.CopyReport `json:"-"`
 	// Images is one line per planned image with its outcome (results.json).
 	Images []ImageOutcome `json:"images"`

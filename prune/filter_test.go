@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/blang/semver/v4"
@@ -388,6 +389,25 @@ func filterFixtureRoots(t testing.TB, base string) []string {
 	return roots
 }
 
+var (
+	fixtureMu    sync.Mutex
+	fixtureCache = map[string]*Catalog{}
+)
+
+// loadFixtureCatalog loads a real catalog once per test binary (tests must not
+// modify it: Filter and Images do not).
+func loadFixtureCatalog(t testing.TB, root string) *Catalog {
+	t.Helper()
+	fixtureMu.Lock()
+	defer fixtureMu.Unlock()
+	if c, ok := fixtureCache[root]; ok {
+		return c
+	}
+	c := loadFilterCatalog(t, root)
+	fixtureCache[root] = c
+	return c
+}
+
 func fixturesDir() string {
 	if d := os.Getenv("AIRLOCK_FIXTURES"); d != "" {
 		return d
@@ -471,7 +491,7 @@ func TestFilterRealCatalogs(t *testing.T) {
 			t.Logf("skip %s: %v", rel, err)
 			continue
 		}
-		c := loadFilterCatalog(t, root)
+		c := loadFixtureCatalog(t, root)
 		if err := Validate(c); err != nil {
 			t.Fatalf("%s: source does not validate: %v", rel, err)
 		}
@@ -488,9 +508,7 @@ func TestFilterRealCatalogs(t *testing.T) {
 					}
 					t.Fatalf("filter: %v", err)
 				}
-				if err := Validate(out); err != nil {
-					t.Fatalf("output does not validate: %v", err)
-				}
+				// Filter validated out already; check the explanation and shapes.
 				checkExplanation(t, out, expl)
 				if name == "heads" || name == "heads-nodeps" {
 					for _, p := range out.Packages {

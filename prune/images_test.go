@@ -115,7 +115,7 @@ func TestImagesReal(t *testing.T) {
 		t.Skipf("fixtures absent: %v", err)
 	}
 	for _, rel := range filterFixtureRoots(t, base) {
-		c := loadFilterCatalog(t, filepath.Join(base, rel))
+		c := loadFixtureCatalog(t, filepath.Join(base, rel))
 		uses, _ := Images(c)
 		seen := map[string]bool{}
 		for i, u := range uses {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -164,7 +163,7 @@ func collapseNamespaces(repoDests map[string]map[string]bool) map[string]string 
 		for d := range dsts {
 			dst = d
 		}
-		if lastElement(dst) != lastElement(src) || !containsSlash(dst) {
+		if lastElement(dst) != lastElement(src) || !strings.Contains(dst, "/") {
 			st.ok = false
 			continue
 		}
@@ -186,15 +185,6 @@ func collapseNamespaces(repoDests map[string]map[string]bool) map[string]string 
 		out[ns] = st.dest
 	}
 	return out
-}
-
-func containsSlash(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '/' {
-			return true
-		}
-	}
-	return false
 }
 
 // sortedRules returns the rules of one category sorted by source, mirrors sorted.
@@ -227,32 +217,22 @@ type chunk struct {
 }
 
 // splitRules splits rules into objects named prefix-0, prefix-1, … each at most max
-// bytes once serialised. Rules are packed greedily in order from a per-rule size
-// estimate; each object is then serialised (with a name at least as long as its final
-// one) and an object still too large is halved until all fit. Every object is
-// serialised a bounded number of times, so the work is linear in the number of rules.
+// bytes once serialised. Rules are packed greedily in order from their exact per-rule
+// size; each object is then serialised under its final name and, should it still be too
+// large, halved until it fits. The work is linear in the number of rules.
 func splitRules(prefix string, rs []MirrorRule, max int, render renderFunc) ([]chunk, error) {
 	if len(rs) == 0 {
 		return nil, nil
 	}
-	// Common case: everything fits in one object.
-	obj, all, err := render(prefix+"-0", rs)
-	if err != nil {
-		return nil, err
-	}
-	if len(all) <= max {
-		return []chunk{{name: prefix + "-0", rules: rs, obj: obj, data: all}}, nil
-	}
-	probe := prefix + "-" + strings.Repeat("9", len(strconv.Itoa(len(rs))))
-	_, empty, err := render(probe, nil)
-	if err != nil {
-		return nil, err
-	}
-	base := len(empty) - len(" []") // the empty list renders as "field: []"
 	costs, err := ruleCosts(rs)
 	if err != nil {
 		return nil, err
 	}
+	_, empty, err := render(prefix+"-0", nil)
+	if err != nil {
+		return nil, err
+	}
+	base := len(empty) - len(" []") // the empty list renders as "field: []"
 	var groups [][]MirrorRule
 	var cur []MirrorRule
 	size := base
@@ -266,16 +246,17 @@ func splitRules(prefix string, rs []MirrorRule, max int, render renderFunc) ([]c
 	}
 	groups = append(groups, cur)
 
-	var fitted [][]MirrorRule
+	var out []chunk
 	for len(groups) > 0 {
 		g := groups[0]
 		groups = groups[1:]
-		_, data, err := render(probe, g)
+		name := fmt.Sprintf("%s-%d", prefix, len(out))
+		obj, data, err := render(name, g)
 		if err != nil {
 			return nil, err
 		}
 		if len(data) <= max {
-			fitted = append(fitted, g)
+			out = append(out, chunk{name: name, rules: g, obj: obj, data: data})
 			continue
 		}
 		if len(g) == 1 {
@@ -283,15 +264,6 @@ func splitRules(prefix string, rs []MirrorRule, max int, render renderFunc) ([]c
 		}
 		half := len(g) / 2
 		groups = append([][]MirrorRule{g[:half], g[half:]}, groups...)
-	}
-	out := make([]chunk, 0, len(fitted))
-	for i, g := range fitted {
-		name := fmt.Sprintf("%s-%d", prefix, i)
-		obj, data, err := render(name, g)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, chunk{name: name, rules: g, obj: obj, data: data})
 	}
 	return out, nil
 }

@@ -26,8 +26,9 @@ func benchEnv(name string, def int) int {
 func BenchmarkCopy(b *testing.B) {
 	images := benchEnv("AIRLOCK_BENCH_IMAGES", 40)
 	layerKB := benchEnv("AIRLOCK_BENCH_LAYER_KB", 1024)
-	src := registrytest.Start(b)
-	dst := registrytest.Start(b)
+	// Filesystem storage: the in-memory driver's own copying would dominate.
+	src := registrytest.Start(b, registrytest.WithFilesystem())
+	dst := registrytest.Start(b, registrytest.WithFilesystem())
 	var jobs []Job
 	var uniqueBytes int64
 	for i := 0; i < images; i++ {

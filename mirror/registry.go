@@ -646,7 +646,10 @@ func (r *Registry) PutBlob(ctx context.Context, repo string, d endpoint.Descript
 		return wrap(err)
 	}
 	if d.Size >= 0 && d.Size <= r.opts.MonolithicMax {
-		buf, err := io.ReadAll(v)
+		buf := make([]byte, 0, d.Size+1)
+		b := bytes.NewBuffer(buf)
+		_, err := b.ReadFrom(v)
+		buf = b.Bytes()
 		if err != nil {
 			r.cancelUpload(ctx, c, loc)
 			return wrap(err)

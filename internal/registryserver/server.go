@@ -6,7 +6,6 @@ package registryserver
 
 import (
 	"context"
-	"crypto/subtle"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -39,10 +38,17 @@ type Config struct {
 	// Users enables HTTP basic authentication: user name → password. Empty means
 	// anonymous read and write.
 	Users map[string]string
+	// Htpasswd is the path of an htpasswd file of bcrypt entries (htpasswd -B);
+	// it enables HTTP basic authentication against its users (in addition to
+	// Users).
+	Htpasswd string
+	// Ready, when set, is called once Serve or ServeListener listens, with the
+	// base URL clients use ("http://127.0.0.1:5000").
+	Ready func(url string)
 	// ReadOnly rejects every write (push, delete).
 	ReadOnly bool
-	// Logger receives the registry's own log lines at warning level and above; nil
-	// discards them.
+	// Logger receives the registry's own log lines at warning level and above,
+	// and one line per request at debug level; nil discards them.
 	Logger *slog.Logger
 }
 
@@ -94,8 +100,16 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, app: app}
 	s.handler = app
-	if len(cfg.Users) > 0 {
-		s.handler = basicAuth(cfg.Users, app)
+	check, err := cfg.authenticator()
+	if err != nil {
+		app.Shutdown()
+		return nil, err
+	}
+	if check != nil {
+		s.handler = basicAuth(check, app)
+	}
+	if cfg.Logger != nil {
+		s.handler = accessLog(cfg.Logger, s.handler)
 	}
 	return s, nil
 }
@@ -133,6 +147,13 @@ func (s *Server) ServeListener(ctx context.Context, ln net.Listener) error {
 		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 		tlsOn = true
 	}
+	url := baseURL(ln.Addr(), tlsOn)
+	if s.cfg.Logger != nil && exposed(ln.Addr()) && !tlsOn && len(s.cfg.Users) == 0 && s.cfg.Htpasswd == "" {
+		s.cfg.Logger.Warn("the registry listens on a non-loopback address over plain HTTP without authentication: anyone who can reach it can read and write images; use --tls-cert/--tls-key and --htpasswd, or a 127.0.0.1 address", "url", url)
+	}
+	if s.cfg.Ready != nil {
+		s.cfg.Ready(url)
+	}
 	errc := make(chan error, 1)
 	go func() {
 		if tlsOn {
@@ -157,14 +178,11 @@ func (s *Server) ServeListener(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-func basicAuth(users map[string]string, next http.Handler) http.Handler {
+func basicAuth(check func(user, password string) bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		u, p, ok := r.BasicAuth()
-		if ok {
-			if want, found := users[u]; found && subtle.ConstantTimeCompare([]byte(want), []byte(p)) == 1 {
-				next.ServeHTTP(w, r)
-				return
-			}
+		if u, p, ok := r.BasicAuth(); ok && check(u, p) {
+			next.ServeHTTP(w, r)
+			return
 		}
 		w.Header().Set("WWW-Authenticate", `Basic realm="airlock-registry"`)
 		w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")

@@ -1,0 +1,151 @@
+// Package demo holds what `airlock registry seed` and `make demo` need on top of
+// internal/seed: seeding a registry with a catalog, every image it names, and
+// extra images (the additionalImages of a demo ImageSetConfiguration), with the
+// registry access options of the command line (auth file, TLS verification).
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"sort"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/internal/imagetest"
+	"github.com/airlock-mirror/airlock/internal/seed"
+	"github.com/airlock-mirror/airlock/mirror"
+)
+
+// SeedOptions says what to seed and how to reach the registry.
+type SeedOptions struct {
+	// Registry is the registry host to seed ("127.0.0.1:5000").
+	Registry string
+	// CatalogDir, CatalogRepo, CatalogTag, CatalogPlatforms and MultiArchEvery
+	// are those of seed.Options; CatalogDir may be empty when only Images are
+	// seeded (CatalogRepo is then ignored).
+	CatalogDir       string
+	CatalogRepo      string
+	CatalogTag       string
+	CatalogPlatforms []string
+	MultiArchEvery   int
+	// WorkDir receives the rewritten catalog (default: a temporary directory).
+	WorkDir string
+	// Images are extra references ("registry.example.com/tools/support-tools:1.4")
+	// to stand in for: a small image is pushed for each under Registry with the
+	// same repository path and tag (digest references get the tag "latest",
+	// since a made-up digest cannot be reproduced).
+	Images []string
+	// TLSVerify verifies the registry's certificate; false also allows plain HTTP
+	// (--dest-tls-verify=false).
+	TLSVerify bool
+	// AuthFile is the credentials file (--authfile; empty: the default lookup).
+	AuthFile string
+	// Remote options added after those built from TLSVerify and AuthFile (tests
+	// use it for a transport trusting a private CA).
+	Remote []remote.Option
+	// Logger receives progress; nil discards it.
+	Logger *slog.Logger
+}
+
+// SeedResult is what Seed pushed.
+type SeedResult struct {
+	// Catalog is the catalog seed.Seed pushed (nil without CatalogDir).
+	Catalog *seed.Result
+	// Images maps each extra image to the seeded reference.
+	Images map[string]string
+	// Digests maps each seeded extra image to its manifest digest.
+	Digests map[string]digest.Digest
+}
+
+// Count is the number of images pushed, the catalog image included.
+func (r *SeedResult) Count() int {
+	n := len(r.Images)
+	if r.Catalog != nil {
+		n += len(r.Catalog.Images) + 1
+	}
+	return n
+}
+
+// Seed pushes the catalog (with every image it names) and the extra images to
+// o.Registry. Like seed.Seed it is idempotent.
+func Seed(ctx context.Context, o SeedOptions) (*SeedResult, error) {
+	if o.Registry == "" {
+		return nil, errors.New("seed: no registry given: use --registry HOST:PORT")
+	}
+	if o.CatalogDir == "" && len(o.Images) == 0 {
+		return nil, errors.New("seed: nothing to seed: give --catalog-dir (with --catalog-repo) and/or --image")
+	}
+	if o.CatalogDir != "" && o.CatalogRepo == "" {
+		return nil, errors.New("seed: --catalog-dir needs --catalog-repo, the repository of the catalog image (e.g. demo/demo-index)")
+	}
+	fo := mirror.NewFetchOptions(o.AuthFile, o.TLSVerify, o.Logger)
+	remoteOpts := append(fo.Remote, o.Remote...)
+	res := &SeedResult{Images: map[string]string{}, Digests: map[string]digest.Digest{}}
+	if o.CatalogDir != "" {
+		r, err := seed.Seed(ctx, seed.Options{
+			Registry: o.Registry, CatalogDir: o.CatalogDir, CatalogRepo: o.CatalogRepo,
+			CatalogTag: o.CatalogTag, CatalogPlatforms: o.CatalogPlatforms, MultiArchEvery: o.MultiArchEvery,
+			WorkDir: o.WorkDir, Remote: remoteOpts, Insecure: fo.Insecure, Logger: o.Logger,
+		})
+		if err != nil {
+			return nil, err
+		}
+		res.Catalog = r
+	}
+	images := append([]string(nil), o.Images...)
+	sort.Strings(images)
+	for _, ref := range images {
+		if _, done := res.Images[ref]; done {
+			continue
+		}
+		seeded, d, err := pushStandIn(ctx, o.Registry, ref, fo.Insecure, remoteOpts)
+		if err != nil {
+			return nil, fmt.Errorf("seed image %s: %w", ref, err)
+		}
+		res.Images[ref], res.Digests[seeded] = seeded, d
+		if o.Logger != nil {
+			o.Logger.Info("seeded image", "image", ref, "as", seeded, "digest", d)
+		}
+	}
+	return res, nil
+}
+
+// pushStandIn pushes a small deterministic image standing for ref to registry.
+func pushStandIn(ctx context.Context, registry, ref string, insecure bool, opts []remote.Option) (string, digest.Digest, error) {
+	r, err := mirror.ParseReference(ref)
+	if err != nil {
+		return "", "", err
+	}
+	tag := r.Tag
+	if tag == "" {
+		tag = "latest"
+	}
+	h := fnv.New64a()
+	h.Write([]byte(ref))
+	img, err := imagetest.Image(imagetest.Spec{Seed: h.Sum64(), BaseSeed: 7, BaseLayers: 1, Layers: 1, LayerSize: 2048, OCI: true}, "linux/amd64")
+	if err != nil {
+		return "", "", err
+	}
+	seeded := registry + "/" + r.Path + ":" + tag
+	var nopts []name.Option
+	if insecure {
+		nopts = append(nopts, name.Insecure)
+	}
+	t, err := name.NewTag(seeded, nopts...)
+	if err != nil {
+		return "", "", fmt.Errorf("seeded reference %s: %w", seeded, err)
+	}
+	if err := remote.Write(t, img, append([]remote.Option{remote.WithContext(ctx)}, opts...)...); err != nil {
+		return "", "", err
+	}
+	d, err := img.Digest()
+	if err != nil {
+		return "", "", err
+	}
+	return seeded, digest.Digest(d.String()), nil
+}

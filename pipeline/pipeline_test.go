@@ -1,0 +1,376 @@
+package pipeline_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/airlock-mirror/airlock/internal/imagetest"
+	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/internal/seed"
+	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/archive"
+	"github.com/airlock-mirror/airlock/pipeline"
+	"github.com/airlock-mirror/airlock/prune"
+)
+
+// e2eCatalog is oc-mirror's own end-to-end test index: three packages (foo needs
+// bar through olm.package.required), bundle images by tag, related images by
+// digest, all in one repository.
+const e2eCatalog = "../../shared/fixtures/real-catalogs/oc-mirror-testdata/v1/test/e2e/artifacts/configs"
+
+type env struct {
+	src       *registrytest.Registry
+	seeded    *seed.Result
+	extra     string // an additionalImages reference at the source
+	extraHash string
+}
+
+func setup(t *testing.T) *env {
+	t.Helper()
+	if _, err := os.Stat(e2eCatalog); err != nil {
+		t.Skipf("fixture catalog not found: %v", err)
+	}
+	src := registrytest.Start(t)
+	res, err := seed.Seed(context.Background(), seed.Options{
+		Registry: src.Host(), CatalogDir: e2eCatalog, CatalogRepo: "redhatgov/oc-mirror-index",
+		CatalogTag: "v1", MultiArchEvery: 3, Insecure: true, WorkDir: t.TempDir(),
+		CatalogPlatforms: []string{"linux/amd64", "linux/arm64"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := src.Host() + "/tools/debug:1.0"
+	p := imagetest.MustPush(t, extra, imagetest.Spec{Seed: 99, Layers: 2, Platforms: []string{"linux/amd64", "linux/arm64"}})
+	return &env{src: src, seeded: res, extra: extra, extraHash: p.Digest.String()}
+}
+
+func (e *env) config(t *testing.T, packages string) string {
+	t.Helper()
+	cfg := fmt.Sprintf(`apiVersion: mirror.openshift.io/v2alpha1
+kind: ImageSetConfiguration
+mirror:
+  operators:
+  - catalog: %s
+    packages:
+%s
+  additionalImages:
+  - name: %s
+  blockedImages:
+  - name: ".*/nothing-matches-this$"
+`, e.seeded.Catalog, packages, e.extra)
+	p := filepath.Join(t.TempDir(), "imageset.yaml")
+	if err := os.WriteFile(p, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func opts(cfgPath string) pipeline.Options {
+	return pipeline.Options{ConfigPath: cfgPath, SrcTLSVerify: true, DestTLSVerify: true, ParallelImages: 4, ParallelLayers: 4}
+}
+
+// checkMirrored asserts every planned image is at the destination by digest, and
+// that the rebuilt catalog pulls, validates and names only mirrored images.
+func checkMirrored(t *testing.T, res *pipeline.Result, dst *registrytest.Registry) {
+	t.Helper()
+	reg := mirror.NewRegistry(mirror.RegistryOptions{})
+	ctx := context.Background()
+	mirrored := map[string]bool{}
+	for _, im := range res.Plan.Images {
+		if im.Error != "" {
+			t.Errorf("plan error for %s: %s", im.Source, im.Error)
+			continue
+		}
+		if !strings.HasPrefix(im.DestRepo, dst.Host()+"/") {
+			t.Errorf("%s goes to %s, not under the destination %s", im.Source, im.DestRepo, dst.Host())
+		}
+		m, err := reg.Manifest(ctx, im.DestRepo, im.Digest.String())
+		if err != nil {
+			t.Errorf("%s not at the destination by digest: %v", im.Destination(), err)
+			continue
+		}
+		if m.Digest != im.Digest {
+			t.Errorf("%s: digest %s, want %s", im.Destination(), m.Digest, im.Digest)
+		}
+		for _, tag := range im.Tags {
+			d, err := reg.Resolve(ctx, im.DestRepo+":"+tag)
+			if err != nil || d.Digest != im.Digest {
+				t.Errorf("tag %s:%s resolves to %v (%v), want %s", im.DestRepo, tag, d.Digest, err, im.Digest)
+			}
+		}
+		mirrored[im.Source] = true
+	}
+	if len(res.Catalogs) != 1 {
+		t.Fatalf("catalogs: %+v", res.Catalogs)
+	}
+	c := res.Catalogs[0]
+	fc, err := mirror.FetchCatalog(ctx, c.DestRepo+":"+c.Tag, t.TempDir())
+	if err != nil {
+		t.Fatalf("pull the rebuilt catalog: %v", err)
+	}
+	if fc.Digest != c.Digest {
+		t.Errorf("rebuilt catalog digest %s, plan says %s", fc.Digest, c.Digest)
+	}
+	cat, err := prune.LoadDir(ctx, fc.ConfigsDir, prune.LoadOptions{ElideHeavy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := prune.Validate(cat); err != nil {
+		t.Errorf("rebuilt catalog is invalid: %v", err)
+	}
+	uses, _ := prune.Images(cat)
+	for _, u := range uses {
+		if !mirrored[u.Image] {
+			t.Errorf("rebuilt catalog names %s, which was not mirrored", u.Image)
+		}
+	}
+	for _, f := range []string{"plan.json", "mapping.txt", "results.json"} {
+		if _, err := os.Stat(filepath.Join(res.WorkingDir, f)); err != nil {
+			t.Errorf("missing %s: %v", f, err)
+		}
+	}
+	if len(res.ClusterResources) == 0 {
+		t.Errorf("no cluster resources written")
+	}
+}
+
+func TestMirrorToMirror(t *testing.T) {
+	e := setup(t)
+	dst := registrytest.Start(t)
+	ws := t.TempDir()
+	o := opts(e.config(t, "    - name: foo"))
+	o.Workspace = "file://" + ws
+	o.Destination = "docker://" + dst.Host() + "/mirror"
+	res, err := pipeline.Mirror(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkMirrored(t, res, dst)
+	pkgs := res.Catalogs[0].Packages
+	if strings.Join(pkgs, ",") != "bar,foo" {
+		t.Errorf("kept packages %v, want bar (a dependency of foo) and foo", pkgs)
+	}
+	if res.BlobsSent == 0 {
+		t.Errorf("nothing sent: %+v", res)
+	}
+	// The destination received each blob at most once.
+	c := dst.Counts()
+	if c.BlobsCommitted != res.BlobsSent {
+		t.Errorf("registry committed %d blobs, engine says it sent %d", c.BlobsCommitted, res.BlobsSent)
+	}
+
+	// A second run sends nothing.
+	dst.Reset()
+	res2, err := pipeline.Mirror(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = dst.Counts()
+	if c.UploadPOST != 0 || c.BlobsCommitted != 0 || c.ManifestPUT != 0 || res2.BytesSent != 0 {
+		t.Errorf("second run sent something: %+v (engine: %d bytes)", c, res2.BytesSent)
+	}
+	if res2.Catalogs[0].Digest != res.Catalogs[0].Digest {
+		t.Errorf("rebuilt catalog digest changed between runs: %s then %s", res.Catalogs[0].Digest, res2.Catalogs[0].Digest)
+	}
+}
+
+func TestDryRun(t *testing.T) {
+	e := setup(t)
+	dst := registrytest.Start(t)
+	o := opts(e.config(t, "    - name: baz"))
+	o.Workspace = "file://" + t.TempDir()
+	o.Destination = "docker://" + dst.Host() + "/mirror"
+	o.DryRun = true
+	res, err := pipeline.Mirror(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.DryRun == nil || len(res.DryRun.Missing) != len(res.Plan.Jobs()) || res.DryRun.BytesToSend == 0 {
+		t.Fatalf("dry run: %+v", res.DryRun)
+	}
+	if c := dst.Counts(); c.UploadPOST+c.ManifestPUT != 0 {
+		t.Errorf("dry run wrote to the destination: %+v", c)
+	}
+	b, err := os.ReadFile(filepath.Join(res.WorkingDir, "dry-run", "missing.txt"))
+	if err != nil || strings.Count(string(b), "\n") != len(res.Plan.Jobs()) {
+		t.Errorf("missing.txt: %q, %v", b, err)
+	}
+}
+
+func TestMirrorToDiskToMirror(t *testing.T) {
+	e := setup(t)
+	dir := t.TempDir()
+	o := opts(e.config(t, "    - name: baz"))
+	o.Destination = "file://" + dir
+	res, err := pipeline.Mirror(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Archive == nil || len(res.Archive.Chunks) == 0 {
+		t.Fatalf("no archive: %+v", res.Archive)
+	}
+	if _, err := archive.Verify(context.Background(), dir); err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+
+	// Disk-to-mirror with the source gone.
+	e.src.Stop()
+	dst := registrytest.Start(t)
+	o2 := opts(o.ConfigPath)
+	o2.From = "file://" + dir
+	o2.Destination = "docker://" + dst.Host() + "/airgap"
+	res2, err := pipeline.Mirror(context.Background(), o2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkMirrored(t, res2, dst)
+	if len(res2.Plan.Images) != len(res.Plan.Images) {
+		t.Errorf("disk-to-mirror pushed %d images, the archive has %d", len(res2.Plan.Images), len(res.Plan.Images))
+	}
+	// The additional image kept its digest.
+	var found bool
+	for _, im := range res2.Plan.Images {
+		if im.Source == e.extra {
+			found = im.Digest.String() == e.extraHash
+		}
+	}
+	if !found {
+		t.Errorf("additional image %s not mirrored with its digest", e.extra)
+	}
+}
+
+func TestIncrementalArchive(t *testing.T) {
+	e := setup(t)
+	dir1, dir2 := t.TempDir(), t.TempDir()
+	ws := t.TempDir()
+	// The state file lives in the working dir of the first archive; the second run
+	// uses --since-archive to say what the other side already has.
+	o := opts(e.config(t, "    - name: baz"))
+	o.Destination = "file://" + dir1
+	res1, err := pipeline.Mirror(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o2 := opts(e.config(t, "    - name: baz\n    - name: bar"))
+	o2.Destination = "file://" + dir2
+	o2.SinceArchive = dir1
+	res2, err := pipeline.Mirror(context.Background(), o2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res2.Archive == nil || !res2.Archive.Incremental {
+		t.Fatalf("second archive is not incremental: %+v", res2.Archive)
+	}
+	a1, err := archive.Open(dir1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a1.Close()
+	shipped := map[string]bool{}
+	for _, b := range a1.ArchiveManifest().Blobs {
+		shipped[b.Digest.String()] = true
+	}
+	a2, err := archive.Open(dir2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a2.Close()
+	manifestsInA2 := map[string]bool{}
+	for _, tg := range a2.Tags() {
+		manifestsInA2[tg.Digest.String()] = true
+	}
+	for _, b := range a2.ArchiveManifest().Blobs {
+		if shipped[b.Digest.String()] && !manifestsInA2[b.Digest.String()] {
+			t.Errorf("incremental archive ships blob %s again", b.Digest)
+		}
+	}
+	_ = res1
+	_ = ws
+
+	// Disk-to-mirror of the incremental archive into a registry that lacks the base
+	// fails and names what is missing.
+	dst := registrytest.Start(t)
+	o3 := opts(o2.ConfigPath)
+	o3.From = "file://" + dir2
+	o3.Destination = "docker://" + dst.Host() + "/airgap"
+	if _, err := pipeline.Mirror(context.Background(), o3); !errors.Is(err, archive.ErrBaseMissing) {
+		t.Fatalf("disk-to-mirror of an incremental archive without its base: %v, want ErrBaseMissing", err)
+	}
+	// After the first archive is pushed, the second one completes.
+	o4 := opts(o.ConfigPath)
+	o4.From = "file://" + dir1
+	o4.Destination = o3.Destination
+	if _, err := pipeline.Mirror(context.Background(), o4); err != nil {
+		t.Fatal(err)
+	}
+	res5, err := pipeline.Mirror(context.Background(), o3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkMirrored(t, res5, dst)
+}
+
+func TestBadInvocations(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "isc.yaml")
+	os.WriteFile(cfg, []byte("apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror: {}\n"), 0o644)
+	for _, tc := range []struct {
+		name string
+		o    pipeline.Options
+		want string
+	}{
+		{"no config", pipeline.Options{Destination: "file:///tmp/x"}, "-c imageset.yaml"},
+		{"m2m without workspace", pipeline.Options{ConfigPath: cfg, Destination: "docker://localhost:5000/ns"}, "--workspace"},
+		{"bad destination", pipeline.Options{ConfigPath: cfg, Destination: "localhost:5000/ns"}, "docker://"},
+		{"d2m to file", pipeline.Options{ConfigPath: cfg, From: "file:///tmp/x", Destination: "file:///tmp/y"}, "registry destination"},
+		{"missing archive", pipeline.Options{ConfigPath: cfg, From: "file://" + t.TempDir(), Destination: "docker://localhost:5000/ns"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := pipeline.Mirror(context.Background(), tc.o)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestResultsJSON checks the record a run leaves behind.
+func TestResultsJSON(t *testing.T) {
+	e := setup(t)
+	dst := registrytest.Start(t)
+	o := opts(e.config(t, "    - name: baz"))
+	o.Workspace = "file://" + t.TempDir()
+	o.Destination = "docker://" + dst.Host() + "/mirror"
+	res, err := pipeline.Mirror(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(res.WorkingDir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r pipeline.Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Images) != len(res.Plan.Images) || r.Failed != 0 {
+		t.Fatalf("results.json: %d images, %d failed", len(r.Images), r.Failed)
+	}
+	for _, im := range r.Images {
+		if im.Status != mirror.StatusCopied && im.Status != mirror.StatusSkipped {
+			t.Errorf("%s: status %s", im.Source, im.Status)
+		}
+		if _, err := name.ParseReference(im.Destination); err != nil {
+			t.Errorf("destination %q: %v", im.Destination, err)
+		}
+	}
+	_ = remote.Head
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/airlock-mirror/airlock/internal/fixtures"
 	"github.com/airlock-mirror/airlock/internal/imagetest"
 	"github.com/airlock-mirror/airlock/internal/registrytest"
 	"github.com/airlock-mirror/airlock/internal/seed"
@@ -25,7 +26,7 @@ import (
 // e2eCatalog is oc-mirror's own end-to-end test index: three packages (foo needs
 // bar through olm.package.required), bundle images by tag, related images by
 // digest, all in one repository.
-const e2eCatalog = "../../shared/fixtures/real-catalogs/oc-mirror-testdata/v1/test/e2e/artifacts/configs"
+var e2eCatalog = filepath.Join(fixtures.RealCatalogs(), "oc-mirror-testdata/v1/test/e2e/artifacts/configs")
 
 type env struct {
 	src       *registrytest.Registry

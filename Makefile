@@ -21,6 +21,10 @@ test:
 test-short:
 	$(GO) test -short ./...
 
+# Every fuzz target for FUZZTIME each (make fuzz FUZZTIME=5m for a long run).
+fuzz:
+	./scripts/fuzz.sh $(FUZZTIME)
+
 lint:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)

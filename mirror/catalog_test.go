@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"runtime"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -526,8 +527,21 @@ func FuzzExtract(f *testing.F) {
 		}
 		defer root.Close()
 		x := newExtractor(root, "/configs", discardLogger())
-		_ = x.layer(context.Background(), bytes.NewReader(data))
-		_ = x.layer(context.Background(), bytes.NewReader(data)) // a lower layer with the same content
+		done := make(chan struct{})
+		go func() {
+			_ = x.layer(context.Background(), bytes.NewReader(data))
+			_ = x.layer(context.Background(), bytes.NewReader(data)) // a lower layer with the same content
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(3 * time.Second):
+			os.WriteFile("/tmp/hang.tar", data, 0o644)
+			buf := make([]byte, 1<<20)
+			n := runtime.Stack(buf, true)
+			os.WriteFile("/tmp/hang.stack", buf[:n], 0o644)
+			panic("hang")
+		}
 		entries, err := os.ReadDir(parent)
 		if err != nil {
 			t.Fatal(err)

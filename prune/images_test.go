@@ -115,6 +115,9 @@ func TestImagesReal(t *testing.T) {
 		t.Skipf("fixtures absent: %v", err)
 	}
 	for _, rel := range filterFixtureRoots(t, base) {
+		if testing.Short() && strings.HasPrefix(rel, "community-operators-prod") {
+			continue // the largest fixtures; loading them under -race takes long
+		}
 		c := loadFixtureCatalog(t, filepath.Join(base, rel))
 		uses, _ := Images(c)
 		seen := map[string]bool{}

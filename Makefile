@@ -29,5 +29,14 @@ lint:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
 
+# The one-command demo (docs/demo.md): a source registry seeded with
+# testdata/demo/catalog, mirror-to-disk, the source stopped, disk-to-mirror into a
+# second registry. Needs no registry and no internet; leaves nothing running.
+# DEMO_DIR=DIR keeps the work files in DIR.
+DEMO_SCRIPT ?= scripts/demo.sh
+
+demo: build
+	AIRLOCK=$(BIN) bash $(DEMO_SCRIPT)
+
 clean:
 	rm -rf bin

@@ -234,24 +234,33 @@ func (r *run) stage(s string) {
 	}
 }
 
+// retryTimes maps --retry-times to the engine's convention (0 there means the
+// default, negative means no retries).
+func (r *run) retryTimes() int {
+	if r.opts.RetryTimes <= 0 {
+		return -1
+	}
+	return r.opts.RetryTimes
+}
+
 func (r *run) srcRegistry() *mirror.Registry {
 	return mirror.NewRegistry(mirror.RegistryOptions{
 		AuthFile: r.opts.AuthFile, SkipTLSVerify: !r.opts.SrcTLSVerify,
-		RetryTimes: r.opts.RetryTimes, Logger: r.log,
+		RetryTimes: r.retryTimes(), Logger: r.log,
 	})
 }
 
 func (r *run) destRegistry() *mirror.Registry {
 	return mirror.NewRegistry(mirror.RegistryOptions{
 		AuthFile: r.opts.AuthFile, SkipTLSVerify: !r.opts.DestTLSVerify,
-		RetryTimes: r.opts.RetryTimes, Logger: r.log,
+		RetryTimes: r.retryTimes(), Logger: r.log,
 	})
 }
 
 func (r *run) copyOptions() mirror.CopyOptions {
 	return mirror.CopyOptions{
 		ParallelImages: r.opts.ParallelImages, ParallelLayers: r.opts.ParallelLayers,
-		RetryTimes: r.opts.RetryTimes, Logger: r.log, Progress: r.opts.Progress,
+		RetryTimes: r.retryTimes(), Logger: r.log, Progress: r.opts.Progress,
 	}
 }
 

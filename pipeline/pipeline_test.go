@@ -76,7 +76,7 @@ mirror:
 }
 
 func opts(cfgPath string) pipeline.Options {
-	return pipeline.Options{ConfigPath: cfgPath, SrcTLSVerify: true, DestTLSVerify: true, ParallelImages: 4, ParallelLayers: 4}
+	return pipeline.Options{ConfigPath: cfgPath, SrcTLSVerify: true, DestTLSVerify: true, ParallelImages: 4, ParallelLayers: 4, RetryTimes: 5}
 }
 
 // checkMirrored asserts every planned image is at the destination by digest, and

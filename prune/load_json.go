@@ -521,7 +521,6 @@ func kindOf(v []byte) string {
 	}
 }
 
-
 // appendString appends s as a JSON string escaped like encoding/json with HTML
 // escaping off.
 func appendString(dst []byte, s string) []byte {

@@ -12,6 +12,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+	"testing/fstest"
 )
 
 // pkgProp returns an olm.package property.
@@ -682,4 +683,28 @@ func TestValidateDir(t *testing.T) {
 	if !strings.Contains(err.Error(), "bad.yaml") {
 		t.Errorf("load error does not name the file: %v", err)
 	}
+}
+
+// FuzzValidate loads arbitrary catalog files and validates whatever loads: Validate
+// must never panic, and must be deterministic.
+func FuzzValidate(f *testing.F) {
+	for _, kind := range []string{"valid", "invalid"} {
+		files, _ := filepath.Glob(filepath.Join("testdata", kind, "*", "*.yaml"))
+		for _, p := range files {
+			if data, err := os.ReadFile(p); err == nil {
+				f.Add(data)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Load(context.Background(), fstest.MapFS{"catalog.yaml": {Data: data}}, LoadOptions{})
+		if err != nil {
+			return
+		}
+		err1 := Validate(c)
+		err2 := Validate(c)
+		if (err1 == nil) != (err2 == nil) || (err1 != nil && err1.Error() != err2.Error()) {
+			t.Fatalf("Validate is not deterministic:\n%v\n---\n%v", err1, err2)
+		}
+	})
 }

@@ -14,6 +14,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newRootCmd().ExecuteContext(ctx)
+	interrupted := ctx.Err() != nil
 	stop()
 	if err != nil {
 		var ee *exitError
@@ -24,7 +25,7 @@ func main() {
 			os.Exit(ee.code)
 		}
 		fmt.Fprintln(os.Stderr, "airlock:", err)
-		if ctx.Err() != nil {
+		if interrupted {
 			os.Exit(130)
 		}
 		os.Exit(1)

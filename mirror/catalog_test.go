@@ -13,7 +13,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"runtime"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -516,13 +515,6 @@ func FuzzExtract(f *testing.F) {
 		f.Add(tarBytes(f, s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		wd := time.AfterFunc(4*time.Second, func() {
-			os.WriteFile("/tmp/hang.tar", data, 0o644)
-			buf := make([]byte, 1<<20)
-			n := runtime.Stack(buf, true)
-			os.WriteFile("/tmp/hang.stack", buf[:n], 0o644)
-		})
-		defer wd.Stop()
 		parent := t.TempDir()
 		dst := filepath.Join(parent, "root")
 		if err := os.Mkdir(dst, 0o755); err != nil {

@@ -589,8 +589,8 @@ func raceEnabled() bool {
 	return false
 }
 
-// dirSize is the total size of the regular files under dir.
-func dirSize(dir string) int64 {
+// catalogBytes is the total size of the regular files under dir.
+func catalogBytes(dir string) int64 {
 	var n int64
 	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
 		if err == nil && d.Type().IsRegular() {
@@ -610,7 +610,7 @@ func TestValidateRealCatalogs(t *testing.T) {
 	slow := raceEnabled() || testing.Short()
 	for _, root := range realCatalogRoots(t) {
 		t.Run(filepath.Base(root), func(t *testing.T) {
-			if size := dirSize(root); slow && size > bigCatalog {
+			if size := catalogBytes(root); slow && size > bigCatalog {
 				t.Skipf("%s is %d MB: skipped with -race or -short", root, size>>20)
 			}
 			c, err := LoadDir(context.Background(), root, LoadOptions{ElideHeavy: true})

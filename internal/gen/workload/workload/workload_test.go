@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/validate"
 	"github.com/opencontainers/go-digest"
 
 	"github.com/airlock-mirror/airlock/internal/gen/workload/workload"
@@ -156,17 +156,26 @@ func TestPushAndCatalog(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := validate.Index(idx); err != nil {
-				t.Errorf("%s: %v", ref, err)
+			im, err := idx.IndexManifest()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(im.Manifests) != 2 {
+				t.Errorf("%s: %d platforms, want 2", ref, len(im.Manifests))
+			}
+			for _, d := range im.Manifests {
+				img, err := idx.Image(d.Digest)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkImage(t, ref.String()+"@"+d.Digest.String(), img)
 			}
 		} else {
 			img, err := desc.Image()
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := validate.Image(img); err != nil {
-				t.Errorf("%s: %v", ref, err)
-			}
+			checkImage(t, ref.String(), img)
 		}
 	}
 
@@ -222,5 +231,45 @@ func TestPushErrors(t *testing.T) {
 	reg.Stop()
 	if _, err := w.Push(context.Background(), workload.PushOptions{Registry: host}); err == nil {
 		t.Error("push to a stopped registry succeeded")
+	}
+}
+
+// checkImage pulls every layer of img, checks its digest and that the
+// config's diff IDs are the digests of the uncompressed layers.
+func checkImage(t *testing.T, what string, img v1.Image) {
+	t.Helper()
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatalf("%s: config: %v", what, err)
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(layers) != len(cf.RootFS.DiffIDs) {
+		t.Fatalf("%s: %d layers, %d diff IDs", what, len(layers), len(cf.RootFS.DiffIDs))
+	}
+	for i, l := range layers {
+		d, _ := l.Digest()
+		rc, err := l.Compressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := digest.Digest(d.String()).Verifier()
+		_, err = io.Copy(v, rc)
+		rc.Close()
+		if err != nil || !v.Verified() {
+			t.Errorf("%s: layer %s does not match its digest (%v)", what, d, err)
+		}
+		u, err := l.Uncompressed()
+		if err != nil {
+			t.Fatal(err)
+		}
+		dv := digest.Digest(cf.RootFS.DiffIDs[i].String()).Verifier()
+		_, err = io.Copy(dv, u)
+		u.Close()
+		if err != nil || !dv.Verified() {
+			t.Errorf("%s: layer %d is not a gzip stream of its diff ID %s (%v)", what, i, cf.RootFS.DiffIDs[i], err)
+		}
 	}
 }

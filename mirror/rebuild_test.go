@@ -3,9 +3,9 @@ package mirror
 import (
 	"archive/tar"
 	"bytes"
-	"fmt"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"

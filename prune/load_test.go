@@ -167,8 +167,8 @@ func TestRealCatalogsRoundTrip(t *testing.T) {
 			// YAML conversion is slow; write YAML only for the small catalogs.
 			if size := catalogSize(t, dir); size < 3<<20 {
 				formats = append(formats, "yaml")
-			} else if testing.Short() {
-				t.Skip("large YAML catalog skipped in -short mode")
+			} else if testing.Short() || ioRaceDetector {
+				t.Skip("multi-megabyte catalog skipped with -short or -race (slow YAML conversion)")
 			}
 			for _, format := range formats {
 				out := filepath.Join(t.TempDir(), "out")

@@ -409,3 +409,65 @@ func BenchmarkRebuildLayer(b *testing.B) {
 		}
 	}
 }
+
+// TestRebuiltCatalogPushedWithCopyEngine runs the catalog path end to end: fetch
+// from a registry, rebuild, push the layout with the copy engine to the destination
+// name CatalogDestination gives, fetch the result back.
+func TestRebuiltCatalogPushedWithCopyEngine(t *testing.T) {
+	ctx := context.Background()
+	src := startRegistry(t)
+	dst := startRegistry(t)
+	idx := testIndex(t, types.OCIImageIndex)
+	ref := src.Host() + "/redhat/redhat-operator-index:v4.18"
+	pushIndex(t, ref, idx)
+	fc, err := FetchCatalog(ctx, ref, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := RebuildCatalog(ctx, fc, "testdata/catalog/pruned", RebuildOptions{LayoutDir: filepath.Join(t.TempDir(), "rebuilt")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dest, err := CatalogDestination(ref, dst.Host()+"/mirror", "", "", 2, r.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := dst.Host() + "/mirror/redhat-redhat-operator-index:v4.18"; dest.String() != want {
+		t.Fatalf("destination %s, want %s", dest, want)
+	}
+	ls, err := NewLayoutSource(r.LayoutDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := []Job{{Source: fc.Source.Repository(), Digest: r.Digest, Dest: dest.Repository, Tags: []string{dest.Tag}}}
+	rep, err := Copy(ctx, ls, NewRegistry(RegistryOptions{}), jobs, CopyOptions{Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := rep.Failed(); len(f) != 0 {
+		t.Fatalf("copy failed: %+v", f)
+	}
+	back, err := FetchCatalog(ctx, dest.String(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Digest != r.Digest {
+		t.Fatalf("pushed catalog has digest %s, rebuilt %s", back.Digest, r.Digest)
+	}
+	if got := listFiles(t, back.ConfigsDir); !reflect.DeepEqual(got, []string{"foo/catalog.json"}) {
+		t.Fatalf("pushed catalog holds %v", got)
+	}
+	// Same inputs, new run: same digest, nothing to send.
+	r2, err := RebuildCatalog(ctx, fc, "testdata/catalog/pruned", RebuildOptions{LayoutDir: filepath.Join(t.TempDir(), "again")})
+	if err != nil || r2.Digest != r.Digest {
+		t.Fatalf("rebuild again: %v %v", r2, err)
+	}
+	ls2, _ := NewLayoutSource(r2.LayoutDir)
+	rep, err = Copy(ctx, ls2, NewRegistry(RegistryOptions{}), jobs, CopyOptions{Logger: discardLogger()})
+	if err != nil || len(rep.Failed()) != 0 {
+		t.Fatalf("second copy: %v %+v", err, rep)
+	}
+	if rep.BlobsSent != 0 {
+		t.Fatalf("second copy sent %d blobs, want 0", rep.BlobsSent)
+	}
+}

@@ -152,6 +152,13 @@ func TestRealCatalogsRoundTrip(t *testing.T) {
 	for _, rel := range realCatalogs {
 		t.Run(filepath.Base(rel), func(t *testing.T) {
 			dir := realCatalogRoot(t, rel)
+			formats := []string{"json"}
+			// YAML conversion is slow; write YAML only for the small catalogs.
+			if size := catalogSize(t, dir); size < 3<<20 {
+				formats = append(formats, "yaml")
+			} else if testing.Short() || ioRaceDetector {
+				t.Skip("multi-megabyte catalog skipped with -short or -race (slow YAML conversion)")
+			}
 			full, err := LoadDir(ctx, dir, LoadOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -162,13 +169,6 @@ func TestRealCatalogsRoundTrip(t *testing.T) {
 			}
 			if len(full.Packages) == 0 {
 				t.Fatal("no packages loaded")
-			}
-			formats := []string{"json"}
-			// YAML conversion is slow; write YAML only for the small catalogs.
-			if size := catalogSize(t, dir); size < 3<<20 {
-				formats = append(formats, "yaml")
-			} else if testing.Short() || ioRaceDetector {
-				t.Skip("multi-megabyte catalog skipped with -short or -race (slow YAML conversion)")
 			}
 			for _, format := range formats {
 				out := filepath.Join(t.TempDir(), "out")

@@ -4,13 +4,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/pipeline"
 )
 
 func init() { registerUnder("list", newListOperatorsCmd) }
 
 func newListOperatorsCmd() *cobra.Command {
 	var (
-		o         mirror.ListOperatorsOptions
+		o         pipeline.ListOperatorsOptions
 		authFile  string
 		tlsVerify bool
 	)
@@ -39,7 +40,7 @@ With --package and --channel: the channel's bundles, by version, and what each r
 				return err
 			}
 			o.Fetch = mirror.NewFetchOptions(authFile, tlsVerify, log)
-			l, err := mirror.ListOperators(cmd.Context(), o)
+			l, err := pipeline.ListOperators(cmd.Context(), o)
 			if err != nil {
 				return err
 			}

@@ -1,4 +1,4 @@
-package mirror
+package pipeline_test
 
 import (
 	"bytes"
@@ -6,25 +6,22 @@ import (
 	"strings"
 	"testing"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/internal/seed"
+	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/pipeline"
 )
+
+const listCatalog = "../mirror/testdata/catalog/full"
 
 func TestListOperators(t *testing.T) {
 	ctx := context.Background()
-	reg := startRegistry(t)
-	ref := reg.Host() + "/ns/list:v1"
-	img, err := mutate.AppendLayers(empty.Image, tarLayer(t, types.OCILayer, dirEntries(t, "testdata/catalog/full", "configs")...))
+	reg := registrytest.Start(t)
+	res, err := seed.Seed(ctx, seed.Options{Registry: reg.Host(), CatalogDir: listCatalog, CatalogRepo: "ns/list", Insecure: true, WorkDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err = mutate.Config(img, v1.Config{Labels: map[string]string{CatalogConfigsLabel: "/configs"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	push(t, ref, img)
+	ref := res.Catalog
 
 	tests := []struct {
 		name, pkg, ch string
@@ -53,10 +50,10 @@ foo.v2.0.0-rc.1 (head)  2.0.0-rc.1  foo.v1.2.0
 		{name: "no channel", pkg: "foo", ch: "nope", wantErr: `has no channel "nope"`},
 		{name: "channel without package", ch: "stable", wantErr: "--channel needs --package"},
 	}
-	for _, src := range []string{"testdata/catalog/full", ref} {
+	for _, src := range []string{listCatalog, ref} {
 		for _, tc := range tests {
 			t.Run(src+"/"+tc.name, func(t *testing.T) {
-				l, err := ListOperators(ctx, ListOperatorsOptions{Catalog: src, Package: tc.pkg, Channel: tc.ch, Fetch: NewFetchOptions("", true, discardLogger())})
+				l, err := pipeline.ListOperators(ctx, pipeline.ListOperatorsOptions{Catalog: src, Package: tc.pkg, Channel: tc.ch, Fetch: mirror.NewFetchOptions("", true, nil)})
 				if tc.wantErr != "" {
 					if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 						t.Fatalf("error = %v, want %q", err, tc.wantErr)
@@ -79,7 +76,7 @@ foo.v2.0.0-rc.1 (head)  2.0.0-rc.1  foo.v1.2.0
 			})
 		}
 	}
-	if _, err := ListOperators(ctx, ListOperatorsOptions{Catalog: reg.Host() + "/ns/absent:v1", Fetch: NewFetchOptions("", true, nil)}); err == nil {
+	if _, err := pipeline.ListOperators(ctx, pipeline.ListOperatorsOptions{Catalog: reg.Host() + "/ns/absent:v1", Fetch: mirror.NewFetchOptions("", true, nil)}); err == nil {
 		t.Fatal("absent catalog listed")
 	}
 }

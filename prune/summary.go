@@ -1,42 +1,19 @@
-package mirror
+package prune
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"os"
 	"sort"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/blang/semver/v4"
-	"github.com/opencontainers/go-digest"
-
-	"github.com/airlock-mirror/airlock/prune"
 )
 
-// ListOperatorsOptions says what `airlock list operators` shows.
-type ListOperatorsOptions struct {
-	// Catalog is a catalog image reference, "oci://PATH", or a local file-based
-	// catalog directory.
+// Summary is what a catalog holds, at the level Summarize was asked for
+// (`airlock list operators`).
+type Summary struct {
+	// Catalog names the catalog in messages and output.
 	Catalog string
-	// Package, when set, lists the package's channels; with Channel, the
-	// channel's bundles.
-	Package string
-	Channel string
-	// WorkDir is where a fetched catalog is extracted and cached; empty means a
-	// temporary folder removed before returning.
-	WorkDir string
-	// Fetch holds registry access options (see NewFetchOptions).
-	Fetch FetchOptions
-}
-
-// OperatorList is what a catalog holds, at the level ListOperatorsOptions asked for.
-type OperatorList struct {
-	// Catalog is the catalog as given; Digest its resolved digest ("" for a
-	// local directory).
-	Catalog string
-	Digest  digest.Digest
 	// Packages is set when no package was asked for.
 	Packages []PackageSummary
 	// Package is set when a package was asked for; Channels then lists its
@@ -71,36 +48,16 @@ type BundleSummary struct {
 	Head     bool
 }
 
-// ListOperators fetches (or opens) a catalog and summarises it: its packages
-// with their default channel; with a package, its channels and their heads; with
-// a channel too, the channel's bundles and versions.
-func ListOperators(ctx context.Context, o ListOperatorsOptions) (*OperatorList, error) {
-	if o.Channel != "" && o.Package == "" {
+// Summarize lists c's packages with their default channel; with pkgName, that
+// package's channels and their heads; with channelName too, the channel's bundles
+// by version. name names the catalog in errors and output.
+func Summarize(c *Catalog, name, pkgName, channelName string) (*Summary, error) {
+	if channelName != "" && pkgName == "" {
 		return nil, fmt.Errorf("--channel needs --package")
 	}
-	out := &OperatorList{Catalog: o.Catalog}
-	dir := o.Catalog
-	if st, err := os.Stat(o.Catalog); err != nil || !st.IsDir() || strings.HasPrefix(o.Catalog, OCIPrefix) {
-		work := o.WorkDir
-		if work == "" {
-			tmp, err := os.MkdirTemp("", "airlock-list-")
-			if err != nil {
-				return nil, err
-			}
-			defer os.RemoveAll(tmp)
-			work = tmp
-		}
-		fc, err := FetchCatalogWithOptions(ctx, o.Catalog, work, o.Fetch)
-		if err != nil {
-			return nil, err
-		}
-		dir, out.Digest = fc.ConfigsDir, fc.Digest
-	}
-	cat, err := prune.LoadDir(ctx, dir, prune.LoadOptions{ElideHeavy: true, Logger: o.Fetch.Logger})
-	if err != nil {
-		return nil, fmt.Errorf("catalog %s: %w", o.Catalog, err)
-	}
-	if o.Package == "" {
+	cat := c
+	out := &Summary{Catalog: name}
+	if pkgName == "" {
 		for _, p := range cat.Packages {
 			if p.Declared == 0 {
 				continue
@@ -109,37 +66,37 @@ func ListOperators(ctx context.Context, o ListOperatorsOptions) (*OperatorList, 
 		}
 		return out, nil
 	}
-	var pkg *prune.Package
+	var pkg *Package
 	for _, p := range cat.Packages {
-		if p.Name == o.Package {
+		if p.Name == pkgName {
 			pkg = p
 		}
 	}
 	if pkg == nil {
-		return nil, fmt.Errorf("catalog %s has no package %q: run `airlock list operators --catalog %s` to see its packages", o.Catalog, o.Package, o.Catalog)
+		return nil, fmt.Errorf("catalog %s has no package %q: run `airlock list operators --catalog %s` to see its packages", out.Catalog, pkgName, out.Catalog)
 	}
 	out.Package = &PackageSummary{Name: pkg.Name, DefaultChannel: pkg.DefaultChannel}
-	var ch *prune.Channel
+	var ch *Channel
 	for _, c := range pkg.Channels {
-		if o.Channel != "" && c.Name != o.Channel {
+		if channelName != "" && c.Name != channelName {
 			continue
 		}
 		ch = c
 		s := ChannelSummary{Name: c.Name}
-		if h, err := prune.NewGraph(c).Head(); err != nil {
+		if h, err := NewGraph(c).Head(); err != nil {
 			s.HeadErr = err.Error()
 		} else {
 			s.Head = h
 		}
 		out.Channels = append(out.Channels, s)
 	}
-	if o.Channel == "" {
+	if channelName == "" {
 		return out, nil
 	}
 	if ch == nil {
-		return nil, fmt.Errorf("package %q of catalog %s has no channel %q: run `airlock list operators --catalog %s --package %s` to see its channels", o.Package, o.Catalog, o.Channel, o.Catalog, o.Package)
+		return nil, fmt.Errorf("package %q of catalog %s has no channel %q: run `airlock list operators --catalog %s --package %s` to see its channels", pkgName, out.Catalog, channelName, out.Catalog, pkgName)
 	}
-	bundles := make(map[string]*prune.Bundle, len(pkg.Bundles))
+	bundles := make(map[string]*Bundle, len(pkg.Bundles))
 	for _, b := range pkg.Bundles {
 		bundles[b.Name] = b
 	}
@@ -153,7 +110,7 @@ func ListOperators(ctx context.Context, o ListOperatorsOptions) (*OperatorList, 
 		seen[e.Name] = true
 		s := BundleSummary{Name: e.Name, Replaces: e.Replaces, Head: e.Name == head}
 		if b := bundles[e.Name]; b != nil {
-			if pv, err := prune.BundlePackageProperty(b); err == nil {
+			if pv, err := BundlePackageProperty(b); err == nil {
 				s.Version = pv.Version
 				if pv.Release != "" {
 					s.Version += "-" + pv.Release
@@ -177,7 +134,7 @@ func ListOperators(ctx context.Context, o ListOperatorsOptions) (*OperatorList, 
 }
 
 // WriteTable writes l as aligned columns.
-func (l *OperatorList) WriteTable(w io.Writer) error {
+func (l *Summary) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	switch {
 	case l.Package != nil && l.Channel != nil:

@@ -1,0 +1,261 @@
+// Package bench is the harness of `make bench`: it measures airlock at real
+// scale and prints one table.
+//
+//   - catalog: `airlock catalog validate`, `catalog render` and `catalog prune`
+//     (heads only and full) as child processes on the real-scale catalog
+//     (community-operators-prod, 1.7 GB) and on generated catalogs: wall time,
+//     peak RSS (the child's ru_maxrss), CPU and MB/s;
+//   - copy: `airlock mirror` mirror-to-mirror (first run and no-op re-run),
+//     mirror-to-disk and disk-to-mirror of a generated copy workload between
+//     embedded registries running in their own processes, each behind a
+//     counting proxy (bytes pulled and pushed, blobs, requests), side by side
+//     with `skopeo sync`, the registry's ingestion floor (a minimal client
+//     pushing every unique blob and manifest once, in parallel) and `cp -r`
+//     of the registry storage;
+//   - go: the packages' Go benchmarks (go test -bench), once each.
+//
+// Run writes the table to Config.Out and appends it, with the date and the
+// machine, to Config.Docs (docs/benchmarks.md).
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/airlock-mirror/airlock/internal/gen/workload/workload"
+)
+
+// Config says what to measure.
+type Config struct {
+	// RepoRoot is the airlock checkout (go.mod); Airlock the binary to measure
+	// (built from RepoRoot into WorkDir when empty).
+	RepoRoot, Airlock string
+	// WorkDir holds everything the run creates (default: a new temporary
+	// directory, removed at the end unless Keep).
+	WorkDir string
+	Keep    bool
+	// Quick labels the run and picks the quick defaults of the command.
+	Quick bool
+	// Catalog inputs: "real" (the real-scale catalog), "small" and "large"
+	// (internal/gen/catalog presets), or a directory path.
+	Catalogs []string
+	// Fixtures is the folder holding large/community-operators-prod-all.tar.zst
+	// (default $AIRLOCK_FIXTURES, else RepoRoot/../shared/fixtures).
+	Fixtures string
+	// RealDir is an already unpacked real-scale catalog root to reuse when it is
+	// complete (default /tmp/airlock-large/catalog).
+	RealDir string
+	// Count runs each catalog command this many times: the table shows the
+	// median wall time and the highest peak RSS.
+	Count int
+	// Copy runs the copy section with Workload. CopyMode is "catalog" (the
+	// images are the relatedImages of a one-bundle catalog mirrored with
+	// full: true) or "images" (additionalImages).
+	Copy     bool
+	Workload workload.Options
+	CopyMode string
+	// Skopeo compares with skopeo sync; InstallSkopeo runs apt-get install -y
+	// skopeo when it is missing.
+	Skopeo, InstallSkopeo bool
+	// ParallelImages and ParallelLayers are passed to airlock mirror (0: its
+	// defaults); FloorParallel bounds the floor client's requests.
+	ParallelImages, ParallelLayers, FloorParallel int
+	// GoBench runs go test -bench over GoBenchPkgs with GoBenchTime.
+	GoBench     bool
+	GoBenchPkgs []string
+	GoBenchTime string
+	// Out receives the table; Docs, when set, gets it appended.
+	Out  io.Writer
+	Docs string
+	// Note labels the run in the table's heading (e.g. "noisy machine").
+	Note string
+	// Log receives progress.
+	Log *slog.Logger
+}
+
+// Result is a finished run.
+type Result struct {
+	Header string
+	Rows   []Row
+	// Failures lists the measurements that could not be made.
+	Failures []string
+}
+
+// Run measures what cfg asks and writes the table.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Out == nil {
+		cfg.Out = os.Stdout
+	}
+	if cfg.Count < 1 {
+		cfg.Count = 1
+	}
+	if cfg.RepoRoot == "" {
+		return nil, errors.New("bench: no repository root: run from the airlock checkout")
+	}
+	if cfg.WorkDir == "" {
+		d, err := os.MkdirTemp("", "airlock-bench-")
+		if err != nil {
+			return nil, err
+		}
+		cfg.WorkDir = d
+		if !cfg.Keep {
+			defer os.RemoveAll(d)
+		}
+	}
+	log := cfg.Log
+	load0 := loadAvg()
+	start := time.Now()
+	if cfg.Airlock == "" {
+		cfg.Airlock = filepath.Join(cfg.WorkDir, "airlock")
+		log.Info("building airlock", "to", cfg.Airlock)
+		if out, err := goCmd(ctx, cfg.RepoRoot, "build", "-trimpath", "-o", cfg.Airlock, "./cmd/airlock").CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("build airlock: %w\n%s", err, out)
+		}
+	} else if abs, err := filepath.Abs(cfg.Airlock); err == nil {
+		cfg.Airlock = abs
+	}
+	res := &Result{}
+	fail := func(what string, err error) {
+		log.Error("measurement failed", "what", what, "err", err)
+		res.Failures = append(res.Failures, what+": "+err.Error())
+	}
+	if len(cfg.Catalogs) > 0 {
+		rows, err := runCatalogs(ctx, cfg)
+		res.Rows = append(res.Rows, rows...)
+		if err != nil {
+			fail("catalog", err)
+		}
+	}
+	if cfg.Copy {
+		rows, err := runCopy(ctx, cfg)
+		res.Rows = append(res.Rows, rows...)
+		if err != nil {
+			fail("copy", err)
+		}
+	}
+	if cfg.GoBench && len(cfg.GoBenchPkgs) > 0 {
+		rows, err := runGoBench(ctx, cfg)
+		res.Rows = append(res.Rows, rows...)
+		if err != nil {
+			fail("go benchmarks", err)
+		}
+	}
+	if ctx.Err() != nil {
+		return res, ctx.Err()
+	}
+	res.Header = header(cfg, load0, loadAvg(), time.Since(start))
+	var sb strings.Builder
+	sb.WriteString(res.Header)
+	if err := WriteTable(&sb, res.Rows); err != nil {
+		return res, err
+	}
+	for _, f := range res.Failures {
+		sb.WriteString("\n- **not measured**: " + strings.ReplaceAll(f, "\n", " ") + "\n")
+	}
+	sb.WriteString("\n")
+	if _, err := io.WriteString(cfg.Out, sb.String()); err != nil {
+		return res, err
+	}
+	if cfg.Docs != "" {
+		f, err := os.OpenFile(cfg.Docs, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			return res, fmt.Errorf("append to %s: %w", cfg.Docs, err)
+		}
+		_, werr := io.WriteString(f, "\n"+sb.String())
+		if err := f.Close(); werr == nil {
+			werr = err
+		}
+		if werr != nil {
+			return res, fmt.Errorf("append to %s: %w", cfg.Docs, werr)
+		}
+		log.Info("table appended", "to", cfg.Docs)
+	}
+	return res, nil
+}
+
+func goCmd(ctx context.Context, dir string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = dir
+	return cmd
+}
+
+// header describes the run: date, machine, versions, load.
+func header(cfg Config, load0, load1 string, took time.Duration) string {
+	kind := "full"
+	if cfg.Quick {
+		kind = "quick"
+	}
+	ver := "unknown"
+	if out, err := exec.Command("git", "-C", cfg.RepoRoot, "describe", "--tags", "--always", "--dirty").Output(); err == nil {
+		ver = strings.TrimSpace(string(out))
+	}
+	host, _ := os.Hostname()
+	var b strings.Builder
+	fmt.Fprintf(&b, "### %s: %s run", time.Now().UTC().Format("2006-01-02 15:04 UTC"), kind)
+	if cfg.Note != "" {
+		fmt.Fprintf(&b, " (%s)", cfg.Note)
+	}
+	b.WriteString("\n\n")
+	fmt.Fprintf(&b, "- machine: %s, %d cores (%s), %s memory, %s/%s; load average %s at start, %s at end\n",
+		host, runtime.NumCPU(), cpuModel(), memTotal(), runtime.GOOS, runtime.GOARCH, load0, load1)
+	fmt.Fprintf(&b, "- airlock %s, %s; run took %s\n", ver, runtime.Version(), took.Round(time.Second))
+	if cfg.Copy {
+		o := cfg.Workload
+		fmt.Fprintf(&b, "- copy workload: %d images and %d two-arch indexes in %d repositories, %d shared base layers of %s, %d unique layers per image (%s in all), mode %s\n",
+			o.Images, o.Indexes, o.Repos, o.BaseLayers, Bytes(o.BaseLayerSize), o.UniqueLayers, Bytes(o.UniqueBytes), cfg.CopyMode)
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func memTotal() string {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return "?"
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "MemTotal:"); ok {
+			var kb int64
+			fmt.Sscanf(strings.TrimSpace(v), "%d", &kb)
+			return fmt.Sprintf("%.1f GiB", float64(kb)/(1<<20))
+		}
+	}
+	return "?"
+}
+
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "?"
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "model name"); ok {
+			return strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+		}
+	}
+	return "?"
+}

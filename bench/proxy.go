@@ -49,6 +49,7 @@ type counters struct {
 	requests, blobGET, blobHEAD, manifestGET, manifestHEAD   atomic.Int64
 	uploadPOST, uploadPATCH, uploadPUT, manifestPUT          atomic.Int64
 	blobsCommitted, mounted, bytesIn, bytesOut, blobBytesOut atomic.Int64
+	uploadBytesIn                                            atomic.Int64
 }
 
 // Proxy is a counting reverse proxy in front of one registry: every request

@@ -2,6 +2,7 @@ package manifests
 
 import (
 	"fmt"
+	"github.com/airlock-mirror/airlock/internal/fixtures"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,7 +13,7 @@ import (
 
 // realCatalogRoot is a real file-based catalog shared by the team (outside the module);
 // tests that use it are skipped when it is absent.
-const realCatalogRoot = "/work/shared/fixtures/real-catalogs/community-operators-prod-v4.21/catalogs/v4.21"
+var realCatalogRoot = filepath.Join(fixtures.RealCatalogs(), "community-operators-prod-v4.21/catalogs/v4.21")
 
 var imageLine = regexp.MustCompile(`(?m)^\s*(?:-\s+)?image:\s*["']?([^"'\s]+)["']?\s*$`)
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/airlock-mirror/airlock/internal/fixtures"
 	"os"
 	"path/filepath"
 	"slices"
@@ -409,10 +410,7 @@ func loadFixtureCatalog(t testing.TB, root string) *Catalog {
 }
 
 func fixturesDir() string {
-	if d := os.Getenv("AIRLOCK_FIXTURES"); d != "" {
-		return d
-	}
-	return "/work/shared/fixtures"
+	return fixtures.Dir()
 }
 
 // realConfigs derives operator entries from a catalog: heads only, full, a few

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/airlock-mirror/airlock/internal/fixtures"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -556,7 +557,7 @@ func TestValidateTestdataValid(t *testing.T) {
 }
 
 // realCatalogsDir holds real catalogs that pass opm validate (see its SOURCES.md).
-const realCatalogsDir = "/work/shared/fixtures/real-catalogs"
+var realCatalogsDir = fixtures.RealCatalogs()
 
 // realCatalogRoots returns the catalog roots listed in SOURCES.md's table.
 func realCatalogRoots(t testing.TB) []string {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/airlock-mirror/airlock/internal/fixtures"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,7 +14,7 @@ import (
 	"testing/fstest"
 )
 
-// realCatalogs are the catalog roots of /work/shared/fixtures/real-catalogs (see
+// realCatalogs are the catalog roots of ../shared/fixtures/real-catalogs (see
 // its SOURCES.md); tests that use them are skipped when the fixtures are absent.
 var realCatalogs = []string{
 	"community-operators-prod-v4.21/catalogs/v4.21",
@@ -29,7 +30,7 @@ func realCatalogRoot(t testing.TB, rel string) string {
 	t.Helper()
 	base := os.Getenv("AIRLOCK_REAL_CATALOGS")
 	if base == "" {
-		base = "/work/shared/fixtures/real-catalogs"
+		base = fixtures.RealCatalogs()
 	}
 	dir := filepath.Join(base, rel)
 	if _, err := os.Stat(dir); err != nil {

@@ -1,0 +1,193 @@
+// Command airlock-bench is `make bench`: it measures airlock at real scale
+// (catalog commands on the 1.7 GB real-scale catalog and generated ones, the
+// copy workflows against skopeo sync and the registry's ingestion floor, the
+// packages' Go benchmarks), prints one table and appends it to
+// docs/benchmarks.md.
+//
+//	go run ./bench/cmd/airlock-bench -quick          # < 2 min: real-scale catalog, small catalog, 64 MB workload
+//	go run ./bench/cmd/airlock-bench                 # full: + large catalog, 0.91 GB reference workload, 3 runs, Go benchmarks
+//	go run ./bench/cmd/airlock-bench -catalogs real -copy=false -docs ""
+//
+// Every flag has an environment default (BENCH_QUICK=1, BENCH_CATALOGS,
+// BENCH_WORKLOAD, BENCH_COUNT, BENCH_COPY, BENCH_GO, BENCH_DOCS, BENCH_NOTE,
+// AIRLOCK_BIN, AIRLOCK_FIXTURES).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/airlock-mirror/airlock/bench"
+	"github.com/airlock-mirror/airlock/internal/gen/workload/workload"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "airlock-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func env(k, def string) string {
+	if v, ok := os.LookupEnv(k); ok {
+		return v
+	}
+	return def
+}
+
+func envBool(k string, def bool) bool {
+	v, ok := os.LookupEnv(k)
+	if !ok || v == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return def
+	}
+	return b
+}
+
+// repoRoot walks up from the working directory to airlock's go.mod.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.Contains(string(b), "module github.com/airlock-mirror/airlock\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("not inside the airlock checkout: run from the repository (make bench)")
+		}
+		dir = parent
+	}
+}
+
+func run() error {
+	quick := flag.Bool("quick", envBool("BENCH_QUICK", false), "quick run (< 2 min): real-scale and small catalogs, one run each, the quick 64 MB workload, no Go benchmarks [BENCH_QUICK]")
+	airlock := flag.String("airlock", env("AIRLOCK_BIN", ""), "airlock binary to measure (default: build ./cmd/airlock) [AIRLOCK_BIN]")
+	catalogs := flag.String("catalogs", env("BENCH_CATALOGS", ""), "comma-separated catalog inputs: real, small, large or a directory; \"none\" skips (default real,small; full: real,small,large) [BENCH_CATALOGS]")
+	count := flag.Int("count", 0, "runs per catalog command: median wall, highest RSS (default 1 quick, 3 full) [BENCH_COUNT]")
+	doCopy := flag.Bool("copy", envBool("BENCH_COPY", true), "run the copy section [BENCH_COPY]")
+	preset := flag.String("workload", env("BENCH_WORKLOAD", ""), "copy workload preset: reference, quick or tiny (default quick; full: reference) [BENCH_WORKLOAD]")
+	mode := flag.String("copy-mode", env("BENCH_COPY_MODE", "catalog"), "catalog: mirror a catalog naming every tag (full: true); images: additionalImages")
+	images := flag.Int("images", -1, "override the workload: single-platform image tags")
+	indexes := flag.Int("indexes", -1, "override the workload: two-arch index tags")
+	repos := flag.Int("repos", -1, "override the workload: repositories")
+	baseLayers := flag.Int("base-layers", -1, "override the workload: shared base layers")
+	baseMB := flag.Float64("base-mb", -1, "override the workload: MB per base layer")
+	uniqueLayers := flag.Int("unique-layers", -1, "override the workload: unique layers per image")
+	uniqueMB := flag.Float64("unique-mb", -1, "override the workload: total MB of unique layers")
+	skopeo := flag.Bool("skopeo", envBool("BENCH_SKOPEO", true), "compare with skopeo sync")
+	installSkopeo := flag.Bool("install-skopeo", envBool("BENCH_INSTALL_SKOPEO", true), "apt-get install -y skopeo when missing")
+	pImages := flag.Int("parallel-images", 0, "airlock mirror --parallel-images (0: airlock's default)")
+	pLayers := flag.Int("parallel-layers", 0, "airlock mirror --parallel-layers (0: airlock's default)")
+	floorPar := flag.Int("floor-parallel", 8, "concurrent requests of the ingestion-floor client")
+	goBench := flag.String("go-bench", env("BENCH_GO", "auto"), "run the packages' Go benchmarks: auto (full runs only), on, off [BENCH_GO]")
+	goPkgs := flag.String("go-bench-pkgs", env("BENCH_GO_PKGS", "./prune/ ./mirror/ ./mirror/archive/ ./manifests/"), "packages for go test -bench (space-separated)")
+	goTime := flag.String("go-benchtime", env("BENCH_GO_BENCHTIME", "1x"), "go test -benchtime")
+	docs := flag.String("docs", env("BENCH_DOCS", "docs/benchmarks.md"), "append the table to this file, relative to the repository root (\"\": do not)")
+	note := flag.String("note", env("BENCH_NOTE", ""), "label of the run in the table heading, e.g. \"noisy: load average 15\" [BENCH_NOTE]")
+	work := flag.String("work", "", "work directory (default: a new temporary directory, removed at the end)")
+	keep := flag.Bool("keep", false, "keep the work directory")
+	realDir := flag.String("real-dir", env("BENCH_REAL_DIR", "/tmp/airlock-large/catalog"), "reuse this unpacked real-scale catalog when complete")
+	fixtures := flag.String("fixtures", env("AIRLOCK_FIXTURES", ""), "fixtures folder (default ../shared/fixtures from the repository root) [AIRLOCK_FIXTURES]")
+	flag.Parse()
+
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	cfg := bench.Config{
+		RepoRoot: root, Airlock: *airlock, WorkDir: *work, Keep: *keep, Quick: *quick,
+		Fixtures: *fixtures, RealDir: *realDir, Count: *count,
+		Copy: *doCopy, CopyMode: *mode, Skopeo: *skopeo, InstallSkopeo: *installSkopeo,
+		ParallelImages: *pImages, ParallelLayers: *pLayers, FloorParallel: *floorPar,
+		GoBenchPkgs: strings.Fields(*goPkgs), GoBenchTime: *goTime, Note: *note, Out: os.Stdout,
+		Log: slog.New(slog.NewTextHandler(os.Stderr, nil)),
+	}
+	if cfg.Count == 0 {
+		cfg.Count = 3
+		if *quick {
+			cfg.Count = 1
+		}
+		if v, err := strconv.Atoi(os.Getenv("BENCH_COUNT")); err == nil && v > 0 {
+			cfg.Count = v
+		}
+	}
+	switch c := *catalogs; {
+	case c == "none":
+	case c != "":
+		cfg.Catalogs = strings.Split(c, ",")
+	case *quick:
+		cfg.Catalogs = []string{"real", "small"}
+	default:
+		cfg.Catalogs = []string{"real", "small", "large"}
+	}
+	if *mode != "catalog" && *mode != "images" {
+		return fmt.Errorf("invalid -copy-mode %q: use catalog or images", *mode)
+	}
+	p := *preset
+	if p == "" {
+		p = "reference"
+		if *quick {
+			p = "quick"
+		}
+	}
+	if cfg.Workload, err = workload.Preset(p); err != nil {
+		return err
+	}
+	ov := func(v int, dst *int) {
+		if v >= 0 {
+			*dst = v
+		}
+	}
+	ov(*images, &cfg.Workload.Images)
+	ov(*indexes, &cfg.Workload.Indexes)
+	ov(*repos, &cfg.Workload.Repos)
+	ov(*baseLayers, &cfg.Workload.BaseLayers)
+	ov(*uniqueLayers, &cfg.Workload.UniqueLayers)
+	if *baseMB >= 0 {
+		cfg.Workload.BaseLayerSize = int64(*baseMB * 1e6)
+	}
+	if *uniqueMB >= 0 {
+		cfg.Workload.UniqueBytes = int64(*uniqueMB * 1e6)
+	}
+	switch *goBench {
+	case "auto":
+		cfg.GoBench = !*quick
+	case "on", "1", "true":
+		cfg.GoBench = true
+	case "off", "0", "false":
+	default:
+		return fmt.Errorf("invalid -go-bench %q: use auto, on or off", *goBench)
+	}
+	if *docs != "" {
+		cfg.Docs = *docs
+		if !filepath.IsAbs(cfg.Docs) {
+			cfg.Docs = filepath.Join(root, cfg.Docs)
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := bench.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if len(res.Failures) > 0 {
+		return fmt.Errorf("%d measurement(s) failed (see the table)", len(res.Failures))
+	}
+	return nil
+}

@@ -21,6 +21,18 @@ test:
 test-short:
 	$(GO) test -short ./...
 
+# Benchmarks at real scale (docs/benchmarks.md): one table, appended to
+# docs/benchmarks.md with the date and the machine. The full run takes about
+# 10 minutes on 2 cores; BENCH_QUICK=1 takes under 2. BENCH_FLAGS passes more
+# flags to bench/cmd/airlock-bench (go run ./bench/cmd/airlock-bench -h), e.g.
+# BENCH_FLAGS='-catalogs real -copy=false -docs ""'. BENCH_NOTE labels the run.
+BENCH_QUICK ?=
+BENCH_NOTE  ?=
+BENCH_FLAGS ?=
+
+bench: build
+	$(GO) run ./bench/cmd/airlock-bench -airlock $(BIN) $(if $(filter 1 true yes,$(BENCH_QUICK)),-quick) $(if $(BENCH_NOTE),-note "$(BENCH_NOTE)") $(BENCH_FLAGS)
+
 # Every fuzz target for FUZZTIME each (make fuzz FUZZTIME=5m for a long run).
 fuzz:
 	./scripts/fuzz.sh $(FUZZTIME)

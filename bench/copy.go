@@ -119,7 +119,7 @@ func runCopy(ctx context.Context, cfg Config) ([]Row, error) {
 		tune = append(tune, "--parallel-layers", strconv.Itoa(cfg.ParallelLayers))
 	}
 
-	input := fmt.Sprintf("%d tags (%d indexes), %d repos, %d blobs, %s", st.Tags, st.Indexes, st.Repos, st.Blobs, Bytes(unique))
+	input := fmt.Sprintf("%s workload, %s", presetName(cfg), Bytes(unique))
 	// measure runs c with src and dst (either may be nil) counted.
 	measure := func(name string, c Command, srcR, dstR *Registry) (copyRun, error) {
 		var s0, d0 Counts
@@ -172,7 +172,8 @@ func runCopy(ctx context.Context, cfg Config) ([]Row, error) {
 		return cr, nil
 	}
 
-	rows := []Row{heading(fmt.Sprintf("copy: %s workload, %s", presetName(cfg), cfg.CopyMode))}
+	rows := []Row{heading(fmt.Sprintf("copy: %s workload: %d tags (%d two-arch indexes) in %d repositories, %d unique blobs, %s; mode %s",
+		presetName(cfg), st.Tags, st.Indexes, st.Repos, st.Blobs, Bytes(unique), cfg.CopyMode))}
 	var errs []error
 	add := func(cr copyRun, err error) copyRun {
 		if err != nil {

@@ -57,9 +57,9 @@ func Bytes(n int64) string {
 		return ""
 	case n < 10_000:
 		return fmt.Sprintf("%d B", n)
-	case n < 10_000_000:
+	case n < 1_000_000:
 		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
-	case n < 10_000_000_000:
+	case n < 1_000_000_000:
 		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
 	}
 	return fmt.Sprintf("%.2f GB", float64(n)/1e9)

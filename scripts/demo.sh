@@ -82,12 +82,13 @@ run() {
 start_registry() {
 	local name=$1 out=$work/$1.out
 	printf '$ airlock registry serve --root %s --addr 127.0.0.1:0 &\n' "$work/$name"
+	: >"$out" # exists before the background job opens it
 	"$AIRLOCK" registry serve --root "$work/$name" --addr 127.0.0.1:0 >"$out" 2>"$work/$name.log" &
 	reg_pid=$!
 	reg_host=""
 	local i
 	for ((i = 0; i < 200; i++)); do
-		reg_host=$(sed -n 's#^airlock registry listening on http://\([^ ]*\) .*#\1#p' "$out")
+		reg_host=$(sed -n 's#^airlock registry listening on http://\([^ ]*\) .*#\1#p' "$out" || true)
 		[[ -n $reg_host ]] && break
 		if ! kill -0 "$reg_pid" 2>/dev/null; then
 			echo "demo: the $name registry exited: $(cat "$work/$name.log")" >&2

@@ -157,6 +157,7 @@ func runCopy(ctx context.Context, cfg Config) ([]Row, error) {
 		if srcR == nil {
 			r.Requests = fmt.Sprintf("– / %d", dd.Requests)
 		}
+		r.Note = breakdown(ds, dd, srcR != nil, dstR != nil)
 		cr := copyRun{row: r, wall: m.Wall, blobs: dd.BlobsCommitted, upload: dd.UploadBytesIn, ok: m.Exit == 0}
 		if m.Exit != 0 {
 			cr.row.Note = fmt.Sprintf("FAILED (exit %d): %s", m.Exit, lastLine(m.Stderr))
@@ -185,7 +186,11 @@ func runCopy(ctx context.Context, cfg Config) ([]Row, error) {
 		return cr
 	}
 	sentRatio := func(cr copyRun) string {
-		return fmt.Sprintf("sent / unique %.2f", float64(cr.upload)/float64(unique))
+		s := fmt.Sprintf("sent / unique %.2f", float64(cr.upload)/float64(unique))
+		if cr.row.Note != "" {
+			s += "; " + cr.row.Note
+		}
+		return s
 	}
 	a := cfg.Airlock
 
@@ -205,6 +210,7 @@ func runCopy(ctx context.Context, cfg Config) ([]Row, error) {
 		}
 		noop = add(measure("airlock mirror m2m, no-op re-run", Command{Name: a, Args: args}, src, dst))
 		if noop.ok {
+			noop.row.Note = sentRatio(noop)
 			noop.row.Target = "< 1 s, 0 blobs sent"
 			noop.row.Met = met(noop.wall < time.Second && noop.blobs == 0 && noop.upload == 0)
 			rows[len(rows)-1] = noop.row
@@ -260,7 +266,7 @@ func runCopy(ctx context.Context, cfg Config) ([]Row, error) {
 		d0, c0, rc0 := dst.Proxy.Counts(), selfCPU(), dst.CPU()
 		log.Info("measuring", "what", "ingestion floor")
 		t0 := time.Now()
-		ps, err := w.Push(ctx, workload.PushOptions{Registry: dst.Addr(), Parallel: cfg.FloorParallel})
+		_, err := w.Push(ctx, workload.PushOptions{Registry: dst.Addr(), Parallel: cfg.FloorParallel})
 		wall := time.Since(t0)
 		dd := dst.Proxy.Counts().Sub(d0)
 		r := Row{Name: "ingestion floor (minimal client: each blob and manifest pushed once, parallel)", Input: input, Wall: wall,
@@ -272,7 +278,8 @@ func runCopy(ctx context.Context, cfg Config) ([]Row, error) {
 			r.Note = "FAILED: " + err.Error()
 			errs = append(errs, fmt.Errorf("ingestion floor: %w", err))
 		} else {
-			r.Note = fmt.Sprintf("%s; %d requests by the client, parallel %d; client CPU includes the bench's proxies", sentRatio(floor), ps.Requests, max(cfg.FloorParallel, 8))
+			floor.row.Note = breakdown(Counts{}, dd, false, true)
+			r.Note = fmt.Sprintf("%s; parallel %d; client CPU includes the bench's proxies", sentRatio(floor), cfg.FloorParallel)
 		}
 		floor.row = r
 		rows = append(rows, r)
@@ -296,7 +303,7 @@ func runCopy(ctx context.Context, cfg Config) ([]Row, error) {
 		n, b, _ := archiveSize(arch)
 		m2d.row.Pushed = b
 		m2d.row.Throughput = Rate(b, m2d.wall)
-		m2d.row.Note = fmt.Sprintf("pushed = %d archive files written; written / unique %.2f", n, float64(b)/float64(unique))
+		m2d.row.Note = strings.TrimSuffix(fmt.Sprintf("pushed = %d archive files written; written / unique %.2f; %s", n, float64(b)/float64(unique), m2d.row.Note), "; ")
 		rows[len(rows)-1] = m2d.row
 		if dst, err := start("dst-d2m"); err != nil {
 			errs = append(errs, err)
@@ -387,4 +394,19 @@ func skopeoVersion(bin string) string {
 		return "skopeo"
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// breakdown lists the requests by kind: what the source served, what the
+// destination received.
+func breakdown(src, dst Counts, hasSrc, hasDst bool) string {
+	var parts []string
+	if hasSrc {
+		parts = append(parts, fmt.Sprintf("src: %d manifest GET, %d HEAD; %d blob GET, %d HEAD",
+			src.ManifestGET, src.ManifestHEAD, src.BlobGET, src.BlobHEAD))
+	}
+	if hasDst {
+		parts = append(parts, fmt.Sprintf("dst: %d blob HEAD, %d upload POST, %d PATCH, %d PUT; %d manifest HEAD, %d GET, %d PUT (%d by digest)",
+			dst.BlobHEAD, dst.UploadPOST, dst.UploadPATCH, dst.UploadPUT, dst.ManifestHEAD, dst.ManifestGET, dst.ManifestPUT, dst.ManifestPUTByDigest))
+	}
+	return strings.Join(parts, "; ")
 }

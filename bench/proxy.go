@@ -29,6 +29,8 @@ type Counts struct {
 	// UploadBytesIn is the part of BytesIn sent to blob uploads (POST, PATCH,
 	// PUT): blob contents pushed.
 	UploadBytesIn int64
+	// ManifestPUTByDigest is the part of ManifestPUT made by digest, not by tag.
+	ManifestPUTByDigest int64
 }
 
 // Sub returns c - o.
@@ -41,7 +43,8 @@ func (c Counts) Sub(o Counts) Counts {
 		UploadPUT: c.UploadPUT - o.UploadPUT, ManifestPUT: c.ManifestPUT - o.ManifestPUT,
 		BlobsCommitted: c.BlobsCommitted - o.BlobsCommitted, Mounted: c.Mounted - o.Mounted,
 		BytesIn: c.BytesIn - o.BytesIn, BytesOut: c.BytesOut - o.BytesOut, BlobBytesOut: c.BlobBytesOut - o.BlobBytesOut,
-		UploadBytesIn: c.UploadBytesIn - o.UploadBytesIn,
+		UploadBytesIn:       c.UploadBytesIn - o.UploadBytesIn,
+		ManifestPUTByDigest: c.ManifestPUTByDigest - o.ManifestPUTByDigest,
 	}
 }
 
@@ -49,7 +52,7 @@ type counters struct {
 	requests, blobGET, blobHEAD, manifestGET, manifestHEAD   atomic.Int64
 	uploadPOST, uploadPATCH, uploadPUT, manifestPUT          atomic.Int64
 	blobsCommitted, mounted, bytesIn, bytesOut, blobBytesOut atomic.Int64
-	uploadBytesIn                                            atomic.Int64
+	uploadBytesIn, manifestPUTByDigest                       atomic.Int64
 }
 
 // Proxy is a counting reverse proxy in front of one registry: every request
@@ -211,6 +214,9 @@ func (p *Proxy) handler(next http.Handler) http.Handler {
 			}
 		case "PUT manifest":
 			c.manifestPUT.Add(1)
+			if strings.Contains(req.URL.Path, "/manifests/sha256:") {
+				c.manifestPUTByDigest.Add(1)
+			}
 		}
 	})
 }
@@ -224,7 +230,7 @@ func (p *Proxy) Counts() Counts {
 		UploadPOST: c.uploadPOST.Load(), UploadPATCH: c.uploadPATCH.Load(), UploadPUT: c.uploadPUT.Load(), ManifestPUT: c.manifestPUT.Load(),
 		BlobsCommitted: c.blobsCommitted.Load(), Mounted: c.mounted.Load(),
 		BytesIn: c.bytesIn.Load(), BytesOut: c.bytesOut.Load(), BlobBytesOut: c.blobBytesOut.Load(),
-		UploadBytesIn: c.uploadBytesIn.Load(),
+		UploadBytesIn: c.uploadBytesIn.Load(), ManifestPUTByDigest: c.manifestPUTByDigest.Load(),
 	}
 }
 

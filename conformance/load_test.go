@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
@@ -21,6 +22,11 @@ func TestLoadAgreement(t *testing.T) {
 		t.Run(src.Name, func(t *testing.T) {
 			cfg, opmErr := opmLoad(ctx, src.Dir)
 			ours, ourErr := prune.LoadDir(ctx, src.Dir, prune.LoadOptions{ElideHeavy: false})
+			if opmErr != nil && ourErr == nil && strings.Contains(opmErr.Error(), "read bundle objects") {
+				// opm decodes olm.bundle.object data while loading, airlock
+				// when validating: the verdicts are compared by the validate tests.
+				t.Skipf("opm checks bundle objects at load time: %v", opmErr)
+			}
 			if (opmErr == nil) != (ourErr == nil) {
 				t.Fatalf("loaders disagree: opm: %v; airlock: %v", opmErr, ourErr)
 			}

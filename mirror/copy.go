@@ -323,11 +323,20 @@ func (e *copyEngine) copyJob(ctx context.Context, ic *imageCtx) error {
 	if job.Source == "" || job.Dest == "" {
 		return fmt.Errorf("image %s@%s: source and destination repositories are required", job.Source, job.Digest)
 	}
-	m, err := e.copyManifest(ctx, ic, job.Digest, "")
+	// The top manifest is pushed under its first tag when it has one: a PUT by tag
+	// stores the manifest under its digest too, so one request does both.
+	putRef := ""
+	if len(job.Tags) > 0 {
+		putRef = job.Tags[0]
+	}
+	m, pushedAs, err := e.copyManifest(ctx, ic, job.Digest, "", putRef)
 	if err != nil {
 		return err
 	}
 	for _, tag := range job.Tags {
+		if tag == pushedAs {
+			continue
+		}
 		ok, err := e.dst.ManifestExists(ctx, job.Dest, tag, job.Digest)
 		if err != nil {
 			return fmt.Errorf("tag %s:%s: %w", job.Dest, tag, err)
@@ -355,10 +364,16 @@ func (e *copyEngine) copyJob(ctx context.Context, ic *imageCtx) error {
 }
 
 // copyManifest makes sure manifest d (and everything it references) is in the
-// job's destination repository; it returns the manifest when it had to fetch it.
-func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Digest, parent string) (*endpoint.Manifest, error) {
+// job's destination repository, pushing it under putRef (a tag; "" means by
+// digest). It returns the manifest when it had to fetch it, and the reference it
+// pushed it under ("" when it did not push).
+func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Digest, parent, putRef string) (*endpoint.Manifest, string, error) {
 	job := ic.job
 	var got *endpoint.Manifest
+	pushedAs := ""
+	if putRef == "" {
+		putRef = d.String()
+	}
 	_, _, err := e.flight(ctx, e.manifests, job.Dest+"@"+d.String(), func() (bool, error) {
 		ok, err := e.dst.ManifestExists(ctx, job.Dest, d.String(), d)
 		if err != nil {
@@ -384,7 +399,7 @@ func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Di
 		e.addTotal(refs.Blobs)
 		// Children first (index), then blobs, each bounded by ParallelLayers.
 		if err := e.forEach(ctx, len(refs.Manifests), func(i int) error {
-			_, err := e.copyManifest(ctx, ic, refs.Manifests[i].Digest, " (child of "+d.String()+")")
+			_, _, err := e.copyManifest(ctx, ic, refs.Manifests[i].Digest, " (child of "+d.String()+")", "")
 			return err
 		}); err != nil {
 			return false, err
@@ -394,15 +409,18 @@ func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Di
 		}); err != nil {
 			return false, err
 		}
-		if err := e.dst.PutManifest(ctx, job.Dest, d.String(), m); err != nil {
+		if err := e.dst.PutManifest(ctx, job.Dest, putRef, m); err != nil {
 			return false, err
 		}
 		e.manifestsSent.Add(1)
 		ic.sent.Store(true)
 		got = &m
+		if putRef != d.String() {
+			pushedAs = putRef
+		}
 		return true, nil
 	})
-	return got, err
+	return got, pushedAs, err
 }
 
 // forEach runs f(0..n-1) with at most ParallelLayers at once; the first error is

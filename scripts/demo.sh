@@ -28,8 +28,15 @@ keep=${DEMO_KEEP:-0}
 if [[ -n ${DEMO_DIR:-} ]]; then
 	work=$DEMO_DIR
 	keep=1
-	rm -rf "$work"
+	if [[ -d $work && -n $(ls -A "$work") ]]; then
+		if [[ ! -e $work/.airlock-demo ]]; then
+			echo "demo: DEMO_DIR=$work is not empty and not an earlier demo directory: give a new or empty directory" >&2
+			exit 1
+		fi
+		rm -rf "$work"
+	fi
 	mkdir -p "$work"
+	: >"$work/.airlock-demo"
 else
 	work=$(mktemp -d "${TMPDIR:-/tmp}/airlock-demo.XXXXXX")
 fi
@@ -37,6 +44,7 @@ work=$(cd "$work" && pwd)
 
 src_pid=""
 mirror_pid=""
+started=() # every registry started, so that cleanup stops them whatever happened
 
 stop_registry() { # pid
 	local pid=$1
@@ -49,9 +57,14 @@ stop_registry() { # pid
 
 cleanup() {
 	local rc=$?
-	stop_registry "$src_pid"
-	stop_registry "$mirror_pid"
-	if [[ $rc -ne 0 ]]; then
+	local pid
+	for pid in ${started[@]+"${started[@]}"}; do
+		stop_registry "$pid"
+	done
+	if [[ $rc -eq 130 ]]; then
+		echo "demo interrupted" >&2
+		[[ $keep == 1 ]] || rm -rf "$work"
+	elif [[ $rc -ne 0 ]]; then
 		echo >&2
 		echo "demo FAILED (exit $rc); logs and files are in $work" >&2
 		for f in "$work"/*.log; do
@@ -71,9 +84,11 @@ trap 'exit 130' INT TERM
 
 step() { printf '\n==> %s\n' "$*"; }
 run() {
-	printf '$ airlock'
-	printf ' %q' "$@"
-	printf '\n'
+	local a line='$ airlock'
+	for a in "$@"; do
+		if [[ $a =~ ^[A-Za-z0-9_./:=@,+-]+$ ]]; then line+=" $a"; else line+=" $(printf '%q' "$a")"; fi
+	done
+	echo "$line"
 	"$AIRLOCK" "$@"
 }
 
@@ -85,9 +100,10 @@ start_registry() {
 	: >"$out" # exists before the background job opens it
 	"$AIRLOCK" registry serve --root "$work/$name" --addr 127.0.0.1:0 >"$out" 2>"$work/$name.log" &
 	reg_pid=$!
+	started+=("$reg_pid")
 	reg_host=""
 	local i
-	for ((i = 0; i < 200; i++)); do
+	for ((i = 0; i < 600; i++)); do
 		reg_host=$(sed -n 's#^airlock registry listening on http://\([^ ]*\) .*#\1#p' "$out" || true)
 		[[ -n $reg_host ]] && break
 		if ! kill -0 "$reg_pid" 2>/dev/null; then
@@ -97,7 +113,7 @@ start_registry() {
 		sleep 0.05
 	done
 	if [[ -z $reg_host ]]; then
-		echo "demo: the $name registry did not start within 10 s" >&2
+		echo "demo: the $name registry did not start within 30 s" >&2
 		return 1
 	fi
 	# The address is printed once the registry listens; check that /v2/ answers.
@@ -155,6 +171,8 @@ echo
 run list operators --catalog "$mirror/mirror/airlock-demo/demo-index:v1" --src-tls-verify=false --package demo-operator 2>/dev/null
 echo
 run list operators --catalog "$mirror/mirror/airlock-demo/demo-index:v1" --src-tls-verify=false 2>/dev/null
+echo
+run list operators --catalog "$mirror/mirror/airlock-demo/demo-index:v1" --src-tls-verify=false --package demo-operator --channel stable 2>/dev/null
 
 step "8. Cluster resources (oc apply -f $work/archive/working-dir/cluster-resources/)"
 find "$work/archive/working-dir/cluster-resources" -type f -name '*.yaml' | sort | while read -r f; do

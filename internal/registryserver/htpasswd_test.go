@@ -240,3 +240,40 @@ func FuzzParseHtpasswd(f *testing.F) {
 		}
 	})
 }
+
+// TestClientErrorsAreNotErrors: a 404 (manifest unknown) is logged at debug
+// level with its code, not as an error of the registry.
+func TestClientErrorsAreNotErrors(t *testing.T) {
+	for _, lvl := range []slog.Level{slog.LevelInfo, slog.LevelDebug} {
+		var logs syncBuffer
+		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: lvl}))
+		srv, err := NewServer(Config{Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- srv.ServeListener(ctx, ln) }()
+		resp, err := http.Get("http://" + ln.Addr().String() + "/v2/no/such/manifests/v1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		cancel()
+		<-done
+		if resp.StatusCode != http.StatusNotFound {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+		out := logs.String()
+		if strings.Contains(out, "level=ERROR") {
+			t.Errorf("404 logged as an error:\n%s", out)
+		}
+		if lvl == slog.LevelDebug && !strings.Contains(out, "status=404") {
+			t.Errorf("404 not logged at debug:\n%s", out)
+		}
+	}
+}

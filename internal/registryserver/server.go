@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/distribution/distribution/v3/configuration"
+	"github.com/distribution/distribution/v3/registry/api/errcode"
 	"github.com/distribution/distribution/v3/registry/handlers"
 	_ "github.com/distribution/distribution/v3/registry/storage/driver/filesystem" // storage driver
 	_ "github.com/distribution/distribution/v3/registry/storage/driver/inmemory"   // storage driver
@@ -133,6 +134,10 @@ func (s *Server) Serve(ctx context.Context) error {
 // ServeListener serves on ln until ctx is done.
 func (s *Server) ServeListener(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 30 * time.Second}
+	if s.cfg.Logger != nil {
+		// TLS handshake failures and the like are the clients' problems.
+		srv.ErrorLog = slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelDebug)
+	}
 	tlsOn := false
 	switch {
 	case s.cfg.TLSConfig != nil:
@@ -216,6 +221,25 @@ func (h slogHook) Fire(e *logrus.Entry) error {
 	if e.Level <= logrus.ErrorLevel {
 		lvl = slog.LevelError
 	}
-	h.l.Log(context.Background(), lvl, "registry: "+e.Message)
+	var attrs []any
+	// Error responses (manifest unknown, unauthorized…) are logged by
+	// distribution at error level; only 5xx are errors of the registry itself.
+	if code, ok := e.Data["err.code"].(errcode.ErrorCode); ok {
+		status := code.Descriptor().HTTPStatusCode
+		if st, ok := e.Data["http.response.status"].(int); ok && st > 0 {
+			status = st
+		}
+		if status > 0 && status < 500 {
+			lvl = slog.LevelDebug
+		}
+		attrs = append(attrs, "code", code.String(), "status", status)
+		if m, ok := e.Data["err.message"]; ok {
+			attrs = append(attrs, "message", fmt.Sprint(m))
+		}
+		if p, ok := e.Data["http.request.uri"]; ok {
+			attrs = append(attrs, "uri", fmt.Sprint(p))
+		}
+	}
+	h.l.Log(context.Background(), lvl, "registry: "+e.Message, attrs...)
 	return nil
 }

@@ -243,19 +243,15 @@ func (r *run) retryTimes() int {
 	return r.opts.RetryTimes
 }
 
-func (r *run) srcRegistry() *mirror.Registry {
+func (r *run) registry(tlsVerify bool) *mirror.Registry {
 	return mirror.NewRegistry(mirror.RegistryOptions{
-		AuthFile: r.opts.AuthFile, SkipTLSVerify: !r.opts.SrcTLSVerify,
+		AuthFile: r.opts.AuthFile, SkipTLSVerify: !tlsVerify,
 		RetryTimes: r.retryTimes(), Logger: r.log,
 	})
 }
 
-func (r *run) destRegistry() *mirror.Registry {
-	return mirror.NewRegistry(mirror.RegistryOptions{
-		AuthFile: r.opts.AuthFile, SkipTLSVerify: !r.opts.DestTLSVerify,
-		RetryTimes: r.retryTimes(), Logger: r.log,
-	})
-}
+func (r *run) srcRegistry() *mirror.Registry  { return r.registry(r.opts.SrcTLSVerify) }
+func (r *run) destRegistry() *mirror.Registry { return r.registry(r.opts.DestTLSVerify) }
 
 func (r *run) copyOptions() mirror.CopyOptions {
 	return mirror.CopyOptions{

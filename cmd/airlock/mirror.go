@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/airlock-mirror/airlock/internal/humanize"
 	"io"
 	"log/slog"
 	"os"
@@ -133,7 +134,7 @@ func attachProgress(o *pipeline.Options, w io.Writer, log *slog.Logger) func() {
 					ev := last
 					mu.Unlock()
 					if ev.ImagesTotal > 0 {
-						log.Info("progress", "images", fmt.Sprintf("%d/%d", ev.ImagesDone, ev.ImagesTotal), "failed", ev.ImagesFailed, "bytes", humanBytes(ev.BytesDone), "of", humanBytes(ev.BytesTotal))
+						log.Info("progress", "images", fmt.Sprintf("%d/%d", ev.ImagesDone, ev.ImagesTotal), "failed", ev.ImagesFailed, "bytes", humanize.Bytes(ev.BytesDone), "of", humanize.Bytes(ev.BytesTotal))
 					}
 				}
 			}
@@ -168,18 +169,18 @@ func printSummary(w io.Writer, r *pipeline.Result) {
 	}
 	if r.DryRun != nil {
 		fmt.Fprintf(w, "  dry run:   %d of %d images missing at the destination, %d of %d blobs, %s to send (of %s)\n",
-			len(r.DryRun.Missing), r.DryRun.Images, r.DryRun.MissingBlobs, r.DryRun.Blobs, humanBytes(r.DryRun.BytesToSend), humanBytes(r.DryRun.Bytes))
+			len(r.DryRun.Missing), r.DryRun.Images, r.DryRun.MissingBlobs, r.DryRun.Blobs, humanize.Bytes(r.DryRun.BytesToSend), humanize.Bytes(r.DryRun.Bytes))
 		fmt.Fprintf(w, "  files:     %s/dry-run/mapping.txt, missing.txt\n", r.WorkingDir)
 	} else {
 		fmt.Fprintf(w, "  blobs:     %d sent, %d mounted, %d already present; %s sent in %s\n",
-			r.BlobsSent, r.BlobsMounted, r.BlobsSkipped, humanBytes(r.BytesSent), r.Duration.Round(time.Millisecond))
+			r.BlobsSent, r.BlobsMounted, r.BlobsSkipped, humanize.Bytes(r.BytesSent), r.Duration.Round(time.Millisecond))
 	}
 	if r.Archive != nil {
 		kind := "full"
 		if r.Archive.Incremental {
 			kind = fmt.Sprintf("incremental, relies on %d blobs shipped earlier", r.Archive.ReliesOn)
 		}
-		fmt.Fprintf(w, "  archive:   %s: %d chunk(s), %d blobs, %s (%s)\n", r.Archive.Dir, len(r.Archive.Chunks), r.Archive.Blobs, humanBytes(r.Archive.Bytes), kind)
+		fmt.Fprintf(w, "  archive:   %s: %d chunk(s), %d blobs, %s (%s)\n", r.Archive.Dir, len(r.Archive.Chunks), r.Archive.Blobs, humanize.Bytes(r.Archive.Bytes), kind)
 	}
 	if len(r.ClusterResources) > 0 {
 		fmt.Fprintf(w, "  cluster resources (oc apply -f %s/cluster-resources/):\n", r.WorkingDir)
@@ -207,17 +208,4 @@ func shortDigest(d string) string {
 		return d[:19]
 	}
 	return d
-}
-
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

@@ -2,6 +2,7 @@ package archive
 
 import (
 	"fmt"
+	"github.com/airlock-mirror/airlock/internal/humanize"
 	"io"
 	"sort"
 	"text/tabwriter"
@@ -65,11 +66,11 @@ func Describe(dir string) (*Description, error) {
 func (d *Description) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "Archive:\t%s (format %d) in %s\n", d.ArchiveID, d.FormatVersion, d.Dir)
-	fmt.Fprintf(tw, "Chunks:\t%d (at most %s each)\n", len(d.Chunks), humanBytes(d.ChunkSize))
-	fmt.Fprintf(tw, "Blobs:\t%d, %s\n", d.Blobs, humanBytes(d.BlobBytes))
+	fmt.Fprintf(tw, "Chunks:\t%d (at most %s each)\n", len(d.Chunks), humanize.Bytes(d.ChunkSize))
+	fmt.Fprintf(tw, "Blobs:\t%d, %s\n", d.Blobs, humanize.Bytes(d.BlobBytes))
 	fmt.Fprintf(tw, "Manifest references:\t%d\n", d.Tags)
 	if d.Incremental {
-		fmt.Fprintf(tw, "Incremental:\trelies on %d blobs (%s) shipped by earlier archives\n", d.ReliesOn, humanBytes(d.ReliesOnBytes))
+		fmt.Fprintf(tw, "Incremental:\trelies on %d blobs (%s) shipped by earlier archives\n", d.ReliesOn, humanize.Bytes(d.ReliesOnBytes))
 		for _, b := range d.Bases {
 			fmt.Fprintf(tw, "  base:\t%s %s (%d blobs)\n", b.ArchiveID, b.Archive, b.Blobs)
 		}
@@ -102,20 +103,7 @@ func (d *Description) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "\nChunk files:\n")
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, c := range d.Chunks {
-		fmt.Fprintf(tw, "  %s\t%d blobs\t%s\tsha256:%s\n", c.Name, c.Blobs, humanBytes(c.PayloadSize), c.PayloadSHA256)
+		fmt.Fprintf(tw, "  %s\t%d blobs\t%s\tsha256:%s\n", c.Name, c.Blobs, humanize.Bytes(c.PayloadSize), c.PayloadSHA256)
 	}
 	return tw.Flush()
-}
-
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

@@ -50,5 +50,16 @@ DEMO_SCRIPT ?= scripts/demo.sh
 demo: build
 	AIRLOCK=$(BIN) bash $(DEMO_SCRIPT)
 
+# Differential conformance against opm's library (operator-registry), in its own
+# module (conformance/) so that the main module never depends on it. About 2.5
+# minutes on 2 cores: the tests, then the fuzz target for 20 s. See
+# docs/conformance.md.
+CONFORMANCE_FUZZTIME ?= 20s
+conformance:
+	cd conformance && $(GO) vet ./...
+	@cd conformance && test -z "$$(gofmt -l .)" || (echo "gofmt needed in conformance/:"; gofmt -l .; exit 1)
+	cd conformance && $(GO) test -timeout 15m ./...
+	cd conformance && $(GO) test -run '^$$' -fuzz '^FuzzValidateAgreement$$' -fuzztime $(CONFORMANCE_FUZZTIME) .
+
 clean:
 	rm -rf bin

@@ -52,7 +52,7 @@ failed (they are listed in working-dir/results.json), 130 when interrupted.`,
 			stop := attachProgress(&o, cmd.ErrOrStderr(), log)
 			res, err := pipeline.Mirror(cmd.Context(), o)
 			stop()
-			if res != nil {
+			if res != nil && res.Plan != nil {
 				printSummary(cmd.ErrOrStderr(), res)
 			}
 			if err != nil {

@@ -23,6 +23,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
 )
 
 // CatalogConfigsLabel is the image-config label of a file-based catalog image that
@@ -72,6 +74,9 @@ type FetchedCatalog struct {
 	Index v1.ImageIndex
 	// Platform is the platform of Image when it was chosen from an index, else nil.
 	Platform *v1.Platform
+	// ImageLayout is the OCI layout holding a copy of the whole catalog image
+	// (FetchOptions.Registry set), else "".
+	ImageLayout string
 	// Cached is true when the catalog was already extracted by an earlier run and
 	// nothing was downloaded but the manifests and the config.
 	Cached bool
@@ -97,6 +102,13 @@ type FetchOptions struct {
 	Platform *v1.Platform
 	// Logger receives warnings and progress; nil discards them.
 	Logger *slog.Logger
+	// Retry is the backoff for transient failures (zero: 5 retries).
+	Retry RetryPolicy
+	// Registry, when set, is used to copy the catalog image (every platform)
+	// into an OCI layout in the work directory with the copy engine (retries,
+	// resumed downloads, digests verified) before anything is read from it;
+	// extraction and rebuild then work offline from that layout.
+	Registry endpoint.Source
 }
 
 // FetchCatalog resolves ref (a registry reference, with or without "docker://", or
@@ -107,8 +119,30 @@ func FetchCatalog(ctx context.Context, ref string, workDir string, opts ...remot
 	return FetchCatalogWithOptions(ctx, ref, workDir, FetchOptions{Remote: opts})
 }
 
-// FetchCatalogWithOptions is FetchCatalog with every option.
+// FetchCatalogWithOptions is FetchCatalog with every option. A fetch that fails
+// for a transient reason (429, 5xx, a connection reset, a body cut short) is
+// retried from the start with exponential backoff, o.Retry.Times times.
 func FetchCatalogWithOptions(ctx context.Context, ref string, workDir string, o FetchOptions) (*FetchedCatalog, error) {
+	p := o.Retry
+	if p.Times == 0 {
+		p.Times = defaultRetryTimes
+	}
+	p = p.withDefaults()
+	for attempt := 0; ; attempt++ {
+		fc, err := fetchCatalogOnce(ctx, ref, workDir, o)
+		if err == nil || attempt >= p.Times || !isRetryable(err) {
+			return fc, err
+		}
+		if o.Logger != nil {
+			o.Logger.Warn("fetching the catalog failed, retrying", "catalog", ref, "attempt", attempt+1, "error", err)
+		}
+		if err := sleepCtx(ctx, p.delay(attempt+1, 0, false)); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func fetchCatalogOnce(ctx context.Context, ref string, workDir string, o FetchOptions) (*FetchedCatalog, error) {
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -159,18 +193,21 @@ func FetchCatalogWithOptions(ctx context.Context, ref string, workDir string, o 
 		if r.Digest != "" && r.Digest != fc.Digest {
 			return nil, fmt.Errorf("catalog %s: registry returned manifest %s, not the requested digest", ref, fc.Digest)
 		}
+		key = catalogDirName(r.Repository())
 		switch {
+		case !desc.MediaType.IsIndex() && !desc.MediaType.IsImage():
+			err = fmt.Errorf("%w: manifest media type %q is neither an image nor an index", ErrNotFBCImage, desc.MediaType)
+		case o.Registry != nil:
+			fc.ImageLayout = filepath.Join(workDir, "catalogs", key, fc.Digest.Encoded(), "image")
+			top, err = copyToLayout(ctx, o, r.Repository(), fc.Digest, fc.ImageLayout)
 		case desc.MediaType.IsIndex():
 			top, err = desc.ImageIndex()
-		case desc.MediaType.IsImage():
-			top, err = desc.Image()
 		default:
-			err = fmt.Errorf("%w: manifest media type %q is neither an image nor an index", ErrNotFBCImage, desc.MediaType)
+			top, err = desc.Image()
 		}
 		if err != nil {
 			return nil, fmt.Errorf("catalog %s: %w", ref, err)
 		}
-		key = catalogDirName(r.Repository())
 	}
 	if err := fc.Digest.Validate(); err != nil {
 		return nil, fmt.Errorf("catalog %s: invalid digest %q: %w", ref, fc.Digest, err)
@@ -715,4 +752,24 @@ func (x *extractor) mkParent(r, name string) error {
 		}
 	}
 	return nil
+}
+
+// copyToLayout copies the catalog image repo@d (every platform) into the OCI
+// layout dir with the copy engine, and opens it from there.
+func copyToLayout(ctx context.Context, o FetchOptions, repo string, d digest.Digest, dir string) (any, error) {
+	dst, err := NewLayoutDestination(dir)
+	if err != nil {
+		return nil, fmt.Errorf("creating the OCI layout %s: %w", dir, err)
+	}
+	const tag = "catalog"
+	rep, err := Copy(ctx, o.Registry, dst, []Job{{Source: repo, Digest: d, Dest: "catalog", Tags: []string{tag}}},
+		CopyOptions{RetryTimes: o.Retry.Times, Retry: o.Retry, Logger: o.Logger})
+	if err != nil {
+		if rep != nil && len(rep.Images) == 1 && rep.Images[0].Err != "" {
+			return nil, fmt.Errorf("copying the catalog image into %s: %s", dir, rep.Images[0].Err)
+		}
+		return nil, fmt.Errorf("copying the catalog image into %s: %w", dir, err)
+	}
+	_, top, err := openLayoutTop(dir, tag)
+	return top, err
 }

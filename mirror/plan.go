@@ -344,6 +344,7 @@ func NewPlan(ctx context.Context, req PlanRequest, resolve Resolver, parallel in
 		return nil, err
 	}
 	p.Images = append(p.Images, images...)
+	p.markConflicts()
 	sort.SliceStable(p.Images, func(i, j int) bool {
 		a, b := p.Images[i], p.Images[j]
 		if a.Kind != b.Kind {
@@ -491,4 +492,29 @@ func BlockedMatcher(patterns []string) func(ref string) bool {
 // destination ("REGISTRY[:PORT][/NAMESPACE]"), flattened by maxNestedPaths.
 func DestinationRepoPath(path, destination string, maxNestedPaths int) (string, error) {
 	return destinationRepo(path, destination, maxNestedPaths)
+}
+
+// markConflicts fails images whose destination tag another image of the plan
+// (with another digest) already takes: the second push would silently replace
+// the first. Catalogs come first in the plan, so they win over the images they
+// name; among the others, the first in plan order wins.
+func (p *Plan) markConflicts() {
+	owner := map[string]int{}
+	for i := range p.Images {
+		im := &p.Images[i]
+		if im.Error != "" || im.Digest == "" {
+			continue
+		}
+		for _, t := range im.Tags {
+			key := im.DestRepo + ":" + t
+			j, taken := owner[key]
+			if !taken {
+				owner[key] = i
+				continue
+			}
+			if other := p.Images[j]; other.Digest != im.Digest {
+				im.Error = fmt.Sprintf("destination %s is already the destination of %s (%s); give one of them another targetRepo/targetTag or targetCatalog/targetTag", key, other.Source, other.Digest)
+			}
+		}
+	}
 }

@@ -23,10 +23,14 @@ func NewFetchOptions(authFile string, tlsVerify bool, log *slog.Logger) FetchOpt
 		}
 		tr.TLSClientConfig.InsecureSkipVerify = true //nolint:gosec // the user asked for --src-tls-verify=false
 	}
+	policy := RetryPolicy{Times: defaultRetryTimes}.withDefaults()
+	rt := &retryTransport{inner: tr, policy: policy}
 	return FetchOptions{
+		Retry:    policy,
+		Registry: NewRegistry(RegistryOptions{AuthFile: authFile, SkipTLSVerify: !tlsVerify, Logger: log}),
 		Remote: []remote.Option{
 			remote.WithAuthFromKeychain(AuthKeychain(authFile)),
-			remote.WithTransport(tr),
+			remote.WithTransport(rt),
 			remote.WithUserAgent("airlock"),
 		},
 		Insecure: !tlsVerify,

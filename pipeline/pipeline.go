@@ -303,9 +303,13 @@ func (r *run) catalog(ctx context.Context, op imageset.Operator, fo mirror.Fetch
 	}
 	if op.IsFullCatalog() {
 		// Mirrored untouched: no filter, no rebuild.
-		if fc.LayoutPath != "" {
+		switch {
+		case fc.LayoutPath != "":
 			cr.SourceRepo = mirror.LayoutRepoPrefix + fc.LayoutPath
-		} else {
+		case fc.ImageLayout != "":
+			// Already copied, every platform, by the fetch.
+			cr.SourceRepo = mirror.LayoutRepoPrefix + fc.ImageLayout
+		default:
 			cr.SourceRepo = fc.Source.Repository()
 		}
 		r.addImages(cr, cat)

@@ -375,3 +375,110 @@ func TestResultsJSON(t *testing.T) {
 	}
 	_ = remote.Head
 }
+
+// TestPartialFailure: an image that cannot be resolved fails alone; everything else
+// is mirrored, the error wraps ErrIncomplete, results.json lists the failure, and
+// blockedImages keeps matching images out.
+func TestPartialFailure(t *testing.T) {
+	e := setup(t)
+	dst := registrytest.Start(t)
+	cfg := fmt.Sprintf(`apiVersion: mirror.openshift.io/v2alpha1
+kind: ImageSetConfiguration
+mirror:
+  operators:
+  - catalog: %s
+    packages:
+    - name: baz
+  additionalImages:
+  - name: %s
+  - name: %s/tools/absent:1.0
+  blockedImages:
+  - name: "/tools/debug:"
+`, e.seeded.Catalog, e.extra, e.src.Host())
+	p := filepath.Join(t.TempDir(), "isc.yaml")
+	os.WriteFile(p, []byte(cfg), 0o644)
+	o := opts(p)
+	o.Workspace = "file://" + t.TempDir()
+	o.Destination = "docker://" + dst.Host() + "/mirror"
+	res, err := pipeline.Mirror(context.Background(), o)
+	if !errors.Is(err, pipeline.ErrIncomplete) {
+		t.Fatalf("error %v, want ErrIncomplete", err)
+	}
+	if res.Failed != 1 {
+		t.Fatalf("failed = %d, want 1: %+v", res.Failed, res.Images)
+	}
+	if len(res.Blocked) != 1 || res.Blocked[0] != e.extra {
+		t.Errorf("blocked = %v, want [%s]", res.Blocked, e.extra)
+	}
+	for _, im := range res.Images {
+		switch {
+		case strings.Contains(im.Source, "/tools/absent"):
+			if im.Status != mirror.StatusFailed || im.Error == "" {
+				t.Errorf("absent image: %+v", im)
+			}
+		case im.Status != mirror.StatusCopied:
+			t.Errorf("%s: %s %s", im.Source, im.Status, im.Error)
+		}
+	}
+	b, _ := os.ReadFile(filepath.Join(res.WorkingDir, "results.json"))
+	if !strings.Contains(string(b), "tools/absent") {
+		t.Errorf("results.json does not list the failed image")
+	}
+}
+
+// TestFlakySource: the source answers 429/503, cuts connections and truncates
+// bodies for a third of the blob downloads; the run still completes and every
+// image arrives with its digest.
+func TestFlakySource(t *testing.T) {
+	if _, err := os.Stat(e2eCatalog); err != nil {
+		t.Skipf("fixture catalog not found: %v", err)
+	}
+	src := registrytest.Start(t)
+	proxy := registrytest.NewFaultProxy(t, src.Host(), registrytest.FaultPlan{
+		Rate: 0.35, Seed: 7, RetryAfter: "0",
+		Kinds: []registrytest.Fault{registrytest.TooManyRequests, registrytest.Unavailable, registrytest.CutMidBody, registrytest.TruncateBody},
+	})
+	res, err := seed.Seed(context.Background(), seed.Options{
+		Registry: proxy.Host(), CatalogDir: e2eCatalog, CatalogRepo: "redhatgov/oc-mirror-index",
+		MultiArchEvery: 3, Insecure: true, WorkDir: t.TempDir(), LayerSize: 64 << 10,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := proxy.Host() + "/tools/debug:1.0"
+	imagetest.MustPush(t, extra, imagetest.Spec{Seed: 5, Layers: 2, LayerSize: 64 << 10})
+	e := &env{src: src, seeded: res, extra: extra}
+	dst := registrytest.Start(t)
+	o := opts(e.config(t, "    - name: foo\n    - name: baz"))
+	o.Workspace = "file://" + t.TempDir()
+	o.Destination = "docker://" + dst.Host() + "/mirror"
+	out, err := pipeline.Mirror(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkMirrored(t, out, dst)
+	if n := len(proxy.Applied()); n == 0 {
+		t.Fatalf("the proxy injected no fault")
+	}
+	t.Logf("faults injected: %v", proxy.Applied())
+}
+
+// TestDestinationConflict: an additional image that would land on the rebuilt
+// catalog's tag fails instead of silently replacing it.
+func TestDestinationConflict(t *testing.T) {
+	e := setup(t)
+	e.extra = e.seeded.Catalog // the original catalog, same destination as the rebuilt one
+	dst := registrytest.Start(t)
+	o := opts(e.config(t, "    - name: baz"))
+	o.Workspace = "file://" + t.TempDir()
+	o.Destination = "docker://" + dst.Host() + "/mirror"
+	res, err := pipeline.Mirror(context.Background(), o)
+	if !errors.Is(err, pipeline.ErrIncomplete) || res.Failed != 1 {
+		t.Fatalf("err %v, failed %d: want one conflicting image", err, res.Failed)
+	}
+	for _, im := range res.Images {
+		if im.Status == mirror.StatusFailed && !strings.Contains(im.Error, "already the destination of") {
+			t.Errorf("%s failed with %q", im.Source, im.Error)
+		}
+	}
+}

@@ -441,14 +441,6 @@ func (r *run) mirrorToDisk(ctx context.Context) error {
 		}
 	default:
 		shipped = state.Shipped()
-		// The archive this run replaces cannot be relied on: it is about to go.
-		if abs, err := filepath.Abs(r.topDir); err == nil {
-			for d, o := range shipped {
-				if o.Archive == abs {
-					delete(shipped, d)
-				}
-			}
-		}
 	}
 	if len(shipped) > 0 {
 		r.log.Info("incremental archive: blobs shipped by earlier archives are not shipped again", "known", len(shipped))

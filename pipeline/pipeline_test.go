@@ -482,26 +482,3 @@ func TestDestinationConflict(t *testing.T) {
 		}
 	}
 }
-
-// TestMirrorToDiskAgainSameDir: running mirror-to-disk again into the same
-// directory rewrites a complete archive (it must not rely on the one it replaces).
-func TestMirrorToDiskAgainSameDir(t *testing.T) {
-	e := setup(t)
-	dir := t.TempDir()
-	o := opts(e.config(t, "    - name: baz"))
-	o.Destination = "file://" + dir
-	first, err := pipeline.Mirror(context.Background(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	second, err := pipeline.Mirror(context.Background(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if second.Archive.Incremental || second.Archive.Blobs != first.Archive.Blobs {
-		t.Fatalf("second archive: %+v, first: %+v", second.Archive, first.Archive)
-	}
-	if _, err := archive.Verify(context.Background(), dir); err != nil {
-		t.Fatal(err)
-	}
-}

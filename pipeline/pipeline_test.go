@@ -482,3 +482,35 @@ func TestDestinationConflict(t *testing.T) {
 		}
 	}
 }
+
+// TestMirrorToDiskAgainSameDir: the workspace state makes the next mirror-to-disk
+// into the same directory incremental (the earlier archive was carried across);
+// --full writes a complete one again.
+func TestMirrorToDiskAgainSameDir(t *testing.T) {
+	e := setup(t)
+	dir := t.TempDir()
+	o := opts(e.config(t, "    - name: baz"))
+	o.Destination = "file://" + dir
+	first, err := pipeline.Mirror(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := pipeline.Mirror(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !second.Archive.Incremental || second.Archive.Blobs >= first.Archive.Blobs {
+		t.Fatalf("second archive should ship only what is new: %+v, first: %+v", second.Archive, first.Archive)
+	}
+	o.Full = true
+	third, err := pipeline.Mirror(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if third.Archive.Incremental || third.Archive.Blobs != first.Archive.Blobs {
+		t.Fatalf("--full archive: %+v, first: %+v", third.Archive, first.Archive)
+	}
+	if _, err := archive.Verify(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+}

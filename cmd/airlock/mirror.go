@@ -178,7 +178,7 @@ func printSummary(w io.Writer, r *pipeline.Result) {
 	if r.Archive != nil {
 		kind := "full"
 		if r.Archive.Incremental {
-			kind = fmt.Sprintf("incremental, relies on %d blobs shipped earlier", r.Archive.ReliesOn)
+			kind = fmt.Sprintf("incremental: relies on %d blobs earlier archives shipped, which the mirror registry must hold; --full writes a complete archive", r.Archive.ReliesOn)
 		}
 		fmt.Fprintf(w, "  archive:   %s: %d chunk(s), %d blobs, %s (%s)\n", r.Archive.Dir, len(r.Archive.Chunks), r.Archive.Blobs, humanize.Bytes(r.Archive.Bytes), kind)
 	}

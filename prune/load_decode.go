@@ -37,6 +37,8 @@ type docDecoder struct {
 	// copies (the restorer uses it: its values live until the next document).
 	noCopy bool
 	fields []field
+	// hc checks heavy values before they are elided.
+	hc heavyChecker
 }
 
 // fieldError is a decoding error about one field of a document.
@@ -122,7 +124,7 @@ func (dd *docDecoder) decode(doc []byte) (parsedDoc, error) {
 					return parsedDoc{}, fe(f.key, "%v", err)
 				}
 			case strings.EqualFold(f.key, "properties"):
-				if p.Properties, _, err = dd.properties(v, false); err != nil {
+				if p.Properties, _, _, err = dd.properties(v, false); err != nil {
 					return parsedDoc{}, fe(f.key, "%v", err)
 				}
 			}
@@ -138,7 +140,7 @@ func (dd *docDecoder) decode(doc []byte) (parsedDoc, error) {
 					return parsedDoc{}, fe(f.key, "%v", err)
 				}
 			case strings.EqualFold(f.key, "properties"):
-				if c.Properties, _, err = dd.properties(v, false); err != nil {
+				if c.Properties, _, _, err = dd.properties(v, false); err != nil {
 					return parsedDoc{}, fe(f.key, "%v", err)
 				}
 			}
@@ -154,7 +156,7 @@ func (dd *docDecoder) decode(doc []byte) (parsedDoc, error) {
 					return parsedDoc{}, fe(f.key, "%v", err)
 				}
 			case strings.EqualFold(f.key, "properties"):
-				if b.Properties, b.elided, err = dd.properties(v, dd.elide); err != nil {
+				if b.Properties, b.elided, b.propErrs, err = dd.properties(v, dd.elide); err != nil {
 					return parsedDoc{}, fe(f.key, "%v", err)
 				}
 			case strings.EqualFold(f.key, "relatedImages"):
@@ -240,13 +242,15 @@ func decodeIcon(v []byte) (*Icon, error) {
 }
 
 // properties decodes a properties array. With elide, the values of heavy
-// properties are validated but not kept; their indexes are returned.
-func (dd *docDecoder) properties(v []byte, elide bool) ([]Property, []int32, error) {
+// properties are checked as Validate checks them (the problems are returned)
+// but not kept; their indexes are returned.
+func (dd *docDecoder) properties(v []byte, elide bool) ([]Property, []int32, []propertyError, error) {
 	if ok, err := expect(v, '['); !ok {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	props := []Property{}
 	var elided []int32
+	var perrs []propertyError
 	err := eachElement(v, func(n int, el []byte) error {
 		if el[0] == 'n' {
 			props = append(props, Property{})
@@ -275,6 +279,9 @@ func (dd *docDecoder) properties(v []byte, elide bool) ([]Property, []int32, err
 		}
 		if val != nil {
 			if elide && heavy(p.Type) {
+				if err := dd.hc.check(p.Type, val, true); err != nil {
+					perrs = append(perrs, propertyError{index: int32(len(props)), err: err})
+				}
 				elided = append(elided, int32(len(props)))
 			} else if dd.noCopy {
 				p.Value = val
@@ -285,7 +292,7 @@ func (dd *docDecoder) properties(v []byte, elide bool) ([]Property, []int32, err
 		props = append(props, p)
 		return nil
 	})
-	return props, elided, err
+	return props, elided, perrs, err
 }
 
 func decodeEntries(v []byte) ([]ChannelEntry, error) {

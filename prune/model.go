@@ -101,6 +101,9 @@ type Bundle struct {
 	src *docSource
 	// elided holds the indexes of Properties whose values Load elided.
 	elided []int32
+	// propErrs are the problems Load found in the values it elided, by
+	// increasing index; Validate reports them.
+	propErrs []propertyError
 }
 
 // RelatedImage is one relatedImages entry of a bundle.

@@ -80,17 +80,14 @@ func parsePackageProperty(raw json.RawMessage) (PackagePropertyValue, error) {
 	return v, nil
 }
 
-// decodePropertyValue decodes a property value into dst, rejecting a missing,
-// null or empty value as opm's property.Parse does.
+// decodePropertyValue decodes a property value into dst as opm's property.Parse
+// does (encoding/json.Unmarshal): a missing or empty value is an error, JSON null
+// decodes to the zero value without error, unknown object fields are ignored.
 func decodePropertyValue(raw json.RawMessage, dst any) error {
-	t := bytes.TrimSpace(raw)
-	if len(t) == 0 {
+	if len(bytes.TrimSpace(raw)) == 0 {
 		return errors.New("unexpected end of JSON input")
 	}
-	if bytes.Equal(t, []byte("null")) {
-		return errors.New("property value is null")
-	}
-	return json.Unmarshal(t, dst)
+	return json.Unmarshal(raw, dst)
 }
 
 // parseRelease checks a release as opm does: at most 20 characters of

@@ -117,8 +117,11 @@ func ValidateDir(ctx context.Context, dir string, log *slog.Logger) (CatalogCoun
 // olm.csv.metadata per bundle). It reports all problems, not only the first: nil
 // when the catalog is valid, else a *ValidationError.
 //
-// Properties whose value was elided at load time (nil olm.bundle.object or
-// olm.csv.metadata values) are counted but not parsed.
+// Property values are decoded as opm decodes them: a bad olm.bundle.object (not
+// base64, or data that is neither JSON nor YAML) is reported as opm's loader
+// reports it. Values Load elided (LoadOptions.ElideHeavy) were checked by Load
+// before they were dropped; Validate reports what it found there, so the
+// problems are the same whether the values were kept or not.
 func Validate(c *Catalog) error {
 	v := &validator{imageErrs: make(map[string]error)}
 	if c == nil {
@@ -137,6 +140,8 @@ type validator struct {
 	problems []Problem
 	// imageErrs caches reference parse results: the same images recur across bundles.
 	imageErrs map[string]error
+	// hc checks the values of heavy properties.
+	hc heavyChecker
 }
 
 func (v *validator) add(pkg, ch, bundle, format string, args ...any) {
@@ -343,7 +348,8 @@ func (v *validator) bundle(p *Package, b *Bundle, inChannel map[string]bool, fir
 		pkgPropCount int
 		objects      int
 		csvMetadata  int
-		parseErrs    []string
+		elided       = b.elided
+		loadErrs     = b.propErrs
 	)
 	for i, prop := range b.Properties {
 		switch prop.Type {
@@ -354,17 +360,37 @@ func (v *validator) bundle(p *Package, b *Bundle, inChannel map[string]bool, fir
 		case PropertyPackage:
 			pkgPropCount++
 		}
-		pv, err := parseProperty(prop)
+		// b.elided and b.propErrs are in increasing index order.
+		for len(elided) > 0 && int(elided[0]) < i {
+			elided = elided[1:]
+		}
+		for len(loadErrs) > 0 && int(loadErrs[0].index) < i {
+			loadErrs = loadErrs[1:]
+		}
+		var (
+			pv  any
+			err error
+		)
+		if prop.Value == nil && len(elided) > 0 && int(elided[0]) == i {
+			// Elided by Load, which checked the value first.
+			if len(loadErrs) > 0 && int(loadErrs[0].index) == i {
+				err = loadErrs[0].err
+			}
+		} else {
+			pv, err = v.parseProperty(prop)
+		}
 		if err != nil {
-			parseErrs = append(parseErrs, fmt.Sprintf("parse property[%d] of type %q: %v", i, prop.Type, err))
+			var boe *bundleObjectError
+			if errors.As(err, &boe) {
+				v.add(pkg, "", b.Name, "%s", boe.message(i))
+			} else {
+				v.add(pkg, "", b.Name, "parse properties for bundle %q: parse property[%d] of type %q: %v", b.Name, i, prop.Type, err)
+			}
 			continue
 		}
 		if pp, ok := pv.(PackagePropertyValue); ok {
 			pkgProps = append(pkgProps, pp)
 		}
-	}
-	for _, e := range parseErrs {
-		v.add(pkg, "", b.Name, "parse properties for bundle %q: %s", b.Name, e)
 	}
 	if pkgPropCount != 1 {
 		v.add(pkg, "", b.Name, "package %q bundle %q must have exactly 1 %q property, found %d", pkg, b.Name, PropertyPackage, pkgPropCount)
@@ -472,15 +498,11 @@ type (
 )
 
 // parseProperty decodes prop as opm's property.Parse does: the known types into
-// their shapes, every other type only as valid non-empty JSON. A nil value of a
-// heavy type (elided at load time) is accepted without parsing.
-func parseProperty(prop Property) (any, error) {
-	if prop.Type == "" {
-		return nil, errors.New("type must be set")
-	}
-	if prop.Value == nil && (prop.Type == PropertyBundleObject || prop.Type == PropertyCSVMetadata) {
-		return nil, nil
-	}
+// their shapes (olm.csv.metadata into opm's CSVMetadata), every other type only
+// as valid JSON; JSON null is the zero value, a missing value an error, the type
+// is not checked. A bundle object is also checked as opm's loader checks it
+// (base64 data that converts to JSON), with a *bundleObjectError.
+func (v *validator) parseProperty(prop Property) (any, error) {
 	switch prop.Type {
 	case PropertyPackage:
 		return parsePackageProperty(prop.Value)
@@ -490,24 +512,14 @@ func parseProperty(prop Property) (any, error) {
 	case PropertyPackageRequired:
 		var r packageRequiredValue
 		return r, decodePropertyValue(prop.Value, &r)
-	case PropertyBundleObject:
-		var o bundleObjectValue
-		return o, decodePropertyValue(prop.Value, &o)
-	case PropertyCSVMetadata:
-		var m map[string]json.RawMessage
-		return m, decodePropertyValue(prop.Value, &m)
+	case PropertyBundleObject, PropertyCSVMetadata:
+		return nil, v.hc.check(prop.Type, prop.Value, false)
 	case "olm.channel":
 		var c channelPropertyValue
 		return c, decodePropertyValue(prop.Value, &c)
-	case "olm.skips", "olm.skipRange":
-		var s string
-		return s, decodePropertyValue(prop.Value, &s)
-	default:
+	default: // olm.skips and olm.skipRange too: opm has no shape for them
 		var x json.RawMessage
-		if err := decodePropertyValue(prop.Value, &x); err != nil {
-			return nil, err
-		}
-		return nil, nil
+		return nil, decodePropertyValue(prop.Value, &x)
 	}
 }
 

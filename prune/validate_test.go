@@ -2,6 +2,7 @@ package prune
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -312,7 +313,15 @@ func TestValidateRules(t *testing.T) {
 			b := findBundle(findPkg(c, "bar"), "bar.v0.1.0")
 			b.Image = ""
 			b.Properties = append(b.Properties, Property{Type: PropertyBundleObject})
+			b.elided = []int32{1}
 		}, nil},
+		{"heavy property without value", func(c *Catalog) {
+			b := findBundle(findPkg(c, "bar"), "bar.v0.1.0")
+			b.Properties = append(b.Properties, Property{Type: PropertyBundleObject}, Property{Type: PropertyCSVMetadata})
+		}, []want{
+			{"bar", "", "bar.v0.1.0", `read bundle objects: parse property at index 1 as bundle object: unexpected end of JSON input`},
+			{"bar", "", "bar.v0.1.0", `parse property[2] of type "olm.csv.metadata": unexpected end of JSON input`},
+		}},
 		{"image uppercase", func(c *Catalog) { findBundle(findPkg(c, "bar"), "bar.v0.1.0").Image = "quay.io/Example/bar:v1" },
 			[]want{{"bar", "", "bar.v0.1.0", `package "bar" bundle "bar.v0.1.0" image: invalid image pull spec "quay.io/Example/bar:v1"`}}},
 		{"related image bad digest", func(c *Catalog) {
@@ -323,10 +332,24 @@ func TestValidateRules(t *testing.T) {
 			b := findBundle(findPkg(c, "bar"), "bar.v0.1.0")
 			b.Properties = append(b.Properties, Property{Type: "example.com/thing"})
 		}, []want{{"bar", "", "bar.v0.1.0", `parse property[1] of type "example.com/thing"`}}},
-		{"property without type", func(c *Catalog) {
+		{"property without type (opm does not check types)", func(c *Catalog) {
 			b := findBundle(findPkg(c, "bar"), "bar.v0.1.0")
 			b.Properties = append(b.Properties, Property{Value: json.RawMessage(`{}`)})
-		}, []want{{"bar", "", "bar.v0.1.0", "type must be set"}}},
+		}, nil},
+		{"property without type nor value", func(c *Catalog) {
+			b := findBundle(findPkg(c, "bar"), "bar.v0.1.0")
+			b.Properties = append(b.Properties, Property{})
+		}, []want{{"bar", "", "bar.v0.1.0", `parse property[1] of type "": unexpected end of JSON input`}}},
+		{"null values decode as empty values", func(c *Catalog) {
+			b := findBundle(findPkg(c, "bar"), "bar.v0.1.0")
+			for _, typ := range []string{PropertyGVK, PropertyGVKRequired, PropertyPackageRequired, PropertyBundleObject, PropertyCSVMetadata, "olm.channel", "olm.skips", "example.com.thing"} {
+				b.Properties = append(b.Properties, Property{Type: typ, Value: json.RawMessage(`null`)})
+			}
+		}, nil},
+		{"olm.skips and olm.skipRange are opaque to opm", func(c *Catalog) {
+			b := findBundle(findPkg(c, "bar"), "bar.v0.1.0")
+			b.Properties = append(b.Properties, Property{Type: "olm.skips", Value: json.RawMessage(`{"a":1}`)}, Property{Type: "olm.skipRange", Value: json.RawMessage(`[1]`)})
+		}, nil},
 		{"gvk wrong shape", func(c *Catalog) {
 			b := findBundle(findPkg(c, "bar"), "bar.v0.1.0")
 			b.Properties = append(b.Properties, Property{Type: PropertyGVK, Value: json.RawMessage(`["a"]`)})
@@ -341,15 +364,15 @@ func TestValidateRules(t *testing.T) {
 		}, []want{
 			{"bar", "", "bar.v0.1.0", `parse property[1] of type "olm.gvk.required"`},
 			{"bar", "", "bar.v0.1.0", `parse property[2] of type "olm.package.required"`},
-			{"bar", "", "bar.v0.1.0", `parse property[3] of type "olm.package.required"`},
 		}},
 		{"bundle object bad base64", func(c *Catalog) {
 			b := findBundle(findPkg(c, "bar"), "bar.v0.1.0")
 			b.Properties = append(b.Properties, Property{Type: PropertyBundleObject, Value: json.RawMessage(`{"data":"%%%"}`)})
-		}, []want{{"bar", "", "bar.v0.1.0", `parse property[1] of type "olm.bundle.object"`}}},
+		}, []want{{"bar", "", "bar.v0.1.0", `read bundle objects: parse property at index 1 as bundle object: illegal base64 data at input byte 0`}}},
 		{"two csv metadata", func(c *Catalog) {
 			b := findBundle(findPkg(c, "bar"), "bar.v0.1.0")
 			b.Properties = append(b.Properties, Property{Type: PropertyCSVMetadata}, Property{Type: PropertyCSVMetadata, Value: json.RawMessage(`{"displayName":"x"}`)})
+			b.elided = []int32{1}
 		}, []want{{"bar", "", "bar.v0.1.0", `must have at most one "olm.csv.metadata" property, found 2`}}},
 		{"two deprecations", func(c *Catalog) {
 			p := findPkg(c, "foo")
@@ -708,4 +731,116 @@ func FuzzValidate(f *testing.F) {
 			t.Fatalf("Validate is not deterministic:\n%v\n---\n%v", err1, err2)
 		}
 	})
+}
+
+// TestValidatePropertyValues loads a one-bundle catalog with one more property,
+// as JSON and as YAML, with heavy values kept and elided (what the CLI does),
+// and checks Validate's verdict against opm's (operator-registry v1.73.0): the
+// problems must be the same in every mode.
+func TestValidatePropertyValues(t *testing.T) {
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	bo := func(data string) string {
+		return `{"type":"olm.bundle.object","value":{"data":"` + data + `"}}`
+	}
+	tests := []struct {
+		name, prop string
+		want       string // the only problem (substring); "" if opm accepts
+	}{
+		// The disagreements the conformance tests found (docs/conformance.md).
+		{"null gvk", `{"type":"olm.gvk","value":null}`, ""},
+		{"empty type", `{"type":"","value":{"a":1}}`, ""},
+		{"csv metadata wrong field type", `{"type":"olm.csv.metadata","value":{"displayName":5}}`,
+			`parse property[1] of type "olm.csv.metadata": json: cannot unmarshal number into Go struct field csvMetadata.displayName of type string`},
+		{"bundle object not YAML", bo("a2luZDogW3VuY2xvc2Vk"),
+			`read bundle objects: convert bundle object property at index 1 to JSON: `},
+		{"bundle object not base64", bo("%%%not base64"),
+			`read bundle objects: parse property at index 1 as bundle object: illegal base64 data at input byte 0`},
+		{"null csv metadata", `{"type":"olm.csv.metadata","value":null}`, ""},
+		{"null unknown type", `{"type":"example.com.thing","value":null}`, ""},
+
+		// Around them.
+		{"no type, no value", `{}`, `parse property[1] of type "": unexpected end of JSON input`},
+		{"csv metadata without value", `{"type":"olm.csv.metadata"}`, `parse property[1] of type "olm.csv.metadata": unexpected end of JSON input`},
+		{"bundle object without value", `{"type":"olm.bundle.object"}`, `parse property at index 1 as bundle object: unexpected end of JSON input`},
+		{"csv metadata full", `{"type":"olm.csv.metadata","value":{"annotations":{"a":"b"},"labels":{"c":"d"},"keywords":["k"],` +
+			`"description":"d","displayName":"n","maturity":"stable","minKubeVersion":"1.20.0","provider":{"name":"p","url":"u"},` +
+			`"links":[{"name":"l","url":"u"}],"maintainers":[{"name":"m","email":"e"}],"installModes":[{"type":"OwnNamespace","supported":true}],` +
+			`"nativeAPIs":[{"group":"","version":"v1","kind":"Pod"}],"crdDescriptions":{"owned":[{"name":"a.b","version":"v1","kind":"A",` +
+			`"resources":[{"name":"x","kind":"Y","version":"v1"}],"specDescriptors":[{"path":"p","x-descriptors":["x"],"value":{"any":[1]}}]}]},` +
+			`"apiServiceDefinitions":{"required":[{"name":"n","group":"g","version":"v","kind":"K","containerPort":443}]},"unknown":{"x":[1]}}}`, ""},
+		{"csv metadata annotation not a string", `{"type":"olm.csv.metadata","value":{"annotations":{"a":1}}}`, `csvMetadata.annotations of type string`},
+		{"csv metadata install mode supported not a bool", `{"type":"olm.csv.metadata","value":{"installModes":[{"type":"OwnNamespace","supported":"yes"}]}}`, `of type bool`},
+		{"csv metadata container port a string", `{"type":"olm.csv.metadata","value":{"apiServiceDefinitions":{"owned":[{"containerPort":"443"}]}}}`, `of type int32`},
+		{"csv metadata keywords not a list", `{"type":"olm.csv.metadata","value":{"keywords":"k"}}`, `of type []string`},
+		{"csv metadata an array", `{"type":"olm.csv.metadata","value":[]}`, `cannot unmarshal array`},
+		{"bundle object YAML", bo(b64("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n")), ""},
+		{"bundle object JSON", bo(b64(`{"apiVersion":"v1","kind":"ConfigMap"}`)), ""},
+		{"bundle object starting with { is not converted", bo(b64("\n\t {not: [json")), ""},
+		{"bundle object YAML with a tab indent", bo(b64("a:\n\t- b\n")), `convert bundle object property at index 1 to JSON`},
+		{"bundle object base64 with line breaks", `{"type":"olm.bundle.object","value":{"data":"e3\n0\r\n="}}`, ""},
+		{"bundle object base64 with line breaks and too much padding", `{"type":"olm.bundle.object","value":{"data":"e30\n=\r\n\u003d"}}`, `illegal base64`},
+		{"bundle object base64 escaped slash", `{"type":"olm.bundle.object","value":{"data":"` + strings.ReplaceAll(b64("{\"a\":\"???\"}"), "/", `\/`) + `"}}`, ""},
+		{"bundle object data null", `{"type":"olm.bundle.object","value":{"data":null}}`, ""},
+		{"bundle object empty", `{"type":"olm.bundle.object","value":{}}`, ""},
+		{"bundle object null", `{"type":"olm.bundle.object","value":null}`, ""},
+		{"bundle object data a number", `{"type":"olm.bundle.object","value":{"data":5}}`, `parse property at index 1 as bundle object: json: cannot unmarshal number`},
+		{"bundle object a string", `{"type":"olm.bundle.object","value":"e30="}`, `parse property at index 1 as bundle object: json: cannot unmarshal string`},
+		{"bundle object data key in another case", `{"type":"olm.bundle.object","value":{"DATA":"%%"}}`, `illegal base64`},
+		{"bundle object two data keys, first bad", `{"type":"olm.bundle.object","value":{"data":"%%","Data":"e30="}}`, `illegal base64`},
+		// (keys in sorted order: documents read from YAML have their keys sorted)
+		{"bundle object two data keys, last not YAML", `{"type":"olm.bundle.object","value":{"DATA":"e30=","data":"a2luZDogW3VuY2xvc2Vk"}}`, `convert bundle object property at index 1 to JSON`},
+	}
+	const head = `{"schema":"olm.package","name":"foo","defaultChannel":"stable"}
+{"schema":"olm.channel","name":"stable","package":"foo","entries":[{"name":"foo.v1.0.0"}]}
+`
+	bundle := func(prop string) string {
+		return `{"schema":"olm.bundle","name":"foo.v1.0.0","package":"foo","image":"quay.io/example/foo:v1","properties":[` +
+			`{"type":"olm.package","value":{"packageName":"foo","version":"1.0.0"}},` + prop + `]}` + "\n"
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			files := map[string]string{
+				"json": head + bundle(tt.prop),
+				// A YAML stream of flow mappings: the loader's YAML path.
+				"yaml": "---\n" + strings.ReplaceAll(head, "\n", "\n---\n") + bundle(tt.prop),
+			}
+			formats := []string{"json", "yaml"}
+			if strings.Contains(tt.prop, `\/`) {
+				formats = formats[:1] // not an escape of YAML 1.1
+			}
+			var first string
+			for _, format := range formats {
+				for _, elide := range []bool{false, true} {
+					fsys := fstest.MapFS{"catalog": {Data: []byte(files[format])}}
+					c, err := Load(context.Background(), fsys, LoadOptions{ElideHeavy: elide})
+					if err != nil {
+						t.Fatalf("%s, elide=%v: Load: %v", format, elide, err)
+					}
+					err = Validate(c)
+					got := ""
+					if err != nil {
+						got = err.Error()
+					}
+					switch {
+					case tt.want == "" && err != nil:
+						t.Errorf("%s, elide=%v: want valid (opm accepts), got:\n%v", format, elide, err)
+					case tt.want != "" && err == nil:
+						t.Errorf("%s, elide=%v: want a problem with %q (opm refuses), got none", format, elide, tt.want)
+					case tt.want != "":
+						var ve *ValidationError
+						if !errors.As(err, &ve) || len(ve.Problems) != 1 || !strings.Contains(ve.Problems[0].String(), tt.want) {
+							t.Errorf("%s, elide=%v: want exactly one problem with %q, got:\n%v", format, elide, tt.want, err)
+						} else if p := ve.Problems[0]; p.Package != "foo" || p.Bundle != "foo.v1.0.0" {
+							t.Errorf("%s, elide=%v: problem does not name package and bundle: %+v", format, elide, p)
+						}
+					}
+					if format == "json" && !elide {
+						first = got
+					} else if got != first {
+						t.Errorf("%s, elide=%v: problems differ from json with values:\n%s\n---\n%s", format, elide, got, first)
+					}
+				}
+			}
+		})
+	}
 }

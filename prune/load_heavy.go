@@ -1,0 +1,304 @@
+package prune
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"sigs.k8s.io/yaml"
+)
+
+// This file holds the checks of the heavy property values (olm.bundle.object and
+// olm.csv.metadata) that opm applies: Validate runs them on the values it has,
+// and Load runs them before it elides a value (LoadOptions.ElideHeavy), keeping
+// the result on the bundle, so Validate reports the same problems either way.
+
+// propertyError is the problem found in the value of the property at index of
+// a bundle's Properties when Load checked it before eliding it.
+type propertyError struct {
+	index int32
+	err   error
+}
+
+// bundleObjectError is a bad olm.bundle.object value, reported as opm's loader
+// reports it (opm refuses the catalog while loading it).
+type bundleObjectError struct {
+	// convert is true when the data decoded but is not YAML or JSON; false when
+	// the value itself did not decode (not an object, data not base64, ...).
+	convert bool
+	err     error
+}
+
+func (e *bundleObjectError) Error() string { return e.err.Error() }
+
+// message is opm's wording, without the package and bundle Problem adds.
+func (e *bundleObjectError) message(index int) string {
+	if e.convert {
+		return "read bundle objects: convert bundle object property at index " + strconv.Itoa(index) + " to JSON: " + e.err.Error()
+	}
+	return "read bundle objects: parse property at index " + strconv.Itoa(index) + " as bundle object: " + e.err.Error()
+}
+
+// csvMetadata mirrors the field types of opm's property.CSVMetadata (and of the
+// operator-framework/api v1alpha1 types it uses), so that encoding/json refuses
+// the same wrongly typed values opm refuses. Unknown fields are ignored, as opm
+// ignores them.
+type csvMetadata struct {
+	Annotations               map[string]string        `json:"annotations,omitempty"`
+	APIServiceDefinitions     csvAPIServiceDefinitions `json:"apiServiceDefinitions,omitempty"`
+	CustomResourceDefinitions csvCRDDefinitions        `json:"crdDescriptions,omitempty"`
+	Description               string                   `json:"description,omitempty"`
+	DisplayName               string                   `json:"displayName,omitempty"`
+	InstallModes              []csvInstallMode         `json:"installModes,omitempty"`
+	Keywords                  []string                 `json:"keywords,omitempty"`
+	Labels                    map[string]string        `json:"labels,omitempty"`
+	Links                     []csvAppLink             `json:"links,omitempty"`
+	Maintainers               []csvMaintainer          `json:"maintainers,omitempty"`
+	Maturity                  string                   `json:"maturity,omitempty"`
+	MinKubeVersion            string                   `json:"minKubeVersion,omitempty"`
+	NativeAPIs                []csvGroupVersionKind    `json:"nativeAPIs,omitempty"`
+	Provider                  csvAppLink               `json:"provider,omitempty"`
+}
+
+type (
+	csvAPIServiceDefinitions struct {
+		Owned    []csvAPIServiceDescription `json:"owned,omitempty"`
+		Required []csvAPIServiceDescription `json:"required,omitempty"`
+	}
+	csvCRDDefinitions struct {
+		Owned    []csvCRDDescription `json:"owned,omitempty"`
+		Required []csvCRDDescription `json:"required,omitempty"`
+	}
+	csvCRDDescription struct {
+		Name              string                    `json:"name"`
+		Version           string                    `json:"version"`
+		Kind              string                    `json:"kind"`
+		DisplayName       string                    `json:"displayName,omitempty"`
+		Description       string                    `json:"description,omitempty"`
+		Resources         []csvAPIResourceReference `json:"resources,omitempty"`
+		StatusDescriptors []csvDescriptor           `json:"statusDescriptors,omitempty"`
+		SpecDescriptors   []csvDescriptor           `json:"specDescriptors,omitempty"`
+		ActionDescriptor  []csvDescriptor           `json:"actionDescriptors,omitempty"`
+	}
+	csvAPIServiceDescription struct {
+		Name              string                    `json:"name"`
+		Group             string                    `json:"group"`
+		Version           string                    `json:"version"`
+		Kind              string                    `json:"kind"`
+		DeploymentName    string                    `json:"deploymentName,omitempty"`
+		ContainerPort     int32                     `json:"containerPort,omitempty"`
+		DisplayName       string                    `json:"displayName,omitempty"`
+		Description       string                    `json:"description,omitempty"`
+		Resources         []csvAPIResourceReference `json:"resources,omitempty"`
+		StatusDescriptors []csvDescriptor           `json:"statusDescriptors,omitempty"`
+		SpecDescriptors   []csvDescriptor           `json:"specDescriptors,omitempty"`
+		ActionDescriptor  []csvDescriptor           `json:"actionDescriptors,omitempty"`
+	}
+	csvAPIResourceReference struct {
+		Name    string `json:"name"`
+		Kind    string `json:"kind"`
+		Version string `json:"version"`
+	}
+	// csvDescriptor is v1alpha1's StatusDescriptor, SpecDescriptor and
+	// ActionDescriptor (the same fields).
+	csvDescriptor struct {
+		Path         string          `json:"path"`
+		DisplayName  string          `json:"displayName,omitempty"`
+		Description  string          `json:"description,omitempty"`
+		XDescriptors []string        `json:"x-descriptors,omitempty"`
+		Value        json.RawMessage `json:"value,omitempty"`
+	}
+	csvInstallMode struct {
+		Type      string `json:"type"`
+		Supported bool   `json:"supported"`
+	}
+	csvAppLink struct {
+		Name string `json:"name,omitempty"`
+		URL  string `json:"url,omitempty"`
+	}
+	csvMaintainer struct {
+		Name  string `json:"name,omitempty"`
+		Email string `json:"email,omitempty"`
+	}
+	csvGroupVersionKind struct {
+		Group   string `json:"group"`
+		Version string `json:"version"`
+		Kind    string `json:"kind"`
+	}
+)
+
+// heavyChecker checks heavy property values. It keeps a scratch buffer for
+// decoded base64, so one checker must not be used by two goroutines at once.
+type heavyChecker struct {
+	buf []byte
+}
+
+// maxKeptScratch is the largest scratch buffer kept between values.
+const maxKeptScratch = 16 << 20
+
+// check returns the problem of the value raw of a property of type typ, nil if
+// opm accepts it. valid says raw is known to be one valid JSON value (Load
+// checked it), which allows a fast path for bundle objects.
+func (hc *heavyChecker) check(typ string, raw []byte, valid bool) error {
+	switch typ {
+	case PropertyBundleObject:
+		return hc.bundleObject(raw, valid)
+	case PropertyCSVMetadata:
+		var m csvMetadata
+		return decodePropertyValue(raw, &m)
+	}
+	return nil
+}
+
+// bundleObject checks an olm.bundle.object value as opm's loader does: the value
+// decodes (encoding/json) into {data []byte} — so data is standard base64, line
+// breaks allowed — and the data converts to JSON (k8s.io/apimachinery's
+// yaml.ToJSON: kept as is when its first non-space character is '{', else
+// converted from YAML with sigs.k8s.io/yaml).
+//
+// The usual value, an object whose data is a plain string, is decoded here
+// without encoding/json (which would first scan the whole value again); any
+// other shape goes through encoding/json for its exact behaviour and message.
+func (hc *heavyChecker) bundleObject(raw []byte, valid bool) error {
+	data, ok, err := hc.bundleObjectData(raw, valid)
+	if !ok {
+		var o bundleObjectValue
+		if err := decodePropertyValue(raw, &o); err != nil {
+			return &bundleObjectError{err: err}
+		}
+		data = o.Data
+	} else if err != nil {
+		return &bundleObjectError{err: err}
+	}
+	var cerr error
+	if !isJSONBuffer(data) {
+		if _, yerr := yaml.YAMLToJSON(data); yerr != nil {
+			cerr = &bundleObjectError{convert: true, err: yerr}
+		}
+	}
+	if cap(hc.buf) > maxKeptScratch {
+		hc.buf = nil
+	}
+	return cerr
+}
+
+// bundleObjectData decodes the data of the bundle object raw on the fast path.
+// ok is false when raw is not a valid object whose "data" members are all
+// strings or null; the caller then uses encoding/json. The returned data may
+// alias hc.buf.
+func (hc *heavyChecker) bundleObjectData(raw []byte, valid bool) (data []byte, ok bool, err error) {
+	raw = bytes.TrimSpace(raw)
+	if !valid || len(raw) == 0 || raw[0] != '{' {
+		return nil, false, nil
+	}
+	ok = true
+	var firstErr error
+	_ = eachMember(raw, func(key string, v []byte) error {
+		if !ok || !strings.EqualFold(key, "data") {
+			return nil
+		}
+		switch v[0] {
+		case 'n': // null sets a []byte to nil
+			data = nil
+		case '"':
+			s := v[1 : len(v)-1]
+			if bytes.IndexByte(s, '\\') >= 0 {
+				u, _ := unquote(v)
+				s = []byte(u)
+			}
+			if b64Plain(s) {
+				// Valid base64 for sure: decode only what decides the
+				// conversion when that is enough.
+				var pre [48]byte
+				m, _ := base64.StdEncoding.Decode(pre[:], s[:min(len(s), 64)])
+				if t := bytes.TrimLeftFunc(pre[:m], unicode.IsSpace); len(t) > 0 && t[0] == '{' {
+					data = jsonMarker
+					return nil
+				}
+			}
+			n := base64.StdEncoding.DecodedLen(len(s))
+			if cap(hc.buf) < n {
+				hc.buf = make([]byte, n)
+			}
+			m, derr := base64.StdEncoding.Decode(hc.buf[:n], s)
+			if derr != nil {
+				// encoding/json keeps the first error and goes on.
+				if firstErr == nil {
+					firstErr = derr
+				}
+				data = nil
+				return nil
+			}
+			data = hc.buf[:m]
+		default:
+			ok = false
+		}
+		return nil
+	})
+	if !ok {
+		return nil, false, nil
+	}
+	return data, true, firstErr
+}
+
+// jsonMarker stands for decoded data that starts with '{' (what is after it
+// does not matter to opm).
+var jsonMarker = []byte("{")
+
+// b64Plain reports whether s is base64 that base64.StdEncoding.Decode accepts
+// for sure: a length multiple of 4, only characters of the alphabet, at most
+// two '=' at the end. false means "not sure" (line breaks, bad characters,
+// ...): the caller then decodes with the standard library, for its verdict and
+// message. It checks 8 bytes at a time.
+func b64Plain(s []byte) bool {
+	n := len(s)
+	if n%4 != 0 {
+		return false
+	}
+	if n == 0 {
+		return true
+	}
+	body := s
+	if s[n-1] == '=' {
+		body = s[:n-1]
+		if s[n-2] == '=' {
+			body = s[:n-2]
+		}
+	}
+	i := 0
+	for ; i+8 <= len(body); i += 8 {
+		if !b64Word(binary.LittleEndian.Uint64(body[i:])) {
+			return false
+		}
+	}
+	var last [8]byte
+	k := copy(last[:], body[i:])
+	for ; k < 8; k++ {
+		last[k] = 'A'
+	}
+	return b64Word(binary.LittleEndian.Uint64(last[:]))
+}
+
+// b64Word reports whether the 8 bytes of w are all in the standard base64
+// alphabet (A-Z a-z 0-9 + /).
+func b64Word(w uint64) bool {
+	if w&hi8 != 0 {
+		return false
+	}
+	// For bytes below 0x80, b is in [lo, hi] when b+(0x80-lo) has its top bit
+	// set and b+(0x7f-hi) has not; the sums never carry into the next byte.
+	in := func(lo, hi uint64) uint64 {
+		return (w + (0x80-lo)*lo8) &^ (w + (0x7f-hi)*lo8)
+	}
+	return (in('+', '+')|in('/', '9')|in('A', 'Z')|in('a', 'z'))&hi8 == hi8
+}
+
+// isJSONBuffer is apimachinery's yaml.IsJSONBuffer: the first non-space
+// character is '{'.
+func isJSONBuffer(b []byte) bool {
+	return bytes.HasPrefix(bytes.TrimLeftFunc(b, unicode.IsSpace), []byte("{"))
+}

@@ -15,19 +15,9 @@ var (
 	diffCustomSchemaName = &knownDiff{opmAccepts: true,
 		why: "opm serve refuses custom blobs whose schema is not a plain name; opm validate does not check it"}
 
-	// Defects of prune found by these tests (reported; see docs/conformance.md).
-	bugNullValue = &knownDiff{opmAccepts: true, bug: true,
-		why: "BUG: prune rejects a property whose value is JSON null; opm's property.Parse decodes null as an empty value and accepts it"}
-	bugEmptyType = &knownDiff{opmAccepts: true, bug: true,
-		why: "BUG: prune rejects a property with an empty type; opm validate never checks property types"}
-	bugCSVMetadataTypes = &knownDiff{ourAccepts: true, cliAccepts: true, bug: true,
-		why: "BUG: prune checks olm.csv.metadata only as a JSON object; opm decodes it into its CSVMetadata struct and rejects wrongly typed fields"}
-	bugBundleObjectElided = &knownDiff{bug: true, cliAccepts: true,
-		why: "BUG: with heavy values elided (the CLI) prune only checks that olm.bundle.object is JSON; opm's loader decodes its base64 data and refuses the catalog"}
-	bugBundleObjectNotYAML = &knownDiff{ourAccepts: true, cliAccepts: true, bug: true,
-		why: "BUG: prune does not check that the decoded data of an olm.bundle.object is YAML/JSON; opm's loader converts it with yaml.ToJSON and refuses the catalog"}
-	bugCSVMetadataNullElided = &knownDiff{opmAccepts: true, cliAccepts: true, bug: true,
-		why: "BUG: a null olm.csv.metadata value is accepted by opm and by the CLI (elided), rejected by Validate on a catalog loaded with values"}
+	// No known defect of prune is left: the seven these tests found (null
+	// values, empty types, olm.csv.metadata field types, bundle objects) are
+	// fixed; their mutations below agree (docs/conformance.md, "Defects found").
 )
 
 // mutations is the table applied to every package of the catalogs.
@@ -401,7 +391,7 @@ var mutations = []mutation{
 		b.Properties = append(b.Properties, property.Property{Type: property.TypeGVK, Value: json.RawMessage(`["not","an","object"]`)})
 		return true
 	}},
-	{name: "null-gvk-value", diff: bugNullValue, fn: func(p *pkgDocs) bool {
+	{name: "null-gvk-value", fn: func(p *pkgDocs) bool {
 		b := firstBundle(p)
 		if b == nil {
 			return false
@@ -409,7 +399,7 @@ var mutations = []mutation{
 		b.Properties = append(b.Properties, property.Property{Type: property.TypeGVK, Value: json.RawMessage(`null`)})
 		return true
 	}},
-	{name: "property-without-type", diff: bugEmptyType, fn: func(p *pkgDocs) bool {
+	{name: "property-without-type", fn: func(p *pkgDocs) bool {
 		b := firstBundle(p)
 		if b == nil {
 			return false
@@ -417,7 +407,7 @@ var mutations = []mutation{
 		b.Properties = append(b.Properties, property.Property{Value: json.RawMessage(`{"a":1}`)})
 		return true
 	}},
-	{name: "csv-metadata-wrong-field-type", diff: bugCSVMetadataTypes, fn: func(p *pkgDocs) bool {
+	{name: "csv-metadata-wrong-field-type", fn: func(p *pkgDocs) bool {
 		b := firstBundle(p)
 		if b == nil {
 			return false
@@ -426,7 +416,7 @@ var mutations = []mutation{
 		b.Properties = append(b.Properties, property.Property{Type: property.TypeCSVMetadata, Value: json.RawMessage(`{"displayName":5,"annotations":{"a":1}}`)})
 		return true
 	}},
-	{name: "bundle-object-not-base64", diff: bugBundleObjectElided, fn: func(p *pkgDocs) bool {
+	{name: "bundle-object-not-base64", fn: func(p *pkgDocs) bool {
 		b := firstBundle(p)
 		if b == nil {
 			return false
@@ -434,7 +424,7 @@ var mutations = []mutation{
 		b.Properties = append(b.Properties, property.Property{Type: property.TypeBundleObject, Value: json.RawMessage(`{"data":"%%%not base64"}`)})
 		return true
 	}},
-	{name: "bundle-object-not-yaml", diff: bugBundleObjectNotYAML, fn: func(p *pkgDocs) bool {
+	{name: "bundle-object-not-yaml", fn: func(p *pkgDocs) bool {
 		b := firstBundle(p)
 		if b == nil {
 			return false
@@ -442,7 +432,7 @@ var mutations = []mutation{
 		b.Properties = append(b.Properties, property.Property{Type: property.TypeBundleObject, Value: mustRaw(map[string]any{"data": []byte("kind: [unclosed")})})
 		return true
 	}},
-	{name: "null-unknown-property-value", diff: bugNullValue, fn: func(p *pkgDocs) bool {
+	{name: "null-unknown-property-value", fn: func(p *pkgDocs) bool {
 		b := firstBundle(p)
 		if b == nil {
 			return false
@@ -450,13 +440,46 @@ var mutations = []mutation{
 		b.Properties = append(b.Properties, property.Property{Type: "example.com.thing", Value: json.RawMessage(`null`)})
 		return true
 	}},
-	{name: "null-csv-metadata", diff: bugCSVMetadataNullElided, fn: func(p *pkgDocs) bool {
+	{name: "null-csv-metadata", fn: func(p *pkgDocs) bool {
 		b := firstBundle(p)
 		if b == nil {
 			return false
 		}
 		b.Properties = filter(b.Properties, func(pr property.Property) bool { return pr.Type != property.TypeCSVMetadata })
 		b.Properties = append(b.Properties, property.Property{Type: property.TypeCSVMetadata, Value: json.RawMessage(`null`)})
+		return true
+	}},
+	{name: "csv-metadata-nested-wrong-type", fn: func(p *pkgDocs) bool {
+		b := firstBundle(p)
+		if b == nil {
+			return false
+		}
+		b.Properties = filter(b.Properties, func(pr property.Property) bool { return pr.Type != property.TypeCSVMetadata })
+		b.Properties = append(b.Properties, property.Property{Type: property.TypeCSVMetadata, Value: json.RawMessage(`{"displayName":"x","installModes":[{"type":"OwnNamespace","supported":"yes"}]}`)})
+		return true
+	}},
+	{name: "bundle-object-yaml", fn: func(p *pkgDocs) bool { // valid
+		b := firstBundle(p)
+		if b == nil {
+			return false
+		}
+		b.Properties = append(b.Properties, property.Property{Type: property.TypeBundleObject, Value: mustRaw(map[string]any{"data": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n")})})
+		return true
+	}},
+	{name: "null-bundle-object", fn: func(p *pkgDocs) bool { // valid
+		b := firstBundle(p)
+		if b == nil {
+			return false
+		}
+		b.Properties = append(b.Properties, property.Property{Type: property.TypeBundleObject, Value: json.RawMessage(`null`)})
+		return true
+	}},
+	{name: "skips-property-not-a-string", fn: func(p *pkgDocs) bool { // valid
+		b := firstBundle(p)
+		if b == nil {
+			return false
+		}
+		b.Properties = append(b.Properties, property.Property{Type: "olm.skips", Value: json.RawMessage(`{"not":"a string"}`)}, property.Property{Type: "olm.skipRange", Value: json.RawMessage(`[1]`)})
 		return true
 	}},
 	{name: "two-csv-metadata", diff: diffCSVMetadataCount, fn: func(p *pkgDocs) bool {

@@ -14,12 +14,6 @@ import (
 // known to disagree, with the reason (docs/conformance.md).
 var expectedDiffs = map[string]*knownDiff{
 	"prune-invalid/custom-schema-names": diffCustomSchemaName,
-
-	"conformance-invalid/bug-csv-metadata-wrong-type":  bugCSVMetadataTypes,
-	"conformance-invalid/bug-bundle-object-not-yaml":   bugBundleObjectNotYAML,
-	"conformance-invalid/bug-bundle-object-not-base64": bugBundleObjectElided,
-	"conformance-valid/bug-null-property-value":        bugNullValue,
-	"conformance-valid/bug-property-without-type":      bugEmptyType,
 }
 
 // verdicts are the results of opm validate and of airlock on one catalog.

@@ -48,6 +48,7 @@ func FuzzLoad(f *testing.F) {
 		pkgFoo,
 		pkgFoo + "\n" + `{"schema":"olm.channel","name":"s","package":"foo","entries":[{"name":"foo.v1","skips":["a"],"skipRange":"<1.0.0"}]}`,
 		`{"schema":"olm.bundle","name":"foo.v1","package":"foo","image":"q/x:1","properties":[{"type":"olm.package","value":{"packageName":"foo","version":"1.0.0"}},{"type":"olm.bundle.object","value":{"data":"eyJ9"}},{"type":"olm.csv.metadata","value":{"a":[1,2,{"b":null}]}}],"relatedImages":[{"name":"","image":"q/x:1"}]}`,
+		`{"schema":"olm.bundle","name":"foo.v1","package":"foo","properties":[{"type":"olm.bundle.object","value":{"data":"a2luZDogW3VuY2xvc2Vk"}},{"type":"olm.bundle.object","value":{"data":"%%"}},{"type":"olm.bundle.object"},{"type":"olm.csv.metadata","value":{"displayName":5}},{"type":"olm.csv.metadata","value":null},{"type":"","value":null}]}`,
 		`{"schema":"olm.deprecations","package":"foo","entries":[{"reference":{"schema":"olm.package"},"message":"m"}]}`,
 		`{"schema":"x.custom","package":"foo","v":"\u00e9\ud83d\ude00\n"} {"schema":"x.global","n":-1.5e3}`,
 		"schema: olm.package\nname: bar\ndefaultChannel: s\n---\nschema: olm.bundle\nname: b\npackage: bar\nproperties:\n- type: olm.bundle.object\n  value: {data: abc}\n",
@@ -74,6 +75,10 @@ func FuzzLoad(f *testing.F) {
 		full, err := Load(ctx, fsys, LoadOptions{})
 		if err != nil {
 			t.Fatalf("loads with elision but not without: %v", err)
+		}
+		// Load checks the values it elides as Validate checks kept ones.
+		if a, b := errString(Validate(c)), errString(Validate(full)); a != b {
+			t.Fatalf("Validate differs with heavy values elided:\n%s\n---\nwith values:\n%s", a, b)
 		}
 		out := filepath.Join(t.TempDir(), "out")
 		if err := Write(ctx, c, out, WriteOptions{}); err != nil {
@@ -102,6 +107,13 @@ func FuzzLoad(f *testing.F) {
 			t.Fatal("rendering the elided model differs from rendering the full model")
 		}
 	})
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "valid"
+	}
+	return err.Error()
 }
 
 func dump(c *Catalog) string {

@@ -24,9 +24,12 @@ import (
 // LoadOptions tune Load.
 type LoadOptions struct {
 	// ElideHeavy drops the values of olm.bundle.object and olm.csv.metadata
-	// properties of bundles after checking that they are valid JSON: the
-	// Property keeps its Type with a nil Value, and Write restores the value by
-	// re-reading the bundle's document from the source fs.FS. This keeps memory
+	// properties of bundles after checking them as Validate checks kept values
+	// (valid JSON, opm's CSVMetadata field types, base64 bundle object data
+	// that converts to JSON); the problems found are kept on the bundle for
+	// Validate, so it reports the same in both modes. The Property keeps its
+	// Type with a nil Value, and Write restores the value by re-reading the
+	// bundle's document from the source fs.FS. This keeps memory
 	// bounded on real-scale catalogs; the source must not change until Write.
 	// The CLI always sets it.
 	ElideHeavy bool

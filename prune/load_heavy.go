@@ -3,10 +3,8 @@ package prune
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"strconv"
-	"strings"
 	"unicode"
 
 	"sigs.k8s.io/yaml"
@@ -142,7 +140,8 @@ const maxKeptScratch = 16 << 20
 
 // check returns the problem of the value raw of a property of type typ, nil if
 // opm accepts it. valid says raw is known to be one valid JSON value (Load
-// checked it), which allows a fast path for bundle objects.
+// checked it); otherwise bundle objects are checked for it before their fast
+// path.
 func (hc *heavyChecker) check(typ string, raw []byte, valid bool) error {
 	switch typ {
 	case PropertyBundleObject:
@@ -192,57 +191,82 @@ func (hc *heavyChecker) bundleObject(raw []byte, valid bool) error {
 // alias hc.buf.
 func (hc *heavyChecker) bundleObjectData(raw []byte, valid bool) (data []byte, ok bool, err error) {
 	raw = bytes.TrimSpace(raw)
-	if !valid || len(raw) == 0 || raw[0] != '{' {
+	if len(raw) == 0 || raw[0] != '{' {
 		return nil, false, nil
 	}
-	ok = true
-	var firstErr error
-	_ = eachMember(raw, func(key string, v []byte) error {
-		if !ok || !strings.EqualFold(key, "data") {
-			return nil
+	if !valid {
+		// A value Load did not check (Validate on a hand-made catalog):
+		// the fast path needs one valid JSON object.
+		if end, err := validValue(raw, 0, 0); err != nil || end != len(raw) {
+			return nil, false, nil
 		}
-		switch v[0] {
-		case 'n': // null sets a []byte to nil
-			data = nil
-		case '"':
-			s := v[1 : len(v)-1]
-			if bytes.IndexByte(s, '\\') >= 0 {
-				u, _ := unquote(v)
-				s = []byte(u)
-			}
-			if b64Plain(s) {
-				// Valid base64 for sure: decode only what decides the
-				// conversion when that is enough.
-				var pre [48]byte
-				m, _ := base64.StdEncoding.Decode(pre[:], s[:min(len(s), 64)])
-				if t := bytes.TrimLeftFunc(pre[:m], unicode.IsSpace); len(t) > 0 && t[0] == '{' {
-					data = jsonMarker
-					return nil
-				}
-			}
-			n := base64.StdEncoding.DecodedLen(len(s))
-			if cap(hc.buf) < n {
-				hc.buf = make([]byte, n)
-			}
-			m, derr := base64.StdEncoding.Decode(hc.buf[:n], s)
-			if derr != nil {
-				// encoding/json keeps the first error and goes on.
-				if firstErr == nil {
-					firstErr = derr
-				}
+	}
+	// The members of the (valid) object, as eachMember walks them; a loop
+	// rather than a callback, which would allocate for every value.
+	i := skipWS(raw, 1)
+	for i < len(raw) && raw[i] != '}' {
+		ke := stringEnd(raw, i)
+		key := raw[i+1 : ke-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			u, _ := unquote(raw[i:ke])
+			key = []byte(u)
+		}
+		i = skipWS(raw, ke)
+		i = skipWS(raw, i+1) // ':'
+		ve := skipValue(raw, i)
+		if v := raw[i:ve]; bytes.EqualFold(key, []byte("data")) {
+			switch v[0] {
+			case 'n': // null sets a []byte to nil
 				data = nil
-				return nil
+			case '"':
+				d, derr := hc.decodeData(v)
+				if derr != nil {
+					// encoding/json keeps the first error and goes on.
+					if err == nil {
+						err = derr
+					}
+					d = nil
+				}
+				data = d
+			default:
+				return nil, false, nil
 			}
-			data = hc.buf[:m]
-		default:
-			ok = false
 		}
-		return nil
-	})
-	if !ok {
-		return nil, false, nil
+		i = skipWS(raw, ve)
+		if i < len(raw) && raw[i] == ',' {
+			i = skipWS(raw, i+1)
+		}
 	}
-	return data, true, firstErr
+	return data, true, err
+}
+
+// decodeData decodes the JSON string v (quotes included) as encoding/json
+// decodes a []byte: standard base64, line breaks ignored. The result may alias
+// hc.buf, or be jsonMarker when only its start needed decoding.
+func (hc *heavyChecker) decodeData(v []byte) ([]byte, error) {
+	s := v[1 : len(v)-1]
+	if bytes.IndexByte(s, '\\') >= 0 {
+		u, _ := unquote(v)
+		s = []byte(u)
+	}
+	if b64Plain(s) {
+		// Valid base64 for sure: decode only what decides the conversion
+		// when that is enough.
+		var pre [48]byte
+		m, _ := base64.StdEncoding.Decode(pre[:], s[:min(len(s), 64)])
+		if t := bytes.TrimLeftFunc(pre[:m], unicode.IsSpace); len(t) > 0 && t[0] == '{' {
+			return jsonMarker, nil
+		}
+	}
+	n := base64.StdEncoding.DecodedLen(len(s))
+	if cap(hc.buf) < n {
+		hc.buf = make([]byte, n)
+	}
+	m, err := base64.StdEncoding.Decode(hc.buf[:n], s)
+	if err != nil {
+		return nil, err
+	}
+	return hc.buf[:m], nil
 }
 
 // jsonMarker stands for decoded data that starts with '{' (what is after it
@@ -253,7 +277,7 @@ var jsonMarker = []byte("{")
 // for sure: a length multiple of 4, only characters of the alphabet, at most
 // two '=' at the end. false means "not sure" (line breaks, bad characters,
 // ...): the caller then decodes with the standard library, for its verdict and
-// message. It checks 8 bytes at a time.
+// message. It is about twice as fast as decoding.
 func b64Plain(s []byte) bool {
 	n := len(s)
 	if n%4 != 0 {
@@ -269,33 +293,29 @@ func b64Plain(s []byte) bool {
 			body = s[:n-2]
 		}
 	}
-	i := 0
-	for ; i+8 <= len(body); i += 8 {
-		if !b64Word(binary.LittleEndian.Uint64(body[i:])) {
-			return false
-		}
+	var bad byte
+	for len(body) >= 8 {
+		_ = body[7]
+		bad |= b64Bad[body[0]] | b64Bad[body[1]] | b64Bad[body[2]] | b64Bad[body[3]] |
+			b64Bad[body[4]] | b64Bad[body[5]] | b64Bad[body[6]] | b64Bad[body[7]]
+		body = body[8:]
 	}
-	var last [8]byte
-	k := copy(last[:], body[i:])
-	for ; k < 8; k++ {
-		last[k] = 'A'
+	for _, c := range body {
+		bad |= b64Bad[c]
 	}
-	return b64Word(binary.LittleEndian.Uint64(last[:]))
+	return bad == 0
 }
 
-// b64Word reports whether the 8 bytes of w are all in the standard base64
-// alphabet (A-Z a-z 0-9 + /).
-func b64Word(w uint64) bool {
-	if w&hi8 != 0 {
-		return false
+// b64Bad is 1 for the bytes outside the standard base64 alphabet.
+var b64Bad = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 1
 	}
-	// For bytes below 0x80, b is in [lo, hi] when b+(0x80-lo) has its top bit
-	// set and b+(0x7f-hi) has not; the sums never carry into the next byte.
-	in := func(lo, hi uint64) uint64 {
-		return (w + (0x80-lo)*lo8) &^ (w + (0x7f-hi)*lo8)
+	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/") {
+		t[c] = 0
 	}
-	return (in('+', '+')|in('/', '9')|in('A', 'Z')|in('a', 'z'))&hi8 == hi8
-}
+	return t
+}()
 
 // isJSONBuffer is apimachinery's yaml.IsJSONBuffer: the first non-space
 // character is '{'.

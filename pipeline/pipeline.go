@@ -565,16 +565,22 @@ func planFromArchive(m *archive.Manifest, cfg *imageset.ImageSetConfiguration) (
 	p := &mirror.Plan{Workflow: mirror.MirrorToDisk}
 	wantCatalog := map[string]bool{}
 	var missing []string
+	archived := archivedOperators(m)
 	for _, op := range cfg.Mirror.Operators {
 		found := false
 		for _, c := range m.Catalogs {
-			if c.Source == op.Catalog {
-				found = true
-				p.Catalogs = append(p.Catalogs, mirror.PlanCatalog{
-					Catalog: c.Source, SourceDigest: c.SourceDigest, Rebuilt: c.Rebuilt,
-					Digest: c.Digest, DestRepo: c.Destination, Tag: c.Tag, Packages: c.Packages,
-				})
+			if c.Source != op.Catalog {
+				continue
 			}
+			found = true
+			if lack := selectionLacks(op, archived[op.Catalog], c.Packages); len(lack) > 0 {
+				missing = append(missing, lack...)
+				continue
+			}
+			p.Catalogs = append(p.Catalogs, mirror.PlanCatalog{
+				Catalog: c.Source, SourceDigest: c.SourceDigest, Rebuilt: c.Rebuilt,
+				Digest: c.Digest, DestRepo: c.Destination, Tag: c.Tag, Packages: c.Packages,
+			})
 		}
 		if !found {
 			missing = append(missing, "catalog "+op.Catalog)
@@ -801,4 +807,43 @@ func writeFile(path string, b []byte) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// archivedOperators returns the operator entries of the configuration the
+// archive was made with, by catalog.
+func archivedOperators(m *archive.Manifest) map[string]*imageset.Operator {
+	out := map[string]*imageset.Operator{}
+	var cfg imageset.ImageSetConfiguration
+	if len(m.Config) == 0 || json.Unmarshal(m.Config, &cfg) != nil {
+		return out
+	}
+	for i := range cfg.Mirror.Operators {
+		op := &cfg.Mirror.Operators[i]
+		out[op.Catalog] = op
+	}
+	return out
+}
+
+// selectionLacks says what op asks for that the archived catalog (made with the
+// entry archived, holding packages) cannot give. The same selection, or a list of
+// packages the archived catalog holds, is fine: disk-to-mirror pushes the pruned
+// catalog as it was archived.
+func selectionLacks(op imageset.Operator, archived *imageset.Operator, packages []string) []string {
+	if archived == nil || filterHash(op) == filterHash(*archived) {
+		return nil
+	}
+	if len(op.Packages) == 0 {
+		return []string{fmt.Sprintf("catalog %s: every package (the archive holds a pruned catalog with %s)", op.Catalog, strings.Join(packages, ", "))}
+	}
+	have := map[string]bool{}
+	for _, p := range packages {
+		have[p] = true
+	}
+	var lack []string
+	for _, pk := range op.Packages {
+		if !have[pk.Name] {
+			lack = append(lack, fmt.Sprintf("catalog %s: package %s", op.Catalog, pk.Name))
+		}
+	}
+	return lack
 }

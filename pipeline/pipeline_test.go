@@ -514,3 +514,41 @@ func TestMirrorToDiskAgainSameDir(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestDiskToMirrorSubset: disk-to-mirror may name a subset of the archive (a
+// catalog and fewer additional images) but not packages the archive lacks.
+func TestDiskToMirrorSubset(t *testing.T) {
+	e := setup(t)
+	dir := t.TempDir()
+	o := opts(e.config(t, "    - name: baz"))
+	o.Destination = "file://" + dir
+	if _, err := pipeline.Mirror(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	dst := registrytest.Start(t)
+	// Asking for a package the archived catalog does not hold is an error naming it.
+	o2 := opts(e.config(t, "    - name: foo"))
+	o2.From = "file://" + dir
+	o2.Destination = "docker://" + dst.Host() + "/airgap"
+	_, err := pipeline.Mirror(context.Background(), o2)
+	if err == nil || !strings.Contains(err.Error(), "package foo") {
+		t.Fatalf("disk-to-mirror of a package the archive lacks: %v", err)
+	}
+	// The same catalog without the additional image is a subset: fine.
+	cfg := fmt.Sprintf("apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  operators:\n  - catalog: %s\n    packages:\n    - name: baz\n", e.seeded.Catalog)
+	p := filepath.Join(t.TempDir(), "subset.yaml")
+	os.WriteFile(p, []byte(cfg), 0o644)
+	o3 := opts(p)
+	o3.From = "file://" + dir
+	o3.Destination = o2.Destination
+	res, err := pipeline.Mirror(context.Background(), o3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, im := range res.Plan.Images {
+		if im.Source == e.extra {
+			t.Errorf("the additional image was pushed although the configuration does not name it")
+		}
+	}
+	checkMirrored(t, res, dst)
+}

@@ -171,6 +171,9 @@ func printSummary(w io.Writer, r *pipeline.Result) {
 		fmt.Fprintf(w, "  dry run:   %d of %d images missing at the destination, %d of %d blobs, %s to send (of %s)\n",
 			len(r.DryRun.Missing), r.DryRun.Images, r.DryRun.MissingBlobs, r.DryRun.Blobs, humanize.Bytes(r.DryRun.BytesToSend), humanize.Bytes(r.DryRun.Bytes))
 		fmt.Fprintf(w, "  files:     %s/dry-run/mapping.txt, missing.txt\n", r.WorkingDir)
+	} else if r.Workflow == mirror.MirrorToDisk {
+		fmt.Fprintf(w, "  blobs:     %d downloaded (%s), %d already staged or shipped by an earlier archive; %s\n",
+			r.BlobsSent, humanize.Bytes(r.BytesSent), r.BlobsSkipped+r.BlobsMounted, r.Duration.Round(time.Millisecond))
 	} else {
 		fmt.Fprintf(w, "  blobs:     %d sent, %d mounted, %d already present; %s sent in %s\n",
 			r.BlobsSent, r.BlobsMounted, r.BlobsSkipped, humanize.Bytes(r.BytesSent), r.Duration.Round(time.Millisecond))

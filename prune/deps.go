@@ -242,7 +242,11 @@ func (f *filterer) bestCandidate(req requirement) (bundleRef, bool) {
 		def := f.inDefaultChannel(c)
 		better := !found
 		if found {
-			switch cmp := v.Compare(bestV); {
+			cmp := v.Compare(bestV)
+			if cmp == 0 && c.pkg == best.pkg {
+				cmp, _ = f.pkgIndex(c.pkg).compareBundles(c.name, best.name)
+			}
+			switch {
 			case cmp != 0:
 				better = cmp > 0
 			case def != bestDef:

@@ -134,8 +134,9 @@ type pkgIndex struct {
 }
 
 type versionInfo struct {
-	v  semver.Version
-	ok bool
+	v       semver.Version
+	release string
+	ok      bool
 }
 
 // chanIndex indexes one channel of the source catalog.
@@ -276,10 +277,48 @@ func (pi *pkgIndex) version(name string) (semver.Version, bool) {
 	if b := pi.bundles[name]; b != nil {
 		if v, err := BundleVersion(b); err == nil {
 			vi = versionInfo{v: v, ok: true}
+			if pv, err := BundlePackageProperty(b); err == nil {
+				vi.release = pv.Release
+			}
 		}
 	}
 	pi.versions[name] = vi
 	return vi.v, vi.ok
+}
+
+// compareBundles orders bundles a and b of the package by version, then by
+// release (opm v1.62+: a rebuild of the same version; no release sorts first,
+// releases compare as semver pre-release identifiers). ok is false when either
+// has no version.
+func (pi *pkgIndex) compareBundles(a, b string) (cmp int, ok bool) {
+	va, oka := pi.version(a)
+	vb, okb := pi.version(b)
+	if !oka || !okb {
+		return 0, false
+	}
+	if c := va.Compare(vb); c != 0 {
+		return c, true
+	}
+	return compareRelease(pi.versions[a].release, pi.versions[b].release), true
+}
+
+// compareRelease compares two releases as dot-separated semver pre-release
+// identifiers; the empty release is the lowest.
+func compareRelease(a, b string) int {
+	switch {
+	case a == b:
+		return 0
+	case a == "":
+		return -1
+	case b == "":
+		return 1
+	}
+	va, erra := semver.Parse("0.0.0-" + a)
+	vb, errb := semver.Parse("0.0.0-" + b)
+	if erra != nil || errb != nil {
+		return strings.Compare(a, b)
+	}
+	return va.Compare(vb)
 }
 
 func (pi *pkgIndex) versionString(name string) string {
@@ -671,7 +710,7 @@ func (f *filterer) selectPackage(ip imageset.IncludePackage) error {
 			}
 			added, ok := ci.closeFrom(keep, head)
 			if !ok {
-				return fmt.Errorf("package %q channel %q: a selected bundle cannot be reached from the channel head %q: the source channel is invalid", ip.Name, ic.Name, head)
+				return fmt.Errorf("package %q channel %q: a selected bundle cannot be reached from the channel head %q along replaces edges (it is only skipped), so it cannot be kept on its own: select a bundle on the replaces chain instead", ip.Name, ic.Name, head)
 			}
 			for _, a := range added {
 				ps.addContinuity(a, head, ic.Name)
@@ -777,12 +816,19 @@ func (f *filterer) keepRange(ps *pkgSel, ci *chanIndex, head string, vb versionB
 	requested := Reason{Kind: ReasonRequested, Channel: ch, Detail: "in range " + vb.String()}
 
 	if vb.exact() {
+		// Exactly one bundle: with several releases of that version, the newest.
+		best := ""
 		for _, e := range ci.ch.Entries {
-			if inRange(e.Name) {
-				keep[e.Name] = true
-				ps.addReason(e.Name, Reason{Kind: ReasonRequested, Channel: ch, Detail: "version " + vb.min.String()})
-				break
+			if !inRange(e.Name) {
+				continue
 			}
+			if c, ok := pi.compareBundles(e.Name, best); best == "" || (ok && c > 0) {
+				best = e.Name
+			}
+		}
+		if best != "" {
+			keep[best] = true
+			ps.addReason(best, Reason{Kind: ReasonRequested, Channel: ch, Detail: "version " + vb.min.String()})
 		}
 		if len(keep) > 0 {
 			if _, err := ci.subsetCheck(keep); err != nil {

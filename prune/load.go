@@ -81,7 +81,13 @@ func LoadDir(ctx context.Context, dir string, opts LoadOptions) (*Catalog, error
 	if !st.IsDir() {
 		return nil, fmt.Errorf("load catalog: %s is not a directory: give the catalog's root directory", dir)
 	}
-	return load(ctx, os.DirFS(dir), dir, opts)
+	// Read through an os.Root: a symlink in the catalog (an extracted image layer
+	// may hold any) can point anywhere inside dir, never outside it.
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("load catalog: %w", err)
+	}
+	return load(ctx, root.FS(), dir, opts)
 }
 
 // Load loads the file-based catalog rooted at fsys. Every file not excluded by an

@@ -492,6 +492,15 @@ func (e *copyEngine) ensureBlob(ctx context.Context, ic *imageCtx, d endpoint.De
 			return false, err
 		}
 		defer unlock()
+		// Another image may have put it there while this one waited for the lock
+		// (destinations with one blob store, like an archive, hold it for every
+		// repository at once).
+		if ok, err := e.dst.BlobExists(ctx, job.Dest, d); err == nil && ok {
+			e.markPresent(d.Digest, job.Dest)
+			e.blobsSkipped.Add(1)
+			e.blobDone(d)
+			return false, nil
+		}
 		for _, from := range e.mountCandidates(d.Digest, job.Dest, job.Source) {
 			ok, err := e.dst.MountBlob(ctx, job.Dest, from, d)
 			if err != nil {

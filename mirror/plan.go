@@ -465,6 +465,8 @@ func (p *Plan) Relocate(destination string, maxNestedPaths int) (*Plan, error) {
 		c.DestRepo = repo
 		out.Catalogs = append(out.Catalogs, c)
 	}
+	// Flattening (--max-nested-paths) can make two repositories one.
+	out.markConflicts()
 	return out, nil
 }
 

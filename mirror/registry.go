@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -332,7 +333,23 @@ func (r *Registry) do(ctx context.Context, c *http.Client, method, u string, bod
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
-	return c.Do(req)
+	resp, err := c.Do(req)
+	return resp, redactErr(err)
+}
+
+// redactErr strips credentials and query strings (pre-signed CDN redirects carry
+// signatures there) from the URL of a transport error, so that no secret reaches a
+// log, an error message or results.json.
+func redactErr(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			ue.URL = redactURL(u)
+		} else {
+			ue.URL = "(unparsable URL)"
+		}
+	}
+	return err
 }
 
 func drain(resp *http.Response) {
@@ -612,7 +629,9 @@ func uploadLocation(resp *http.Response) (*url.URL, error) {
 }
 
 func (r *Registry) cancelUpload(ctx context.Context, c *http.Client, loc *url.URL) {
-	ctx = context.WithoutCancel(ctx)
+	// Best effort, and bounded: Ctrl-C must not wait on an unreachable registry.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
 	if resp, err := r.do(ctx, c, http.MethodDelete, loc.String(), nil, nil); err == nil {
 		drain(resp)
 	}
@@ -663,6 +682,7 @@ func (r *Registry) PutBlob(ctx context.Context, repo string, d endpoint.Descript
 	req.Header.Set("Content-Type", "application/octet-stream")
 	req.ContentLength = d.Size
 	resp, err = c.Do(req)
+	err = redactErr(err)
 	if v.err != nil { // digest or size mismatch, or a source read error
 		if err == nil {
 			drain(resp)

@@ -273,6 +273,7 @@ func filterHash(op imageset.Operator) string {
 // catalogs fetches, prunes and rebuilds every operator catalog of the config.
 func (r *run) catalogs(ctx context.Context) ([]mirror.CatalogRequest, error) {
 	fo := mirror.NewFetchOptions(r.opts.AuthFile, r.opts.SrcTLSVerify, r.log)
+	fo.Retry.Times = max(r.retryTimes(), 0)
 	var out []mirror.CatalogRequest
 	for _, op := range r.cfg.Mirror.Operators {
 		if err := ctx.Err(); err != nil {
@@ -461,8 +462,8 @@ func (r *run) mirrorToDisk(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	if r.res.Failed > 0 {
-		return fmt.Errorf("%w: %d image(s) failed, so no archive was written (what was downloaded is kept in %s and is not downloaded again); fix or block the failing images and run the same command again", ErrIncomplete, r.res.Failed, r.topDir)
+	if failed := len(r.res.Plan.Failed()) + len(rep.Failed()); failed > 0 {
+		return fmt.Errorf("%w: %d image(s) failed, so no archive was written (what was downloaded is kept in %s and is not downloaded again); fix or block the failing images and run the same command again", ErrIncomplete, failed, r.topDir)
 	}
 	r.stage("archive")
 	cfgJSON, err := json.Marshal(r.cfg)
@@ -611,7 +612,7 @@ func planFromArchive(m *archive.Manifest, cfg *imageset.ImageSetConfiguration) (
 		if !keep {
 			continue
 		}
-		if isBlocked(ir.Source) {
+		if isBlocked(ir.Source) || isBlocked(ir.Destination) {
 			p.Blocked = append(p.Blocked, ir.Source)
 			continue
 		}
@@ -656,6 +657,7 @@ func (r *run) dryRun(ctx context.Context, src mirror.EstimateSource, dst mirror.
 	for _, j := range est.Missing {
 		miss = append(miss, j.Source+"@"+j.Digest.String()+"="+j.Dest)
 	}
+	sort.Strings(miss)
 	if err := writeLines(filepath.Join(dir, "missing.txt"), miss); err != nil {
 		return err
 	}
@@ -745,8 +747,15 @@ func (r *run) clusterResources() error {
 			Source: im.Source, Destination: im.Destination(), Digest: im.Digest.String(), Kind: manifests.Kind(im.Kind),
 		})
 	}
+	catalogOK := map[string]bool{}
+	for _, im := range r.res.Plan.Images {
+		if im.Kind == mirror.KindCatalog && im.Error == "" && (r.res.Copy == nil || ok[im.DestRepo+"@"+im.Digest.String()]) {
+			catalogOK[im.Source] = true
+		}
+	}
 	for _, c := range r.res.Plan.Catalogs {
-		if c.DestRepo == "" {
+		if c.DestRepo == "" || !catalogOK[c.Catalog] {
+			// Not mirrored: a CatalogSource would point at nothing.
 			continue
 		}
 		mc := manifests.Catalog{Source: c.Catalog, Destination: c.DestRepo + ":" + c.Tag, Digest: c.Digest.String()}

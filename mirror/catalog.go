@@ -745,11 +745,25 @@ func (x *extractor) write(tr *tar.Reader, h *tar.Header, r string) error {
 	return nil
 }
 
+// mkParent creates the folders above r. A folder created for an entry is
+// decided by this layer as much as one with its own entry: lower layers must not
+// put a file or link in its place. A parent that is a symlink is refused, so that
+// what is written (and later read) is exactly where its name says.
 func (x *extractor) mkParent(r, name string) error {
-	if d := path.Dir(r); d != "." {
-		if err := x.root.MkdirAll(d, 0o755); err != nil {
-			return fmt.Errorf("creating the folder of %s: %w", name, err)
+	d := path.Dir(r)
+	if d == "." {
+		return nil
+	}
+	for p := d; p != "."; p = path.Dir(p) {
+		if fi, err := x.root.Lstat(p); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("%w: entry %s is below a symlink (%s)", ErrUnsafeLayer, name, p)
 		}
+		if _, ok := x.decided[p]; !ok {
+			x.decided[p] = false
+		}
+	}
+	if err := x.root.MkdirAll(d, 0o755); err != nil {
+		return fmt.Errorf("creating the folder of %s: %w", name, err)
 	}
 	return nil
 }

@@ -322,18 +322,35 @@ func (b *rebuilder) image(img v1.Image) (v1.Image, error) {
 	}
 	ncfg = ncfg.DeepCopy()
 	ncfg.Created = created
-	ncfg.Config.Cmd = serveCommand(ncfg.Config, b.label)
+	ep, cmd, err := serveCommand(ncfg.Config, b.label)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", b.ref, err)
+	}
+	ncfg.Config.Entrypoint, ncfg.Config.Cmd = ep, cmd
 	return mutate.ConfigFile(out, ncfg)
 }
 
-// serveCommand is the command of a rebuilt catalog: `serve FOLDER`, without
-// --cache-dir. When the image has no entrypoint and its command starts with the
-// opm binary, the binary is kept.
-func serveCommand(c v1.Config, label string) []string {
-	if len(c.Entrypoint) == 0 && len(c.Cmd) > 0 && path.Base(c.Cmd[0]) == "opm" {
-		return []string{c.Cmd[0], "serve", label}
+// serveCommand is the entrypoint and command of a rebuilt catalog: the opm binary,
+// then `serve FOLDER` without --cache-dir. The usual layout (entrypoint [opm],
+// command [serve /configs --cache-dir=…]) keeps its entrypoint; an entrypoint that
+// carries arguments is cut back to the binary; a command that starts with the
+// binary keeps it. An image whose command airlock cannot read (a shell, say) is an
+// error rather than a catalog that would not start.
+func serveCommand(c v1.Config, label string) (entrypoint, cmd []string, err error) {
+	serve := []string{"serve", label}
+	isOpm := func(s string) bool { return path.Base(s) == "opm" }
+	switch {
+	case len(c.Entrypoint) > 0 && isOpm(c.Entrypoint[0]):
+		return c.Entrypoint[:1], serve, nil
+	case len(c.Entrypoint) == 0 && len(c.Cmd) > 0 && isOpm(c.Cmd[0]):
+		return nil, append([]string{c.Cmd[0]}, serve...), nil
+	case len(c.Entrypoint) == 0 && (len(c.Cmd) == 0 || c.Cmd[0] == "serve" || strings.HasPrefix(c.Cmd[0], "-")):
+		// No binary named: the image relies on its runtime (extractContent) or on
+		// a default entrypoint; keep that.
+		return nil, serve, nil
+	default:
+		return nil, nil, fmt.Errorf("cannot rewrite the catalog's command (entrypoint %q, command %q) to serve the pruned catalog without its stale cache: expected the opm binary as entrypoint or command; mirror this catalog with full: true, or rebuild it with `opm generate dockerfile`", c.Entrypoint, c.Cmd)
 	}
-	return []string{"serve", label}
 }
 
 // cacheDirs returns, sorted, the folders holding a pre-built opm serve cache that

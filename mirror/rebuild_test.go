@@ -378,21 +378,33 @@ func TestCacheDirsAndServeCommand(t *testing.T) {
 		ep, cmd   []string
 		label     string
 		wantWipe  []string
+		wantEP    []string
 		wantServe []string
+		wantErr   bool
 	}{
-		{[]string{"/bin/opm"}, []string{"serve", "/configs", "--cache-dir=/tmp/cache"}, "/configs", []string{"/tmp/cache"}, []string{"serve", "/configs"}},
-		{[]string{"/bin/opm"}, []string{"serve", "/configs", "--cache-dir", "/var/cache/opm/"}, "/configs", []string{"/tmp/cache", "/var/cache/opm"}, []string{"serve", "/configs"}},
-		{nil, []string{"/bin/opm", "serve", "/catalog"}, "/catalog", []string{"/tmp/cache"}, []string{"/bin/opm", "serve", "/catalog"}},
-		{nil, nil, "/configs", []string{"/tmp/cache"}, []string{"serve", "/configs"}},
-		{nil, []string{"--cache-dir=/configs/cache", "--cache-dir=relative", "--cache-dir=/"}, "/configs", []string{"/tmp/cache"}, []string{"serve", "/configs"}},
+		{[]string{"/bin/opm"}, []string{"serve", "/configs", "--cache-dir=/tmp/cache"}, "/configs", []string{"/tmp/cache"}, []string{"/bin/opm"}, []string{"serve", "/configs"}, false},
+		{[]string{"/bin/opm"}, []string{"serve", "/configs", "--cache-dir", "/var/cache/opm/"}, "/configs", []string{"/tmp/cache", "/var/cache/opm"}, []string{"/bin/opm"}, []string{"serve", "/configs"}, false},
+		{nil, []string{"/bin/opm", "serve", "/catalog"}, "/catalog", []string{"/tmp/cache"}, nil, []string{"/bin/opm", "serve", "/catalog"}, false},
+		{nil, nil, "/configs", []string{"/tmp/cache"}, nil, []string{"serve", "/configs"}, false},
+		{nil, []string{"--cache-dir=/configs/cache", "--cache-dir=relative", "--cache-dir=/"}, "/configs", []string{"/tmp/cache"}, nil, []string{"serve", "/configs"}, false},
+		// The whole command in the entrypoint: cut back to the binary.
+		{[]string{"/bin/opm", "serve", "/configs", "--cache-dir=/tmp/cache"}, nil, "/configs", []string{"/tmp/cache"}, []string{"/bin/opm"}, []string{"serve", "/configs"}, false},
+		{[]string{"/bin/opm", "serve", "/configs"}, []string{"--cache-dir=/var/cache"}, "/configs", []string{"/tmp/cache", "/var/cache"}, []string{"/bin/opm"}, []string{"serve", "/configs"}, false},
+		// A shell: airlock cannot rewrite it safely.
+		{[]string{"/bin/sh", "-c"}, []string{"exec /bin/opm serve /configs --cache-dir=/var/cache"}, "/configs", []string{"/tmp/cache"}, nil, nil, true},
 	}
 	for i, tc := range tests {
 		cfg := &v1.ConfigFile{Config: v1.Config{Entrypoint: tc.ep, Cmd: tc.cmd}}
 		if got := cacheDirs(cfg, tc.label); !reflect.DeepEqual(got, tc.wantWipe) {
 			t.Errorf("%d: cacheDirs = %v, want %v", i, got, tc.wantWipe)
 		}
-		if got := serveCommand(cfg.Config, tc.label); !reflect.DeepEqual(got, tc.wantServe) {
-			t.Errorf("%d: serveCommand = %v, want %v", i, got, tc.wantServe)
+		ep, cmd, err := serveCommand(cfg.Config, tc.label)
+		if (err != nil) != tc.wantErr {
+			t.Errorf("%d: serveCommand error %v, want error %v", i, err, tc.wantErr)
+			continue
+		}
+		if !reflect.DeepEqual(ep, tc.wantEP) || !reflect.DeepEqual(cmd, tc.wantServe) {
+			t.Errorf("%d: serveCommand = %v %v, want %v %v", i, ep, cmd, tc.wantEP, tc.wantServe)
 		}
 	}
 }

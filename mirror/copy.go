@@ -180,6 +180,13 @@ type copyEngine struct {
 	present   map[digest.Digest][]string      // dest repos known to hold the digest
 	hostSems  map[string]chan struct{}
 
+	// Images an earlier run already put at the destination are skipped without
+	// reading their manifests; their blobs are discovered lazily, only when a
+	// new blob has no repository to be mounted from (see discoverPresent).
+	walkMu  sync.Mutex
+	skipped []repoDigest
+	walked  map[repoDigest]bool
+
 	blobsSent, blobsMounted, blobsSkipped, bytesSent, manifestsSent atomic.Int64
 
 	progMu                              sync.Mutex
@@ -222,6 +229,50 @@ func newCopyEngine(src endpoint.Source, dst endpoint.Destination, opts CopyOptio
 		blobs: map[string]*copyFlight{}, manifests: map[string]*copyFlight{},
 		digestMu: map[digest.Digest]chan struct{}{}, present: map[digest.Digest][]string{},
 		hostSems: map[string]chan struct{}{}, seenTotal: map[digest.Digest]bool{}, seenDone: map[digest.Digest]bool{},
+		walked: map[repoDigest]bool{},
+	}
+}
+
+type repoDigest struct {
+	repo string
+	d    digest.Digest
+}
+
+// discoverPresent looks for blob d in the images that were already at the
+// destination (skipped), reading their manifests from the destination, until one
+// on host holds d. Each manifest is read at most once per run. It needs a
+// destination that can also be read (a registry); others have nothing to find.
+func (e *copyEngine) discoverPresent(ctx context.Context, d digest.Digest, host string) {
+	rd, ok := e.dst.(endpoint.Source)
+	if !ok {
+		return
+	}
+	e.walkMu.Lock()
+	defer e.walkMu.Unlock()
+	for i := 0; i < len(e.skipped); i++ {
+		if e.presentOn(d, host) || ctx.Err() != nil {
+			return
+		}
+		rdg := e.skipped[i]
+		if e.walked[rdg] || repoHost(rdg.repo) != host {
+			continue
+		}
+		e.walked[rdg] = true
+		m, err := rd.Manifest(ctx, rdg.repo, rdg.d.String())
+		if err != nil {
+			e.log.Debug("cannot read a destination manifest to find mountable blobs", "repo", rdg.repo, "digest", rdg.d, "error", err)
+			continue
+		}
+		refs, err := ParseManifest(m)
+		if err != nil {
+			continue
+		}
+		for _, b := range refs.Blobs {
+			e.markPresent(b.Digest, rdg.repo)
+		}
+		for _, c := range refs.Manifests {
+			e.skipped = append(e.skipped, repoDigest{rdg.repo, c.Digest})
+		}
 	}
 }
 
@@ -380,6 +431,9 @@ func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Di
 			return false, err
 		}
 		if ok {
+			e.walkMu.Lock()
+			e.skipped = append(e.skipped, repoDigest{job.Dest, d})
+			e.walkMu.Unlock()
 			return false, nil
 		}
 		m, err := e.src.Manifest(ctx, job.Source, d.String())
@@ -501,6 +555,9 @@ func (e *copyEngine) ensureBlob(ctx context.Context, ic *imageCtx, d endpoint.De
 			e.blobDone(d)
 			return false, nil
 		}
+		if len(e.mountCandidates(d.Digest, job.Dest, "")) == 0 {
+			e.discoverPresent(ctx, d.Digest, repoHost(job.Dest))
+		}
 		for _, from := range e.mountCandidates(d.Digest, job.Dest, job.Source) {
 			ok, err := e.dst.MountBlob(ctx, job.Dest, from, d)
 			if err != nil {
@@ -537,6 +594,18 @@ func (e *copyEngine) markPresent(d digest.Digest, repo string) {
 		}
 	}
 	e.present[d] = append(e.present[d], repo)
+}
+
+// presentOn reports whether some repository on host is known to hold d.
+func (e *copyEngine) presentOn(d digest.Digest, host string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, r := range e.present[d] {
+		if repoHost(r) == host {
+			return true
+		}
+	}
+	return false
 }
 
 // mountCandidates lists destination repositories on repo's host known to hold d,

@@ -384,3 +384,30 @@ func TestCopyCancelThenResume(t *testing.T) {
 	}
 	checkDest(t, jobs)
 }
+
+// TestIncrementalRunMountsFromEarlierRuns: a later run that adds an image
+// sharing layers with images an earlier run mirrored (into other repositories)
+// mounts those layers instead of uploading them again.
+func TestIncrementalRunMountsFromEarlierRuns(t *testing.T) {
+	src, dst := registrytest.Start(t), registrytest.Start(t)
+	first := imagetest.MustPush(t, src.Host()+"/team-a/app:1", imagetest.Spec{Seed: 1, BaseSeed: 9, BaseLayers: 3, Layers: 1})
+	second := imagetest.MustPush(t, src.Host()+"/team-b/app:1", imagetest.Spec{Seed: 2, BaseSeed: 9, BaseLayers: 3, Layers: 1})
+	job := func(p imagetest.Pushed, repo string) Job {
+		return Job{Source: src.Host() + "/" + repo, Digest: p.Digest, Dest: dst.Host() + "/m/" + repo, Tags: []string{"1"}}
+	}
+	reg := testRegistry()
+	if _, err := Copy(context.Background(), reg, reg, []Job{job(first, "team-a/app")}, CopyOptions{Retry: fastRetry}); err != nil {
+		t.Fatal(err)
+	}
+	dst.Reset()
+	rep, err := Copy(context.Background(), reg, reg, []Job{job(first, "team-a/app"), job(second, "team-b/app")}, CopyOptions{Retry: fastRetry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dst.Counts()
+	// Only the second image's config and unique layer are new; its 3 base layers
+	// are mounted from team-a/app.
+	if c.BlobsCommitted != 2 || c.Mounted != 3 || rep.BlobsSent != 2 || rep.BlobsMounted != 3 {
+		t.Fatalf("committed %d, mounted %d (report: sent %d, mounted %d); want 2 uploads and 3 mounts", c.BlobsCommitted, c.Mounted, rep.BlobsSent, rep.BlobsMounted)
+	}
+}

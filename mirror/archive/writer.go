@@ -12,6 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -499,6 +500,9 @@ func sortedStrings(s []string) []string {
 }
 
 // Finish writes the chunks from the staged blobs and returns the archive manifest.
+// Only the images of meta.Images go into the archive (their tags, the manifests
+// and blobs they reach): what an earlier, failed run staged for images the plan no
+// longer has is left out, and removed with the staging area.
 // The chunk layout depends only on the content (blobs sorted by digest, fixed tar
 // headers, no timestamps), so the same content gives byte-identical chunks. After
 // each chunk is written and synced, the staged copies of its blobs are removed, so
@@ -535,9 +539,9 @@ func (w *Writer) Finish(ctx context.Context, meta Meta) (*Manifest, error) {
 	return m, nil
 }
 
-// buildManifest assembles the manifest (without layout) and checks that the
-// archive is complete: every image and every blob its manifests reference is in
-// the archive or relied on.
+// buildManifest assembles the manifest (without layout) from what the plan's
+// images reach, and checks that the archive is complete: every image, its tags and
+// every blob its manifests reference is in the archive or relied on.
 func (w *Writer) buildManifest(meta Meta) (*Manifest, error) {
 	m := &Manifest{Kind: manifestKind, FormatVersion: FormatVersion, ChunkSize: w.chunkSize}
 	if len(meta.Config) > 0 {
@@ -578,9 +582,13 @@ func (w *Writer) buildManifest(meta Meta) (*Manifest, error) {
 	if m.Catalogs == nil {
 		m.Catalogs = []CatalogRecord{}
 	}
-	for _, t := range w.tags {
-		m.Tags = append(m.Tags, t)
+	// Only what the plan names goes into the archive: the staging area may also
+	// hold images of an earlier, failed run that the plan no longer has.
+	r, err := w.reachable(m.Images)
+	if err != nil {
+		return nil, err
 	}
+	m.Tags = r.tags
 	sort.Slice(m.Tags, func(i, j int) bool {
 		if m.Tags[i].Repo != m.Tags[j].Repo {
 			return m.Tags[i].Repo < m.Tags[j].Repo
@@ -590,62 +598,39 @@ func (w *Writer) buildManifest(meta Meta) (*Manifest, error) {
 	if m.Tags == nil {
 		m.Tags = []TagRecord{}
 	}
-	manifestDigests := map[digest.Digest]bool{}
-	for _, t := range m.Tags {
-		manifestDigests[t.Digest] = true
-	}
-	relied := map[digest.Digest]*reliedBlob{}
-	for d, r := range w.relied {
-		relied[d] = r
-	}
+	m.Blobs = []BlobRecord{}
+	m.ReliesOn = []ReliedRecord{}
+	var left int
+	var leftBytes int64
 	for d, b := range w.blobs {
-		if o, ok := w.shipped[d]; ok && !manifestDigests[d] {
-			// staged by an earlier run before the shipped set said so: do not ship it twice.
-			r := &reliedBlob{size: b.size, repos: b.repos, origin: o}
-			if old, ok := relied[d]; ok {
-				for k := range old.repos {
-					r.repos[k] = struct{}{}
-				}
-			}
-			relied[d] = r
-			continue
+		if _, ok := r.repos[d]; !ok {
+			left++
+			leftBytes += b.size
 		}
-		m.Blobs = append(m.Blobs, BlobRecord{Digest: d, Size: b.size, Repos: sortedKeys(b.repos)})
+	}
+	if left > 0 {
+		w.log.Info("staged blobs that no image of the plan uses are left out of the archive", "blobs", left, "bytes", leftBytes)
+	}
+	for _, d := range slices.Sorted(maps.Keys(r.repos)) {
+		repos := r.repos[d]
+		b, staged := w.blobs[d]
+		o, shipped := w.shipped[d]
+		switch {
+		case staged && (r.manifests[d] || !shipped):
+			// Manifests are always written, even when an earlier archive shipped them.
+			m.Blobs = append(m.Blobs, BlobRecord{Digest: d, Size: b.size, Repos: sortedKeys(repos)})
+		case staged:
+			// staged by an earlier run before the shipped set said so: do not ship it twice.
+			m.ReliesOn = append(m.ReliesOn, reliedRecord(d, b.size, repos, o))
+		case w.relied[d] != nil:
+			m.ReliesOn = append(m.ReliesOn, reliedRecord(d, w.relied[d].size, repos, w.relied[d].origin))
+		default:
+			p := r.parent[d]
+			return nil, fmt.Errorf("manifest %s in %s references blob %s that was neither written nor shipped by an earlier archive; run mirror-to-disk again", p.ref, p.repo, d)
+		}
 	}
 	sort.Slice(m.Blobs, func(i, j int) bool { return m.Blobs[i].Digest < m.Blobs[j].Digest })
-	if m.Blobs == nil {
-		m.Blobs = []BlobRecord{}
-	}
-	stored := map[digest.Digest]bool{}
-	for _, b := range m.Blobs {
-		stored[b.Digest] = true
-		delete(relied, b.Digest)
-	}
-	m.ReliesOn = []ReliedRecord{}
-	for d, r := range relied {
-		o := r.origin
-		o.Repos = sortedStrings(o.Repos)
-		m.ReliesOn = append(m.ReliesOn, ReliedRecord{Digest: d, Size: r.size, Repos: sortedKeys(r.repos), Origin: o})
-	}
 	sort.Slice(m.ReliesOn, func(i, j int) bool { return m.ReliesOn[i].Digest < m.ReliesOn[j].Digest })
-
-	// Completeness: what the plan and the manifests name must be here or relied on.
-	for _, im := range m.Images {
-		if !manifestDigests[im.Digest] {
-			return nil, fmt.Errorf("image %s (%s): manifest %s was never written to the archive; the copy did not finish, run mirror-to-disk again", im.Source, im.Destination, im.Digest)
-		}
-	}
-	for _, t := range m.Tags {
-		raw, err := w.readStaged(t.Digest)
-		if err != nil {
-			return nil, err
-		}
-		for _, ref := range manifestReferences(raw) {
-			if !stored[ref] && relied[ref] == nil {
-				return nil, fmt.Errorf("manifest %s in %s references blob %s that was neither written nor shipped by an earlier archive; run mirror-to-disk again", t.Digest, t.Repo, ref)
-			}
-		}
-	}
 
 	// The archive id is a digest of the content, so that the same content gives
 	// the same id and byte-identical chunks.
@@ -711,10 +696,22 @@ func (w *Writer) openBlob(d digest.Digest) (io.ReadCloser, error) {
 	}{io.NewSectionReader(f, b.offset, b.size), f}, nil
 }
 
-// manifestReferences returns the digests a manifest or index references
-// (config, layers, child manifests, schema 1 layers). Foreign layers with URLs
-// and the subject are not required.
-func manifestReferences(raw []byte) []digest.Digest {
+// manifestRefs is what a manifest or index references.
+type manifestRefs struct {
+	// children are the manifests of an index or manifest list.
+	children []digest.Digest
+	// blobs are the config, the layers without URLs (foreign layers with URLs are
+	// not copied), the blobs of an artifact manifest and schema 1 layers.
+	blobs []digest.Digest
+}
+
+// parseManifestRefs lists what a Docker or OCI image manifest, index or manifest
+// list references. It goes by the fields present rather than by the media type,
+// which an OCI index may omit: entries of "manifests" are child manifests, config
+// and layers are blobs. The subject (OCI referrers) is not followed: the copy
+// engine does not copy it, and a referrer is in the archive only as an image of
+// the plan itself. Invalid digests are skipped; the copy engine refuses them.
+func parseManifestRefs(raw []byte) (manifestRefs, error) {
 	type desc struct {
 		Digest digest.Digest `json:"digest"`
 		URLs   []string      `json:"urls"`
@@ -728,31 +725,152 @@ func manifestReferences(raw []byte) []digest.Digest {
 			BlobSum digest.Digest `json:"blobSum"`
 		} `json:"fsLayers"`
 	}
-	if json.Unmarshal(raw, &m) != nil {
-		return nil
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return manifestRefs{}, fmt.Errorf("not a valid manifest: %w", err)
 	}
-	var out []digest.Digest
-	add := func(d desc) {
+	var out manifestRefs
+	add := func(to *[]digest.Digest, d desc) {
 		if len(d.URLs) == 0 && d.Digest.Validate() == nil {
-			out = append(out, d.Digest)
+			*to = append(*to, d.Digest)
 		}
 	}
 	if m.Config != nil {
-		add(*m.Config)
+		add(&out.blobs, *m.Config)
 	}
 	for _, l := range m.Layers {
-		add(l)
-	}
-	for _, l := range m.Manifests {
-		add(l)
+		add(&out.blobs, l)
 	}
 	for _, l := range m.Blobs {
-		add(l)
+		add(&out.blobs, l)
 	}
 	for _, l := range m.FSLayers {
-		add(desc{Digest: l.BlobSum})
+		add(&out.blobs, desc{Digest: l.BlobSum})
 	}
-	return out
+	for _, c := range m.Manifests {
+		add(&out.children, c)
+	}
+	return out, nil
+}
+
+// manifestReferences returns the digests a manifest or index references
+// (config, layers, child manifests, schema 1 layers); nil when it cannot be parsed.
+func manifestReferences(raw []byte) []digest.Digest {
+	refs, err := parseManifestRefs(raw)
+	if err != nil {
+		return nil
+	}
+	return append(refs.blobs, refs.children...)
+}
+
+// reachSet is what the images of the plan reach in the staging area.
+type reachSet struct {
+	// tags are the staged tags the plan names: each image's tags and digest
+	// reference in its destination, and its child manifests by digest.
+	tags []TagRecord
+	// repos maps every reachable manifest and blob to the repositories that use it.
+	repos map[digest.Digest]map[string]struct{}
+	// manifests are the reachable manifests (they are always written).
+	manifests map[digest.Digest]bool
+	// parent names a manifest (repo, digest) that references a digest, for errors.
+	parent map[digest.Digest]tagKey
+}
+
+// reachable walks the manifests of the plan's images from their staged tags and
+// collects what they reference. It fails when an image's manifest, tag or child
+// manifest was not written.
+func (w *Writer) reachable(images []ImageRecord) (*reachSet, error) {
+	r := &reachSet{repos: map[digest.Digest]map[string]struct{}{}, manifests: map[digest.Digest]bool{}, parent: map[digest.Digest]tagKey{}}
+	kept := map[tagKey]bool{}
+	keep := func(k tagKey) {
+		if !kept[k] {
+			kept[k] = true
+			r.tags = append(r.tags, w.tags[k])
+		}
+	}
+	use := func(d digest.Digest, repo string, from tagKey) {
+		if r.repos[d] == nil {
+			r.repos[d] = map[string]struct{}{}
+		}
+		r.repos[d][repo] = struct{}{}
+		if _, ok := r.parent[d]; !ok {
+			r.parent[d] = from
+		}
+	}
+	parsed := map[digest.Digest]manifestRefs{}
+	visited := map[tagKey]bool{}
+	for _, im := range images {
+		repo := im.Destination
+		notWritten := fmt.Errorf("image %s (%s): manifest %s was never written to the archive; the copy did not finish, run mirror-to-disk again", im.Source, im.Destination, im.Digest)
+		if _, ok := w.blobs[im.Digest]; !ok {
+			return nil, notWritten
+		}
+		found := false
+		if k := (tagKey{repo, im.Digest.String()}); w.tags[k].Digest == im.Digest {
+			keep(k)
+			found = true
+		}
+		for _, tag := range im.Tags {
+			k := tagKey{repo, tag}
+			t, ok := w.tags[k]
+			if !ok {
+				return nil, fmt.Errorf("image %s (%s): tag %s was never written to the archive; the copy did not finish, run mirror-to-disk again", im.Source, im.Destination, tag)
+			}
+			if t.Digest != im.Digest {
+				return nil, fmt.Errorf("image %s (%s): tag %s holds manifest %s, not %s; run mirror-to-disk again", im.Source, im.Destination, tag, t.Digest, im.Digest)
+			}
+			keep(k)
+			found = true
+		}
+		if !found {
+			return nil, notWritten
+		}
+		type step struct {
+			d    digest.Digest
+			from tagKey // the manifest that references d
+		}
+		stack := []step{{im.Digest, tagKey{repo, im.Digest.String()}}}
+		for len(stack) > 0 {
+			st := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			md := st.d
+			k := tagKey{repo, md.String()}
+			if visited[k] {
+				continue
+			}
+			visited[k] = true
+			r.manifests[md] = true
+			use(md, repo, st.from)
+			if w.tags[k].Digest == md {
+				keep(k)
+			}
+			refs, ok := parsed[md]
+			if !ok {
+				if _, staged := w.blobs[md]; !staged {
+					return nil, fmt.Errorf("image %s (%s): manifest %s references manifest %s that was never written to the archive; run mirror-to-disk again", im.Source, im.Destination, st.from.ref, md)
+				}
+				raw, err := w.readStaged(md)
+				if err != nil {
+					return nil, err
+				}
+				if refs, err = parseManifestRefs(raw); err != nil {
+					return nil, fmt.Errorf("image %s (%s): manifest %s: %w", im.Source, im.Destination, md, err)
+				}
+				parsed[md] = refs
+			}
+			for _, c := range refs.children {
+				stack = append(stack, step{c, k})
+			}
+			for _, b := range refs.blobs {
+				use(b, repo, k)
+			}
+		}
+	}
+	return r, nil
+}
+
+func reliedRecord(d digest.Digest, size int64, repos map[string]struct{}, o Origin) ReliedRecord {
+	o.Repos = sortedStrings(o.Repos)
+	return ReliedRecord{Digest: d, Size: size, Repos: sortedKeys(repos), Origin: o}
 }
 
 // indexEntryBound returns an upper bound of the bytes the index entry takes for a

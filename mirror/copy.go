@@ -549,11 +549,14 @@ func (e *copyEngine) ensureBlob(ctx context.Context, ic *imageCtx, d endpoint.De
 		// Another image may have put it there while this one waited for the lock
 		// (destinations with one blob store, like an archive, hold it for every
 		// repository at once).
-		if ok, err := e.dst.BlobExists(ctx, job.Dest, d); err == nil && ok {
-			e.markPresent(d.Digest, job.Dest)
-			e.blobsSkipped.Add(1)
-			e.blobDone(d)
-			return false, nil
+		// When nobody placed it this run, the HEAD above still holds.
+		if e.presentAnywhere(d.Digest) {
+			if ok, err := e.dst.BlobExists(ctx, job.Dest, d); err == nil && ok {
+				e.markPresent(d.Digest, job.Dest)
+				e.blobsSkipped.Add(1)
+				e.blobDone(d)
+				return false, nil
+			}
 		}
 		if len(e.mountCandidates(d.Digest, job.Dest, "")) == 0 {
 			e.discoverPresent(ctx, d.Digest, repoHost(job.Dest))
@@ -594,6 +597,13 @@ func (e *copyEngine) markPresent(d digest.Digest, repo string) {
 		}
 	}
 	e.present[d] = append(e.present[d], repo)
+}
+
+// presentAnywhere reports whether this run placed d in some repository.
+func (e *copyEngine) presentAnywhere(d digest.Digest) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.present[d]) > 0
 }
 
 // presentOn reports whether some repository on host is known to hold d.

@@ -1,6 +1,7 @@
 package imageset
 
 import (
+	_ "crypto/sha256" // digest references are validated: go-digest needs the hash linked in
 	"reflect"
 	"regexp"
 	"strings"

@@ -88,10 +88,18 @@ type Registry struct {
 	log      *slog.Logger
 
 	mu    sync.Mutex
-	hosts map[string]*regHost            // by host + credential fingerprint
-	sems  map[string]chan struct{}       // by host
-	creds map[string]authn.Authenticator // by repo
+	hosts map[string]*regHost // by host + credential fingerprint + repository group
+
+	repoKey   map[string]string              // repository + host key → key in hosts
+	groupFill map[string]int                 // host key → repositories in its current group
+	groupNo   map[string]int                 // host key → current group number
+	sems      map[string]chan struct{}       // by host
+	creds     map[string]authn.Authenticator // by repo
 }
+
+// reposPerTransport bounds how many repositories share one authenticated
+// transport (and so the scopes of its token requests).
+const reposPerTransport = 32
 
 type regHost struct {
 	mu     sync.Mutex
@@ -148,7 +156,7 @@ func NewRegistry(opts RegistryOptions) *Registry {
 	}
 	r := &Registry{
 		opts: opts, policy: p, keychain: kc, log: log,
-		hosts: map[string]*regHost{}, sems: map[string]chan struct{}{}, creds: map[string]authn.Authenticator{},
+		hosts: map[string]*regHost{}, repoKey: map[string]string{}, groupFill: map[string]int{}, groupNo: map[string]int{}, sems: map[string]chan struct{}{}, creds: map[string]authn.Authenticator{},
 	}
 	r.base = &retryTransport{
 		inner:  &schemeGuard{inner: base, allow: r.allowHTTP},
@@ -243,8 +251,22 @@ func (r *Registry) client(ctx context.Context, repo string, push bool) (*http.Cl
 	if err != nil {
 		return nil, "", "", err
 	}
-	key := host + "\x00" + authFingerprint(auth)
+	// Repositories of one host share a transport (connections, tokens) in groups:
+	// a bearer transport adds every repository it meets to the scopes of its
+	// token requests, which would grow without bound over the hundreds of
+	// repositories a catalog names on one registry.
+	hk := host + "\x00" + authFingerprint(auth)
 	r.mu.Lock()
+	key, ok := r.repoKey[repo+"\x00"+hk]
+	if !ok {
+		if r.groupFill[hk] >= reposPerTransport {
+			r.groupNo[hk]++
+			r.groupFill[hk] = 0
+		}
+		r.groupFill[hk]++
+		key = fmt.Sprintf("%s\x00%d", hk, r.groupNo[hk])
+		r.repoKey[repo+"\x00"+hk] = key
+	}
 	h := r.hosts[key]
 	if h == nil {
 		h = &regHost{}

@@ -7,16 +7,11 @@ package demo
 import (
 	"context"
 	"errors"
-	"fmt"
-	"hash/fnv"
 	"log/slog"
-	"sort"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/opencontainers/go-digest"
 
-	"github.com/airlock-mirror/airlock/internal/imagetest"
 	"github.com/airlock-mirror/airlock/internal/seed"
 	"github.com/airlock-mirror/airlock/mirror"
 )
@@ -84,68 +79,21 @@ func Seed(ctx context.Context, o SeedOptions) (*SeedResult, error) {
 		return nil, errors.New("seed: --catalog-dir needs --catalog-repo, the repository of the catalog image (e.g. demo/demo-index)")
 	}
 	fo := mirror.NewFetchOptions(o.AuthFile, o.TLSVerify, o.Logger)
-	remoteOpts := append(fo.Remote, o.Remote...)
-	res := &SeedResult{Images: map[string]string{}, Digests: map[string]digest.Digest{}}
+	r, err := seed.Seed(ctx, seed.Options{
+		Registry: o.Registry, CatalogDir: o.CatalogDir, CatalogRepo: o.CatalogRepo,
+		CatalogTag: o.CatalogTag, CatalogPlatforms: o.CatalogPlatforms, MultiArchEvery: o.MultiArchEvery,
+		WorkDir: o.WorkDir, Remote: append(fo.Remote, o.Remote...), Insecure: fo.Insecure, Logger: o.Logger,
+		Images: o.Images,
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := &SeedResult{Images: r.Extra, Digests: map[string]digest.Digest{}}
+	for _, seeded := range r.Extra {
+		res.Digests[seeded] = r.Digests[seeded]
+	}
 	if o.CatalogDir != "" {
-		r, err := seed.Seed(ctx, seed.Options{
-			Registry: o.Registry, CatalogDir: o.CatalogDir, CatalogRepo: o.CatalogRepo,
-			CatalogTag: o.CatalogTag, CatalogPlatforms: o.CatalogPlatforms, MultiArchEvery: o.MultiArchEvery,
-			WorkDir: o.WorkDir, Remote: remoteOpts, Insecure: fo.Insecure, Logger: o.Logger,
-		})
-		if err != nil {
-			return nil, err
-		}
 		res.Catalog = r
 	}
-	images := append([]string(nil), o.Images...)
-	sort.Strings(images)
-	for _, ref := range images {
-		if _, done := res.Images[ref]; done {
-			continue
-		}
-		seeded, d, err := pushStandIn(ctx, o.Registry, ref, fo.Insecure, remoteOpts)
-		if err != nil {
-			return nil, fmt.Errorf("seed image %s: %w", ref, err)
-		}
-		res.Images[ref], res.Digests[seeded] = seeded, d
-		if o.Logger != nil {
-			o.Logger.Info("seeded image", "image", ref, "as", seeded, "digest", d)
-		}
-	}
 	return res, nil
-}
-
-// pushStandIn pushes a small deterministic image standing for ref to registry.
-func pushStandIn(ctx context.Context, registry, ref string, insecure bool, opts []remote.Option) (string, digest.Digest, error) {
-	r, err := mirror.ParseReference(ref)
-	if err != nil {
-		return "", "", err
-	}
-	tag := r.Tag
-	if tag == "" {
-		tag = "latest"
-	}
-	h := fnv.New64a()
-	h.Write([]byte(ref))
-	img, err := imagetest.Image(imagetest.Spec{Seed: h.Sum64(), BaseSeed: 7, BaseLayers: 1, Layers: 1, LayerSize: 2048, OCI: true}, "linux/amd64")
-	if err != nil {
-		return "", "", err
-	}
-	seeded := registry + "/" + r.Path + ":" + tag
-	var nopts []name.Option
-	if insecure {
-		nopts = append(nopts, name.Insecure)
-	}
-	t, err := name.NewTag(seeded, nopts...)
-	if err != nil {
-		return "", "", fmt.Errorf("seeded reference %s: %w", seeded, err)
-	}
-	if err := remote.Write(t, img, append([]remote.Option{remote.WithContext(ctx)}, opts...)...); err != nil {
-		return "", "", err
-	}
-	d, err := img.Digest()
-	if err != nil {
-		return "", "", err
-	}
-	return seeded, digest.Digest(d.String()), nil
 }

@@ -75,6 +75,9 @@ type Options struct {
 	Insecure bool
 	// Logger receives progress; nil discards it.
 	Logger *slog.Logger
+	// Images are more images to push a stand-in for (additionalImages of a
+	// demo configuration), under their own repository path and tag.
+	Images []string
 }
 
 // Result is what Seed pushed.
@@ -91,13 +94,22 @@ type Result struct {
 	Digests map[string]digest.Digest
 	// Warnings from reading the catalog (empty images and so on).
 	Warnings []string
+	// Extra maps each of Options.Images to the seeded reference.
+	Extra map[string]string
 }
 
-// Seed pushes the catalog and its images. It is idempotent: the same options
-// give the same digests, and what the registry already holds is not sent again.
+// Seed pushes the catalog and its images, then the extra Images. It is
+// idempotent: the same options give the same digests, and what the registry
+// already holds is not sent again.
 func Seed(ctx context.Context, o Options) (*Result, error) {
-	if o.Registry == "" || o.CatalogDir == "" || o.CatalogRepo == "" {
-		return nil, errors.New("seed: registry, catalog directory and catalog repository are required")
+	if o.Registry == "" {
+		return nil, errors.New("seed: no registry given")
+	}
+	if o.CatalogDir == "" && len(o.Images) == 0 {
+		return nil, errors.New("seed: nothing to seed: give a catalog directory and/or images")
+	}
+	if o.CatalogDir != "" && o.CatalogRepo == "" {
+		return nil, errors.New("seed: a catalog directory needs the repository of its catalog image")
 	}
 	if o.CatalogTag == "" {
 		o.CatalogTag = "v1"
@@ -108,16 +120,37 @@ func Seed(ctx context.Context, o Options) (*Result, error) {
 	if o.Parallel <= 0 {
 		o.Parallel = 8
 	}
+	res := &Result{Images: map[string]string{}, Digests: map[string]digest.Digest{}, Extra: map[string]string{}}
+	if o.CatalogDir != "" {
+		if err := o.seedCatalog(ctx, res); err != nil {
+			return nil, err
+		}
+	}
+	extra := append([]string(nil), o.Images...)
+	sort.Strings(extra)
+	for _, ref := range extra {
+		seeded, d, err := o.pushImage(ctx, ref)
+		if err != nil {
+			return nil, fmt.Errorf("seed image %s: %w", ref, err)
+		}
+		res.Extra[ref], res.Digests[seeded] = seeded, d
+	}
+	return res, nil
+}
+
+// seedCatalog pushes every image the catalog names, rewrites the catalog to point
+// at them and pushes the catalog image.
+func (o Options) seedCatalog(ctx context.Context, res *Result) error {
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	cat, err := prune.LoadDir(ctx, o.CatalogDir, prune.LoadOptions{ElideHeavy: true})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	uses, warnings := prune.Images(cat)
-	res := &Result{Images: map[string]string{}, Digests: map[string]digest.Digest{}, Warnings: warnings}
+	res.Warnings = warnings
 
 	// Build and push one image per distinct reference.
 	var mu sync.Mutex
@@ -146,7 +179,7 @@ func Seed(ctx context.Context, o Options) (*Result, error) {
 	}
 	wg.Wait()
 	if firstErr != nil {
-		return nil, firstErr
+		return firstErr
 	}
 	log.Info("seeded images", "count", len(res.Images), "registry", o.Registry)
 
@@ -173,26 +206,26 @@ func Seed(ctx context.Context, o Options) (*Result, error) {
 	work := o.WorkDir
 	if work == "" {
 		if work, err = os.MkdirTemp("", "airlock-seed-"); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	res.CatalogDir = filepath.Join(work, "configs")
 	if err := os.RemoveAll(res.CatalogDir); err != nil {
-		return nil, err
+		return err
 	}
 	if err := prune.Write(ctx, cat, res.CatalogDir, prune.WriteOptions{}); err != nil {
-		return nil, err
+		return err
 	}
 
 	// Build and push the catalog image.
 	res.Catalog = o.Registry + "/" + o.CatalogRepo + ":" + o.CatalogTag
 	d, err := o.pushCatalog(ctx, res.Catalog, res.CatalogDir)
 	if err != nil {
-		return nil, fmt.Errorf("seed catalog image %s: %w", res.Catalog, err)
+		return fmt.Errorf("seed catalog image %s: %w", res.Catalog, err)
 	}
 	res.CatalogDigest = d
 	log.Info("seeded catalog", "catalog", res.Catalog, "digest", d)
-	return res, nil
+	return nil
 }
 
 func (o Options) nameOpts() []name.Option {

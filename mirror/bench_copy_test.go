@@ -9,6 +9,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/internal/imagetest"
 	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/mirror/oci"
 )
 
 func benchEnv(name string, def int) int {
@@ -48,7 +49,7 @@ func BenchmarkCopy(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		refs, _ := ParseManifest(m)
+		refs, _ := oci.Parse(m)
 		for _, bl := range refs.Blobs {
 			if !seen[bl.Digest.String()] {
 				seen[bl.Digest.String()] = true

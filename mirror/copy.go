@@ -2,12 +2,8 @@ package mirror
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
-	"io"
 	"log/slog"
 	"sort"
 	"strings"
@@ -18,11 +14,12 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/oci"
 )
 
 // ErrDigestMismatch is returned (wrapped) when content does not match its digest
 // or declared size. Nothing with a mismatching digest is ever committed.
-var ErrDigestMismatch = errors.New("content does not match its digest")
+var ErrDigestMismatch = oci.ErrDigestMismatch
 
 // ErrCopyFailed is returned (wrapped) by Copy when at least one image failed; the
 // report says which and why.
@@ -30,7 +27,7 @@ var ErrCopyFailed = errors.New("some images were not copied")
 
 // ErrUnsupportedManifest is returned (wrapped) for manifests the engine cannot
 // copy (Docker schema 1, unknown media types).
-var ErrUnsupportedManifest = errors.New("unsupported manifest type")
+var ErrUnsupportedManifest = oci.ErrUnsupportedManifest
 
 // Job is one image to copy: the manifest Digest of repository Source at the
 // source, to repository Dest at the destination, then tagged with Tags.
@@ -263,7 +260,7 @@ func (e *copyEngine) discoverPresent(ctx context.Context, d digest.Digest, host 
 			e.log.Debug("cannot read a destination manifest to find mountable blobs", "repo", rdg.repo, "digest", rdg.d, "error", err)
 			continue
 		}
-		refs, err := ParseManifest(m)
+		refs, err := oci.Parse(m)
 		if err != nil {
 			continue
 		}
@@ -446,7 +443,7 @@ func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Di
 		if m.Digest != d || digest.FromBytes(m.Raw) != d {
 			return false, fmt.Errorf("manifest %s@%s: content has digest %s: %w", job.Source, d, digest.FromBytes(m.Raw), ErrDigestMismatch)
 		}
-		refs, err := ParseManifest(m)
+		refs, err := oci.Parse(m)
 		if err != nil {
 			return false, fmt.Errorf("manifest %s@%s%s: %w", job.Source, d, parent, err)
 		}
@@ -719,207 +716,13 @@ func (e *copyEngine) transferOnce(ctx context.Context, srcRepo, dstRepo string, 
 		return err
 	}
 	defer rc.Close()
-	v := newBlobVerifier(rc, d)
+	v := oci.NewVerifier(rc, d)
 	if err := e.dst.PutBlob(ctx, dstRepo, d, v); err != nil {
 		return err
 	}
-	if !v.verified() {
+	if !v.Verified() {
 		// A destination that stopped reading early: nothing proves the content.
-		return fmt.Errorf("destination accepted blob %s after %d of %d bytes: %w", d.Digest, v.n, d.Size, ErrDigestMismatch)
+		return fmt.Errorf("destination accepted blob %s after %d of %d bytes: %w", d.Digest, v.N(), d.Size, ErrDigestMismatch)
 	}
 	return nil
-}
-
-// blobVerifier passes bytes through, hashing them; at EOF it fails with
-// ErrDigestMismatch unless size and digest match (so a streaming upload aborts
-// before it is committed). It fails as soon as more than Size bytes arrive.
-type blobVerifier struct {
-	r    io.Reader
-	d    endpoint.Descriptor
-	h    hash.Hash
-	dv   digest.Verifier
-	n    int64
-	err  error
-	done bool
-}
-
-func newBlobVerifier(r io.Reader, d endpoint.Descriptor) *blobVerifier {
-	v := &blobVerifier{r: r, d: d}
-	if d.Digest.Algorithm() == digest.SHA256 {
-		v.h = sha256.New()
-	} else {
-		v.dv = d.Digest.Verifier()
-	}
-	return v
-}
-
-// asVerifier returns r itself when it already verifies d, else wraps it.
-func asVerifier(r io.Reader, d endpoint.Descriptor) *blobVerifier {
-	if v, ok := r.(*blobVerifier); ok && v.d.Digest == d.Digest && v.d.Size == d.Size {
-		return v
-	}
-	return newBlobVerifier(r, d)
-}
-
-func (v *blobVerifier) Read(p []byte) (int, error) {
-	if v.err != nil {
-		return 0, v.err
-	}
-	if v.done {
-		return 0, io.EOF
-	}
-	n, err := v.r.Read(p)
-	if n > 0 {
-		v.n += int64(n)
-		if v.d.Size >= 0 && v.n > v.d.Size {
-			v.err = fmt.Errorf("blob %s: more than its declared %d bytes: %w", v.d.Digest, v.d.Size, ErrDigestMismatch)
-			return 0, v.err
-		}
-		if v.h != nil {
-			v.h.Write(p[:n])
-		} else {
-			v.dv.Write(p[:n])
-		}
-	}
-	switch {
-	case err == io.EOF:
-		if v.d.Size >= 0 && v.n != v.d.Size {
-			v.err = fmt.Errorf("blob %s: got %d bytes, want %d: %w", v.d.Digest, v.n, v.d.Size, ErrDigestMismatch)
-			return n, v.err
-		}
-		ok := false
-		if v.h != nil {
-			ok = digest.NewDigest(digest.SHA256, v.h) == v.d.Digest
-		} else {
-			ok = v.dv.Verified()
-		}
-		if !ok {
-			v.err = fmt.Errorf("blob %s: content does not match the digest: %w", v.d.Digest, ErrDigestMismatch)
-			return n, v.err
-		}
-		v.done = true
-		return n, io.EOF
-	case err != nil:
-		v.err = err
-		return n, err
-	}
-	return n, nil
-}
-
-func (v *blobVerifier) verified() bool { return v.done && v.err == nil }
-
-// ManifestRefs is what a manifest references.
-type ManifestRefs struct {
-	// Manifests are the children of an index or manifest list, with their platform
-	// ("os/arch[/variant]", empty when absent).
-	Manifests []ChildManifest
-	// Blobs are the config and the distributable layers of an image manifest.
-	Blobs []endpoint.Descriptor
-	// Foreign are layers with URLs (non-distributable); they are not copied.
-	Foreign []endpoint.Descriptor
-	// Subject is the manifest this one refers to (OCI referrers), if any.
-	Subject *endpoint.Descriptor
-}
-
-// ChildManifest is one entry of an index.
-type ChildManifest struct {
-	endpoint.Descriptor
-	Platform string `json:"platform,omitempty"`
-}
-
-type ociDescriptorJSON struct {
-	MediaType string        `json:"mediaType"`
-	Digest    digest.Digest `json:"digest"`
-	Size      int64         `json:"size"`
-	URLs      []string      `json:"urls,omitempty"`
-	Platform  *struct {
-		OS, Architecture, Variant string
-	} `json:"platform,omitempty"`
-}
-
-type manifestJSON struct {
-	SchemaVersion int                 `json:"schemaVersion"`
-	MediaType     string              `json:"mediaType"`
-	Config        *ociDescriptorJSON  `json:"config"`
-	Layers        []ociDescriptorJSON `json:"layers"`
-	Manifests     []ociDescriptorJSON `json:"manifests"`
-	Subject       *ociDescriptorJSON  `json:"subject"`
-}
-
-var foreignLayerTypes = map[string]bool{
-	"application/vnd.docker.image.rootfs.foreign.diff.tar.gzip":    true,
-	"application/vnd.oci.image.layer.nondistributable.v1.tar":      true,
-	"application/vnd.oci.image.layer.nondistributable.v1.tar+gzip": true,
-	"application/vnd.oci.image.layer.nondistributable.v1.tar+zstd": true,
-}
-
-// ParseManifest lists what m references. Docker schema 1 manifests are refused
-// with ErrUnsupportedManifest.
-func ParseManifest(m endpoint.Manifest) (ManifestRefs, error) {
-	var mj manifestJSON
-	if err := json.Unmarshal(m.Raw, &mj); err != nil {
-		return ManifestRefs{}, fmt.Errorf("decode manifest %s: %w", m.Digest, err)
-	}
-	mt := m.MediaType
-	if mt == "" {
-		mt = manifestMediaType("", m.Raw)
-	}
-	var out ManifestRefs
-	check := func(d ociDescriptorJSON, what string) error {
-		if err := d.Digest.Validate(); err != nil {
-			return fmt.Errorf("manifest %s: %s has a bad digest %q: %w", m.Digest, what, d.Digest, err)
-		}
-		if d.Size < 0 {
-			return fmt.Errorf("manifest %s: %s %s has a negative size", m.Digest, what, d.Digest)
-		}
-		return nil
-	}
-	switch {
-	case mj.SchemaVersion == 1 || mt == mediaTypeDockerSchema1 || mt == mediaTypeDockerSchema1Signed:
-		return ManifestRefs{}, fmt.Errorf("manifest %s is Docker schema 1 (convert it to schema 2 first): %w", m.Digest, ErrUnsupportedManifest)
-	case mt == MediaTypeOCIIndex || mt == MediaTypeDockerManifestList:
-		for _, c := range mj.Manifests {
-			if err := check(c, "child manifest"); err != nil {
-				return ManifestRefs{}, err
-			}
-			cm := ChildManifest{Descriptor: endpoint.Descriptor{MediaType: c.MediaType, Digest: c.Digest, Size: c.Size}}
-			if p := c.Platform; p != nil {
-				cm.Platform = p.OS + "/" + p.Architecture
-				if p.Variant != "" {
-					cm.Platform += "/" + p.Variant
-				}
-			}
-			out.Manifests = append(out.Manifests, cm)
-		}
-	case mt == MediaTypeOCIManifest || mt == MediaTypeDockerManifest || mj.Config != nil:
-		if mj.Config == nil {
-			return ManifestRefs{}, fmt.Errorf("manifest %s has no config", m.Digest)
-		}
-		if err := check(*mj.Config, "config"); err != nil {
-			return ManifestRefs{}, err
-		}
-		out.Blobs = append(out.Blobs, endpoint.Descriptor{MediaType: mj.Config.MediaType, Digest: mj.Config.Digest, Size: mj.Config.Size})
-		seen := map[digest.Digest]bool{mj.Config.Digest: true}
-		for _, l := range mj.Layers {
-			if err := check(l, "layer"); err != nil {
-				return ManifestRefs{}, err
-			}
-			d := endpoint.Descriptor{MediaType: l.MediaType, Digest: l.Digest, Size: l.Size}
-			if len(l.URLs) > 0 || foreignLayerTypes[l.MediaType] {
-				out.Foreign = append(out.Foreign, d)
-				continue
-			}
-			if !seen[l.Digest] {
-				seen[l.Digest] = true
-				out.Blobs = append(out.Blobs, d)
-			}
-		}
-	default:
-		return ManifestRefs{}, fmt.Errorf("manifest %s has media type %q: %w", m.Digest, mt, ErrUnsupportedManifest)
-	}
-	if mj.Subject != nil {
-		s := endpoint.Descriptor{MediaType: mj.Subject.MediaType, Digest: mj.Subject.Digest, Size: mj.Subject.Size}
-		out.Subject = &s
-	}
-	return out, nil
 }

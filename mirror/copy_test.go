@@ -17,6 +17,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/imagetest"
 	"github.com/airlock-mirror/airlock/internal/registrytest"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/oci"
 )
 
 // fastRetry keeps retry sleeps short in tests.
@@ -90,7 +91,7 @@ func checkDest(t *testing.T, jobs []Job) {
 		if err != nil {
 			t.Fatalf("%s@%s: %v", repo, d, err)
 		}
-		refs, err := ParseManifest(m)
+		refs, err := oci.Parse(m)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,7 +103,7 @@ func checkDest(t *testing.T, jobs []Job) {
 			if err != nil {
 				t.Fatalf("%s@%s: %v", repo, b.Digest, err)
 			}
-			_, err = io.Copy(io.Discard, newBlobVerifier(rc, b))
+			_, err = io.Copy(io.Discard, oci.NewVerifier(rc, b))
 			rc.Close()
 			if err != nil {
 				t.Fatalf("%s@%s: %v", repo, b.Digest, err)

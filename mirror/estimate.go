@@ -8,6 +8,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/oci"
 )
 
 // EstimateSource is what a dry run reads manifests from.
@@ -110,7 +111,7 @@ func walkBlobs(ctx context.Context, src EstimateSource, repo string, d digest.Di
 	if err != nil {
 		return nil, err
 	}
-	refs, err := ParseManifest(m)
+	refs, err := oci.Parse(m)
 	if err != nil {
 		return nil, err
 	}

@@ -16,17 +16,12 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/oci"
 )
 
 // ErrLayoutNotFound is returned (wrapped) by the layout endpoint for a manifest or blob
 // it does not hold.
 var ErrLayoutNotFound = errors.New("not found in the OCI layout")
-
-// OCI media types the layout endpoint needs to know.
-const (
-	ociIndexMediaType    = "application/vnd.oci.image.index.v1+json"
-	ociManifestMediaType = "application/vnd.oci.image.manifest.v1+json"
-)
 
 // LayoutSource reads images from an OCI image layout directory (index.json,
 // oci-layout, blobs/<alg>/<hex>), such as the one RebuildCatalog writes. The repo
@@ -84,7 +79,7 @@ func (s *LayoutSource) Manifest(ctx context.Context, repo, reference string) (en
 	}
 	mt := want.MediaType
 	if mt == "" {
-		mt = sniffLayoutMediaType(raw)
+		mt = oci.MediaTypeOf("", raw)
 	}
 	return endpoint.Manifest{MediaType: mt, Digest: want.Digest, Raw: raw}, nil
 }
@@ -146,24 +141,6 @@ func readLayoutBlob(dir string, d digest.Digest, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("larger than %d bytes", limit)
 	}
 	return b, nil
-}
-
-func sniffLayoutMediaType(raw []byte) string {
-	var m struct {
-		MediaType string          `json:"mediaType"`
-		Manifests json.RawMessage `json:"manifests"`
-	}
-	if json.Unmarshal(raw, &m) != nil {
-		return ""
-	}
-	switch {
-	case m.MediaType != "":
-		return m.MediaType
-	case m.Manifests != nil:
-		return ociIndexMediaType
-	default:
-		return ociManifestMediaType
-	}
 }
 
 // layoutIndex is index.json of an OCI layout.
@@ -241,7 +218,7 @@ func NewLayoutDestination(dir string) (*LayoutDestination, error) {
 		if err := os.WriteFile(filepath.Join(dir, "oci-layout"), []byte(`{"imageLayoutVersion":"1.0.0"}`), 0o644); err != nil {
 			return nil, err
 		}
-		if err := layoutWriteFile(filepath.Join(dir, "index.json"), []byte(`{"schemaVersion":2,"mediaType":"`+ociIndexMediaType+`","manifests":[]}`)); err != nil {
+		if err := layoutWriteFile(filepath.Join(dir, "index.json"), []byte(`{"schemaVersion":2,"mediaType":"`+oci.MediaTypeOCIIndex+`","manifests":[]}`)); err != nil {
 			return nil, err
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -27,24 +26,8 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/oci"
 )
-
-// Media types of manifests the registry endpoint and the copy engine understand.
-const (
-	MediaTypeDockerManifest      = "application/vnd.docker.distribution.manifest.v2+json"
-	MediaTypeDockerManifestList  = "application/vnd.docker.distribution.manifest.list.v2+json"
-	MediaTypeOCIManifest         = "application/vnd.oci.image.manifest.v1+json"
-	MediaTypeOCIIndex            = "application/vnd.oci.image.index.v1+json"
-	mediaTypeDockerSchema1       = "application/vnd.docker.distribution.manifest.v1+json"
-	mediaTypeDockerSchema1Signed = "application/vnd.docker.distribution.manifest.v1+prettyjws"
-)
-
-var manifestAccept = strings.Join([]string{
-	MediaTypeOCIIndex, MediaTypeDockerManifestList, MediaTypeOCIManifest, MediaTypeDockerManifest,
-}, ", ")
-
-// regMaxManifestSize bounds what is read for one manifest (registries cap at 4 MiB).
-const regMaxManifestSize = 8 << 20
 
 // RegistryOptions configures a registry endpoint. The zero value is secure: TLS
 // verified, credentials from the default lookup, 5 retries.
@@ -387,7 +370,7 @@ func (r *Registry) Manifest(ctx context.Context, repo, reference string) (endpoi
 	}
 	var m endpoint.Manifest
 	err = r.withRetry(ctx, func() error {
-		resp, err := r.do(ctx, c, http.MethodGet, base+"/manifests/"+reference, nil, map[string]string{"Accept": manifestAccept})
+		resp, err := r.do(ctx, c, http.MethodGet, base+"/manifests/"+reference, nil, map[string]string{"Accept": oci.ManifestAccept})
 		if err != nil {
 			return err
 		}
@@ -395,14 +378,14 @@ func (r *Registry) Manifest(ctx context.Context, repo, reference string) (endpoi
 		if resp.StatusCode != http.StatusOK {
 			return statusError(resp)
 		}
-		raw, err := io.ReadAll(io.LimitReader(resp.Body, regMaxManifestSize+1))
+		raw, err := io.ReadAll(io.LimitReader(resp.Body, oci.MaxManifestSize+1))
 		if err != nil {
 			return err
 		}
-		if len(raw) > regMaxManifestSize {
-			return fmt.Errorf("manifest %s@%s is larger than %d bytes", repo, reference, regMaxManifestSize)
+		if len(raw) > oci.MaxManifestSize {
+			return fmt.Errorf("manifest %s@%s is larger than %d bytes", repo, reference, oci.MaxManifestSize)
 		}
-		m = endpoint.Manifest{Raw: raw, Digest: digest.FromBytes(raw), MediaType: manifestMediaType(resp.Header.Get("Content-Type"), raw)}
+		m = endpoint.Manifest{Raw: raw, Digest: digest.FromBytes(raw), MediaType: oci.MediaTypeOf(resp.Header.Get("Content-Type"), raw)}
 		if want, perr := digest.Parse(reference); perr == nil && want != m.Digest {
 			return &refetchError{fmt.Errorf("content has digest %s: %w", m.Digest, ErrDigestMismatch)}
 		}
@@ -430,35 +413,6 @@ func (r *Registry) withRetry(ctx context.Context, f func() error) error {
 			return err
 		}
 	}
-}
-
-// manifestMediaType picks the media type from the Content-Type header, else from
-// the document.
-func manifestMediaType(contentType string, raw []byte) string {
-	if mt, _, err := mime.ParseMediaType(contentType); err == nil {
-		switch mt {
-		case MediaTypeDockerManifest, MediaTypeDockerManifestList, MediaTypeOCIManifest, MediaTypeOCIIndex,
-			mediaTypeDockerSchema1, mediaTypeDockerSchema1Signed:
-			return mt
-		}
-	}
-	var probe struct {
-		SchemaVersion int               `json:"schemaVersion"`
-		MediaType     string            `json:"mediaType"`
-		Manifests     []json.RawMessage `json:"manifests"`
-	}
-	if json.Unmarshal(raw, &probe) != nil {
-		return ""
-	}
-	switch {
-	case probe.MediaType != "":
-		return probe.MediaType
-	case probe.SchemaVersion == 1:
-		return mediaTypeDockerSchema1
-	case probe.Manifests != nil:
-		return MediaTypeOCIIndex
-	}
-	return MediaTypeOCIManifest
 }
 
 // Blob implements endpoint.Source. The reader resumes with a Range request when
@@ -667,7 +621,7 @@ func (r *Registry) PutBlob(ctx context.Context, repo string, d endpoint.Descript
 	if err := d.Digest.Validate(); err != nil {
 		return fmt.Errorf("put blob into %s: %w", repo, err)
 	}
-	v := asVerifier(rd, d)
+	v := oci.AsVerifier(rd, d)
 	c, base, _, err := r.client(ctx, repo, true)
 	if err != nil {
 		return err
@@ -705,12 +659,12 @@ func (r *Registry) PutBlob(ctx context.Context, repo string, d endpoint.Descript
 	req.ContentLength = d.Size
 	resp, err = c.Do(req)
 	err = redactErr(err)
-	if v.err != nil { // digest or size mismatch, or a source read error
+	if v.Err() != nil { // digest or size mismatch, or a source read error
 		if err == nil {
 			drain(resp)
 		}
 		r.cancelUpload(ctx, c, loc)
-		return wrap(v.err)
+		return wrap(v.Err())
 	}
 	if err != nil {
 		r.cancelUpload(ctx, c, loc)
@@ -726,9 +680,9 @@ func (r *Registry) PutBlob(ctx context.Context, repo string, d endpoint.Descript
 		loc = next
 	}
 	drain(resp)
-	if !v.verified() {
+	if !v.Verified() {
 		r.cancelUpload(ctx, c, loc)
-		return wrap(fmt.Errorf("upload ended after %d of %d bytes: %w", v.n, d.Size, ErrDigestMismatch))
+		return wrap(fmt.Errorf("upload ended after %d of %d bytes: %w", v.N(), d.Size, ErrDigestMismatch))
 	}
 	return r.commitUpload(ctx, c, loc, d, nil, wrap)
 }
@@ -771,7 +725,7 @@ func (r *Registry) head(ctx context.Context, repo, reference string) (endpoint.D
 	if err != nil {
 		return endpoint.Descriptor{}, err
 	}
-	resp, err := r.do(ctx, c, http.MethodHead, base+"/manifests/"+reference, nil, map[string]string{"Accept": manifestAccept})
+	resp, err := r.do(ctx, c, http.MethodHead, base+"/manifests/"+reference, nil, map[string]string{"Accept": oci.ManifestAccept})
 	if err != nil {
 		return endpoint.Descriptor{}, fmt.Errorf("check manifest %s:%s: %w", repo, reference, err)
 	}
@@ -804,7 +758,7 @@ func (r *Registry) PutManifest(ctx context.Context, repo, reference string, m en
 	}
 	mt := m.MediaType
 	if mt == "" {
-		mt = manifestMediaType("", m.Raw)
+		mt = oci.MediaTypeOf("", m.Raw)
 	}
 	resp, err := r.do(ctx, c, http.MethodPut, base+"/manifests/"+reference, m.Raw, map[string]string{"Content-Type": mt})
 	if err != nil {

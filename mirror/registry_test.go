@@ -20,6 +20,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/imagetest"
 	"github.com/airlock-mirror/airlock/internal/registrytest"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/oci"
 )
 
 func TestRegistryAuthFileAndTLS(t *testing.T) {
@@ -98,7 +99,7 @@ func TestRegistryBlobResumesAndRetryAfter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	refs, err := ParseManifest(m)
+	refs, err := oci.Parse(m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func TestRegistryBlobResumesAndRetryAfter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := io.Copy(io.Discard, newBlobVerifier(rc, layer))
+	n, err := io.Copy(io.Discard, oci.NewVerifier(rc, layer))
 	rc.Close()
 	if err != nil || n != layer.Size {
 		t.Fatalf("read %d bytes, err %v", n, err)
@@ -206,15 +207,15 @@ func TestParseManifest(t *testing.T) {
 		children, blobs, frgn int
 		err                   error
 	}{
-		{"oci image", MediaTypeOCIManifest, `{"schemaVersion":2,"config":{"digest":"` + d1.String() + `","size":1},"layers":[{"digest":"` + d2.String() + `","size":2},{"digest":"` + d2.String() + `","size":2}]}`, 0, 2, 0, nil},
-		{"foreign layer", MediaTypeDockerManifest, `{"schemaVersion":2,"config":{"digest":"` + d1.String() + `","size":1},"layers":[{"mediaType":"application/vnd.docker.image.rootfs.foreign.diff.tar.gzip","digest":"` + d3.String() + `","size":3,"urls":["https://x"]}]}`, 0, 1, 1, nil},
-		{"index", MediaTypeOCIIndex, `{"schemaVersion":2,"manifests":[{"digest":"` + d1.String() + `","size":1,"platform":{"os":"linux","architecture":"arm64","variant":"v8"}}]}`, 1, 0, 0, nil},
+		{"oci image", oci.MediaTypeOCIManifest, `{"schemaVersion":2,"config":{"digest":"` + d1.String() + `","size":1},"layers":[{"digest":"` + d2.String() + `","size":2},{"digest":"` + d2.String() + `","size":2}]}`, 0, 2, 0, nil},
+		{"foreign layer", oci.MediaTypeDockerManifest, `{"schemaVersion":2,"config":{"digest":"` + d1.String() + `","size":1},"layers":[{"mediaType":"application/vnd.docker.image.rootfs.foreign.diff.tar.gzip","digest":"` + d3.String() + `","size":3,"urls":["https://x"]}]}`, 0, 1, 1, nil},
+		{"index", oci.MediaTypeOCIIndex, `{"schemaVersion":2,"manifests":[{"digest":"` + d1.String() + `","size":1,"platform":{"os":"linux","architecture":"arm64","variant":"v8"}}]}`, 1, 0, 0, nil},
 		{"schema1", "", `{"schemaVersion":1,"fsLayers":[]}`, 0, 0, 0, ErrUnsupportedManifest},
 		{"unknown", "application/x-thing", `{}`, 0, 0, 0, ErrUnsupportedManifest},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			refs, err := ParseManifest(endpoint.Manifest{MediaType: tc.mt, Raw: []byte(tc.raw)})
+			refs, err := oci.Parse(endpoint.Manifest{MediaType: tc.mt, Raw: []byte(tc.raw)})
 			if tc.err != nil {
 				if !errors.Is(err, tc.err) {
 					t.Fatalf("err %v, want %v", err, tc.err)
@@ -229,19 +230,19 @@ func TestParseManifest(t *testing.T) {
 			}
 		})
 	}
-	if _, err := ParseManifest(endpoint.Manifest{MediaType: MediaTypeOCIManifest, Raw: []byte(`{"config":{"digest":"bad","size":1}}`)}); err == nil {
+	if _, err := oci.Parse(endpoint.Manifest{MediaType: oci.MediaTypeOCIManifest, Raw: []byte(`{"config":{"digest":"bad","size":1}}`)}); err == nil {
 		t.Fatal("bad digest accepted")
 	}
 }
 
 func FuzzParseManifest(f *testing.F) {
 	d := digest.FromString("x").String()
-	f.Add(MediaTypeOCIManifest, `{"schemaVersion":2,"config":{"digest":"`+d+`","size":1},"layers":[{"digest":"`+d+`","size":-1}]}`)
-	f.Add(MediaTypeOCIIndex, `{"manifests":[{"digest":"`+d+`","size":1,"platform":{"os":"linux"}}]}`)
+	f.Add(oci.MediaTypeOCIManifest, `{"schemaVersion":2,"config":{"digest":"`+d+`","size":1},"layers":[{"digest":"`+d+`","size":-1}]}`)
+	f.Add(oci.MediaTypeOCIIndex, `{"manifests":[{"digest":"`+d+`","size":1,"platform":{"os":"linux"}}]}`)
 	f.Add("", `{"schemaVersion":1}`)
 	f.Add("", `not json`)
 	f.Fuzz(func(t *testing.T, mt, raw string) {
-		refs, err := ParseManifest(endpoint.Manifest{MediaType: mt, Raw: []byte(raw)})
+		refs, err := oci.Parse(endpoint.Manifest{MediaType: mt, Raw: []byte(raw)})
 		if err != nil {
 			return
 		}

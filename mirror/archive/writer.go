@@ -22,6 +22,7 @@ import (
 	"sync"
 
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/opencontainers/go-digest"
 )
 
@@ -420,11 +421,7 @@ func (w *Writer) PutManifest(ctx context.Context, repo, reference string, m endp
 	}
 	mt := m.MediaType
 	if mt == "" {
-		var probe struct {
-			MediaType string `json:"mediaType"`
-		}
-		_ = json.Unmarshal(m.Raw, &probe)
-		mt = probe.MediaType
+		mt = oci.MediaTypeOf("", m.Raw)
 	}
 	d := endpoint.Descriptor{MediaType: mt, Digest: got, Size: int64(len(m.Raw))}
 	w.mu.Lock()
@@ -696,70 +693,32 @@ func (w *Writer) openBlob(d digest.Digest) (io.ReadCloser, error) {
 	}{io.NewSectionReader(f, b.offset, b.size), f}, nil
 }
 
-// manifestRefs is what a manifest or index references.
-type manifestRefs struct {
-	// children are the manifests of an index or manifest list.
-	children []digest.Digest
-	// blobs are the config, the layers without URLs (foreign layers with URLs are
-	// not copied), the blobs of an artifact manifest and schema 1 layers.
-	blobs []digest.Digest
-}
-
-// parseManifestRefs lists what a Docker or OCI image manifest, index or manifest
-// list references. It goes by the fields present rather than by the media type,
-// which an OCI index may omit: entries of "manifests" are child manifests, config
-// and layers are blobs. The subject (OCI referrers) is not followed: the copy
-// engine does not copy it, and a referrer is in the archive only as an image of
-// the plan itself. Invalid digests are skipped; the copy engine refuses them.
-func parseManifestRefs(raw []byte) (manifestRefs, error) {
-	type desc struct {
-		Digest digest.Digest `json:"digest"`
-		URLs   []string      `json:"urls"`
+// manifestRefs lists what a manifest stored in the archive references: child
+// manifests and the blobs (config and distributable layers) to carry. The subject
+// (OCI referrers) is not followed: the copy engine does not copy it, and a
+// referrer is in the archive only as an image of the plan itself.
+func manifestRefs(raw []byte) (children, blobs []digest.Digest, err error) {
+	refs, err := oci.Parse(oci.Manifest{Digest: digest.FromBytes(raw), Raw: raw})
+	if err != nil {
+		return nil, nil, err
 	}
-	var m struct {
-		Config    *desc  `json:"config"`
-		Layers    []desc `json:"layers"`
-		Manifests []desc `json:"manifests"`
-		Blobs     []desc `json:"blobs"`
-		FSLayers  []struct {
-			BlobSum digest.Digest `json:"blobSum"`
-		} `json:"fsLayers"`
+	for _, c := range refs.Manifests {
+		children = append(children, c.Digest)
 	}
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return manifestRefs{}, fmt.Errorf("not a valid manifest: %w", err)
+	for _, b := range refs.Blobs {
+		blobs = append(blobs, b.Digest)
 	}
-	var out manifestRefs
-	add := func(to *[]digest.Digest, d desc) {
-		if len(d.URLs) == 0 && d.Digest.Validate() == nil {
-			*to = append(*to, d.Digest)
-		}
-	}
-	if m.Config != nil {
-		add(&out.blobs, *m.Config)
-	}
-	for _, l := range m.Layers {
-		add(&out.blobs, l)
-	}
-	for _, l := range m.Blobs {
-		add(&out.blobs, l)
-	}
-	for _, l := range m.FSLayers {
-		add(&out.blobs, desc{Digest: l.BlobSum})
-	}
-	for _, c := range m.Manifests {
-		add(&out.children, c)
-	}
-	return out, nil
+	return children, blobs, nil
 }
 
 // manifestReferences returns the digests a manifest or index references
-// (config, layers, child manifests, schema 1 layers); nil when it cannot be parsed.
+// (children, config, layers); nil when it cannot be parsed.
 func manifestReferences(raw []byte) []digest.Digest {
-	refs, err := parseManifestRefs(raw)
+	refs, err := oci.Parse(oci.Manifest{Digest: digest.FromBytes(raw), Raw: raw})
 	if err != nil {
 		return nil
 	}
-	return append(refs.blobs, refs.children...)
+	return refs.Digests()
 }
 
 // reachSet is what the images of the plan reach in the staging area.
@@ -796,7 +755,8 @@ func (w *Writer) reachable(images []ImageRecord) (*reachSet, error) {
 			r.parent[d] = from
 		}
 	}
-	parsed := map[digest.Digest]manifestRefs{}
+	type refsOf struct{ children, blobs []digest.Digest }
+	parsed := map[digest.Digest]refsOf{}
 	visited := map[tagKey]bool{}
 	for _, im := range images {
 		repo := im.Destination
@@ -845,6 +805,7 @@ func (w *Writer) reachable(images []ImageRecord) (*reachSet, error) {
 			}
 			refs, ok := parsed[md]
 			if !ok {
+				var err error
 				if _, staged := w.blobs[md]; !staged {
 					return nil, fmt.Errorf("image %s (%s): manifest %s references manifest %s that was never written to the archive; run mirror-to-disk again", im.Source, im.Destination, st.from.ref, md)
 				}
@@ -852,7 +813,7 @@ func (w *Writer) reachable(images []ImageRecord) (*reachSet, error) {
 				if err != nil {
 					return nil, err
 				}
-				if refs, err = parseManifestRefs(raw); err != nil {
+				if refs.children, refs.blobs, err = manifestRefs(raw); err != nil {
 					return nil, fmt.Errorf("image %s (%s): manifest %s: %w", im.Source, im.Destination, md, err)
 				}
 				parsed[md] = refs

@@ -8,22 +8,16 @@ import (
 	"io"
 
 	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/mirror/oci"
 )
 
-// Descriptor identifies a blob or manifest by media type, digest and size.
-type Descriptor struct {
-	MediaType string        `json:"mediaType,omitempty"`
-	Digest    digest.Digest `json:"digest"`
-	Size      int64         `json:"size"`
-}
-
-// Manifest is a raw manifest (image manifest, index or manifest list) with its
-// media type and the digest of Raw.
-type Manifest struct {
-	MediaType string
-	Digest    digest.Digest
-	Raw       []byte
-}
+// Descriptor and Manifest are the OCI vocabulary's (package oci); they are
+// named here too so that endpoint implementations read naturally.
+type (
+	Descriptor = oci.Descriptor
+	Manifest   = oci.Manifest
+)
 
 // Source is where the copy engine reads images from: a set of registries, an OCI
 // image layout, or an archive. Repositories are named as the source knows them

@@ -1,0 +1,163 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/airlock-mirror/airlock/manifests"
+	"github.com/airlock-mirror/airlock/mirror"
+)
+
+// writePlan writes plan.json and mapping.txt.
+func (r *run) writePlan() error {
+	b, err := json.MarshalIndent(r.res.Plan, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(r.workDir, "plan.json"), append(b, '\n')); err != nil {
+		return err
+	}
+	return writeLines(filepath.Join(r.workDir, "mapping.txt"), r.res.Plan.Mapping())
+}
+
+// writeResults fills Result.Images from the plan and the copy report and writes
+// results.json.
+func (r *run) writeResults() error {
+	status := map[string]mirror.ImageResult{}
+	if r.res.Copy != nil {
+		for _, ir := range r.res.Copy.Images {
+			status[ir.Job.Dest+"@"+ir.Job.Digest.String()] = ir
+		}
+	}
+	r.res.Images = nil
+	r.res.Failed = 0
+	for _, im := range r.res.Plan.Images {
+		out := ImageOutcome{Source: im.Source, Kind: im.Kind, Digest: im.Digest.String(), Destination: im.Destination()}
+		switch {
+		case im.Error != "":
+			out.Status, out.Error = mirror.StatusFailed, im.Error
+		case r.res.Copy == nil:
+			out.Status = "planned"
+		default:
+			if ir, ok := status[im.DestRepo+"@"+im.Digest.String()]; ok {
+				out.Status, out.Error = ir.Status, ir.Err
+			} else {
+				out.Status = "not run"
+			}
+		}
+		if out.Status == mirror.StatusFailed || out.Status == "not run" {
+			r.res.Failed++
+		}
+		r.res.Images = append(r.res.Images, out)
+	}
+	b, err := json.MarshalIndent(r.res, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFile(filepath.Join(r.workDir, "results.json"), append(b, '\n'))
+}
+
+// clusterResources writes working-dir/cluster-resources from what was mirrored.
+func (r *run) clusterResources() error {
+	r.stage("cluster-resources")
+	ok := map[string]bool{}
+	if r.res.Copy != nil {
+		for _, ir := range r.res.Copy.Images {
+			if ir.Status != mirror.StatusFailed {
+				ok[ir.Job.Dest+"@"+ir.Job.Digest.String()] = true
+			}
+		}
+	}
+	var images []manifests.Image
+	var catalogs []manifests.Catalog
+	templates := map[string]string{}
+	for _, op := range r.cfg.Mirror.Operators {
+		templates[op.Catalog] = op.TargetCatalogSourceTemplate
+	}
+	for _, im := range r.res.Plan.Images {
+		if im.Error != "" {
+			continue
+		}
+		if r.res.Copy != nil && !ok[im.DestRepo+"@"+im.Digest.String()] {
+			continue
+		}
+		if im.Kind == mirror.KindCatalog {
+			continue
+		}
+		images = append(images, manifests.Image{
+			Source: im.Source, Destination: im.Destination(), Digest: im.Digest.String(), Kind: manifests.Kind(im.Kind),
+		})
+	}
+	catalogOK := map[string]bool{}
+	for _, im := range r.res.Plan.Images {
+		if im.Kind == mirror.KindCatalog && im.Error == "" && (r.res.Copy == nil || ok[im.DestRepo+"@"+im.Digest.String()]) {
+			catalogOK[im.Source] = true
+		}
+	}
+	for _, c := range r.res.Plan.Catalogs {
+		if c.DestRepo == "" || !catalogOK[c.Catalog] {
+			// Not mirrored: a CatalogSource would point at nothing.
+			continue
+		}
+		mc := manifests.Catalog{Source: c.Catalog, Destination: c.DestRepo + ":" + c.Tag, Digest: c.Digest.String()}
+		if t := templates[c.Catalog]; t != "" {
+			path := t
+			if !filepath.IsAbs(path) && r.cfg.Source != "" {
+				path = filepath.Join(filepath.Dir(r.cfg.Source), path)
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return fmt.Errorf("targetCatalogSourceTemplate of catalog %s: %w", c.Catalog, err)
+			}
+			mc.Template, mc.TemplatePath = b, path
+		}
+		catalogs = append(catalogs, mc)
+	}
+	set, err := manifests.Build(images, catalogs, manifests.Options{RepositoryScope: r.opts.MaxNestedPaths > 0})
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(r.workDir, "cluster-resources")
+	if err := set.Write(dir); err != nil {
+		return err
+	}
+	r.res.ClusterResources = nil
+	for _, f := range set.Files() {
+		r.res.ClusterResources = append(r.res.ClusterResources, filepath.Join(dir, f.Name))
+	}
+	return nil
+}
+
+func writeLines(path string, lines []string) error {
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	return writeFile(path, []byte(b.String()))
+}
+
+// writeFile writes atomically (temp file, rename) so an interrupted run never
+// leaves a half-written record.
+func writeFile(path string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

@@ -90,7 +90,6 @@ func (v *Verifier) Read(p []byte) (int, error) {
 // Verified reports whether the whole content was read and matched.
 func (v *Verifier) Verified() bool { return v.done && v.err == nil }
 
-
 // Err returns the first error the Verifier met (a mismatch or a read error).
 func (v *Verifier) Err() error { return v.err }
 

@@ -51,8 +51,7 @@ func TestRegistryAuthFileAndTLS(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.opts.Retry = fastRetry
-			tc.opts.RetryTimes = -1
+			tc.opts.Retry = &RetryPolicy{Base: fastRetry.Base, Max: fastRetry.Max}
 			r := NewRegistry(tc.opts)
 			d, err := r.Resolve(ctx, reg.Host()+"/sec/app:1")
 			if tc.wantErr != "" {
@@ -75,7 +74,7 @@ func TestRegistryAuthFileAndTLS(t *testing.T) {
 }
 
 func TestRegistryRefusesPlainHTTPWithTLSVerify(t *testing.T) {
-	r := NewRegistry(RegistryOptions{RetryTimes: -1})
+	r := NewRegistry(RegistryOptions{Retry: Retries(0)})
 	// 192.0.2.1 (TEST-NET) is not loopback: plain HTTP must be refused before dialing.
 	g := &schemeGuard{inner: http.DefaultTransport, allow: r.allowHTTP}
 	req, _ := http.NewRequest(http.MethodGet, "http://192.0.2.1:5000/v2/", nil)

@@ -117,6 +117,7 @@ type run struct {
 	topDir   string // DIR (archive directory for mirror-to-disk and disk-to-mirror)
 	dest     string // REGISTRY/NS for registry workflows
 	res      *Result
+	src, dst *mirror.Registry // made once by srcRegistry and destRegistry
 }
 
 // Mirror runs one mirror command: mirror-to-mirror (Destination docker:// and
@@ -228,29 +229,36 @@ func (r *run) stage(s string) {
 	}
 }
 
-// retryTimes maps --retry-times to the engine's convention (0 there means the
-// default, negative means no retries).
-func (r *run) retryTimes() int {
-	if r.opts.RetryTimes <= 0 {
-		return -1
-	}
-	return r.opts.RetryTimes
-}
+// retry is --retry-times as the retry policy of every registry operation.
+func (r *run) retry() *mirror.RetryPolicy { return mirror.Retries(r.opts.RetryTimes) }
 
-func (r *run) registry(tlsVerify bool) *mirror.Registry {
+func (r *run) registry(tlsVerify bool, flag string) *mirror.Registry {
 	return mirror.NewRegistry(mirror.RegistryOptions{
-		AuthFile: r.opts.AuthFile, SkipTLSVerify: !tlsVerify,
-		RetryTimes: r.retryTimes(), Logger: r.log,
+		AuthFile: r.opts.AuthFile, SkipTLSVerify: !tlsVerify, TLSFlag: flag,
+		Retry: r.retry(), Logger: r.log,
 	})
 }
 
-func (r *run) srcRegistry() *mirror.Registry  { return r.registry(r.opts.SrcTLSVerify) }
-func (r *run) destRegistry() *mirror.Registry { return r.registry(r.opts.DestTLSVerify) }
+// srcRegistry and destRegistry are the run's two registry clients, made once:
+// the hosts each found unreachable are remembered for the whole run.
+func (r *run) srcRegistry() *mirror.Registry {
+	if r.src == nil {
+		r.src = r.registry(r.opts.SrcTLSVerify, "--src-tls-verify=false")
+	}
+	return r.src
+}
+
+func (r *run) destRegistry() *mirror.Registry {
+	if r.dst == nil {
+		r.dst = r.registry(r.opts.DestTLSVerify, "--dest-tls-verify=false")
+	}
+	return r.dst
+}
 
 func (r *run) copyOptions() mirror.CopyOptions {
 	return mirror.CopyOptions{
 		ParallelImages: r.opts.ParallelImages, ParallelLayers: r.opts.ParallelLayers,
-		RetryTimes: r.retryTimes(), Logger: r.log, Progress: r.opts.Progress,
+		Retry: r.retry(), Logger: r.log, Progress: r.opts.Progress,
 	}
 }
 

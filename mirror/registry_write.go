@@ -226,10 +226,17 @@ func (r *Registry) PutManifest(ctx context.Context, repo, reference string, m en
 		if err != nil {
 			return err
 		}
-		drain(resp)
 		if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted {
-			return statusError(resp)
+			err := statusError(resp)
+			drain(resp)
+			if resp.StatusCode == http.StatusBadRequest {
+				// The content was verified before it left: a registry refusing it
+				// received something else.
+				return fmt.Errorf("%w: %w", errContentRejected, err)
+			}
+			return err
 		}
+		drain(resp)
 		stored, derr := digest.Parse(resp.Header.Get("Docker-Content-Digest"))
 		if derr != nil {
 			h, herr := r.head(ctx, repo, reference)

@@ -173,7 +173,8 @@ func retryableStatus(code int) bool {
 
 // isRetryable reports whether err is worth another attempt: 408, 429, 5xx,
 // content that failed verification (in either direction: a body altered or cut
-// in transit), a registry refusing an upload as DIGEST_INVALID, EOFs, connection
+// in transit), a registry refusing verified content as invalid (see
+// contentRejected), EOFs, connection
 // resets and refusals, and network timeouts. Cancellation, other 4xx answers,
 // unknown hosts, certificate errors and an unreachable registry are not.
 func isRetryable(err error) bool {
@@ -185,12 +186,12 @@ func isRetryable(err error) bool {
 	if errors.As(err, &pe) {
 		return false
 	}
-	if errors.Is(err, ErrDigestMismatch) || errors.Is(err, errShortBody) {
+	if errors.Is(err, ErrDigestMismatch) || errors.Is(err, errShortBody) || errors.Is(err, errContentRejected) {
 		return true
 	}
 	var se *HTTPStatusError
 	if errors.As(err, &se) {
-		if se.StatusCode == http.StatusBadRequest && (strings.Contains(se.Body, "DIGEST_INVALID") || strings.Contains(se.Body, "SIZE_INVALID")) {
+		if se.StatusCode == http.StatusBadRequest && contentRejected(se.Body) {
 			return true
 		}
 		return retryableStatus(se.StatusCode)
@@ -213,6 +214,22 @@ func isRetryable(err error) bool {
 	}
 	var oe *net.OpError
 	return errors.As(err, &oe)
+}
+
+// errContentRejected marks a registry refusing (400) content airlock verified
+// before sending it: what arrived was altered or cut on the way.
+var errContentRejected = errors.New("the registry refused content that was verified before it was sent")
+
+// contentRejected reports a registry error body refusing content airlock
+// verified before sending: the bytes were altered or cut on the way, and sending
+// them again is the fix.
+func contentRejected(body string) bool {
+	for _, code := range []string{"DIGEST_INVALID", "SIZE_INVALID", "BLOB_UPLOAD_INVALID", "MANIFEST_INVALID", "MANIFEST_BLOB_UNKNOWN"} {
+		if strings.Contains(body, code) {
+			return true
+		}
+	}
+	return false
 }
 
 // permanentNetError reports errors another attempt cannot fix: an unknown host,

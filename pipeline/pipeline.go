@@ -39,7 +39,11 @@ type Options struct {
 	// SrcTLSVerify and DestTLSVerify are --src-tls-verify and --dest-tls-verify.
 	SrcTLSVerify, DestTLSVerify bool
 	// ParallelImages, ParallelLayers and RetryTimes tune the copy engine.
+	// RetryTimes is --retry-times: retries after the first attempt of any one
+	// registry request (0: none).
 	ParallelImages, ParallelLayers, RetryTimes int
+	// Retry, when set, replaces the policy RetryTimes makes (its backoff too).
+	Retry *mirror.RetryPolicy
 	// SinceArchive (mirror-to-disk) ships only what the archive in that directory
 	// did not carry, instead of what the workspace state says.
 	SinceArchive string
@@ -109,15 +113,16 @@ type ArchiveSummary struct {
 var ErrIncomplete = errors.New("not everything was mirrored")
 
 type run struct {
-	opts     Options
-	log      *slog.Logger
-	cfg      *imageset.ImageSetConfiguration
-	workflow mirror.Workflow
-	workDir  string // DIR/working-dir
-	topDir   string // DIR (archive directory for mirror-to-disk and disk-to-mirror)
-	dest     string // REGISTRY/NS for registry workflows
-	res      *Result
-	src, dst *mirror.Registry // made once by srcRegistry and destRegistry
+	opts      Options
+	log       *slog.Logger
+	cfg       *imageset.ImageSetConfiguration
+	workflow  mirror.Workflow
+	workDir   string // DIR/working-dir
+	topDir    string // DIR (archive directory for mirror-to-disk and disk-to-mirror)
+	dest      string // REGISTRY/NS for registry workflows
+	res       *Result
+	src, dst  *mirror.Registry           // made once by srcRegistry and destRegistry
+	templates map[string]catalogTemplate // by catalog, read by preflight
 }
 
 // Mirror runs one mirror command: mirror-to-mirror (Destination docker:// and
@@ -133,6 +138,9 @@ func Mirror(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 	start := time.Now()
+	if err := r.preflight(ctx); err != nil {
+		return nil, err
+	}
 	var err error
 	switch r.workflow {
 	case mirror.MirrorToMirror:
@@ -230,7 +238,12 @@ func (r *run) stage(s string) {
 }
 
 // retry is --retry-times as the retry policy of every registry operation.
-func (r *run) retry() *mirror.RetryPolicy { return mirror.Retries(r.opts.RetryTimes) }
+func (r *run) retry() *mirror.RetryPolicy {
+	if r.opts.Retry != nil {
+		return r.opts.Retry
+	}
+	return mirror.Retries(r.opts.RetryTimes)
+}
 
 func (r *run) registry(tlsVerify bool, flag string) *mirror.Registry {
 	return mirror.NewRegistry(mirror.RegistryOptions{

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -54,10 +55,13 @@ func (r *run) mirrorToDisk(ctx context.Context) error {
 		return r.dryRun(ctx, mux, w)
 	}
 	r.stage("copy")
-	rep, _ := mirror.Copy(ctx, mux, w, r.res.Plan.Jobs(), r.copyOptions())
+	rep, err := mirror.Copy(ctx, mux, w, r.res.Plan.Jobs(), r.copyOptions())
 	r.setCopy(rep)
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if errors.Is(err, mirror.ErrRegistryUnreachable) {
+		return err
 	}
 	if failed := len(r.res.Plan.Failed()) + len(rep.Failed()); failed > 0 {
 		return fmt.Errorf("%w: %d image(s) failed, so no archive was written (what was downloaded is kept in %s and is not downloaded again); fix or block the failing images and run the same command again", ErrIncomplete, failed, r.topDir)
@@ -149,10 +153,13 @@ func (r *run) diskToMirror(ctx context.Context) error {
 			return err
 		}
 	}
-	rep, _ := mirror.Copy(ctx, ar, dst, p.Jobs(), r.copyOptions())
+	rep, err := mirror.Copy(ctx, ar, dst, p.Jobs(), r.copyOptions())
 	r.setCopy(rep)
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if errors.Is(err, mirror.ErrRegistryUnreachable) {
+		return err
 	}
 	return r.clusterResources()
 }

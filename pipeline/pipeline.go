@@ -320,7 +320,9 @@ func (r *run) mirrorToMirror(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	_ = err // failures are in the report
+	if errors.Is(err, mirror.ErrRegistryUnreachable) {
+		return err // other failures are in the report
+	}
 	return r.clusterResources()
 }
 

@@ -164,7 +164,7 @@ func (g *schemeGuard) RoundTrip(req *http.Request) (*http.Response, error) {
 		if req.Body != nil {
 			req.Body.Close()
 		}
-		return nil, fmt.Errorf("refusing plain HTTP to %s: TLS verification is on (use --src-tls-verify=false or --dest-tls-verify=false for an insecure registry)", req.URL.Host)
+		return nil, permanent{fmt.Errorf("refusing plain HTTP to %s: TLS verification is on (use --src-tls-verify=false or --dest-tls-verify=false for an insecure registry)", req.URL.Host)}
 	}
 	return g.inner.RoundTrip(req)
 }

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"syscall"
@@ -213,7 +214,13 @@ func isRetryable(err error) bool {
 		return true
 	}
 	var oe *net.OpError
-	return errors.As(err, &oe)
+	if errors.As(err, &oe) {
+		return true
+	}
+	// Any other failure of the HTTP exchange itself (for example "server closed
+	// idle connection" when a kept-alive connection was dropped under a request).
+	var ue *url.Error
+	return errors.As(err, &ue)
 }
 
 // errContentRejected marks a registry refusing (400) content airlock verified

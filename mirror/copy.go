@@ -340,13 +340,17 @@ func (e *copyEngine) copyJob(ctx context.Context, ic *imageCtx) error {
 	if err != nil {
 		return err
 	}
+	// A manifest this run just pushed has no tags worth checking first.
+	fresh := m != nil
 	for _, tag := range job.Tags {
-		ok, err := e.dst.ManifestExists(ctx, job.Dest, tag, job.Digest)
-		if err != nil {
-			return fmt.Errorf("tag %s:%s: %w", job.Dest, tag, err)
-		}
-		if ok {
-			continue
+		if !fresh {
+			ok, err := e.dst.ManifestExists(ctx, job.Dest, tag, job.Digest)
+			if err != nil {
+				return fmt.Errorf("tag %s:%s: %w", job.Dest, tag, err)
+			}
+			if ok {
+				continue
+			}
 		}
 		if m == nil {
 			mm, err := e.src.Manifest(ctx, job.Source, job.Digest.String())

@@ -98,6 +98,8 @@ type FetchOptions struct {
 	Platform *v1.Platform
 	// Logger receives warnings and progress; nil discards them.
 	Logger *slog.Logger
+	// Limits bound what extracting the catalog may write (zero: the defaults).
+	Limits ExtractLimits
 }
 
 // FetchCatalog resolves ref (a registry reference, with or without "docker://", or
@@ -219,7 +221,7 @@ func FetchCatalogWithOptions(ctx context.Context, ref string, workDir string, o 
 	if err != nil {
 		return nil, fmt.Errorf("catalog %s@%s: listing layers: %w", ref, fc.Digest, err)
 	}
-	if err := extractLayers(ctx, layers, label, tmp, log); err != nil {
+	if err := extractLayers(ctx, layers, label, tmp, o.Limits, log); err != nil {
 		return nil, fmt.Errorf("catalog %s@%s: %w", ref, fc.Digest, err)
 	}
 	if err := os.RemoveAll(fc.ConfigsDir); err != nil {

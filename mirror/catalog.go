@@ -20,6 +20,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/internal/atomicfile"
 )
 
 // CatalogConfigsLabel is the image-config label of a file-based catalog image that
@@ -425,11 +427,7 @@ func writeMarker(dir string, fc *FetchedCatalog) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, "."+completeMarker+".tmp")
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(dir, completeMarker))
+	return atomicfile.WriteFile(filepath.Join(dir, completeMarker), append(b, '\n'), 0)
 }
 
 const (

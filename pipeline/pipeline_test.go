@@ -135,8 +135,10 @@ func checkMirrored(t *testing.T, res *pipeline.Result, dst *registrytest.Registr
 		}
 	}
 	for _, f := range []string{"plan.json", "mapping.txt", "results.json"} {
-		if _, err := os.Stat(filepath.Join(res.WorkingDir, f)); err != nil {
+		if fi, err := os.Stat(filepath.Join(res.WorkingDir, f)); err != nil {
 			t.Errorf("missing %s: %v", f, err)
+		} else if fi.Mode().Perm() != 0o644 {
+			t.Errorf("%s has mode %v, want 0644", f, fi.Mode().Perm())
 		}
 	}
 	if len(res.ClusterResources) == 0 {

@@ -82,7 +82,7 @@ func TestWriteFileFailures(t *testing.T) {
 	tests := []struct {
 		name   string
 		setup  func(t *testing.T, dir string) string // returns the target path
-		keep   []string                             // names in dir afterwards
+		keep   []string                              // names in dir afterwards
 		wantIs error
 	}{
 		{"missing folder", func(t *testing.T, dir string) string { return filepath.Join(dir, "absent", "f") }, nil, fs.ErrNotExist},

@@ -870,7 +870,6 @@ func (w *Writer) layout(m *Manifest) ([]plannedChunk, error) {
 				plan = append(plan, cur)
 				cur = plannedChunk{number: cur.number + 1}
 				entriesLen = 0
-				fits = entryLen+indexEntryBound(int64(len(ib)), 1)+reserve+eofSize <= w.chunkSize
 			}
 			cur.blobs = append(cur.blobs, plannedBlob{d: b.Digest, size: b.Size, hdr: hdrs[i], offset: cur.payloadSize + int64(len(hdrs[i]))})
 			cur.payloadSize += entryLen

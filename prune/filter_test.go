@@ -6,13 +6,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/airlock-mirror/airlock/internal/fixtures"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/airlock-mirror/airlock/internal/fixtures"
 
 	"github.com/blang/semver/v4"
 

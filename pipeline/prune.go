@@ -1,4 +1,4 @@
-package prune
+package pipeline
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/airlock-mirror/airlock/imageset"
+	"github.com/airlock-mirror/airlock/prune"
 )
 
 // PruneOptions are the inputs of PruneDir (airlock catalog prune).
@@ -22,7 +23,7 @@ type PruneOptions struct {
 	// OutDir receives the pruned catalog; it must be empty or absent. Empty: the
 	// catalog is filtered and explained but not written.
 	OutDir string
-	// Format is FormatJSON (default) or FormatYAML.
+	// Format is prune.FormatJSON (default) or prune.FormatYAML.
 	Format string
 	// Logger receives progress and debug messages; nil discards them.
 	Logger *slog.Logger
@@ -32,8 +33,8 @@ type PruneOptions struct {
 type PruneResult struct {
 	// Operator is the mirror.operators entry that was applied.
 	Operator    imageset.Operator
-	Catalog     *Catalog
-	Explanation *Explanation
+	Catalog     *prune.Catalog
+	Explanation *prune.Explanation
 }
 
 // PruneDir loads the configuration and the catalog directory, applies the
@@ -51,7 +52,7 @@ func PruneDir(ctx context.Context, opts PruneOptions) (*PruneResult, error) {
 		if err := checkOutDir(opts.OutDir); err != nil {
 			return nil, err
 		}
-		if _, _, err := formatOf(opts.Format); err != nil {
+		if err := prune.CheckFormat(opts.Format); err != nil {
 			return nil, err
 		}
 	}
@@ -64,11 +65,11 @@ func PruneDir(ctx context.Context, opts PruneOptions) (*PruneResult, error) {
 		return nil, err
 	}
 	log.Debug("loading catalog", "dir", opts.Source)
-	c, err := LoadDir(ctx, opts.Source, LoadOptions{ElideHeavy: true, Logger: log})
+	c, err := prune.LoadDir(ctx, opts.Source, prune.LoadOptions{ElideHeavy: true, Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	out, expl, err := Filter(c, op, FilterOptions{Logger: log})
+	out, expl, err := prune.Filter(c, op, prune.FilterOptions{Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("%s: catalog %s: %w", cfg.Source, op.Catalog, err)
 	}
@@ -76,7 +77,7 @@ func PruneDir(ctx context.Context, opts PruneOptions) (*PruneResult, error) {
 		log.Warn(w)
 	}
 	if opts.OutDir != "" {
-		if err := Write(ctx, out, opts.OutDir, WriteOptions{Format: opts.Format}); err != nil {
+		if err := prune.Write(ctx, out, opts.OutDir, prune.WriteOptions{Format: opts.Format}); err != nil {
 			return nil, err
 		}
 	}

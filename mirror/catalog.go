@@ -238,13 +238,6 @@ func FetchCatalogWithOptions(ctx context.Context, ref string, workDir string, o 
 	return fc, nil
 }
 
-func refSep(r Reference) string {
-	if r.Digest != "" {
-		return "@"
-	}
-	return ":"
-}
-
 // splitOCIRef splits "PATH" or "PATH:TAG" of an oci:// reference. PATH wins when
 // it is a layout directory as written (paths may contain ':').
 func splitOCIRef(s string) (p, tag string, err error) {

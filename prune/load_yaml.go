@@ -78,7 +78,9 @@ func (fl *fileLoader) decodeYAML(text []byte) (parsedDoc, bool, error) {
 	if j == nil {
 		return parsedDoc{}, false, nil
 	}
+	fl.dd.trusted = true
 	d, err := fl.dd.decode(j)
+	fl.dd.trusted = false
 	if err != nil {
 		var se *syntaxError
 		if errors.As(err, &se) {

@@ -69,6 +69,7 @@ func (r *restorer) restore(b *Bundle) ([]Property, error) {
 		}
 	}
 	r.dd.noCopy = true
+	r.dd.trusted = b.src.yaml
 	d, err := r.dd.decode(doc)
 	if err != nil || d.kind != kindBundle || d.b.Name != b.Name || d.b.Package != b.Package {
 		return nil, fmt.Errorf("write catalog: bundle %q: %s document %d is no longer that bundle: the catalog source changed after it was loaded; load it again", b.Name, b.Origin.File, b.Origin.Index)

@@ -82,7 +82,8 @@ func plainStop(s []byte, q int) bool {
 // ends; ok is false on ": " and tabs.
 func (c *yamlConv) plainLine(p int) (textEnd, lineEnd int, ok bool) {
 	s := c.src
-	le := c.lineEnd(p)
+	lineEnd = c.lineEnd(p)
+	le := lineEnd
 	line := s[p:le]
 	// Fast check: most lines have neither ':' nor '#' nor a tab.
 	if bytes.IndexByte(line, ':') >= 0 || bytes.IndexByte(line, '#') >= 0 || bytes.IndexByte(line, '\t') >= 0 {
@@ -100,7 +101,7 @@ func (c *yamlConv) plainLine(p int) (textEnd, lineEnd int, ok bool) {
 	for e > p && s[e-1] == ' ' {
 		e--
 	}
-	return e, c.lineEnd(p), true
+	return e, lineEnd, true
 }
 
 // plain parses a plain scalar at p, folding its continuation lines (indented

@@ -75,57 +75,87 @@ var csvMetadataType = func() *jsonType {
 // decodesAs reports whether encoding/json surely decodes the validated JSON
 // value v into a Go value of type t without error; false means "maybe not".
 func decodesAs(v []byte, t *jsonType) bool {
-	if v[0] == 'n' {
-		return true // null leaves any Go value as it is
+	end, ok := decodesAt(v, 0, t)
+	return ok && skipWS(v, end) == len(v)
+}
+
+// decodesAt checks the value at v[i] (no leading space) against t, in one
+// pass over its bytes, and returns the offset after it.
+func decodesAt(v []byte, i int, t *jsonType) (int, bool) {
+	c := v[i]
+	if c == 'n' || t.kind == 'a' {
+		return skipValue(v, i), true // null leaves any Go value as it is
 	}
 	switch t.kind {
-	case 'a':
-		return true
 	case 's':
-		return v[0] == '"'
+		return stringEnd(v, i), c == '"'
 	case 'b':
-		return v[0] == 't' || v[0] == 'f'
+		return skipValue(v, i), c == 't' || c == 'f'
 	case 'i':
-		if v[0] != '-' && !isDigit(v[0]) {
-			return false
+		end := skipValue(v, i)
+		if c != '-' && !isDigit(c) {
+			return end, false
 		}
-		_, err := strconv.ParseInt(string(v), 10, 32)
-		return err == nil
+		_, err := strconv.ParseInt(string(v[i:end]), 10, 32)
+		return end, err == nil
 	case 'l':
-		if v[0] != '[' {
-			return false
+		if c != '[' {
+			return skipValue(v, i), false
 		}
-		ok := true
-		_ = eachElement(v, func(_ int, el []byte) error {
-			ok = ok && decodesAs(el, t.elem)
-			return nil
-		})
-		return ok
+		i = skipWS(v, i+1)
+		for i < len(v) && v[i] != ']' {
+			var ok bool
+			if i, ok = decodesAt(v, i, t.elem); !ok {
+				return i, false
+			}
+			i = skipWS(v, i)
+			if i < len(v) && v[i] == ',' {
+				i = skipWS(v, i+1)
+			}
+		}
+		return i + 1, true
 	case 'm', 'o':
-		if v[0] != '{' {
-			return false
+		if c != '{' {
+			return skipValue(v, i), false
 		}
-		ok := true
-		_ = eachMember(v, func(key string, val []byte) error {
-			if !ok {
-				return nil
-			}
-			if t.kind == 'm' {
-				ok = decodesAs(val, t.elem)
-				return nil
-			}
-			for i := 0; i < len(key); i++ {
-				if key[i] >= 0x80 {
-					ok = false // encoding/json folds some non-ASCII letters: ask it
-					return nil
+		var lower [64]byte
+		i = skipWS(v, i+1)
+		for i < len(v) && v[i] != '}' {
+			ke := stringEnd(v, i)
+			key := v[i+1 : ke-1]
+			i = skipWS(v, ke)
+			i = skipWS(v, i+1) // ':'
+			ft := t.elem
+			if t.kind == 'o' {
+				if len(key) > len(lower) {
+					ft = nil // no field has so long a name
+				} else {
+					for k, b := range key {
+						if b >= 0x80 || b == '\\' {
+							return i, false // escapes, non-ASCII letters encoding/json may fold: ask it
+						}
+						if 'A' <= b && b <= 'Z' {
+							b += 'a' - 'A'
+						}
+						lower[k] = b
+					}
+					ft = t.fields[string(lower[:len(key)])]
 				}
 			}
-			if ft := t.fields[strings.ToLower(key)]; ft != nil {
-				ok = decodesAs(val, ft)
+			if ft == nil {
+				i = skipValue(v, i)
+			} else {
+				var ok bool
+				if i, ok = decodesAt(v, i, ft); !ok {
+					return i, false
+				}
 			}
-			return nil
-		})
-		return ok
+			i = skipWS(v, i)
+			if i < len(v) && v[i] == ',' {
+				i = skipWS(v, i+1)
+			}
+		}
+		return i + 1, true
 	}
-	return false
+	return i, false
 }

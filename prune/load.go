@@ -30,6 +30,11 @@ type LoadOptions struct {
 	// bounded on real-scale catalogs; the source must not change until Write.
 	// The CLI always sets it.
 	ElideHeavy bool
+	// KeepBelow, with ElideHeavy, keeps the values after all when the
+	// catalog's files total at most KeepBelow bytes: memory stays bounded,
+	// and a caller that writes every bundle (RenderDir) does not read and
+	// decode the catalog twice. 0 always elides.
+	KeepBelow int64
 	// Concurrency is the number of files parsed at the same time; 0 means
 	// GOMAXPROCS.
 	Concurrency int
@@ -119,6 +124,12 @@ func load(ctx context.Context, fsys fs.FS, root string, opts LoadOptions) (*Cata
 	if err != nil {
 		return nil, err
 	}
+	elide := opts.ElideHeavy
+	if elide && opts.KeepBelow > 0 {
+		if n, ok := filesSize(fsys, files); ok && n <= opts.KeepBelow {
+			elide = false
+		}
+	}
 	workers := opts.Concurrency
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -138,7 +149,7 @@ func load(ctx context.Context, fsys fs.FS, root string, opts LoadOptions) (*Cata
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			fl := &fileLoader{fsys: fsys, elide: opts.ElideHeavy}
+			fl := &fileLoader{fsys: fsys, elide: elide}
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= len(files) {
@@ -221,6 +232,20 @@ func catalogFiles(fsys fs.FS, display func(string) string) ([]string, error) {
 		}
 	}
 	return kept, nil
+}
+
+// filesSize returns the total size of the files; ok is false if one cannot be
+// stat'ed (the loader then reports it).
+func filesSize(fsys fs.FS, files []string) (int64, bool) {
+	var n int64
+	for _, f := range files {
+		st, err := fs.Stat(fsys, f)
+		if err != nil {
+			return 0, false
+		}
+		n += st.Size()
+	}
+	return n, true
 }
 
 // merge sorts the documents of every file, in file order, into a catalog.

@@ -80,6 +80,22 @@ func numberish(s []byte) bool {
 	return true
 }
 
+// floatChars reports whether s has only characters yamlStyleFloat can match,
+// which spares the regular expression most strings (versions, dates).
+func floatChars(s string) bool {
+	dots := 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case isDigit(c), c == '+', c == '-', c == 'e', c == 'E':
+		case c == '.':
+			dots++
+		default:
+			return false
+		}
+	}
+	return dots <= 1
+}
+
 // resolvePlain resolves the plain scalar s. For numbers, i, u or f holds the value.
 func resolvePlain(s []byte) (k plainKind, i int64, u uint64, f float64) {
 	if len(s) == 0 {
@@ -114,7 +130,7 @@ func resolvePlain(s []byte) (k plainKind, i int64, u uint64, f float64) {
 		if v, err := strconv.ParseUint(plain, 0, 64); err == nil {
 			return plainUint, 0, v, 0
 		}
-		if yamlStyleFloat.MatchString(plain) {
+		if floatChars(plain) && yamlStyleFloat.MatchString(plain) {
 			if v, err := strconv.ParseFloat(plain, 64); err == nil {
 				return plainFloat, 0, 0, v
 			}

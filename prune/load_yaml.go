@@ -1,7 +1,6 @@
 package prune
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -148,53 +147,129 @@ func topLevelKey(text []byte, k string) (int, int, bool) {
 }
 
 // yamlStream splits a YAML stream into documents at lines that are "---"
-// followed only by space, as Kubernetes' YAML reader does.
+// followed only by space, as Kubernetes' YAML reader does. It searches the
+// buffered data for separators rather than reading line by line, and holds
+// one document (plus a read buffer) at a time.
 type yamlStream struct {
-	r    *bufio.Reader
-	off  int64 // offset of the next unread byte
-	line int   // line number of the next unread line
-	doc  []byte
-	eof  bool
+	r          io.Reader
+	buf        []byte
+	start, end int   // unread data: buf[start:end]
+	off        int64 // offset of buf[start] in the stream (after next: of the next unread byte)
+	line       int   // line of buf[start]
+	eof        bool
 }
 
 func newYAMLStream(r io.Reader) *yamlStream {
-	return &yamlStream{r: bufio.NewReaderSize(r, 64<<10), line: 1}
+	return &yamlStream{r: r, buf: make([]byte, 64<<10), line: 1}
+}
+
+// fill reads more data, keeping buf[start:end].
+func (y *yamlStream) fill() error {
+	if y.start > 0 {
+		copy(y.buf, y.buf[y.start:y.end])
+		y.end -= y.start
+		y.start = 0
+	}
+	if y.end == len(y.buf) {
+		nb := make([]byte, 2*len(y.buf))
+		copy(nb, y.buf[:y.end])
+		y.buf = nb
+	}
+	for {
+		n, err := y.r.Read(y.buf[y.end:])
+		y.end += n
+		if err == io.EOF {
+			y.eof = true
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			return nil
+		}
+	}
+}
+
+var docSep = []byte("---")
+
+// separator reports whether the line at buf[p:] is a document separator; more
+// is true when the line's end is not buffered yet.
+func (y *yamlStream) separator(p int) (sep, more bool) {
+	d := y.buf[p:y.end]
+	if !bytes.HasPrefix(d, docSep) {
+		return false, len(d) < len(docSep) && !y.eof && bytes.HasPrefix(docSep, d)
+	}
+	e := bytes.IndexByte(d, '\n')
+	if e < 0 {
+		if !y.eof {
+			return false, true
+		}
+		e = len(d)
+	}
+	return len(bytes.TrimSpace(d[3:e])) == 0, false
 }
 
 // next returns the next document's text, offset and first line; io.EOF at the end.
+// The text is valid until the next call.
 func (y *yamlStream) next() ([]byte, int64, int, error) {
-	y.doc = y.doc[:0]
-	start, startLine := y.off, y.line
-	for !y.eof {
-		line, err := y.r.ReadSlice('\n')
-		for err == bufio.ErrBufferFull {
-			y.doc = append(y.doc, line...)
-			y.off += int64(len(line))
-			line, err = y.r.ReadSlice('\n')
-		}
-		if err == io.EOF {
-			y.eof = true
-		} else if err != nil {
-			return nil, start, startLine, err
-		}
-		isSep := len(y.doc) == 0 || y.doc[len(y.doc)-1] == '\n'
-		isSep = isSep && bytes.HasPrefix(line, []byte("---")) && len(bytes.TrimSpace(line[3:])) == 0
-		y.off += int64(len(line))
-		if len(line) > 0 && line[len(line)-1] == '\n' {
-			y.line++
-		}
-		if isSep {
-			if len(bytes.TrimSpace(y.doc)) > 0 {
-				return y.doc, start, startLine, nil
+	for {
+		// The document starts at buf[start], at the start of a line.
+		p := y.start // where the next line starts
+		for {
+			sep, more := y.separator(p)
+			if more {
+				p -= y.start
+				if err := y.fill(); err != nil {
+					return nil, y.off, y.line, err
+				}
+				p += y.start
+				continue
 			}
-			y.doc = y.doc[:0]
-			start, startLine = y.off, y.line
-			continue
+			if sep {
+				break
+			}
+			// Go to the next line that starts with "---".
+			k := bytes.Index(y.buf[p:y.end], []byte("\n---"))
+			if k >= 0 {
+				p += k + 1
+				continue
+			}
+			if y.eof {
+				p = y.end
+				break
+			}
+			// Read more, going on from the last line start.
+			if j := bytes.LastIndexByte(y.buf[p:y.end], '\n'); j >= 0 {
+				p += j + 1
+			}
+			p -= y.start
+			if err := y.fill(); err != nil {
+				return nil, y.off, y.line, err
+			}
+			p += y.start
 		}
-		y.doc = append(y.doc, line...)
+		doc := y.buf[y.start:p]
+		off, line := y.off, y.line
+		// Consume the document and its separator line.
+		q := p
+		if q < y.end {
+			e := bytes.IndexByte(y.buf[q:y.end], '\n')
+			if e < 0 {
+				q = y.end
+			} else {
+				q += e + 1
+			}
+		}
+		n := bytes.Count(y.buf[y.start:q], []byte{'\n'})
+		y.off += int64(q - y.start)
+		y.line += n
+		y.start = q
+		if len(bytes.TrimSpace(doc)) > 0 {
+			return doc, off, line, nil
+		}
+		if q >= y.end && y.eof {
+			return nil, 0, 0, io.EOF
+		}
 	}
-	if len(bytes.TrimSpace(y.doc)) > 0 {
-		return y.doc, start, startLine, nil
-	}
-	return nil, 0, 0, io.EOF
 }

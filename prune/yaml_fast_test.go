@@ -142,3 +142,71 @@ func TestYAMLFastRealCatalogs(t *testing.T) {
 		})
 	}
 }
+
+// oldYAMLStream is the line-by-line splitter yamlStream replaced, kept as the
+// reference of TestYAMLStreamSplits.
+func oldYAMLSplit(data []byte) (docs []string, offs []int64, lines []int) {
+	var doc []byte
+	off, line := int64(0), 1
+	start, startLine := off, line
+	for _, l := range bytes.SplitAfter(data, []byte("\n")) {
+		if len(l) == 0 {
+			continue
+		}
+		isSep := (len(doc) == 0 || doc[len(doc)-1] == '\n') && bytes.HasPrefix(l, []byte("---")) && len(bytes.TrimSpace(l[3:])) == 0
+		off += int64(len(l))
+		if l[len(l)-1] == '\n' {
+			line++
+		}
+		if isSep {
+			if len(bytes.TrimSpace(doc)) > 0 {
+				docs, offs, lines = append(docs, string(doc)), append(offs, start), append(lines, startLine)
+			}
+			doc = doc[:0]
+			start, startLine = off, line
+			continue
+		}
+		doc = append(doc, l...)
+	}
+	if len(bytes.TrimSpace(doc)) > 0 {
+		docs, offs, lines = append(docs, string(doc)), append(offs, start), append(lines, startLine)
+	}
+	return
+}
+
+// smallReader returns at most n bytes per Read, to exercise buffer refills.
+type smallReader struct {
+	r io.Reader
+	n int
+}
+
+func (s smallReader) Read(p []byte) (int, error) { return s.r.Read(p[:min(len(p), s.n)]) }
+
+func FuzzYAMLStreamSplits(f *testing.F) {
+	for _, s := range []string{"a: 1\n---\nb: 2\n", "---\n---  \n--- x\n---\ta\n---\n", "a\n--", "---", "x\n---\n\n\n", "-- -\n---\r\n---\x85\nz", ""} {
+		f.Add([]byte(s), uint8(1))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, chunk uint8) {
+		wantDocs, wantOffs, wantLines := oldYAMLSplit(data)
+		ys := newYAMLStream(smallReader{bytes.NewReader(data), int(chunk%7) + 1})
+		ys.buf = make([]byte, 4)
+		for i := 0; ; i++ {
+			doc, off, line, err := ys.next()
+			if err == io.EOF {
+				if i != len(wantDocs) {
+					t.Fatalf("%d documents, want %d", i, len(wantDocs))
+				}
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i >= len(wantDocs) || string(doc) != wantDocs[i] || off != wantOffs[i] || line != wantLines[i] {
+				t.Fatalf("document %d: %q at %d line %d; want %q", i, doc, off, line, wantDocs)
+			}
+		}
+		if ys.off != int64(len(data)) {
+			t.Fatalf("read %d bytes, want %d", ys.off, len(data))
+		}
+	})
+}

@@ -39,6 +39,19 @@ func realCatalogRoot(t testing.TB, rel string) string {
 	return dir
 }
 
+func catalogSize(t testing.TB, dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if info, err := d.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return err
+	})
+	return n
+}
+
 // normalized returns a copy of the model without load positions and source
 // references, so that catalogs loaded from different places compare equal.
 func normalized(c *Catalog) *Catalog {
@@ -140,6 +153,9 @@ func TestRealCatalogsRoundTrip(t *testing.T) {
 	for _, rel := range realCatalogs {
 		t.Run(filepath.Base(rel), func(t *testing.T) {
 			dir := realCatalogRoot(t, rel)
+			if (testing.Short() || ioRaceDetector) && catalogSize(t, dir) >= 3<<20 {
+				t.Skip("multi-megabyte catalog skipped with -short or -race")
+			}
 			formats := []string{"json", "yaml"}
 			full, err := LoadDir(ctx, dir, LoadOptions{})
 			if err != nil {

@@ -100,6 +100,9 @@ func TestYAMLFastRealCatalogs(t *testing.T) {
 	for _, rel := range realCatalogs {
 		t.Run(filepath.Base(rel), func(t *testing.T) {
 			dir := realCatalogRoot(t, rel)
+			if (testing.Short() || ioRaceDetector) && catalogSize(t, dir) >= 3<<20 {
+				t.Skip("multi-megabyte catalog skipped with -short or -race")
+			}
 			total, fast := 0, 0
 			err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 				if err != nil || d.IsDir() || !strings.HasSuffix(p, ".yaml") && !strings.HasSuffix(p, ".yml") {

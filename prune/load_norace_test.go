@@ -1,0 +1,5 @@
+//go:build !race
+
+package prune
+
+const ioRaceDetector = false

@@ -213,3 +213,28 @@ func FuzzYAMLStreamSplits(f *testing.F) {
 		}
 	})
 }
+
+// TestKeepBelow: with ElideHeavy, a catalog of at most KeepBelow bytes keeps
+// its heavy values; a larger one has them elided; both render the same bytes.
+func TestKeepBelow(t *testing.T) {
+	files := map[string]string{
+		"foo/catalog.yaml": "schema: olm.package\nname: foo\n---\nschema: olm.bundle\nname: foo.v1\npackage: foo\nimage: q/foo:1\nproperties:\n- type: olm.bundle.object\n  value:\n    data: eyJraW5kIjoiQ29uZmlnTWFwIn0=\n- type: olm.csv.metadata\n  value:\n    displayName: Foo <&>\n",
+	}
+	var out [2]bytes.Buffer
+	for i, keep := range []int64{1 << 20, 10} {
+		c, err := loadMap(t, files, LoadOptions{ElideHeavy: true, KeepBelow: keep})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := c.Packages[0].Bundles[0]
+		if got, want := b.Elided(0), keep == 10; got != want {
+			t.Errorf("KeepBelow %d: Elided(0) = %v, want %v", keep, got, want)
+		}
+		if err := Render(context.Background(), c, &out[i], FormatJSON); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(out[0].Bytes(), out[1].Bytes()) {
+		t.Errorf("kept and elided values render differently:\n%s\n%s", out[0].Bytes(), out[1].Bytes())
+	}
+}

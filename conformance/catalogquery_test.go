@@ -27,7 +27,7 @@ type airlockView struct {
 	entries  map[[2]string][]prune.ChannelEntry // (package, channel) → entries
 }
 
-func newAirlockView(t *testing.T, r *mirrorRun, ex *exportedCatalog) *airlockView {
+func newAirlockView(t testing.TB, r *mirrorRun, ex *exportedCatalog) *airlockView {
 	t.Helper()
 	v := &airlockView{
 		expl: map[string]*prune.PackageExplanation{}, heads: map[[2]string]string{},
@@ -154,7 +154,7 @@ func (v *airlockView) latestProviding(g gvk) []entryKey {
 // must match what airlock says it kept. It returns the number of queries and the
 // images the served bundles name: their bundle paths and the related images of
 // their CSVs (served by the registry, or in the served folder).
-func serveAndQuery(t *testing.T, r *mirrorRun, ex *exportedCatalog) (int, []string) {
+func serveAndQuery(t testing.TB, r *mirrorRun, ex *exportedCatalog) (int, []string) {
 	v := newAirlockView(t, r, ex)
 	s := serveCatalog(t, ex)
 	ctx := context.Background()
@@ -281,7 +281,7 @@ func serveAndQuery(t *testing.T, r *mirrorRun, ex *exportedCatalog) (int, []stri
 // servedImages lists every bundle the registry serves (ListBundles, as OLM's
 // package server does), checks it is one airlock kept, and returns the images
 // they name.
-func servedImages(t *testing.T, s *servedCatalog, v *airlockView) []string {
+func servedImages(t testing.TB, s *servedCatalog, v *airlockView) []string {
 	ctx := context.Background()
 	st, err := s.client.ListBundles(ctx, &api.ListBundlesRequest{})
 	if err != nil {

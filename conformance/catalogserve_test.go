@@ -51,7 +51,7 @@ type exportedCatalog struct {
 // exportCatalog pulls the run's rebuilt catalog from the mirror, checks the config
 // of every platform the way a CatalogSource pod uses it, and exports the linux/amd64
 // filesystem.
-func exportCatalog(t *testing.T, r *mirrorRun) *exportedCatalog {
+func exportCatalog(t testing.TB, r *mirrorRun) *exportedCatalog {
 	t.Helper()
 	c := r.res.Catalogs[0]
 	ref := c.DestRepo + ":" + c.Tag
@@ -243,7 +243,7 @@ type servedCatalog struct {
 // serveCatalog starts operator-registry's gRPC server on the exported folder as
 // `opm serve` does: its cache (built in a temporary folder, or checked for integrity
 // when the command names one), its registry and health services.
-func serveCatalog(t *testing.T, ex *exportedCatalog) *servedCatalog {
+func serveCatalog(t testing.TB, ex *exportedCatalog) *servedCatalog {
 	t.Helper()
 	ctx := context.Background()
 	log := logrus.New()
@@ -342,7 +342,7 @@ func propsOf(b *prune.Bundle, typ string) []json.RawMessage {
 	return out
 }
 
-func factsOf(t *testing.T, pkg, channel string, e prune.ChannelEntry, b *prune.Bundle) bundleFacts {
+func factsOf(t testing.TB, pkg, channel string, e prune.ChannelEntry, b *prune.Bundle) bundleFacts {
 	f := bundleFacts{pkg: pkg, channel: channel, entry: e, bundle: b}
 	for _, v := range propsOf(b, prune.PropertyPackage) {
 		var p struct {
@@ -372,7 +372,7 @@ func sortGVKs(g []gvk) {
 // single-bundle lookups (GetBundle, GetBundleForChannel, GetBundleThatReplaces)
 // answer with the upgrade edges trimmed (no replaces, no skips): trimmed says to
 // expect that; ListBundles keeps them.
-func checkBundle(t *testing.T, what string, got *api.Bundle, want bundleFacts, trimmed bool) {
+func checkBundle(t testing.TB, what string, got *api.Bundle, want bundleFacts, trimmed bool) {
 	t.Helper()
 	var provided []gvk
 	for _, g := range got.ProvidedApis {

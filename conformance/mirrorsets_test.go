@@ -224,3 +224,53 @@ func mustParse(t *testing.T, ref string) reference.Named {
 	}
 	return n
 }
+
+// checkCatalogRefs checks that the CatalogSource and ClusterCatalog objects of the
+// run point at the rebuilt catalog: their image pulls from the mirror directly
+// (catalogs get no mirror rule) and is the digest the run pushed. It returns the
+// objects checked.
+func checkCatalogRefs(t *testing.T, r *mirrorRun) int {
+	dir := filepath.Join(r.res.WorkingDir, "cluster-resources")
+	want := r.res.Catalogs[0].Digest.String()
+	n := 0
+	for _, o := range readClusterResources(t, dir) {
+		var obj struct {
+			Spec struct {
+				Image  string `json:"image"`
+				Source struct {
+					Image struct {
+						Ref string `json:"ref"`
+					} `json:"image"`
+				} `json:"source"`
+			} `json:"spec"`
+		}
+		if err := json.Unmarshal(o.doc, &obj); err != nil {
+			t.Fatalf("%s: %v", o.file, err)
+		}
+		var ref string
+		switch o.kind {
+		case "CatalogSource":
+			ref = obj.Spec.Image
+		case "ClusterCatalog":
+			ref = obj.Spec.Source.Image.Ref
+		default:
+			continue
+		}
+		n++
+		nr, err := name.ParseReference(ref, name.Insecure)
+		if err != nil {
+			t.Errorf("%s %s: image %q: %v", o.kind, o.name, ref, err)
+			continue
+		}
+		d, err := remote.Head(nr)
+		if err != nil {
+			t.Errorf("%s %s: image %s does not pull from the mirror: %v", o.kind, o.name, ref, err)
+		} else if d.Digest.String() != want {
+			t.Errorf("%s %s: image %s is %s, the rebuilt catalog is %s", o.kind, o.name, ref, d.Digest, want)
+		}
+	}
+	if n < 2 {
+		t.Errorf("%d CatalogSource/ClusterCatalog objects, want one of each", n)
+	}
+	return n
+}

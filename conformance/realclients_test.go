@@ -41,7 +41,8 @@ type scenario struct {
 	catalog  string // seededCatalog.name
 	packages string // YAML lines under "packages:", empty for the whole catalog
 	full     bool   // full: true on the operators entry
-	// want* are sanity checks that the scenario exercises what it is named after.
+	// wantPackages checks that the scenario exercises what it is named after (nil:
+	// no check).
 	wantPackages []string
 }
 
@@ -49,6 +50,7 @@ var realCatalogs = []*seededCatalog{
 	{name: "descheduler", root: "kube-descheduler-v4.20/v4.20/catalog"},
 	{name: "community", root: "community-operators-prod-v4.21/catalogs/v4.21",
 		pkgs: []string{"cat-facts-operator", "kube-green", "rabbitmq-cluster-operator", "rabbitmq-messaging-topology-operator"}},
+	{name: "community-all", root: "community-operators-prod-v4.21/catalogs/v4.21"},
 	{name: "e2e", root: "oc-mirror-testdata/v1/test/e2e/artifacts/configs", platforms: []string{"linux/amd64", "linux/arm64"}},
 }
 
@@ -72,6 +74,8 @@ var scenarios = []scenario{
 	{name: "full", catalog: "community", full: true, packages: `
     - name: kube-green
     - name: cat-facts-operator`, wantPackages: []string{"cat-facts-operator", "kube-green"}},
+	// A whole real catalog, heads only.
+	{name: "community-heads", catalog: "community-all"},
 	// oc-mirror's own end-to-end index: olm.package.required, multi-arch catalog.
 	{name: "e2e-index", catalog: "e2e", packages: `
     - name: foo`, wantPackages: []string{"bar", "foo"}},
@@ -145,7 +149,7 @@ func setupRealClients(t *testing.T) *realClientsEnv {
 		for _, p := range pr.Explanation.Packages {
 			kept = append(kept, p.Name)
 		}
-		if strings.Join(kept, ",") != strings.Join(sc.wantPackages, ",") {
+		if sc.wantPackages != nil && strings.Join(kept, ",") != strings.Join(sc.wantPackages, ",") {
 			t.Fatalf("%s: kept packages %v, the scenario expects %v", sc.name, kept, sc.wantPackages)
 		}
 		if len(res.Catalogs) != 1 || !res.Catalogs[0].Rebuilt {
@@ -229,7 +233,11 @@ func TestRealClients(t *testing.T) {
 					t.Fatal("the served catalog named no image")
 				}
 				images += resolveServedImages(t, r, named)
+				images += checkCatalogRefs(t, r)
 			})
+			if r.sc.name == "full" {
+				t.Run("tampered", func(t *testing.T) { checkTampering(t, r, cat) })
+			}
 			t.Run("crds", func(t *testing.T) {
 				dir := filepath.Join(r.res.WorkingDir, "cluster-resources")
 				for k, n := range checkClusterResources(t, dir) {

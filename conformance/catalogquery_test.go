@@ -254,7 +254,7 @@ func serveAndQuery(t testing.TB, r *mirrorRun, ex *exportedCatalog) (int, []stri
 		}
 		seen[name] = true
 		q++
-		if err := compareEntries(ctx, "GetChannelEntriesThatReplace "+name, v.replacing(name), func() (streamOf, error) {
+		if err := compareEntries("GetChannelEntriesThatReplace "+name, v.replacing(name), func() (streamOf, error) {
 			return s.client.GetChannelEntriesThatReplace(ctx, &api.GetAllReplacementsRequest{CsvName: name})
 		}); err != nil {
 			t.Error(err)
@@ -263,7 +263,7 @@ func serveAndQuery(t testing.TB, r *mirrorRun, ex *exportedCatalog) (int, []stri
 	// Every provided API: the latest providers.
 	for g := range gvks {
 		q++
-		if err := compareEntries(ctx, fmt.Sprintf("GetLatestChannelEntriesThatProvide %s/%s %s", g.group, g.version, g.kind), v.latestProviding(g), func() (streamOf, error) {
+		if err := compareEntries(fmt.Sprintf("GetLatestChannelEntriesThatProvide %s/%s %s", g.group, g.version, g.kind), v.latestProviding(g), func() (streamOf, error) {
 			return s.client.GetLatestChannelEntriesThatProvide(ctx, &api.GetLatestProvidersRequest{Group: g.group, Version: g.version, Kind: g.kind})
 		}); err != nil {
 			t.Error(err)
@@ -345,7 +345,7 @@ type streamOf interface {
 
 // compareEntries drains a stream of channel entries and compares it with want; an
 // empty want expects the registry's "not found" error.
-func compareEntries(_ context.Context, what string, want []entryKey, call func() (streamOf, error)) error {
+func compareEntries(what string, want []entryKey, call func() (streamOf, error)) error {
 	st, err := call()
 	var got []*api.ChannelEntry
 	if err == nil {

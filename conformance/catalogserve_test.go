@@ -225,7 +225,20 @@ func untar(rc io.ReadCloser, dir string) error {
 				}
 			}
 		case tar.TypeSymlink, tar.TypeLink:
-			// Not needed to serve a catalog; links are not followed outside dir.
+			// Absolute targets are taken inside dir, so that the entrypoint check
+			// follows them in the image, never on the host.
+			target := h.Linkname
+			if path.IsAbs(target) || h.Typeflag == tar.TypeLink {
+				target = filepath.Join(dir, filepath.FromSlash(path.Clean("/"+target)))
+			}
+			if err = os.MkdirAll(filepath.Dir(dst), 0o755); err == nil {
+				_ = os.Remove(dst)
+				if h.Typeflag == tar.TypeLink {
+					err = os.Link(target, dst)
+				} else {
+					err = os.Symlink(target, dst)
+				}
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", h.Name, err)
@@ -235,9 +248,8 @@ func untar(rc io.ReadCloser, dir string) error {
 
 // servedCatalog is a running operator-registry server and a client of it.
 type servedCatalog struct {
-	client  api.RegistryClient
-	health  health.HealthClient
-	queries int
+	client api.RegistryClient
+	health health.HealthClient
 }
 
 // serveCatalog starts operator-registry's gRPC server on the exported folder as

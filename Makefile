@@ -50,9 +50,11 @@ DEMO_SCRIPT ?= scripts/demo.sh
 demo: build
 	AIRLOCK=$(BIN) bash $(DEMO_SCRIPT)
 
-# Differential conformance against opm's library (operator-registry), in its own
-# module (conformance/) so that the main module never depends on it. About 2.5
-# minutes on 2 cores: the tests, then the fuzz target for 20 s. See
+# Differential conformance against opm's library (operator-registry), and
+# airlock mirror's output handed to the real consumers (operator-registry's
+# server, containers/image's mirror rules, the API server's CRD validation), in
+# its own module (conformance/) so that the main module never depends on them.
+# About 3.5 minutes on 2 cores: the tests, then the fuzz target for 20 s. See
 # docs/conformance.md.
 CONFORMANCE_FUZZTIME ?= 20s
 conformance:

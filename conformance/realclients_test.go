@@ -149,7 +149,7 @@ func setupRealClients(t *testing.T) *realClientsEnv {
 		r.res = res
 		// What airlock says it kept: `airlock catalog prune --explain` on the catalog
 		// the mirror run read, with the same configuration.
-		pr, err := prune.PruneDir(ctx, prune.PruneOptions{ConfigPath: r.cfgPath, Source: c.res.CatalogDir})
+		pr, err := pipeline.PruneDir(ctx, pipeline.PruneOptions{ConfigPath: r.cfgPath, Source: c.res.CatalogDir})
 		if err != nil {
 			t.Fatalf("%s: prune --explain: %v", sc.name, err)
 		}

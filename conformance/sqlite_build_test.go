@@ -242,3 +242,45 @@ func inPackage(p *model.Package, name string) (*model.Bundle, bool) {
 	}
 	return nil, false
 }
+
+// TestBuildSQLiteDB is a tool, not a test: with AIRLOCK_SQLITE_FROM=DIR (a
+// file-based catalog root, e.g. the unpacked shared/fixtures/large) and
+// AIRLOCK_SQLITE_TO=FILE it builds FILE, a SQLite index database of every package
+// of DIR, with opm's loader (package by package, to bound memory). The
+// benchmark database of docs/benchmarks.md is made this way.
+func TestBuildSQLiteDB(t *testing.T) {
+	from, to := os.Getenv("AIRLOCK_SQLITE_FROM"), os.Getenv("AIRLOCK_SQLITE_TO")
+	if from == "" || to == "" {
+		t.Skip("set AIRLOCK_SQLITE_FROM and AIRLOCK_SQLITE_TO to build a database")
+	}
+	db, loader := opmLoader(t, to)
+	defer db.Close()
+	ents, err := os.ReadDir(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded, refused, bundles := 0, 0, 0
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		cfg, err := declcfg.LoadFS(t.Context(), os.DirFS(filepath.Join(from, e.Name())))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := declcfg.ConvertToModel(*cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range m {
+			if err := loadPackage(loader, p); err != nil {
+				t.Logf("opm's loader refused package %s: %v", p.Name, err)
+				refused++
+				continue
+			}
+			loaded++
+			bundles += len(cfg.Bundles)
+		}
+	}
+	t.Logf("%s: %d packages (%d bundles) loaded, %d refused", to, loaded, bundles, refused)
+}

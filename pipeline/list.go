@@ -44,8 +44,13 @@ func ListOperators(ctx context.Context, o ListOperatorsOptions) (*OperatorList, 
 		return nil, fmt.Errorf("--channel needs --package")
 	}
 	out := &OperatorList{}
-	dir := o.Catalog
-	if st, err := os.Stat(o.Catalog); err != nil || !st.IsDir() || strings.HasPrefix(o.Catalog, mirror.OCIPrefix) {
+	dir, cleanup, local, err := localCatalogDir(ctx, o.Catalog, o.Fetch.Logger)
+	if err != nil {
+		return nil, err
+	}
+	if local && !strings.HasPrefix(o.Catalog, mirror.OCIPrefix) {
+		defer cleanup()
+	} else {
 		work := o.WorkDir
 		if work == "" {
 			tmp, err := os.MkdirTemp("", "airlock-list-")
@@ -59,7 +64,10 @@ func ListOperators(ctx context.Context, o ListOperatorsOptions) (*OperatorList, 
 		if err != nil {
 			return nil, err
 		}
-		dir, out.Digest = fc.ConfigsDir, fc.Digest
+		if dir, err = fbcDir(ctx, fc, o.Fetch.Logger); err != nil {
+			return nil, err
+		}
+		out.Digest = fc.Digest
 	}
 	cat, err := prune.LoadDir(ctx, dir, prune.LoadOptions{ElideHeavy: true, Logger: o.Fetch.Logger})
 	if err != nil {

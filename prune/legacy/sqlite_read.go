@@ -67,7 +67,7 @@ func openDB(ctx context.Context, p string) (*sql.DB, error) {
 	db.SetMaxOpenConns(1)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("%s: opening the database: %w", p, err)
+		return nil, fmt.Errorf("%s: %w: opening it: %v", p, ErrBadDatabase, err)
 	}
 	return db, nil
 }

@@ -59,29 +59,3 @@ func fbcDir(ctx context.Context, fc *mirror.FetchedCatalog, log *slog.Logger) (s
 	fc.ConfigsDir = dir
 	return dir, nil
 }
-
-// localCatalogDir returns the file-based catalog folder of a local catalog
-// argument: a folder as it is, a SQLite database converted into a temporary
-// folder (removed by the returned cleanup). ok is false when src is neither.
-func localCatalogDir(ctx context.Context, src string, log *slog.Logger) (dir string, cleanup func(), ok bool, err error) {
-	st, err := os.Stat(src)
-	switch {
-	case err != nil:
-		return "", nil, false, nil
-	case st.IsDir():
-		return src, func() {}, true, nil
-	case !st.Mode().IsRegular() || !legacy.IsSQLite(src):
-		return "", nil, false, nil
-	}
-	tmp, err := os.MkdirTemp("", "airlock-sqlite-")
-	if err != nil {
-		return "", nil, true, err
-	}
-	cleanup = func() { os.RemoveAll(tmp) }
-	dir = filepath.Join(tmp, "configs")
-	if _, err := legacy.ConvertSQLite(ctx, src, dir, legacy.SQLiteOptions{Logger: log}); err != nil {
-		cleanup()
-		return "", nil, true, err
-	}
-	return dir, cleanup, true, nil
-}

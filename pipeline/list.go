@@ -11,6 +11,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/prune"
+	"github.com/airlock-mirror/airlock/prune/legacy"
 )
 
 // ListOperatorsOptions says what `airlock list operators` shows.
@@ -44,7 +45,7 @@ func ListOperators(ctx context.Context, o ListOperatorsOptions) (*OperatorList, 
 		return nil, fmt.Errorf("--channel needs --package")
 	}
 	out := &OperatorList{}
-	dir, cleanup, local, err := localCatalogDir(ctx, o.Catalog, o.Fetch.Logger)
+	dir, cleanup, local, err := legacy.LocalDir(ctx, o.Catalog, o.Fetch.Logger)
 	if err != nil {
 		return nil, err
 	}

@@ -1076,6 +1076,10 @@ type PruneOptions struct {
 	ConfigPath string
 	// Source is the root directory of the file-based catalog to prune.
 	Source string
+	// Dir, when set, is the folder loaded instead of Source, which then only
+	// selects the configuration's entry (a SQLite database converted to a
+	// temporary folder, say).
+	Dir string
 	// OutDir receives the pruned catalog; it must be empty or absent. Empty: the
 	// catalog is filtered and explained but not written.
 	OutDir string
@@ -1120,8 +1124,12 @@ func PruneDir(ctx context.Context, opts PruneOptions) (*PruneResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	log.Debug("loading catalog", "dir", opts.Source)
-	c, err := LoadDir(ctx, opts.Source, LoadOptions{ElideHeavy: true, Logger: log})
+	dir := opts.Source
+	if opts.Dir != "" {
+		dir = opts.Dir
+	}
+	log.Debug("loading catalog", "dir", dir)
+	c, err := LoadDir(ctx, dir, LoadOptions{ElideHeavy: true, Logger: log})
 	if err != nil {
 		return nil, err
 	}

@@ -53,19 +53,15 @@ func bundleObjects(s string) (objs []string, csv string, err error) {
 		if err := dec.Decode(&m); err != nil {
 			return nil, "", fmt.Errorf("manifest %d: %v", len(objs)+1, err)
 		}
-		objs = append(objs, string(m))
-	}
-	for i, o := range objs {
-		var head struct {
-			Kind     string `json:"kind"`
-			Metadata struct {
-				Name string `json:"name"`
-			} `json:"metadata"`
+		o := string(m)
+		if !strings.HasPrefix(o, "{") {
+			return nil, "", fmt.Errorf("manifest %d is not a Kubernetes object (a JSON object)", len(objs)+1)
 		}
-		if err := json.Unmarshal([]byte(o), &head); err != nil {
-			return nil, "", fmt.Errorf("manifest %d is not a Kubernetes object: %v", i+1, err)
+		objs = append(objs, o)
+		if csv != "" {
+			continue
 		}
-		if head.Kind == "ClusterServiceVersion" && csv == "" {
+		if kind, ok := member(m, "kind"); ok && string(kind) == `"ClusterServiceVersion"` {
 			csv = o
 		}
 	}
@@ -73,6 +69,86 @@ func bundleObjects(s string) (objs []string, csv string, err error) {
 		return nil, "", fmt.Errorf("no ClusterServiceVersion among its %d manifests", len(objs))
 	}
 	return objs, csv, nil
+}
+
+// member returns the raw value of the top-level member key of the JSON object
+// obj, which must be valid JSON (it is only scanned, not checked). A key
+// written with escapes is not recognised.
+func member(obj []byte, key string) ([]byte, bool) {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return nil, false
+	}
+	i++
+	for {
+		i = skipSpace(obj, i)
+		if i >= len(obj) || obj[i] != '"' {
+			return nil, false
+		}
+		kEnd := valueEnd(obj, i)
+		k := obj[i+1 : kEnd-1]
+		i = skipSpace(obj, kEnd)
+		if i >= len(obj) || obj[i] != ':' {
+			return nil, false
+		}
+		i = skipSpace(obj, i+1)
+		vEnd := valueEnd(obj, i)
+		if string(k) == key {
+			return obj[i:vEnd], true
+		}
+		i = skipSpace(obj, vEnd)
+		if i >= len(obj) || obj[i] != ',' {
+			return nil, false
+		}
+		i++
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// valueEnd returns the end of the valid JSON value starting at b[i].
+func valueEnd(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		for i++; i < len(b); i++ {
+			switch b[i] {
+			case '\\':
+				i++
+			case '"':
+				return i + 1
+			}
+		}
+		return i
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = valueEnd(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return i
+	default:
+		for i < len(b) && !strings.ContainsRune(",}] \t\n\r", rune(b[i])) {
+			i++
+		}
+		return i
+	}
 }
 
 // bundleProperties builds the properties of a bundle as opm v1.73 does:
@@ -97,11 +173,13 @@ func bundleProperties(r *bundleRow, c bundleContent, t *tables, objs []string) (
 				return nil, fmt.Errorf("%w: property %d (olm.gvk, table properties): %v", ErrBadDatabase, i+1, err)
 			}
 			provided[g] = true
-		case prune.PropertyPackage:
-			hasPackage = true
-			out = append(out, prune.Property{Type: p.typ.String, Value: json.RawMessage(p.value.String)})
 		default:
-			out = append(out, prune.Property{Type: p.typ.String, Value: json.RawMessage(p.value.String)})
+			hasPackage = hasPackage || p.typ.String == prune.PropertyPackage
+			var buf bytes.Buffer
+			if err := json.Compact(&buf, []byte(p.value.String)); err != nil {
+				return nil, fmt.Errorf("%w: the value of property %d (type %q, table properties) is not valid JSON: %v", ErrBadDatabase, i+1, p.typ.String, err)
+			}
+			out = append(out, prune.Property{Type: p.typ.String, Value: buf.Bytes()})
 		}
 	}
 	for i, d := range unique(t.deps[r.bundle]) {
@@ -142,13 +220,6 @@ func bundleProperties(r *bundleRow, c bundleContent, t *tables, objs []string) (
 		out = append(out, mustProp(prune.PropertyBundleObject, struct {
 			Data []byte `json:"data"`
 		}{[]byte(o)}))
-	}
-	for i := range out {
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, out[i].Value); err != nil {
-			return nil, fmt.Errorf("%w: the value of property %q (table properties) is not valid JSON: %v", ErrBadDatabase, out[i].Type, err)
-		}
-		out[i].Value = buf.Bytes()
 	}
 	out = dedupe(out)
 	sort.Slice(out, func(i, j int) bool {
@@ -213,15 +284,20 @@ func mustProp(typ string, v any) prune.Property {
 func relatedImages(csvJSON string, stored []string) ([]prune.RelatedImage, error) {
 	var out []prune.RelatedImage
 	if csvJSON != "" {
-		var c struct {
-			Spec struct {
-				RelatedImages []prune.RelatedImage `json:"relatedImages"`
-			} `json:"spec"`
+		// Only spec.relatedImages is decoded (the CSV is valid JSON); like opm,
+		// a spec or a list of the wrong type is an error, null is nothing.
+		spec, ok := member([]byte(csvJSON), "spec")
+		switch {
+		case !ok || string(spec) == "null":
+		case spec[0] != '{':
+			return nil, fmt.Errorf("the CSV's spec is not an object")
+		default:
+			if ri, ok := member(spec, "relatedImages"); ok {
+				if err := json.Unmarshal(ri, &out); err != nil {
+					return nil, err
+				}
+			}
 		}
-		if err := json.Unmarshal([]byte(csvJSON), &c); err != nil {
-			return nil, err
-		}
-		out = c.Spec.RelatedImages
 	}
 	have := map[string]bool{}
 	for _, ri := range out {

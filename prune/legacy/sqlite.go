@@ -113,17 +113,9 @@ func ConvertSQLite(ctx context.Context, dbPath, outDir string, opts SQLiteOption
 		if err := ctx.Err(); err != nil {
 			return st, err
 		}
-		sk := pkgs[n]
-		p, err := buildPackage(ctx, br, t, sk, rowsByPkg[n], log)
+		p, err := convertPackage(ctx, br, t, pkgs[n], rowsByPkg[n], root, log)
 		if err != nil {
 			return st, fmt.Errorf("%s: package %q: %w", dbPath, n, err)
-		}
-		c := &prune.Catalog{Packages: []*prune.Package{p}}
-		if err := prune.Validate(c); err != nil {
-			return st, fmt.Errorf("%s: package %q does not convert to a valid catalog (opm v1.73 refuses it too): %w", dbPath, n, err)
-		}
-		if err := writePackage(ctx, root, c); err != nil {
-			return st, fmt.Errorf("writing package %q to %s: %w", n, outDir, err)
 		}
 		st.Packages++
 		st.Channels += len(p.Channels)
@@ -212,19 +204,24 @@ func deprecated(props []kv) bool {
 	return false
 }
 
-// buildPackage turns one package's rows into a prune.Package.
-func buildPackage(ctx context.Context, br *bundleReader, t *tables, sk *skeleton, rows []*bundleRow, log *slog.Logger) (*prune.Package, error) {
+// convertPackage converts one package and writes it to <package>/catalog.json
+// in root: the olm.package document and the channels first, then each bundle as
+// soon as it is built, so that only one bundle's manifests are in memory at a
+// time. The package is then checked (modelCheck) on a light copy (no bundle
+// manifests); a package that fails is removed again. It returns the light copy.
+func convertPackage(ctx context.Context, br *bundleReader, t *tables, sk *skeleton, rows []*bundleRow, root *os.Root, log *slog.Logger) (*prune.Package, error) {
 	p := &prune.Package{Name: sk.name, DefaultChannel: sk.defaultChannel, Declared: 1}
 	chans := map[string]*prune.Channel{}
 	for n := range sk.channels {
 		chans[n] = &prune.Channel{Name: n, Package: sk.name}
 	}
-	bundles := map[string]*prune.Bundle{}
+	rowOf := map[string]*bundleRow{}
+	var names []string
 	for _, r := range rows {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		c, err := br.read(ctx, r.bundle)
+		c, err := br.readLight(ctx, r.bundle)
 		if err != nil {
 			return nil, err
 		}
@@ -235,12 +232,9 @@ func buildPackage(ctx context.Context, br *bundleReader, t *tables, sk *skeleton
 		if !ok {
 			return nil, fmt.Errorf("%w: bundle %q is in channel %q, which the channel table does not hold for the package", ErrBadDatabase, r.bundle, r.chnl)
 		}
-		if _, done := bundles[r.bundle]; !done {
-			b, err := buildBundle(r, c, t)
-			if err != nil {
-				return nil, fmt.Errorf("bundle %q: %w", r.bundle, err)
-			}
-			bundles[r.bundle] = b
+		if _, seen := rowOf[r.bundle]; !seen {
+			rowOf[r.bundle] = r
+			names = append(names, r.bundle)
 		}
 		ch.Entries = append(ch.Entries, prune.ChannelEntry{Name: r.bundle, Replaces: r.replaces, Skips: r.skips, SkipRange: c.skipRng.String})
 	}
@@ -249,16 +243,60 @@ func buildPackage(ctx context.Context, br *bundleReader, t *tables, sk *skeleton
 		p.Channels = append(p.Channels, ch)
 	}
 	sort.Slice(p.Channels, func(i, j int) bool { return p.Channels[i].Name < p.Channels[j].Name })
-	for _, b := range bundles {
-		p.Bundles = append(p.Bundles, b)
-	}
-	sort.Slice(p.Bundles, func(i, j int) bool { return p.Bundles[i].Name < p.Bundles[j].Name })
 	icon, err := packageIcon(ctx, br, sk, log)
 	if err != nil {
 		return nil, err
 	}
 	p.Icon = icon
+	sort.Strings(names)
+
+	if err := writeStream(ctx, root, p.Name, func(w io.Writer) error {
+		if err := prune.Render(ctx, &prune.Catalog{Packages: []*prune.Package{p}}, w, prune.FormatJSON); err != nil {
+			return err
+		}
+		for _, n := range names {
+			c, err := br.read(ctx, n)
+			if err != nil {
+				return err
+			}
+			b, err := buildBundle(rowOf[n], c, t)
+			if err != nil {
+				return fmt.Errorf("bundle %q: %w", n, err)
+			}
+			one := &prune.Package{Name: p.Name, Bundles: []*prune.Bundle{b}}
+			if err := prune.Render(ctx, &prune.Catalog{Packages: []*prune.Package{one}}, w, prune.FormatJSON); err != nil {
+				return err
+			}
+			p.Bundles = append(p.Bundles, lightBundle(b))
+		}
+		return nil
+	}); err != nil {
+		_ = root.RemoveAll(p.Name)
+		return nil, err
+	}
+	if err := modelCheck(&prune.Catalog{Packages: []*prune.Package{p}}); err != nil {
+		_ = root.RemoveAll(p.Name)
+		return nil, fmt.Errorf("it does not convert to a valid catalog (opm v1.73 refuses it too): %w", err)
+	}
 	return p, nil
+}
+
+// lightBundle is b without its manifests (one is kept when the bundle has no
+// image: a bundle needs an image or manifests).
+func lightBundle(b *prune.Bundle) *prune.Bundle {
+	l := *b
+	l.Properties = nil
+	kept := false
+	for _, pr := range b.Properties {
+		if pr.Type == prune.PropertyBundleObject {
+			if kept || b.Image != "" {
+				continue
+			}
+			kept = true
+		}
+		l.Properties = append(l.Properties, pr)
+	}
+	return &l
 }
 
 // csvIcon is the part of a CSV the package icon comes from.
@@ -319,10 +357,8 @@ func prepareOut(dir string) error {
 	return nil
 }
 
-// writePackage writes the one-package catalog c to <package>/catalog.json
-// inside root.
-func writePackage(ctx context.Context, root *os.Root, c *prune.Catalog) (err error) {
-	name := c.Packages[0].Name
+// writeStream creates <name>/catalog.json in root and lets body write it.
+func writeStream(ctx context.Context, root *os.Root, name string, body func(io.Writer) error) (err error) {
 	if err := root.Mkdir(name, 0o755); err != nil {
 		return err
 	}
@@ -335,5 +371,28 @@ func writePackage(ctx context.Context, root *os.Root, c *prune.Catalog) (err err
 			err = cerr
 		}
 	}()
-	return prune.Render(ctx, c, io.Writer(f), prune.FormatJSON)
+	return body(f)
+}
+
+// modelCheck is the validation opm v1.73 applies to the model it builds from a
+// database: prune.Validate without the image reference checks, which opm's
+// model validation does not make (real indexes name related images such as
+// "oci://…" that are no image pull specs). Those problems stay for
+// `catalog validate` and for the catalogs mirror prunes from the result.
+func modelCheck(c *prune.Catalog) error {
+	err := prune.Validate(c)
+	var ve *prune.ValidationError
+	if !errors.As(err, &ve) {
+		return err
+	}
+	kept := &prune.ValidationError{}
+	for _, p := range ve.Problems {
+		if !strings.Contains(p.Message, "invalid image pull spec") {
+			kept.Problems = append(kept.Problems, p)
+		}
+	}
+	if len(kept.Problems) == 0 {
+		return nil
+	}
+	return kept
 }

@@ -47,17 +47,21 @@ func bundleObjects(s string) (objs []string, csv string, err error) {
 	if s == "" {
 		return nil, "", nil
 	}
-	dec := json.NewDecoder(strings.NewReader(s))
-	for dec.More() {
-		var m json.RawMessage
-		if err := dec.Decode(&m); err != nil {
-			return nil, "", fmt.Errorf("manifest %d: %v", len(objs)+1, err)
-		}
-		o := string(m)
-		if !strings.HasPrefix(o, "{") {
+	b := []byte(s)
+	for i := skipSpace(b, 0); i < len(b); i = skipSpace(b, i) {
+		if b[i] != '{' {
 			return nil, "", fmt.Errorf("manifest %d is not a Kubernetes object (a JSON object)", len(objs)+1)
 		}
+		end := valueEnd(b, i)
+		m := b[i:end]
+		if !json.Valid(m) {
+			var v any
+			err := json.Unmarshal(m, &v)
+			return nil, "", fmt.Errorf("manifest %d: %v", len(objs)+1, err)
+		}
+		o := s[i:end]
 		objs = append(objs, o)
+		i = end
 		if csv != "" {
 			continue
 		}

@@ -223,8 +223,9 @@ type bundleContent struct {
 
 // bundleReader reads operatorbundle rows one at a time.
 type bundleReader struct {
-	stmt *sql.Stmt
-	csv  *sql.Stmt
+	stmt  *sql.Stmt
+	light *sql.Stmt
+	csv   *sql.Stmt
 }
 
 func newBundleReader(ctx context.Context, db *sql.DB) (*bundleReader, error) {
@@ -232,22 +233,43 @@ func newBundleReader(ctx context.Context, db *sql.DB) (*bundleReader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: reading table operatorbundle: %v", ErrBadDatabase, err)
 	}
-	c, err := db.PrepareContext(ctx, `SELECT csv FROM operatorbundle WHERE name = ?`)
+	l, err := db.PrepareContext(ctx, `SELECT bundlepath, version, skiprange FROM operatorbundle WHERE name = ?`)
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("%w: reading table operatorbundle: %v", ErrBadDatabase, err)
 	}
-	return &bundleReader{stmt: s, csv: c}, nil
+	c, err := db.PrepareContext(ctx, `SELECT csv FROM operatorbundle WHERE name = ?`)
+	if err != nil {
+		s.Close()
+		l.Close()
+		return nil, fmt.Errorf("%w: reading table operatorbundle: %v", ErrBadDatabase, err)
+	}
+	return &bundleReader{stmt: s, light: l, csv: c}, nil
 }
 
 func (br *bundleReader) close() {
 	br.stmt.Close()
+	br.light.Close()
 	br.csv.Close()
 }
 
+// read reads a bundle's row, its manifests (operatorbundle.bundle) included.
 func (br *bundleReader) read(ctx context.Context, name string) (bundleContent, error) {
+	return br.scan(ctx, br.stmt, name, true)
+}
+
+// readLight reads a bundle's row without its manifests.
+func (br *bundleReader) readLight(ctx context.Context, name string) (bundleContent, error) {
+	return br.scan(ctx, br.light, name, false)
+}
+
+func (br *bundleReader) scan(ctx context.Context, stmt *sql.Stmt, name string, heavy bool) (bundleContent, error) {
 	var c bundleContent
-	err := br.stmt.QueryRowContext(ctx, name).Scan(&c.bundle, &c.path, &c.version, &c.skipRng)
+	dest := []any{&c.path, &c.version, &c.skipRng}
+	if heavy {
+		dest = append([]any{&c.bundle}, dest...)
+	}
+	err := stmt.QueryRowContext(ctx, name).Scan(dest...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, nil
 	}

@@ -59,7 +59,7 @@ demo: build
 # airlock mirror's output handed to the real consumers (operator-registry's
 # server, containers/image's mirror rules, the API server's CRD validation), in
 # its own module (conformance/) so that the main module never depends on them.
-# About 3.5 minutes on a quiet 2-core machine: the tests, then the fuzz target
+# About 4 minutes on a quiet 2-core machine (1.5 of them the SQLite agreement tests): the tests, then the fuzz target
 # for 20 s. The test timeout leaves room for a loaded machine (the same tests
 # took 15 minutes with five builds running beside them). See
 # docs/conformance.md.

@@ -47,7 +47,11 @@ func (r *run) catalog(ctx context.Context, op imageset.Operator, fo mirror.Fetch
 	if err != nil {
 		return nil, err
 	}
-	cat, err := prune.LoadDir(ctx, fc.ConfigsDir, prune.LoadOptions{ElideHeavy: true, Logger: r.log})
+	dir, err := fbcDir(ctx, fc, r.log)
+	if err != nil {
+		return nil, err
+	}
+	cat, err := prune.LoadDir(ctx, dir, prune.LoadOptions{ElideHeavy: true, Logger: r.log})
 	if err != nil {
 		return nil, err
 	}
@@ -55,8 +59,9 @@ func (r *run) catalog(ctx context.Context, op imageset.Operator, fo mirror.Fetch
 		Catalog: op.Catalog, SourceDigest: fc.Digest,
 		TargetCatalog: op.TargetCatalog, TargetTag: op.TargetTag,
 	}
-	if op.IsFullCatalog() {
-		// Mirrored untouched: no filter, no rebuild.
+	if op.IsFullCatalog() && fc.Database == "" {
+		// Mirrored untouched: no filter, no rebuild. (A SQLite-based catalog is
+		// always rebuilt, as the file-based catalog it converts to.)
 		switch {
 		case fc.LayoutPath != "":
 			cr.SourceRepo = mirror.LayoutRepoPrefix + fc.LayoutPath

@@ -20,6 +20,10 @@ type PruneOptions struct {
 	ConfigPath string
 	// Source is the root directory of the file-based catalog to prune.
 	Source string
+	// Dir, when set, is the folder loaded instead of Source, which then only
+	// selects the configuration's entry (a SQLite database converted to a
+	// temporary folder, say).
+	Dir string
 	// OutDir receives the pruned catalog; it must be empty or absent. Empty: the
 	// catalog is filtered and explained but not written.
 	OutDir string
@@ -65,7 +69,11 @@ func PruneDir(ctx context.Context, opts PruneOptions) (*PruneResult, error) {
 		return nil, err
 	}
 	log.Debug("loading catalog", "dir", opts.Source)
-	c, err := prune.LoadDir(ctx, opts.Source, prune.LoadOptions{ElideHeavy: true, Logger: log})
+	dir := opts.Source
+	if opts.Dir != "" {
+		dir = opts.Dir
+	}
+	c, err := prune.LoadDir(ctx, dir, prune.LoadOptions{ElideHeavy: true, Logger: log})
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/archive"
 )
 
 // Options are the mirror command's inputs.
@@ -28,7 +29,9 @@ type Options struct {
 	Destination string
 	// From is --from file://DIR (disk-to-mirror).
 	From string
-	// Workspace is --workspace file://DIR (mirror-to-mirror).
+	// Workspace is --workspace file://DIR: mirror-to-mirror's working files, and
+	// disk-to-mirror's (default DefaultWorkspace in the current directory; nothing
+	// is ever written into the archive folder).
 	Workspace string
 	// DryRun plans only: mapping.txt, missing.txt and the bytes to send.
 	DryRun bool
@@ -95,13 +98,29 @@ type ImageOutcome struct {
 
 // ArchiveSummary describes a written archive.
 type ArchiveSummary struct {
-	Dir         string   `json:"dir"`
-	ArchiveID   string   `json:"archiveID"`
+	// Dir is the batch folder written (TARGET/batch-NNNN).
+	Dir       string `json:"dir"`
+	ArchiveID string `json:"archiveID"`
+	// Batch is the batch number; BuildsOn the earlier batches it relies on.
+	Batch    int                `json:"batch"`
+	BuildsOn []archive.BatchRef `json:"buildsOn,omitempty"`
+	// Resumed is true when the run finished the batch an interrupted run began.
+	Resumed     bool     `json:"resumed,omitempty"`
 	Chunks      []string `json:"chunks"`
 	Blobs       int      `json:"blobs"`
 	Bytes       int64    `json:"bytes"`
 	ReliesOn    int      `json:"reliesOn"`
 	Incremental bool     `json:"incremental"`
+}
+
+// DefaultWorkspace is disk-to-mirror's working folder when --workspace is not
+// given, relative to the current directory.
+const DefaultWorkspace = "airlock-workspace"
+
+// within reports whether path p is dir or inside it.
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // ErrIncomplete is wrapped by the error Mirror returns when some images were not
@@ -114,9 +133,12 @@ type run struct {
 	cfg      *imageset.ImageSetConfiguration
 	workflow mirror.Workflow
 	workDir  string // DIR/working-dir
-	topDir   string // DIR (archive directory for mirror-to-disk and disk-to-mirror)
-	dest     string // REGISTRY/NS for registry workflows
-	res      *Result
+	topDir   string // DIR (archive target for mirror-to-disk, archive for disk-to-mirror)
+	// workspace holds working-dir: the target (mirror-to-disk), --workspace
+	// (mirror-to-mirror, disk-to-mirror; default DefaultWorkspace).
+	workspace string
+	dest      string // REGISTRY/NS for registry workflows
+	res       *Result
 }
 
 // Mirror runs one mirror command: mirror-to-mirror (Destination docker:// and
@@ -176,9 +198,6 @@ func (r *run) setup() error {
 	r.cfg = cfg
 	switch {
 	case o.From != "":
-		if o.Workspace != "" {
-			return errors.New("--from and --workspace cannot be used together: --from reads an archive (disk-to-mirror), --workspace is for mirror-to-mirror")
-		}
 		if !strings.HasPrefix(o.Destination, "docker://") {
 			return fmt.Errorf("disk-to-mirror needs a registry destination docker://REGISTRY/NAMESPACE, got %q", o.Destination)
 		}
@@ -188,6 +207,21 @@ func (r *run) setup() error {
 		}
 		r.workflow, r.topDir = mirror.DiskToMirror, dir
 		r.dest = strings.TrimPrefix(o.Destination, "docker://")
+		// The archive may be on read-only media: nothing is written into it. The
+		// working files go to --workspace, by default a folder in the current
+		// directory.
+		ws := DefaultWorkspace
+		if o.Workspace != "" {
+			if ws, err = fileDir(o.Workspace, "--workspace"); err != nil {
+				return err
+			}
+		}
+		if r.workspace, err = filepath.Abs(ws); err != nil {
+			return err
+		}
+		if archAbs, err := filepath.Abs(dir); err == nil && within(r.workspace, archAbs) {
+			return fmt.Errorf("--workspace %s is inside the archive folder %s: disk-to-mirror writes nothing into the archive (it may be read-only media); choose another folder", r.workspace, dir)
+		}
 	case strings.HasPrefix(o.Destination, "file://"):
 		if o.Workspace != "" {
 			return errors.New("--workspace is for mirror-to-mirror; mirror-to-disk writes its working-dir inside the file:// destination")
@@ -196,7 +230,7 @@ func (r *run) setup() error {
 		if err != nil {
 			return err
 		}
-		r.workflow, r.topDir = mirror.MirrorToDisk, dir
+		r.workflow, r.topDir, r.workspace = mirror.MirrorToDisk, dir, dir
 	case strings.HasPrefix(o.Destination, "docker://"):
 		if o.Workspace == "" {
 			return errors.New("mirror-to-mirror needs --workspace file://DIR for its working files (or use --from file://DIR for disk-to-mirror)")
@@ -205,7 +239,7 @@ func (r *run) setup() error {
 		if err != nil {
 			return err
 		}
-		r.workflow, r.topDir = mirror.MirrorToMirror, dir
+		r.workflow, r.topDir, r.workspace = mirror.MirrorToMirror, dir, dir
 		r.dest = strings.TrimPrefix(o.Destination, "docker://")
 	default:
 		return fmt.Errorf("destination %q must be docker://REGISTRY[:PORT]/NAMESPACE or file://DIR", o.Destination)
@@ -213,7 +247,7 @@ func (r *run) setup() error {
 	if r.workflow != mirror.MirrorToDisk && (o.SinceArchive != "" || o.Full) {
 		return errors.New("--since-archive and --full apply to mirror-to-disk only")
 	}
-	r.workDir = filepath.Join(r.topDir, "working-dir")
+	r.workDir = filepath.Join(r.workspace, "working-dir")
 	if err := os.MkdirAll(r.workDir, 0o755); err != nil {
 		return fmt.Errorf("create working directory: %w", err)
 	}

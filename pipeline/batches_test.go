@@ -151,7 +151,7 @@ func TestMirrorToDiskResumesUnfinishedBatch(t *testing.T) {
 	o := opts(e.config(t, "    - name: baz"))
 	o.Destination = "file://" + target
 	ctx, cancel := context.WithCancel(context.Background())
-	o.Progress = func(ev mirror.ProgressEvent) {
+	o.Progress = func(ev pipeline.Progress) {
 		if ev.BytesDone > 0 {
 			cancel()
 		}

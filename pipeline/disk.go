@@ -63,11 +63,9 @@ func (r *run) mirrorToDisk(ctx context.Context) error {
 		return err
 	}
 	defer w.Close()
-	r.stage("copy")
-	rep, _ := mirror.Copy(ctx, mux, w, r.res.Plan.Jobs(), r.copyOptions())
-	r.setCopy(rep)
-	if ctx.Err() != nil {
-		return ctx.Err()
+	rep, err := r.copy(ctx, mux, w)
+	if err != nil {
+		return err
 	}
 	if failed := len(r.res.Plan.Failed()) + len(rep.Failed()); failed > 0 {
 		return fmt.Errorf("%w: %d image(s) failed, so no archive was written: %s stays unfinished (what was downloaded is kept there and is not downloaded again); fix or block the failing images and run the same command again to finish it", ErrIncomplete, failed, batchDir)
@@ -119,7 +117,7 @@ func archiveCatalogs(p *mirror.Plan) []archive.CatalogRecord {
 }
 
 func (r *run) diskToMirror(ctx context.Context) error {
-	r.stage("archive")
+	r.stage("open-archive")
 	dir, err := archive.ResolveArchiveDir(r.topDir)
 	if err != nil {
 		return err
@@ -181,11 +179,9 @@ func (r *run) diskToMirror(ctx context.Context) error {
 			return err
 		}
 	}
-	r.stage("copy")
-	rep, _ := mirror.Copy(ctx, src, dst, p.Jobs(), r.copyOptions())
-	r.setCopy(rep)
-	if ctx.Err() != nil {
-		return ctx.Err()
+	rep, err := r.copy(ctx, src, dst)
+	if err != nil {
+		return err
 	}
 	if len(rep.Failed()) == 0 && len(p.Failed()) == 0 {
 		if err := loaded.add(r.workDir, m, dir, r.dest); err != nil {

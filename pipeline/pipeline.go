@@ -18,6 +18,7 @@ import (
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
 )
 
 // Options are the mirror command's inputs.
@@ -50,9 +51,13 @@ type Options struct {
 	Full bool
 	// Logger receives the run's log; nil discards it.
 	Logger *slog.Logger
-	// Progress receives copy progress.
-	Progress func(mirror.ProgressEvent)
-	// Stage, when set, is told when a stage starts ("catalogs", "plan", "copy"…).
+	// Progress, when set, receives the copy's progress against totals read from
+	// the plan's manifests before the copy starts (the first call has the totals
+	// and nothing done). Calls are serial.
+	Progress func(Progress)
+	// Stage, when set, is told once when each stage starts ("catalogs", "plan",
+	// "measure", "copy", "archive", "cluster-resources"…). The run logs stages
+	// at debug level only: announcing them is the caller's job.
 	Stage func(stage string)
 }
 
@@ -78,12 +83,16 @@ type Result struct {
 	Archive *ArchiveSummary `json:"archive,omitempty"`
 	// DryRun holds the dry run's findings.
 	DryRun *mirror.Estimate `json:"dryRun,omitempty"`
+	// Interrupted is true when the run was cancelled (Ctrl-C) before it finished.
+	Interrupted bool `json:"interrupted,omitempty"`
 	// Stats of the copy.
-	BlobsSent    int64         `json:"blobsSent"`
-	BlobsMounted int64         `json:"blobsMounted"`
-	BlobsSkipped int64         `json:"blobsSkipped"`
-	BytesSent    int64         `json:"bytesSent"`
-	Duration     time.Duration `json:"duration"`
+	BlobsSent    int64 `json:"blobsSent"`
+	BlobsMounted int64 `json:"blobsMounted"`
+	BlobsSkipped int64 `json:"blobsSkipped"`
+	BytesSent    int64 `json:"bytesSent"`
+	// ManifestsSent counts manifests pushed (or written into the archive).
+	ManifestsSent int64         `json:"manifestsSent"`
+	Duration      time.Duration `json:"duration"`
 }
 
 // ImageOutcome is one image of results.json.
@@ -164,6 +173,7 @@ func Mirror(ctx context.Context, opts Options) (*Result, error) {
 		err = r.diskToMirror(ctx)
 	}
 	r.res.Duration = time.Since(start)
+	r.res.Interrupted = ctx.Err() != nil
 	if r.res.Plan != nil {
 		if werr := r.writeResults(); werr != nil && err == nil {
 			err = werr
@@ -256,7 +266,7 @@ func (r *run) setup() error {
 }
 
 func (r *run) stage(s string) {
-	r.log.Info("stage", "stage", s)
+	r.log.Debug("stage", "stage", s)
 	if r.opts.Stage != nil {
 		r.opts.Stage(s)
 	}
@@ -281,11 +291,25 @@ func (r *run) registry(tlsVerify bool) *mirror.Registry {
 func (r *run) srcRegistry() *mirror.Registry  { return r.registry(r.opts.SrcTLSVerify) }
 func (r *run) destRegistry() *mirror.Registry { return r.registry(r.opts.DestTLSVerify) }
 
-func (r *run) copyOptions() mirror.CopyOptions {
+func (r *run) copyOptions(progress func(mirror.ProgressEvent)) mirror.CopyOptions {
 	return mirror.CopyOptions{
 		ParallelImages: r.opts.ParallelImages, ParallelLayers: r.opts.ParallelLayers,
-		RetryTimes: r.retryTimes(), Logger: r.log, Progress: r.opts.Progress,
+		RetryTimes: r.retryTimes(), Logger: r.log, Progress: progress,
 	}
+}
+
+// copy copies the plan's jobs from src to dst, measuring them first for the
+// progress totals.
+func (r *run) copy(ctx context.Context, src endpoint.Source, dst endpoint.Destination) (*mirror.CopyReport, error) {
+	jobs := r.res.Plan.Jobs()
+	memo := newMemoSource(src)
+	progress, err := r.track(ctx, memo, jobs)
+	if err != nil {
+		return nil, err
+	}
+	rep, _ := mirror.Copy(ctx, memo, dst, jobs, r.copyOptions(progress))
+	r.setCopy(rep)
+	return rep, ctx.Err()
 }
 
 func (r *run) plan(ctx context.Context, src *mirror.Registry, cats []mirror.CatalogRequest) error {
@@ -327,13 +351,9 @@ func (r *run) mirrorToMirror(ctx context.Context) error {
 	if r.opts.DryRun {
 		return r.dryRun(ctx, mux, dst)
 	}
-	r.stage("copy")
-	rep, err := mirror.Copy(ctx, mux, dst, r.res.Plan.Jobs(), r.copyOptions())
-	r.setCopy(rep)
-	if ctx.Err() != nil {
-		return ctx.Err()
+	if _, err := r.copy(ctx, mux, dst); err != nil {
+		return err
 	}
-	_ = err // failures are in the report
 	return r.clusterResources()
 }
 
@@ -343,6 +363,7 @@ func (r *run) setCopy(rep *mirror.CopyReport) {
 	}
 	r.res.Copy = rep
 	r.res.BlobsSent, r.res.BlobsMounted, r.res.BlobsSkipped, r.res.BytesSent = rep.BlobsSent, rep.BlobsMounted, rep.BlobsSkipped, rep.BytesSent
+	r.res.ManifestsSent = rep.ManifestsSent
 }
 
 func (r *run) dryRun(ctx context.Context, src mirror.EstimateSource, dst mirror.EstimateDestination) error {

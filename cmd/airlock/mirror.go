@@ -2,19 +2,9 @@ package main
 
 import (
 	"errors"
-	"fmt"
-	"github.com/airlock-mirror/airlock/internal/humanize"
-	"io"
-	"log/slog"
-	"os"
-	"sync"
-	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
-	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/pipeline"
 )
 
@@ -53,7 +43,7 @@ failed (they are listed in working-dir/results.json), 130 when interrupted.`,
 			res, err := pipeline.Mirror(cmd.Context(), o)
 			stop()
 			if res != nil && res.Plan != nil {
-				printSummary(cmd.ErrOrStderr(), res)
+				res.WriteSummary(cmd.ErrOrStderr())
 			}
 			if err != nil {
 				if cmd.Context().Err() != nil {
@@ -83,132 +73,4 @@ failed (they are listed in working-dir/results.json), 130 when interrupted.`,
 	f.BoolVar(&o.Full, "full", false, "mirror-to-disk: ignore earlier archives and ship every blob")
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
-}
-
-// attachProgress draws progress bars on a terminal and logs periodic lines
-// otherwise. It returns a function that stops it.
-func attachProgress(o *pipeline.Options, w io.Writer, log *slog.Logger) func() {
-	f, isFile := w.(*os.File)
-	tty := isFile && term.IsTerminal(int(f.Fd()))
-	var mu sync.Mutex
-	var last mirror.ProgressEvent
-	var bar *progressbar.ProgressBar
-	o.Stage = func(s string) {
-		mu.Lock()
-		defer mu.Unlock()
-		if tty && bar == nil {
-			fmt.Fprintf(w, "airlock: %s\n", s)
-		}
-	}
-	o.Progress = func(ev mirror.ProgressEvent) {
-		mu.Lock()
-		defer mu.Unlock()
-		last = ev
-		if !tty {
-			return
-		}
-		if bar == nil {
-			bar = progressbar.NewOptions64(ev.BytesTotal,
-				progressbar.OptionSetWriter(w), progressbar.OptionShowBytes(true),
-				progressbar.OptionSetWidth(30), progressbar.OptionThrottle(100*time.Millisecond),
-				progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
-		}
-		bar.ChangeMax64(ev.BytesTotal)
-		bar.Describe(fmt.Sprintf("images %d/%d", ev.ImagesDone, ev.ImagesTotal))
-		_ = bar.Set64(ev.BytesDone)
-	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	if !tty {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			t := time.NewTicker(10 * time.Second)
-			defer t.Stop()
-			for {
-				select {
-				case <-done:
-					return
-				case <-t.C:
-					mu.Lock()
-					ev := last
-					mu.Unlock()
-					if ev.ImagesTotal > 0 {
-						log.Info("progress", "images", fmt.Sprintf("%d/%d", ev.ImagesDone, ev.ImagesTotal), "failed", ev.ImagesFailed, "bytes", humanize.Bytes(ev.BytesDone), "of", humanize.Bytes(ev.BytesTotal))
-					}
-				}
-			}
-		}()
-	}
-	return func() {
-		close(done)
-		wg.Wait()
-		mu.Lock()
-		if bar != nil {
-			_ = bar.Finish()
-		}
-		mu.Unlock()
-	}
-}
-
-func printSummary(w io.Writer, r *pipeline.Result) {
-	fmt.Fprintf(w, "\n%s summary\n", r.Workflow)
-	ok := 0
-	for _, im := range r.Images {
-		if im.Status != mirror.StatusFailed && im.Status != "not run" {
-			ok++
-		}
-	}
-	fmt.Fprintf(w, "  images:    %d planned, %d ok, %d failed, %d blocked\n", len(r.Images), ok, r.Failed, len(r.Blocked))
-	for _, c := range r.Catalogs {
-		state := "rebuilt"
-		if !c.Rebuilt {
-			state = "untouched"
-		}
-		fmt.Fprintf(w, "  catalog:   %s -> %s:%s (%s, %s)\n", c.Catalog, c.DestRepo, c.Tag, state, shortDigest(c.Digest.String()))
-	}
-	if r.DryRun != nil {
-		fmt.Fprintf(w, "  dry run:   %d of %d images missing at the destination, %d of %d blobs, %s to send (of %s)\n",
-			len(r.DryRun.Missing), r.DryRun.Images, r.DryRun.MissingBlobs, r.DryRun.Blobs, humanize.Bytes(r.DryRun.BytesToSend), humanize.Bytes(r.DryRun.Bytes))
-		fmt.Fprintf(w, "  files:     %s/dry-run/mapping.txt, missing.txt\n", r.WorkingDir)
-	} else if r.Workflow == mirror.MirrorToDisk {
-		fmt.Fprintf(w, "  blobs:     %d downloaded (%s), %d already staged or shipped by an earlier archive; %s\n",
-			r.BlobsSent, humanize.Bytes(r.BytesSent), r.BlobsSkipped+r.BlobsMounted, r.Duration.Round(time.Millisecond))
-	} else {
-		fmt.Fprintf(w, "  blobs:     %d sent, %d mounted, %d already present; %s sent in %s\n",
-			r.BlobsSent, r.BlobsMounted, r.BlobsSkipped, humanize.Bytes(r.BytesSent), r.Duration.Round(time.Millisecond))
-	}
-	if r.Archive != nil {
-		kind := "full"
-		if r.Archive.Incremental {
-			kind = fmt.Sprintf("incremental: relies on %d blobs earlier archives shipped, which the mirror registry must hold; --full writes a complete archive", r.Archive.ReliesOn)
-		}
-		fmt.Fprintf(w, "  archive:   %s: %d chunk(s), %d blobs, %s (%s)\n", r.Archive.Dir, len(r.Archive.Chunks), r.Archive.Blobs, humanize.Bytes(r.Archive.Bytes), kind)
-	}
-	if len(r.ClusterResources) > 0 {
-		fmt.Fprintf(w, "  cluster resources (oc apply -f %s/cluster-resources/):\n", r.WorkingDir)
-		for _, f := range r.ClusterResources {
-			fmt.Fprintf(w, "    %s\n", f)
-		}
-	}
-	if r.Failed > 0 {
-		fmt.Fprintf(w, "  failed:\n")
-		n := 0
-		for _, im := range r.Images {
-			if im.Status == mirror.StatusFailed || im.Status == "not run" {
-				if n++; n > 20 {
-					fmt.Fprintf(w, "    … and %d more in %s/results.json\n", r.Failed-20, r.WorkingDir)
-					break
-				}
-				fmt.Fprintf(w, "    %s: %s\n", im.Source, im.Error)
-			}
-		}
-	}
-}
-
-func shortDigest(d string) string {
-	if len(d) > 19 {
-		return d[:19]
-	}
-	return d
 }

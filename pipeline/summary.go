@@ -89,23 +89,21 @@ func (r *Result) WriteSummary(w io.Writer) {
 	if r.Workflow == mirror.MirrorToDisk {
 		copied, present = "downloaded into the archive", "already staged in this batch by an interrupted run"
 	}
-	if r.DryRun != nil {
-		missing := len(r.DryRun.Missing)
-		verb := "would copy"
-		if r.Workflow == mirror.MirrorToDisk {
-			verb = "would download"
-		}
+	if d := r.DryRun; d != nil && r.Workflow == mirror.MirrorToDisk {
 		fmt.Fprintf(w, "  images:    %d planned: %s\n", c.Planned, joinNonEmpty(
-			fmt.Sprintf("%s %d", verb, missing),
-			when(c.Planned-missing-c.Failed > 0 && r.Workflow != mirror.MirrorToDisk, fmt.Sprintf("%d already at the destination", c.Planned-missing-c.Failed)),
+			fmt.Sprintf("%d would go into the next batch", len(d.Missing)),
 			when(c.Failed > 0, fmt.Sprintf("%d cannot be planned", c.Failed)),
 			when(c.Blocked > 0, fmt.Sprintf("%d blocked", c.Blocked))))
-		send := "would send"
-		if r.Workflow == mirror.MirrorToDisk {
-			send = "would download"
-		}
-		fmt.Fprintf(w, "  blobs:     %s %d of %d blobs, %s of %s\n", send, r.DryRun.MissingBlobs, r.DryRun.Blobs,
-			humanize.Bytes(r.DryRun.BytesToSend), humanize.Bytes(r.DryRun.Bytes))
+		fmt.Fprintf(w, "  blobs:     would download %d of %d blobs (%s of %s)%s\n", d.MissingBlobs, d.Blobs,
+			humanize.Bytes(d.BytesToSend), humanize.Bytes(d.Bytes),
+			when(d.Blobs > d.MissingBlobs, fmt.Sprintf("; %d were shipped by earlier batches", d.Blobs-d.MissingBlobs)))
+	} else if d != nil {
+		fmt.Fprintf(w, "  images:    %d planned: %s\n", c.Planned, joinNonEmpty(
+			fmt.Sprintf("would copy %d", len(d.Missing)),
+			when(c.Planned-len(d.Missing)-c.Failed > 0, fmt.Sprintf("%d already at the destination", c.Planned-len(d.Missing)-c.Failed)),
+			when(c.Failed > 0, fmt.Sprintf("%d cannot be planned", c.Failed)),
+			when(c.Blocked > 0, fmt.Sprintf("%d blocked", c.Blocked))))
+		fmt.Fprintf(w, "  blobs:     would send %d of %d blobs (%s of %s)\n", d.MissingBlobs, d.Blobs, humanize.Bytes(d.BytesToSend), humanize.Bytes(d.Bytes))
 	} else {
 		fmt.Fprintf(w, "  images:    %d planned: %s\n", c.Planned, joinNonEmpty(
 			when(c.Copied > 0 || (c.Present == 0 && c.NotDone == 0), fmt.Sprintf("%d %s", c.Copied, copied)),

@@ -28,6 +28,9 @@ func filterHash(op imageset.Operator) string {
 func (r *run) catalogs(ctx context.Context) ([]mirror.CatalogRequest, error) {
 	fo := mirror.NewFetchOptions(r.opts.AuthFile, r.opts.SrcTLSVerify, r.log)
 	fo.Retry.Times = max(r.retryTimes(), 0)
+	if len(r.cfg.Mirror.Operators) > 0 {
+		r.stage("catalogs")
+	}
 	var out []mirror.CatalogRequest
 	for _, op := range r.cfg.Mirror.Operators {
 		if err := ctx.Err(); err != nil {

@@ -14,7 +14,6 @@ import (
 )
 
 func (r *run) mirrorToDisk(ctx context.Context) error {
-	r.stage("catalogs")
 	cats, err := r.catalogs(ctx)
 	if err != nil {
 		return err

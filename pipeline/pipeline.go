@@ -337,7 +337,6 @@ func (r *run) setPlan(p *mirror.Plan) {
 }
 
 func (r *run) mirrorToMirror(ctx context.Context) error {
-	r.stage("catalogs")
 	cats, err := r.catalogs(ctx)
 	if err != nil {
 		return err

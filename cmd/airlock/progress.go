@@ -40,6 +40,8 @@ type progressView struct {
 
 	mu      sync.Mutex
 	bar     *progressbar.ProgressBar
+	drawn   time.Time // when the bar was last drawn
+	desc    string
 	last    pipeline.Progress
 	printed pipeline.Progress
 	done    chan struct{}
@@ -48,8 +50,7 @@ type progressView struct {
 
 // attachProgress wires a progressView into o and returns a function that stops it.
 func attachProgress(o *pipeline.Options, w io.Writer, log *slog.Logger) func() {
-	f, isFile := w.(*os.File)
-	v := &progressView{w: w, tty: isFile && term.IsTerminal(int(f.Fd())), log: log, done: make(chan struct{})}
+	v := newProgressView(w, log)
 	o.Stage = v.stage
 	o.Progress = v.progress
 	if !v.tty {
@@ -57,6 +58,11 @@ func attachProgress(o *pipeline.Options, w io.Writer, log *slog.Logger) func() {
 		go v.ticker()
 	}
 	return v.stop
+}
+
+func newProgressView(w io.Writer, log *slog.Logger) *progressView {
+	f, isFile := w.(*os.File)
+	return &progressView{w: w, tty: isFile && term.IsTerminal(int(f.Fd())), log: log, done: make(chan struct{})}
 }
 
 func (v *progressView) stage(s string) {
@@ -85,17 +91,35 @@ func (v *progressView) progress(p pipeline.Progress) {
 		v.bar = progressbar.NewOptions64(max(p.BytesTotal, 1),
 			progressbar.OptionSetWriter(v.w),
 			progressbar.OptionShowBytes(true),
+			progressbar.OptionShowCount(),
 			progressbar.OptionUseIECUnits(true),
 			progressbar.OptionSetPredictTime(true),
 			progressbar.OptionShowElapsedTimeOnFinish(),
 			progressbar.OptionSetWidth(30),
-			progressbar.OptionThrottle(200*time.Millisecond),
 			progressbar.OptionSetRenderBlankState(true),
 			progressbar.OptionSetDescription(barDescription(p)),
 		)
+		v.drawn = time.Now()
+		return
 	}
-	v.bar.Describe(barDescription(p))
-	_ = v.bar.Set64(p.BytesDone)
+	// Draw at most every drawEvery, and always the last state (finishBar).
+	if time.Since(v.drawn) < drawEvery {
+		return
+	}
+	v.draw()
+}
+
+// drawEvery is the least time between two drawings of the bar.
+const drawEvery = 150 * time.Millisecond
+
+// draw renders the bar for the last progress (lock held).
+func (v *progressView) draw() {
+	if d := barDescription(v.last); d != v.desc {
+		v.desc = d
+		v.bar.Describe(d)
+	}
+	_ = v.bar.Set64(v.last.BytesDone)
+	v.drawn = time.Now()
 }
 
 func barDescription(p pipeline.Progress) string {
@@ -112,13 +136,12 @@ func (v *progressView) finishBar() {
 	if v.bar == nil {
 		return
 	}
-	v.bar.Describe(barDescription(v.last))
-	_ = v.bar.RenderBlank()
+	v.draw()
 	fmt.Fprintln(v.w)
-	v.bar = nil
+	v.bar, v.desc = nil, ""
 }
 
-// ticker logs the copy's progress at most every logEvery, when it changed.
+// ticker logs the copy's progress every logEvery.
 func (v *progressView) ticker() {
 	defer v.wg.Done()
 	t := time.NewTicker(logEvery)
@@ -128,16 +151,21 @@ func (v *progressView) ticker() {
 		case <-v.done:
 			return
 		case <-t.C:
-			v.mu.Lock()
-			p, changed := v.last, v.last != v.printed
-			v.printed = p
-			v.mu.Unlock()
-			if changed && p.ImagesTotal > 0 {
-				v.log.Info("progress", "stage", p.Stage, "bytes", percent(p.BytesDone, p.BytesTotal)+" of "+humanize.Bytes(p.BytesTotal),
-					"images", fmt.Sprintf("%d/%d (%s)", p.ImagesDone, p.ImagesTotal, percent(int64(p.ImagesDone), int64(p.ImagesTotal))),
-					"failed", p.ImagesFailed)
-			}
+			v.tick()
 		}
+	}
+}
+
+// tick logs one progress line when the progress changed since the last one.
+func (v *progressView) tick() {
+	v.mu.Lock()
+	p, changed := v.last, v.last != v.printed
+	v.printed = p
+	v.mu.Unlock()
+	if changed && p.ImagesTotal > 0 {
+		v.log.Info("progress", "stage", p.Stage, "bytes", percent(p.BytesDone, p.BytesTotal)+" of "+humanize.Bytes(p.BytesTotal),
+			"images", fmt.Sprintf("%d/%d (%s)", p.ImagesDone, p.ImagesTotal, percent(int64(p.ImagesDone), int64(p.ImagesTotal))),
+			"failed", p.ImagesFailed)
 	}
 }
 

@@ -127,6 +127,17 @@ func TestBatchSequence(t *testing.T) {
 		t.Errorf("loading batch 2 after batch 3: %v", err)
 	}
 
+	// Asking batch 3 for less (baz only) re-prunes its catalog, whose layers
+	// batches 1 and 2 shipped: they are read from the destination.
+	narrow, err := load(dst, ws, 3, cfgs[0])
+	if err != nil {
+		t.Fatalf("narrower configuration on an incremental batch: %v", err)
+	}
+	if len(narrow.Repruned) != 1 || narrow.Catalogs[0].Digest == last.Catalogs[0].Digest || len(narrow.Plan.Images) >= len(last.Plan.Images) {
+		t.Errorf("narrowed load: repruned %v, catalog %s (was %s), %d images (was %d)", narrow.Repruned, narrow.Catalogs[0].Digest, last.Catalogs[0].Digest, len(narrow.Plan.Images), len(last.Plan.Images))
+	}
+	checkMirrored(t, narrow, dst)
+
 	// Out of order: batch 1 then batch 3 into another empty registry.
 	dst2 := registrytest.Start(t)
 	ws2 := t.TempDir()

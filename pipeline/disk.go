@@ -3,7 +3,9 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
 )
 
 func (r *run) mirrorToDisk(ctx context.Context) error {
@@ -134,7 +137,15 @@ func (r *run) diskToMirror(ctx context.Context) error {
 	if err := loaded.checkOrder(m, r.dest); err != nil {
 		return err
 	}
-	base, narrowed, missing, err := r.planFromArchive(ctx, ar)
+	dst := r.destRegistry()
+	// An incremental batch needs the batches it builds on at the destination:
+	// check before anything is read or pushed. (A dry run only looks.)
+	if len(ar.ReliesOn()) > 0 && !r.opts.DryRun {
+		if err := ar.EnsureReliesOn(ctx, dst, r.destRepo); err != nil {
+			return err
+		}
+	}
+	base, narrowed, missing, err := r.planFromArchive(ctx, ar, dst)
 	if err != nil {
 		return err
 	}
@@ -145,6 +156,10 @@ func (r *run) diskToMirror(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	for c := range narrowed {
+		r.res.Repruned = append(r.res.Repruned, c)
+	}
+	sort.Strings(r.res.Repruned)
 	for i, im := range p.Images {
 		// A catalog pruned again is read from the workspace, not the archive.
 		if n := narrowed[im.Source]; n != nil && im.Kind == mirror.KindCatalog {
@@ -156,27 +171,8 @@ func (r *run) diskToMirror(ctx context.Context) error {
 		return err
 	}
 	src := &mirror.SourceMux{Default: ar}
-	dst := r.destRegistry()
 	if r.opts.DryRun {
 		return r.dryRun(ctx, src, dst)
-	}
-	if len(ar.ReliesOn()) > 0 {
-		rel := map[string]string{}
-		for _, im := range p.Images {
-			rel[im.SourceRepo] = im.DestRepo
-		}
-		if err := ar.EnsureReliesOn(ctx, dst, func(repo string) string {
-			if d, ok := rel[repo]; ok {
-				return d
-			}
-			d, err := mirror.DestinationRepoPath(repo, r.dest, r.opts.MaxNestedPaths)
-			if err != nil {
-				return repo
-			}
-			return d
-		}); err != nil {
-			return err
-		}
 	}
 	rep, err := r.copy(ctx, src, dst)
 	if err != nil {
@@ -194,7 +190,7 @@ func (r *run) diskToMirror(ctx context.Context) error {
 // what the configuration asks for: catalogs it names (re-pruned when it asks for
 // less than the archive's selection), their images, the additional images it
 // names. missing lists what it asks for that the archive lacks.
-func (r *run) planFromArchive(ctx context.Context, ar *archive.Reader) (*mirror.Plan, map[string]*narrowedCatalog, []string, error) {
+func (r *run) planFromArchive(ctx context.Context, ar *archive.Reader, dst endpoint.Source) (*mirror.Plan, map[string]*narrowedCatalog, []string, error) {
 	m := ar.ArchiveManifest()
 	cfg := r.cfg
 	p := &mirror.Plan{Workflow: mirror.MirrorToDisk}
@@ -209,7 +205,7 @@ func (r *run) planFromArchive(ctx context.Context, ar *archive.Reader) (*mirror.
 				continue
 			}
 			found = true
-			sel, gaps, err := r.reselect(ctx, ar, c, op, archived[op.Catalog])
+			sel, gaps, err := r.reselect(ctx, &baseSource{ar: ar, dst: dst, repo: r.destRepo}, c, op, archived[op.Catalog])
 			if err != nil {
 				return nil, nil, nil, err
 			}
@@ -284,6 +280,36 @@ func (r *run) planFromArchive(ctx context.Context, ar *archive.Reader) (*mirror.
 	}
 	sort.Strings(missing)
 	return p, narrowed, missing, nil
+}
+
+// destRepo maps an archive repository path to its repository at the destination.
+func (r *run) destRepo(repo string) string {
+	d, err := mirror.DestinationRepoPath(repo, r.dest, r.opts.MaxNestedPaths)
+	if err != nil {
+		return repo
+	}
+	return d
+}
+
+// baseSource reads an incremental batch: what the batch relies on (shipped by an
+// earlier batch) is read from the destination, which holds it once the earlier
+// batches were loaded.
+type baseSource struct {
+	ar   *archive.Reader
+	dst  endpoint.Source
+	repo func(string) string
+}
+
+func (b *baseSource) Manifest(ctx context.Context, repo, reference string) (endpoint.Manifest, error) {
+	return b.ar.Manifest(ctx, repo, reference)
+}
+
+func (b *baseSource) Blob(ctx context.Context, repo string, d endpoint.Descriptor) (io.ReadCloser, error) {
+	rc, err := b.ar.Blob(ctx, repo, d)
+	if errors.Is(err, archive.ErrReliedOn) {
+		return b.dst.Blob(ctx, b.repo(repo), d)
+	}
+	return rc, err
 }
 
 // archivedOperators returns the operator entries of the configuration the

@@ -71,6 +71,9 @@ type Result struct {
 	Images []ImageOutcome `json:"images"`
 	// Catalogs are the mirrored catalogs.
 	Catalogs []mirror.PlanCatalog `json:"catalogs"`
+	// Repruned are the catalogs disk-to-mirror pruned again from the archived
+	// catalog, because the configuration asks for less than the archive holds.
+	Repruned []string `json:"repruned,omitempty"`
 	// Failed counts images that were not mirrored.
 	Failed int `json:"failed"`
 	// Blocked are images blockedImages removed.

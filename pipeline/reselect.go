@@ -14,6 +14,7 @@ import (
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/prune"
 )
 
@@ -36,7 +37,7 @@ type narrowedCatalog struct {
 // holds (made by the entry archived). It returns the gaps when op asks for more
 // than the archive's selection, and re-prunes and rebuilds the catalog when op
 // asks for less.
-func (r *run) reselect(ctx context.Context, ar *archive.Reader, c archive.CatalogRecord, op imageset.Operator, archived *imageset.Operator) (*reselected, []string, error) {
+func (r *run) reselect(ctx context.Context, ar endpoint.Source, c archive.CatalogRecord, op imageset.Operator, archived *imageset.Operator) (*reselected, []string, error) {
 	out := &reselected{record: c}
 	if archived == nil {
 		// An archive without its configuration: only package names can be compared.
@@ -87,7 +88,7 @@ func (r *run) reselect(ctx context.Context, ar *archive.Reader, c archive.Catalo
 
 // archivedCatalog copies the catalog image c out of the archive into the
 // workspace (an OCI layout) and loads its file-based catalog.
-func (r *run) archivedCatalog(ctx context.Context, ar *archive.Reader, c archive.CatalogRecord) (*mirror.FetchedCatalog, *prune.Catalog, error) {
+func (r *run) archivedCatalog(ctx context.Context, ar endpoint.Source, c archive.CatalogRecord) (*mirror.FetchedCatalog, *prune.Catalog, error) {
 	const tag = "archived"
 	dir := filepath.Join(r.workDir, "archived-catalogs", c.Digest.Encoded(), "image")
 	dst, err := mirror.NewLayoutDestination(dir)
@@ -131,7 +132,7 @@ func (r *run) gapError(m *archive.Manifest, dir string, gaps []string) error {
 	for _, g := range gaps {
 		fmt.Fprintf(&b, "  - %s\n", g)
 	}
-	fmt.Fprintf(&b, "the archive (%s) was made with this configuration:\n", archive.BatchRef{Batch: m.Batch, ArchiveID: m.ArchiveID})
+	fmt.Fprintf(&b, "%s was made with this configuration:\n", archive.BatchRef{Batch: m.Batch, ArchiveID: m.ArchiveID})
 	b.WriteString(indent(archivedConfigYAML(m), "    "))
 	b.WriteString("run mirror-to-disk with the wider configuration on the connected side and carry the new batch, or give disk-to-mirror a configuration within the archive's")
 	return fmt.Errorf("%s", b.String())

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/airlock-mirror/airlock/internal/humanize"
@@ -126,7 +127,10 @@ func (r *Result) WriteSummary(w io.Writer) {
 	}
 	for _, cat := range r.Catalogs {
 		state := "rebuilt"
-		if !cat.Rebuilt {
+		switch {
+		case slices.Contains(r.Repruned, cat.Catalog):
+			state = "pruned again from the archived catalog to this configuration"
+		case !cat.Rebuilt:
 			state = "untouched"
 		}
 		fmt.Fprintf(w, "  catalog:   %s -> %s:%s (%s, %s)\n", cat.Catalog, cat.DestRepo, cat.Tag, state, shortDigest(cat.Digest.String()))

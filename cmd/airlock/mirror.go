@@ -42,7 +42,9 @@ failed (they are listed in working-dir/results.json), 130 when interrupted.`,
 			stop := attachProgress(&o, cmd.ErrOrStderr(), log)
 			res, err := pipeline.Mirror(cmd.Context(), o)
 			stop()
-			if res != nil && res.Plan != nil {
+			// A summary once something was copied or estimated; an error before
+			// that speaks for itself.
+			if res != nil && (res.Copy != nil || res.DryRun != nil) {
 				res.WriteSummary(cmd.ErrOrStderr())
 			}
 			if err != nil {

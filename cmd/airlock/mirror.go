@@ -18,16 +18,26 @@ func newMirrorCmd() *cobra.Command {
 		Long: `Mirror the catalogs and images an ImageSetConfiguration names.
 
   airlock mirror -c imageset.yaml --workspace file://DIR docker://REGISTRY/NS   # mirror-to-mirror
-  airlock mirror -c imageset.yaml file://DIR                                   # mirror-to-disk (archive)
-  airlock mirror -c imageset.yaml --from file://DIR docker://REGISTRY/NS       # disk-to-mirror
+  airlock mirror -c imageset.yaml file://TARGET                                # mirror-to-disk: writes TARGET/batch-NNNN
+  airlock mirror -c imageset.yaml --from file://TARGET/batch-NNNN [--workspace file://DIR] docker://REGISTRY/NS
+                                                                               # disk-to-mirror
 
 Every catalog is fetched once (its tag pinned to a digest), pruned to what the
 configuration asks for, and rebuilt as a new catalog image. Every image is resolved
 to a digest, copied with each blob sent once, and verified. The working files, plan
 (plan.json, mapping.txt), results (results.json) and cluster resources
-(cluster-resources/) go to DIR/working-dir. Running the same command again after an
-interruption copies only what is missing. --dry-run plans only and writes
-dry-run/mapping.txt and dry-run/missing.txt with the bytes that would be sent.
+(cluster-resources/) go to DIR/working-dir (TARGET/working-dir for mirror-to-disk).
+Running the same command again after an interruption copies only what is missing.
+--dry-run plans only and writes dry-run/mapping.txt and dry-run/missing.txt with
+the bytes that would be sent.
+
+Mirror-to-disk never rewrites a finished archive: each run writes the next batch
+(batch-0001 full, then incrementals that ship only new blobs); an interrupted run
+resumes its own unfinished batch. Disk-to-mirror loads one batch, in order after the
+batches it builds on, writes nothing into the archive folder (working files go to
+--workspace, default ./airlock-workspace), and applies its configuration again: asking
+for more than the batch holds is an error naming what is missing, asking for less
+pushes a catalog pruned again to it and only its images.
 
 Exit status: 0 when everything was mirrored, 1 on an error, 2 when some images
 failed (they are listed in working-dir/results.json), 130 when interrupted.`,
@@ -61,8 +71,8 @@ failed (they are listed in working-dir/results.json), 130 when interrupted.`,
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.ConfigPath, "config", "c", "", "ImageSetConfiguration file (required)")
-	f.StringVar(&o.Workspace, "workspace", "", "file://DIR for mirror-to-mirror working files")
-	f.StringVar(&o.From, "from", "", "file://DIR holding an archive (disk-to-mirror)")
+	f.StringVar(&o.Workspace, "workspace", "", "file://DIR for working files: mirror-to-mirror (required), disk-to-mirror (default ./"+pipeline.DefaultWorkspace+")")
+	f.StringVar(&o.From, "from", "", "file://DIR: a batch folder of a mirror-to-disk target, to load (disk-to-mirror)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "plan only: write mapping.txt, missing.txt and the bytes to send")
 	f.IntVar(&o.MaxNestedPaths, "max-nested-paths", 0, "flatten destination paths deeper than N components (0: no limit); forces repository-scoped mirror sets")
 	f.StringVar(&o.AuthFile, "authfile", "", "registry credentials file (default: $REGISTRY_AUTH_FILE, containers auth.json, ~/.docker/config.json)")
@@ -71,8 +81,8 @@ failed (they are listed in working-dir/results.json), 130 when interrupted.`,
 	f.IntVar(&o.ParallelImages, "parallel-images", 4, "images copied at once")
 	f.IntVar(&o.ParallelLayers, "parallel-layers", 5, "blobs of one image copied at once")
 	f.IntVar(&o.RetryTimes, "retry-times", 5, "retries of a failed request, with exponential backoff")
-	f.StringVar(&o.SinceArchive, "since-archive", "", "mirror-to-disk: ship only blobs the archive in this directory did not carry")
-	f.BoolVar(&o.Full, "full", false, "mirror-to-disk: ignore earlier archives and ship every blob")
+	f.StringVar(&o.SinceArchive, "since-archive", "", "mirror-to-disk: ship only blobs the archive in this directory (a batch, or a target's last batch) did not carry")
+	f.BoolVar(&o.Full, "full", false, "mirror-to-disk: the next batch ships every blob and builds on no earlier batch")
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
 }

@@ -38,6 +38,9 @@ func jobKey(j mirror.Job) string { return j.Dest + "@" + j.Digest.String() }
 // The copy then reads the manifests from src's memory, not from the source again.
 func (r *run) track(ctx context.Context, src *memoSource, jobs []mirror.Job) (func(mirror.ProgressEvent), error) {
 	defer src.stopFilling()
+	if len(jobs) == 0 {
+		return nil, nil // nothing to copy: no stage, no bar
+	}
 	if r.opts.Progress == nil {
 		r.stage("copy")
 		return nil, nil

@@ -331,3 +331,10 @@ func buildClusterCatalog(name, image string, dst parsedRef) (ClusterCatalog, []b
 	}
 	return cc, data, nil
 }
+
+// CheckTemplate checks a targetCatalogSourceTemplate the way the build will use
+// it, so that a bad template is reported before anything is copied.
+func CheckTemplate(data []byte, path string) error {
+	_, err := parseTemplate(data, path)
+	return err
+}

@@ -15,14 +15,11 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/airlock-mirror/airlock/mirror/oci"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/opencontainers/go-digest"
-
-	"github.com/airlock-mirror/airlock/mirror/endpoint"
 )
 
 // CatalogConfigsLabel is the image-config label of a file-based catalog image that
@@ -91,56 +88,30 @@ func (c *FetchedCatalog) PinnedRef() string {
 
 // FetchOptions tunes FetchCatalogWithOptions.
 type FetchOptions struct {
-	// Remote are the go-containerregistry options (auth, transport) for registry access.
-	Remote []remote.Option
-	// Insecure allows plain HTTP (and is what --src-tls-verify=false means for
-	// reference parsing; pair it with a transport that skips verification).
-	Insecure bool
+	// Registry reads catalog images from registries (credentials, TLS, the retry
+	// policy); nil means a Registry with default options. The whole catalog image
+	// (every platform) is copied with the copy engine into an OCI layout in the
+	// work directory (retries, resumed downloads, digests verified) before
+	// anything is read from it; extraction and rebuild then work offline.
+	Registry *Registry
 	// Platform is the preferred platform in a multi-arch catalog (default linux/amd64).
 	Platform *v1.Platform
 	// Logger receives warnings and progress; nil discards them.
 	Logger *slog.Logger
-	// Retry is the backoff for transient failures (zero: 5 retries).
-	Retry RetryPolicy
-	// Registry, when set, is used to copy the catalog image (every platform)
-	// into an OCI layout in the work directory with the copy engine (retries,
-	// resumed downloads, digests verified) before anything is read from it;
-	// extraction and rebuild then work offline from that layout.
-	Registry endpoint.Source
 }
 
 // FetchCatalog resolves ref (a registry reference, with or without "docker://", or
 // "oci://PATH" for an OCI image layout) to a digest and extracts its file-based
-// catalog under workDir/catalogs/<name>/<digest-hex>/configs. A catalog already
-// extracted by an earlier run is not downloaded again.
-func FetchCatalog(ctx context.Context, ref string, workDir string, opts ...remote.Option) (*FetchedCatalog, error) {
-	return FetchCatalogWithOptions(ctx, ref, workDir, FetchOptions{Remote: opts})
+// catalog under workDir/catalogs/<name>/<digest-hex>/configs, reading registries
+// with default options. A catalog already extracted by an earlier run is not
+// downloaded again.
+func FetchCatalog(ctx context.Context, ref string, workDir string) (*FetchedCatalog, error) {
+	return FetchCatalogWithOptions(ctx, ref, workDir, FetchOptions{})
 }
 
-// FetchCatalogWithOptions is FetchCatalog with every option. A fetch that fails
-// for a transient reason (429, 5xx, a connection reset, a body cut short) is
-// retried from the start with exponential backoff, o.Retry.Times times.
+// FetchCatalogWithOptions is FetchCatalog with every option. Registry requests
+// are retried by o.Registry's policy; nothing retries the fetch as a whole.
 func FetchCatalogWithOptions(ctx context.Context, ref string, workDir string, o FetchOptions) (*FetchedCatalog, error) {
-	p := o.Retry
-	if p.Times == 0 {
-		p.Times = defaultRetryTimes
-	}
-	p = p.withDefaults()
-	for attempt := 0; ; attempt++ {
-		fc, err := fetchCatalogOnce(ctx, ref, workDir, o)
-		if err == nil || attempt >= p.Times || !isRetryable(err) {
-			return fc, err
-		}
-		if o.Logger != nil {
-			o.Logger.Warn("fetching the catalog failed, retrying", "catalog", ref, "attempt", attempt+1, "error", err)
-		}
-		if err := sleepCtx(ctx, p.delay(attempt+1, 0, false)); err != nil {
-			return nil, err
-		}
-	}
-}
-
-func fetchCatalogOnce(ctx context.Context, ref string, workDir string, o FetchOptions) (*FetchedCatalog, error) {
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -174,36 +145,27 @@ func fetchCatalogOnce(ctx context.Context, ref string, workDir string, o FetchOp
 			log.Warn("catalog reference has neither tag nor digest; using :latest", "catalog", ref)
 		}
 		fc.Source = r
-		var nopts []name.Option
-		if o.Insecure {
-			nopts = append(nopts, name.Insecure)
+		reg := o.Registry
+		if reg == nil {
+			reg = NewRegistry(RegistryOptions{Logger: o.Logger})
 		}
-		nref, err := name.ParseReference(r.Repository()+refSep(r)+r.Identifier(), nopts...)
+		if err := reg.Probe(ctx, r.Repository(), false); err != nil {
+			return nil, fmt.Errorf("catalog %s: %w", ref, err)
+		}
+		m, err := reg.Manifest(ctx, r.Repository(), r.Identifier())
 		if err != nil {
 			return nil, fmt.Errorf("catalog %s: %w", ref, err)
 		}
-		ropts := append(append([]remote.Option{}, o.Remote...), remote.WithContext(ctx))
-		desc, err := remote.Get(nref, ropts...)
-		if err != nil {
-			return nil, fmt.Errorf("catalog %s: fetching the manifest: %w (check the reference, your credentials (--authfile) and TLS settings)", ref, err)
-		}
-		fc.Digest, fc.MediaType = digest.Digest(desc.Digest.String()), desc.MediaType
+		fc.Digest, fc.MediaType = m.Digest, types.MediaType(m.MediaType)
 		if r.Digest != "" && r.Digest != fc.Digest {
 			return nil, fmt.Errorf("catalog %s: registry returned manifest %s, not the requested digest", ref, fc.Digest)
 		}
 		key = catalogDirName(r.Repository())
-		switch {
-		case !desc.MediaType.IsIndex() && !desc.MediaType.IsImage():
-			err = fmt.Errorf("%w: manifest media type %q is neither an image nor an index", ErrNotFBCImage, desc.MediaType)
-		case o.Registry != nil:
-			fc.ImageLayout = filepath.Join(workDir, "catalogs", key, fc.Digest.Encoded(), "image")
-			top, err = copyToLayout(ctx, o, r.Repository(), fc.Digest, fc.ImageLayout)
-		case desc.MediaType.IsIndex():
-			top, err = desc.ImageIndex()
-		default:
-			top, err = desc.Image()
+		if !oci.IsManifestType(m.MediaType) {
+			return nil, fmt.Errorf("catalog %s: %w: manifest media type %q is neither an image nor an index", ref, ErrNotFBCImage, m.MediaType)
 		}
-		if err != nil {
+		fc.ImageLayout = filepath.Join(workDir, "catalogs", key, fc.Digest.Encoded(), "image")
+		if top, err = copyToLayout(ctx, reg, o.Logger, r.Repository(), fc.Digest, fc.ImageLayout); err != nil {
 			return nil, fmt.Errorf("catalog %s: %w", ref, err)
 		}
 	}
@@ -475,14 +437,15 @@ const (
 
 // copyToLayout copies the catalog image repo@d (every platform) into the OCI
 // layout dir with the copy engine, and opens it from there.
-func copyToLayout(ctx context.Context, o FetchOptions, repo string, d digest.Digest, dir string) (any, error) {
+func copyToLayout(ctx context.Context, reg *Registry, log *slog.Logger, repo string, d digest.Digest, dir string) (any, error) {
 	dst, err := NewLayoutDestination(dir)
 	if err != nil {
 		return nil, fmt.Errorf("creating the OCI layout %s: %w", dir, err)
 	}
 	const tag = "catalog"
-	rep, err := Copy(ctx, o.Registry, dst, []Job{{Source: repo, Digest: d, Dest: "catalog", Tags: []string{tag}}},
-		CopyOptions{RetryTimes: o.Retry.Times, Retry: o.Retry, Logger: o.Logger})
+	p := reg.policy
+	rep, err := Copy(ctx, reg, dst, []Job{{Source: repo, Digest: d, Dest: "catalog", Tags: []string{tag}}},
+		CopyOptions{Retry: &p, Logger: log})
 	if err != nil {
 		if rep != nil && len(rep.Images) == 1 && rep.Images[0].Err != "" {
 			return nil, fmt.Errorf("copying the catalog image into %s: %s", dir, rep.Images[0].Err)

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/opencontainers/go-digest"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/oci"
@@ -49,10 +49,10 @@ type CopyOptions struct {
 	// across all images (default 2 × ParallelLayers). Hosts are taken from the
 	// repository names ("host/path").
 	MaxPerRegistry int
-	// RetryTimes is --retry-times for whole blob transfers (a broken upload is
-	// restarted from a fresh source read): 0 means 5, negative means none.
-	RetryTimes int
-	Retry      RetryPolicy
+	// Retry is the policy for whole blob transfers (--retry-times): a transfer
+	// that broke or failed verification in either direction is restarted from a
+	// fresh source read. nil means DefaultRetryTimes.
+	Retry *RetryPolicy
 	// Logger receives debug and warning lines; nil discards.
 	Logger *slog.Logger
 	// Progress, when set, is called (serially) after each blob and image.
@@ -128,29 +128,30 @@ func Copy(ctx context.Context, src endpoint.Source, dst endpoint.Destination, jo
 	start := time.Now()
 	e := newCopyEngine(src, dst, opts)
 	e.imagesTotal = len(jobs)
+	e.jobs = jobs
 	report := &CopyReport{Images: make([]ImageResult, len(jobs))}
-	imgSem := make(chan struct{}, e.opts.ParallelImages)
-	var wg sync.WaitGroup
+	// A registry found unreachable stops the run: the images not started yet are
+	// not tried one by one against it.
+	rctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	var g errgroup.Group
+	g.SetLimit(e.opts.ParallelImages)
 	for i, job := range jobs {
 		report.Images[i] = ImageResult{Job: job}
-		select {
-		case imgSem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			report.Images[i].Status = StatusFailed
-			report.Images[i].Err = "not started: " + ctx.Err().Error()
+		res := &report.Images[i]
+		if rctx.Err() != nil {
+			res.Status, res.Err = StatusFailed, "not started: "+context.Cause(rctx).Error()
 			continue
 		}
-		wg.Add(1)
-		go func(res *ImageResult) {
-			defer wg.Done()
-			defer func() { <-imgSem }()
-			e.copyImage(ctx, res)
+		g.Go(func() error {
+			if err := e.copyImage(rctx, res); errors.Is(err, ErrRegistryUnreachable) {
+				stop(err)
+			}
 			e.imageDone(res)
-		}(&report.Images[i])
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	report.BlobsSent = e.blobsSent.Load()
 	report.BlobsMounted = e.blobsMounted.Load()
 	report.BlobsSkipped = e.blobsSkipped.Load()
@@ -159,6 +160,9 @@ func Copy(ctx context.Context, src endpoint.Source, dst endpoint.Destination, jo
 	report.Duration = time.Since(start)
 	if err := ctx.Err(); err != nil {
 		return report, err
+	}
+	if cause := context.Cause(rctx); errors.Is(cause, ErrRegistryUnreachable) {
+		return report, fmt.Errorf("%d of %d images not copied: %w", len(report.Failed()), len(jobs), cause)
 	}
 	if n := len(report.Failed()); n > 0 {
 		return report, fmt.Errorf("%d of %d images failed (first: %s: %s): %w", n, len(jobs), report.Failed()[0].Job.Source, report.Failed()[0].Err, ErrCopyFailed)
@@ -180,12 +184,14 @@ type copyEngine struct {
 	present   map[digest.Digest][]string      // dest repos known to hold the digest
 	hostSems  map[string]chan struct{}
 
-	// Images an earlier run already put at the destination are skipped without
-	// reading their manifests; their blobs are discovered lazily, only when a
-	// new blob has no repository to be mounted from (see discoverPresent).
-	walkMu  sync.Mutex
-	skipped []repoDigest
-	walked  map[repoDigest]bool
+	// Manifests the destination already holds are not read unless a new blob
+	// has no repository to be mounted from (see destHolds, discoverPresent).
+	walkMu    sync.Mutex              // one discovery at a time
+	holds     map[repoDigest]bool     // destination holds this manifest (asked once)
+	toWalk    map[string][]repoDigest // by host: held manifests not read yet
+	walked    map[repoDigest]bool     // manifests read for discovery
+	jobs      []Job                   // every image of the run
+	jobCursor int                     // jobs[:jobCursor] were looked at by discovery
 
 	blobsSent, blobsMounted, blobsSkipped, bytesSent, manifestsSent atomic.Int64
 
@@ -211,69 +217,22 @@ func newCopyEngine(src endpoint.Source, dst endpoint.Destination, opts CopyOptio
 	if opts.MaxPerRegistry <= 0 {
 		opts.MaxPerRegistry = 2 * opts.ParallelLayers
 	}
-	p := opts.Retry
-	switch {
-	case opts.RetryTimes == 0:
-		p.Times = defaultRetryTimes
-	case opts.RetryTimes < 0:
-		p.Times = 0
-	default:
-		p.Times = opts.RetryTimes
-	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &copyEngine{
-		src: src, dst: dst, opts: opts, policy: p.withDefaults(), log: log,
+		src: src, dst: dst, opts: opts, policy: policyOrDefault(opts.Retry), log: log,
 		blobs: map[string]*copyFlight{}, manifests: map[string]*copyFlight{},
 		digestMu: map[digest.Digest]chan struct{}{}, present: map[digest.Digest][]string{},
 		hostSems: map[string]chan struct{}{}, seenTotal: map[digest.Digest]bool{}, seenDone: map[digest.Digest]bool{},
-		walked: map[repoDigest]bool{},
+		walked: map[repoDigest]bool{}, holds: map[repoDigest]bool{}, toWalk: map[string][]repoDigest{},
 	}
 }
 
 type repoDigest struct {
 	repo string
 	d    digest.Digest
-}
-
-// discoverPresent looks for blob d in the images that were already at the
-// destination (skipped), reading their manifests from the destination, until one
-// on host holds d. Each manifest is read at most once per run. It needs a
-// destination that can also be read (a registry); others have nothing to find.
-func (e *copyEngine) discoverPresent(ctx context.Context, d digest.Digest, host string) {
-	rd, ok := e.dst.(endpoint.Source)
-	if !ok {
-		return
-	}
-	e.walkMu.Lock()
-	defer e.walkMu.Unlock()
-	for i := 0; i < len(e.skipped); i++ {
-		if e.presentOn(d, host) || ctx.Err() != nil {
-			return
-		}
-		rdg := e.skipped[i]
-		if e.walked[rdg] || repoHost(rdg.repo) != host {
-			continue
-		}
-		e.walked[rdg] = true
-		m, err := rd.Manifest(ctx, rdg.repo, rdg.d.String())
-		if err != nil {
-			e.log.Debug("cannot read a destination manifest to find mountable blobs", "repo", rdg.repo, "digest", rdg.d, "error", err)
-			continue
-		}
-		refs, err := oci.Parse(m)
-		if err != nil {
-			continue
-		}
-		for _, b := range refs.Blobs {
-			e.markPresent(b.Digest, rdg.repo)
-		}
-		for _, c := range refs.Manifests {
-			e.skipped = append(e.skipped, repoDigest{rdg.repo, c.Digest})
-		}
-	}
 }
 
 // flight runs f once per key; other callers wait for (and share) its result.
@@ -351,12 +310,14 @@ type imageCtx struct {
 	bytes atomic.Int64
 }
 
-func (e *copyEngine) copyImage(ctx context.Context, res *ImageResult) {
+func (e *copyEngine) copyImage(ctx context.Context, res *ImageResult) error {
 	job := res.Job
 	ic := &imageCtx{job: job}
 	err := e.copyJob(ctx, ic)
 	res.BytesSent = ic.bytes.Load()
 	switch {
+	case err != nil && ctx.Err() != nil && context.Cause(ctx) != ctx.Err():
+		res.Status, res.Err = StatusFailed, "not finished: "+context.Cause(ctx).Error()
 	case err != nil:
 		res.Status, res.Err = StatusFailed, err.Error()
 	case ic.sent.Load():
@@ -364,6 +325,7 @@ func (e *copyEngine) copyImage(ctx context.Context, res *ImageResult) {
 	default:
 		res.Status = StatusSkipped
 	}
+	return err
 }
 
 func (e *copyEngine) copyJob(ctx context.Context, ic *imageCtx) error {
@@ -374,26 +336,24 @@ func (e *copyEngine) copyJob(ctx context.Context, ic *imageCtx) error {
 	if job.Source == "" || job.Dest == "" {
 		return fmt.Errorf("image %s@%s: source and destination repositories are required", job.Source, job.Digest)
 	}
-	// The top manifest is pushed under its first tag when it has one: a PUT by tag
-	// stores the manifest under its digest too, so one request does both.
-	putRef := ""
-	if len(job.Tags) > 0 {
-		putRef = job.Tags[0]
-	}
-	m, pushedAs, err := e.copyManifest(ctx, ic, job.Digest, "", putRef)
+	// The top manifest is pushed by digest (the registry checks the content
+	// against it), then tagged; each push is checked against the digest the
+	// registry reports.
+	m, err := e.copyManifest(ctx, ic, job.Digest, "")
 	if err != nil {
 		return err
 	}
+	// A manifest this run just pushed has no tags worth checking first.
+	fresh := m != nil
 	for _, tag := range job.Tags {
-		if tag == pushedAs {
-			continue
-		}
-		ok, err := e.dst.ManifestExists(ctx, job.Dest, tag, job.Digest)
-		if err != nil {
-			return fmt.Errorf("tag %s:%s: %w", job.Dest, tag, err)
-		}
-		if ok {
-			continue
+		if !fresh {
+			ok, err := e.dst.ManifestExists(ctx, job.Dest, tag, job.Digest)
+			if err != nil {
+				return fmt.Errorf("tag %s:%s: %w", job.Dest, tag, err)
+			}
+			if ok {
+				continue
+			}
 		}
 		if m == nil {
 			mm, err := e.src.Manifest(ctx, job.Source, job.Digest.String())
@@ -415,25 +375,17 @@ func (e *copyEngine) copyJob(ctx context.Context, ic *imageCtx) error {
 }
 
 // copyManifest makes sure manifest d (and everything it references) is in the
-// job's destination repository, pushing it under putRef (a tag; "" means by
-// digest). It returns the manifest when it had to fetch it, and the reference it
-// pushed it under ("" when it did not push).
-func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Digest, parent, putRef string) (*endpoint.Manifest, string, error) {
+// job's destination repository, pushed by digest. It returns the manifest when it
+// had to fetch it.
+func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Digest, parent string) (*endpoint.Manifest, error) {
 	job := ic.job
 	var got *endpoint.Manifest
-	pushedAs := ""
-	if putRef == "" {
-		putRef = d.String()
-	}
 	_, _, err := e.flight(ctx, e.manifests, job.Dest+"@"+d.String(), func() (bool, error) {
-		ok, err := e.dst.ManifestExists(ctx, job.Dest, d.String(), d)
+		ok, err := e.destHolds(ctx, repoDigest{job.Dest, d})
 		if err != nil {
 			return false, err
 		}
 		if ok {
-			e.walkMu.Lock()
-			e.skipped = append(e.skipped, repoDigest{job.Dest, d})
-			e.walkMu.Unlock()
 			return false, nil
 		}
 		m, err := e.src.Manifest(ctx, job.Source, d.String())
@@ -453,7 +405,7 @@ func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Di
 		e.addTotal(refs.Blobs)
 		// Children first (index), then blobs, each bounded by ParallelLayers.
 		if err := e.forEach(ctx, len(refs.Manifests), func(i int) error {
-			_, _, err := e.copyManifest(ctx, ic, refs.Manifests[i].Digest, " (child of "+d.String()+")", "")
+			_, err := e.copyManifest(ctx, ic, refs.Manifests[i].Digest, " (child of "+d.String()+")")
 			return err
 		}); err != nil {
 			return false, err
@@ -463,59 +415,30 @@ func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Di
 		}); err != nil {
 			return false, err
 		}
-		if err := e.dst.PutManifest(ctx, job.Dest, putRef, m); err != nil {
+		if err := e.dst.PutManifest(ctx, job.Dest, d.String(), m); err != nil {
 			return false, err
 		}
 		e.manifestsSent.Add(1)
 		ic.sent.Store(true)
 		got = &m
-		if putRef != d.String() {
-			pushedAs = putRef
-		}
 		return true, nil
 	})
-	return got, pushedAs, err
+	return got, err
 }
 
 // forEach runs f(0..n-1) with at most ParallelLayers at once; the first error is
 // returned after the others have finished (siblings are not cancelled, so that
 // shared blobs still land for other images).
 func (e *copyEngine) forEach(ctx context.Context, n int, f func(int) error) error {
-	if n == 0 {
-		return nil
+	var g errgroup.Group
+	g.SetLimit(e.opts.ParallelLayers)
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		g.Go(func() error { return f(i) })
 	}
-	sem := make(chan struct{}, e.opts.ParallelLayers)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var first error
-	for i := 0; i < n; i++ {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			mu.Lock()
-			if first == nil {
-				first = ctx.Err()
-			}
-			mu.Unlock()
-			break
-		}
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if err := f(i); err != nil {
-				mu.Lock()
-				if first == nil {
-					first = err
-				}
-				mu.Unlock()
-			}
-		}(i)
+	if err := g.Wait(); err != nil {
+		return err
 	}
-	wg.Wait()
-	return first
+	return ctx.Err()
 }
 
 func repoHost(repo string) string {
@@ -523,209 +446,4 @@ func repoHost(repo string) string {
 		return repo[:i]
 	}
 	return repo
-}
-
-// ensureBlob makes sure blob d is in the job's destination repository: HEAD, then
-// mount from a repository that holds it, then (once per digest) transfer.
-func (e *copyEngine) ensureBlob(ctx context.Context, ic *imageCtx, d endpoint.Descriptor) error {
-	job := ic.job
-	_, _, err := e.flight(ctx, e.blobs, job.Dest+"@"+d.Digest.String(), func() (bool, error) {
-		ok, err := e.dst.BlobExists(ctx, job.Dest, d)
-		if err != nil {
-			return false, err
-		}
-		if ok {
-			e.markPresent(d.Digest, job.Dest)
-			e.blobsSkipped.Add(1)
-			e.blobDone(d)
-			return false, nil
-		}
-		// One transfer of this digest at a time; later callers mount.
-		unlock, err := e.lockDigest(ctx, d.Digest)
-		if err != nil {
-			return false, err
-		}
-		defer unlock()
-		// Another image may have put it there while this one waited for the lock
-		// (destinations with one blob store, like an archive, hold it for every
-		// repository at once).
-		// When nobody placed it this run, the HEAD above still holds.
-		if e.presentAnywhere(d.Digest) {
-			if ok, err := e.dst.BlobExists(ctx, job.Dest, d); err == nil && ok {
-				e.markPresent(d.Digest, job.Dest)
-				e.blobsSkipped.Add(1)
-				e.blobDone(d)
-				return false, nil
-			}
-		}
-		if len(e.mountCandidates(d.Digest, job.Dest, "")) == 0 {
-			e.discoverPresent(ctx, d.Digest, repoHost(job.Dest))
-		}
-		for _, from := range e.mountCandidates(d.Digest, job.Dest, job.Source) {
-			ok, err := e.dst.MountBlob(ctx, job.Dest, from, d)
-			if err != nil {
-				e.log.Debug("mount failed, will upload", "digest", d.Digest, "repo", job.Dest, "from", from, "error", err)
-				continue
-			}
-			if ok {
-				e.markPresent(d.Digest, job.Dest)
-				e.blobsMounted.Add(1)
-				e.blobDone(d)
-				return false, nil
-			}
-		}
-		if err := e.transfer(ctx, job.Source, job.Dest, d); err != nil {
-			return false, err
-		}
-		e.markPresent(d.Digest, job.Dest)
-		e.blobsSent.Add(1)
-		e.bytesSent.Add(d.Size)
-		ic.bytes.Add(d.Size)
-		ic.sent.Store(true)
-		e.blobDone(d)
-		return true, nil
-	})
-	return err
-}
-
-func (e *copyEngine) markPresent(d digest.Digest, repo string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, r := range e.present[d] {
-		if r == repo {
-			return
-		}
-	}
-	e.present[d] = append(e.present[d], repo)
-}
-
-// presentAnywhere reports whether this run placed d in some repository.
-func (e *copyEngine) presentAnywhere(d digest.Digest) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return len(e.present[d]) > 0
-}
-
-// presentOn reports whether some repository on host is known to hold d.
-func (e *copyEngine) presentOn(d digest.Digest, host string) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, r := range e.present[d] {
-		if repoHost(r) == host {
-			return true
-		}
-	}
-	return false
-}
-
-// mountCandidates lists destination repositories on repo's host known to hold d,
-// and the source repository when it is on the same host.
-func (e *copyEngine) mountCandidates(d digest.Digest, repo, srcRepo string) []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	host := repoHost(repo)
-	var out []string
-	for _, r := range e.present[d] {
-		if r != repo && repoHost(r) == host {
-			out = append(out, r)
-			if len(out) == 2 {
-				break
-			}
-		}
-	}
-	if srcRepo != repo && repoHost(srcRepo) == host && strings.Contains(srcRepo, "/") {
-		out = append(out, srcRepo)
-	}
-	return out
-}
-
-func (e *copyEngine) lockDigest(ctx context.Context, d digest.Digest) (func(), error) {
-	e.mu.Lock()
-	ch := e.digestMu[d]
-	if ch == nil {
-		ch = make(chan struct{}, 1)
-		e.digestMu[d] = ch
-	}
-	e.mu.Unlock()
-	select {
-	case ch <- struct{}{}:
-		return func() { <-ch }, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// acquireHosts takes a transfer slot on each distinct host, in sorted order so
-// that two transfers never wait on each other.
-func (e *copyEngine) acquireHosts(ctx context.Context, hosts ...string) (func(), error) {
-	sort.Strings(hosts)
-	var held []chan struct{}
-	release := func() {
-		for _, ch := range held {
-			<-ch
-		}
-	}
-	for i, h := range hosts {
-		if i > 0 && hosts[i-1] == h {
-			continue
-		}
-		e.mu.Lock()
-		ch := e.hostSems[h]
-		if ch == nil {
-			ch = make(chan struct{}, e.opts.MaxPerRegistry)
-			e.hostSems[h] = ch
-		}
-		e.mu.Unlock()
-		select {
-		case ch <- struct{}{}:
-			held = append(held, ch)
-		case <-ctx.Done():
-			release()
-			return nil, ctx.Err()
-		}
-	}
-	return release, nil
-}
-
-// transfer reads d from the source and writes it to the destination, verified,
-// retrying the whole transfer on transient errors.
-func (e *copyEngine) transfer(ctx context.Context, srcRepo, dstRepo string, d endpoint.Descriptor) error {
-	release, err := e.acquireHosts(ctx, repoHost(srcRepo), repoHost(dstRepo))
-	if err != nil {
-		return err
-	}
-	defer release()
-	for attempt := 0; ; attempt++ {
-		err := e.transferOnce(ctx, srcRepo, dstRepo, d)
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if !isRetryable(err) || attempt >= e.policy.Times {
-			return fmt.Errorf("copy blob %s from %s to %s: %w", d.Digest, srcRepo, dstRepo, err)
-		}
-		e.log.Debug("retrying blob transfer", "digest", d.Digest, "attempt", attempt+1, "error", err)
-		if err := sleepCtx(ctx, e.policy.delay(attempt+1, 0, false)); err != nil {
-			return err
-		}
-	}
-}
-
-func (e *copyEngine) transferOnce(ctx context.Context, srcRepo, dstRepo string, d endpoint.Descriptor) error {
-	rc, err := e.src.Blob(ctx, srcRepo, d)
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	v := oci.NewVerifier(rc, d)
-	if err := e.dst.PutBlob(ctx, dstRepo, d, v); err != nil {
-		return err
-	}
-	if !v.Verified() {
-		// A destination that stopped reading early: nothing proves the content.
-		return fmt.Errorf("destination accepted blob %s after %d of %d bytes: %w", d.Digest, v.N(), d.Size, ErrDigestMismatch)
-	}
-	return nil
 }

@@ -267,16 +267,12 @@ func (l *LayoutDestination) PutBlob(ctx context.Context, repo string, d endpoint
 		f.Close()
 		os.Remove(f.Name())
 	}()
-	v := d.Digest.Verifier()
-	n, err := io.Copy(io.MultiWriter(f, v), layoutCtxReader{ctx, r})
-	if err != nil {
+	v := oci.AsVerifier(layoutCtxReader{ctx, r}, d)
+	if _, err := io.Copy(f, v); err != nil {
 		return fmt.Errorf("writing blob %s: %w", d.Digest, err)
 	}
-	if d.Size >= 0 && n != d.Size {
-		return fmt.Errorf("blob %s: read %d bytes, expected %d", d.Digest, n, d.Size)
-	}
 	if !v.Verified() {
-		return fmt.Errorf("blob %s: content does not match its digest", d.Digest)
+		return fmt.Errorf("blob %s: content does not match its digest: %w", d.Digest, ErrDigestMismatch)
 	}
 	if err := f.Close(); err != nil {
 		return err

@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-mirror/airlock/mirror/oci"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
@@ -542,23 +542,20 @@ func removeUnreferencedBlobs(lp layout.Path) error {
 		if depth > 8 {
 			return errors.New("manifests nested too deep")
 		}
-		var m struct {
-			Config    *v1.Descriptor  `json:"config"`
-			Layers    []v1.Descriptor `json:"layers"`
-			Manifests []v1.Descriptor `json:"manifests"`
-		}
-		if err := json.Unmarshal(raw, &m); err != nil {
+		refs, err := oci.Parse(oci.Manifest{Digest: digest.FromBytes(raw), Raw: raw})
+		if err != nil {
 			return err
 		}
-		if m.Config != nil {
-			keep[m.Config.Digest.String()] = true
+		for _, b := range append(refs.Blobs, refs.Foreign...) {
+			keep[b.Digest.String()] = true
 		}
-		for _, l := range m.Layers {
-			keep[l.Digest.String()] = true
-		}
-		for _, c := range m.Manifests {
+		for _, c := range refs.Manifests {
 			keep[c.Digest.String()] = true
-			b, err := lp.Bytes(c.Digest)
+			h, err := v1.NewHash(c.Digest.String())
+			if err != nil {
+				return err
+			}
+			b, err := lp.Bytes(h)
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
 					continue

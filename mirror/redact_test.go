@@ -38,8 +38,8 @@ func TestRedirectSignatureNotInErrors(t *testing.T) {
 	host := strings.TrimPrefix(front.URL, "http://")
 	dst := registrytest.Start(t)
 	jobs := []Job{{Source: host + "/a/b", Digest: p.Digest, Dest: dst.Host() + "/a/b", Tags: []string{"1"}}}
-	reg := NewRegistry(RegistryOptions{RetryTimes: -1})
-	rep, err := Copy(context.Background(), reg, reg, jobs, CopyOptions{RetryTimes: -1})
+	reg := NewRegistry(RegistryOptions{Retry: Retries(0)})
+	rep, err := Copy(context.Background(), reg, reg, jobs, CopyOptions{Retry: Retries(0)})
 	if err == nil || rep.Images[0].Status != StatusFailed {
 		t.Fatalf("copy through a broken CDN succeeded: %v", err)
 	}

@@ -51,8 +51,7 @@ func TestRegistryAuthFileAndTLS(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.opts.Retry = fastRetry
-			tc.opts.RetryTimes = -1
+			tc.opts.Retry = &RetryPolicy{Base: fastRetry.Base, Max: fastRetry.Max}
 			r := NewRegistry(tc.opts)
 			d, err := r.Resolve(ctx, reg.Host()+"/sec/app:1")
 			if tc.wantErr != "" {
@@ -75,7 +74,7 @@ func TestRegistryAuthFileAndTLS(t *testing.T) {
 }
 
 func TestRegistryRefusesPlainHTTPWithTLSVerify(t *testing.T) {
-	r := NewRegistry(RegistryOptions{RetryTimes: -1})
+	r := NewRegistry(RegistryOptions{Retry: Retries(0)})
 	// 192.0.2.1 (TEST-NET) is not loopback: plain HTTP must be refused before dialing.
 	g := &schemeGuard{inner: http.DefaultTransport, allow: r.allowHTTP}
 	req, _ := http.NewRequest(http.MethodGet, "http://192.0.2.1:5000/v2/", nil)
@@ -197,64 +196,4 @@ func TestSplitImageRef(t *testing.T) {
 	if _, _, err := splitImageRef("quay.io/app@sha256:zz"); err == nil {
 		t.Error("bad digest accepted")
 	}
-}
-
-func TestParseManifest(t *testing.T) {
-	d1, d2, d3 := digest.FromString("1"), digest.FromString("2"), digest.FromString("3")
-	tests := []struct {
-		name                  string
-		mt, raw               string
-		children, blobs, frgn int
-		err                   error
-	}{
-		{"oci image", oci.MediaTypeOCIManifest, `{"schemaVersion":2,"config":{"digest":"` + d1.String() + `","size":1},"layers":[{"digest":"` + d2.String() + `","size":2},{"digest":"` + d2.String() + `","size":2}]}`, 0, 2, 0, nil},
-		{"foreign layer", oci.MediaTypeDockerManifest, `{"schemaVersion":2,"config":{"digest":"` + d1.String() + `","size":1},"layers":[{"mediaType":"application/vnd.docker.image.rootfs.foreign.diff.tar.gzip","digest":"` + d3.String() + `","size":3,"urls":["https://x"]}]}`, 0, 1, 1, nil},
-		{"index", oci.MediaTypeOCIIndex, `{"schemaVersion":2,"manifests":[{"digest":"` + d1.String() + `","size":1,"platform":{"os":"linux","architecture":"arm64","variant":"v8"}}]}`, 1, 0, 0, nil},
-		{"schema1", "", `{"schemaVersion":1,"fsLayers":[]}`, 0, 0, 0, ErrUnsupportedManifest},
-		{"unknown", "application/x-thing", `{}`, 0, 0, 0, ErrUnsupportedManifest},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			refs, err := oci.Parse(endpoint.Manifest{MediaType: tc.mt, Raw: []byte(tc.raw)})
-			if tc.err != nil {
-				if !errors.Is(err, tc.err) {
-					t.Fatalf("err %v, want %v", err, tc.err)
-				}
-				return
-			}
-			if err != nil || len(refs.Manifests) != tc.children || len(refs.Blobs) != tc.blobs || len(refs.Foreign) != tc.frgn {
-				t.Fatalf("%+v %v", refs, err)
-			}
-			if tc.children > 0 && refs.Manifests[0].Platform != "linux/arm64/v8" {
-				t.Fatalf("platform %q", refs.Manifests[0].Platform)
-			}
-		})
-	}
-	if _, err := oci.Parse(endpoint.Manifest{MediaType: oci.MediaTypeOCIManifest, Raw: []byte(`{"config":{"digest":"bad","size":1}}`)}); err == nil {
-		t.Fatal("bad digest accepted")
-	}
-}
-
-func FuzzParseManifest(f *testing.F) {
-	d := digest.FromString("x").String()
-	f.Add(oci.MediaTypeOCIManifest, `{"schemaVersion":2,"config":{"digest":"`+d+`","size":1},"layers":[{"digest":"`+d+`","size":-1}]}`)
-	f.Add(oci.MediaTypeOCIIndex, `{"manifests":[{"digest":"`+d+`","size":1,"platform":{"os":"linux"}}]}`)
-	f.Add("", `{"schemaVersion":1}`)
-	f.Add("", `not json`)
-	f.Fuzz(func(t *testing.T, mt, raw string) {
-		refs, err := oci.Parse(endpoint.Manifest{MediaType: mt, Raw: []byte(raw)})
-		if err != nil {
-			return
-		}
-		for _, b := range append(refs.Blobs, refs.Foreign...) {
-			if b.Digest.Validate() != nil || b.Size < 0 {
-				t.Fatalf("invalid blob accepted: %+v", b)
-			}
-		}
-		for _, c := range refs.Manifests {
-			if c.Digest.Validate() != nil || c.Size < 0 {
-				t.Fatalf("invalid child accepted: %+v", c)
-			}
-		}
-	})
 }

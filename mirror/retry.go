@@ -2,18 +2,30 @@ package mirror
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
+
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 )
 
-// RetryPolicy is the backoff used for registry requests and blob transfers.
+// RetryPolicy is airlock's one retry policy. It is applied in exactly one layer:
+// each registry operation (a manifest read, an existence check, a mount, a
+// manifest push) retries itself, and a blob transfer (source read + destination
+// write, verified end to end) is retried as one operation whose requests do not
+// retry on their own. The HTTP transport never retries. So --retry-times N means at
+// most N+1 attempts of any one request, catalog fetch included.
 type RetryPolicy struct {
 	// Times is how many times a failed attempt is retried (0: never).
 	Times int
@@ -23,8 +35,19 @@ type RetryPolicy struct {
 	Base, Max, MaxRetryAfter time.Duration
 }
 
-// defaultRetryTimes is --retry-times' default.
-const defaultRetryTimes = 5
+// DefaultRetryTimes is --retry-times' default.
+const DefaultRetryTimes = 5
+
+// Retries returns a policy of n retries with the default backoff.
+func Retries(n int) *RetryPolicy { return &RetryPolicy{Times: max(n, 0)} }
+
+// policyOrDefault returns *p with defaults filled in; nil means DefaultRetryTimes.
+func policyOrDefault(p *RetryPolicy) RetryPolicy {
+	if p == nil {
+		return RetryPolicy{Times: DefaultRetryTimes}.withDefaults()
+	}
+	return p.withDefaults()
+}
 
 func (p RetryPolicy) withDefaults() RetryPolicy {
 	if p.Times < 0 {
@@ -54,6 +77,59 @@ func (p RetryPolicy) delay(attempt int, retryAfter time.Duration, hasRetryAfter 
 	d = min(d, p.Max)
 	// ±50% jitter.
 	return d/2 + time.Duration(rand.Int64N(int64(d)+1))
+}
+
+// attempts counts the attempts of one operation. An operation in progress is
+// carried in the context, so that the requests it makes know an outer loop
+// retries them and make a single attempt each.
+type attempts struct {
+	p   RetryPolicy
+	n   int
+	log *slog.Logger
+}
+
+type attemptsKey struct{}
+
+func attemptsFrom(ctx context.Context) *attempts {
+	a, _ := ctx.Value(attemptsKey{}).(*attempts)
+	return a
+}
+
+// again records a failed attempt and reports whether another one should follow,
+// after waiting the backoff (or the server's Retry-After).
+func (a *attempts) again(ctx context.Context, err error, what string) bool {
+	a.n++
+	if err == nil || ctx.Err() != nil || a.n > a.p.Times || !isRetryable(err) {
+		return false
+	}
+	var wait time.Duration
+	var hasRA bool
+	var se *HTTPStatusError
+	if errors.As(err, &se) {
+		wait, hasRA = se.retryAfter, se.hasRetry
+	}
+	d := a.p.delay(a.n, wait, hasRA)
+	if a.log != nil {
+		a.log.Debug("retrying", "what", what, "attempt", a.n+1, "of", a.p.Times+1, "wait", d, "error", err)
+	}
+	return sleepCtx(ctx, d) == nil
+}
+
+// do runs f as one operation under the policy: up to Times+1 attempts. When ctx
+// already carries an operation (f is part of a bigger one, such as a blob
+// transfer), f runs once and the outer operation decides.
+func (p RetryPolicy) do(ctx context.Context, log *slog.Logger, what string, f func(ctx context.Context) error) error {
+	if attemptsFrom(ctx) != nil {
+		return f(ctx)
+	}
+	a := &attempts{p: p, log: log}
+	octx := context.WithValue(ctx, attemptsKey{}, a)
+	for {
+		err := f(octx)
+		if !a.again(ctx, err, what) {
+			return err
+		}
+	}
 }
 
 // sleepCtx waits d or until ctx is done.
@@ -96,27 +172,41 @@ func retryableStatus(code int) bool {
 	return code >= 500 && code != http.StatusNotImplemented && code != http.StatusHTTPVersionNotSupported
 }
 
-// isRetryable reports whether err is worth another attempt: 429, 5xx, EOFs,
-// connection resets and network timeouts. Context cancellation, digest
-// mismatches and 4xx answers are not.
+// isRetryable reports whether err is worth another attempt: 408, 429, 5xx,
+// content that failed verification (in either direction: a body altered or cut
+// in transit), a registry refusing verified content as invalid (see
+// contentRejected), EOFs, connection
+// resets and refusals, and network timeouts. Cancellation, other 4xx answers,
+// unknown hosts, certificate errors and an unreachable registry are not.
 func isRetryable(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, ErrRegistryUnreachable) {
 		return false
 	}
-	var rf *refetchError
-	if errors.As(err, &rf) {
+	var pe permanent
+	if errors.As(err, &pe) {
+		return false
+	}
+	if errors.Is(err, ErrDigestMismatch) || errors.Is(err, errShortBody) || errors.Is(err, errContentRejected) {
 		return true
-	}
-	if errors.Is(err, ErrDigestMismatch) {
-		return false
 	}
 	var se *HTTPStatusError
 	if errors.As(err, &se) {
+		if se.StatusCode == http.StatusBadRequest && contentRejected(se.Body) {
+			return true
+		}
 		return retryableStatus(se.StatusCode)
+	}
+	var te *transport.Error
+	if errors.As(err, &te) {
+		return retryableStatus(te.StatusCode)
+	}
+	if permanentNetError(err) {
+		return false
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
-		errors.Is(err, syscall.EPIPE) || errors.Is(err, errShortBody) {
+		errors.Is(err, syscall.EPIPE) {
 		return true
 	}
 	var ne net.Error
@@ -124,7 +214,45 @@ func isRetryable(err error) bool {
 		return true
 	}
 	var oe *net.OpError
-	return errors.As(err, &oe)
+	if errors.As(err, &oe) {
+		return true
+	}
+	// Any other failure of the HTTP exchange itself (for example "server closed
+	// idle connection" when a kept-alive connection was dropped under a request).
+	var ue *url.Error
+	return errors.As(err, &ue)
+}
+
+// errContentRejected marks a registry refusing (400) content airlock verified
+// before sending it: what arrived was altered or cut on the way.
+var errContentRejected = errors.New("the registry refused content that was verified before it was sent")
+
+// contentRejected reports a registry error body refusing content airlock
+// verified before sending: the bytes were altered or cut on the way, and sending
+// them again is the fix.
+func contentRejected(body string) bool {
+	for _, code := range []string{"DIGEST_INVALID", "SIZE_INVALID", "BLOB_UPLOAD_INVALID", "MANIFEST_INVALID", "MANIFEST_BLOB_UNKNOWN"} {
+		if strings.Contains(body, code) {
+			return true
+		}
+	}
+	return false
+}
+
+// permanentNetError reports errors another attempt cannot fix: an unknown host,
+// and TLS failures (an untrusted certificate, a plain-HTTP server).
+func permanentNetError(err error) bool {
+	var dns *net.DNSError
+	if errors.As(err, &dns) && dns.IsNotFound {
+		return true
+	}
+	var ua x509.UnknownAuthorityError
+	var hn x509.HostnameError
+	var ci x509.CertificateInvalidError
+	var rh tls.RecordHeaderError
+	var cv *tls.CertificateVerificationError
+	return errors.As(err, &ua) || errors.As(err, &hn) || errors.As(err, &ci) || errors.As(err, &rh) || errors.As(err, &cv) ||
+		strings.Contains(err.Error(), "server gave HTTP response to HTTPS client")
 }
 
 func parseRetryAfter(h string) (time.Duration, bool) {
@@ -139,60 +267,3 @@ func parseRetryAfter(h string) (time.Duration, bool) {
 	}
 	return 0, false
 }
-
-// retryTransport retries replayable requests (no body, or a body with GetBody) on
-// retryable network errors and status codes, honouring Retry-After.
-type retryTransport struct {
-	inner   http.RoundTripper
-	policy  RetryPolicy
-	onRetry func(req *http.Request, attempt int, reason string)
-}
-
-func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	replayable := req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
-	for attempt := 0; ; attempt++ {
-		r := req
-		if attempt > 0 && req.GetBody != nil {
-			body, err := req.GetBody()
-			if err != nil {
-				return nil, err
-			}
-			r = req.Clone(req.Context())
-			r.Body = body
-		}
-		resp, err := t.inner.RoundTrip(r)
-		if !replayable || attempt >= t.policy.Times {
-			return resp, err
-		}
-		var wait time.Duration
-		var hasRA bool
-		reason := ""
-		switch {
-		case err != nil:
-			if !isRetryable(err) {
-				return nil, err
-			}
-			reason = err.Error()
-		case retryableStatus(resp.StatusCode):
-			wait, hasRA = parseRetryAfter(resp.Header.Get("Retry-After"))
-			reason = resp.Status
-			io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-			resp.Body.Close()
-		default:
-			return resp, nil
-		}
-		if t.onRetry != nil {
-			t.onRetry(req, attempt+1, reason)
-		}
-		if err := sleepCtx(req.Context(), t.policy.delay(attempt+1, wait, hasRA)); err != nil {
-			return nil, err
-		}
-	}
-}
-
-// refetchError marks a mismatch worth fetching again (a manifest whose body was
-// cut short in transit); it still matches ErrDigestMismatch with errors.Is.
-type refetchError struct{ err error }
-
-func (e *refetchError) Error() string { return e.err.Error() }
-func (e *refetchError) Unwrap() error { return e.err }

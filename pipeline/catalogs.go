@@ -26,8 +26,7 @@ func filterHash(op imageset.Operator) string {
 
 // catalogs fetches, prunes and rebuilds every operator catalog of the config.
 func (r *run) catalogs(ctx context.Context) ([]mirror.CatalogRequest, error) {
-	fo := mirror.NewFetchOptions(r.opts.AuthFile, r.opts.SrcTLSVerify, r.log)
-	fo.Retry.Times = max(r.retryTimes(), 0)
+	fo := mirror.FetchOptions{Registry: r.srcRegistry(), Logger: r.log}
 	if len(r.cfg.Mirror.Operators) > 0 {
 		r.stage("catalogs")
 	}

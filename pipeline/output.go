@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,10 +74,6 @@ func (r *run) clusterResources() error {
 	}
 	var images []manifests.Image
 	var catalogs []manifests.Catalog
-	templates := map[string]string{}
-	for _, op := range r.cfg.Mirror.Operators {
-		templates[op.Catalog] = op.TargetCatalogSourceTemplate
-	}
 	for _, im := range r.res.Plan.Images {
 		if im.Error != "" {
 			continue
@@ -105,16 +100,8 @@ func (r *run) clusterResources() error {
 			continue
 		}
 		mc := manifests.Catalog{Source: c.Catalog, Destination: c.DestRepo + ":" + c.Tag, Digest: c.Digest.String()}
-		if t := templates[c.Catalog]; t != "" {
-			path := t
-			if !filepath.IsAbs(path) && r.cfg.Source != "" {
-				path = filepath.Join(filepath.Dir(r.cfg.Source), path)
-			}
-			b, err := os.ReadFile(path)
-			if err != nil {
-				return fmt.Errorf("targetCatalogSourceTemplate of catalog %s: %w", c.Catalog, err)
-			}
-			mc.Template, mc.TemplatePath = b, path
+		if t, ok := r.templates[c.Catalog]; ok {
+			mc.Template, mc.TemplatePath = t.data, t.path
 		}
 		catalogs = append(catalogs, mc)
 	}

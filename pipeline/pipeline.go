@@ -43,7 +43,11 @@ type Options struct {
 	// SrcTLSVerify and DestTLSVerify are --src-tls-verify and --dest-tls-verify.
 	SrcTLSVerify, DestTLSVerify bool
 	// ParallelImages, ParallelLayers and RetryTimes tune the copy engine.
+	// RetryTimes is --retry-times: retries after the first attempt of any one
+	// registry request (0: none).
 	ParallelImages, ParallelLayers, RetryTimes int
+	// Retry, when set, replaces the policy RetryTimes makes (its backoff too).
+	Retry *mirror.RetryPolicy
 	// SinceArchive (mirror-to-disk) ships only what the archive in that directory
 	// did not carry, instead of what the workspace state says.
 	SinceArchive string
@@ -151,6 +155,8 @@ type run struct {
 	workspace string
 	dest      string // REGISTRY/NS for registry workflows
 	res       *Result
+	src, dst  *mirror.Registry           // made once by srcRegistry and destRegistry
+	templates map[string]catalogTemplate // by catalog, read by preflight
 }
 
 // Mirror runs one mirror command: mirror-to-mirror (Destination docker:// and
@@ -166,6 +172,9 @@ func Mirror(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 	start := time.Now()
+	if err := r.preflight(ctx); err != nil {
+		return nil, err
+	}
 	var err error
 	switch r.workflow {
 	case mirror.MirrorToMirror:
@@ -275,29 +284,41 @@ func (r *run) stage(s string) {
 	}
 }
 
-// retryTimes maps --retry-times to the engine's convention (0 there means the
-// default, negative means no retries).
-func (r *run) retryTimes() int {
-	if r.opts.RetryTimes <= 0 {
-		return -1
+// retry is --retry-times as the retry policy of every registry operation.
+func (r *run) retry() *mirror.RetryPolicy {
+	if r.opts.Retry != nil {
+		return r.opts.Retry
 	}
-	return r.opts.RetryTimes
+	return mirror.Retries(r.opts.RetryTimes)
 }
 
-func (r *run) registry(tlsVerify bool) *mirror.Registry {
+func (r *run) registry(tlsVerify bool, flag string) *mirror.Registry {
 	return mirror.NewRegistry(mirror.RegistryOptions{
-		AuthFile: r.opts.AuthFile, SkipTLSVerify: !tlsVerify,
-		RetryTimes: r.retryTimes(), Logger: r.log,
+		AuthFile: r.opts.AuthFile, SkipTLSVerify: !tlsVerify, TLSFlag: flag,
+		Retry: r.retry(), Logger: r.log,
 	})
 }
 
-func (r *run) srcRegistry() *mirror.Registry  { return r.registry(r.opts.SrcTLSVerify) }
-func (r *run) destRegistry() *mirror.Registry { return r.registry(r.opts.DestTLSVerify) }
+// srcRegistry and destRegistry are the run's two registry clients, made once:
+// the hosts each found unreachable are remembered for the whole run.
+func (r *run) srcRegistry() *mirror.Registry {
+	if r.src == nil {
+		r.src = r.registry(r.opts.SrcTLSVerify, "--src-tls-verify=false")
+	}
+	return r.src
+}
+
+func (r *run) destRegistry() *mirror.Registry {
+	if r.dst == nil {
+		r.dst = r.registry(r.opts.DestTLSVerify, "--dest-tls-verify=false")
+	}
+	return r.dst
+}
 
 func (r *run) copyOptions(progress func(mirror.ProgressEvent)) mirror.CopyOptions {
 	return mirror.CopyOptions{
 		ParallelImages: r.opts.ParallelImages, ParallelLayers: r.opts.ParallelLayers,
-		RetryTimes: r.retryTimes(), Logger: r.log, Progress: progress,
+		Retry: r.retry(), Logger: r.log, Progress: progress,
 	}
 }
 
@@ -310,9 +331,15 @@ func (r *run) copy(ctx context.Context, src endpoint.Source, dst endpoint.Destin
 	if err != nil {
 		return nil, err
 	}
-	rep, _ := mirror.Copy(ctx, memo, dst, jobs, r.copyOptions(progress))
+	rep, err := mirror.Copy(ctx, memo, dst, jobs, r.copyOptions(progress))
 	r.setCopy(rep)
-	return rep, ctx.Err()
+	if ctx.Err() != nil {
+		return rep, ctx.Err()
+	}
+	if errors.Is(err, mirror.ErrRegistryUnreachable) {
+		return rep, err
+	}
+	return rep, nil // other failures are in the report
 }
 
 func (r *run) plan(ctx context.Context, src *mirror.Registry, cats []mirror.CatalogRequest) error {

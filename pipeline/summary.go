@@ -114,14 +114,13 @@ func (r *Result) WriteSummary(w io.Writer) {
 			when(c.Blocked > 0, fmt.Sprintf("%d blocked", c.Blocked))))
 		if r.Copy != nil && r.BlobsSent+r.BlobsMounted > 0 {
 			if r.Workflow == mirror.MirrorToDisk {
-				fmt.Fprintf(w, "  blobs:     %s (%s) and %s downloaded\n", plural(int(r.BlobsSent), "blob", "blobs"), humanize.Bytes(r.BytesSent),
-					plural(int(r.ManifestsSent), "manifest", "manifests"))
+				fmt.Fprintf(w, "  blobs:     %s downloaded (%s)\n", plural(int(r.BlobsSent), "blob", "blobs"), humanize.Bytes(r.BytesSent))
 			} else {
 				fmt.Fprintf(w, "  blobs:     %s\n", joinNonEmpty(
 					fmt.Sprintf("%d sent (%s)", r.BlobsSent, humanize.Bytes(r.BytesSent)),
 					when(r.BlobsMounted > 0, fmt.Sprintf("%d mounted from another repository", r.BlobsMounted)),
 					when(r.BlobsSkipped > 0, fmt.Sprintf("%d already there", r.BlobsSkipped)),
-					plural(int(r.ManifestsSent), "manifest pushed", "manifests pushed")))
+					fmt.Sprintf("%d manifests and tags pushed", r.ManifestsSent)))
 			}
 		}
 	}
@@ -148,7 +147,7 @@ func (r *Result) WriteSummary(w io.Writer) {
 		if a.Resumed {
 			resumed = ", finished the batch an interrupted run began"
 		}
-		fmt.Fprintf(w, "  archive:   %s: batch %d, %s, %s, %s (%s%s)\n", a.Dir, a.Batch, plural(len(a.Chunks), "chunk", "chunks"),
+		fmt.Fprintf(w, "  archive:   %s: batch %d, %s, %s (manifests included), %s (%s%s)\n", a.Dir, a.Batch, plural(len(a.Chunks), "chunk", "chunks"),
 			plural(a.Blobs, "blob", "blobs"), humanize.Bytes(a.Bytes), kind, resumed)
 		fmt.Fprintf(w, "  next:      carry %s across and load it with: airlock mirror -c CONFIG --from file://…/%s docker://REGISTRY/NAMESPACE (batches in order, each once)\n", filepath.Base(a.Dir), filepath.Base(a.Dir))
 	} else if r.Workflow == mirror.MirrorToDisk && r.DryRun == nil {

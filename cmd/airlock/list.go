@@ -39,7 +39,7 @@ With --package and --channel: the channel's bundles, by version, and what each r
 			if err != nil {
 				return err
 			}
-			o.Fetch = mirror.NewFetchOptions(authFile, tlsVerify, log)
+			o.Fetch = mirror.NewFetchOptions(authFile, tlsVerify, nil, log)
 			l, err := pipeline.ListOperators(cmd.Context(), o)
 			if err != nil {
 				return err

@@ -20,6 +20,7 @@ const logEvery = 5 * time.Second
 
 // stageTitles are how the stages of a run are announced.
 var stageTitles = map[string]string{
+	"preflight":         "checking the registries and credentials",
 	"catalogs":          "fetching and pruning catalogs",
 	"plan":              "resolving images to digests",
 	"measure":           "reading manifests to size the copy",

@@ -6,8 +6,10 @@ package demo
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
+	"net/http"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/opencontainers/go-digest"
@@ -78,11 +80,15 @@ func Seed(ctx context.Context, o SeedOptions) (*SeedResult, error) {
 	if o.CatalogDir != "" && o.CatalogRepo == "" {
 		return nil, errors.New("seed: --catalog-dir needs --catalog-repo, the repository of the catalog image (e.g. demo/demo-index)")
 	}
-	fo := mirror.NewFetchOptions(o.AuthFile, o.TLSVerify, o.Logger)
+	// Seeding writes generated images with go-containerregistry's remote package
+	// (a development tool, not the mirror path, which uses mirror.Registry only).
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: !o.TLSVerify} //nolint:gosec // --tls-verify=false
+	ropts := []remote.Option{remote.WithAuthFromKeychain(mirror.AuthKeychain(o.AuthFile)), remote.WithTransport(tr), remote.WithUserAgent("airlock")}
 	r, err := seed.Seed(ctx, seed.Options{
 		Registry: o.Registry, CatalogDir: o.CatalogDir, CatalogRepo: o.CatalogRepo,
 		CatalogTag: o.CatalogTag, CatalogPlatforms: o.CatalogPlatforms, MultiArchEvery: o.MultiArchEvery,
-		WorkDir: o.WorkDir, Remote: append(fo.Remote, o.Remote...), Insecure: fo.Insecure, Logger: o.Logger,
+		WorkDir: o.WorkDir, Remote: append(ropts, o.Remote...), Insecure: !o.TLSVerify, Logger: o.Logger,
 		Images: o.Images,
 	})
 	if err != nil {

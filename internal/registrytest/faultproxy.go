@@ -33,6 +33,11 @@ const (
 	FlipByte
 )
 
+// The body faults (CutMidBody, TruncateBody, FlipByte) apply to the request body
+// when the request carries one (an upload, a manifest push): the proxy forwards
+// half of it and drops the connection, forwards half of it as if it were whole,
+// or forwards it with one byte changed. Otherwise they apply to the answer.
+
 func (f Fault) String() string {
 	return [...]string{"pass", "429", "503", "cut", "truncate", "flip"}[f]
 }
@@ -63,6 +68,7 @@ type Proxy struct {
 
 	mu      sync.Mutex
 	n       int
+	total   int
 	rng     *rand.Rand
 	applied map[Fault]int
 }
@@ -98,6 +104,21 @@ func NewFaultProxy(t testing.TB, target string, plan FaultPlan) *Proxy {
 // Host returns the proxy's "127.0.0.1:PORT".
 func (p *Proxy) Host() string { u, _ := url.Parse(p.srv.URL); return u.Host }
 
+// SetRate changes the probability of a fault for the requests that follow (for
+// example 0 while a test seeds the registry through the proxy).
+func (p *Proxy) SetRate(rate float64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.plan.Rate = rate
+}
+
+// Requests returns how many requests the proxy received.
+func (p *Proxy) Requests() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.total
+}
+
 // Applied returns how many times each fault was injected.
 func (p *Proxy) Applied() map[Fault]int {
 	p.mu.Lock()
@@ -110,11 +131,12 @@ func (p *Proxy) Applied() map[Fault]int {
 }
 
 func (p *Proxy) next(r *http.Request) Fault {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.total++
 	if !p.plan.Match(r) {
 		return Pass
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	f := Pass
 	if p.n < len(p.plan.Sequence) {
 		f = p.plan.Sequence[p.n]
@@ -141,10 +163,25 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	out := r.Clone(r.Context())
 	out.RequestURI = ""
+	if hasBody(r) && (fault == CutMidBody || fault == TruncateBody || fault == FlipByte) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			panic(http.ErrAbortHandler)
+		}
+		if fault == CutMidBody {
+			panic(http.ErrAbortHandler) // the registry never sees the request
+		}
+		body = damage(fault, body)
+		out.Body = io.NopCloser(bytes.NewReader(body))
+		out.ContentLength = int64(len(body))
+		out.Header.Set("Content-Length", strconv.Itoa(len(body)))
+		out.TransferEncoding = nil
+		fault = Pass // the answer goes back untouched
+	}
 	out.URL.Scheme = p.target.Scheme
 	out.URL.Host = p.target.Host
 	out.Host = p.target.Host
-	if r.ContentLength == 0 {
+	if r.ContentLength == 0 && fault == Pass && !hasBody(r) {
 		out.Body = nil
 	}
 	resp, err := p.client.Do(out)
@@ -183,15 +220,29 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 			f.Flush()
 		}
 		panic(http.ErrAbortHandler) // drops the connection
+	}
+	body = damage(fault, body)
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(resp.StatusCode)
+	w.Write(body)
+}
+
+// hasBody reports whether r carries a request body.
+func hasBody(r *http.Request) bool {
+	return r.ContentLength > 0 || (r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody)
+}
+
+// damage returns body cut to its first half (TruncateBody) or with its middle
+// byte flipped (FlipByte).
+func damage(f Fault, body []byte) []byte {
+	switch f {
 	case TruncateBody:
-		body = body[:len(body)/2]
+		return body[:len(body)/2]
 	case FlipByte:
 		body = bytes.Clone(body)
 		if len(body) > 0 {
 			body[len(body)/2] ^= 0xff
 		}
 	}
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(resp.StatusCode)
-	w.Write(body)
+	return body
 }

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/opencontainers/go-digest"
 )
 
@@ -511,48 +512,31 @@ func (r *Reader) Blob(ctx context.Context, repo string, d endpoint.Descriptor) (
 
 func (r *Reader) open(b BlobRecord) (io.ReadCloser, error) {
 	f := r.files[b.Chunk-1]
-	return &verifyingReader{
-		r:     io.NewSectionReader(f, b.Offset, b.Size),
-		vd:    digest.SHA256.Digester(),
-		want:  b.Digest,
-		size:  b.Size,
-		chunk: ChunkName(b.Chunk),
-	}, nil
+	v := oci.NewVerifier(io.NewSectionReader(f, b.Offset, b.Size), oci.Descriptor{Digest: b.Digest, Size: b.Size})
+	return &chunkBlob{v: v, chunk: ChunkName(b.Chunk), d: b.Digest}, nil
 }
 
-// verifyingReader hashes what it reads and turns io.EOF into an error when the
-// content does not match the expected digest and size.
-type verifyingReader struct {
-	r     io.Reader
-	vd    digest.Digester
-	want  digest.Digest
-	size  int64
-	n     int64
+// chunkBlob reads one blob of a chunk through the digest-verifying reader, and
+// says which chunk to copy again when the content does not match.
+type chunkBlob struct {
+	v     *oci.Verifier
 	chunk string
-	err   error
+	d     digest.Digest
 }
 
-func (v *verifyingReader) Read(p []byte) (int, error) {
-	if v.err != nil {
-		return 0, v.err
+func (c *chunkBlob) Read(p []byte) (int, error) {
+	n, err := c.v.Read(p)
+	switch {
+	case err == nil || err == io.EOF:
+	case errors.Is(err, oci.ErrDigestMismatch):
+		err = fmt.Errorf("chunk %s: %v: the chunk is damaged or truncated; copy it again from the source side: %w", c.chunk, err, ErrCorrupt)
+	default:
+		err = fmt.Errorf("chunk %s: blob %s: %w", c.chunk, c.d, err)
 	}
-	n, err := v.r.Read(p)
-	v.vd.Hash().Write(p[:n])
-	v.n += int64(n)
-	if err == io.EOF {
-		if v.n != v.size {
-			err = fmt.Errorf("chunk %s: blob %s: read %d of %d bytes: the chunk is truncated: %w", v.chunk, v.want, v.n, v.size, ErrCorrupt)
-		} else if got := v.vd.Digest(); got != v.want {
-			err = fmt.Errorf("chunk %s: blob %s: content has digest %s: the chunk is damaged; copy it again from the source side: %w", v.chunk, v.want, got, ErrCorrupt)
-		}
-	} else if err != nil {
-		err = fmt.Errorf("chunk %s: blob %s: %w", v.chunk, v.want, err)
-	}
-	v.err = err
 	return n, err
 }
 
-func (v *verifyingReader) Close() error { return nil }
+func (c *chunkBlob) Close() error { return nil }
 
 // EnsureReliesOn checks that dst already holds every blob this (incremental)
 // archive relies on, in every repository that needs it, mounting it from the

@@ -1,0 +1,257 @@
+package mirror
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/oci"
+)
+
+// BlobExists implements endpoint.Destination (HEAD).
+func (r *Registry) BlobExists(ctx context.Context, repo string, d endpoint.Descriptor) (bool, error) {
+	var found bool
+	err := r.op(ctx, repo, "check blob "+repo+"@"+d.Digest.String(), func(ctx context.Context) error {
+		c, base, _, err := r.client(ctx, repo, true)
+		if err != nil {
+			return err
+		}
+		resp, err := r.do(ctx, c, http.MethodHead, base+"/blobs/"+d.Digest.String(), nil, nil)
+		if err != nil {
+			return err
+		}
+		defer drain(resp)
+		switch resp.StatusCode {
+		case http.StatusOK:
+			found = true
+			return nil
+		case http.StatusNotFound:
+			found = false
+			return nil
+		}
+		return statusError(resp)
+	})
+	if err != nil {
+		return false, fmt.Errorf("check blob %s@%s: %w", repo, d.Digest, err)
+	}
+	return found, nil
+}
+
+// MountBlob implements endpoint.Destination: a cross-repository mount, possible
+// only within one registry host. A refused mount returns false.
+func (r *Registry) MountBlob(ctx context.Context, repo, from string, d endpoint.Descriptor) (bool, error) {
+	host, _, err := splitRepo(repo)
+	if err != nil {
+		return false, err
+	}
+	fhost, fpath, err := splitRepo(from)
+	if err != nil || fhost != host || from == repo {
+		return false, nil
+	}
+	var mounted bool
+	err = r.op(ctx, repo, "mount blob "+d.Digest.String()+" into "+repo, func(ctx context.Context) error {
+		c, base, _, err := r.client(ctx, repo, true)
+		if err != nil {
+			return err
+		}
+		q := url.Values{"mount": {d.Digest.String()}, "from": {fpath}}
+		resp, err := r.do(ctx, c, http.MethodPost, base+"/blobs/uploads/?"+q.Encode(), nil, nil)
+		if err != nil {
+			return err
+		}
+		defer drain(resp)
+		switch {
+		case resp.StatusCode == http.StatusCreated:
+			mounted = true
+			return nil
+		case resp.StatusCode == http.StatusAccepted:
+			// The registry opened an upload session instead: cancel it.
+			if loc, err := uploadLocation(resp); err == nil {
+				r.cancelUpload(ctx, c, loc)
+			}
+			return nil
+		case resp.StatusCode >= 400 && resp.StatusCode < 500 && !retryableStatus(resp.StatusCode):
+			return nil
+		}
+		return statusError(resp)
+	})
+	if err != nil {
+		return false, fmt.Errorf("mount blob %s into %s from %s: %w", d.Digest, repo, from, err)
+	}
+	return mounted, nil
+}
+
+func uploadLocation(resp *http.Response) (*url.URL, error) {
+	loc := resp.Header.Get("Location")
+	if loc == "" {
+		return nil, fmt.Errorf("registry answered %s without an upload Location", resp.Status)
+	}
+	u, err := resp.Request.URL.Parse(loc)
+	if err != nil {
+		return nil, fmt.Errorf("bad upload Location %q: %w", loc, err)
+	}
+	return u, nil
+}
+
+func (r *Registry) cancelUpload(ctx context.Context, c *http.Client, loc *url.URL) {
+	// Best effort, and bounded: Ctrl-C must not wait on an unreachable registry.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if resp, err := r.do(ctx, c, http.MethodDelete, loc.String(), nil, nil); err == nil {
+		drain(resp)
+	}
+}
+
+// PutBlob implements endpoint.Destination. It makes one attempt: the content
+// streams from rd, which cannot be replayed, so the caller (the copy engine's blob
+// transfer) retries the whole transfer. Small blobs are read (and verified)
+// into memory and sent with one PUT; bigger ones stream with PATCH through a
+// verifying reader and are committed with the final PUT only when digest and
+// size matched. On any error the upload session is cancelled.
+func (r *Registry) PutBlob(ctx context.Context, repo string, d endpoint.Descriptor, rd io.Reader) error {
+	if err := d.Digest.Validate(); err != nil {
+		return fmt.Errorf("put blob into %s: %w", repo, err)
+	}
+	v := oci.AsVerifier(rd, d)
+	c, base, _, err := r.client(ctx, repo, true)
+	if err != nil {
+		return err
+	}
+	wrap := func(err error) error { return fmt.Errorf("put blob %s@%s: %w", repo, d.Digest, err) }
+	resp, err := r.do(ctx, c, http.MethodPost, base+"/blobs/uploads/", nil, nil)
+	if err != nil {
+		return wrap(err)
+	}
+	if resp.StatusCode != http.StatusAccepted {
+		defer drain(resp)
+		return wrap(statusError(resp))
+	}
+	loc, err := uploadLocation(resp)
+	drain(resp)
+	if err != nil {
+		return wrap(err)
+	}
+	if d.Size >= 0 && d.Size <= r.opts.MonolithicMax {
+		buf := make([]byte, 0, d.Size+1)
+		b := bytes.NewBuffer(buf)
+		_, err := b.ReadFrom(v)
+		buf = b.Bytes()
+		if err != nil {
+			r.cancelUpload(ctx, c, loc)
+			return wrap(err)
+		}
+		return r.commitUpload(ctx, c, loc, d, buf, wrap)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPatch, loc.String(), v)
+	if err != nil {
+		return wrap(err)
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	req.ContentLength = d.Size
+	resp, err = c.Do(req)
+	err = redactErr(err)
+	if v.Err() != nil { // digest or size mismatch, or a source read error
+		if err == nil {
+			drain(resp)
+		}
+		r.cancelUpload(ctx, c, loc)
+		return wrap(v.Err())
+	}
+	if err != nil {
+		r.cancelUpload(ctx, c, loc)
+		return wrap(err)
+	}
+	if resp.StatusCode != http.StatusAccepted && resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusCreated {
+		err := statusError(resp)
+		drain(resp)
+		r.cancelUpload(ctx, c, loc)
+		return wrap(err)
+	}
+	if next, lerr := uploadLocation(resp); lerr == nil {
+		loc = next
+	}
+	drain(resp)
+	if !v.Verified() {
+		r.cancelUpload(ctx, c, loc)
+		return wrap(fmt.Errorf("upload ended after %d of %d bytes: %w", v.N(), d.Size, ErrDigestMismatch))
+	}
+	return r.commitUpload(ctx, c, loc, d, nil, wrap)
+}
+
+func (r *Registry) commitUpload(ctx context.Context, c *http.Client, loc *url.URL, d endpoint.Descriptor, body []byte, wrap func(error) error) error {
+	u := *loc
+	q := u.Query()
+	q.Set("digest", d.Digest.String())
+	u.RawQuery = q.Encode()
+	hdr := map[string]string{"Content-Type": "application/octet-stream"}
+	resp, err := r.do(ctx, c, http.MethodPut, u.String(), body, hdr)
+	if err != nil {
+		r.cancelUpload(ctx, c, loc)
+		return wrap(err)
+	}
+	defer drain(resp)
+	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusAccepted {
+		return wrap(statusError(resp))
+	}
+	return nil
+}
+
+// PutManifest implements endpoint.Destination. The registry's answer is checked:
+// the digest it stored (Docker-Content-Digest, or a HEAD when it sends none) must
+// be m's, so a manifest altered in transit is never reported as pushed; it is
+// pushed again under the retry policy. Push by digest first, then by tag, so
+// that an altered body can only ever land under a tag, where it is replaced.
+func (r *Registry) PutManifest(ctx context.Context, repo, reference string, m endpoint.Manifest) error {
+	want := digest.FromBytes(m.Raw)
+	if m.Digest != "" && want != m.Digest {
+		return fmt.Errorf("put manifest %s:%s: content does not match %s: %w", repo, reference, m.Digest, ErrDigestMismatch)
+	}
+	mt := m.MediaType
+	if mt == "" {
+		mt = oci.MediaTypeOf("", m.Raw)
+	}
+	err := r.op(ctx, repo, "put manifest "+repo+":"+reference, func(ctx context.Context) error {
+		c, base, _, err := r.client(ctx, repo, true)
+		if err != nil {
+			return err
+		}
+		resp, err := r.do(ctx, c, http.MethodPut, base+"/manifests/"+reference, m.Raw, map[string]string{"Content-Type": mt})
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted {
+			err := statusError(resp)
+			drain(resp)
+			if resp.StatusCode == http.StatusBadRequest {
+				// The content was verified before it left: a registry refusing it
+				// received something else.
+				return fmt.Errorf("%w: %w", errContentRejected, err)
+			}
+			return err
+		}
+		drain(resp)
+		stored, derr := digest.Parse(resp.Header.Get("Docker-Content-Digest"))
+		if derr != nil {
+			h, herr := r.head(ctx, repo, reference)
+			if herr != nil {
+				return herr
+			}
+			stored = h.Digest
+		}
+		if stored != want {
+			return fmt.Errorf("the registry stored %s, not %s (the manifest was altered on the way): %w", stored, want, ErrDigestMismatch)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("put manifest %s:%s: %w", repo, reference, err)
+	}
+	return nil
+}

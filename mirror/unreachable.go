@@ -1,0 +1,225 @@
+package mirror
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"syscall"
+
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+)
+
+// ErrRegistryUnreachable is returned (wrapped) once a registry host could not be
+// reached after the retries of an operation: the connection was refused, the name
+// does not resolve, TLS fails, or nothing answers. Later operations on that host
+// fail at once with it, so a registry that is down ends the run after the retries
+// of its first failure instead of failing every remaining image one by one.
+var ErrRegistryUnreachable = errors.New("registry unreachable")
+
+// ErrRegistryAuth is returned (wrapped) by Probe when a registry refuses the
+// credentials (or asks for some and none are configured).
+var ErrRegistryAuth = errors.New("registry refused the credentials")
+
+// op runs one registry operation on repo under the retry policy. An operation
+// that ends failing to connect marks the host unreachable (see
+// ErrRegistryUnreachable).
+func (r *Registry) op(ctx context.Context, repo, what string, f func(ctx context.Context) error) error {
+	host := repoHost(repo)
+	if err := r.hostDown(host); err != nil {
+		return err
+	}
+	nested := attemptsFrom(ctx) != nil
+	err := r.policy.do(ctx, r.log, what, f)
+	if err != nil && !nested {
+		return r.NoteFailure(ctx, repo, err)
+	}
+	return err
+}
+
+// NoteFailure is told the final error of an operation on repo (the copy engine
+// calls it after a blob transfer failed for good). When the error is a failure to
+// connect, the host is marked unreachable and the returned error says so with
+// the fix; otherwise err is returned unchanged.
+func (r *Registry) NoteFailure(ctx context.Context, repo string, err error) error {
+	if err == nil || ctx.Err() != nil || errors.Is(err, ErrRegistryUnreachable) || !connectFailure(err) {
+		return err
+	}
+	host := repoHost(repo)
+	var ue *url.Error
+	if !errors.As(err, &ue) {
+		return err
+	}
+	if u, perr := url.Parse(ue.URL); perr != nil || !strings.EqualFold(u.Host, host) {
+		return err // another host failed (the other side of a transfer, a token server)
+	}
+	down := fmt.Errorf("%w: %s: %s", ErrRegistryUnreachable, host, explainConnect(err, host, r.tlsHint()))
+	r.mu.Lock()
+	if prev, ok := r.down[host]; ok {
+		down = prev
+	} else {
+		r.down[host] = down
+	}
+	r.mu.Unlock()
+	return down
+}
+
+func (r *Registry) hostDown(host string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.down[host]
+}
+
+func (r *Registry) tlsHint() string {
+	if r.opts.TLSFlag != "" {
+		return r.opts.TLSFlag
+	}
+	return "--src-tls-verify=false or --dest-tls-verify=false"
+}
+
+// connectFailure reports errors that mean the registry cannot be reached at all
+// (as opposed to a flaky answer): refused or unroutable connections, unknown
+// hosts, TLS failures, dial timeouts.
+func connectFailure(err error) bool {
+	// A registry that answered (even with an error status) was reached; for a
+	// loopback registry the ping tries HTTPS and HTTP together, and the HTTPS
+	// attempt's TLS error must not hide the HTTP attempt's answer.
+	// (A 400 to the HTTP half is an HTTPS-only registry: the TLS error counts.)
+	var te *transport.Error
+	var se *HTTPStatusError
+	if (errors.As(err, &te) && te.StatusCode != http.StatusBadRequest) || errors.As(err, &se) {
+		return false
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) {
+		return true
+	}
+	if permanentNetError(err) {
+		return true
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "dial" {
+		return true
+	}
+	var tv *tls.CertificateVerificationError
+	return errors.As(err, &tv)
+}
+
+// explainConnect turns a connection failure into one sentence naming the cause
+// and the fix.
+func explainConnect(err error, host, tlsFlag string) string {
+	var dns *net.DNSError
+	var ua x509.UnknownAuthorityError
+	var hn x509.HostnameError
+	var rh tls.RecordHeaderError
+	var oe *net.OpError
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Sprintf("connection refused: is a registry listening on %s?", host)
+	case errors.As(err, &dns):
+		return fmt.Sprintf("cannot resolve %q: check the registry name (and the DNS or /etc/hosts of this machine)", dns.Name)
+	case errors.As(err, &rh) || strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
+		return fmt.Sprintf("the registry speaks plain HTTP, not HTTPS: use %s for a registry without TLS", tlsFlag)
+	case errors.As(err, &ua), errors.As(err, &hn):
+		return fmt.Sprintf("x509: %v: add its CA to the system trust store, or use %s to skip verification", err, tlsFlag)
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return fmt.Sprintf("no route to %s: check the network between this machine and the registry", host)
+	case errors.As(err, &oe) && oe.Timeout():
+		return fmt.Sprintf("no answer from %s in time: is the registry up, and is a firewall dropping the connection?", host)
+	}
+	return err.Error()
+}
+
+// explainStatus describes a failed /v2/ probe answer.
+func explainStatus(code int, host string) string {
+	switch code {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return fmt.Sprintf("%d %s: the registry refused the credentials: log in (podman login %s) or pass --authfile with credentials for it", code, http.StatusText(code), host)
+	case http.StatusNotFound:
+		return fmt.Sprintf("404 on /v2/: %s does not serve the registry API at this address", host)
+	}
+	return fmt.Sprintf("%d %s", code, http.StatusText(code))
+}
+
+// Probe checks, once, that the registry holding repo answers the registry API and
+// accepts the configured credentials (ping, then the token exchange, then an
+// authenticated GET /v2/), with push access when push is set. It retries only
+// what a retry can fix (5xx, 429, resets); a refused connection, an unknown host,
+// a TLS mismatch or refused credentials fail at once with an error that names the
+// registry, the cause and the fix.
+//
+// A host probed successfully is not probed again by the same Registry.
+func (r *Registry) Probe(ctx context.Context, repo string, push bool) error {
+	host := repoHost(repo)
+	if err := r.hostDown(host); err != nil {
+		return err
+	}
+	key := fmt.Sprint(host, push)
+	r.mu.Lock()
+	done := r.probed[key]
+	r.mu.Unlock()
+	if done {
+		return nil
+	}
+	err := r.probe(ctx, repo, push)
+	if err == nil {
+		r.mu.Lock()
+		r.probed[key] = true
+		r.mu.Unlock()
+	}
+	return err
+}
+
+func (r *Registry) probe(ctx context.Context, repo string, push bool) error {
+	host := repoHost(repo)
+	err := r.policy.do(ctx, r.log, "probe "+host, func(ctx context.Context) error {
+		c, base, _, err := r.client(ctx, repo, push)
+		if err != nil {
+			if connectFailure(err) {
+				return permanent{err} // another attempt would only delay the answer
+			}
+			return err
+		}
+		root := base[:strings.Index(base, "/v2/")+len("/v2/")]
+		resp, err := r.do(ctx, c, http.MethodGet, root, nil, nil)
+		if err != nil {
+			if connectFailure(err) {
+				return permanent{err}
+			}
+			return err
+		}
+		defer drain(resp)
+		if resp.StatusCode != http.StatusOK {
+			return statusError(resp)
+		}
+		return nil
+	})
+	if err == nil {
+		return nil
+	}
+	var se *HTTPStatusError
+	var te *transport.Error
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.As(err, &se) && (se.StatusCode == http.StatusUnauthorized || se.StatusCode == http.StatusForbidden):
+		return fmt.Errorf("%w: %s: %s", ErrRegistryAuth, host, explainStatus(se.StatusCode, host))
+	case errors.As(err, &te) && (te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden):
+		return fmt.Errorf("%w: %s: %s", ErrRegistryAuth, host, explainStatus(te.StatusCode, host))
+	case errors.As(err, &se):
+		return fmt.Errorf("%w: %s: %s", ErrRegistryUnreachable, host, explainStatus(se.StatusCode, host))
+	case connectFailure(err):
+		return r.NoteFailure(ctx, repo, err)
+	}
+	return fmt.Errorf("%w: %s: %v", ErrRegistryUnreachable, host, err)
+}
+
+// permanent marks an error no retry can fix.
+type permanent struct{ err error }
+
+func (p permanent) Error() string { return p.err.Error() }
+func (p permanent) Unwrap() error { return p.err }

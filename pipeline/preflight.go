@@ -1,0 +1,118 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/airlock-mirror/airlock/manifests"
+	"github.com/airlock-mirror/airlock/mirror"
+)
+
+// catalogTemplate is a targetCatalogSourceTemplate read (and checked) before the
+// run copies anything.
+type catalogTemplate struct {
+	path string
+	data []byte
+}
+
+// preflight checks, before the first byte moves, everything a run can check:
+// the catalog source templates, and that every registry the run needs (sources
+// and destination) answers and accepts the credentials. Registries are probed
+// once each, concurrently; the first failure stops the run with one message that
+// names the registry, the cause and the fix.
+func (r *run) preflight(ctx context.Context) error {
+	r.stage("preflight")
+	if err := r.readTemplates(); err != nil {
+		return err
+	}
+	type probe struct {
+		reg  *mirror.Registry
+		repo string
+		push bool
+		what string
+	}
+	seen := map[string]bool{}
+	var probes []probe
+	add := func(reg *mirror.Registry, repo string, push bool, what string) {
+		host, _, _ := strings.Cut(repo, "/")
+		key := fmt.Sprint(host, push)
+		if seen[key] {
+			return
+		}
+		seen[key] = true
+		probes = append(probes, probe{reg, repo, push, what})
+	}
+	if r.workflow != mirror.DiskToMirror {
+		for _, op := range r.cfg.Mirror.Operators {
+			if strings.HasPrefix(op.Catalog, mirror.OCIPrefix) {
+				continue
+			}
+			if ref, err := mirror.ParseReference(op.Catalog); err == nil {
+				add(r.srcRegistry(), ref.Repository(), false, "source registry of catalog "+op.Catalog)
+			}
+		}
+		for _, im := range r.cfg.Mirror.AdditionalImages {
+			if ref, err := mirror.ParseReference(im.Name); err == nil {
+				add(r.srcRegistry(), ref.Repository(), false, "source registry of image "+im.Name)
+			}
+		}
+	}
+	if r.dest != "" {
+		add(r.destRegistry(), strings.TrimSuffix(r.dest, "/")+"/airlock-preflight", true, "destination registry")
+	}
+	sort.SliceStable(probes, func(i, j int) bool { return probes[i].push && !probes[j].push })
+	ctx, cancel := context.WithTimeout(ctx, preflightTimeout)
+	defer cancel()
+	errs := make([]error, len(probes))
+	var g errgroup.Group
+	for i, p := range probes {
+		g.Go(func() error {
+			if err := p.reg.Probe(ctx, p.repo, p.push); err != nil {
+				errs[i] = fmt.Errorf("%s: %w", p.what, err)
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// preflightTimeout bounds the registry probes: a registry that answers nothing
+// (a firewall dropping packets) is reported instead of waited for.
+const preflightTimeout = 20 * time.Second
+
+// readTemplates reads and checks every targetCatalogSourceTemplate.
+func (r *run) readTemplates() error {
+	r.templates = map[string]catalogTemplate{}
+	for _, op := range r.cfg.Mirror.Operators {
+		t := op.TargetCatalogSourceTemplate
+		if t == "" {
+			continue
+		}
+		path := t
+		if !filepath.IsAbs(path) && r.cfg.Source != "" {
+			path = filepath.Join(filepath.Dir(r.cfg.Source), path)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("targetCatalogSourceTemplate of catalog %s (%s line %d): %w", op.Catalog, r.cfg.Source, op.Line, err)
+		}
+		if err := manifests.CheckTemplate(b, path); err != nil {
+			return fmt.Errorf("catalog %s (%s line %d): %w", op.Catalog, r.cfg.Source, op.Line, err)
+		}
+		r.templates[op.Catalog] = catalogTemplate{path: path, data: b}
+	}
+	return nil
+}

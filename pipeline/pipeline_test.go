@@ -336,7 +336,8 @@ func TestBadInvocations(t *testing.T) {
 		{"m2m without workspace", pipeline.Options{ConfigPath: cfg, Destination: "docker://localhost:5000/ns"}, "--workspace"},
 		{"bad destination", pipeline.Options{ConfigPath: cfg, Destination: "localhost:5000/ns"}, "docker://"},
 		{"d2m to file", pipeline.Options{ConfigPath: cfg, From: "file:///tmp/x", Destination: "file:///tmp/y"}, "registry destination"},
-		{"missing archive", pipeline.Options{ConfigPath: cfg, From: "file://" + t.TempDir(), Destination: "docker://localhost:5000/ns"}, ""},
+		{"missing archive", pipeline.Options{ConfigPath: cfg, From: "file://" + t.TempDir(), Workspace: "file://" + t.TempDir(), Destination: "docker://localhost:5000/ns"}, ""},
+		{"workspace inside the archive", pipeline.Options{ConfigPath: cfg, From: "file:///tmp/arch", Workspace: "file:///tmp/arch/ws", Destination: "docker://localhost:5000/ns"}, "inside the archive folder"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := pipeline.Mirror(context.Background(), tc.o)

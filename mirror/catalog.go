@@ -20,6 +20,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/internal/atomicfile"
 )
 
 // CatalogConfigsLabel is the image-config label of a file-based catalog image that
@@ -98,6 +100,8 @@ type FetchOptions struct {
 	Platform *v1.Platform
 	// Logger receives warnings and progress; nil discards them.
 	Logger *slog.Logger
+	// Limits bound what extracting the catalog may write (zero: the defaults).
+	Limits ExtractLimits
 }
 
 // FetchCatalog resolves ref (a registry reference, with or without "docker://", or
@@ -219,7 +223,7 @@ func FetchCatalogWithOptions(ctx context.Context, ref string, workDir string, o 
 	if err != nil {
 		return nil, fmt.Errorf("catalog %s@%s: listing layers: %w", ref, fc.Digest, err)
 	}
-	if err := extractLayers(ctx, layers, label, tmp, log); err != nil {
+	if err := extractLayers(ctx, layers, label, tmp, o.Limits, log); err != nil {
 		return nil, fmt.Errorf("catalog %s@%s: %w", ref, fc.Digest, err)
 	}
 	if err := os.RemoveAll(fc.ConfigsDir); err != nil {
@@ -232,13 +236,6 @@ func FetchCatalogWithOptions(ctx context.Context, ref string, workDir string, o 
 		return nil, fmt.Errorf("catalog %s: %w", ref, err)
 	}
 	return fc, nil
-}
-
-func refSep(r Reference) string {
-	if r.Digest != "" {
-		return "@"
-	}
-	return ":"
 }
 
 // splitOCIRef splits "PATH" or "PATH:TAG" of an oci:// reference. PATH wins when
@@ -423,11 +420,7 @@ func writeMarker(dir string, fc *FetchedCatalog) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, "."+completeMarker+".tmp")
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(dir, completeMarker))
+	return atomicfile.WriteFile(filepath.Join(dir, completeMarker), append(b, '\n'), 0)
 }
 
 const (

@@ -525,7 +525,8 @@ func FuzzExtract(f *testing.F) {
 			t.Fatal(err)
 		}
 		defer root.Close()
-		x := newExtractor(root, "/configs", discardLogger())
+		x := newExtractor(root, "/configs", ExtractLimits{MaxBytes: 1 << 20, MaxEntries: 1000}, discardLogger())
+		defer x.dropCursor()
 		_ = x.layer(context.Background(), bytes.NewReader(data))
 		_ = x.layer(context.Background(), bytes.NewReader(data)) // a lower layer with the same content
 		entries, err := os.ReadDir(parent)

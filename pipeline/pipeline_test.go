@@ -13,7 +13,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/airlock-mirror/airlock/internal/fixtures"
 	"github.com/airlock-mirror/airlock/internal/imagetest"
 	"github.com/airlock-mirror/airlock/internal/registrytest"
 	"github.com/airlock-mirror/airlock/internal/seed"
@@ -25,8 +24,9 @@ import (
 
 // e2eCatalog is oc-mirror's own end-to-end test index: three packages (foo needs
 // bar through olm.package.required), bundle images by tag, related images by
-// digest, all in one repository.
-var e2eCatalog = filepath.Join(fixtures.RealCatalogs(), "oc-mirror-testdata/v1/test/e2e/artifacts/configs")
+// digest, all in one repository. It is vendored (testdata/e2e-catalog/SOURCE.md)
+// so that these tests never skip for want of ../shared.
+var e2eCatalog = filepath.Join("..", "testdata", "e2e-catalog", "configs")
 
 type env struct {
 	src       *registrytest.Registry
@@ -37,9 +37,6 @@ type env struct {
 
 func setup(t *testing.T) *env {
 	t.Helper()
-	if _, err := os.Stat(e2eCatalog); err != nil {
-		t.Skipf("fixture catalog not found: %v", err)
-	}
 	src := registrytest.Start(t)
 	res, err := seed.Seed(context.Background(), seed.Options{
 		Registry: src.Host(), CatalogDir: e2eCatalog, CatalogRepo: "redhatgov/oc-mirror-index",
@@ -135,8 +132,10 @@ func checkMirrored(t *testing.T, res *pipeline.Result, dst *registrytest.Registr
 		}
 	}
 	for _, f := range []string{"plan.json", "mapping.txt", "results.json"} {
-		if _, err := os.Stat(filepath.Join(res.WorkingDir, f)); err != nil {
+		if fi, err := os.Stat(filepath.Join(res.WorkingDir, f)); err != nil {
 			t.Errorf("missing %s: %v", f, err)
+		} else if fi.Mode().Perm() != 0o644 {
+			t.Errorf("%s has mode %v, want 0644", f, fi.Mode().Perm())
 		}
 	}
 	if len(res.ClusterResources) == 0 {
@@ -435,9 +434,6 @@ mirror:
 // bodies for a third of the blob downloads; the run still completes and every
 // image arrives with its digest.
 func TestFlakySource(t *testing.T) {
-	if _, err := os.Stat(e2eCatalog); err != nil {
-		t.Skipf("fixture catalog not found: %v", err)
-	}
 	src := registrytest.Start(t)
 	proxy := registrytest.NewFaultProxy(t, src.Host(), registrytest.FaultPlan{
 		Rate: 0.35, Seed: 7, RetryAfter: "0",

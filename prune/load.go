@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/airlock-mirror/airlock/internal/humanize"
 )
 
 // LoadOptions tune Load.
@@ -402,7 +404,10 @@ func (s *jsonStream) fill() error {
 		s.start = 0
 	}
 	if s.end == len(s.buf) {
-		nb := make([]byte, 2*len(s.buf))
+		if s.end >= maxDocumentSize {
+			return s.tooLarge()
+		}
+		nb := make([]byte, min(2*len(s.buf), maxDocumentSize))
 		copy(nb, s.buf[:s.end])
 		s.buf = nb
 	}
@@ -420,6 +425,12 @@ func (s *jsonStream) fill() error {
 			return nil
 		}
 	}
+}
+
+// tooLarge is the error for a document (starting at s.start) over maxDocumentSize.
+func (s *jsonStream) tooLarge() error {
+	return &syntaxError{off: int(s.base) + s.start, err: ErrDocumentTooLarge,
+		msg: fmt.Sprintf("the JSON document starting here is larger than %s, the most one catalog document may hold (the largest known real one is 4.8 MB); is this file really a catalog?", humanize.Bytes(int64(maxDocumentSize)))}
 }
 
 // firstByte returns the first non-space byte of the stream without consuming
@@ -444,6 +455,7 @@ func (s *jsonStream) firstByte() (byte, error) {
 // next returns the next document and its offset in the stream; io.EOF at the end.
 // The document is valid until the next call.
 func (s *jsonStream) next() ([]byte, int64, error) {
+	s.start = s.pos // the previous document need not be kept
 	c, err := s.firstByte()
 	if err != nil {
 		return nil, 0, err
@@ -461,6 +473,9 @@ func (s *jsonStream) next() ([]byte, int64, error) {
 		if s.pos >= s.end {
 			if s.eof {
 				return nil, 0, synErr(int(s.base)+s.start, "unexpected end of file inside the document (unterminated object)")
+			}
+			if s.pos-s.start >= maxDocumentSize {
+				return nil, 0, s.tooLarge()
 			}
 			if err := s.fill(); err != nil {
 				return nil, 0, err
@@ -494,6 +509,9 @@ func (s *jsonStream) next() ([]byte, int64, error) {
 		case '}', ']':
 			depth--
 			if depth == 0 {
+				if s.pos-s.start > maxDocumentSize {
+					return nil, 0, s.tooLarge()
+				}
 				return s.buf[s.start:s.pos], s.base + int64(s.start), nil
 			}
 		}

@@ -3,6 +3,7 @@ package prune
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strconv"
 	"unicode/utf16"
@@ -18,13 +19,24 @@ import (
 // the stack.
 const maxDepth = 10000
 
+// maxDocumentSize bounds one JSON document (one top-level value) of a catalog
+// file, so that a file holding one huge value cannot exhaust memory. The largest
+// real document we know of is 4.8 MB (a bundle of shared/fixtures/large).
+var maxDocumentSize = 64 << 20 // a variable so tests can lower it
+
+// ErrDocumentTooLarge is returned (wrapped in a LoadError naming the file and
+// line) for a JSON document larger than 64 MiB.
+var ErrDocumentTooLarge = errors.New("JSON document too large")
+
 // syntaxError is a JSON syntax error at a byte offset of a document.
 type syntaxError struct {
 	off int
 	msg string
+	err error // a sentinel it matches, if any
 }
 
 func (e *syntaxError) Error() string { return e.msg }
+func (e *syntaxError) Unwrap() error { return e.err }
 
 func synErr(off int, format string, args ...any) error {
 	return &syntaxError{off: off, msg: fmt.Sprintf(format, args...)}

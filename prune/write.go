@@ -121,6 +121,13 @@ func Render(ctx context.Context, c *Catalog, w io.Writer, format string) error {
 	return nil
 }
 
+// CheckFormat returns an error unless format is a catalog output format Write
+// and Render accept ("", json, yaml or yml).
+func CheckFormat(format string) error {
+	_, _, err := formatOf(format)
+	return err
+}
+
 func formatOf(f string) (string, string, error) {
 	switch strings.ToLower(f) {
 	case "", FormatJSON:

@@ -5,13 +5,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/prune"
 )
 
 func init() { registerUnder("catalog", newCatalogPruneCmd) }
 
 func newCatalogPruneCmd() *cobra.Command {
-	var opts prune.PruneOptions
+	var opts pipeline.PruneOptions
 	var explain bool
 	cmd := &cobra.Command{
 		Use:   "prune -c imageset.yaml [--explain] [-o OUTDIR] [--format json|yaml] SOURCE",
@@ -37,7 +38,7 @@ The pruned catalog always passes airlock catalog validate. It is written to OUTD
 			}
 			opts.Source = args[0]
 			opts.Logger = log
-			res, err := prune.PruneDir(cmd.Context(), opts)
+			res, err := pipeline.PruneDir(cmd.Context(), opts)
 			if err != nil {
 				return err
 			}

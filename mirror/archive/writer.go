@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/airlock-mirror/airlock/internal/atomicfile"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/opencontainers/go-digest"
@@ -866,7 +867,6 @@ func (w *Writer) layout(m *Manifest) ([]plannedChunk, error) {
 				plan = append(plan, cur)
 				cur = plannedChunk{number: cur.number + 1}
 				entriesLen = 0
-				fits = entryLen+indexEntryBound(int64(len(ib)), 1)+reserve+eofSize <= w.chunkSize
 			}
 			cur.blobs = append(cur.blobs, plannedBlob{d: b.Digest, size: b.Size, hdr: hdrs[i], offset: cur.payloadSize + int64(len(hdrs[i]))})
 			cur.payloadSize += entryLen
@@ -1195,14 +1195,7 @@ func listChunks(dir string) ([]string, error) {
 }
 
 func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.WriteFile(path, data, 0)
 }
 
 func syncDir(dir string) {

@@ -66,6 +66,9 @@ type ProgressEvent struct {
 	BytesDone, BytesTotal   int64
 	// Image is the job that just finished (nil for blob events).
 	Image *ImageResult
+	// Blob is the blob that just became present at the destination (sent,
+	// mounted or already there); nil for image events.
+	Blob *endpoint.Descriptor
 }
 
 // Image statuses.
@@ -296,7 +299,7 @@ func (e *copyEngine) blobDone(d endpoint.Descriptor) {
 	e.bytesDone += d.Size
 	if e.opts.Progress != nil {
 		e.opts.Progress(ProgressEvent{ImagesDone: e.imagesDone, ImagesTotal: e.imagesTotal, ImagesFailed: e.imagesFail,
-			BytesDone: e.bytesDone, BytesTotal: e.bytesTotal})
+			BytesDone: e.bytesDone, BytesTotal: e.bytesTotal, Blob: &d})
 	}
 }
 

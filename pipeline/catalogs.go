@@ -27,6 +27,9 @@ func filterHash(op imageset.Operator) string {
 // catalogs fetches, prunes and rebuilds every operator catalog of the config.
 func (r *run) catalogs(ctx context.Context) ([]mirror.CatalogRequest, error) {
 	fo := mirror.FetchOptions{Registry: r.srcRegistry(), Logger: r.log}
+	if len(r.cfg.Mirror.Operators) > 0 {
+		r.stage("catalogs")
+	}
 	var out []mirror.CatalogRequest
 	for _, op := range r.cfg.Mirror.Operators {
 		if err := ctx.Err(); err != nil {

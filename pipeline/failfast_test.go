@@ -68,7 +68,7 @@ func TestDestinationDiesMidRun(t *testing.T) {
 	o.Destination = "docker://" + dst.Host() + "/mirror"
 	o.Workspace = "file://" + t.TempDir()
 	var once sync.Once
-	o.Progress = func(mirror.ProgressEvent) { once.Do(dst.Stop) }
+	o.Progress = func(pipeline.Progress) { once.Do(dst.Stop) }
 	res, err := pipeline.Mirror(context.Background(), o)
 	if !errors.Is(err, mirror.ErrRegistryUnreachable) {
 		t.Fatalf("err = %v, want the destination reported unreachable", err)

@@ -153,6 +153,7 @@ func runFaultCase(t *testing.T, src *faultSource, side string, kind registrytest
 	}
 	o = faultOpts(src.cfg)
 	o.From = "file://" + arch
+	o.Workspace = "file://" + t.TempDir()
 	o.Destination = "docker://" + dproxy2.Host() + "/mirror"
 	res, err = pipeline.Mirror(ctx, o)
 	if err != nil || res.Failed != 0 {

@@ -600,6 +600,7 @@ func (r *Reader) EnsureReliesOn(ctx context.Context, dst endpoint.Destination, r
 		repoFor = func(s string) string { return s }
 	}
 	var missing []string
+	byOrigin := map[string]int{}
 	for _, b := range r.m.ReliesOn {
 		d := endpoint.Descriptor{Digest: b.Digest, Size: b.Size}
 		for _, repo := range b.Repos {
@@ -620,18 +621,39 @@ func (r *Reader) EnsureReliesOn(ctx context.Context, dst endpoint.Destination, r
 				}
 			}
 			if !ok {
-				missing = append(missing, fmt.Sprintf("%s (needed in %s; shipped by archive %s %s)", b.Digest, target, b.Origin.ArchiveID, b.Origin.Archive))
+				missing = append(missing, fmt.Sprintf("%s (needed in %s)", b.Digest, target))
+				byOrigin[b.Origin.ArchiveID]++
 			}
 		}
 	}
 	if len(missing) == 0 {
 		return nil
 	}
-	const show = 20
+	return r.notLoadedError(missing, byOrigin)
+}
+
+// notLoadedError names the earlier batches whose blobs the destination lacks, in
+// the order they must be loaded, and the first missing blobs.
+func (r *Reader) notLoadedError(missing []string, byOrigin map[string]int) error {
+	this := BatchRef{Batch: r.m.Batch, ArchiveID: r.m.ArchiveID}
+	var batches []string
+	for _, b := range r.m.BuildsOn {
+		if n := byOrigin[b.ArchiveID]; n > 0 {
+			batches = append(batches, fmt.Sprintf("%s, written to %s: %d blobs", b, b.Dir, n))
+			delete(byOrigin, b.ArchiveID)
+		}
+	}
+	for _, b := range r.m.ReliesOn {
+		if n := byOrigin[b.Origin.ArchiveID]; n > 0 {
+			batches = append(batches, fmt.Sprintf("%s, written to %s: %d blobs", BatchRef{ArchiveID: b.Origin.ArchiveID}, b.Origin.Archive, n))
+			delete(byOrigin, b.Origin.ArchiveID)
+		}
+	}
+	const show = 5
 	total, more := len(missing), ""
 	if len(missing) > show {
 		more = fmt.Sprintf(" and %d more", len(missing)-show)
 		missing = missing[:show]
 	}
-	return fmt.Errorf("%w: %d blobs missing: %s%s; push those earlier archives first, or build this archive again with --full", ErrBaseMissing, total, strings.Join(missing, ", "), more)
+	return fmt.Errorf("%w: %s builds on earlier batches that were not loaded into this registry:\n  %s\nload them first, in this order, then this one (%d blobs missing: %s%s); or build a complete archive with --full", ErrBaseMissing, this, strings.Join(batches, "\n  "), total, strings.Join(missing, ", "), more)
 }

@@ -209,6 +209,9 @@ func (c *yamlConv) key(p int) (k []byte, e int, ok bool) {
 	}
 	odd := false
 	for q := p; q < len(s); q++ {
+		if keyByte[s[q]] == 0 {
+			continue // the usual case: a letter, digit, '.', '-', '/', ...
+		}
 		switch s[q] {
 		case '\n':
 			return nil, 0, true
@@ -235,6 +238,15 @@ func (c *yamlConv) key(p int) (k []byte, e int, ok bool) {
 	}
 	return nil, 0, true
 }
+
+// keyByte marks the bytes key must look at: those that end or complicate a
+// plain key.
+var keyByte = func() (t [256]byte) {
+	for _, c := range []byte("\n:#\"\\'\t{}[],") {
+		t[c] = 1
+	}
+	return t
+}()
 
 // mapping parses a block mapping whose entries start at column ind; the first
 // key is at p (on the current line, which may start with "- ").

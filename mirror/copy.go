@@ -55,6 +55,10 @@ type CopyOptions struct {
 	Retry *RetryPolicy
 	// Logger receives debug and warning lines; nil discards.
 	Logger *slog.Logger
+	// Held, when set, marks (by job index) the jobs whose manifest the caller
+	// already found at the destination (Measure's Sizes.Held): the engine does not
+	// ask again.
+	Held []bool
 	// Progress, when set, is called (serially) after each blob and image.
 	Progress func(ProgressEvent)
 }
@@ -129,6 +133,14 @@ func Copy(ctx context.Context, src endpoint.Source, dst endpoint.Destination, jo
 	e := newCopyEngine(src, dst, opts)
 	e.imagesTotal = len(jobs)
 	e.jobs = jobs
+	for i, held := range opts.Held {
+		if held && i < len(jobs) {
+			rd := repoDigest{jobs[i].Dest, jobs[i].Digest}
+			e.holds[rd] = true
+			h := repoHost(rd.repo)
+			e.toWalk[h] = append(e.toWalk[h], rd)
+		}
+	}
 	report := &CopyReport{Images: make([]ImageResult, len(jobs))}
 	// A registry found unreachable stops the run: the images not started yet are
 	// not tried one by one against it.

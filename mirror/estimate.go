@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/opencontainers/go-digest"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/oci"
@@ -133,32 +134,42 @@ type Sizes struct {
 	Blobs  int   `json:"blobs"`
 	Bytes  int64 `json:"bytes"`
 	// PerJob are the blobs each job's manifests reference (children of indexes
-	// included), by job index; nil for a job whose manifest could not be read.
+	// included), by job index; nil for a job whose manifest could not be read or
+	// that the destination already holds.
 	PerJob [][]endpoint.Descriptor `json:"-"`
+	// Held marks, by job index, the jobs the destination already holds.
+	Held []bool `json:"-"`
 }
 
-// Measure walks every job's manifests at src and sums the distinct blobs, each
-// once. It reads manifests only. A job whose manifests cannot be read counts
-// with no blobs (the copy reports the error).
-func Measure(ctx context.Context, src EstimateSource, jobs []Job, parallel int) (*Sizes, error) {
+// Measure walks the manifests at src of every job the destination does not hold
+// yet and sums the distinct blobs, each once. It reads manifests only. dst, when
+// not nil, is asked first (one manifest check per job, by digest): a job it
+// already holds is not read at the source at all (a no-op re-run reads nothing
+// there) and is marked in Held, so the copy engine need not ask again
+// (CopyOptions.Held). A job whose manifests cannot be read counts with no blobs
+// (the copy reports the error).
+func Measure(ctx context.Context, src EstimateSource, dst EstimateDestination, jobs []Job, parallel int) (*Sizes, error) {
 	if parallel <= 0 {
 		parallel = 8
 	}
-	s := &Sizes{Images: len(jobs), PerJob: make([][]endpoint.Descriptor, len(jobs))}
-	sem := make(chan struct{}, parallel)
-	var wg sync.WaitGroup
+	s := &Sizes{Images: len(jobs), PerJob: make([][]endpoint.Descriptor, len(jobs)), Held: make([]bool, len(jobs))}
+	var g errgroup.Group
+	g.SetLimit(parallel)
 	for i, j := range jobs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
+		g.Go(func() error {
+			if dst != nil {
+				if ok, err := dst.ManifestExists(ctx, j.Dest, j.Digest.String(), j.Digest); err == nil && ok {
+					s.Held[i] = true
+					return nil
+				}
+			}
 			if blobs, err := walkBlobs(ctx, src, j.Source, j.Digest, 0); err == nil {
 				s.PerJob[i] = blobs
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -327,11 +327,13 @@ func (r *run) copyOptions(progress func(mirror.ProgressEvent)) mirror.CopyOption
 func (r *run) copy(ctx context.Context, src endpoint.Source, dst endpoint.Destination) (*mirror.CopyReport, error) {
 	jobs := r.res.Plan.Jobs()
 	memo := newMemoSource(src)
-	progress, err := r.track(ctx, memo, jobs)
+	progress, held, err := r.track(ctx, memo, dst, jobs)
 	if err != nil {
 		return nil, err
 	}
-	rep, err := mirror.Copy(ctx, memo, dst, jobs, r.copyOptions(progress))
+	o := r.copyOptions(progress)
+	o.Held = held
+	rep, err := mirror.Copy(ctx, memo, dst, jobs, o)
 	r.setCopy(rep)
 	if ctx.Err() != nil {
 		return rep, ctx.Err()

@@ -36,19 +36,19 @@ func jobKey(j mirror.Job) string { return j.Dest + "@" + j.Digest.String() }
 // track reads the manifests of jobs at src for the totals (stage "measure"),
 // reports the start of the copy, and returns the callback for the copy engine.
 // The copy then reads the manifests from src's memory, not from the source again.
-func (r *run) track(ctx context.Context, src *memoSource, jobs []mirror.Job) (func(mirror.ProgressEvent), error) {
+func (r *run) track(ctx context.Context, src *memoSource, dst endpoint.Destination, jobs []mirror.Job) (func(mirror.ProgressEvent), []bool, error) {
 	defer src.stopFilling()
 	if len(jobs) == 0 {
-		return nil, nil // nothing to copy: no stage, no bar
+		return nil, nil, nil // nothing to copy: no stage, no bar
 	}
 	if r.opts.Progress == nil {
 		r.stage("copy")
-		return nil, nil
+		return nil, nil, nil
 	}
 	r.stage("measure")
-	s, err := mirror.Measure(ctx, src, jobs, 16)
+	s, err := mirror.Measure(ctx, src, dst, jobs, 16)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	t := &tracker{cb: r.opts.Progress, size: map[digest.Digest]int64{}, done: map[digest.Digest]bool{}, perJob: map[string][]endpoint.Descriptor{}}
 	for i, j := range jobs {
@@ -60,7 +60,7 @@ func (r *run) track(ctx context.Context, src *memoSource, jobs []mirror.Job) (fu
 	t.p = Progress{Stage: "copy", ImagesTotal: s.Images, BlobsTotal: s.Blobs, BytesTotal: s.Bytes}
 	r.stage("copy")
 	t.cb(t.p)
-	return t.event, nil
+	return t.event, s.Held, nil
 }
 
 // mark counts blob d as done (lock held).

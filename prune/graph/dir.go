@@ -1,0 +1,105 @@
+package graph
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/airlock-mirror/airlock/imageset"
+	"github.com/airlock-mirror/airlock/prune"
+)
+
+// DrawOptions are the inputs of `airlock catalog graph`.
+type DrawOptions struct {
+	// Dir is the root of a file-based catalog.
+	Dir string
+	// Package and Channel say what to draw (Channel "" for every channel).
+	Package, Channel string
+	// ConfigPath, when set, is an ImageSetConfiguration whose entry for Dir
+	// (see prune.SelectOperator) colours what it keeps and prunes.
+	ConfigPath string
+	// Output is the file to write ("" or "-": standard output); its extension
+	// gives the format unless Format is set.
+	Output string
+	// Format is dot, mmd, svg or png ("" from Output, else dot).
+	Format string
+	// Collapse is the shortest run folded into one node (0: never fold).
+	Collapse int
+	// Logger receives progress messages; nil discards them.
+	Logger *slog.Logger
+}
+
+// Draw loads the catalog in opts.Dir, filters it with the configuration if one is
+// given, and writes the picture of the package to opts.Output (or stdout).
+func Draw(ctx context.Context, opts DrawOptions, stdout io.Writer) error {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	format := opts.Format
+	toStdout := opts.Output == "" || opts.Output == "-"
+	if format == "" {
+		if toStdout {
+			format = FormatDOT
+		} else {
+			f, err := FormatOf(opts.Output)
+			if err != nil {
+				return err
+			}
+			format = f
+		}
+	}
+	if format == FormatPNG && toStdout {
+		return fmt.Errorf("a PNG is not written to a terminal: pass -o graph.png")
+	}
+	if opts.Dir == "" {
+		return fmt.Errorf("no catalog directory given: pass the root directory of a file-based catalog")
+	}
+	c, err := prune.LoadDir(ctx, opts.Dir, prune.LoadOptions{ElideHeavy: true, Logger: log})
+	if err != nil {
+		return err
+	}
+	collapse := opts.Collapse
+	if collapse == 0 {
+		collapse = -1
+	}
+	gopts := Options{Package: opts.Package, Channel: opts.Channel, Collapse: collapse}
+	if opts.ConfigPath != "" {
+		cfg, err := imageset.LoadFile(opts.ConfigPath)
+		if err != nil {
+			return err
+		}
+		op, err := prune.SelectOperator(cfg, opts.Dir)
+		if err != nil {
+			return err
+		}
+		_, expl, err := prune.Filter(c, op, prune.FilterOptions{Logger: log})
+		if err != nil {
+			return fmt.Errorf("%s: catalog %s: %w", cfg.Source, op.Catalog, err)
+		}
+		gopts.Explanation = expl
+	}
+	p, err := Build(c, gopts)
+	if err != nil {
+		return fmt.Errorf("%s: %w", opts.Dir, err)
+	}
+	if toStdout {
+		return p.Write(ctx, stdout, format)
+	}
+	if err := os.MkdirAll(filepath.Dir(opts.Output), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(opts.Output)
+	if err != nil {
+		return err
+	}
+	if err := p.Write(ctx, f, format); err != nil {
+		f.Close()
+		os.Remove(opts.Output)
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,77 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/goccy/go-graphviz"
+)
+
+// Formats Write knows.
+const (
+	FormatDOT     = "dot"
+	FormatMermaid = "mmd"
+	FormatSVG     = "svg"
+	FormatPNG     = "png"
+)
+
+// FormatOf returns the format a file name asks for by its extension.
+func FormatOf(path string) (string, error) {
+	switch ext := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), ".")); ext {
+	case "dot", "gv":
+		return FormatDOT, nil
+	case "mmd", "mermaid":
+		return FormatMermaid, nil
+	case "svg":
+		return FormatSVG, nil
+	case "png":
+		return FormatPNG, nil
+	default:
+		return "", fmt.Errorf("cannot tell the format of %q from its extension: use .svg, .png, .dot or .mmd", path)
+	}
+}
+
+// Write writes p in format: DOT and Mermaid as text, SVG and PNG laid out by
+// Graphviz (dot layout).
+func (p *Package) Write(ctx context.Context, w io.Writer, format string) error {
+	switch format {
+	case FormatDOT:
+		return p.WriteDOT(w)
+	case FormatMermaid:
+		return p.WriteMermaid(w)
+	case FormatSVG, FormatPNG:
+		var dot bytes.Buffer
+		if err := p.WriteDOT(&dot); err != nil {
+			return err
+		}
+		return layout(ctx, dot.Bytes(), format, w)
+	default:
+		return fmt.Errorf("unknown graph format %q: use svg, png, dot or mmd", format)
+	}
+}
+
+// layout lays the DOT text out with Graphviz and writes the picture.
+func layout(ctx context.Context, dot []byte, format string, w io.Writer) error {
+	gv, err := graphviz.New(ctx)
+	if err != nil {
+		return fmt.Errorf("start graphviz: %w", err)
+	}
+	defer gv.Close()
+	g, err := graphviz.ParseBytes(dot)
+	if err != nil {
+		return fmt.Errorf("graphviz could not read the graph (a bug in airlock): %w", err)
+	}
+	defer g.Close()
+	f := graphviz.SVG
+	if format == FormatPNG {
+		f = graphviz.PNG
+	}
+	if err := gv.Render(ctx, g, f, w); err != nil {
+		return fmt.Errorf("graphviz layout: %w", err)
+	}
+	return nil
+}

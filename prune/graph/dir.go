@@ -52,8 +52,8 @@ func Draw(ctx context.Context, opts DrawOptions, stdout io.Writer) error {
 			format = f
 		}
 	}
-	if format == FormatPNG && toStdout {
-		return fmt.Errorf("a PNG is not written to a terminal: pass -o graph.png")
+	if format == FormatPNG {
+		return errPNG
 	}
 	if opts.Dir == "" {
 		return fmt.Errorf("no catalog directory given: pass the root directory of a file-based catalog")

@@ -3,6 +3,7 @@ package graph
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -29,11 +30,15 @@ func FormatOf(path string) (string, error) {
 	case "svg":
 		return FormatSVG, nil
 	case "png":
-		return FormatPNG, nil
+		return "", errPNG
 	default:
 		return "", fmt.Errorf("cannot tell the format of %q from its extension: use .svg, .png, .dot or .mmd", path)
 	}
 }
+
+// errPNG: the PNG renderer bundled with go-graphviz v0.2.10 fills curves instead
+// of stroking them and loses straight edges, so a PNG would be wrong.
+var errPNG = errors.New("PNG output is not available (the bundled Graphviz renderer draws edges wrongly): write .svg, which every browser shows, or .dot for your own Graphviz")
 
 // Write writes p in format: DOT and Mermaid as text, SVG and PNG laid out by
 // Graphviz (dot layout).
@@ -43,19 +48,21 @@ func (p *Package) Write(ctx context.Context, w io.Writer, format string) error {
 		return p.WriteDOT(w)
 	case FormatMermaid:
 		return p.WriteMermaid(w)
-	case FormatSVG, FormatPNG:
+	case FormatPNG:
+		return errPNG
+	case FormatSVG:
 		var dot bytes.Buffer
 		if err := p.WriteDOT(&dot); err != nil {
 			return err
 		}
-		return layout(ctx, dot.Bytes(), format, w)
+		return layout(ctx, dot.Bytes(), w)
 	default:
 		return fmt.Errorf("unknown graph format %q: use svg, png, dot or mmd", format)
 	}
 }
 
-// layout lays the DOT text out with Graphviz and writes the picture.
-func layout(ctx context.Context, dot []byte, format string, w io.Writer) error {
+// layout lays the DOT text out with Graphviz and writes it as SVG.
+func layout(ctx context.Context, dot []byte, w io.Writer) error {
 	gv, err := graphviz.New(ctx)
 	if err != nil {
 		return fmt.Errorf("start graphviz: %w", err)
@@ -66,11 +73,7 @@ func layout(ctx context.Context, dot []byte, format string, w io.Writer) error {
 		return fmt.Errorf("graphviz could not read the graph (a bug in airlock): %w", err)
 	}
 	defer g.Close()
-	f := graphviz.SVG
-	if format == FormatPNG {
-		f = graphviz.PNG
-	}
-	if err := gv.Render(ctx, g, f, w); err != nil {
+	if err := gv.Render(ctx, g, graphviz.SVG, w); err != nil {
 		return fmt.Errorf("graphviz layout: %w", err)
 	}
 	return nil

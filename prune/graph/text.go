@@ -19,24 +19,19 @@ const (
 	textPruned      = "#757575"
 )
 
-// Legend is the key to the pictures.
-func (p *Package) Legend() string {
-	s := "solid: replaces · dashed orange: skips · dotted blue: skipRange · thick double border: channel head · red: deprecated"
+// Legend is the key to the pictures, one line for edges and one for nodes.
+func (p *Package) Legend() []string {
+	nodes := "thick double border: channel head · red: deprecated"
 	if p.Colored {
-		s += " · green: kept · blue: kept as a dependency · grey: pruned"
+		nodes += " · green: kept · blue: kept as a dependency · grey: pruned"
 	}
-	return s
+	return []string{"solid: replaces · dashed orange: skips · dotted blue: skipRange", nodes}
 }
 
 // label is the text of a node: the bundle name without the package prefix, its
 // version when the name does not show it, and its marks.
 func (p *Package) label(n *Node) []string {
-	short := func(name string) string {
-		if s, ok := strings.CutPrefix(name, p.Name+"."); ok && s != "" {
-			return s
-		}
-		return name
-	}
+	short := func(name string) string { return shortName(p.Name, name) }
 	var lines []string
 	if n.Collapsed > 0 {
 		lines = append(lines, fmt.Sprintf("%d bundles", n.Collapsed), short(n.First)+" … "+short(n.Last))
@@ -60,6 +55,25 @@ func (p *Package) label(n *Node) []string {
 		lines = append(lines, "("+strings.Join(marks, ", ")+")")
 	}
 	return lines
+}
+
+// shortName drops what precedes the version in a bundle name: the package name
+// ("etcd.v0.9.4" → "v0.9.4"), or any operator name before ".v1…" or ".1…"
+// ("clusterkubedescheduleroperator.4.14.0-2023" → "4.14.0-2023").
+func shortName(pkg, name string) string {
+	if s, ok := strings.CutPrefix(name, pkg+"."); ok && s != "" {
+		return s
+	}
+	for i := 0; i+1 < len(name); i++ {
+		if name[i] != '.' {
+			continue
+		}
+		rest := name[i+1:]
+		if rest[0] == 'v' && len(rest) > 1 && rest[1] >= '0' && rest[1] <= '9' || rest[0] >= '0' && rest[0] <= '9' {
+			return rest
+		}
+	}
+	return name
 }
 
 func (p *Package) tooltip(n *Node) string {
@@ -117,7 +131,7 @@ func (p *Package) WriteDOT(w io.Writer) error {
 		title += " (deprecated)"
 	}
 	fmt.Fprintf(bw, "digraph %s {\n", dotQuote(p.Name))
-	fmt.Fprintf(bw, "  graph [rankdir=LR, fontname=\"Helvetica\", fontsize=12, labelloc=t, label=%s, newrank=true, nodesep=0.25, ranksep=0.35];\n", dotQuote(title+"\n"+p.Legend()))
+	fmt.Fprintf(bw, "  graph [rankdir=LR, fontname=\"Helvetica\", fontsize=12, labelloc=t, label=%s, newrank=true, nodesep=0.25, ranksep=0.35];\n", dotQuote(title+"\n"+strings.Join(p.Legend(), "\n")))
 	bw.WriteString("  node [shape=box, style=\"rounded,filled\", fillcolor=\"#ffffff\", fontname=\"Helvetica\", fontsize=10];\n")
 	bw.WriteString("  edge [fontname=\"Helvetica\", fontsize=9, arrowsize=0.7];\n")
 	for ci, c := range p.Channels {
@@ -200,7 +214,7 @@ func mermaidText(s string) string {
 func (p *Package) WriteMermaid(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	bw.WriteString("flowchart LR\n")
-	fmt.Fprintf(bw, "  %%%% package %s: %s\n", p.Name, p.Legend())
+	fmt.Fprintf(bw, "  %%%% package %s: %s\n", p.Name, strings.Join(p.Legend(), " · "))
 	classes := map[string][]string{}
 	var order []string
 	addClass := func(class, id string) {

@@ -210,7 +210,8 @@ func mermaidText(s string) string {
 	return r.Replace(s)
 }
 
-// WriteMermaid writes p as a Mermaid flowchart, one subgraph per channel.
+// WriteMermaid writes p as a Mermaid flowchart, one subgraph per channel:
+// replaces "-->", skips "==>" (thick, orange), skipRange "-.->" (dotted, blue).
 func (p *Package) WriteMermaid(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	bw.WriteString("flowchart LR\n")
@@ -251,7 +252,7 @@ func (p *Package) WriteMermaid(w io.Writer) error {
 			case EdgeReplaces:
 				fmt.Fprintf(bw, "    %s --> %s\n", id(e.From), id(e.To))
 			case EdgeSkips:
-				fmt.Fprintf(bw, "    %s -.->|skips| %s\n", id(e.From), id(e.To))
+				fmt.Fprintf(bw, "    %s ==>|skips| %s\n", id(e.From), id(e.To))
 			case EdgeSkipRange:
 				if e.Label != "" {
 					fmt.Fprintf(bw, "    %s -.->|\"%s\"| %s\n", id(e.From), mermaidText(e.Label), id(e.To))

@@ -35,10 +35,6 @@ type DrawOptions struct {
 // Draw loads the catalog in opts.Dir, filters it with the configuration if one is
 // given, and writes the picture of the package to opts.Output (or stdout).
 func Draw(ctx context.Context, opts DrawOptions, stdout io.Writer) error {
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	format := opts.Format
 	toStdout := opts.Output == "" || opts.Output == "-"
 	if format == "" {
@@ -55,36 +51,9 @@ func Draw(ctx context.Context, opts DrawOptions, stdout io.Writer) error {
 	if format == FormatPNG {
 		return errPNG
 	}
-	if opts.Dir == "" {
-		return fmt.Errorf("no catalog directory given: pass the root directory of a file-based catalog")
-	}
-	c, err := prune.LoadDir(ctx, opts.Dir, prune.LoadOptions{ElideHeavy: true, Logger: log})
+	p, err := Prepare(ctx, opts)
 	if err != nil {
 		return err
-	}
-	collapse := opts.Collapse
-	if collapse == 0 {
-		collapse = -1
-	}
-	gopts := Options{Package: opts.Package, Channel: opts.Channel, Collapse: collapse}
-	if opts.ConfigPath != "" {
-		cfg, err := imageset.LoadFile(opts.ConfigPath)
-		if err != nil {
-			return err
-		}
-		op, err := prune.SelectOperator(cfg, opts.Dir)
-		if err != nil {
-			return err
-		}
-		_, expl, err := prune.Filter(c, op, prune.FilterOptions{Logger: log})
-		if err != nil {
-			return fmt.Errorf("%s: catalog %s: %w", cfg.Source, op.Catalog, err)
-		}
-		gopts.Explanation = expl
-	}
-	p, err := Build(c, gopts)
-	if err != nil {
-		return fmt.Errorf("%s: %w", opts.Dir, err)
 	}
 	if toStdout {
 		return p.Write(ctx, stdout, format)
@@ -102,4 +71,45 @@ func Draw(ctx context.Context, opts DrawOptions, stdout io.Writer) error {
 		return err
 	}
 	return f.Close()
+}
+
+// Prepare loads the catalog in opts.Dir, filters it with the configuration if
+// one is given, and builds the picture of the package (what Draw writes).
+func Prepare(ctx context.Context, opts DrawOptions) (*Package, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Dir == "" {
+		return nil, fmt.Errorf("no catalog directory given: pass the root directory of a file-based catalog")
+	}
+	c, err := prune.LoadDir(ctx, opts.Dir, prune.LoadOptions{ElideHeavy: true, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	collapse := opts.Collapse
+	if collapse == 0 {
+		collapse = -1
+	}
+	gopts := Options{Package: opts.Package, Channel: opts.Channel, Collapse: collapse}
+	if opts.ConfigPath != "" {
+		cfg, err := imageset.LoadFile(opts.ConfigPath)
+		if err != nil {
+			return nil, err
+		}
+		op, err := prune.SelectOperator(cfg, opts.Dir)
+		if err != nil {
+			return nil, err
+		}
+		_, expl, err := prune.Filter(c, op, prune.FilterOptions{Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("%s: catalog %s: %w", cfg.Source, op.Catalog, err)
+		}
+		gopts.Explanation = expl
+	}
+	p, err := Build(c, gopts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", opts.Dir, err)
+	}
+	return p, nil
 }

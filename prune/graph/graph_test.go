@@ -58,13 +58,17 @@ func TestGolden(t *testing.T) {
 			if tc.skipRangeOnly {
 				dir = skipRangeOnlyCopy(t, dir)
 			}
+			opts := DrawOptions{Dir: dir, Package: tc.pkg, Channel: tc.channel, Collapse: DefaultCollapse}
+			if tc.config != "" {
+				opts.ConfigPath = filepath.Join("testdata", tc.config)
+			}
+			p, err := Prepare(context.Background(), opts) // what Draw writes, loaded once for both formats
+			if err != nil {
+				t.Fatal(err)
+			}
 			for _, format := range []string{FormatDOT, FormatMermaid} {
 				var out bytes.Buffer
-				opts := DrawOptions{Dir: dir, Package: tc.pkg, Channel: tc.channel, Format: format, Collapse: DefaultCollapse}
-				if tc.config != "" {
-					opts.ConfigPath = filepath.Join("testdata", tc.config)
-				}
-				if err := Draw(context.Background(), opts, &out); err != nil {
+				if err := p.Write(context.Background(), &out, format); err != nil {
 					t.Fatal(err)
 				}
 				golden(t, filepath.Join("testdata", "golden", tc.name+"."+format), out.Bytes())

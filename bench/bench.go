@@ -54,6 +54,12 @@ type Config struct {
 	// RealDir is an already unpacked real-scale catalog root to reuse when it is
 	// complete (default /tmp/airlock-large/catalog).
 	RealDir string
+	// RealYAMLDir holds the YAML rendering of the real-scale catalog
+	// ("real-yaml"), reused when complete (default: in WorkDir).
+	RealYAMLDir string
+	// Opm is an opm binary (operator-registry v1.73.0) measured beside
+	// airlock on the "v4.21" input; empty skips it.
+	Opm string
 	// Count runs each catalog command this many times: the table shows the
 	// median wall time and the highest peak RSS.
 	Count int

@@ -35,19 +35,29 @@ type catalogInput struct {
 	bytes int64
 	files int
 	real  bool
+	// jsonOf is the input this one is the YAML rendering of: its rows are
+	// compared with that input's.
+	jsonOf string
+	// opm: measure opm render on it too (when Config.Opm is set).
+	opm bool
 }
 
 // runCatalogs measures the catalog commands on every input.
 func runCatalogs(ctx context.Context, cfg Config) ([]Row, error) {
 	var rows []Row
 	var errs []error
+	measured := map[string]map[string]Measure{} // input → command → median
 	for _, name := range cfg.Catalogs {
 		in, err := catalogFor(ctx, cfg, name)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("catalog input %s: %w", name, err))
 			continue
 		}
-		r, err := measureCatalog(ctx, cfg, in)
+		if in.jsonOf != "" && measured[in.jsonOf] == nil {
+			cfg.Log.Warn("the JSON input of a YAML rendering was not measured before it: no ratio", "yaml", name, "json", in.jsonOf)
+		}
+		measured[name] = map[string]Measure{}
+		r, err := measureCatalog(ctx, cfg, in, measured[name], measured[in.jsonOf])
 		rows = append(rows, r...)
 		if err != nil {
 			errs = append(errs, err)
@@ -67,6 +77,23 @@ func catalogFor(ctx context.Context, cfg Config, name string) (catalogInput, err
 			return catalogInput{}, err
 		}
 		return catalogInput{label: "real-scale (community-operators-prod, every bundle: 333 packages, 7,022 bundles)", short: "real-scale", dir: dir, bytes: realBytes, files: realFiles, real: true}, nil
+	case "real-yaml":
+		dir, err := realYAML(ctx, cfg)
+		if err != nil {
+			return catalogInput{}, err
+		}
+		n, b, err := dirSize(dir)
+		if err != nil {
+			return catalogInput{}, err
+		}
+		return catalogInput{label: "real-scale rendered as YAML (`catalog render -o yaml` of each package)", short: "real-scale YAML", dir: dir, bytes: b, files: n, jsonOf: "real"}, nil
+	case "v4.21":
+		dir := filepath.Join(fixturesDir(cfg), filepath.FromSlash(v421Root))
+		n, b, err := dirSize(dir)
+		if err != nil {
+			return catalogInput{}, err
+		}
+		return catalogInput{label: "community-operators-prod v4.21 (YAML as in git)", short: "v4.21 YAML", dir: dir, bytes: b, files: n, opm: true}, nil
 	case "small", "large":
 		dir, err := generated(ctx, cfg, name)
 		if err != nil {
@@ -212,6 +239,20 @@ func (s series) median() Measure {
 	return m
 }
 
+// medianCPU returns the median of the runs' CPU times: on a shared machine
+// the CPU of the median-wall run varies more than the median CPU.
+func (s series) medianCPU() time.Duration {
+	c := make([]time.Duration, 0, len(s.ms))
+	for _, m := range s.ms {
+		c = append(c, m.CPU())
+	}
+	sort.Slice(c, func(i, j int) bool { return c[i] < c[j] })
+	if len(c) == 0 {
+		return 0
+	}
+	return c[len(c)/2]
+}
+
 func (s series) load() time.Duration {
 	if len(s.loads) == 0 {
 		return 0
@@ -221,7 +262,9 @@ func (s series) load() time.Duration {
 	return l[len(l)/2]
 }
 
-func measureCatalog(ctx context.Context, cfg Config, in catalogInput) ([]Row, error) {
+// measureCatalog measures the catalog commands on in, storing the medians in
+// medians; jsonRef holds those of the JSON catalog in is the YAML rendering of.
+func measureCatalog(ctx context.Context, cfg Config, in catalogInput, medians, jsonRef map[string]Measure) ([]Row, error) {
 	log := cfg.Log
 	dir, err := filepath.Abs(in.dir)
 	if err != nil {
@@ -284,6 +327,10 @@ func measureCatalog(ctx context.Context, cfg Config, in catalogInput) ([]Row, er
 	pf := run("prune full", Command{Name: a, Args: []string{"--log-level", "debug", "catalog", "prune", "-c", full, "-o", out, dir}}, zero)
 	_, fullOut, _ := dirSize(out)
 	_ = os.RemoveAll(out)
+	var opmRen series
+	if in.opm && cfg.Opm != "" {
+		opmRen = run("opm render", Command{Name: cfg.Opm, Args: []string{"render", dir, "-o", "json"}, Stdout: devnull}, zero)
+	}
 
 	input := fmt.Sprintf("%s, %s", in.short, Bytes(in.bytes))
 	rows := []Row{heading(fmt.Sprintf("catalog: %s; %d files, %s", in.label, in.files, Bytes(in.bytes)))}
@@ -298,6 +345,7 @@ func measureCatalog(ctx context.Context, cfg Config, in catalogInput) ([]Row, er
 			return
 		}
 		m := s.median()
+		medians[name] = m
 		r.Wall, r.RSS, r.CPU = m.Wall, m.MaxRSS, m.CPU()
 		r.Throughput = Rate(in.bytes, m.Wall)
 		r.Note = note
@@ -310,6 +358,12 @@ func measureCatalog(ctx context.Context, cfg Config, in catalogInput) ([]Row, er
 		}
 		if m.Exit == 1 {
 			r.Note = strings.TrimPrefix(r.Note+"; catalog INVALID: "+lastLine(m.Stdout), "; ")
+		}
+		if j, ok := jsonRef[name]; ok && (strings.HasPrefix(name, "catalog validate") || strings.HasPrefix(name, "catalog prune heads-only")) {
+			yamlVsJSON(&r, m, j)
+		}
+		if o := opmRen; len(o.ms) > 0 && o.fail == "" && (strings.HasPrefix(name, "catalog validate") || strings.HasPrefix(name, "catalog render")) {
+			vsOpm(&r, s.medianCPU(), o.medianCPU())
 		}
 		rows = append(rows, r)
 	}
@@ -327,6 +381,9 @@ func measureCatalog(ctx context.Context, cfg Config, in catalogInput) ([]Row, er
 	}
 	row("catalog prune heads-only (load + filter + validate + write)", ph, note(ph, headsOut), ifReal(in.real, "oc-mirror v2 dry run heads-only: 124 s, 5.6 GiB"), in.real)
 	row("catalog prune full: true", pf, note(pf, fullOut), ifReal(in.real, "oc-mirror v2 dry run full: 112 s, 5.6 GiB"), false)
+	if in.opm && cfg.Opm != "" {
+		row("opm render -o json > /dev/null (operator-registry v1.73.0)", opmRen, "the reference for the CPU targets above", "", false)
+	}
 	return rows, nil
 }
 

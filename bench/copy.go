@@ -300,7 +300,7 @@ func runCopy(ctx context.Context, cfg Config) ([]Row, error) {
 	arch := filepath.Join(work, "m2d")
 	m2d := add(measure("airlock mirror m2d (to an archive)", Command{Name: a, Args: append([]string{"mirror", "-c", iscPath, "file://" + arch, "--src-tls-verify=false"}, tune...)}, src, nil))
 	if m2d.ok {
-		n, b, _ := archiveSize(arch)
+		n, b, _ := archiveSize(filepath.Join(arch, "batch-0001"))
 		m2d.row.Pushed = b
 		m2d.row.Throughput = Rate(b, m2d.wall)
 		m2d.row.Note = strings.TrimSuffix(fmt.Sprintf("pushed = %d archive files written; written / unique %.2f; %s", n, float64(b)/float64(unique), m2d.row.Note), "; ")
@@ -308,7 +308,8 @@ func runCopy(ctx context.Context, cfg Config) ([]Row, error) {
 		if dst, err := start("dst-d2m"); err != nil {
 			errs = append(errs, err)
 		} else {
-			args := append([]string{"mirror", "-c", iscPath, "--from", "file://" + arch, "docker://" + dst.Addr() + "/mirror", "--dest-tls-verify=false"}, tune...)
+			args := append([]string{"mirror", "-c", iscPath, "--from", "file://" + filepath.Join(arch, "batch-0001"),
+				"--workspace", "file://" + filepath.Join(work, "d2m-workspace"), "docker://" + dst.Addr() + "/mirror", "--dest-tls-verify=false"}, tune...)
 			d2m := add(measure("airlock mirror d2m (from the archive)", Command{Name: a, Args: args}, nil, dst))
 			if d2m.ok {
 				d2m.row.Pulled = -1

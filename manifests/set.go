@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/airlock-mirror/airlock/internal/atomicfile"
 )
 
 // ICSPDir is the sub-folder that holds the ImageContentSourcePolicy files. They are kept
@@ -136,7 +138,7 @@ func (s *Set) Write(dir string) error {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return fmt.Errorf("creating %s: %w", filepath.Dir(path), err)
 		}
-		if err := writeFile(path, f.Data); err != nil {
+		if err := atomicfile.WriteFile(path, f.Data, 0); err != nil {
 			return err
 		}
 	}
@@ -168,29 +170,6 @@ func removeOwned(dir string) error {
 				return fmt.Errorf("removing stale %s: %w", filepath.Join(d, e.Name()), err)
 			}
 		}
-	}
-	return nil
-}
-
-func writeFile(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".airlock-*.tmp")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	_, werr := tmp.Write(data)
-	cerr := tmp.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(tmp.Name(), 0o644)
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("writing %s: %w", path, werr)
 	}
 	return nil
 }

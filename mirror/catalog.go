@@ -20,14 +20,21 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/internal/atomicfile"
 )
 
 // CatalogConfigsLabel is the image-config label of a file-based catalog image that
 // names the folder holding the catalog (conventionally "/configs").
 const CatalogConfigsLabel = "operators.operatorframework.io.index.configs.v1"
 
-// catalogDatabaseLabel marks the old sqlite-based catalog images.
-const catalogDatabaseLabel = "operators.operatorframework.io.index.database.v1"
+// CatalogDatabaseLabel is the image-config label of an old SQLite-based catalog
+// image (`opm index add`) that names its database file ("/database/index.db").
+const CatalogDatabaseLabel = "operators.operatorframework.io.index.database.v1"
+
+// sqliteConfigsDir is the catalog folder of the file-based catalog image rebuilt
+// from a SQLite-based one.
+const sqliteConfigsDir = "/configs"
 
 // ErrNotFBCImage is returned (wrapped) when an image is not a file-based catalog
 // image: it has no CatalogConfigsLabel, or nothing under the folder it names.
@@ -58,11 +65,19 @@ type FetchedCatalog struct {
 	Digest digest.Digest
 	// MediaType is the media type of the top-level manifest.
 	MediaType types.MediaType
-	// ConfigsDir is the local folder holding the extracted catalog.
+	// ConfigsDir is the local folder holding the extracted catalog. For a
+	// SQLite-based catalog (Database set) it is "" until the caller converts
+	// DatabaseFile to a file-based catalog and sets it.
 	ConfigsDir string
 	// Label is the folder, inside the image, that holds the catalog (the value of
-	// CatalogConfigsLabel, cleaned: "/configs").
+	// CatalogConfigsLabel, cleaned: "/configs"). For a SQLite-based catalog it is
+	// the folder the rebuilt file-based catalog image uses ("/configs").
 	Label string
+	// Database is, for a SQLite-based catalog image, the path inside the image of
+	// its database (the value of CatalogDatabaseLabel, cleaned), else "".
+	Database string
+	// DatabaseFile is the extracted database of a SQLite-based catalog, else "".
+	DatabaseFile string
 	// Image is the single-platform image the catalog was extracted from.
 	Image v1.Image
 	// Index is the top-level index when the catalog is multi-arch, else nil.
@@ -98,6 +113,8 @@ type FetchOptions struct {
 	Platform *v1.Platform
 	// Logger receives warnings and progress; nil discards them.
 	Logger *slog.Logger
+	// Limits bound what extracting the catalog may write (zero: the defaults).
+	Limits ExtractLimits
 }
 
 // FetchCatalog resolves ref (a registry reference, with or without "docker://", or
@@ -190,19 +207,27 @@ func FetchCatalogWithOptions(ctx context.Context, ref string, workDir string, o 
 	if err != nil {
 		return nil, fmt.Errorf("catalog %s@%s: reading the image config: %w", ref, fc.Digest, err)
 	}
-	label, err := catalogLabel(cfg)
+	label, db, err := catalogLabel(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("catalog %s@%s: %w", ref, fc.Digest, err)
 	}
-	fc.Label = label
+	fc.Label, fc.Database = label, db
 
 	dir := filepath.Join(workDir, "catalogs", key, fc.Digest.Encoded())
 	fc.ConfigsDir = filepath.Join(dir, "configs")
-	if ok, err := cacheComplete(dir, fc); err != nil {
+	extracted := fc.ConfigsDir
+	if db != "" {
+		// A SQLite catalog: extract the database's folder; the caller converts it.
+		label = path.Dir(db)
+		fc.ConfigsDir = ""
+		extracted = filepath.Join(dir, "database")
+		fc.DatabaseFile = filepath.Join(extracted, path.Base(db))
+	}
+	if ok, err := cacheComplete(dir, extracted, fc); err != nil {
 		return nil, err
 	} else if ok {
 		fc.Cached = true
-		log.Info("catalog already extracted", "catalog", ref, "digest", fc.Digest, "dir", fc.ConfigsDir)
+		log.Info("catalog already extracted", "catalog", ref, "digest", fc.Digest, "dir", extracted)
 		return fc, nil
 	}
 
@@ -219,26 +244,24 @@ func FetchCatalogWithOptions(ctx context.Context, ref string, workDir string, o 
 	if err != nil {
 		return nil, fmt.Errorf("catalog %s@%s: listing layers: %w", ref, fc.Digest, err)
 	}
-	if err := extractLayers(ctx, layers, label, tmp, log); err != nil {
+	if err := extractLayers(ctx, layers, label, tmp, o.Limits, log); err != nil {
 		return nil, fmt.Errorf("catalog %s@%s: %w", ref, fc.Digest, err)
 	}
-	if err := os.RemoveAll(fc.ConfigsDir); err != nil {
+	if db != "" {
+		if st, err := os.Lstat(filepath.Join(tmp, path.Base(db))); err != nil || !st.Mode().IsRegular() {
+			return nil, fmt.Errorf("catalog %s@%s: %w: the label %s names the database %s, but the image holds no such file", ref, fc.Digest, ErrNotFBCImage, CatalogDatabaseLabel, db)
+		}
+	}
+	if err := os.RemoveAll(extracted); err != nil {
 		return nil, fmt.Errorf("catalog %s: removing an incomplete earlier extraction: %w", ref, err)
 	}
-	if err := os.Rename(tmp, fc.ConfigsDir); err != nil {
+	if err := os.Rename(tmp, extracted); err != nil {
 		return nil, fmt.Errorf("catalog %s: %w", ref, err)
 	}
 	if err := writeMarker(dir, fc); err != nil {
 		return nil, fmt.Errorf("catalog %s: %w", ref, err)
 	}
 	return fc, nil
-}
-
-func refSep(r Reference) string {
-	if r.Digest != "" {
-		return "@"
-	}
-	return ":"
 }
 
 // splitOCIRef splits "PATH" or "PATH:TAG" of an oci:// reference. PATH wins when
@@ -366,20 +389,27 @@ func selectPlatformImage(idx v1.ImageIndex, want v1.Platform) (v1.Image, *v1.Pla
 	return img, c.desc.Platform, nil
 }
 
-// catalogLabel returns the cleaned catalog folder named by the config's label.
-func catalogLabel(cfg *v1.ConfigFile) (string, error) {
+// catalogLabel returns the cleaned catalog folder named by the config's label
+// and, for a SQLite-based catalog image (a database label and no configs label),
+// the cleaned path of its database (the folder is then the one its rebuilt
+// file-based image uses, /configs).
+func catalogLabel(cfg *v1.ConfigFile) (label, database string, err error) {
 	v, ok := cfg.Config.Labels[CatalogConfigsLabel]
 	if !ok || strings.TrimSpace(v) == "" {
-		if _, sqlite := cfg.Config.Labels[catalogDatabaseLabel]; sqlite {
-			return "", fmt.Errorf("%w: it is a sqlite-based catalog (label %s), which is no longer supported; convert it with `opm migrate`", ErrNotFBCImage, catalogDatabaseLabel)
+		if d, sqlite := cfg.Config.Labels[CatalogDatabaseLabel]; sqlite {
+			db := path.Clean("/" + strings.TrimSpace(d))
+			if strings.TrimSpace(d) == "" || path.Dir(db) == "/" {
+				return "", "", fmt.Errorf("%w: label %s=%q must name a database file in a folder, such as /database/index.db", ErrNotFBCImage, CatalogDatabaseLabel, d)
+			}
+			return sqliteConfigsDir, db, nil
 		}
-		return "", fmt.Errorf("%w: the image config has no label %s (is this an operator catalog image?)", ErrNotFBCImage, CatalogConfigsLabel)
+		return "", "", fmt.Errorf("%w: the image config has no label %s (is this an operator catalog image?)", ErrNotFBCImage, CatalogConfigsLabel)
 	}
 	l := path.Clean("/" + strings.TrimSpace(v))
 	if l == "/" {
-		return "", fmt.Errorf("%w: label %s=%q names the image root; expected a folder such as /configs", ErrNotFBCImage, CatalogConfigsLabel, v)
+		return "", "", fmt.Errorf("%w: label %s=%q names the image root; expected a folder such as /configs", ErrNotFBCImage, CatalogConfigsLabel, v)
 	}
-	return l, nil
+	return l, "", nil
 }
 
 var unsafeNameChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
@@ -396,12 +426,15 @@ func catalogDirName(s string) string {
 
 // catalogMarker is the content of completeMarker.
 type catalogMarker struct {
-	Ref    string        `json:"ref"`
-	Digest digest.Digest `json:"digest"`
-	Label  string        `json:"label"`
+	Ref      string        `json:"ref"`
+	Digest   digest.Digest `json:"digest"`
+	Label    string        `json:"label"`
+	Database string        `json:"database,omitempty"`
 }
 
-func cacheComplete(dir string, fc *FetchedCatalog) (bool, error) {
+// cacheComplete reports whether an earlier run extracted fc into the folder
+// extracted (below dir) completely.
+func cacheComplete(dir, extracted string, fc *FetchedCatalog) (bool, error) {
 	b, err := os.ReadFile(filepath.Join(dir, completeMarker))
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
@@ -410,24 +443,20 @@ func cacheComplete(dir string, fc *FetchedCatalog) (bool, error) {
 		return false, fmt.Errorf("catalog %s: reading %s: %w", fc.Ref, filepath.Join(dir, completeMarker), err)
 	}
 	var m catalogMarker
-	if json.Unmarshal(b, &m) != nil || m.Digest != fc.Digest || m.Label != fc.Label {
+	if json.Unmarshal(b, &m) != nil || m.Digest != fc.Digest || m.Label != fc.Label || m.Database != fc.Database {
 		// A foreign or damaged marker: extract again.
 		return false, os.Remove(filepath.Join(dir, completeMarker))
 	}
-	st, err := os.Stat(fc.ConfigsDir)
+	st, err := os.Stat(extracted)
 	return err == nil && st.IsDir(), nil
 }
 
 func writeMarker(dir string, fc *FetchedCatalog) error {
-	b, err := json.MarshalIndent(catalogMarker{Ref: fc.Ref, Digest: fc.Digest, Label: fc.Label}, "", "  ")
+	b, err := json.MarshalIndent(catalogMarker{Ref: fc.Ref, Digest: fc.Digest, Label: fc.Label, Database: fc.Database}, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, "."+completeMarker+".tmp")
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(dir, completeMarker))
+	return atomicfile.WriteFile(filepath.Join(dir, completeMarker), append(b, '\n'), 0)
 }
 
 const (

@@ -404,7 +404,8 @@ func TestFetchCatalogErrors(t *testing.T) {
 		wantMsg string
 	}{
 		{"no label", build(nil, tarLayer(t, types.OCILayer, ok)), ErrNotFBCImage, "not a file-based catalog image"},
-		{"sqlite", build(map[string]string{catalogDatabaseLabel: "/database/index.db"}, tarLayer(t, types.OCILayer, ok)), ErrNotFBCImage, "sqlite"},
+		{"sqlite without its database", build(map[string]string{CatalogDatabaseLabel: "/database/index.db"}, tarLayer(t, types.OCILayer, ok, tarEntry{name: "database/other", body: "x"})), ErrNotFBCImage, "holds no such file"},
+		{"sqlite at the root", build(map[string]string{CatalogDatabaseLabel: "/index.db"}, tarLayer(t, types.OCILayer, ok)), ErrNotFBCImage, "in a folder"},
 		{"root label", build(map[string]string{CatalogConfigsLabel: "/"}, tarLayer(t, types.OCILayer, ok)), ErrNotFBCImage, "image root"},
 		{"empty folder", build(fbc, tarLayer(t, types.OCILayer, tarEntry{name: "other/a.json"})), ErrNotFBCImage, "no layer holds files there"},
 		{"dotdot", build(fbc, tarLayer(t, types.OCILayer, ok, tarEntry{name: "../evil", body: "x"})), ErrUnsafeLayer, "outside the image root"},
@@ -525,7 +526,8 @@ func FuzzExtract(f *testing.F) {
 			t.Fatal(err)
 		}
 		defer root.Close()
-		x := newExtractor(root, "/configs", discardLogger())
+		x := newExtractor(root, "/configs", ExtractLimits{MaxBytes: 1 << 20, MaxEntries: 1000}, discardLogger())
+		defer x.dropCursor()
 		_ = x.layer(context.Background(), bytes.NewReader(data))
 		_ = x.layer(context.Background(), bytes.NewReader(data)) // a lower layer with the same content
 		entries, err := os.ReadDir(parent)

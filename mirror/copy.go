@@ -66,6 +66,9 @@ type ProgressEvent struct {
 	BytesDone, BytesTotal   int64
 	// Image is the job that just finished (nil for blob events).
 	Image *ImageResult
+	// Blob is the blob that just became present at the destination (sent,
+	// mounted or already there); nil for image events.
+	Blob *endpoint.Descriptor
 }
 
 // Image statuses.
@@ -296,7 +299,7 @@ func (e *copyEngine) blobDone(d endpoint.Descriptor) {
 	e.bytesDone += d.Size
 	if e.opts.Progress != nil {
 		e.opts.Progress(ProgressEvent{ImagesDone: e.imagesDone, ImagesTotal: e.imagesTotal, ImagesFailed: e.imagesFail,
-			BytesDone: e.bytesDone, BytesTotal: e.bytesTotal})
+			BytesDone: e.bytesDone, BytesTotal: e.bytesTotal, Blob: &d})
 	}
 }
 
@@ -340,13 +343,17 @@ func (e *copyEngine) copyJob(ctx context.Context, ic *imageCtx) error {
 	if err != nil {
 		return err
 	}
+	// A manifest this run just pushed has no tags worth checking first.
+	fresh := m != nil
 	for _, tag := range job.Tags {
-		ok, err := e.dst.ManifestExists(ctx, job.Dest, tag, job.Digest)
-		if err != nil {
-			return fmt.Errorf("tag %s:%s: %w", job.Dest, tag, err)
-		}
-		if ok {
-			continue
+		if !fresh {
+			ok, err := e.dst.ManifestExists(ctx, job.Dest, tag, job.Digest)
+			if err != nil {
+				return fmt.Errorf("tag %s:%s: %w", job.Dest, tag, err)
+			}
+			if ok {
+				continue
+			}
 		}
 		if m == nil {
 			mm, err := e.src.Manifest(ctx, job.Source, job.Digest.String())

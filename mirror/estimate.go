@@ -125,3 +125,52 @@ func walkBlobs(ctx context.Context, src EstimateSource, repo string, d digest.Di
 	}
 	return out, nil
 }
+
+// Sizes are the totals of a plan's jobs, read from their manifests before
+// anything is copied, so that progress can be measured against the whole.
+type Sizes struct {
+	Images int   `json:"images"`
+	Blobs  int   `json:"blobs"`
+	Bytes  int64 `json:"bytes"`
+	// PerJob are the blobs each job's manifests reference (children of indexes
+	// included), by job index; nil for a job whose manifest could not be read.
+	PerJob [][]endpoint.Descriptor `json:"-"`
+}
+
+// Measure walks every job's manifests at src and sums the distinct blobs, each
+// once. It reads manifests only. A job whose manifests cannot be read counts
+// with no blobs (the copy reports the error).
+func Measure(ctx context.Context, src EstimateSource, jobs []Job, parallel int) (*Sizes, error) {
+	if parallel <= 0 {
+		parallel = 8
+	}
+	s := &Sizes{Images: len(jobs), PerJob: make([][]endpoint.Descriptor, len(jobs))}
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if blobs, err := walkBlobs(ctx, src, j.Source, j.Digest, 0); err == nil {
+				s.PerJob[i] = blobs
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	seen := map[digest.Digest]bool{}
+	for _, blobs := range s.PerJob {
+		for _, b := range blobs {
+			if !seen[b.Digest] {
+				seen[b.Digest] = true
+				s.Blobs++
+				s.Bytes += b.Size
+			}
+		}
+	}
+	return s, nil
+}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path"
@@ -14,20 +13,70 @@ import (
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/airlock-mirror/airlock/internal/humanize"
 )
+
+// ErrExtractLimit is returned (wrapped) when a catalog image holds more than
+// ExtractLimits allows: it is refused before the entry that would exceed the
+// limit is written.
+var ErrExtractLimit = errors.New("catalog image exceeds an extraction limit")
+
+// Default extraction limits. The largest real catalog we know of (every bundle
+// of community-operators-prod, ../shared/fixtures/large) is 1.7 GB in 333 files,
+// the largest 162 MB, at most 2 levels below the catalog folder.
+const (
+	DefaultMaxExtractBytes   int64 = 8 << 30   // 8 GiB: 4.7× the largest real catalog
+	DefaultMaxExtractFile    int64 = 512 << 20 // 512 MiB: 3.3× the largest real file
+	DefaultMaxExtractDepth         = 64        // path components below the catalog folder
+	DefaultMaxExtractEntries       = 1_000_000 // files, links and folders written
+)
+
+// ExtractLimits bound what extracting a catalog image may write, so that an
+// image crafted to expand (a small compressed layer holding a huge file, or
+// millions of entries, or thousands of nested folders) is refused with a clear
+// error instead of filling the disk. Zero fields take the defaults above.
+type ExtractLimits struct {
+	// MaxBytes bounds the total size of the regular files written.
+	MaxBytes int64
+	// MaxFileBytes bounds one regular file.
+	MaxFileBytes int64
+	// MaxDepth bounds the number of path components of an entry below the
+	// catalog folder (configs/pkg/catalog.json has 2).
+	MaxDepth int
+	// MaxEntries bounds the number of files, links and folders written.
+	MaxEntries int
+}
+
+func (l ExtractLimits) withDefaults() ExtractLimits {
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = DefaultMaxExtractBytes
+	}
+	if l.MaxFileBytes <= 0 {
+		l.MaxFileBytes = DefaultMaxExtractFile
+	}
+	if l.MaxDepth <= 0 {
+		l.MaxDepth = DefaultMaxExtractDepth
+	}
+	if l.MaxEntries <= 0 {
+		l.MaxEntries = DefaultMaxExtractEntries
+	}
+	return l
+}
 
 // extractLayers writes into dst the files the image's filesystem holds under
 // label. Layers are read top-down: an entry is written only if no upper layer
 // already decided that path (holds it, deletes it with a whiteout, or makes its
 // folder opaque), so nothing is written twice and layers below an opaque or
 // deleted catalog folder are not downloaded at all.
-func extractLayers(ctx context.Context, layers []v1.Layer, label, dst string, log *slog.Logger) error {
+func extractLayers(ctx context.Context, layers []v1.Layer, label, dst string, limits ExtractLimits, log *slog.Logger) error {
 	root, err := os.OpenRoot(dst)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
-	x := newExtractor(root, label, log)
+	x := newExtractor(root, label, limits, log)
+	defer x.dropCursor()
 	for i := len(layers) - 1; i >= 0 && !x.hidden; i-- {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -55,32 +104,81 @@ func extractLayers(ctx context.Context, layers []v1.Layer, label, dst string, lo
 	return nil
 }
 
+// decision is what upper layers decided about a path.
+type decision uint8
+
+const (
+	undecided   decision = iota
+	decidedDir           // a folder: lower layers may still add to it
+	decidedHide          // a file, link, special file or whiteout: hides the path and everything below it
+)
+
+// node is one path below the catalog folder: what upper layers decided about it
+// and what the extraction put on disk there. The folder is written only by the
+// extractor (it starts empty), so the tree knows exactly what is on disk and
+// no entry needs a filesystem lookup of its parents.
+type node struct {
+	children map[string]*node
+	decided  decision
+	opaque   bool // an upper layer hid this folder's lower-layer content
+	disk     byte // 0 nothing, 'd' folder, 'f' regular file, 'l' symlink
+}
+
+func (n *node) child(name string, create bool) *node {
+	c := n.children[name]
+	if c == nil && create {
+		if n.children == nil {
+			n.children = map[string]*node{}
+		}
+		c = &node{}
+		n.children[name] = c
+	}
+	return c
+}
+
+// clearDisk records that n and everything below it were removed from disk. A
+// node with nothing on disk has nothing on disk below it, so only what was
+// written is visited.
+func (n *node) clearDisk() {
+	n.disk = 0
+	for _, c := range n.children {
+		if c.disk != 0 {
+			c.clearDisk()
+		}
+	}
+}
+
 // extractor applies layers, top-down, to a folder, keeping only what the image
 // holds under one path (the catalog folder).
 type extractor struct {
 	root   *os.Root
 	prefix string // the catalog folder, relative to the image root ("configs")
+	limits ExtractLimits
 	log    *slog.Logger
 
-	// decided maps paths (relative to the catalog folder) that an upper layer
-	// decided to true when they hide everything below them in lower layers
-	// (a file, a symlink or a whiteout) and false for directories.
-	decided map[string]bool
-	// opaque holds folders whose lower-layer content an upper layer hid.
-	opaque map[string]bool
+	tree node // the catalog folder
+	// cur is an open handle on the folder curPath (relative to the catalog
+	// folder), the parent of the last entry written: entries of a tar come
+	// grouped by folder, so most need no path resolution from the root, which
+	// would cost a lookup per level (quadratic in the depth).
+	cur     *os.Root
+	curPath string
+
+	written int64 // bytes of regular files written
+	entries int   // files, links and folders written
+
 	// hidden is set once an upper layer hid the whole catalog folder.
 	hidden bool
 	// found is set once an entry under the catalog folder was seen.
 	found bool
 }
 
-func newExtractor(root *os.Root, label string, log *slog.Logger) *extractor {
+func newExtractor(root *os.Root, label string, limits ExtractLimits, log *slog.Logger) *extractor {
 	return &extractor{
-		root:    root,
-		prefix:  strings.TrimPrefix(path.Clean("/"+label), "/"),
-		log:     log,
-		decided: map[string]bool{},
-		opaque:  map[string]bool{},
+		root:   root,
+		prefix: strings.TrimPrefix(path.Clean("/"+label), "/"),
+		limits: limits.withDefaults(),
+		log:    log,
 	}
 }
 
@@ -117,18 +215,36 @@ func (x *extractor) coversFolder(p string) bool {
 	return p == "." || p == x.prefix || strings.HasPrefix(x.prefix, p+"/")
 }
 
+// lookup returns the node of r (relative to the catalog folder), creating the
+// nodes on the way when create is set; nil when absent.
+func (x *extractor) lookup(r string, create bool) *node {
+	n := &x.tree
+	for rest := r; rest != "." && rest != ""; {
+		name, tail, _ := strings.Cut(rest, "/")
+		if n = n.child(name, create); n == nil {
+			return nil
+		}
+		rest = tail
+	}
+	return n
+}
+
 // shadowed reports whether an upper layer decided r or hid one of its parents.
 func (x *extractor) shadowed(r string) bool {
-	if _, ok := x.decided[r]; ok {
-		return true
-	}
-	for d := r; d != "."; {
-		d = path.Dir(d)
-		if x.decided[d] || x.opaque[d] {
+	n := &x.tree
+	for rest := r; ; {
+		if n.decided == decidedHide || n.opaque {
 			return true
 		}
+		name, tail, more := strings.Cut(rest, "/")
+		if n = n.children[name]; n == nil {
+			return false
+		}
+		if !more {
+			return n.decided != undecided
+		}
+		rest = tail
 	}
-	return false
 }
 
 // layer applies one layer (an uncompressed tar stream).
@@ -187,6 +303,10 @@ func (x *extractor) layer(ctx context.Context, r io.Reader) error {
 			}
 			continue
 		}
+		if depth := strings.Count(r, "/") + 1; depth > x.limits.MaxDepth {
+			return fmt.Errorf("%w: entry %s is %d levels below /%s, more than the %d allowed (ExtractLimits.MaxDepth); real catalogs nest a few levels deep, so check where this image comes from",
+				ErrExtractLimit, h.Name, depth, x.prefix, x.limits.MaxDepth)
+		}
 		if x.shadowed(r) && !here[r] {
 			continue
 		}
@@ -196,12 +316,12 @@ func (x *extractor) layer(ctx context.Context, r io.Reader) error {
 		here[r] = true
 	}
 	for r := range tombstones {
-		if _, ok := x.decided[r]; !ok {
-			x.decided[r] = true
+		if n := x.lookup(r, true); n.decided == undecided {
+			n.decided = decidedHide
 		}
 	}
 	for r := range opaques {
-		x.opaque[r] = true
+		x.lookup(r, true).opaque = true
 	}
 	if hideAll {
 		x.hidden = true
@@ -209,25 +329,72 @@ func (x *extractor) layer(ctx context.Context, r io.Reader) error {
 	return nil
 }
 
+// admit counts one more entry written (and size bytes of file content) against
+// the limits, refusing it before anything is written when a limit would be
+// exceeded.
+func (x *extractor) admit(name string, size int64) error {
+	l := x.limits
+	if size > l.MaxFileBytes {
+		return fmt.Errorf("%w: file %s holds %s, more than the %s allowed for one file of a catalog (ExtractLimits.MaxFileBytes); the largest real catalog file we know of is 162 MB, so check where this image comes from",
+			ErrExtractLimit, name, humanize.Bytes(size), humanize.Bytes(l.MaxFileBytes))
+	}
+	if size > l.MaxBytes-x.written {
+		return fmt.Errorf("%w: file %s (%s) would bring the catalog to %s, more than the %s allowed (ExtractLimits.MaxBytes); the largest real catalog we know of is 1.7 GB, so check where this image comes from",
+			ErrExtractLimit, name, humanize.Bytes(size), humanize.Bytes(x.written+size), humanize.Bytes(l.MaxBytes))
+	}
+	if x.entries >= l.MaxEntries {
+		return fmt.Errorf("%w: entry %s would be entry %d of the catalog, more than the %d allowed (ExtractLimits.MaxEntries); check where this image comes from",
+			ErrExtractLimit, name, x.entries+1, l.MaxEntries)
+	}
+	x.written += size
+	x.entries++
+	return nil
+}
+
 // write creates entry h at r (relative to the catalog folder) and records it.
 func (x *extractor) write(tr *tar.Reader, h *tar.Header, r string) error {
 	switch h.Typeflag {
 	case tar.TypeDir:
-		if err := x.root.MkdirAll(r, 0o755); err != nil {
-			return fmt.Errorf("creating %s: %w", h.Name, err)
-		}
-		if _, ok := x.decided[r]; !ok {
-			x.decided[r] = false
-		}
-	case tar.TypeReg:
-		if err := x.mkParent(r, h.Name); err != nil {
+		n, err := x.mkParent(r, h.Name)
+		if err != nil {
 			return err
 		}
-		_ = x.root.RemoveAll(r) // an earlier entry of this layer with the same name
-		f, err := x.root.OpenFile(r, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o644)
+		if n.disk != 'd' {
+			if err := x.admit(h.Name, 0); err != nil {
+				return err
+			}
+			if err := x.replace(n, r); err != nil {
+				return err
+			}
+			if err := x.mkdir(r); err != nil {
+				return fmt.Errorf("creating %s: %w", h.Name, err)
+			}
+			n.disk = 'd'
+		}
+		// A folder that replaces a file written earlier by this layer lets
+		// lower layers add to it again.
+		n.decided = decidedDir
+	case tar.TypeReg:
+		if err := x.admit(h.Name, h.Size); err != nil {
+			return err
+		}
+		n, err := x.mkParent(r, h.Name)
+		if err != nil {
+			return err
+		}
+		if err := x.replace(n, r); err != nil { // an earlier entry of this layer with the same name
+			return err
+		}
+		dir, err := x.openDir(path.Dir(r))
 		if err != nil {
 			return fmt.Errorf("creating %s: %w", h.Name, err)
 		}
+		// O_EXCL: never open something that is already there (a FIFO would block).
+		f, err := dir.OpenFile(path.Base(r), os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o644)
+		if err != nil {
+			return fmt.Errorf("creating %s: %w", h.Name, err)
+		}
+		n.disk = 'f'
 		_, err = io.CopyN(f, tr, h.Size)
 		if cerr := f.Close(); err == nil {
 			err = cerr
@@ -235,7 +402,7 @@ func (x *extractor) write(tr *tar.Reader, h *tar.Header, r string) error {
 		if err != nil {
 			return fmt.Errorf("writing %s: %w", h.Name, err)
 		}
-		x.decided[r] = true
+		n.decided = decidedHide
 	case tar.TypeSymlink:
 		target := h.Linkname
 		var resolved string
@@ -253,14 +420,24 @@ func (x *extractor) write(tr *tar.Reader, h *tar.Header, r string) error {
 		if err != nil {
 			return fmt.Errorf("symlink %s: %w", h.Name, err)
 		}
-		if err := x.mkParent(r, h.Name); err != nil {
+		if err := x.admit(h.Name, 0); err != nil {
 			return err
 		}
-		_ = x.root.RemoveAll(r)
-		if err := x.root.Symlink(relTarget, r); err != nil {
+		n, err := x.mkParent(r, h.Name)
+		if err != nil {
+			return err
+		}
+		if err := x.replace(n, r); err != nil {
+			return err
+		}
+		dir, err := x.openDir(path.Dir(r))
+		if err == nil {
+			err = dir.Symlink(relTarget, path.Base(r))
+		}
+		if err != nil {
 			return fmt.Errorf("creating symlink %s: %w", h.Name, err)
 		}
-		x.decided[r] = true
+		n.disk, n.decided = 'l', decidedHide
 	case tar.TypeLink:
 		lp, err := cleanEntryName(h.Linkname)
 		if err != nil {
@@ -271,40 +448,131 @@ func (x *extractor) write(tr *tar.Reader, h *tar.Header, r string) error {
 			x.log.Warn("skipping a hard link to a file outside the catalog folder", "entry", h.Name, "target", h.Linkname)
 			return nil
 		}
-		if err := x.mkParent(r, h.Name); err != nil {
+		t := x.lookup(lr, false)
+		if t == nil || (t.disk != 'f' && t.disk != 'l') {
+			x.log.Warn("skipping a hard link whose target was not extracted as a file", "entry", h.Name, "target", h.Linkname)
+			return nil
+		}
+		if err := x.admit(h.Name, 0); err != nil {
 			return err
 		}
-		_ = x.root.RemoveAll(r)
+		kind := t.disk // a hard link to a symlink is a symlink
+		n, err := x.mkParent(r, h.Name)
+		if err != nil {
+			return err
+		}
+		if n == t {
+			return nil
+		}
+		if err := x.replace(n, r); err != nil {
+			return err
+		}
 		if err := x.root.Link(lr, r); err != nil {
 			x.log.Warn("skipping a hard link whose target was not extracted", "entry", h.Name, "target", h.Linkname, "error", err)
 			return nil
 		}
-		x.decided[r] = true
+		n.disk, n.decided = kind, decidedHide
 	default:
+		// FIFOs, devices and the like are never created (opening a FIFO
+		// blocks), but they hide what lower layers hold at the same path,
+		// as they would in the image's filesystem.
 		x.log.Debug("skipping a special file in the catalog folder", "entry", h.Name, "type", string(h.Typeflag))
+		n := x.lookup(r, true)
+		if err := x.replace(n, r); err != nil {
+			return err
+		}
+		n.decided = decidedHide
 	}
 	return nil
 }
 
-// mkParent creates the folders above r. A folder created for an entry is
-// decided by this layer as much as one with its own entry: lower layers must not
-// put a file or link in its place. A parent that is a symlink is refused, so that
-// what is written (and later read) is exactly where its name says.
-func (x *extractor) mkParent(r, name string) error {
-	d := path.Dir(r)
-	if d == "." {
+// mkParent creates the folders above r and returns r's node. A folder created
+// for an entry is decided by this layer as much as one with its own entry:
+// lower layers must not put a file or link in its place. A parent that is a
+// symlink is refused, so that what is written (and later read) is exactly
+// where its name says.
+func (x *extractor) mkParent(r, name string) (*node, error) {
+	n := &x.tree
+	for end := 0; ; {
+		i := strings.IndexByte(r[end:], '/')
+		if i < 0 {
+			return n.child(r[end:], true), nil
+		}
+		seg, at := r[end:end+i], r[:end+i]
+		end += i + 1
+		n = n.child(seg, true)
+		switch n.disk {
+		case 'l':
+			return nil, fmt.Errorf("%w: entry %s is below a symlink (%s)", ErrUnsafeLayer, name, at)
+		case 'f':
+			return nil, fmt.Errorf("creating the folder of %s: %s is a file", name, at)
+		case 0:
+			if err := x.admit(name, 0); err != nil {
+				return nil, err
+			}
+			if err := x.mkdir(at); err != nil {
+				return nil, fmt.Errorf("creating the folder of %s: %w", name, err)
+			}
+			n.disk = 'd'
+		}
+		if n.decided == undecided {
+			n.decided = decidedDir
+		}
+	}
+}
+
+// replace removes what an earlier entry of this layer put at r.
+func (x *extractor) replace(n *node, r string) error {
+	if n.disk == 0 {
 		return nil
 	}
-	for p := d; p != "."; p = path.Dir(p) {
-		if fi, err := x.root.Lstat(p); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-			return fmt.Errorf("%w: entry %s is below a symlink (%s)", ErrUnsafeLayer, name, p)
-		}
-		if _, ok := x.decided[p]; !ok {
-			x.decided[p] = false
-		}
+	x.dropCursor() // the open folder may be the one removed
+	if err := x.root.RemoveAll(r); err != nil {
+		return fmt.Errorf("replacing %s: %w", r, err)
 	}
-	if err := x.root.MkdirAll(d, 0o755); err != nil {
-		return fmt.Errorf("creating the folder of %s: %w", name, err)
-	}
+	n.clearDisk()
 	return nil
+}
+
+// mkdir creates folder r, whose parent exists.
+func (x *extractor) mkdir(r string) error {
+	dir, err := x.openDir(path.Dir(r))
+	if err != nil {
+		return err
+	}
+	return dir.Mkdir(path.Base(r), 0o755)
+}
+
+// openDir returns an open handle on folder d (relative to the catalog folder),
+// reusing the handle of the last folder written to when d is that folder or
+// one of its children.
+func (x *extractor) openDir(d string) (*os.Root, error) {
+	if d == "." {
+		return x.root, nil
+	}
+	if x.cur != nil && x.curPath == d {
+		return x.cur, nil
+	}
+	var (
+		r   *os.Root
+		err error
+	)
+	if x.cur != nil && path.Dir(d) == x.curPath {
+		r, err = x.cur.OpenRoot(path.Base(d))
+	} else {
+		r, err = x.root.OpenRoot(d)
+	}
+	if err != nil {
+		return nil, err
+	}
+	x.dropCursor()
+	x.cur, x.curPath = r, d
+	return r, nil
+}
+
+func (x *extractor) dropCursor() {
+	if x.cur != nil {
+		x.cur.Close()
+		x.cur, x.curPath = nil, ""
+	}
 }

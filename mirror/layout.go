@@ -15,6 +15,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/airlock-mirror/airlock/internal/atomicfile"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 )
@@ -218,7 +219,7 @@ func NewLayoutDestination(dir string) (*LayoutDestination, error) {
 		if err := os.WriteFile(filepath.Join(dir, "oci-layout"), []byte(`{"imageLayoutVersion":"1.0.0"}`), 0o644); err != nil {
 			return nil, err
 		}
-		if err := layoutWriteFile(filepath.Join(dir, "index.json"), []byte(`{"schemaVersion":2,"mediaType":"`+oci.MediaTypeOCIIndex+`","manifests":[]}`)); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(dir, "index.json"), []byte(`{"schemaVersion":2,"mediaType":"`+oci.MediaTypeOCIIndex+`","manifests":[]}`), 0); err != nil {
 			return nil, err
 		}
 	}
@@ -259,14 +260,11 @@ func (l *LayoutDestination) PutBlob(ctx context.Context, repo string, d endpoint
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(p), "."+d.Digest.Encoded()+"-")
+	f, err := atomicfile.Create(p, 0)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		f.Close()
-		os.Remove(f.Name())
-	}()
+	defer f.Close()
 	v := oci.AsVerifier(layoutCtxReader{ctx, r}, d)
 	if _, err := io.Copy(f, v); err != nil {
 		return fmt.Errorf("writing blob %s: %w", d.Digest, err)
@@ -274,10 +272,7 @@ func (l *LayoutDestination) PutBlob(ctx context.Context, repo string, d endpoint
 	if !v.Verified() {
 		return fmt.Errorf("blob %s: content does not match its digest: %w", d.Digest, ErrDigestMismatch)
 	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), p)
+	return f.Commit()
 }
 
 // ManifestExists reports whether the layout holds manifest d, and, when reference
@@ -339,23 +334,7 @@ func (l *LayoutDestination) PutManifest(ctx context.Context, repo, reference str
 	if err != nil {
 		return err
 	}
-	return layoutWriteFile(filepath.Join(l.dir, "index.json"), b)
-}
-
-func layoutWriteFile(p string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+"-")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), p)
+	return atomicfile.WriteFile(filepath.Join(l.dir, "index.json"), b, 0)
 }
 
 // layoutCtxReader stops a copy when its context is done.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"io/fs"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -168,6 +169,24 @@ func TestLayoutSourceAndDestination(t *testing.T) {
 	}
 	if err := dst.PutManifest(ctx, "r", "v1", endpoint.Manifest{Digest: d, Raw: []byte("HELLO")}); err == nil {
 		t.Fatal("manifest with a wrong digest accepted")
+	}
+	// Every file of the layout is readable by all (atomicfile's 0644, not
+	// CreateTemp's 0600), and no temporary file is left, refused blobs included.
+	err = filepath.WalkDir(dstDir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		fi, err := e.Info()
+		if err != nil {
+			return err
+		}
+		if strings.HasPrefix(e.Name(), ".") || fi.Mode().Perm() != 0o644 {
+			t.Errorf("%s: mode %v", p, fi.Mode())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

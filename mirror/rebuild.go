@@ -112,13 +112,18 @@ func RebuildCatalog(ctx context.Context, base *FetchedCatalog, prunedDir string,
 		return nil, fmt.Errorf("rebuild catalog %s: reading the config: %w", base.Ref, err)
 	}
 	wipe := cacheDirs(baseCfg, base.Label)
+	if base.Database != "" {
+		// A SQLite-based catalog becomes a file-based one: its database goes.
+		wipe = append(wipe, base.Database)
+		sort.Strings(wipe)
+	}
 	layerPath, layerDigest, err := writeCatalogLayer(ctx, opts.LayoutDir, prunedDir, base.Label, wipe)
 	if err != nil {
 		return nil, fmt.Errorf("rebuild catalog %s: building the catalog layer from %s: %w", base.Ref, prunedDir, err)
 	}
 	log.Debug("pruned catalog layer built", "catalog", base.Ref, "digest", layerDigest)
 
-	b := &rebuilder{label: base.Label, wipe: wipe, layerPath: layerPath, layers: map[types.MediaType]v1.Layer{}, log: log, ref: base.Ref}
+	b := &rebuilder{label: base.Label, database: base.Database, wipe: wipe, layerPath: layerPath, layers: map[types.MediaType]v1.Layer{}, log: log, ref: base.Ref}
 	out := &RebuiltCatalog{LayoutDir: opts.LayoutDir, Tag: tag, LayerDigest: layerDigest}
 	var top mutate.Appendable
 	if base.Index != nil {
@@ -193,6 +198,7 @@ func RebuildCatalog(ctx context.Context, base *FetchedCatalog, prunedDir string,
 type rebuilder struct {
 	ref       string
 	label     string
+	database  string // the database of a SQLite-based base, else ""
 	wipe      []string
 	layerPath string
 	layers    map[types.MediaType]v1.Layer
@@ -291,10 +297,10 @@ func (b *rebuilder) image(img v1.Image) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the config: %w", err)
 	}
-	if lbl, err := catalogLabel(cfg); err != nil {
+	if lbl, db, err := catalogLabel(cfg); err != nil {
 		return nil, err
-	} else if lbl != b.label {
-		return nil, fmt.Errorf("label %s=%s differs from the %s of the image the catalog was read from", CatalogConfigsLabel, lbl, b.label)
+	} else if lbl != b.label || db != b.database {
+		return nil, fmt.Errorf("label %s=%s (database %q) differs from the %s (database %q) of the image the catalog was read from", CatalogConfigsLabel, lbl, db, b.label, b.database)
 	}
 	created := cfg.Created
 	if created.IsZero() {
@@ -327,6 +333,16 @@ func (b *rebuilder) image(img v1.Image) (v1.Image, error) {
 		return nil, fmt.Errorf("%s: %w", b.ref, err)
 	}
 	ncfg.Config.Entrypoint, ncfg.Config.Cmd = ep, cmd
+	if b.database != "" {
+		// Labelled as the file-based catalog it now is.
+		labels := map[string]string{}
+		for k, v := range ncfg.Config.Labels {
+			labels[k] = v
+		}
+		delete(labels, CatalogDatabaseLabel)
+		labels[CatalogConfigsLabel] = b.label
+		ncfg.Config.Labels = labels
+	}
 	return mutate.ConfigFile(out, ncfg)
 }
 

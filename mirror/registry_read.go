@@ -44,6 +44,12 @@ func (r *Registry) Manifest(ctx context.Context, repo, reference string) (endpoi
 		if want, perr := digest.Parse(reference); perr == nil && want != m.Digest {
 			return fmt.Errorf("content has digest %s: %w", m.Digest, ErrDigestMismatch)
 		}
+		// By tag, the registry's own digest is what the body must match: a
+		// manifest cut or altered on the way would otherwise be taken for a
+		// different image.
+		if said, perr := digest.Parse(resp.Header.Get("Docker-Content-Digest")); perr == nil && said != m.Digest {
+			return fmt.Errorf("content has digest %s, the registry said %s: %w", m.Digest, said, ErrDigestMismatch)
+		}
 		return nil
 	})
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -157,22 +156,11 @@ func TestRetryAfterHonoured(t *testing.T) {
 	}
 }
 
-// closedPort returns a loopback address nothing listens on.
-func closedPort(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
-
 // A registry that refuses connections is reported at once by Probe, whatever
 // the retry policy, with the cause and the fix; later operations on the host
 // fail at once.
 func TestProbeUnreachable(t *testing.T) {
-	host := closedPort(t)
+	host := registrytest.ClosedAddr(t)
 	for _, n := range []int{0, DefaultRetryTimes} {
 		r := NewRegistry(RegistryOptions{Retry: &RetryPolicy{Times: n}, TLSFlag: "--dest-tls-verify=false"})
 		err := r.Probe(context.Background(), host+"/ns/x", true)

@@ -86,6 +86,15 @@ func (r *Registry) tlsHint() string {
 // (as opposed to a flaky answer): refused or unroutable connections, unknown
 // hosts, TLS failures, dial timeouts.
 func connectFailure(err error) bool {
+	// A registry that answered (even with an error status) was reached; for a
+	// loopback registry the ping tries HTTPS and HTTP together, and the HTTPS
+	// attempt's TLS error must not hide the HTTP attempt's answer.
+	// (A 400 to the HTTP half is an HTTPS-only registry: the TLS error counts.)
+	var te *transport.Error
+	var se *HTTPStatusError
+	if (errors.As(err, &te) && te.StatusCode != http.StatusBadRequest) || errors.As(err, &se) {
+		return false
+	}
 	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) {
 		return true
 	}

@@ -27,6 +27,9 @@ func filterHash(op imageset.Operator) string {
 // catalogs fetches, prunes and rebuilds every operator catalog of the config.
 func (r *run) catalogs(ctx context.Context) ([]mirror.CatalogRequest, error) {
 	fo := mirror.FetchOptions{Registry: r.srcRegistry(), Logger: r.log}
+	if len(r.cfg.Mirror.Operators) > 0 {
+		r.stage("catalogs")
+	}
 	var out []mirror.CatalogRequest
 	for _, op := range r.cfg.Mirror.Operators {
 		if err := ctx.Err(); err != nil {
@@ -47,7 +50,11 @@ func (r *run) catalog(ctx context.Context, op imageset.Operator, fo mirror.Fetch
 	if err != nil {
 		return nil, err
 	}
-	cat, err := prune.LoadDir(ctx, fc.ConfigsDir, prune.LoadOptions{ElideHeavy: true, Logger: r.log})
+	dir, err := fbcDir(ctx, fc, r.log)
+	if err != nil {
+		return nil, err
+	}
+	cat, err := prune.LoadDir(ctx, dir, prune.LoadOptions{ElideHeavy: true, Logger: r.log})
 	if err != nil {
 		return nil, err
 	}
@@ -55,8 +62,9 @@ func (r *run) catalog(ctx context.Context, op imageset.Operator, fo mirror.Fetch
 		Catalog: op.Catalog, SourceDigest: fc.Digest,
 		TargetCatalog: op.TargetCatalog, TargetTag: op.TargetTag,
 	}
-	if op.IsFullCatalog() {
-		// Mirrored untouched: no filter, no rebuild.
+	if op.IsFullCatalog() && fc.Database == "" {
+		// Mirrored untouched: no filter, no rebuild. (A SQLite-based catalog is
+		// always rebuilt, as the file-based catalog it converts to.)
 		switch {
 		case fc.LayoutPath != "":
 			cr.SourceRepo = mirror.LayoutRepoPrefix + fc.LayoutPath

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -12,10 +13,10 @@ import (
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
 )
 
 func (r *run) mirrorToDisk(ctx context.Context) error {
-	r.stage("catalogs")
 	cats, err := r.catalogs(ctx)
 	if err != nil {
 		return err
@@ -25,60 +26,66 @@ func (r *run) mirrorToDisk(ctx context.Context) error {
 		return err
 	}
 	mux := &mirror.SourceMux{Default: src}
-	statePath := filepath.Join(r.workDir, "archive-state.json")
+	statePath := filepath.Join(r.workDir, archive.StateFileName)
 	state, err := archive.LoadState(statePath)
 	if err != nil {
 		return err
 	}
 	var shipped archive.ShippedSet
+	var buildsOn []archive.BatchRef
 	switch {
 	case r.opts.Full:
 	case r.opts.SinceArchive != "":
 		dir := strings.TrimPrefix(r.opts.SinceArchive, "file://")
-		if shipped, err = archive.SinceArchive(dir); err != nil {
+		if shipped, buildsOn, err = archive.SinceArchive(dir); err != nil {
 			return fmt.Errorf("--since-archive %s: %w", dir, err)
 		}
 	default:
-		shipped = state.Shipped()
+		shipped, buildsOn = state.Shipped(), state.BuildsOn()
 	}
 	if len(shipped) > 0 {
 		r.log.Info("incremental archive: blobs shipped by earlier archives are not shipped again", "known", len(shipped))
 	}
-	w, err := archive.NewWriter(r.topDir, archive.WriterOptions{
-		ChunkSize: r.cfg.ArchiveSizeBytes(), Shipped: shipped, Replace: true, Logger: r.log,
+	batchDir, batch, resume, err := archive.NextBatch(r.topDir)
+	if err != nil {
+		return err
+	}
+	if r.opts.DryRun {
+		// Nothing is written into the target: the estimate compares with what
+		// earlier batches shipped.
+		return r.dryRun(ctx, mux, shipped)
+	}
+	if resume {
+		r.log.Info("resuming the unfinished batch of an interrupted run", "batch", batchDir)
+	}
+	w, err := archive.NewWriter(batchDir, archive.WriterOptions{
+		ChunkSize: r.cfg.ArchiveSizeBytes(), Shipped: shipped, Logger: r.log,
 	})
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	if r.opts.DryRun {
-		return r.dryRun(ctx, mux, w)
-	}
-	r.stage("copy")
-	rep, err := mirror.Copy(ctx, mux, w, r.res.Plan.Jobs(), r.copyOptions())
-	r.setCopy(rep)
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	if errors.Is(err, mirror.ErrRegistryUnreachable) {
+	rep, err := r.copy(ctx, mux, w)
+	if err != nil {
 		return err
 	}
 	if failed := len(r.res.Plan.Failed()) + len(rep.Failed()); failed > 0 {
-		return fmt.Errorf("%w: %d image(s) failed, so no archive was written (what was downloaded is kept in %s and is not downloaded again); fix or block the failing images and run the same command again", ErrIncomplete, failed, r.topDir)
+		return fmt.Errorf("%w: %d image(s) failed, so no archive was written: %s stays unfinished (what was downloaded is kept there and is not downloaded again); fix or block the failing images and run the same command again to finish it", ErrIncomplete, failed, batchDir)
 	}
 	r.stage("archive")
 	cfgJSON, err := json.Marshal(r.cfg)
 	if err != nil {
 		return err
 	}
-	m, err := w.Finish(ctx, archive.Meta{Config: cfgJSON, Images: archiveImages(r.res.Plan), Catalogs: archiveCatalogs(r.res.Plan)})
+	m, err := w.Finish(ctx, archive.Meta{Batch: batch, BuildsOn: buildsOn, Config: cfgJSON, Images: archiveImages(r.res.Plan), Catalogs: archiveCatalogs(r.res.Plan)})
 	if err != nil {
 		return err
 	}
-	if err := state.Record(m, r.topDir); err != nil {
+	if err := state.Record(m, batchDir); err != nil {
 		return err
 	}
-	sum := &ArchiveSummary{Dir: r.topDir, ArchiveID: m.ArchiveID, Blobs: len(m.Blobs), Bytes: m.TotalBlobBytes(), ReliesOn: len(m.ReliesOn), Incremental: len(m.ReliesOn) > 0}
+	sum := &ArchiveSummary{Dir: batchDir, ArchiveID: m.ArchiveID, Batch: m.Batch, BuildsOn: m.BuildsOn, Resumed: resume,
+		Blobs: len(m.Blobs), Bytes: m.TotalBlobBytes(), ReliesOn: len(m.ReliesOn), Incremental: len(m.BuildsOn) > 0}
 	for _, c := range m.Chunks {
 		sum.Chunks = append(sum.Chunks, c.Name)
 	}
@@ -112,63 +119,83 @@ func archiveCatalogs(p *mirror.Plan) []archive.CatalogRecord {
 }
 
 func (r *run) diskToMirror(ctx context.Context) error {
-	r.stage("archive")
-	ar, err := archive.Open(r.topDir)
+	r.stage("open-archive")
+	dir, err := archive.ResolveArchiveDir(r.topDir)
+	if err != nil {
+		return err
+	}
+	ar, err := archive.Open(dir)
 	if err != nil {
 		return err
 	}
 	defer ar.Close()
-	base, missing := planFromArchive(ar.ArchiveManifest(), r.cfg)
+	m := ar.ArchiveManifest()
+	loaded, err := loadRecord(r.workDir)
+	if err != nil {
+		return err
+	}
+	if err := loaded.checkOrder(m, r.dest); err != nil {
+		return err
+	}
+	dst := r.destRegistry()
+	// An incremental batch needs the batches it builds on at the destination:
+	// check before anything is read or pushed. (A dry run only looks.)
+	if len(ar.ReliesOn()) > 0 && !r.opts.DryRun {
+		if err := ar.EnsureReliesOn(ctx, dst, r.destRepo); err != nil {
+			return err
+		}
+	}
+	base, narrowed, missing, err := r.planFromArchive(ctx, ar, dst)
+	if err != nil {
+		return err
+	}
 	if len(missing) > 0 {
-		return fmt.Errorf("the archive in %s lacks what %s asks for:\n  %s\nrun mirror-to-disk with this configuration, or give disk-to-mirror the configuration the archive was made with", r.topDir, r.cfg.Source, strings.Join(missing, "\n  "))
+		return r.gapError(m, dir, missing)
 	}
 	p, err := base.Relocate(r.dest, r.opts.MaxNestedPaths)
 	if err != nil {
 		return err
 	}
+	for c := range narrowed {
+		r.res.Repruned = append(r.res.Repruned, c)
+	}
+	sort.Strings(r.res.Repruned)
+	for i, im := range p.Images {
+		// A catalog pruned again is read from the workspace, not the archive.
+		if n := narrowed[im.Source]; n != nil && im.Kind == mirror.KindCatalog {
+			p.Images[i].SourceRepo = mirror.LayoutRepoPrefix + n.rebuilt.LayoutDir
+		}
+	}
 	r.setPlan(p)
 	if err := r.writePlan(); err != nil {
 		return err
 	}
-	dst := r.destRegistry()
+	src := &mirror.SourceMux{Default: ar}
 	if r.opts.DryRun {
-		return r.dryRun(ctx, ar, dst)
+		return r.dryRun(ctx, src, dst)
 	}
-	r.stage("copy")
-	if len(ar.ReliesOn()) > 0 {
-		rel := map[string]string{}
-		for _, im := range p.Images {
-			rel[im.SourceRepo] = im.DestRepo
-		}
-		if err := ar.EnsureReliesOn(ctx, dst, func(repo string) string {
-			if d, ok := rel[repo]; ok {
-				return d
-			}
-			d, err := mirror.DestinationRepoPath(repo, r.dest, r.opts.MaxNestedPaths)
-			if err != nil {
-				return repo
-			}
-			return d
-		}); err != nil {
+	rep, err := r.copy(ctx, src, dst)
+	if err != nil {
+		return err
+	}
+	if len(rep.Failed()) == 0 && len(p.Failed()) == 0 {
+		if err := loaded.add(r.workDir, m, dir, r.dest); err != nil {
 			return err
 		}
-	}
-	rep, err := mirror.Copy(ctx, ar, dst, p.Jobs(), r.copyOptions())
-	r.setCopy(rep)
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	if errors.Is(err, mirror.ErrRegistryUnreachable) {
-		return err
 	}
 	return r.clusterResources()
 }
 
 // planFromArchive rebuilds the mirror-to-disk plan an archive recorded, keeping
-// what cfg asks for; missing lists what cfg asks for that the archive lacks.
-func planFromArchive(m *archive.Manifest, cfg *imageset.ImageSetConfiguration) (*mirror.Plan, []string) {
+// what the configuration asks for: catalogs it names (re-pruned when it asks for
+// less than the archive's selection), their images, the additional images it
+// names. missing lists what it asks for that the archive lacks.
+func (r *run) planFromArchive(ctx context.Context, ar *archive.Reader, dst endpoint.Source) (*mirror.Plan, map[string]*narrowedCatalog, []string, error) {
+	m := ar.ArchiveManifest()
+	cfg := r.cfg
 	p := &mirror.Plan{Workflow: mirror.MirrorToDisk}
 	wantCatalog := map[string]bool{}
+	narrowed := map[string]*narrowedCatalog{}
 	var missing []string
 	archived := archivedOperators(m)
 	for _, op := range cfg.Mirror.Operators {
@@ -178,17 +205,26 @@ func planFromArchive(m *archive.Manifest, cfg *imageset.ImageSetConfiguration) (
 				continue
 			}
 			found = true
-			if lack := selectionLacks(op, archived[op.Catalog], c.Packages); len(lack) > 0 {
-				missing = append(missing, lack...)
+			sel, gaps, err := r.reselect(ctx, &baseSource{ar: ar, dst: dst, repo: r.destRepo}, c, op, archived[op.Catalog])
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			if len(gaps) > 0 {
+				missing = append(missing, gaps...)
 				continue
 			}
-			p.Catalogs = append(p.Catalogs, mirror.PlanCatalog{
+			pc := mirror.PlanCatalog{
 				Catalog: c.Source, SourceDigest: c.SourceDigest, Rebuilt: c.Rebuilt,
 				Digest: c.Digest, DestRepo: c.Destination, Tag: c.Tag, Packages: c.Packages,
-			})
+			}
+			if n := sel.narrowed; n != nil {
+				pc.Rebuilt, pc.Digest, pc.Packages = true, n.rebuilt.Digest, n.packages
+				narrowed[c.Source] = n
+			}
+			p.Catalogs = append(p.Catalogs, pc)
 		}
 		if !found {
-			missing = append(missing, "catalog "+op.Catalog)
+			missing = append(missing, "catalog "+op.Catalog+" (not in the archive)")
 		}
 		wantCatalog[op.Catalog] = true
 	}
@@ -204,14 +240,21 @@ func planFromArchive(m *archive.Manifest, cfg *imageset.ImageSetConfiguration) (
 	seenAdditional := map[string]bool{}
 	for _, ir := range m.Images {
 		keep := false
+		var origins []string
 		for _, o := range ir.Origins {
-			if wantCatalog[o] {
-				keep = true
+			if !wantCatalog[o] {
+				continue
 			}
+			if n := narrowed[o]; n != nil && ir.Kind != string(mirror.KindCatalog) && !n.images[ir.Source] {
+				continue // the re-pruned catalog no longer names it
+			}
+			keep = true
+			origins = append(origins, o)
 		}
 		if wantAdditional[ir.Source] {
 			keep = true
 			seenAdditional[ir.Source] = true
+			origins = append(origins, "additionalImages")
 		}
 		if !keep {
 			continue
@@ -220,19 +263,53 @@ func planFromArchive(m *archive.Manifest, cfg *imageset.ImageSetConfiguration) (
 			p.Blocked = append(p.Blocked, ir.Source)
 			continue
 		}
-		p.Images = append(p.Images, mirror.PlanImage{
-			Source: ir.Source, Kind: mirror.ImageKind(ir.Kind), Origins: ir.Origins,
+		im := mirror.PlanImage{
+			Source: ir.Source, Kind: mirror.ImageKind(ir.Kind), Origins: origins,
 			SourceRepo: ir.Destination, Digest: ir.Digest, MediaType: ir.MediaType,
 			DestRepo: ir.Destination, Tags: ir.Tags,
-		})
+		}
+		if n := narrowed[ir.Source]; n != nil && im.Kind == mirror.KindCatalog {
+			im.Digest, im.MediaType = n.rebuilt.Digest, string(n.rebuilt.MediaType)
+		}
+		p.Images = append(p.Images, im)
 	}
 	for ref := range wantAdditional {
 		if !seenAdditional[ref] {
-			missing = append(missing, "additional image "+ref)
+			missing = append(missing, "additional image "+ref+" (not in the archive)")
 		}
 	}
 	sort.Strings(missing)
-	return p, missing
+	return p, narrowed, missing, nil
+}
+
+// destRepo maps an archive repository path to its repository at the destination.
+func (r *run) destRepo(repo string) string {
+	d, err := mirror.DestinationRepoPath(repo, r.dest, r.opts.MaxNestedPaths)
+	if err != nil {
+		return repo
+	}
+	return d
+}
+
+// baseSource reads an incremental batch: what the batch relies on (shipped by an
+// earlier batch) is read from the destination, which holds it once the earlier
+// batches were loaded.
+type baseSource struct {
+	ar   *archive.Reader
+	dst  endpoint.Source
+	repo func(string) string
+}
+
+func (b *baseSource) Manifest(ctx context.Context, repo, reference string) (endpoint.Manifest, error) {
+	return b.ar.Manifest(ctx, repo, reference)
+}
+
+func (b *baseSource) Blob(ctx context.Context, repo string, d endpoint.Descriptor) (io.ReadCloser, error) {
+	rc, err := b.ar.Blob(ctx, repo, d)
+	if errors.Is(err, archive.ErrReliedOn) {
+		return b.dst.Blob(ctx, b.repo(repo), d)
+	}
+	return rc, err
 }
 
 // archivedOperators returns the operator entries of the configuration the

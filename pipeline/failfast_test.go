@@ -3,7 +3,6 @@ package pipeline_test
 import (
 	"context"
 	"errors"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -15,24 +14,13 @@ import (
 	"github.com/airlock-mirror/airlock/pipeline"
 )
 
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
-
 // A registry that is not there stops the run before anything is planned, with
 // one message naming it, the cause and the fix, whatever --retry-times says.
 func TestUnreachableRegistryFailsFast(t *testing.T) {
 	src := registrytest.Start(t)
 	ref := src.Host() + "/apps/one:1.0"
 	imagetest.MustPush(t, ref, imagetest.Spec{Seed: 1, Layers: 1})
-	dead := closedAddr(t)
+	dead := registrytest.ClosedAddr(t)
 	cases := []struct {
 		name, cfg, dest string
 	}{
@@ -80,7 +68,7 @@ func TestDestinationDiesMidRun(t *testing.T) {
 	o.Destination = "docker://" + dst.Host() + "/mirror"
 	o.Workspace = "file://" + t.TempDir()
 	var once sync.Once
-	o.Progress = func(mirror.ProgressEvent) { once.Do(dst.Stop) }
+	o.Progress = func(pipeline.Progress) { once.Do(dst.Stop) }
 	res, err := pipeline.Mirror(context.Background(), o)
 	if !errors.Is(err, mirror.ErrRegistryUnreachable) {
 		t.Fatalf("err = %v, want the destination reported unreachable", err)

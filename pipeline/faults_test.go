@@ -84,9 +84,6 @@ func newFaultSource(t *testing.T, kind registrytest.Fault, seedN uint64) *faultS
 // in one invocation with everything at the destination by its source digest,
 // checked with go-containerregistry's client, not airlock's.
 func TestFaultInjection(t *testing.T) {
-	if _, err := os.Stat(e2eCatalog); err != nil {
-		t.Skipf("fixture catalog not found: %v", err)
-	}
 	runs := faultRuns(t)
 	var table []string
 	for _, kind := range faultKinds {
@@ -156,6 +153,7 @@ func runFaultCase(t *testing.T, src *faultSource, side string, kind registrytest
 	}
 	o = faultOpts(src.cfg)
 	o.From = "file://" + arch
+	o.Workspace = "file://" + t.TempDir()
 	o.Destination = "docker://" + dproxy2.Host() + "/mirror"
 	res, err = pipeline.Mirror(ctx, o)
 	if err != nil || res.Failed != 0 {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/prune"
+	"github.com/airlock-mirror/airlock/prune/legacy"
 )
 
 // ListOperatorsOptions says what `airlock list operators` shows.
@@ -44,8 +45,13 @@ func ListOperators(ctx context.Context, o ListOperatorsOptions) (*OperatorList, 
 		return nil, fmt.Errorf("--channel needs --package")
 	}
 	out := &OperatorList{}
-	dir := o.Catalog
-	if st, err := os.Stat(o.Catalog); err != nil || !st.IsDir() || strings.HasPrefix(o.Catalog, mirror.OCIPrefix) {
+	dir, cleanup, local, err := legacy.LocalDir(ctx, o.Catalog, o.Fetch.Logger)
+	if err != nil {
+		return nil, err
+	}
+	if local && !strings.HasPrefix(o.Catalog, mirror.OCIPrefix) {
+		defer cleanup()
+	} else {
 		work := o.WorkDir
 		if work == "" {
 			tmp, err := os.MkdirTemp("", "airlock-list-")
@@ -59,7 +65,10 @@ func ListOperators(ctx context.Context, o ListOperatorsOptions) (*OperatorList, 
 		if err != nil {
 			return nil, err
 		}
-		dir, out.Digest = fc.ConfigsDir, fc.Digest
+		if dir, err = fbcDir(ctx, fc, o.Fetch.Logger); err != nil {
+			return nil, err
+		}
+		out.Digest = fc.Digest
 	}
 	cat, err := prune.LoadDir(ctx, dir, prune.LoadOptions{ElideHeavy: true, Logger: o.Fetch.Logger})
 	if err != nil {

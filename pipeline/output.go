@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/airlock-mirror/airlock/internal/atomicfile"
 	"github.com/airlock-mirror/airlock/manifests"
 	"github.com/airlock-mirror/airlock/mirror"
 )
@@ -21,6 +22,9 @@ func (r *run) writePlan() error {
 	}
 	return writeLines(filepath.Join(r.workDir, "mapping.txt"), r.res.Plan.Mapping())
 }
+
+// statusNotRun is the outcome of an image the copy never reached.
+const statusNotRun = "not run"
 
 // writeResults fills Result.Images from the plan and the copy report and writes
 // results.json.
@@ -44,10 +48,10 @@ func (r *run) writeResults() error {
 			if ir, ok := status[im.DestRepo+"@"+im.Digest.String()]; ok {
 				out.Status, out.Error = ir.Status, ir.Err
 			} else {
-				out.Status = "not run"
+				out.Status = statusNotRun
 			}
 		}
-		if out.Status == mirror.StatusFailed || out.Status == "not run" {
+		if out.Status == mirror.StatusFailed || out.Status == statusNotRun {
 			r.res.Failed++
 		}
 		r.res.Images = append(r.res.Images, out)
@@ -61,7 +65,6 @@ func (r *run) writeResults() error {
 
 // clusterResources writes working-dir/cluster-resources from what was mirrored.
 func (r *run) clusterResources() error {
-	r.stage("cluster-resources")
 	ok := map[string]bool{}
 	if r.res.Copy != nil {
 		for _, ir := range r.res.Copy.Images {
@@ -103,6 +106,11 @@ func (r *run) clusterResources() error {
 		}
 		catalogs = append(catalogs, mc)
 	}
+	if len(images) == 0 && len(catalogs) == 0 {
+		r.log.Info("nothing was mirrored: no cluster resources written")
+		return nil
+	}
+	r.stage("cluster-resources")
 	set, err := manifests.Build(images, catalogs, manifests.Options{RepositoryScope: r.opts.MaxNestedPaths > 0})
 	if err != nil {
 		return err
@@ -133,18 +141,5 @@ func writeFile(path string, b []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.WriteFile(path, b, 0)
 }

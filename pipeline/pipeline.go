@@ -17,6 +17,8 @@ import (
 
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/archive"
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
 )
 
 // Options are the mirror command's inputs.
@@ -28,7 +30,9 @@ type Options struct {
 	Destination string
 	// From is --from file://DIR (disk-to-mirror).
 	From string
-	// Workspace is --workspace file://DIR (mirror-to-mirror).
+	// Workspace is --workspace file://DIR: mirror-to-mirror's working files, and
+	// disk-to-mirror's (default DefaultWorkspace in the current directory; nothing
+	// is ever written into the archive folder).
 	Workspace string
 	// DryRun plans only: mapping.txt, missing.txt and the bytes to send.
 	DryRun bool
@@ -51,9 +55,13 @@ type Options struct {
 	Full bool
 	// Logger receives the run's log; nil discards it.
 	Logger *slog.Logger
-	// Progress receives copy progress.
-	Progress func(mirror.ProgressEvent)
-	// Stage, when set, is told when a stage starts ("catalogs", "plan", "copy"…).
+	// Progress, when set, receives the copy's progress against totals read from
+	// the plan's manifests before the copy starts (the first call has the totals
+	// and nothing done). Calls are serial.
+	Progress func(Progress)
+	// Stage, when set, is told once when each stage starts ("catalogs", "plan",
+	// "measure", "copy", "archive", "cluster-resources"…). The run logs stages
+	// at debug level only: announcing them is the caller's job.
 	Stage func(stage string)
 }
 
@@ -67,6 +75,9 @@ type Result struct {
 	Images []ImageOutcome `json:"images"`
 	// Catalogs are the mirrored catalogs.
 	Catalogs []mirror.PlanCatalog `json:"catalogs"`
+	// Repruned are the catalogs disk-to-mirror pruned again from the archived
+	// catalog, because the configuration asks for less than the archive holds.
+	Repruned []string `json:"repruned,omitempty"`
 	// Failed counts images that were not mirrored.
 	Failed int `json:"failed"`
 	// Blocked are images blockedImages removed.
@@ -79,12 +90,16 @@ type Result struct {
 	Archive *ArchiveSummary `json:"archive,omitempty"`
 	// DryRun holds the dry run's findings.
 	DryRun *mirror.Estimate `json:"dryRun,omitempty"`
+	// Interrupted is true when the run was cancelled (Ctrl-C) before it finished.
+	Interrupted bool `json:"interrupted,omitempty"`
 	// Stats of the copy.
-	BlobsSent    int64         `json:"blobsSent"`
-	BlobsMounted int64         `json:"blobsMounted"`
-	BlobsSkipped int64         `json:"blobsSkipped"`
-	BytesSent    int64         `json:"bytesSent"`
-	Duration     time.Duration `json:"duration"`
+	BlobsSent    int64 `json:"blobsSent"`
+	BlobsMounted int64 `json:"blobsMounted"`
+	BlobsSkipped int64 `json:"blobsSkipped"`
+	BytesSent    int64 `json:"bytesSent"`
+	// ManifestsSent counts manifests pushed (or written into the archive).
+	ManifestsSent int64         `json:"manifestsSent"`
+	Duration      time.Duration `json:"duration"`
 }
 
 // ImageOutcome is one image of results.json.
@@ -99,8 +114,14 @@ type ImageOutcome struct {
 
 // ArchiveSummary describes a written archive.
 type ArchiveSummary struct {
-	Dir         string   `json:"dir"`
-	ArchiveID   string   `json:"archiveID"`
+	// Dir is the batch folder written (TARGET/batch-NNNN).
+	Dir       string `json:"dir"`
+	ArchiveID string `json:"archiveID"`
+	// Batch is the batch number; BuildsOn the earlier batches it relies on.
+	Batch    int                `json:"batch"`
+	BuildsOn []archive.BatchRef `json:"buildsOn,omitempty"`
+	// Resumed is true when the run finished the batch an interrupted run began.
+	Resumed     bool     `json:"resumed,omitempty"`
 	Chunks      []string `json:"chunks"`
 	Blobs       int      `json:"blobs"`
 	Bytes       int64    `json:"bytes"`
@@ -108,17 +129,30 @@ type ArchiveSummary struct {
 	Incremental bool     `json:"incremental"`
 }
 
+// DefaultWorkspace is disk-to-mirror's working folder when --workspace is not
+// given, relative to the current directory.
+const DefaultWorkspace = "airlock-workspace"
+
+// within reports whether path p is dir or inside it.
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
 // ErrIncomplete is wrapped by the error Mirror returns when some images were not
 // mirrored; the Result says which.
 var ErrIncomplete = errors.New("not everything was mirrored")
 
 type run struct {
-	opts      Options
-	log       *slog.Logger
-	cfg       *imageset.ImageSetConfiguration
-	workflow  mirror.Workflow
-	workDir   string // DIR/working-dir
-	topDir    string // DIR (archive directory for mirror-to-disk and disk-to-mirror)
+	opts     Options
+	log      *slog.Logger
+	cfg      *imageset.ImageSetConfiguration
+	workflow mirror.Workflow
+	workDir  string // DIR/working-dir
+	topDir   string // DIR (archive target for mirror-to-disk, archive for disk-to-mirror)
+	// workspace holds working-dir: the target (mirror-to-disk), --workspace
+	// (mirror-to-mirror, disk-to-mirror; default DefaultWorkspace).
+	workspace string
 	dest      string // REGISTRY/NS for registry workflows
 	res       *Result
 	src, dst  *mirror.Registry           // made once by srcRegistry and destRegistry
@@ -152,6 +186,7 @@ func Mirror(ctx context.Context, opts Options) (*Result, error) {
 		err = r.diskToMirror(ctx)
 	}
 	r.res.Duration = time.Since(start)
+	r.res.Interrupted = ctx.Err() != nil
 	if r.res.Plan != nil {
 		if werr := r.writeResults(); werr != nil && err == nil {
 			err = werr
@@ -189,9 +224,6 @@ func (r *run) setup() error {
 	r.cfg = cfg
 	switch {
 	case o.From != "":
-		if o.Workspace != "" {
-			return errors.New("--from and --workspace cannot be used together: --from reads an archive (disk-to-mirror), --workspace is for mirror-to-mirror")
-		}
 		if !strings.HasPrefix(o.Destination, "docker://") {
 			return fmt.Errorf("disk-to-mirror needs a registry destination docker://REGISTRY/NAMESPACE, got %q", o.Destination)
 		}
@@ -201,6 +233,21 @@ func (r *run) setup() error {
 		}
 		r.workflow, r.topDir = mirror.DiskToMirror, dir
 		r.dest = strings.TrimPrefix(o.Destination, "docker://")
+		// The archive may be on read-only media: nothing is written into it. The
+		// working files go to --workspace, by default a folder in the current
+		// directory.
+		ws := DefaultWorkspace
+		if o.Workspace != "" {
+			if ws, err = fileDir(o.Workspace, "--workspace"); err != nil {
+				return err
+			}
+		}
+		if r.workspace, err = filepath.Abs(ws); err != nil {
+			return err
+		}
+		if archAbs, err := filepath.Abs(dir); err == nil && within(r.workspace, archAbs) {
+			return fmt.Errorf("--workspace %s is inside the archive folder %s: disk-to-mirror writes nothing into the archive (it may be read-only media); choose another folder", r.workspace, dir)
+		}
 	case strings.HasPrefix(o.Destination, "file://"):
 		if o.Workspace != "" {
 			return errors.New("--workspace is for mirror-to-mirror; mirror-to-disk writes its working-dir inside the file:// destination")
@@ -209,7 +256,7 @@ func (r *run) setup() error {
 		if err != nil {
 			return err
 		}
-		r.workflow, r.topDir = mirror.MirrorToDisk, dir
+		r.workflow, r.topDir, r.workspace = mirror.MirrorToDisk, dir, dir
 	case strings.HasPrefix(o.Destination, "docker://"):
 		if o.Workspace == "" {
 			return errors.New("mirror-to-mirror needs --workspace file://DIR for its working files (or use --from file://DIR for disk-to-mirror)")
@@ -218,7 +265,7 @@ func (r *run) setup() error {
 		if err != nil {
 			return err
 		}
-		r.workflow, r.topDir = mirror.MirrorToMirror, dir
+		r.workflow, r.topDir, r.workspace = mirror.MirrorToMirror, dir, dir
 		r.dest = strings.TrimPrefix(o.Destination, "docker://")
 	default:
 		return fmt.Errorf("destination %q must be docker://REGISTRY[:PORT]/NAMESPACE or file://DIR", o.Destination)
@@ -226,7 +273,7 @@ func (r *run) setup() error {
 	if r.workflow != mirror.MirrorToDisk && (o.SinceArchive != "" || o.Full) {
 		return errors.New("--since-archive and --full apply to mirror-to-disk only")
 	}
-	r.workDir = filepath.Join(r.topDir, "working-dir")
+	r.workDir = filepath.Join(r.workspace, "working-dir")
 	if err := os.MkdirAll(r.workDir, 0o755); err != nil {
 		return fmt.Errorf("create working directory: %w", err)
 	}
@@ -235,7 +282,7 @@ func (r *run) setup() error {
 }
 
 func (r *run) stage(s string) {
-	r.log.Info("stage", "stage", s)
+	r.log.Debug("stage", "stage", s)
 	r.rep.stage(s)
 	if r.opts.Stage != nil {
 		r.opts.Stage(s)
@@ -273,11 +320,31 @@ func (r *run) destRegistry() *mirror.Registry {
 	return r.dst
 }
 
-func (r *run) copyOptions() mirror.CopyOptions {
+func (r *run) copyOptions(progress func(mirror.ProgressEvent)) mirror.CopyOptions {
 	return mirror.CopyOptions{
 		ParallelImages: r.opts.ParallelImages, ParallelLayers: r.opts.ParallelLayers,
-		Retry: r.retry(), Logger: r.log, Progress: r.opts.Progress,
+		Retry: r.retry(), Logger: r.log, Progress: progress,
 	}
+}
+
+// copy copies the plan's jobs from src to dst, measuring them first for the
+// progress totals.
+func (r *run) copy(ctx context.Context, src endpoint.Source, dst endpoint.Destination) (*mirror.CopyReport, error) {
+	jobs := r.res.Plan.Jobs()
+	memo := newMemoSource(src)
+	progress, err := r.track(ctx, memo, jobs)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := mirror.Copy(ctx, memo, dst, jobs, r.copyOptions(progress))
+	r.setCopy(rep)
+	if ctx.Err() != nil {
+		return rep, ctx.Err()
+	}
+	if errors.Is(err, mirror.ErrRegistryUnreachable) {
+		return rep, err
+	}
+	return rep, nil // other failures are in the report
 }
 
 func (r *run) plan(ctx context.Context, src *mirror.Registry, cats []mirror.CatalogRequest) error {
@@ -305,7 +372,6 @@ func (r *run) setPlan(p *mirror.Plan) {
 }
 
 func (r *run) mirrorToMirror(ctx context.Context) error {
-	r.stage("catalogs")
 	cats, err := r.catalogs(ctx)
 	if err != nil {
 		return err
@@ -319,14 +385,8 @@ func (r *run) mirrorToMirror(ctx context.Context) error {
 	if r.opts.DryRun {
 		return r.dryRun(ctx, mux, dst)
 	}
-	r.stage("copy")
-	rep, err := mirror.Copy(ctx, mux, dst, r.res.Plan.Jobs(), r.copyOptions())
-	r.setCopy(rep)
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	if errors.Is(err, mirror.ErrRegistryUnreachable) {
-		return err // other failures are in the report
+	if _, err := r.copy(ctx, mux, dst); err != nil {
+		return err
 	}
 	return r.clusterResources()
 }
@@ -337,6 +397,7 @@ func (r *run) setCopy(rep *mirror.CopyReport) {
 	}
 	r.res.Copy = rep
 	r.res.BlobsSent, r.res.BlobsMounted, r.res.BlobsSkipped, r.res.BytesSent = rep.BlobsSent, rep.BlobsMounted, rep.BlobsSkipped, rep.BytesSent
+	r.res.ManifestsSent = rep.ManifestsSent
 }
 
 func (r *run) dryRun(ctx context.Context, src mirror.EstimateSource, dst mirror.EstimateDestination) error {
@@ -361,8 +422,6 @@ func (r *run) dryRun(ctx context.Context, src mirror.EstimateSource, dst mirror.
 	if err := writeLines(filepath.Join(dir, "missing.txt"), miss); err != nil {
 		return err
 	}
-	if r.workflow != mirror.MirrorToDisk {
-		return r.clusterResources()
-	}
+	// No cluster resources: nothing was mirrored for them to point at.
 	return nil
 }

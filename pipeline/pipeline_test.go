@@ -13,7 +13,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/airlock-mirror/airlock/internal/fixtures"
 	"github.com/airlock-mirror/airlock/internal/imagetest"
 	"github.com/airlock-mirror/airlock/internal/registrytest"
 	"github.com/airlock-mirror/airlock/internal/seed"
@@ -25,8 +24,9 @@ import (
 
 // e2eCatalog is oc-mirror's own end-to-end test index: three packages (foo needs
 // bar through olm.package.required), bundle images by tag, related images by
-// digest, all in one repository.
-var e2eCatalog = filepath.Join(fixtures.RealCatalogs(), "oc-mirror-testdata/v1/test/e2e/artifacts/configs")
+// digest, all in one repository. It is vendored (testdata/e2e-catalog/SOURCE.md)
+// so that these tests never skip for want of ../shared.
+var e2eCatalog = filepath.Join("..", "testdata", "e2e-catalog", "configs")
 
 type env struct {
 	src       *registrytest.Registry
@@ -37,9 +37,6 @@ type env struct {
 
 func setup(t *testing.T) *env {
 	t.Helper()
-	if _, err := os.Stat(e2eCatalog); err != nil {
-		t.Skipf("fixture catalog not found: %v", err)
-	}
 	src := registrytest.Start(t)
 	res, err := seed.Seed(context.Background(), seed.Options{
 		Registry: src.Host(), CatalogDir: e2eCatalog, CatalogRepo: "redhatgov/oc-mirror-index",
@@ -135,8 +132,10 @@ func checkMirrored(t *testing.T, res *pipeline.Result, dst *registrytest.Registr
 		}
 	}
 	for _, f := range []string{"plan.json", "mapping.txt", "results.json"} {
-		if _, err := os.Stat(filepath.Join(res.WorkingDir, f)); err != nil {
+		if fi, err := os.Stat(filepath.Join(res.WorkingDir, f)); err != nil {
 			t.Errorf("missing %s: %v", f, err)
+		} else if fi.Mode().Perm() != 0o644 {
+			t.Errorf("%s has mode %v, want 0644", f, fi.Mode().Perm())
 		}
 	}
 	if len(res.ClusterResources) == 0 {
@@ -219,7 +218,10 @@ func TestMirrorToDiskToMirror(t *testing.T) {
 	if res.Archive == nil || len(res.Archive.Chunks) == 0 {
 		t.Fatalf("no archive: %+v", res.Archive)
 	}
-	if _, err := archive.Verify(context.Background(), dir); err != nil {
+	if res.Archive.Dir != filepath.Join(dir, "batch-0001") || res.Archive.Batch != 1 {
+		t.Errorf("first archive went to %s (batch %d), want %s/batch-0001", res.Archive.Dir, res.Archive.Batch, dir)
+	}
+	if _, err := archive.Verify(context.Background(), res.Archive.Dir); err != nil {
 		t.Fatalf("verify: %v", err)
 	}
 
@@ -228,6 +230,7 @@ func TestMirrorToDiskToMirror(t *testing.T) {
 	dst := registrytest.Start(t)
 	o2 := opts(o.ConfigPath)
 	o2.From = "file://" + dir
+	o2.Workspace = "file://" + t.TempDir()
 	o2.Destination = "docker://" + dst.Host() + "/airgap"
 	res2, err := pipeline.Mirror(context.Background(), o2)
 	if err != nil {
@@ -271,7 +274,7 @@ func TestIncrementalArchive(t *testing.T) {
 	if res2.Archive == nil || !res2.Archive.Incremental {
 		t.Fatalf("second archive is not incremental: %+v", res2.Archive)
 	}
-	a1, err := archive.Open(dir1)
+	a1, err := archive.Open(res1.Archive.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +283,7 @@ func TestIncrementalArchive(t *testing.T) {
 	for _, b := range a1.ArchiveManifest().Blobs {
 		shipped[b.Digest.String()] = true
 	}
-	a2, err := archive.Open(dir2)
+	a2, err := archive.Open(res2.Archive.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,14 +297,13 @@ func TestIncrementalArchive(t *testing.T) {
 			t.Errorf("incremental archive ships blob %s again", b.Digest)
 		}
 	}
-	_ = res1
-	_ = ws
 
 	// Disk-to-mirror of the incremental archive into a registry that lacks the base
 	// fails and names what is missing.
 	dst := registrytest.Start(t)
 	o3 := opts(o2.ConfigPath)
 	o3.From = "file://" + dir2
+	o3.Workspace = "file://" + ws
 	o3.Destination = "docker://" + dst.Host() + "/airgap"
 	if _, err := pipeline.Mirror(context.Background(), o3); !errors.Is(err, archive.ErrBaseMissing) {
 		t.Fatalf("disk-to-mirror of an incremental archive without its base: %v, want ErrBaseMissing", err)
@@ -309,6 +311,7 @@ func TestIncrementalArchive(t *testing.T) {
 	// After the first archive is pushed, the second one completes.
 	o4 := opts(o.ConfigPath)
 	o4.From = "file://" + dir1
+	o4.Workspace = "file://" + ws
 	o4.Destination = o3.Destination
 	if _, err := pipeline.Mirror(context.Background(), o4); err != nil {
 		t.Fatal(err)
@@ -332,7 +335,8 @@ func TestBadInvocations(t *testing.T) {
 		{"m2m without workspace", pipeline.Options{ConfigPath: cfg, Destination: "docker://localhost:5000/ns"}, "--workspace"},
 		{"bad destination", pipeline.Options{ConfigPath: cfg, Destination: "localhost:5000/ns"}, "docker://"},
 		{"d2m to file", pipeline.Options{ConfigPath: cfg, From: "file:///tmp/x", Destination: "file:///tmp/y"}, "registry destination"},
-		{"missing archive", pipeline.Options{ConfigPath: cfg, From: "file://" + t.TempDir(), Destination: "docker://localhost:5000/ns"}, ""},
+		{"missing archive", pipeline.Options{ConfigPath: cfg, From: "file://" + t.TempDir(), Workspace: "file://" + t.TempDir(), Destination: "docker://localhost:5000/ns"}, ""},
+		{"workspace inside the archive", pipeline.Options{ConfigPath: cfg, From: "file:///tmp/arch", Workspace: "file:///tmp/arch/ws", Destination: "docker://localhost:5000/ns"}, "inside the archive folder"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := pipeline.Mirror(context.Background(), tc.o)
@@ -430,9 +434,6 @@ mirror:
 // bodies for a third of the blob downloads; the run still completes and every
 // image arrives with its digest.
 func TestFlakySource(t *testing.T) {
-	if _, err := os.Stat(e2eCatalog); err != nil {
-		t.Skipf("fixture catalog not found: %v", err)
-	}
 	src := registrytest.Start(t)
 	proxy := registrytest.NewFaultProxy(t, src.Host(), registrytest.FaultPlan{
 		Rate: 0.35, Seed: 7, RetryAfter: "0",
@@ -510,8 +511,13 @@ func TestMirrorToDiskAgainSameDir(t *testing.T) {
 	if third.Archive.Incremental || third.Archive.Blobs != first.Archive.Blobs {
 		t.Fatalf("--full archive: %+v, first: %+v", third.Archive, first.Archive)
 	}
-	if _, err := archive.Verify(context.Background(), dir); err != nil {
-		t.Fatal(err)
+	for i, res := range []*pipeline.Result{first, second, third} {
+		if want := filepath.Join(dir, archive.BatchName(i+1)); res.Archive.Dir != want || res.Archive.Batch != i+1 {
+			t.Errorf("run %d wrote %s (batch %d), want %s", i+1, res.Archive.Dir, res.Archive.Batch, want)
+		}
+		if _, err := archive.Verify(context.Background(), res.Archive.Dir); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -529,6 +535,7 @@ func TestDiskToMirrorSubset(t *testing.T) {
 	// Asking for a package the archived catalog does not hold is an error naming it.
 	o2 := opts(e.config(t, "    - name: foo"))
 	o2.From = "file://" + dir
+	o2.Workspace = "file://" + t.TempDir()
 	o2.Destination = "docker://" + dst.Host() + "/airgap"
 	_, err := pipeline.Mirror(context.Background(), o2)
 	if err == nil || !strings.Contains(err.Error(), "package foo") {
@@ -540,6 +547,7 @@ func TestDiskToMirrorSubset(t *testing.T) {
 	os.WriteFile(p, []byte(cfg), 0o644)
 	o3 := opts(p)
 	o3.From = "file://" + dir
+	o3.Workspace = "file://" + t.TempDir()
 	o3.Destination = o2.Destination
 	res, err := pipeline.Mirror(context.Background(), o3)
 	if err != nil {

@@ -6,13 +6,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/airlock-mirror/airlock/internal/fixtures"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/airlock-mirror/airlock/internal/fixtures"
 
 	"github.com/blang/semver/v4"
 
@@ -614,50 +615,5 @@ func BenchmarkFilter(b *testing.B) {
 				}
 			}
 		})
-	}
-}
-
-// TestPruneDir runs what airlock catalog prune does: entry selection by oci://
-// path, load, filter, write; then a second run into the same directory fails.
-func TestPruneDir(t *testing.T) {
-	src, err := filepath.Abs(filepath.Join(filterTestdata, "_catalogs", "sample"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmp := t.TempDir()
-	cfgPath := filepath.Join(tmp, "isc.yaml")
-	cfg := `apiVersion: mirror.openshift.io/v2alpha1
-kind: ImageSetConfiguration
-mirror:
-  operators:
-  - catalog: registry.example.com/other/catalog:v1
-  - catalog: oci://` + src + `
-    packages:
-    - name: vault
-`
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(tmp, "out")
-	res, err := PruneDir(context.Background(), PruneOptions{ConfigPath: cfgPath, Source: src, OutDir: out, Format: FormatYAML})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Operator.Catalog != "oci://"+src {
-		t.Errorf("used entry %q", res.Operator.Catalog)
-	}
-	if p, _, b := res.Explanation.Counts(); p != 4 || b != 8 {
-		t.Errorf("kept %d packages %d bundles, want 4 and 8", p, b)
-	}
-	if _, err := os.Stat(filepath.Join(out, "vault", "catalog.yaml")); err != nil {
-		t.Errorf("no YAML output: %v", err)
-	}
-	if _, err := PruneDir(context.Background(), PruneOptions{ConfigPath: cfgPath, Source: src, OutDir: out}); err == nil || !strings.Contains(err.Error(), "not empty") {
-		t.Errorf("second run into the same directory: %v", err)
-	}
-	// Another directory matches no entry and there are two: error listing them.
-	_, err = PruneDir(context.Background(), PruneOptions{ConfigPath: cfgPath, Source: filepath.Join(filterTestdata, "_catalogs", "ocmirror-extra-blobs")})
-	if err == nil || !strings.Contains(err.Error(), "registry.example.com/other/catalog:v1, oci://"+src) {
-		t.Errorf("unmatched source: %v", err)
 	}
 }

@@ -1,7 +1,6 @@
 package prune
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -18,7 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"sigs.k8s.io/yaml"
+	"github.com/airlock-mirror/airlock/internal/humanize"
 )
 
 // LoadOptions tune Load.
@@ -33,6 +32,11 @@ type LoadOptions struct {
 	// bounded on real-scale catalogs; the source must not change until Write.
 	// The CLI always sets it.
 	ElideHeavy bool
+	// KeepBelow, with ElideHeavy, keeps the values after all when the
+	// catalog's files total at most KeepBelow bytes: memory stays bounded,
+	// and a caller that writes every bundle (RenderDir) does not read and
+	// decode the catalog twice. 0 always elides.
+	KeepBelow int64
 	// Concurrency is the number of files parsed at the same time; 0 means
 	// GOMAXPROCS.
 	Concurrency int
@@ -49,13 +53,18 @@ type LoadError struct {
 	Index int
 	// Line is the 1-based line where the document (or the error) is, 0 if unknown.
 	Line int
-	Err  error
+	// Column is the 1-based column of the error on Line, 0 if unknown
+	// (then Line is where the document starts).
+	Column int
+	Err    error
 }
 
 func (e *LoadError) Error() string {
 	switch {
 	case e.Index < 0:
 		return fmt.Sprintf("%s: %v", e.File, e.Err)
+	case e.Line > 0 && e.Column > 0:
+		return fmt.Sprintf("%s:%d:%d: document %d: %v", e.File, e.Line, e.Column, e.Index, e.Err)
 	case e.Line > 0:
 		return fmt.Sprintf("%s:%d: document %d: %v", e.File, e.Line, e.Index, e.Err)
 	default:
@@ -117,6 +126,12 @@ func load(ctx context.Context, fsys fs.FS, root string, opts LoadOptions) (*Cata
 	if err != nil {
 		return nil, err
 	}
+	elide := opts.ElideHeavy
+	if elide && opts.KeepBelow > 0 {
+		if n, ok := filesSize(fsys, files); ok && n <= opts.KeepBelow {
+			elide = false
+		}
+	}
 	workers := opts.Concurrency
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -136,7 +151,7 @@ func load(ctx context.Context, fsys fs.FS, root string, opts LoadOptions) (*Cata
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			fl := &fileLoader{fsys: fsys, elide: opts.ElideHeavy}
+			fl := &fileLoader{fsys: fsys, elide: elide}
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= len(files) {
@@ -221,6 +236,20 @@ func catalogFiles(fsys fs.FS, display func(string) string) ([]string, error) {
 	return kept, nil
 }
 
+// filesSize returns the total size of the files; ok is false if one cannot be
+// stat'ed (the loader then reports it).
+func filesSize(fsys fs.FS, files []string) (int64, bool) {
+	var n int64
+	for _, f := range files {
+		st, err := fs.Stat(fsys, f)
+		if err != nil {
+			return 0, false
+		}
+		n += st.Size()
+	}
+	return n, true
+}
+
 // merge sorts the documents of every file, in file order, into a catalog.
 func merge[R any](results []R, docsOf func(R) []parsedDoc) *Catalog {
 	c := &Catalog{}
@@ -281,6 +310,7 @@ type fileLoader struct {
 	fsys  fs.FS
 	elide bool
 	dd    docDecoder
+	yc    yamlConv
 	buf   []byte
 }
 
@@ -322,20 +352,31 @@ func (fl *fileLoader) loadFile(ctx context.Context, name, shown string) ([]parse
 		}
 		if err != nil {
 			var se *syntaxError
-			line := 0
+			line, col := 0, 0
 			if errors.As(err, &se) {
-				line = lineAt(fl.fsys, name, int64(se.off))
+				line, col = lineAt(fl.fsys, name, int64(se.off))
 			}
-			return nil, 0, &LoadError{File: shown, Index: idx, Line: line, Err: err}
+			return nil, 0, &LoadError{File: shown, Index: idx, Line: line, Column: col, Err: err}
 		}
 		d, err := fl.dd.decode(doc)
 		if err != nil {
-			line := lineAt(fl.fsys, name, off)
+			// Point at the syntax error, or at the value of the field in error.
+			at := int64(-1)
 			var se *syntaxError
+			var fe *fieldError
 			if errors.As(err, &se) {
-				line += bytes.Count(doc[:se.off], []byte{'\n'})
+				at = off + int64(se.off)
+			} else if errors.As(err, &fe) {
+				if i := fieldOffset(doc, fe.path); i >= 0 {
+					at = off + int64(i)
+				}
 			}
-			return nil, 0, &LoadError{File: shown, Index: idx, Line: line, Err: err}
+			if at < 0 {
+				line, _ := lineAt(fl.fsys, name, off)
+				return nil, 0, &LoadError{File: shown, Index: idx, Line: line, Err: err}
+			}
+			line, col := lineAt(fl.fsys, name, at)
+			return nil, 0, &LoadError{File: shown, Index: idx, Line: line, Column: col, Err: err}
 		}
 		setOrigin(d, Origin{File: name, Index: idx, Offset: off, Length: int64(len(doc))}, src)
 		docs = append(docs, d)
@@ -360,24 +401,46 @@ func setOrigin(d parsedDoc, o Origin, src *docSource) {
 	}
 }
 
-// lineAt returns the 1-based line of byte offset off in the file name.
-func lineAt(fsys fs.FS, name string, off int64) int {
+// lineAt returns the 1-based line and column (in bytes) of byte offset off in
+// the file name; 0, 0 if the file cannot be read.
+func lineAt(fsys fs.FS, name string, off int64) (int, int) {
 	f, err := fsys.Open(name)
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	defer f.Close()
-	line := 1
+	line, col := 1, 1
 	buf := make([]byte, 64<<10)
 	for off > 0 {
 		n, err := f.Read(buf[:min(int64(len(buf)), off)])
-		line += bytes.Count(buf[:n], []byte{'\n'})
+		if k := bytes.Count(buf[:n], []byte{'\n'}); k > 0 {
+			line += k
+			col = n - bytes.LastIndexByte(buf[:n], '\n')
+		} else {
+			col += n
+		}
 		off -= int64(n)
 		if err != nil {
 			break
 		}
 	}
-	return line
+	return line, col
+}
+
+// fieldOffset returns the offset in doc of the value of the top-level member
+// key of the document's object, -1 if there is none.
+func fieldOffset(doc []byte, key string) int {
+	i := skipWS(doc, 0)
+	fields, _, err := objectFields(doc, i, nil)
+	if err != nil {
+		return -1
+	}
+	for _, f := range fields {
+		if f.key == key {
+			return f.start
+		}
+	}
+	return -1
 }
 
 // jsonStream splits a stream of concatenated JSON objects into documents
@@ -402,7 +465,10 @@ func (s *jsonStream) fill() error {
 		s.start = 0
 	}
 	if s.end == len(s.buf) {
-		nb := make([]byte, 2*len(s.buf))
+		if s.end >= maxDocumentSize {
+			return s.tooLarge()
+		}
+		nb := make([]byte, min(2*len(s.buf), maxDocumentSize))
 		copy(nb, s.buf[:s.end])
 		s.buf = nb
 	}
@@ -420,6 +486,12 @@ func (s *jsonStream) fill() error {
 			return nil
 		}
 	}
+}
+
+// tooLarge is the error for a document (starting at s.start) over maxDocumentSize.
+func (s *jsonStream) tooLarge() error {
+	return &syntaxError{off: int(s.base) + s.start, err: ErrDocumentTooLarge,
+		msg: fmt.Sprintf("the JSON document starting here is larger than %s, the most one catalog document may hold (the largest known real one is 4.8 MB); is this file really a catalog?", humanize.Bytes(int64(maxDocumentSize)))}
 }
 
 // firstByte returns the first non-space byte of the stream without consuming
@@ -444,6 +516,7 @@ func (s *jsonStream) firstByte() (byte, error) {
 // next returns the next document and its offset in the stream; io.EOF at the end.
 // The document is valid until the next call.
 func (s *jsonStream) next() ([]byte, int64, error) {
+	s.start = s.pos // the previous document need not be kept
 	c, err := s.firstByte()
 	if err != nil {
 		return nil, 0, err
@@ -461,6 +534,9 @@ func (s *jsonStream) next() ([]byte, int64, error) {
 		if s.pos >= s.end {
 			if s.eof {
 				return nil, 0, synErr(int(s.base)+s.start, "unexpected end of file inside the document (unterminated object)")
+			}
+			if s.pos-s.start >= maxDocumentSize {
+				return nil, 0, s.tooLarge()
 			}
 			if err := s.fill(); err != nil {
 				return nil, 0, err
@@ -494,111 +570,11 @@ func (s *jsonStream) next() ([]byte, int64, error) {
 		case '}', ']':
 			depth--
 			if depth == 0 {
+				if s.pos-s.start > maxDocumentSize {
+					return nil, 0, s.tooLarge()
+				}
 				return s.buf[s.start:s.pos], s.base + int64(s.start), nil
 			}
 		}
 	}
-}
-
-// loadYAML parses a YAML multi-document stream.
-func (fl *fileLoader) loadYAML(ctx context.Context, r io.Reader, name, shown string) ([]parsedDoc, int64, error) {
-	src := &docSource{fsys: fl.fsys, yaml: true}
-	var docs []parsedDoc
-	ys := newYAMLStream(r)
-	for idx := 0; ; {
-		if ctx.Err() != nil {
-			return nil, 0, ctx.Err()
-		}
-		text, off, line, err := ys.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, 0, &LoadError{File: shown, Index: idx, Line: line, Err: err}
-		}
-		d, ok, err := fl.decodeYAML(text)
-		if err != nil {
-			return nil, 0, &LoadError{File: shown, Index: idx, Line: line, Err: err}
-		}
-		if !ok {
-			continue // empty document
-		}
-		setOrigin(d, Origin{File: name, Index: idx, Offset: off, Length: int64(len(text))}, src)
-		docs = append(docs, d)
-		idx++
-	}
-	return docs, ys.off, nil
-}
-
-// decodeYAML decodes one YAML document; ok is false for an empty document.
-func (fl *fileLoader) decodeYAML(text []byte) (parsedDoc, bool, error) {
-	j, err := yaml.YAMLToJSON(text)
-	if err != nil {
-		return parsedDoc{}, false, fmt.Errorf("invalid YAML: %w", err)
-	}
-	j = unescapeHTML(j)
-	if t := bytes.TrimSpace(j); len(t) == 0 || bytes.Equal(t, []byte("null")) {
-		return parsedDoc{}, false, nil
-	}
-	d, err := fl.dd.decode(j)
-	if err != nil {
-		var se *syntaxError
-		if errors.As(err, &se) {
-			return parsedDoc{}, false, fmt.Errorf("invalid document: %w", err)
-		}
-		return parsedDoc{}, false, err
-	}
-	return d, true, nil
-}
-
-// yamlStream splits a YAML stream into documents at lines that are "---"
-// followed only by space, as Kubernetes' YAML reader does.
-type yamlStream struct {
-	r    *bufio.Reader
-	off  int64 // offset of the next unread byte
-	line int   // line number of the next unread line
-	doc  []byte
-	eof  bool
-}
-
-func newYAMLStream(r io.Reader) *yamlStream {
-	return &yamlStream{r: bufio.NewReaderSize(r, 64<<10), line: 1}
-}
-
-// next returns the next document's text, offset and first line; io.EOF at the end.
-func (y *yamlStream) next() ([]byte, int64, int, error) {
-	y.doc = y.doc[:0]
-	start, startLine := y.off, y.line
-	for !y.eof {
-		line, err := y.r.ReadSlice('\n')
-		for err == bufio.ErrBufferFull {
-			y.doc = append(y.doc, line...)
-			y.off += int64(len(line))
-			line, err = y.r.ReadSlice('\n')
-		}
-		if err == io.EOF {
-			y.eof = true
-		} else if err != nil {
-			return nil, start, startLine, err
-		}
-		isSep := len(y.doc) == 0 || y.doc[len(y.doc)-1] == '\n'
-		isSep = isSep && bytes.HasPrefix(line, []byte("---")) && len(bytes.TrimSpace(line[3:])) == 0
-		y.off += int64(len(line))
-		if len(line) > 0 && line[len(line)-1] == '\n' {
-			y.line++
-		}
-		if isSep {
-			if len(bytes.TrimSpace(y.doc)) > 0 {
-				return y.doc, start, startLine, nil
-			}
-			y.doc = y.doc[:0]
-			start, startLine = y.off, y.line
-			continue
-		}
-		y.doc = append(y.doc, line...)
-	}
-	if len(bytes.TrimSpace(y.doc)) > 0 {
-		return y.doc, start, startLine, nil
-	}
-	return nil, 0, 0, io.EOF
 }

@@ -36,7 +36,10 @@ type docDecoder struct {
 	// noCopy makes property values alias the document instead of compact
 	// copies (the restorer uses it: its values live until the next document).
 	noCopy bool
-	fields []field
+	// trusted says documents are valid JSON (converted from YAML): they
+	// are not validated again.
+	trusted bool
+	fields  []field
 	// hc checks heavy values before they are elided.
 	hc heavyChecker
 }
@@ -64,7 +67,11 @@ func (dd *docDecoder) decode(doc []byte) (parsedDoc, error) {
 		}
 		return parsedDoc{}, synErr(i, "document is %s, not an object", kindOf(doc[i:]))
 	}
-	fields, end, err := objectFields(doc, i, dd.fields[:0])
+	objFields := objectFields
+	if dd.trusted {
+		objFields = trustedFields
+	}
+	fields, end, err := objFields(doc, i, dd.fields[:0])
 	dd.fields = fields
 	if err != nil {
 		return parsedDoc{}, err

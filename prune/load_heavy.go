@@ -147,6 +147,9 @@ func (hc *heavyChecker) check(typ string, raw []byte, valid bool) error {
 	case PropertyBundleObject:
 		return hc.bundleObject(raw, valid)
 	case PropertyCSVMetadata:
+		if t := bytes.TrimSpace(raw); len(t) > 0 && (valid || validJSON(t)) && decodesAs(t, csvMetadataType) {
+			return nil
+		}
 		var m csvMetadata
 		return decodePropertyValue(raw, &m)
 	}
@@ -316,6 +319,12 @@ var b64Bad = func() (t [256]byte) {
 	}
 	return t
 }()
+
+// validJSON reports whether v is exactly one valid JSON value.
+func validJSON(v []byte) bool {
+	end, err := validValue(v, 0, 0)
+	return err == nil && end == len(v)
+}
 
 // isJSONBuffer is apimachinery's yaml.IsJSONBuffer: the first non-space
 // character is '{'.

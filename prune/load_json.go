@@ -3,6 +3,7 @@ package prune
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strconv"
 	"unicode/utf16"
@@ -18,13 +19,24 @@ import (
 // the stack.
 const maxDepth = 10000
 
+// maxDocumentSize bounds one JSON document (one top-level value) of a catalog
+// file, so that a file holding one huge value cannot exhaust memory. The largest
+// real document we know of is 4.8 MB (a bundle of shared/fixtures/large).
+var maxDocumentSize = 64 << 20 // a variable so tests can lower it
+
+// ErrDocumentTooLarge is returned (wrapped in a LoadError naming the file and
+// line) for a JSON document larger than 64 MiB.
+var ErrDocumentTooLarge = errors.New("JSON document too large")
+
 // syntaxError is a JSON syntax error at a byte offset of a document.
 type syntaxError struct {
 	off int
 	msg string
+	err error // a sentinel it matches, if any
 }
 
 func (e *syntaxError) Error() string { return e.msg }
+func (e *syntaxError) Unwrap() error { return e.err }
 
 func synErr(off int, format string, args ...any) error {
 	return &syntaxError{off: off, msg: fmt.Sprintf(format, args...)}
@@ -231,19 +243,41 @@ func literal(d []byte, i int, lit string) (int, error) {
 // string whose opening quote is at d[i], or -1 if it is not terminated in d.
 func stringEnd(d []byte, i int) int {
 	i++
+	j := bytes.IndexByte(d[i:], '"')
+	if j < 0 {
+		return -1
+	}
+	i += j
+	n := 0
+	for k := i - 1; k >= 0 && d[k] == '\\'; k-- {
+		n++
+	}
+	i++
+	if n%2 == 0 {
+		return i
+	}
+	// An escaped quote: the string has escapes (often many, as in embedded
+	// JSON), so scan the rest for quotes and backslashes together.
 	for {
-		j := bytes.IndexByte(d[i:], '"')
-		if j < 0 {
+		for i+8 <= len(d) {
+			w := binary.LittleEndian.Uint64(d[i:])
+			q := w ^ ('"' * lo8)
+			b := w ^ ('\\' * lo8)
+			if ((q-lo8)&^q|(b-lo8)&^b)&hi8 != 0 {
+				break
+			}
+			i += 8
+		}
+		if i >= len(d) {
 			return -1
 		}
-		i += j
-		n := 0
-		for k := i - 1; k >= 0 && d[k] == '\\'; k-- {
-			n++
-		}
-		i++
-		if n%2 == 0 {
-			return i
+		switch d[i] {
+		case '"':
+			return i + 1
+		case '\\':
+			i += 2
+		default:
+			i++
 		}
 	}
 }
@@ -357,8 +391,7 @@ type field struct {
 	start, end int
 }
 
-// objectFields validates the JSON object at d[i] and returns its members. When
-// strict is false the object is assumed valid.
+// objectFields validates the JSON object at d[i] and returns its members.
 func objectFields(d []byte, i int, fields []field) ([]field, int, error) {
 	if i >= len(d) || d[i] != '{' {
 		return fields, 0, synErr(i, "expected an object")
@@ -399,6 +432,28 @@ func objectFields(d []byte, i int, fields []field) ([]field, int, error) {
 		}
 		return fields, 0, synErr(i, "expected ',' or '}' in object")
 	}
+}
+
+// trustedFields is objectFields for an object known to be valid JSON (the
+// YAML converters wrote it): it only finds the members' bounds.
+func trustedFields(d []byte, i int, fields []field) ([]field, int, error) {
+	i = skipWS(d, i+1)
+	for i < len(d) && d[i] != '}' {
+		ke := stringEnd(d, i)
+		key, err := unquote(d[i:ke])
+		if err != nil {
+			return fields, 0, err
+		}
+		i = skipWS(d, ke)
+		i = skipWS(d, i+1) // ':'
+		ve := skipValue(d, i)
+		fields = append(fields, field{key: key, start: i, end: ve})
+		i = skipWS(d, ve)
+		if i < len(d) && d[i] == ',' {
+			i = skipWS(d, i+1)
+		}
+	}
+	return fields, i + 1, nil
 }
 
 // eachMember calls f for every member of the validated object v.
@@ -528,6 +583,18 @@ func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		// Skip runs of 8 bytes that need no escaping.
+		for i+8 <= len(s) {
+			w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+			if special(w) || w&hi8 != 0 {
+				break
+			}
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' {

@@ -3,5 +3,5 @@
 package prune
 
 // ioRaceDetector is true when the tests run with the race detector, which makes
-// the multi-megabyte YAML catalogs too slow to round-trip in the test budget.
+// the multi-megabyte real catalogs too slow to round-trip in the test budget.
 const ioRaceDetector = true

@@ -121,6 +121,13 @@ func Render(ctx context.Context, c *Catalog, w io.Writer, format string) error {
 	return nil
 }
 
+// CheckFormat returns an error unless format is a catalog output format Write
+// and Render accept ("", json, yaml or yml).
+func CheckFormat(format string) error {
+	_, _, err := formatOf(format)
+	return err
+}
+
 func formatOf(f string) (string, string, error) {
 	switch strings.ToLower(f) {
 	case "", FormatJSON:
@@ -452,14 +459,20 @@ func appendDeprecations(b []byte, d *Deprecations) []byte {
 	return append(b, '}')
 }
 
+// renderKeepBelow is the catalog size under which RenderDir keeps property
+// values in memory (about that much memory more at most).
+const renderKeepBelow = 64 << 20
+
 // RenderDir loads the catalog rooted at dir (heavy property values elided, so
-// memory stays bounded) and renders it to w like Render. It is what
-// `airlock catalog render DIR` runs.
+// memory stays bounded, unless the catalog's files total at most 64 MiB) and
+// renders it to w like Render. It is what `airlock catalog render DIR` runs.
 func RenderDir(ctx context.Context, dir string, w io.Writer, format string, log *slog.Logger) error {
 	if _, _, err := formatOf(format); err != nil {
 		return err
 	}
-	c, err := LoadDir(ctx, dir, LoadOptions{ElideHeavy: true, Logger: log})
+	// Every bundle is written: a catalog small enough is kept whole rather
+	// than read and decoded a second time to restore its elided values.
+	c, err := LoadDir(ctx, dir, LoadOptions{ElideHeavy: true, KeepBelow: renderKeepBelow, Logger: log})
 	if err != nil {
 		return err
 	}

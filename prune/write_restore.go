@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-
-	"sigs.k8s.io/yaml"
 )
 
 // Elided reports whether Load elided the value of b.Properties[i] (see
@@ -33,6 +31,7 @@ type restorer struct {
 	f    fs.File
 	buf  []byte
 	dd   docDecoder
+	yc   yamlConv
 }
 
 func (r *restorer) close() {
@@ -63,12 +62,14 @@ func (r *restorer) restore(b *Bundle) ([]Property, error) {
 		return nil, fmt.Errorf("write catalog: bundle %q: restore elided property values from %s: %w", b.Name, b.Origin.File, err)
 	}
 	if b.src.yaml {
-		if doc, err = yaml.YAMLToJSON(doc); err != nil {
+		// The same conversion as Load's, so the values are the bytes a
+		// load without eliding keeps.
+		if doc, err = yamlToJSON(&r.yc, doc); err != nil {
 			return nil, fmt.Errorf("write catalog: bundle %q: restore elided property values from %s document %d: %w", b.Name, b.Origin.File, b.Origin.Index, err)
 		}
-		doc = unescapeHTML(doc)
 	}
 	r.dd.noCopy = true
+	r.dd.trusted = b.src.yaml
 	d, err := r.dd.decode(doc)
 	if err != nil || d.kind != kindBundle || d.b.Name != b.Name || d.b.Package != b.Package {
 		return nil, fmt.Errorf("write catalog: bundle %q: %s document %d is no longer that bundle: the catalog source changed after it was loaded; load it again", b.Name, b.Origin.File, b.Origin.Index)

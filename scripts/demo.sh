@@ -7,7 +7,8 @@
 #   3. mirror-to-disk: airlock mirror -c imageset.yaml file://ARCHIVE
 #   4. stop the source (the "air gap"), verify the archive
 #   5. start a second registry, the "mirror" inside the disconnected site
-#   6. disk-to-mirror: airlock mirror -c imageset.yaml --from file://ARCHIVE docker://MIRROR/mirror
+#   6. disk-to-mirror: airlock mirror -c imageset.yaml --from file://ARCHIVE/batch-0001
+#      --workspace file://WORKSPACE docker://MIRROR/mirror
 #   7. show what was mirrored and the cluster resources written
 #
 # Environment:
@@ -154,8 +155,8 @@ step "4. Cut the wire: stop the source registry, verify the archive"
 stop_registry "$src_pid"
 src_pid=""
 echo "source registry stopped"
-ls -l "$work/archive" | sed 's/^/    /'
-run archive verify "$work/archive"
+ls -l "$work/archive" "$work/archive/batch-0001" | sed 's/^/    /'
+run archive verify "$work/archive/batch-0001"
 
 step "5. Start the mirror registry (inside the disconnected site)"
 start_registry mirror
@@ -163,10 +164,10 @@ mirror_pid=$reg_pid
 mirror=$reg_host
 
 step "6. Disk to mirror"
-run mirror -c "$work/imageset.yaml" --from "file://$work/archive" "docker://$mirror/mirror" --dest-tls-verify=false --log-level warn
+run mirror -c "$work/imageset.yaml" --from "file://$work/archive/batch-0001" --workspace "file://$work/workspace" "docker://$mirror/mirror" --dest-tls-verify=false --log-level warn
 
 step "7. What was mirrored"
-run archive describe "$work/archive"
+run archive describe "$work/archive/batch-0001"
 echo
 run list operators --catalog "$mirror/mirror/airlock-demo/demo-index:v1" --src-tls-verify=false --package demo-operator 2>/dev/null
 echo
@@ -174,8 +175,8 @@ run list operators --catalog "$mirror/mirror/airlock-demo/demo-index:v1" --src-t
 echo
 run list operators --catalog "$mirror/mirror/airlock-demo/demo-index:v1" --src-tls-verify=false --package demo-operator --channel stable 2>/dev/null
 
-step "8. Cluster resources (oc apply -f $work/archive/working-dir/cluster-resources/)"
-find "$work/archive/working-dir/cluster-resources" -type f -name '*.yaml' | sort | while read -r f; do
+step "8. Cluster resources (oc apply -f $work/workspace/working-dir/cluster-resources/)"
+find "$work/workspace/working-dir/cluster-resources" -type f -name '*.yaml' | sort | while read -r f; do
 	echo "--- ${f#"$work"/}"
 	cat "$f"
 done

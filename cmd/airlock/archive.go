@@ -42,7 +42,11 @@ verifies, 1 otherwise.`,
 			}
 			var report any
 			if info.IsDir() {
-				report, err = archive.Verify(cmd.Context(), args[0])
+				dir, rerr := archive.ResolveArchiveDir(args[0])
+				if rerr != nil {
+					return rerr
+				}
+				report, err = archive.Verify(cmd.Context(), dir)
 			} else {
 				report, err = archive.VerifyChunk(cmd.Context(), args[0])
 			}
@@ -86,7 +90,11 @@ archive, with a valid index) but does not read blob contents: use verify for tha
   airlock archive describe /media/usb/mirror --json | jq '.images[].destination'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d, err := archive.Describe(args[0])
+			dir, err := archive.ResolveArchiveDir(args[0])
+			if err != nil {
+				return err
+			}
+			d, err := archive.Describe(dir)
 			if err != nil {
 				return fmt.Errorf("describe %s: %w", args[0], err)
 			}

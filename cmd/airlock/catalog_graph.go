@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/prune/graph"
 )
 
@@ -10,6 +11,7 @@ func init() { registerUnder("catalog", newCatalogGraphCmd) }
 
 func newCatalogGraphCmd() *cobra.Command {
 	var opts graph.DrawOptions
+	var configPath string
 	cmd := &cobra.Command{
 		Use:   "graph DIR --package P [--channel C] [-c imageset.yaml] [-o out.svg|.dot|.mmd]",
 		Short: "Draw the upgrade graph of a package of a file-based catalog",
@@ -38,13 +40,13 @@ the renderer bundled with the Graphviz library draws edges wrongly.`,
 				return err
 			}
 			opts.Dir, opts.Logger = args[0], log
-			return graph.Draw(cmd.Context(), opts, cmd.OutOrStdout())
+			return pipeline.GraphDir(cmd.Context(), configPath, opts, cmd.OutOrStdout())
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.Package, "package", "", "package to draw (required)")
 	f.StringVar(&opts.Channel, "channel", "", "draw only this channel (default: every channel of the package)")
-	f.StringVarP(&opts.ConfigPath, "config", "c", "", "ImageSetConfiguration: colour what it keeps, prunes and pulls in as dependencies")
+	f.StringVarP(&configPath, "config", "c", "", "ImageSetConfiguration: colour what it keeps, prunes and pulls in as dependencies")
 	f.StringVarP(&opts.Output, "output", "o", "", "file to write: .svg, .dot or .mmd (default: DOT on standard output)")
 	f.StringVar(&opts.Format, "format", "", "svg, dot or mmd (default: from the extension of -o)")
 	f.IntVar(&opts.Collapse, "collapse", graph.DefaultCollapse, "fold runs of at least this many bundles linked only by replaces (0: never)")

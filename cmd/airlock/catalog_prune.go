@@ -5,16 +5,17 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/prune"
 )
 
 func init() { registerUnder("catalog", newCatalogPruneCmd) }
 
 func newCatalogPruneCmd() *cobra.Command {
-	var opts prune.PruneOptions
+	var opts pipeline.PruneOptions
 	var explain bool
 	cmd := &cobra.Command{
-		Use:   "prune -c imageset.yaml [--explain] [-o OUTDIR] [--format json|yaml] SOURCE",
+		Use:   "prune -c imageset.yaml [--explain] [-o OUTDIR] [--format json|yaml] SOURCE|INDEX.DB",
 		Short: "Prune a file-based catalog directory to what an ImageSetConfiguration asks for",
 		Long: `Prune a file-based catalog (FBC) directory to what the mirror.operators entry of an
 ImageSetConfiguration asks for, with oc-mirror v2 semantics: heads of every channel by
@@ -23,7 +24,9 @@ dependencies (olm.package.required, olm.gvk.required) unless skipDependencies is
 
 The entry used is the one whose catalog is SOURCE or oci://SOURCE, or the only entry.
 The pruned catalog always passes airlock catalog validate. It is written to OUTDIR
-(which must be empty or absent); --explain prints every kept bundle and why.`,
+(which must be empty or absent); --explain prints every kept bundle and why.
+SOURCE may be INDEX.DB, the SQLite database of an old index image: it is converted
+first as opm v1.73 did, then pruned like any file-based catalog.`,
 		Example: `  airlock catalog prune -c imageset.yaml ./catalog -o ./pruned
   airlock catalog prune -c imageset.yaml --explain ./catalog`,
 		Args: cobra.ExactArgs(1),
@@ -37,7 +40,7 @@ The pruned catalog always passes airlock catalog validate. It is written to OUTD
 			}
 			opts.Source = args[0]
 			opts.Logger = log
-			res, err := prune.PruneDir(cmd.Context(), opts)
+			res, err := pipeline.PruneLocal(cmd.Context(), opts)
 			if err != nil {
 				return err
 			}

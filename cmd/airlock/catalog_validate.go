@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/airlock-mirror/airlock/prune"
+	"github.com/airlock-mirror/airlock/prune/legacy"
 	"github.com/spf13/cobra"
 )
 
@@ -23,7 +24,7 @@ type catalogValidateResult struct {
 func newCatalogValidateCmd() *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
-		Use:   "validate DIR",
+		Use:   "validate DIR|INDEX.DB",
 		Short: "Check a file-based catalog against every rule of opm validate (and opm serve)",
 		Long: `Validate loads the file-based catalog rooted at DIR and checks it against every
 rule of the newest "opm validate" (package, channel, bundle and deprecation rules,
@@ -33,7 +34,8 @@ schema names, at most one olm.csv.metadata per bundle).
 
 All problems are reported, one per line, naming the package, channel and bundle,
 with opm's wording. Exit status: 0 valid, 1 invalid, 2 the catalog could not be
-loaded (the message names the file and document).`,
+loaded (the message names the file and document). INDEX.DB, the SQLite database of
+an old index image, is converted first as opm v1.73 did.`,
 		Example: `  airlock catalog validate ./configs
   airlock catalog validate ./configs -o json`,
 		Args: cobra.ExactArgs(1),
@@ -46,7 +48,7 @@ loaded (the message names the file and document).`,
 				return err
 			}
 			dir := args[0]
-			counts, err := prune.ValidateDir(cmd.Context(), dir, log)
+			counts, err := legacy.ValidateLocal(cmd.Context(), dir, log)
 			var verr *prune.ValidationError
 			loadFailed := err != nil && !errors.As(err, &verr)
 			out := cmd.OutOrStdout()

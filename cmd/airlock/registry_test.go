@@ -356,10 +356,11 @@ func TestDemoScript(t *testing.T) {
 	text := string(out)
 	for _, want := range []string{
 		"mirror-to-disk summary",
-		"images:    23 planned, 23 ok, 0 failed, 1 blocked",
+		"images:    23 planned: 23 downloaded into the archive, 1 blocked",
 		"OK: 1 chunks",
 		"disk-to-mirror summary",
-		"images:    23 planned, 23 ok, 0 failed, 0 blocked",
+		"images:    23 planned: 23 copied\n",
+		"workspace: ",
 		"fast     demo-operator.v1.4.0",
 		"stable   demo-operator.v1.2.1",
 		"demo-monitoring  stable",
@@ -403,7 +404,7 @@ func TestDemoScript(t *testing.T) {
 		}
 	}
 	for _, f := range []string{"cs-demo-index-v1.yaml", "idms-operator-0.yaml", "itms-generic-0.yaml"} {
-		b, err := os.ReadFile(filepath.Join(work, "archive", "working-dir", "cluster-resources", f))
+		b, err := os.ReadFile(filepath.Join(work, "workspace", "working-dir", "cluster-resources", f))
 		if err != nil {
 			t.Errorf("cluster resource: %v", err)
 			continue

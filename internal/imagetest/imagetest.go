@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"sort"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -209,8 +208,16 @@ func Push(ctx context.Context, ref string, spec Spec, opts ...remote.Option) (Pu
 	return out, nil
 }
 
+// TB is the part of testing.TB MustPush uses. The package does not import
+// testing, so that the airlock binary (which seeds its demo registry with these
+// images) never links it.
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+}
+
 // MustPush is Push for tests: it fails t on error.
-func MustPush(t testing.TB, ref string, spec Spec, opts ...remote.Option) Pushed {
+func MustPush(t TB, ref string, spec Spec, opts ...remote.Option) Pushed {
 	t.Helper()
 	p, err := Push(context.Background(), ref, spec, opts...)
 	if err != nil {

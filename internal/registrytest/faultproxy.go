@@ -168,17 +168,10 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			panic(http.ErrAbortHandler)
 		}
-		switch fault {
-		case CutMidBody:
+		if fault == CutMidBody {
 			panic(http.ErrAbortHandler) // the registry never sees the request
-		case TruncateBody:
-			body = body[:len(body)/2]
-		case FlipByte:
-			body = bytes.Clone(body)
-			if len(body) > 0 {
-				body[len(body)/2] ^= 0xff
-			}
 		}
+		body = damage(fault, body)
 		out.Body = io.NopCloser(bytes.NewReader(body))
 		out.ContentLength = int64(len(body))
 		out.Header.Set("Content-Length", strconv.Itoa(len(body)))
@@ -227,14 +220,8 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 			f.Flush()
 		}
 		panic(http.ErrAbortHandler) // drops the connection
-	case TruncateBody:
-		body = body[:len(body)/2]
-	case FlipByte:
-		body = bytes.Clone(body)
-		if len(body) > 0 {
-			body[len(body)/2] ^= 0xff
-		}
 	}
+	body = damage(fault, body)
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(resp.StatusCode)
 	w.Write(body)
@@ -243,4 +230,19 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 // hasBody reports whether r carries a request body.
 func hasBody(r *http.Request) bool {
 	return r.ContentLength > 0 || (r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody)
+}
+
+// damage returns body cut to its first half (TruncateBody) or with its middle
+// byte flipped (FlipByte).
+func damage(f Fault, body []byte) []byte {
+	switch f {
+	case TruncateBody:
+		return body[:len(body)/2]
+	case FlipByte:
+		body = bytes.Clone(body)
+		if len(body) > 0 {
+			body[len(body)/2] ^= 0xff
+		}
+	}
+	return body
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -263,4 +264,17 @@ func (r *Registry) count(next http.Handler) http.Handler {
 			rec.WriteHeader(http.StatusOK)
 		}
 	})
+}
+
+// ClosedAddr returns a loopback "127.0.0.1:PORT" nothing listens on (a registry
+// that is down).
+func ClosedAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
 }

@@ -40,6 +40,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/airlock-mirror/airlock/internal/imagetest"
+	"github.com/airlock-mirror/airlock/internal/sqlitetest"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/prune"
 )
@@ -78,6 +79,11 @@ type Options struct {
 	// Images are more images to push a stand-in for (additionalImages of a
 	// demo configuration), under their own repository path and tag.
 	Images []string
+	// SQLiteIndex packs the catalog as an old `opm index add` image instead: the
+	// rewritten catalog as a SQLite database at /database/index.db (see
+	// internal/sqlitetest), the label operators.operatorframework.io.index.database.v1,
+	// the command `opm registry serve --database /database/index.db`.
+	SQLiteIndex bool
 }
 
 // Result is what Seed pushed.
@@ -326,7 +332,12 @@ func (o Options) pushCatalog(ctx context.Context, ref, dir string) (digest.Diges
 	if err != nil {
 		return "", err
 	}
-	files, err := dirFiles(dir, "configs")
+	var files []file
+	if o.SQLiteIndex {
+		files, err = sqliteFiles(ctx, dir)
+	} else {
+		files, err = dirFiles(dir, "configs")
+	}
 	if err != nil {
 		return "", err
 	}
@@ -359,6 +370,10 @@ func (o Options) pushCatalog(ctx context.Context, ref, dir string) (digest.Diges
 		cf.Config.Entrypoint = []string{"/bin/opm"}
 		cf.Config.Cmd = []string{"serve", "/configs", "--cache-dir=/tmp/cache"}
 		cf.Config.Labels = map[string]string{CatalogLabel: "/configs"}
+		if o.SQLiteIndex {
+			cf.Config.Cmd = []string{"registry", "serve", "--database", "/" + sqliteDBPath}
+			cf.Config.Labels = map[string]string{mirror.CatalogDatabaseLabel: "/" + sqliteDBPath}
+		}
 		if img, err = mutate.ConfigFile(img, cf); err != nil {
 			return "", err
 		}
@@ -386,6 +401,32 @@ func (o Options) pushCatalog(ctx context.Context, ref, dir string) (digest.Diges
 		return "", err
 	}
 	return digest.Digest(d.String()), remote.WriteIndex(tag, idx, opts...)
+}
+
+// sqliteDBPath is where a SQLite index image holds its database.
+const sqliteDBPath = "database/index.db"
+
+// sqliteFiles is the layer content of a SQLite index image holding the catalog
+// in dir.
+func sqliteFiles(ctx context.Context, dir string) ([]file, error) {
+	cat, err := prune.LoadDir(ctx, dir, prune.LoadOptions{})
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "airlock-seed-db-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	db := filepath.Join(tmp, "index.db")
+	if err := sqlitetest.Write(ctx, cat, db); err != nil {
+		return nil, fmt.Errorf("writing the SQLite database: %w", err)
+	}
+	b, err := os.ReadFile(db)
+	if err != nil {
+		return nil, err
+	}
+	return []file{{name: "database", dir: true, mode: 0o755}, {name: sqliteDBPath, mode: 0o644, data: b}}, nil
 }
 
 type file struct {

@@ -5,21 +5,26 @@ import (
 	"github.com/airlock-mirror/airlock/internal/humanize"
 	"io"
 	"sort"
+	"strings"
 	"text/tabwriter"
 )
 
 // Description summarises an archive for `airlock archive describe`.
 type Description struct {
-	Dir           string          `json:"dir"`
-	ArchiveID     string          `json:"archiveID"`
-	FormatVersion int             `json:"formatVersion"`
-	ChunkSize     int64           `json:"chunkSize"`
-	Images        []ImageRecord   `json:"images"`
-	Catalogs      []CatalogRecord `json:"catalogs"`
-	Tags          int             `json:"tags"`
-	Blobs         int             `json:"blobs"`
-	BlobBytes     int64           `json:"blobBytes"`
-	Chunks        []ChunkRecord   `json:"chunks"`
+	Dir           string `json:"dir"`
+	ArchiveID     string `json:"archiveID"`
+	FormatVersion int    `json:"formatVersion"`
+	// Batch is the archive's number in its target's sequence; BuildsOn the
+	// earlier batches that must be loaded before it.
+	Batch     int             `json:"batch,omitempty"`
+	BuildsOn  []BatchRef      `json:"buildsOn,omitempty"`
+	ChunkSize int64           `json:"chunkSize"`
+	Images    []ImageRecord   `json:"images"`
+	Catalogs  []CatalogRecord `json:"catalogs"`
+	Tags      int             `json:"tags"`
+	Blobs     int             `json:"blobs"`
+	BlobBytes int64           `json:"blobBytes"`
+	Chunks    []ChunkRecord   `json:"chunks"`
 	// Incremental is true when the archive relies on blobs earlier archives shipped.
 	Incremental   bool   `json:"incremental"`
 	ReliesOn      int    `json:"reliesOn"`
@@ -45,7 +50,8 @@ func Describe(dir string) (*Description, error) {
 	m := r.ArchiveManifest()
 	d := &Description{Dir: dir, ArchiveID: m.ArchiveID, FormatVersion: m.FormatVersion, ChunkSize: m.ChunkSize,
 		Images: m.Images, Catalogs: m.Catalogs, Tags: len(m.Tags), Blobs: len(m.Blobs), BlobBytes: m.TotalBlobBytes(),
-		Chunks: m.Chunks, Incremental: len(m.ReliesOn) > 0, ReliesOn: len(m.ReliesOn)}
+		Chunks: m.Chunks, Incremental: len(m.ReliesOn) > 0, ReliesOn: len(m.ReliesOn),
+		Batch: m.Batch, BuildsOn: m.BuildsOn}
 	bases := map[string]*Base{}
 	for _, b := range m.ReliesOn {
 		d.ReliesOnBytes += b.Size
@@ -69,6 +75,16 @@ func (d *Description) WriteText(w io.Writer) error {
 	fmt.Fprintf(tw, "Chunks:\t%d (at most %s each)\n", len(d.Chunks), humanize.Bytes(d.ChunkSize))
 	fmt.Fprintf(tw, "Blobs:\t%d, %s\n", d.Blobs, humanize.Bytes(d.BlobBytes))
 	fmt.Fprintf(tw, "Manifest references:\t%d\n", d.Tags)
+	if d.Batch > 0 {
+		var on []string
+		for _, b := range d.BuildsOn {
+			on = append(on, b.String())
+		}
+		if len(on) == 0 {
+			on = []string{"nothing (the first batch, or --full)"}
+		}
+		fmt.Fprintf(tw, "Batch:\t%d; load after %s\n", d.Batch, strings.Join(on, ", "))
+	}
 	if d.Incremental {
 		fmt.Fprintf(tw, "Incremental:\trelies on %d blobs (%s) shipped by earlier archives\n", d.ReliesOn, humanize.Bytes(d.ReliesOnBytes))
 		for _, b := range d.Bases {

@@ -71,8 +71,11 @@ func ChunkName(n int) string { return fmt.Sprintf("%s%06d%s", chunkPrefix, n, ch
 var chunkNameRE = regexp.MustCompile(`^airlock_([0-9]{6})\.tar$`)
 
 // chunkNumber parses a chunk file name; ok is false for other names.
-func chunkNumber(name string) (int, bool) {
-	m := chunkNameRE.FindStringSubmatch(name)
+func chunkNumber(name string) (int, bool) { return numberIn(chunkNameRE, name) }
+
+// numberIn returns the positive number re's first group matches in name.
+func numberIn(re *regexp.Regexp, name string) (int, bool) {
+	m := re.FindStringSubmatch(name)
 	if m == nil {
 		return 0, false
 	}
@@ -125,6 +128,12 @@ type CatalogRecord struct {
 // Meta is what the orchestrator tells Finish about the run: the configuration it
 // used and the plan.
 type Meta struct {
+	// Batch is the number of this archive in its target's sequence of batches
+	// (0: not part of a sequence).
+	Batch int `json:"batch,omitempty"`
+	// BuildsOn are the earlier batches whose blobs this archive does not ship
+	// again, oldest first: they must be loaded before it.
+	BuildsOn []BatchRef      `json:"buildsOn,omitempty"`
 	Config   json.RawMessage `json:"config,omitempty"`
 	Images   []ImageRecord   `json:"images,omitempty"`
 	Catalogs []CatalogRecord `json:"catalogs,omitempty"`
@@ -186,17 +195,21 @@ type ChunkRecord struct {
 
 // Manifest is the archive manifest, airlock/manifest.json.
 type Manifest struct {
-	Kind          string          `json:"kind"`
-	FormatVersion int             `json:"formatVersion"`
-	ArchiveID     string          `json:"archiveID"`
-	ChunkSize     int64           `json:"chunkSize"`
-	Config        json.RawMessage `json:"config,omitempty"`
-	Images        []ImageRecord   `json:"images"`
-	Catalogs      []CatalogRecord `json:"catalogs"`
-	Tags          []TagRecord     `json:"tags"`
-	Blobs         []BlobRecord    `json:"blobs"`
-	ReliesOn      []ReliedRecord  `json:"reliesOn"`
-	Chunks        []ChunkRecord   `json:"chunks"`
+	Kind          string `json:"kind"`
+	FormatVersion int    `json:"formatVersion"`
+	ArchiveID     string `json:"archiveID"`
+	// Batch is the archive's number in its target's sequence (see BatchName).
+	Batch int `json:"batch,omitempty"`
+	// BuildsOn are the earlier batches this one relies on, oldest first.
+	BuildsOn  []BatchRef      `json:"buildsOn,omitempty"`
+	ChunkSize int64           `json:"chunkSize"`
+	Config    json.RawMessage `json:"config,omitempty"`
+	Images    []ImageRecord   `json:"images"`
+	Catalogs  []CatalogRecord `json:"catalogs"`
+	Tags      []TagRecord     `json:"tags"`
+	Blobs     []BlobRecord    `json:"blobs"`
+	ReliesOn  []ReliedRecord  `json:"reliesOn"`
+	Chunks    []ChunkRecord   `json:"chunks"`
 }
 
 // TotalBlobBytes is the sum of the sizes of the blobs stored in the archive.

@@ -10,10 +10,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/oci"
@@ -40,6 +42,56 @@ func chunkErr(name string, d digest.Digest, format string, args ...any) error {
 		return fmt.Errorf("chunk %s: blob %s: %s: %w", name, d, msg, ErrCorrupt)
 	}
 	return fmt.Errorf("chunk %s: %s: %w", name, msg, ErrCorrupt)
+}
+
+// openChunk opens the chunk at path for reading. Anything but a regular file (a
+// FIFO, a device, a folder; a symlink is followed) is refused without being
+// opened: opening a FIFO would block until something writes to it. The file is
+// opened non-blocking and checked again, in case it was replaced meanwhile.
+func openChunk(path string) (*os.File, error) {
+	name := filepath.Base(path)
+	notRegular := func(m fs.FileMode) error {
+		return chunkErr(name, "", "%s is a %s, not a regular file: airlock reads only regular files from an archive folder; copy the chunk again from the source side", path, fileKind(m))
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("chunk %s: %w", name, err)
+	}
+	if !info.Mode().IsRegular() {
+		return nil, notRegular(info.Mode())
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("chunk %s: %w", name, err)
+	}
+	if info, err = f.Stat(); err != nil || !info.Mode().IsRegular() {
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("chunk %s: %w", name, err)
+		}
+		return nil, notRegular(info.Mode())
+	}
+	return f, nil
+}
+
+// fileKind names the type of a file mode for people.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeCharDevice != 0:
+		return "character device"
+	case m&fs.ModeDevice != 0:
+		return "block device"
+	case m.IsDir():
+		return "folder"
+	case m&fs.ModeSymlink != 0:
+		return "symlink"
+	default:
+		return "special file"
+	}
 }
 
 // scanChunk reads every tar header of chunk f (seeking over the data) and checks
@@ -265,9 +317,9 @@ func Open(dir string) (*Reader, error) {
 		if s, ok := scans[name]; ok {
 			return s, nil
 		}
-		f, err := os.Open(filepath.Join(dir, name))
+		f, err := openChunk(filepath.Join(dir, name))
 		if err != nil {
-			return nil, fmt.Errorf("chunk %s: %w", name, err)
+			return nil, err
 		}
 		s, err := scanChunk(f, name)
 		if err != nil {
@@ -548,6 +600,7 @@ func (r *Reader) EnsureReliesOn(ctx context.Context, dst endpoint.Destination, r
 		repoFor = func(s string) string { return s }
 	}
 	var missing []string
+	byOrigin := map[string]int{}
 	for _, b := range r.m.ReliesOn {
 		d := endpoint.Descriptor{Digest: b.Digest, Size: b.Size}
 		for _, repo := range b.Repos {
@@ -568,18 +621,39 @@ func (r *Reader) EnsureReliesOn(ctx context.Context, dst endpoint.Destination, r
 				}
 			}
 			if !ok {
-				missing = append(missing, fmt.Sprintf("%s (needed in %s; shipped by archive %s %s)", b.Digest, target, b.Origin.ArchiveID, b.Origin.Archive))
+				missing = append(missing, fmt.Sprintf("%s (needed in %s)", b.Digest, target))
+				byOrigin[b.Origin.ArchiveID]++
 			}
 		}
 	}
 	if len(missing) == 0 {
 		return nil
 	}
-	const show = 20
+	return r.notLoadedError(missing, byOrigin)
+}
+
+// notLoadedError names the earlier batches whose blobs the destination lacks, in
+// the order they must be loaded, and the first missing blobs.
+func (r *Reader) notLoadedError(missing []string, byOrigin map[string]int) error {
+	this := BatchRef{Batch: r.m.Batch, ArchiveID: r.m.ArchiveID}
+	var batches []string
+	for _, b := range r.m.BuildsOn {
+		if n := byOrigin[b.ArchiveID]; n > 0 {
+			batches = append(batches, fmt.Sprintf("%s, written to %s: %d blobs", b, b.Dir, n))
+			delete(byOrigin, b.ArchiveID)
+		}
+	}
+	for _, b := range r.m.ReliesOn {
+		if n := byOrigin[b.Origin.ArchiveID]; n > 0 {
+			batches = append(batches, fmt.Sprintf("%s, written to %s: %d blobs", BatchRef{ArchiveID: b.Origin.ArchiveID}, b.Origin.Archive, n))
+			delete(byOrigin, b.Origin.ArchiveID)
+		}
+	}
+	const show = 5
 	total, more := len(missing), ""
 	if len(missing) > show {
 		more = fmt.Sprintf(" and %d more", len(missing)-show)
 		missing = missing[:show]
 	}
-	return fmt.Errorf("%w: %d blobs missing: %s%s; push those earlier archives first, or build this archive again with --full", ErrBaseMissing, total, strings.Join(missing, ", "), more)
+	return fmt.Errorf("%w: %s builds on earlier batches that were not loaded into this registry:\n  %s\nload them first, in this order, then this one (%d blobs missing: %s%s); or build a complete archive with --full", ErrBaseMissing, this, strings.Join(batches, "\n  "), total, strings.Join(missing, ", "), more)
 }

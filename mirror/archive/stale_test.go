@@ -82,9 +82,7 @@ func TestStaleStagingLeftOut(t *testing.T) {
 			}
 			w.Close() // the run failed: no Finish
 
-			opts := tc.opts
-			opts.Replace = true
-			w2, err := NewWriter(dir, opts)
+			w2, err := NewWriter(dir, tc.opts)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,14 +1,18 @@
 package archive
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
 )
 
 // StateFileName is the suggested name of the state file in the workspace.
@@ -30,7 +34,9 @@ type State struct {
 
 // StateArchive is one archive recorded in the state.
 type StateArchive struct {
-	ID    string `json:"id"`
+	ID string `json:"id"`
+	// Batch is the archive's batch number in its target (0: none).
+	Batch int    `json:"batch,omitempty"`
 	Dir   string `json:"dir,omitempty"`
 	Blobs int    `json:"blobs"`
 	Bytes int64  `json:"bytes"`
@@ -103,7 +109,7 @@ func (s *State) Record(m *Manifest, dir string) error {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
-	s.Archives = append(s.Archives, StateArchive{ID: m.ArchiveID, Dir: dir, Blobs: len(m.Blobs), Bytes: m.TotalBlobBytes()})
+	s.Archives = append(s.Archives, StateArchive{ID: m.ArchiveID, Batch: m.Batch, Dir: dir, Blobs: len(m.Blobs), Bytes: m.TotalBlobBytes()})
 	for _, b := range m.Blobs {
 		if _, ok := s.Blobs[b.Digest]; !ok {
 			s.Blobs[b.Digest] = StateBlob{ArchiveID: m.ArchiveID, Repos: b.Repos}
@@ -128,12 +134,27 @@ func (s *State) Save() error {
 	return writeFileAtomic(s.path, append(b, '\n'))
 }
 
+// BuildsOn returns the archives recorded, oldest first, as the batches the next
+// incremental archive builds on.
+func (s *State) BuildsOn() []BatchRef {
+	out := make([]BatchRef, 0, len(s.Archives))
+	for _, a := range s.Archives {
+		out = append(out, BatchRef{Batch: a.Batch, ArchiveID: a.ID, Dir: a.Dir})
+	}
+	return out
+}
+
 // SinceArchive returns the blobs the archive in dir carried or relied on, for
-// --since-archive DIR: the next archive ships only what that one did not.
-func SinceArchive(dir string) (ShippedSet, error) {
+// --since-archive DIR: the next archive ships only what that one did not. The
+// batches it returns are that archive's and those it builds on, oldest first.
+func SinceArchive(dir string) (ShippedSet, []BatchRef, error) {
+	dir, err := ResolveLatest(dir)
+	if err != nil {
+		return nil, nil, err
+	}
 	r, err := Open(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer r.Close()
 	m := r.ArchiveManifest()
@@ -147,5 +168,18 @@ func SinceArchive(dir string) (ShippedSet, error) {
 			out[b.Digest] = b.Origin
 		}
 	}
-	return out, nil
+	on := append(slices.Clone(m.BuildsOn), BatchRef{Batch: m.Batch, ArchiveID: m.ArchiveID, Dir: abs})
+	return out, on, nil
+}
+
+// BlobExists reports whether an earlier archive shipped blob d (for a dry run's
+// estimate of what the next archive would carry).
+func (s ShippedSet) BlobExists(_ context.Context, _ string, d endpoint.Descriptor) (bool, error) {
+	_, ok := s[d.Digest]
+	return ok, nil
+}
+
+// ManifestExists is always false: every archive carries the manifests of its images.
+func (s ShippedSet) ManifestExists(context.Context, string, string, digest.Digest) (bool, error) {
+	return false, nil
 }

@@ -45,9 +45,9 @@ type VerifyReport struct {
 // chunk's blob region. Errors name the chunk and, where there is one, the blob.
 func VerifyChunk(ctx context.Context, path string) (*ChunkReport, error) {
 	name := filepath.Base(path)
-	f, err := os.Open(path)
+	f, err := openChunk(path)
 	if err != nil {
-		return nil, fmt.Errorf("chunk %s: %w", name, err)
+		return nil, err
 	}
 	defer f.Close()
 	s, err := scanChunk(f, name)

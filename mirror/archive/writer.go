@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/airlock-mirror/airlock/internal/atomicfile"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/opencontainers/go-digest"
@@ -38,9 +39,6 @@ type WriterOptions struct {
 	// Shipped are blobs earlier archives already carried: they are not written, and
 	// the archive records that it relies on them.
 	Shipped ShippedSet
-	// Replace allows writing into a directory that holds a finished archive; its
-	// chunks are removed when Finish starts writing.
-	Replace bool
 	// Logger receives warnings (oversized blobs) and progress; nil discards.
 	Logger *slog.Logger
 }
@@ -57,7 +55,6 @@ type Writer struct {
 	dir, staging string
 	chunkSize    int64
 	shipped      ShippedSet
-	replace      bool
 	log          *slog.Logger
 
 	mu       sync.Mutex
@@ -129,7 +126,6 @@ func NewWriter(dir string, opts WriterOptions) (*Writer, error) {
 		staging:   filepath.Join(dir, stagingDirName),
 		chunkSize: opts.ChunkSize,
 		shipped:   opts.Shipped,
-		replace:   opts.Replace,
 		log:       log,
 		blobs:     map[digest.Digest]*stagedBlob{},
 		relied:    map[digest.Digest]*reliedBlob{},
@@ -145,8 +141,8 @@ func NewWriter(dir string, opts WriterOptions) (*Writer, error) {
 		if err != nil {
 			return nil, err
 		}
-		if len(chunks) > 0 && !opts.Replace {
-			return nil, fmt.Errorf("%s: %w (%d chunks); write into an empty directory or remove the old chunks", dir, ErrArchiveExists, len(chunks))
+		if len(chunks) > 0 {
+			return nil, fmt.Errorf("%s: %w (%d chunks); a finished archive is never rewritten: write into an empty directory", dir, ErrArchiveExists, len(chunks))
 		}
 	}
 	for _, d := range []string{filepath.Join(w.staging, "blobs", "sha256"), filepath.Join(w.staging, "tmp")} {
@@ -540,7 +536,7 @@ func (w *Writer) Finish(ctx context.Context, meta Meta) (*Manifest, error) {
 // images reach, and checks that the archive is complete: every image, its tags and
 // every blob its manifests reference is in the archive or relied on.
 func (w *Writer) buildManifest(meta Meta) (*Manifest, error) {
-	m := &Manifest{Kind: manifestKind, FormatVersion: FormatVersion, ChunkSize: w.chunkSize}
+	m := &Manifest{Kind: manifestKind, FormatVersion: FormatVersion, ChunkSize: w.chunkSize, Batch: meta.Batch, BuildsOn: slices.Clone(meta.BuildsOn)}
 	if len(meta.Config) > 0 {
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, meta.Config); err != nil {
@@ -633,6 +629,8 @@ func (w *Writer) buildManifest(meta Meta) (*Manifest, error) {
 	// the same id and byte-identical chunks.
 	idSrc, err := json.Marshal(struct {
 		F    int
+		N    int
+		On   []BatchRef
 		Size int64
 		C    json.RawMessage
 		I    []ImageRecord
@@ -640,7 +638,7 @@ func (w *Writer) buildManifest(meta Meta) (*Manifest, error) {
 		T    []TagRecord
 		B    []BlobRecord
 		R    []ReliedRecord
-	}{FormatVersion, w.chunkSize, m.Config, m.Images, m.Catalogs, m.Tags, m.Blobs, m.ReliesOn})
+	}{FormatVersion, m.Batch, m.BuildsOn, w.chunkSize, m.Config, m.Images, m.Catalogs, m.Tags, m.Blobs, m.ReliesOn})
 	if err != nil {
 		return nil, err
 	}
@@ -869,7 +867,6 @@ func (w *Writer) layout(m *Manifest) ([]plannedChunk, error) {
 				plan = append(plan, cur)
 				cur = plannedChunk{number: cur.number + 1}
 				entriesLen = 0
-				fits = entryLen+indexEntryBound(int64(len(ib)), 1)+reserve+eofSize <= w.chunkSize
 			}
 			cur.blobs = append(cur.blobs, plannedBlob{d: b.Digest, size: b.Size, hdr: hdrs[i], offset: cur.payloadSize + int64(len(hdrs[i]))})
 			cur.payloadSize += entryLen
@@ -956,8 +953,9 @@ func (w *Writer) writeChunks(ctx context.Context, m *Manifest, plan []plannedChu
 			}
 		}
 	}
-	// Remove chunk files that are not part of this archive (a replaced archive, the
-	// half-written chunk of an interrupted Finish, chunks beyond the plan).
+	// Remove chunk files of this unfinished archive that the plan does not keep (the
+	// half-written chunk of an interrupted Finish, chunks beyond the plan). There
+	// are none of a finished archive: NewWriter refuses a finished archive.
 	existing, err := listChunks(w.dir)
 	if err != nil {
 		return err
@@ -1197,14 +1195,7 @@ func listChunks(dir string) ([]string, error) {
 }
 
 func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.WriteFile(path, data, 0)
 }
 
 func syncDir(dir string) {

@@ -18,9 +18,11 @@ type DrawOptions struct {
 	Dir string
 	// Package and Channel say what to draw (Channel "" for every channel).
 	Package, Channel string
-	// ConfigPath, when set, is an ImageSetConfiguration whose entry for Dir
-	// (see prune.SelectOperator) colours what it keeps and prunes.
-	ConfigPath string
+	// Operator, when set, is the ImageSetConfiguration entry applied to the
+	// catalog: what it keeps, prunes and pulls in is coloured. ConfigSource
+	// names its file in errors.
+	Operator     *imageset.Operator
+	ConfigSource string
 	// Output is the file to write ("" or "-": standard output); its extension
 	// gives the format unless Format is set.
 	Output string
@@ -92,18 +94,10 @@ func Prepare(ctx context.Context, opts DrawOptions) (*Package, error) {
 		collapse = -1
 	}
 	gopts := Options{Package: opts.Package, Channel: opts.Channel, Collapse: collapse}
-	if opts.ConfigPath != "" {
-		cfg, err := imageset.LoadFile(opts.ConfigPath)
+	if op := opts.Operator; op != nil {
+		_, expl, err := prune.Filter(c, *op, prune.FilterOptions{Logger: log})
 		if err != nil {
-			return nil, err
-		}
-		op, err := prune.SelectOperator(cfg, opts.Dir)
-		if err != nil {
-			return nil, err
-		}
-		_, expl, err := prune.Filter(c, op, prune.FilterOptions{Logger: log})
-		if err != nil {
-			return nil, fmt.Errorf("%s: catalog %s: %w", cfg.Source, op.Catalog, err)
+			return nil, fmt.Errorf("%s: catalog %s: %w", opts.ConfigSource, op.Catalog, err)
 		}
 		gopts.Explanation = expl
 	}

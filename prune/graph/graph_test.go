@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/internal/fixtures"
 	"github.com/airlock-mirror/airlock/prune"
 )
@@ -60,7 +61,7 @@ func TestGolden(t *testing.T) {
 			}
 			opts := DrawOptions{Dir: dir, Package: tc.pkg, Channel: tc.channel, Collapse: DefaultCollapse}
 			if tc.config != "" {
-				opts.ConfigPath = filepath.Join("testdata", tc.config)
+				opts.Operator, opts.ConfigSource = operatorOf(t, tc.config), tc.config
 			}
 			p, err := Prepare(context.Background(), opts) // what Draw writes, loaded once for both formats
 			if err != nil {
@@ -75,6 +76,16 @@ func TestGolden(t *testing.T) {
 			}
 		})
 	}
+}
+
+// operatorOf returns the one operator entry of testdata/name.
+func operatorOf(t *testing.T, name string) *imageset.Operator {
+	t.Helper()
+	cfg, err := imageset.LoadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &cfg.Mirror.Operators[0]
 }
 
 func golden(t *testing.T, path string, got []byte) {
@@ -126,16 +137,16 @@ func TestColours(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := prune.PruneDir(ctx, prune.PruneOptions{Source: dir, ConfigPath: "testdata/descheduler-range.yaml"})
+	_, expl, err := prune.Filter(c, *operatorOf(t, "descheduler-range.yaml"), prune.FilterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := Build(c, Options{Package: "cluster-kube-descheduler-operator", Explanation: res.Explanation, Collapse: -1})
+	p, err := Build(c, Options{Package: "cluster-kube-descheduler-operator", Explanation: expl, Collapse: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	keptWant := map[string]bool{}
-	for _, ch := range res.Explanation.Packages[0].Channels {
+	for _, ch := range expl.Packages[0].Channels {
 		for _, e := range ch.Entries {
 			keptWant[ch.Name+"/"+e] = true
 		}

@@ -78,7 +78,7 @@ func repoRoot() (string, error) {
 func run() error {
 	quick := flag.Bool("quick", envBool("BENCH_QUICK", false), "quick run (< 2 min): real-scale and small catalogs, one run each, the quick 64 MB workload, no Go benchmarks [BENCH_QUICK]")
 	airlock := flag.String("airlock", env("AIRLOCK_BIN", ""), "airlock binary to measure (default: build ./cmd/airlock) [AIRLOCK_BIN]")
-	catalogs := flag.String("catalogs", env("BENCH_CATALOGS", ""), "comma-separated catalog inputs: real, small, large or a directory; \"none\" skips (default real,small; full: real,small,large) [BENCH_CATALOGS]")
+	catalogs := flag.String("catalogs", env("BENCH_CATALOGS", ""), "comma-separated catalog inputs: real, real-yaml (its YAML rendering; after real), v4.21 (YAML, with opm when -opm), small, large or a directory; \"none\" skips (default real,real-yaml,v4.21,small; full: + large) [BENCH_CATALOGS]")
 	count := flag.Int("count", 0, "runs per catalog command: median wall, highest RSS (default 1 quick, 3 full) [BENCH_COUNT]")
 	doCopy := flag.Bool("copy", envBool("BENCH_COPY", true), "run the copy section [BENCH_COPY]")
 	preset := flag.String("workload", env("BENCH_WORKLOAD", ""), "copy workload preset: reference, quick or tiny (default quick; full: reference) [BENCH_WORKLOAD]")
@@ -96,7 +96,7 @@ func run() error {
 	pLayers := flag.Int("parallel-layers", 0, "airlock mirror --parallel-layers (0: airlock's default)")
 	floorPar := flag.Int("floor-parallel", 8, "concurrent requests of the ingestion-floor client")
 	goBench := flag.String("go-bench", env("BENCH_GO", "auto"), "run the packages' Go benchmarks: auto (full runs only), on, off [BENCH_GO]")
-	goPkgs := flag.String("go-bench-pkgs", env("BENCH_GO_PKGS", "./prune/ ./prune/graph/ ./report/ ./mirror/ ./mirror/archive/ ./manifests/"), "packages for go test -bench (space-separated)")
+	goPkgs := flag.String("go-bench-pkgs", env("BENCH_GO_PKGS", "./prune/ ./prune/legacy/ ./prune/graph/ ./report/ ./mirror/ ./mirror/archive/ ./manifests/"), "packages for go test -bench (space-separated)")
 	goTime := flag.String("go-benchtime", env("BENCH_GO_BENCHTIME", "1x"), "go test -benchtime")
 	docs := flag.String("docs", env("BENCH_DOCS", "docs/benchmarks.md"), "append the table to this file, relative to the repository root (\"\": do not)")
 	note := flag.String("note", env("BENCH_NOTE", ""), "label of the run in the table heading, e.g. \"noisy: load average 15\" [BENCH_NOTE]")
@@ -104,6 +104,8 @@ func run() error {
 	keep := flag.Bool("keep", false, "keep the work directory")
 	realDir := flag.String("real-dir", env("BENCH_REAL_DIR", "/tmp/airlock-large/catalog"), "reuse this unpacked real-scale catalog when complete")
 	fixtures := flag.String("fixtures", env("AIRLOCK_FIXTURES", ""), "fixtures folder (default ../shared/fixtures from the repository root) [AIRLOCK_FIXTURES]")
+	realYAMLDir := flag.String("real-yaml-dir", env("BENCH_REAL_YAML_DIR", "/tmp/airlock-large/catalog-yaml"), "keep (and reuse) the YAML rendering of the real-scale catalog here")
+	opm := flag.String("opm", env("OPM_BIN", ""), "opm binary (operator-registry v1.73.0) to measure beside airlock on the v4.21 input; empty skips it [OPM_BIN]")
 	flag.Parse()
 
 	root, err := repoRoot()
@@ -112,7 +114,7 @@ func run() error {
 	}
 	cfg := bench.Config{
 		RepoRoot: root, Airlock: *airlock, WorkDir: *work, Keep: *keep, Quick: *quick,
-		Fixtures: *fixtures, RealDir: *realDir, Count: *count,
+		Fixtures: *fixtures, RealDir: *realDir, RealYAMLDir: *realYAMLDir, Opm: *opm, Count: *count,
 		Copy: *doCopy, CopyMode: *mode, Skopeo: *skopeo, InstallSkopeo: *installSkopeo,
 		ParallelImages: *pImages, ParallelLayers: *pLayers, FloorParallel: *floorPar,
 		GoBenchPkgs: strings.Fields(*goPkgs), GoBenchTime: *goTime, Note: *note, Out: os.Stdout,
@@ -132,9 +134,9 @@ func run() error {
 	case c != "":
 		cfg.Catalogs = strings.Split(c, ",")
 	case *quick:
-		cfg.Catalogs = []string{"real", "small"}
+		cfg.Catalogs = []string{"real", "real-yaml", "v4.21", "small"}
 	default:
-		cfg.Catalogs = []string{"real", "small", "large"}
+		cfg.Catalogs = []string{"real", "real-yaml", "v4.21", "small", "large"}
 	}
 	if *mode != "catalog" && *mode != "images" {
 		return fmt.Errorf("invalid -copy-mode %q: use catalog or images", *mode)

@@ -32,17 +32,18 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/opencontainers/go-digest"
 )
 
 // Media types used by the workload.
 const (
-	MediaDockerManifest = "application/vnd.docker.distribution.manifest.v2+json"
-	MediaDockerList     = "application/vnd.docker.distribution.manifest.list.v2+json"
+	MediaDockerManifest = oci.MediaTypeDockerManifest
+	MediaDockerList     = oci.MediaTypeDockerManifestList
 	MediaDockerConfig   = "application/vnd.docker.container.image.v1+json"
 	MediaDockerLayer    = "application/vnd.docker.image.rootfs.diff.tar.gzip"
-	MediaOCIManifest    = "application/vnd.oci.image.manifest.v1+json"
-	MediaOCIIndex       = "application/vnd.oci.image.index.v1+json"
+	MediaOCIManifest    = oci.MediaTypeOCIManifest
+	MediaOCIIndex       = oci.MediaTypeOCIIndex
 	MediaOCIConfig      = "application/vnd.oci.image.config.v1+json"
 	MediaOCILayer       = "application/vnd.oci.image.layer.v1.tar+gzip"
 )

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/airlock-mirror/airlock/internal/humanize"
+	"github.com/airlock-mirror/airlock/pipeline"
+)
+
+// logEvery is the least time between two progress lines off a terminal.
+const logEvery = 5 * time.Second
+
+// stageTitles are how the stages of a run are announced.
+var stageTitles = map[string]string{
+	"preflight":         "checking the registries and credentials",
+	"catalogs":          "fetching and pruning catalogs",
+	"plan":              "resolving images to digests",
+	"measure":           "reading manifests to size the copy",
+	"copy":              "copying images",
+	"archive":           "writing the archive",
+	"open-archive":      "opening the archive",
+	"dry-run":           "comparing with the destination (dry run)",
+	"cluster-resources": "writing cluster resources",
+}
+
+// progressView shows a run's stages and copy progress: on a terminal, each stage
+// announced once on its own line and one bar for the copy with bytes, rate and
+// time left; otherwise log lines, at most one every logEvery.
+type progressView struct {
+	w   io.Writer
+	tty bool
+	log *slog.Logger
+
+	mu      sync.Mutex
+	bar     *progressbar.ProgressBar
+	drawn   time.Time // when the bar was last drawn
+	desc    string
+	last    pipeline.Progress
+	printed pipeline.Progress
+	done    chan struct{}
+	wg      sync.WaitGroup
+}
+
+// attachProgress wires a progressView into o and returns a function that stops it.
+func attachProgress(o *pipeline.Options, w io.Writer, log *slog.Logger) func() {
+	v := newProgressView(w, log)
+	o.Stage = v.stage
+	o.Progress = v.progress
+	if !v.tty {
+		v.wg.Add(1)
+		go v.ticker()
+	}
+	return v.stop
+}
+
+func newProgressView(w io.Writer, log *slog.Logger) *progressView {
+	f, isFile := w.(*os.File)
+	return &progressView{w: w, tty: isFile && term.IsTerminal(int(f.Fd())), log: log, done: make(chan struct{})}
+}
+
+func (v *progressView) stage(s string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.finishBar()
+	title := stageTitles[s]
+	if title == "" {
+		title = s
+	}
+	if v.tty {
+		fmt.Fprintf(v.w, "airlock: %s\n", title)
+		return
+	}
+	v.log.Info(title, "stage", s)
+}
+
+func (v *progressView) progress(p pipeline.Progress) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.last = p
+	if !v.tty {
+		return
+	}
+	if v.bar == nil {
+		v.bar = progressbar.NewOptions64(max(p.BytesTotal, 1),
+			progressbar.OptionSetWriter(v.w),
+			progressbar.OptionShowBytes(true),
+			progressbar.OptionShowCount(),
+			progressbar.OptionUseIECUnits(true),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionShowElapsedTimeOnFinish(),
+			progressbar.OptionSetWidth(30),
+			progressbar.OptionSetRenderBlankState(true),
+			progressbar.OptionSetDescription(barDescription(p)),
+		)
+		v.drawn = time.Now()
+		return
+	}
+	// Draw at most every drawEvery, and always the last state (finishBar).
+	if time.Since(v.drawn) < drawEvery {
+		return
+	}
+	v.draw()
+}
+
+// drawEvery is the least time between two drawings of the bar.
+const drawEvery = 150 * time.Millisecond
+
+// draw renders the bar for the last progress (lock held).
+func (v *progressView) draw() {
+	if d := barDescription(v.last); d != v.desc {
+		v.desc = d
+		v.bar.Describe(d)
+	}
+	_ = v.bar.Set64(v.last.BytesDone)
+	v.drawn = time.Now()
+}
+
+func barDescription(p pipeline.Progress) string {
+	s := fmt.Sprintf("images %d/%d", p.ImagesDone, p.ImagesTotal)
+	if p.ImagesFailed > 0 {
+		s += fmt.Sprintf(" (%d failed)", p.ImagesFailed)
+	}
+	return s
+}
+
+// finishBar ends the bar of the stage that ended (lock held), leaving it on
+// screen as it stands.
+func (v *progressView) finishBar() {
+	if v.bar == nil {
+		return
+	}
+	v.draw()
+	fmt.Fprintln(v.w)
+	v.bar, v.desc = nil, ""
+}
+
+// ticker logs the copy's progress every logEvery.
+func (v *progressView) ticker() {
+	defer v.wg.Done()
+	t := time.NewTicker(logEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-v.done:
+			return
+		case <-t.C:
+			v.tick()
+		}
+	}
+}
+
+// tick logs one progress line when the progress changed since the last one.
+func (v *progressView) tick() {
+	v.mu.Lock()
+	p, changed := v.last, v.last != v.printed
+	v.printed = p
+	v.mu.Unlock()
+	if changed && p.ImagesTotal > 0 {
+		v.log.Info("progress", "stage", p.Stage, "bytes", percent(p.BytesDone, p.BytesTotal)+" of "+humanize.Bytes(p.BytesTotal),
+			"images", fmt.Sprintf("%d/%d (%s)", p.ImagesDone, p.ImagesTotal, percent(int64(p.ImagesDone), int64(p.ImagesTotal))),
+			"failed", p.ImagesFailed)
+	}
+}
+
+func percent(n, total int64) string {
+	if total <= 0 {
+		return "100%"
+	}
+	return fmt.Sprintf("%d%%", n*100/total)
+}
+
+func (v *progressView) stop() {
+	close(v.done)
+	v.wg.Wait()
+	v.mu.Lock()
+	v.finishBar()
+	v.mu.Unlock()
+}

@@ -1,0 +1,76 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/prune/legacy"
+)
+
+// convertedMarker is written next to a catalog converted from a SQLite database
+// once the conversion is complete.
+const convertedMarker = "converted.json"
+
+// fbcDir returns the folder of fc's file-based catalog. A SQLite-based catalog
+// is converted first (legacy.ConvertSQLite) next to its extracted database; the
+// conversion is kept for the next run of the same catalog digest. It sets
+// fc.ConfigsDir.
+func fbcDir(ctx context.Context, fc *mirror.FetchedCatalog, log *slog.Logger) (string, error) {
+	if fc.DatabaseFile == "" {
+		return fc.ConfigsDir, nil
+	}
+	base := filepath.Dir(filepath.Dir(fc.DatabaseFile))
+	dir := filepath.Join(base, "configs")
+	marker := filepath.Join(base, convertedMarker)
+	if _, err := os.Stat(marker); err == nil {
+		if st, err := os.Stat(dir); err == nil && st.IsDir() {
+			fc.ConfigsDir = dir
+			return dir, nil
+		}
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log.Info("converting the SQLite catalog to a file-based catalog", "catalog", fc.Ref, "database", fc.Database)
+	tmp, err := os.MkdirTemp(base, ".convert-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	out := filepath.Join(tmp, "configs")
+	st, err := legacy.ConvertSQLite(ctx, fc.DatabaseFile, out, legacy.SQLiteOptions{Logger: log})
+	if err != nil {
+		return "", fmt.Errorf("catalog %s: converting its SQLite database %s: %w", fc.Ref, fc.Database, err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return "", err
+	}
+	if err := os.Rename(out, dir); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(marker, fmt.Appendf(nil, "{\"packages\": %d, \"channels\": %d, \"bundles\": %d}\n", st.Packages, st.Channels, st.Bundles), 0o644); err != nil {
+		return "", err
+	}
+	log.Info("SQLite catalog converted", "catalog", fc.Ref, "packages", st.Packages, "bundles", st.Bundles)
+	fc.ConfigsDir = dir
+	return dir, nil
+}
+
+// PruneLocal is PruneDir of a file-based catalog folder or of a SQLite index
+// database (converted first; opts.Source still selects the entry of the
+// configuration).
+func PruneLocal(ctx context.Context, opts PruneOptions) (*PruneResult, error) {
+	dir, cleanup, ok, err := legacy.LocalDir(ctx, opts.Source, opts.Logger)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		defer cleanup()
+		opts.Dir = dir
+	}
+	return PruneDir(ctx, opts)
+}

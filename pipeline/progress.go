@@ -1,0 +1,138 @@
+package pipeline
+
+import (
+	"context"
+	"sync"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
+)
+
+// Progress is what a run has done of its copy stage, measured against totals
+// known before the first byte moves: the images of the plan and the distinct
+// blobs their manifests reference.
+type Progress struct {
+	// Stage is the stage being measured ("copy").
+	Stage                                 string
+	ImagesDone, ImagesFailed, ImagesTotal int
+	BlobsDone, BlobsTotal                 int
+	BytesDone, BytesTotal                 int64
+}
+
+// tracker turns the copy engine's events into Progress against the totals.
+type tracker struct {
+	mu     sync.Mutex
+	cb     func(Progress)
+	p      Progress
+	size   map[digest.Digest]int64 // every blob of the plan
+	done   map[digest.Digest]bool
+	perJob map[string][]endpoint.Descriptor // by job key
+}
+
+func jobKey(j mirror.Job) string { return j.Dest + "@" + j.Digest.String() }
+
+// track reads the manifests of jobs at src for the totals (stage "measure"),
+// reports the start of the copy, and returns the callback for the copy engine.
+// The copy then reads the manifests from src's memory, not from the source again.
+func (r *run) track(ctx context.Context, src *memoSource, jobs []mirror.Job) (func(mirror.ProgressEvent), error) {
+	defer src.stopFilling()
+	if len(jobs) == 0 {
+		return nil, nil // nothing to copy: no stage, no bar
+	}
+	if r.opts.Progress == nil {
+		r.stage("copy")
+		return nil, nil
+	}
+	r.stage("measure")
+	s, err := mirror.Measure(ctx, src, jobs, 16)
+	if err != nil {
+		return nil, err
+	}
+	t := &tracker{cb: r.opts.Progress, size: map[digest.Digest]int64{}, done: map[digest.Digest]bool{}, perJob: map[string][]endpoint.Descriptor{}}
+	for i, j := range jobs {
+		t.perJob[jobKey(j)] = s.PerJob[i]
+		for _, b := range s.PerJob[i] {
+			t.size[b.Digest] = b.Size
+		}
+	}
+	t.p = Progress{Stage: "copy", ImagesTotal: s.Images, BlobsTotal: s.Blobs, BytesTotal: s.Bytes}
+	r.stage("copy")
+	t.cb(t.p)
+	return t.event, nil
+}
+
+// mark counts blob d as done (lock held).
+func (t *tracker) mark(d digest.Digest) {
+	size, ok := t.size[d]
+	if !ok || t.done[d] {
+		return
+	}
+	t.done[d] = true
+	t.p.BlobsDone++
+	t.p.BytesDone += size
+}
+
+func (t *tracker) event(ev mirror.ProgressEvent) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if ev.Blob != nil {
+		t.mark(ev.Blob.Digest)
+	}
+	if ev.Image != nil {
+		if ev.Image.Status != mirror.StatusFailed {
+			// An image already at the destination is skipped whole: its blobs
+			// are there too.
+			for _, b := range t.perJob[jobKey(ev.Image.Job)] {
+				t.mark(b.Digest)
+			}
+		}
+		t.p.ImagesDone, t.p.ImagesFailed = ev.ImagesDone, ev.ImagesFailed
+	}
+	t.cb(t.p)
+}
+
+// memoSource keeps the manifests read while measuring the plan until the copy
+// reads them, so that each manifest is fetched from the source once.
+type memoSource struct {
+	endpoint.Source
+	mu      sync.Mutex
+	m       map[string]endpoint.Manifest
+	filling bool
+}
+
+func newMemoSource(src endpoint.Source) *memoSource {
+	return &memoSource{Source: src, m: map[string]endpoint.Manifest{}, filling: true}
+}
+
+// stopFilling ends the measuring: later reads are not kept.
+func (s *memoSource) stopFilling() {
+	s.mu.Lock()
+	s.filling = false
+	s.mu.Unlock()
+}
+
+// Manifest implements endpoint.Source: a manifest read before is served once
+// more from memory, then forgotten.
+func (s *memoSource) Manifest(ctx context.Context, repo, reference string) (endpoint.Manifest, error) {
+	k := repo + "@" + reference
+	s.mu.Lock()
+	m, ok := s.m[k]
+	if ok {
+		delete(s.m, k)
+	}
+	s.mu.Unlock()
+	if ok {
+		return m, nil
+	}
+	m, err := s.Source.Manifest(ctx, repo, reference)
+	if err == nil {
+		s.mu.Lock()
+		if s.filling {
+			s.m[k] = m
+		}
+		s.mu.Unlock()
+	}
+	return m, err
+}

@@ -1,0 +1,166 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/airlock-mirror/airlock/imageset"
+	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/archive"
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/prune"
+)
+
+// reselected is one archived catalog after the configuration was applied again.
+type reselected struct {
+	record archive.CatalogRecord
+	// narrowed is set when the configuration asks for less than the archive
+	// holds: the catalog was re-pruned and rebuilt into the workspace.
+	narrowed *narrowedCatalog
+}
+
+type narrowedCatalog struct {
+	rebuilt  *mirror.RebuiltCatalog
+	packages []string
+	// images are the references the re-pruned catalog names.
+	images map[string]bool
+}
+
+// reselect applies the configuration's entry op to the catalog c the archive
+// holds (made by the entry archived). It returns the gaps when op asks for more
+// than the archive's selection, and re-prunes and rebuilds the catalog when op
+// asks for less.
+func (r *run) reselect(ctx context.Context, ar endpoint.Source, c archive.CatalogRecord, op imageset.Operator, archived *imageset.Operator) (*reselected, []string, error) {
+	out := &reselected{record: c}
+	if archived == nil {
+		// An archive without its configuration: only package names can be compared.
+		return out, selectionLacks(op, nil, c.Packages), nil
+	}
+	if filterHash(op) == filterHash(*archived) {
+		return out, nil, nil
+	}
+	fc, cat, err := r.archivedCatalog(ctx, ar, c)
+	if err != nil {
+		return nil, nil, fmt.Errorf("catalog %s in the archive: %w", c.Source, err)
+	}
+	if gaps := selectionGap(op, *archived, cat); len(gaps) > 0 {
+		return nil, gaps, nil
+	}
+	pruned, _, err := prune.Filter(cat, op, prune.FilterOptions{Logger: r.log})
+	if err != nil {
+		return nil, []string{fmt.Sprintf("catalog %s: %v", c.Source, err)}, nil
+	}
+	if sameBundles(pruned, cat) {
+		return out, nil, nil
+	}
+	base := filepath.Join(r.workDir, "archived-catalogs", c.Digest.Encoded(), "filtered", filterHash(op))
+	prunedDir := filepath.Join(base, "configs")
+	if err := os.RemoveAll(prunedDir); err != nil {
+		return nil, nil, err
+	}
+	if err := prune.Write(ctx, pruned, prunedDir, prune.WriteOptions{}); err != nil {
+		return nil, nil, err
+	}
+	rb, err := mirror.RebuildCatalog(ctx, fc, prunedDir, mirror.RebuildOptions{LayoutDir: filepath.Join(base, "image"), Tag: c.Tag, Logger: r.log})
+	if err != nil {
+		return nil, nil, err
+	}
+	n := &narrowedCatalog{rebuilt: rb, images: map[string]bool{}}
+	uses, warnings := prune.Images(pruned)
+	r.res.Warnings = append(r.res.Warnings, warnings...)
+	for _, u := range uses {
+		n.images[u.Image] = true
+	}
+	for _, p := range pruned.Packages {
+		n.packages = append(n.packages, p.Name)
+	}
+	out.narrowed = n
+	r.log.Info("the configuration asks for less than the archive holds: the catalog was pruned again", "catalog", c.Source, "digest", rb.Digest)
+	return out, nil, nil
+}
+
+// archivedCatalog copies the catalog image c out of the archive into the
+// workspace (an OCI layout) and loads its file-based catalog.
+func (r *run) archivedCatalog(ctx context.Context, ar endpoint.Source, c archive.CatalogRecord) (*mirror.FetchedCatalog, *prune.Catalog, error) {
+	const tag = "archived"
+	dir := filepath.Join(r.workDir, "archived-catalogs", c.Digest.Encoded(), "image")
+	dst, err := mirror.NewLayoutDestination(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	job := mirror.Job{Source: c.Destination, Digest: c.Digest, Dest: "catalog", Tags: []string{tag}}
+	if _, err := mirror.Copy(ctx, ar, dst, []mirror.Job{job}, mirror.CopyOptions{Logger: r.log}); err != nil {
+		return nil, nil, err
+	}
+	fc, err := mirror.FetchCatalogWithOptions(ctx, mirror.OCIPrefix+dir+":"+tag, filepath.Join(r.workDir, "operator-catalogs"), mirror.FetchOptions{Logger: r.log})
+	if err != nil {
+		return nil, nil, err
+	}
+	cat, err := prune.LoadDir(ctx, fc.ConfigsDir, prune.LoadOptions{ElideHeavy: true, Logger: r.log})
+	if err != nil {
+		return nil, nil, err
+	}
+	return fc, cat, nil
+}
+
+// sameBundles reports whether a and b hold the same bundles.
+func sameBundles(a, b *prune.Catalog) bool {
+	names := func(c *prune.Catalog) []string {
+		var out []string
+		for _, p := range c.Packages {
+			for _, bd := range p.Bundles {
+				out = append(out, p.Name+"/"+bd.Name)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	return slices.Equal(names(a), names(b))
+}
+
+// gapError is the error for a configuration that asks for more than the archive.
+func (r *run) gapError(m *archive.Manifest, dir string, gaps []string) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "the archive in %s does not hold everything %s asks for:\n", dir, r.cfg.Source)
+	for _, g := range gaps {
+		fmt.Fprintf(&b, "  - %s\n", g)
+	}
+	fmt.Fprintf(&b, "%s was made with this configuration:\n", archive.BatchRef{Batch: m.Batch, ArchiveID: m.ArchiveID})
+	b.WriteString(indent(archivedConfigYAML(m), "    "))
+	b.WriteString("run mirror-to-disk with the wider configuration on the connected side and carry the new batch, or give disk-to-mirror a configuration within the archive's")
+	return fmt.Errorf("%s", b.String())
+}
+
+// archivedConfigYAML renders the configuration recorded in the archive.
+func archivedConfigYAML(m *archive.Manifest) string {
+	if len(m.Config) == 0 {
+		return "(not recorded)\n"
+	}
+	var v any
+	if err := json.Unmarshal(m.Config, &v); err != nil {
+		return string(m.Config) + "\n"
+	}
+	y, err := yaml.Marshal(v)
+	if err != nil {
+		return string(m.Config) + "\n"
+	}
+	return string(y)
+}
+
+func indent(s, prefix string) string {
+	lines := strings.SplitAfter(s, "\n")
+	var b strings.Builder
+	for _, l := range lines {
+		if l != "" {
+			b.WriteString(prefix + l)
+		}
+	}
+	return b.String()
+}

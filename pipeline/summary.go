@@ -1,0 +1,189 @@
+package pipeline
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/airlock-mirror/airlock/internal/humanize"
+	"github.com/airlock-mirror/airlock/mirror"
+)
+
+// ImageCounts sorts the planned images by outcome.
+type ImageCounts struct {
+	Planned int `json:"planned"`
+	// Copied were sent (mirror-to-mirror, disk-to-mirror) or downloaded into the
+	// archive (mirror-to-disk).
+	Copied int `json:"copied"`
+	// Present were already at the destination (or already staged in the batch
+	// by an interrupted run).
+	Present int `json:"present"`
+	Failed  int `json:"failed"`
+	// NotDone were not finished because the run was interrupted.
+	NotDone int `json:"notDone"`
+	Blocked int `json:"blocked"`
+}
+
+// Counts returns the images by outcome.
+func (r *Result) Counts() ImageCounts {
+	c := ImageCounts{Planned: len(r.Images), Blocked: len(r.Blocked)}
+	for _, im := range r.Images {
+		switch {
+		case im.Status == mirror.StatusCopied:
+			c.Copied++
+		case im.Status == mirror.StatusSkipped:
+			c.Present++
+		case r.Interrupted && notFinished(im):
+			c.NotDone++
+		case im.Status == mirror.StatusFailed, im.Status == statusNotRun:
+			c.Failed++
+		}
+	}
+	return c
+}
+
+// notFinished reports whether an image failed only because the run was interrupted.
+func notFinished(im ImageOutcome) bool {
+	return im.Status == statusNotRun || strings.Contains(im.Error, "context canceled") || strings.HasPrefix(im.Error, "not started")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// joinNonEmpty joins the non-empty parts with ", ".
+func joinNonEmpty(parts ...string) string {
+	var out []string
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+func when(ok bool, s string) string {
+	if ok {
+		return s
+	}
+	return ""
+}
+
+// WriteSummary writes what the run did for a person: only what happened, in the
+// words of its workflow, and nothing about what does not exist.
+func (r *Result) WriteSummary(w io.Writer) {
+	c := r.Counts()
+	title := string(r.Workflow) + " summary"
+	switch {
+	case r.DryRun != nil:
+		title = string(r.Workflow) + " dry run summary (nothing was copied)"
+	case r.Interrupted:
+		title = string(r.Workflow) + " summary: interrupted"
+	}
+	fmt.Fprintf(w, "\n%s\n", title)
+	copied, present := "copied", "already at the destination"
+	if r.Workflow == mirror.MirrorToDisk {
+		copied, present = "downloaded into the archive", "already staged in this batch by an interrupted run"
+	}
+	if d := r.DryRun; d != nil && r.Workflow == mirror.MirrorToDisk {
+		fmt.Fprintf(w, "  images:    %d planned: %s\n", c.Planned, joinNonEmpty(
+			fmt.Sprintf("%d would go into the next batch", len(d.Missing)),
+			when(c.Failed > 0, fmt.Sprintf("%d cannot be planned", c.Failed)),
+			when(c.Blocked > 0, fmt.Sprintf("%d blocked", c.Blocked))))
+		fmt.Fprintf(w, "  blobs:     would download %d of %d blobs (%s of %s)%s\n", d.MissingBlobs, d.Blobs,
+			humanize.Bytes(d.BytesToSend), humanize.Bytes(d.Bytes),
+			when(d.Blobs > d.MissingBlobs, fmt.Sprintf("; %d were shipped by earlier batches", d.Blobs-d.MissingBlobs)))
+	} else if d != nil {
+		fmt.Fprintf(w, "  images:    %d planned: %s\n", c.Planned, joinNonEmpty(
+			fmt.Sprintf("would copy %d", len(d.Missing)),
+			when(c.Planned-len(d.Missing)-c.Failed > 0, fmt.Sprintf("%d already at the destination", c.Planned-len(d.Missing)-c.Failed)),
+			when(c.Failed > 0, fmt.Sprintf("%d cannot be planned", c.Failed)),
+			when(c.Blocked > 0, fmt.Sprintf("%d blocked", c.Blocked))))
+		fmt.Fprintf(w, "  blobs:     would send %d of %d blobs (%s of %s)\n", d.MissingBlobs, d.Blobs, humanize.Bytes(d.BytesToSend), humanize.Bytes(d.Bytes))
+	} else {
+		fmt.Fprintf(w, "  images:    %d planned: %s\n", c.Planned, joinNonEmpty(
+			when(c.Copied > 0 || (c.Present == 0 && c.NotDone == 0), fmt.Sprintf("%d %s", c.Copied, copied)),
+			when(c.Present > 0, fmt.Sprintf("%d %s", c.Present, present)),
+			when(c.NotDone > 0, fmt.Sprintf("%d not done", c.NotDone)),
+			when(c.Failed > 0, fmt.Sprintf("%d failed", c.Failed)),
+			when(c.Blocked > 0, fmt.Sprintf("%d blocked", c.Blocked))))
+		if r.Copy != nil && r.BlobsSent+r.BlobsMounted > 0 {
+			if r.Workflow == mirror.MirrorToDisk {
+				fmt.Fprintf(w, "  blobs:     %s downloaded (%s)\n", plural(int(r.BlobsSent), "blob", "blobs"), humanize.Bytes(r.BytesSent))
+			} else {
+				fmt.Fprintf(w, "  blobs:     %s\n", joinNonEmpty(
+					fmt.Sprintf("%d sent (%s)", r.BlobsSent, humanize.Bytes(r.BytesSent)),
+					when(r.BlobsMounted > 0, fmt.Sprintf("%d mounted from another repository", r.BlobsMounted)),
+					when(r.BlobsSkipped > 0, fmt.Sprintf("%d already there", r.BlobsSkipped)),
+					fmt.Sprintf("%d manifests and tags pushed", r.ManifestsSent)))
+			}
+		}
+	}
+	for _, cat := range r.Catalogs {
+		state := "rebuilt"
+		switch {
+		case slices.Contains(r.Repruned, cat.Catalog):
+			state = "pruned again from the archived catalog to this configuration"
+		case !cat.Rebuilt:
+			state = "untouched"
+		}
+		fmt.Fprintf(w, "  catalog:   %s -> %s:%s (%s, %s)\n", cat.Catalog, cat.DestRepo, cat.Tag, state, shortDigest(cat.Digest.String()))
+	}
+	if a := r.Archive; a != nil {
+		kind := "full"
+		if a.Incremental {
+			var on []string
+			for _, b := range a.BuildsOn {
+				on = append(on, b.String())
+			}
+			kind = fmt.Sprintf("incremental: builds on %s, which must be loaded first; %d blobs it needs were shipped by them", strings.Join(on, ", "), a.ReliesOn)
+		}
+		resumed := ""
+		if a.Resumed {
+			resumed = ", finished the batch an interrupted run began"
+		}
+		fmt.Fprintf(w, "  archive:   %s: batch %d, %s, %s (manifests included), %s (%s%s)\n", a.Dir, a.Batch, plural(len(a.Chunks), "chunk", "chunks"),
+			plural(a.Blobs, "blob", "blobs"), humanize.Bytes(a.Bytes), kind, resumed)
+		fmt.Fprintf(w, "  next:      carry %s across and load it with: airlock mirror -c CONFIG --from file://…/%s docker://REGISTRY/NAMESPACE (batches in order, each once)\n", filepath.Base(a.Dir), filepath.Base(a.Dir))
+	} else if r.Workflow == mirror.MirrorToDisk && r.DryRun == nil {
+		fmt.Fprintf(w, "  archive:   not written; run the same command again to finish the unfinished batch\n")
+	}
+	if len(r.ClusterResources) > 0 {
+		fmt.Fprintf(w, "  cluster resources (oc apply -f %s):\n", filepath.Join(r.WorkingDir, "cluster-resources"))
+		for _, f := range r.ClusterResources {
+			fmt.Fprintf(w, "    %s\n", filepath.Base(f))
+		}
+	}
+	if r.DryRun != nil {
+		fmt.Fprintf(w, "  files:     %s, missing.txt\n", filepath.Join(r.WorkingDir, "dry-run", "mapping.txt"))
+	}
+	fmt.Fprintf(w, "  records:   %s\n", filepath.Join(r.WorkingDir, "results.json"))
+	if r.Workflow == mirror.DiskToMirror {
+		fmt.Fprintf(w, "  workspace: %s (working files; nothing was written into the archive folder)\n", filepath.Dir(r.WorkingDir))
+	}
+	if c.Failed > 0 {
+		fmt.Fprintf(w, "  failed:\n")
+		n := 0
+		for _, im := range r.Images {
+			if (im.Status == mirror.StatusFailed || im.Status == statusNotRun) && !(r.Interrupted && notFinished(im)) {
+				if n++; n > 20 {
+					fmt.Fprintf(w, "    … and %d more in %s\n", c.Failed-20, filepath.Join(r.WorkingDir, "results.json"))
+					break
+				}
+				fmt.Fprintf(w, "    %s: %s\n", im.Source, im.Error)
+			}
+		}
+	}
+}
+
+func shortDigest(d string) string {
+	if len(d) > 19 {
+		return d[:19]
+	}
+	return d
+}

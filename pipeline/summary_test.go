@@ -1,0 +1,193 @@
+package pipeline_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/pipeline"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// normalizer replaces what changes from run to run (registry ports, temporary
+// folders, digests of catalogs that embed the source's address, sizes) with
+// stable words, keeping everything a person reads.
+type normalizer struct{ pairs []string }
+
+func (n *normalizer) add(old, new string) { n.pairs = append(n.pairs, old, new) }
+
+var (
+	digestRE = regexp.MustCompile(`sha256:[0-9a-f]{12,64}`)
+	sizeRE   = regexp.MustCompile(`[0-9]+(\.[0-9])? (B|KiB|MiB)\b`)
+	idRE     = regexp.MustCompile(`archive [0-9a-f]{32}`)
+)
+
+func (n *normalizer) apply(s string) string {
+	s = strings.NewReplacer(n.pairs...).Replace(s)
+	s = digestRE.ReplaceAllString(s, "sha256:DIGEST")
+	s = idRE.ReplaceAllString(s, "archive ID")
+	return sizeRE.ReplaceAllString(s, "SIZE")
+}
+
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", "summary", name+".golden")
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("summary %s differs from %s:\n--- got\n%s\n--- want\n%s", name, path, got, want)
+	}
+}
+
+// TestSummaries runs each outcome for real and compares the summary a person
+// reads with a golden file: first run, no-op re-run, partial failure, total
+// failure, dry run, incremental archive, interrupted run, and a disk-to-mirror.
+func TestSummaries(t *testing.T) {
+	e := setup(t)
+	n := &normalizer{}
+	n.add(e.src.Host(), "SOURCE")
+	summary := func(res *pipeline.Result) string {
+		var b bytes.Buffer
+		if res == nil {
+			return "(no result)\n"
+		}
+		res.WriteSummary(&b)
+		return n.apply(b.String())
+	}
+	m2m := func(t *testing.T, cfg string, dst *registrytest.Registry, ws string) pipeline.Options {
+		o := opts(cfg)
+		o.Workspace = "file://" + ws
+		o.Destination = "docker://" + dst.Host() + "/mirror"
+		return o
+	}
+	newDst := func(t *testing.T) *registrytest.Registry {
+		dst := registrytest.Start(t)
+		n.add(dst.Host(), "DEST")
+		return dst
+	}
+	newDir := func(t *testing.T, word string) string {
+		d := t.TempDir()
+		n.add(d, word)
+		return d
+	}
+	cfg := e.config(t, "    - name: baz")
+
+	t.Run("first-run-and-no-op", func(t *testing.T) {
+		dst, ws := newDst(t), newDir(t, "WORKSPACE")
+		o := m2m(t, cfg, dst, ws)
+		res, err := pipeline.Mirror(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkGolden(t, "m2m-first-run", summary(res))
+		res, err = pipeline.Mirror(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkGolden(t, "m2m-no-op-rerun", summary(res))
+	})
+	t.Run("dry-run", func(t *testing.T) {
+		dst, ws := newDst(t), newDir(t, "WORKSPACE")
+		o := m2m(t, cfg, dst, ws)
+		o.DryRun = true
+		res, err := pipeline.Mirror(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkGolden(t, "m2m-dry-run", summary(res))
+	})
+	t.Run("partial-failure", func(t *testing.T) {
+		dst, ws := newDst(t), newDir(t, "WORKSPACE")
+		bad := writeCfg(t, fmt.Sprintf("apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  operators:\n  - catalog: %s\n    packages:\n    - name: baz\n  additionalImages:\n  - name: %s/tools/absent:1.0\n", e.seeded.Catalog, e.src.Host()))
+		res, err := pipeline.Mirror(context.Background(), m2m(t, bad, dst, ws))
+		if err == nil {
+			t.Fatal("no error")
+		}
+		checkGolden(t, "m2m-partial-failure", summary(res))
+	})
+	t.Run("total-failure", func(t *testing.T) {
+		dst, ws := newDst(t), newDir(t, "WORKSPACE")
+		bad := writeCfg(t, fmt.Sprintf("apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  additionalImages:\n  - name: %s/tools/absent:1.0\n  - name: %s/tools/gone:2.0\n", e.src.Host(), e.src.Host()))
+		res, err := pipeline.Mirror(context.Background(), m2m(t, bad, dst, ws))
+		if err == nil {
+			t.Fatal("no error")
+		}
+		if len(res.ClusterResources) != 0 {
+			t.Errorf("cluster resources written although nothing was mirrored: %v", res.ClusterResources)
+		}
+		checkGolden(t, "m2m-total-failure", summary(res))
+	})
+	t.Run("interrupted", func(t *testing.T) {
+		dst, ws := newDst(t), newDir(t, "WORKSPACE")
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		o := m2m(t, cfg, dst, ws)
+		o.Stage = func(s string) {
+			if s == "copy" {
+				cancel()
+			}
+		}
+		res, err := pipeline.Mirror(ctx, o)
+		if err == nil {
+			t.Fatal("no error")
+		}
+		checkGolden(t, "m2m-interrupted", summary(res))
+	})
+	t.Run("archive-full-incremental-load", func(t *testing.T) {
+		target := newDir(t, "TARGET")
+		o := opts(cfg)
+		o.Destination = "file://" + target
+		res, err := pipeline.Mirror(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkGolden(t, "m2d-first-batch", summary(res))
+		o2 := opts(e.config(t, "    - name: baz\n    - name: bar"))
+		o2.Destination = "file://" + target
+		res2, err := pipeline.Mirror(context.Background(), o2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkGolden(t, "m2d-incremental-batch", summary(res2))
+		o3 := opts(o2.ConfigPath)
+		o3.Destination = "file://" + target
+		o3.DryRun = true
+		res3, err := pipeline.Mirror(context.Background(), o3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkGolden(t, "m2d-dry-run", summary(res3))
+
+		dst, ws := newDst(t), newDir(t, "WORKSPACE")
+		for i, c := range []string{o.ConfigPath, o2.ConfigPath} {
+			d := opts(c)
+			d.From = "file://" + filepath.Join(target, fmt.Sprintf("batch-%04d", i+1))
+			d.Workspace = "file://" + ws
+			d.Destination = "docker://" + dst.Host() + "/airgap"
+			res, err := pipeline.Mirror(context.Background(), d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkGolden(t, fmt.Sprintf("d2m-batch-%d", i+1), summary(res))
+		}
+	})
+}

@@ -1,0 +1,14 @@
+// Package legacy converts the catalog formats that came before file-based
+// catalogs into file-based catalogs, with the semantics of opm v1.73 (the last
+// release that read them):
+//
+//   - a SQLite index database (the file an `opm index add` image holds at the path
+//     of its label operators.operatorframework.io.index.database.v1), as
+//     `opm render`/`opm migrate` do through sqlite.ToModel and declcfg;
+//
+// The result is written to a folder as `opm migrate` writes it (one
+// <package>/catalog.json per package), which prune loads like any catalog. The
+// input is never trusted: the database is opened read-only and immutable, every
+// value is checked, and a damaged or crafted file gets an error naming the table,
+// row and what is wrong, never a panic. The package knows nothing of registries.
+package legacy

@@ -75,6 +75,7 @@ func (r *run) catalog(ctx context.Context, op imageset.Operator, fo mirror.Fetch
 			cr.SourceRepo = fc.Source.Repository()
 		}
 		r.addImages(cr, cat)
+		r.recordCatalog(ctx, op, cat, cat, nil)
 		return cr, nil
 	}
 	pruned, expl, err := prune.Filter(cat, op, prune.FilterOptions{Logger: r.log})
@@ -98,6 +99,7 @@ func (r *run) catalog(ctx context.Context, op imageset.Operator, fo mirror.Fetch
 	}
 	cr.Rebuilt = rb
 	r.addImages(cr, pruned)
+	r.recordCatalog(ctx, op, cat, pruned, expl)
 	return cr, nil
 }
 

@@ -157,6 +157,7 @@ type run struct {
 	res       *Result
 	src, dst  *mirror.Registry           // made once by srcRegistry and destRegistry
 	templates map[string]catalogTemplate // by catalog, read by preflight
+	rep       reporter                   // what report.html shows (report.go)
 }
 
 // Mirror runs one mirror command: mirror-to-mirror (Destination docker:// and
@@ -190,6 +191,9 @@ func Mirror(ctx context.Context, opts Options) (*Result, error) {
 		if werr := r.writeResults(); werr != nil && err == nil {
 			err = werr
 		}
+	}
+	if werr := r.writeReport(err); werr != nil && err == nil {
+		err = werr
 	}
 	if err != nil {
 		return r.res, err
@@ -279,6 +283,7 @@ func (r *run) setup() error {
 
 func (r *run) stage(s string) {
 	r.log.Debug("stage", "stage", s)
+	r.rep.stage(s)
 	if r.opts.Stage != nil {
 		r.opts.Stage(s)
 	}

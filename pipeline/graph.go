@@ -1,0 +1,28 @@
+package pipeline
+
+import (
+	"context"
+	"io"
+
+	"github.com/airlock-mirror/airlock/imageset"
+	"github.com/airlock-mirror/airlock/prune/graph"
+)
+
+// GraphDir is `airlock catalog graph`: it draws a package of the catalog
+// directory opts.Dir; with configPath, the configuration's entry for the
+// catalog (SelectOperator, as catalog prune picks it) colours what it keeps,
+// prunes and pulls in as dependencies.
+func GraphDir(ctx context.Context, configPath string, opts graph.DrawOptions, stdout io.Writer) error {
+	if configPath != "" {
+		cfg, err := imageset.LoadFile(configPath)
+		if err != nil {
+			return err
+		}
+		op, err := SelectOperator(cfg, opts.Dir)
+		if err != nil {
+			return err
+		}
+		opts.Operator, opts.ConfigSource = &op, cfg.Source
+	}
+	return graph.Draw(ctx, opts, stdout)
+}

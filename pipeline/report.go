@@ -1,0 +1,134 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"time"
+
+	"github.com/airlock-mirror/airlock/imageset"
+	"github.com/airlock-mirror/airlock/prune"
+	"github.com/airlock-mirror/airlock/prune/graph"
+	"github.com/airlock-mirror/airlock/report"
+)
+
+// maxGraphs is the most packages of one catalog the report draws: a catalog
+// mirrored heads-only keeps every package, whose pictures would not help.
+const maxGraphs = 40
+
+// reporter collects, along the run, what working-dir/report.html shows.
+type reporter struct {
+	catalogs []*report.Catalog
+	stages   []report.Stage
+	current  time.Time
+}
+
+// stage closes the running stage and starts s.
+func (rp *reporter) stage(s string) {
+	rp.endStage()
+	rp.stages = append(rp.stages, report.Stage{Name: s})
+	rp.current = time.Now()
+}
+
+func (rp *reporter) endStage() {
+	if n := len(rp.stages); n > 0 && !rp.current.IsZero() {
+		rp.stages[n-1].Duration = time.Since(rp.current)
+		rp.current = time.Time{}
+	}
+}
+
+// recordCatalog keeps what a catalog's filter kept and why, with the upgrade
+// graphs of the kept packages drawn from the source catalog src.
+func (r *run) recordCatalog(ctx context.Context, op imageset.Operator, src, kept *prune.Catalog, expl *prune.Explanation) {
+	rc := &report.Catalog{Source: op.Catalog, Full: op.IsFullCatalog()}
+	images := map[string][]string{}
+	uses, _ := prune.Images(kept)
+	for _, u := range uses {
+		seen := map[string]bool{}
+		for _, b := range u.Bundles {
+			if !seen[b.Package] {
+				seen[b.Package] = true
+				images[b.Package] = append(images[b.Package], u.Image)
+			}
+		}
+	}
+	draw := expl != nil && (len(op.Packages) > 0 || len(expl.Packages) <= maxGraphs)
+	for _, p := range kept.Packages {
+		rp := &report.Package{Name: p.Name, DefaultChannel: p.DefaultChannel, Images: images[p.Name]}
+		if pe := expl.Package(p.Name); pe != nil {
+			rp.Dependency, rp.Channels, rp.Bundles, rp.Dropped = pe.Dependency, pe.Channels, pe.Bundles, pe.Dropped
+		}
+		if draw && len(rc.Packages) < maxGraphs {
+			if g, err := graph.Build(src, graph.Options{Package: p.Name, Explanation: expl}); err == nil {
+				var svg bytes.Buffer
+				if err := g.Write(ctx, &svg, graph.FormatSVG); err == nil {
+					rp.Graph = svg.String()
+				} else {
+					r.log.Warn("report: cannot draw the upgrade graph", "package", p.Name, "error", err)
+				}
+			}
+		}
+		rc.Packages = append(rc.Packages, rp)
+	}
+	if expl != nil {
+		rc.Warnings = expl.Warnings
+	}
+	r.rep.catalogs = append(r.rep.catalogs, rc)
+}
+
+// writeReport writes working-dir/report.json and report.html from the run's
+// records; runErr is the error the run ends with.
+func (r *run) writeReport(runErr error) error {
+	r.rep.endStage()
+	res := r.res
+	out := &report.Run{
+		Workflow: string(r.workflow), Destination: r.dest, ConfigPath: r.opts.ConfigPath, Duration: res.Duration,
+		Stages: r.rep.stages, Blocked: res.Blocked, Warnings: res.Warnings,
+		BytesSent: res.BytesSent, BlobsSent: res.BlobsSent, BlobsMounted: res.BlobsMounted, BlobsSkipped: res.BlobsSkipped,
+	}
+	if runErr != nil {
+		out.Error = runErr.Error()
+	}
+	if b, err := os.ReadFile(r.opts.ConfigPath); err == nil {
+		out.Config = string(b)
+	}
+	sent := map[string]int64{}
+	if res.Copy != nil {
+		for _, ir := range res.Copy.Images {
+			sent[ir.Job.Dest+"@"+ir.Job.Digest.String()] += ir.BytesSent
+		}
+	}
+	byCatalog := map[string]*report.Catalog{}
+	for _, c := range r.rep.catalogs {
+		byCatalog[c.Source] = c
+	}
+	if res.Plan != nil {
+		for i, im := range res.Plan.Images {
+			ri := report.Image{Source: im.Source, Kind: string(im.Kind), Digest: im.Digest.String(), Destination: im.Destination(),
+				DestRepo: im.DestRepo, Origins: im.Origins, Bytes: sent[im.DestRepo+"@"+im.Digest.String()]}
+			if i < len(res.Images) {
+				ri.Status, ri.Error = res.Images[i].Status, res.Images[i].Error
+			}
+			out.Images = append(out.Images, ri)
+		}
+		for _, pc := range res.Plan.Catalogs {
+			c := byCatalog[pc.Catalog]
+			if c == nil { // disk-to-mirror: what the archive recorded
+				c = &report.Catalog{Source: pc.Catalog}
+				for _, p := range pc.Packages {
+					c.Packages = append(c.Packages, &report.Package{Name: p})
+				}
+				r.rep.catalogs = append(r.rep.catalogs, c)
+			}
+			c.SourceDigest, c.Digest, c.Rebuilt = pc.SourceDigest.String(), pc.Digest.String(), pc.Rebuilt
+			if pc.DestRepo != "" {
+				c.Destination = pc.DestRepo + ":" + pc.Tag
+			}
+		}
+	}
+	out.Catalogs = r.rep.catalogs
+	if a := res.Archive; a != nil {
+		out.Archive = &report.Archive{Dir: a.Dir, ID: a.ArchiveID, Chunks: a.Chunks, Blobs: a.Blobs, Bytes: a.Bytes, ReliesOn: a.ReliesOn, Incremental: a.Incremental}
+	}
+	return report.Save(r.workDir, out)
+}

@@ -1,0 +1,214 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/airlock-mirror/airlock/imageset"
+	"github.com/airlock-mirror/airlock/internal/fixtures"
+	"github.com/airlock-mirror/airlock/prune"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+
+// realCatalog returns the root of a real catalog of the shared fixtures, or skips.
+func realCatalog(t testing.TB, rel string) string {
+	t.Helper()
+	base := fixtures.RealCatalogs()
+	if base == "" {
+		t.Skip("shared fixtures absent")
+	}
+	dir := filepath.Join(base, rel)
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("fixture absent: %v", err)
+	}
+	return dir
+}
+
+const (
+	descheduler = "kube-descheduler-v4.20/v4.20/catalog"
+	jaeger      = "oc-mirror-testdata/tests/unit/testdata/configs"
+	securesign  = "securesign-rhtas-v4.20/v4.20"
+	community   = "community-operators-prod-v4.21/catalogs/v4.21"
+)
+
+// TestGolden draws real packages as DOT and Mermaid and compares them with
+// testdata/golden (go test ./prune/graph -update rewrites them).
+func TestGolden(t *testing.T) {
+	tests := []struct {
+		name, catalog, pkg, channel, config string
+		// skipRangeOnly removes replaces and skips from every entry first, so
+		// the graph is made of skipRange edges alone.
+		skipRangeOnly bool
+	}{
+		{name: "descheduler", catalog: descheduler, pkg: "cluster-kube-descheduler-operator"},
+		{name: "descheduler-range", catalog: descheduler, pkg: "cluster-kube-descheduler-operator", channel: "stable", config: "descheduler-range.yaml"},
+		{name: "jaeger-skiprange-only", catalog: jaeger, pkg: "jaeger-product", skipRangeOnly: true},
+		{name: "jaeger", catalog: jaeger, pkg: "jaeger-product"},
+		{name: "policy-deprecated-heads", catalog: securesign, pkg: "policy-controller-operator", config: "policy-heads.yaml"},
+		{name: "quay-range-collapsed", catalog: community, pkg: "project-quay", channel: "stable-3.8", config: "quay-range.yaml"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := realCatalog(t, tc.catalog)
+			if tc.skipRangeOnly {
+				dir = skipRangeOnlyCopy(t, dir)
+			}
+			opts := DrawOptions{Dir: dir, Package: tc.pkg, Channel: tc.channel, Collapse: DefaultCollapse}
+			if tc.config != "" {
+				opts.Operator, opts.ConfigSource = operatorOf(t, tc.config), tc.config
+			}
+			p, err := Prepare(context.Background(), opts) // what Draw writes, loaded once for both formats
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, format := range []string{FormatDOT, FormatMermaid} {
+				var out bytes.Buffer
+				if err := p.Write(context.Background(), &out, format); err != nil {
+					t.Fatal(err)
+				}
+				golden(t, filepath.Join("testdata", "golden", tc.name+"."+format), out.Bytes())
+			}
+		})
+	}
+}
+
+// operatorOf returns the one operator entry of testdata/name.
+func operatorOf(t *testing.T, name string) *imageset.Operator {
+	t.Helper()
+	cfg, err := imageset.LoadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &cfg.Mirror.Operators[0]
+}
+
+func golden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./prune/graph -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the output (run with -update and review the diff):\n%s", path, got)
+	}
+}
+
+// skipRangeOnlyCopy writes the catalog in dir again with replaces and skips
+// removed from every channel entry.
+func skipRangeOnlyCopy(t *testing.T, dir string) string {
+	t.Helper()
+	ctx := context.Background()
+	c, err := prune.LoadDir(ctx, dir, prune.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range c.Packages {
+		for _, ch := range p.Channels {
+			for i := range ch.Entries {
+				ch.Entries[i].Replaces, ch.Entries[i].Skips = "", nil
+			}
+		}
+	}
+	out := filepath.Join(t.TempDir(), "catalog")
+	if err := prune.Write(ctx, c, out, prune.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestColours checks the states a range gives on a real catalog: what the
+// explanation keeps is kept, the rest of the channel pruned, the head kept.
+func TestColours(t *testing.T) {
+	dir := realCatalog(t, descheduler)
+	ctx := context.Background()
+	c, err := prune.LoadDir(ctx, dir, prune.LoadOptions{ElideHeavy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, expl, err := prune.Filter(c, *operatorOf(t, "descheduler-range.yaml"), prune.FilterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Build(c, Options{Package: "cluster-kube-descheduler-operator", Explanation: expl, Collapse: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keptWant := map[string]bool{}
+	for _, ch := range expl.Packages[0].Channels {
+		for _, e := range ch.Entries {
+			keptWant[ch.Name+"/"+e] = true
+		}
+	}
+	counts := map[State]int{}
+	for _, ch := range p.Channels {
+		for _, n := range ch.Nodes {
+			counts[n.State]++
+			if want := keptWant[ch.Name+"/"+n.Name]; want != (n.State == StateKept) {
+				t.Errorf("%s/%s: state %q, explanation keeps it: %v", ch.Name, n.Name, n.State, want)
+			}
+			if n.Head && ch.Name == "stable" && n.State != StateKept {
+				t.Errorf("head %s not kept", n.Name)
+			}
+		}
+	}
+	if counts[StateKept] == 0 || counts[StatePruned] == 0 {
+		t.Fatalf("a range must keep some and prune some: %v", counts)
+	}
+}
+
+func TestBuildErrors(t *testing.T) {
+	dir := realCatalog(t, descheduler)
+	c, err := prune.LoadDir(context.Background(), dir, prune.LoadOptions{ElideHeavy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{}, "no package given"},
+		{Options{Package: "nope"}, `no package "nope"`},
+		{Options{Package: "cluster-kube-descheduler-operator", Channel: "nope"}, `no channel "nope" (channels: 4.13, stable)`},
+	} {
+		if _, err := Build(c, tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v, want %q", tc.opts, err, tc.want)
+		}
+	}
+	if _, err := FormatOf("x.pdf"); err == nil {
+		t.Error("x.pdf: no error")
+	}
+	if err := Draw(context.Background(), DrawOptions{Dir: dir, Package: "cluster-kube-descheduler-operator", Format: FormatPNG}, &bytes.Buffer{}); err == nil {
+		t.Error("PNG: no error")
+	}
+}
+
+// TestSVG lays a real package out with Graphviz.
+func TestSVG(t *testing.T) {
+	dir := realCatalog(t, descheduler)
+	out := filepath.Join(t.TempDir(), "g.svg")
+	if err := Draw(context.Background(), DrawOptions{Dir: dir, Package: "cluster-kube-descheduler-operator", Output: out, Collapse: DefaultCollapse}, nil); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	for _, want := range []string{"<svg", "channel stable (default)", "v5.3.2", "(head)", "&gt;=5.0.0 &lt;5.1.0"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("SVG lacks %q", want)
+		}
+	}
+}

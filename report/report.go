@@ -1,0 +1,201 @@
+// Package report writes the self-contained HTML report of a mirror run
+// (working-dir/report.html): the configuration, per catalog and package what was
+// kept and why with the upgrade graphs inline, images and bytes per package and
+// per destination repository, failures, timings per stage and, for
+// mirror-to-disk, what the archive holds. The pipeline fills a Run as it goes and
+// saves it as working-dir/report.json, from which `airlock report DIR` writes
+// the HTML again. The page loads nothing: no script, font, stylesheet or image
+// comes from anywhere else, so it opens inside the air gap.
+package report
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/airlock-mirror/airlock/prune"
+)
+
+// File names in the working directory.
+const (
+	DataFile = "report.json"
+	HTMLFile = "report.html"
+)
+
+// Run is everything the report shows about one run.
+type Run struct {
+	Workflow    string `json:"workflow"`
+	Destination string `json:"destination,omitempty"`
+	ConfigPath  string `json:"configPath"`
+	// Config is the ImageSetConfiguration as the run read it.
+	Config   string        `json:"config"`
+	Duration time.Duration `json:"duration"`
+	// Error is the error the run ended with, if any.
+	Error    string     `json:"error,omitempty"`
+	Stages   []Stage    `json:"stages"`
+	Catalogs []*Catalog `json:"catalogs"`
+	Images   []Image    `json:"images"`
+	Blocked  []string   `json:"blocked,omitempty"`
+	Warnings []string   `json:"warnings,omitempty"`
+	Archive  *Archive   `json:"archive,omitempty"`
+	// BytesSent counts the blob bytes transferred.
+	BytesSent    int64 `json:"bytesSent"`
+	BlobsSent    int64 `json:"blobsSent"`
+	BlobsMounted int64 `json:"blobsMounted"`
+	BlobsSkipped int64 `json:"blobsSkipped"`
+}
+
+// Stage is one stage of the run and how long it took.
+type Stage struct {
+	Name     string        `json:"name"`
+	Duration time.Duration `json:"duration"`
+}
+
+// Catalog is one operator catalog of the run.
+type Catalog struct {
+	Source       string `json:"source"`
+	SourceDigest string `json:"sourceDigest,omitempty"`
+	Destination  string `json:"destination,omitempty"`
+	Digest       string `json:"digest,omitempty"`
+	Rebuilt      bool   `json:"rebuilt"`
+	// Full is true when the catalog was mirrored whole (full: true, no packages).
+	Full     bool       `json:"full,omitempty"`
+	Packages []*Package `json:"packages"`
+	Warnings []string   `json:"warnings,omitempty"`
+}
+
+// Package is one kept package of a catalog.
+type Package struct {
+	Name           string                     `json:"name"`
+	DefaultChannel string                     `json:"defaultChannel,omitempty"`
+	Dependency     bool                       `json:"dependency,omitempty"`
+	Channels       []prune.ChannelExplanation `json:"channels,omitempty"`
+	Bundles        []prune.BundleExplanation  `json:"bundles,omitempty"`
+	Dropped        []prune.DroppedChannel     `json:"droppedChannels,omitempty"`
+	// Images are the images the kept bundles use, sorted.
+	Images []string `json:"images,omitempty"`
+	// Graph is the SVG picture of the package's upgrade graphs ("" when not drawn).
+	Graph string `json:"graph,omitempty"`
+}
+
+// Image is one planned image and what became of it.
+type Image struct {
+	Source      string   `json:"source"`
+	Kind        string   `json:"kind"`
+	Digest      string   `json:"digest,omitempty"`
+	Destination string   `json:"destination"`
+	DestRepo    string   `json:"destRepo"`
+	Origins     []string `json:"origins,omitempty"`
+	Status      string   `json:"status"`
+	Error       string   `json:"error,omitempty"`
+	// Bytes counts the blob bytes sent for the image (blobs already at the
+	// destination or shared with an image copied earlier count zero).
+	Bytes int64 `json:"bytes"`
+}
+
+// Archive is what a mirror-to-disk run wrote.
+type Archive struct {
+	Dir         string   `json:"dir"`
+	ID          string   `json:"id"`
+	Chunks      []string `json:"chunks"`
+	Blobs       int      `json:"blobs"`
+	Bytes       int64    `json:"bytes"`
+	ReliesOn    int      `json:"reliesOn"`
+	Incremental bool     `json:"incremental"`
+}
+
+// Failed reports whether the image was not mirrored.
+func (im Image) Failed() bool { return im.Status == "failed" || im.Status == "not run" }
+
+// Sort puts every list of r in a stable order (stages stay in run order).
+func (r *Run) Sort() {
+	sort.Slice(r.Catalogs, func(i, j int) bool { return r.Catalogs[i].Source < r.Catalogs[j].Source })
+	for _, c := range r.Catalogs {
+		sort.Slice(c.Packages, func(i, j int) bool { return c.Packages[i].Name < c.Packages[j].Name })
+		for _, p := range c.Packages {
+			sort.Strings(p.Images)
+		}
+	}
+	sort.Slice(r.Images, func(i, j int) bool {
+		a, b := r.Images[i], r.Images[j]
+		if a.Source != b.Source {
+			return a.Source < b.Source
+		}
+		return a.Destination < b.Destination
+	})
+	sort.Strings(r.Blocked)
+}
+
+// Save writes r as workDir/report.json and the page as workDir/report.html.
+func Save(workDir string, r *Run) error {
+	r.Sort()
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(workDir, DataFile), append(b, '\n')); err != nil {
+		return err
+	}
+	return writeHTML(filepath.Join(workDir, HTMLFile), r)
+}
+
+// Regenerate writes report.html again from the report.json of dir, which is a
+// working directory or the directory holding one (the mirror destination or
+// workspace). It returns the path of the page.
+func Regenerate(dir string) (string, error) {
+	workDir := dir
+	if _, err := os.Stat(filepath.Join(dir, DataFile)); errors.Is(err, fs.ErrNotExist) {
+		workDir = filepath.Join(dir, "working-dir")
+	}
+	path := filepath.Join(workDir, DataFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("%s has no %s (nor working-dir/%s): pass the directory of a mirror run (its file:// destination or --workspace) after airlock mirror has run there", dir, DataFile, DataFile)
+	}
+	if err != nil {
+		return "", err
+	}
+	var r Run
+	if err := json.Unmarshal(b, &r); err != nil {
+		return "", fmt.Errorf("%s: %w: run airlock mirror again to record it anew", path, err)
+	}
+	r.Sort()
+	out := filepath.Join(workDir, HTMLFile)
+	return out, writeHTML(out, &r)
+}
+
+func writeHTML(path string, r *Run) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if err := Write(f, r); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func writeFile(path string, b []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// Write writes the HTML page of r.
+func Write(w io.Writer, r *Run) error {
+	return page.Execute(w, newView(r))
+}

@@ -1,0 +1,136 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airlock-mirror/airlock/internal/browser"
+	"github.com/airlock-mirror/airlock/internal/fixtures"
+	"github.com/airlock-mirror/airlock/prune"
+	"github.com/airlock-mirror/airlock/prune/graph"
+)
+
+// bigRun is a run of n images over 20 packages of a real catalog, every package
+// with the upgrade graph of a real package drawn by prune/graph.
+func bigRun(t testing.TB, n int) *Run {
+	t.Helper()
+	dir := filepath.Join(fixtures.RealCatalogs(), "kube-descheduler-v4.20/v4.20/catalog")
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("fixture absent: %v", err)
+	}
+	var svg bytes.Buffer
+	if err := graph.Draw(context.Background(), graph.DrawOptions{Dir: dir, Package: "cluster-kube-descheduler-operator", Format: graph.FormatSVG, Collapse: graph.DefaultCollapse}, &svg); err != nil {
+		t.Fatal(err)
+	}
+	r := &Run{Workflow: "mirror-to-mirror", Destination: "mirror.example.com/ns", ConfigPath: "isc.yaml",
+		Config: "apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\n", Duration: 95 * time.Second,
+		Stages: []Stage{{"catalogs", 3 * time.Second}, {"plan", 2 * time.Second}, {"copy", 90 * time.Second}}}
+	cat := &Catalog{Source: "registry.example.com/index:v4.20", Rebuilt: true, Destination: "mirror.example.com/ns/index:v4.20"}
+	for p := 0; p < 20; p++ {
+		pkg := &Package{Name: fmt.Sprintf("operator-%02d", p), DefaultChannel: "stable", Graph: svg.String(),
+			Channels: []prune.ChannelExplanation{{Name: "stable", Entries: []string{"a.v1", "a.v2"}}},
+			Bundles: []prune.BundleExplanation{{Name: "a.v2", Version: "2.0.0", Reasons: []prune.Reason{{Kind: prune.ReasonHead, Channel: "stable"}}},
+				{Name: "a.v1", Version: "1.0.0", Reasons: []prune.Reason{{Kind: prune.ReasonRequested, Channel: "stable", Detail: "in range >=1.0.0"}}}}}
+		cat.Packages = append(cat.Packages, pkg)
+	}
+	r.Catalogs = []*Catalog{cat}
+	for i := 0; i < n; i++ {
+		pkg := cat.Packages[i%20]
+		src := fmt.Sprintf("quay.io/vendor%d/image-%03d@sha256:%064x", i%7, i, i)
+		pkg.Images = append(pkg.Images, src)
+		im := Image{Source: src, Kind: "operator", Digest: fmt.Sprintf("sha256:%064x", i), DestRepo: fmt.Sprintf("mirror.example.com/ns/vendor%d/image-%03d", i%7, i),
+			Status: "copied", Bytes: int64(i) * 1 << 20, Origins: []string{cat.Source}}
+		im.Destination = im.DestRepo + "@" + im.Digest
+		if i%97 == 0 {
+			im.Status, im.Error = "failed", "manifest unknown: the source has no such image"
+		}
+		r.Images = append(r.Images, im)
+	}
+	return r
+}
+
+// TestReportDeterministic: the same run gives the same page, whatever the
+// order its lists were recorded in.
+func TestReportDeterministic(t *testing.T) {
+	a, b := bigRun(t, 60), bigRun(t, 60)
+	for i, j := 0, len(b.Images)-1; i < j; i, j = i+1, j-1 {
+		b.Images[i], b.Images[j] = b.Images[j], b.Images[i]
+	}
+	b.Catalogs[0].Packages[0], b.Catalogs[0].Packages[1] = b.Catalogs[0].Packages[1], b.Catalogs[0].Packages[0]
+	var pa, pb bytes.Buffer
+	a.Sort()
+	b.Sort()
+	if err := Write(&pa, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(&pb, b); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(pa.Bytes(), pb.Bytes()) {
+		t.Error("two recordings of the same run give different pages")
+	}
+	html := pa.String()
+	for _, want := range []string{"operator-00", "in range &gt;=1.0.0", "manifest unknown", "<svg", "mirror.example.com/ns/vendor0/image-000"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	for _, bad := range []string{"<script", "http://www.w3.org/Graphics/SVG/1.1/DTD", "<?xml", "<link", "@import", "url("} {
+		if strings.Contains(html, bad) {
+			t.Errorf("page holds %q: it must not load or run anything", bad)
+		}
+	}
+}
+
+func TestRegenerateErrors(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Regenerate(dir); err == nil || !strings.Contains(err.Error(), "has no report.json") {
+		t.Errorf("empty dir: %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, DataFile), []byte("{"), 0o644)
+	if _, err := Regenerate(dir); err == nil || !strings.Contains(err.Error(), "run airlock mirror again") {
+		t.Errorf("corrupt report.json: %v", err)
+	}
+}
+
+// TestReportInBrowser opens the page of a 500-image run in headless Chromium:
+// no console error, no network request, every graph drawn. With
+// AIRLOCK_SCREENSHOTS=DIR it saves a screenshot there.
+func TestReportInBrowser(t *testing.T) {
+	bin := browser.Find()
+	if bin == "" {
+		t.Skip("no chromium (apt-get install chromium)")
+	}
+	dir := t.TempDir()
+	if err := Save(dir, bigRun(t, 500)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := browser.Open(context.Background(), bin, filepath.Join(dir, HTMLFile), browser.Options{Eval: `document.querySelectorAll("svg g.node").length`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Errors) > 0 || len(r.Requests) > 0 {
+		t.Errorf("errors %q, requests %q", r.Errors, r.Requests)
+	}
+	if string(r.Value) == "0" || len(r.Value) == 0 {
+		t.Errorf("the browser shows no graph node (%s)", r.Value)
+	}
+}
+
+// BenchmarkReport500 writes report.json and report.html for a 500-image run.
+func BenchmarkReport500(b *testing.B) {
+	r := bigRun(b, 500)
+	dir := b.TempDir()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := Save(dir, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,88 @@
+package report
+
+import "html/template"
+
+// page is the report. It must stay self-contained: inline style only, no
+// script, no external reference (the Content-Security-Policy forbids any).
+var page = template.Must(template.New("report").Funcs(funcs).Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>airlock {{.Workflow}} report</title>
+<style>
+body{font-family:system-ui,-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:0 auto;max-width:1200px;padding:1em 2em;color:#212121;line-height:1.4}
+h1{font-size:1.6em;margin-bottom:.2em}h2{border-bottom:2px solid #e0e0e0;padding-bottom:.2em;margin-top:1.6em}h3{margin-bottom:.3em}h4{margin:.8em 0 .3em}
+table{border-collapse:collapse;margin:.4em 0 1em;font-size:.9em}th,td{border:1px solid #e0e0e0;padding:.25em .6em;text-align:left;vertical-align:top}
+th{background:#f5f5f5}td.n{text-align:right;font-variant-numeric:tabular-nums}
+code,pre{font-family:ui-monospace,"SFMono-Regular",Menlo,Consolas,monospace;font-size:.88em}pre{background:#f5f5f5;padding:.8em;overflow:auto;border-radius:4px}
+.ok{color:#2e7d32}.bad{color:#c62828;font-weight:600}.muted{color:#757575}
+.cards{display:flex;flex-wrap:wrap;gap:.8em;margin:1em 0}.card{border:1px solid #e0e0e0;border-radius:6px;padding:.5em 1em;min-width:8em}.card b{display:block;font-size:1.4em}
+.graph{overflow:auto;border:1px solid #e0e0e0;border-radius:4px;padding:.4em;max-height:40em}.graph svg{max-width:none;height:auto}
+details{margin:.4em 0}summary{cursor:pointer;font-weight:600}
+</style>
+</head>
+<body>
+<h1>airlock {{.Workflow}}</h1>
+<p class="muted">Configuration <code>{{.ConfigPath}}</code>{{if .Destination}} · destination <code>{{.Destination}}</code>{{end}}</p>
+<div class="cards">
+<div class="card"><b>{{.Total}}</b>images</div>
+<div class="card"><b class="{{if .Failed}}bad{{else}}ok{{end}}">{{.Failed}}</b>failed</div>
+<div class="card"><b>{{bytes .BytesSent}}</b>sent ({{.BlobsSent}} blobs)</div>
+<div class="card"><b>{{.BlobsMounted}}</b>blobs mounted</div>
+<div class="card"><b>{{.BlobsSkipped}}</b>blobs already there</div>
+<div class="card"><b>{{dur .Duration}}</b>total time</div>
+</div>
+{{if .Error}}<p class="bad">The run ended with an error: {{.Error}}</p>{{end}}
+
+<h2 id="failures">Failures</h2>
+{{if .FailedImages}}<table><tr><th>image</th><th>destination</th><th>status</th><th>why</th></tr>
+{{range .FailedImages}}<tr><td><code>{{.Source}}</code></td><td><code>{{.Destination}}</code></td><td class="bad">{{.Status}}</td><td>{{.Error}}</td></tr>
+{{end}}</table>{{else}}<p class="ok">Nothing failed.</p>{{end}}
+{{if .Warnings}}<h3>Warnings</h3><ul>{{range .Warnings}}<li>{{.}}</li>{{end}}</ul>{{end}}
+{{if .Blocked}}<h3>Blocked images (blockedImages)</h3><ul>{{range .Blocked}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}
+
+<h2 id="stages">Timings per stage</h2>
+<table><tr><th>stage</th><th>time</th></tr>
+{{range .Stages}}<tr><td>{{.Name}}</td><td class="n">{{dur .Duration}}</td></tr>
+{{end}}<tr><th>total</th><th class="n">{{dur .Duration}}</th></tr></table>
+
+<h2 id="catalogs">Catalogs</h2>
+{{range $ci, $c := .Catalogs}}<h3><code>{{.Source}}</code></h3>
+<p>{{if .Full}}Mirrored whole (full catalog, not pruned).{{else if .Rebuilt}}Pruned and rebuilt.{{end}}
+{{if .Destination}}Destination <code>{{.Destination}}</code>{{end}}{{if .Digest}} <span class="muted">{{.Digest}}</span>{{end}}</p>
+{{range .Warnings}}<p class="muted">warning: {{.}}</p>{{end}}
+{{if .Packages}}<table><tr><th>package</th><th>default channel</th><th>channels kept</th><th>bundles kept</th><th>images</th><th>bytes sent</th><th>failed</th></tr>
+{{range .Packages}}<tr><td><a href="#pkg-{{$ci}}-{{.Name}}">{{.Name}}</a>{{if .Dependency}} <span class="muted">(dependency)</span>{{end}}</td><td>{{.DefaultChannel}}</td><td class="n">{{len .Channels}}</td><td class="n">{{len .Bundles}}</td><td class="n">{{.ImageCount}}</td><td class="n">{{bytes .Bytes}}</td><td class="n{{if .Failed}} bad{{end}}">{{.Failed}}</td></tr>
+{{end}}</table>{{end}}
+{{range .Packages}}<h4 id="pkg-{{$ci}}-{{.Name}}">{{.Name}}{{if .Dependency}} (added as a dependency){{end}}</h4>
+{{if .Graph}}<div class="graph">{{.Graph}}</div>{{end}}
+{{if .Bundles}}<details{{if le (len .Bundles) 12}} open{{end}}><summary>{{len .Bundles}} bundle(s) kept, and why</summary>
+<table><tr><th>bundle</th><th>version</th><th>why</th></tr>
+{{range .Bundles}}<tr><td><code>{{.Name}}</code></td><td>{{.Version}}</td><td>{{range $i, $r := .Reasons}}{{if $i}}; {{end}}{{$r.String}}{{end}}</td></tr>
+{{end}}</table></details>{{end}}
+{{range .Dropped}}<p class="muted">dropped channel {{.Name}}: {{.Reason}}</p>{{end}}
+{{end}}{{else}}<p class="muted">No operator catalog.</p>{{end}}
+
+<h2 id="repositories">Images and bytes per destination repository</h2>
+<table><tr><th>repository</th><th>images</th><th>bytes sent</th><th>failed</th></tr>
+{{range .Repos}}<tr><td><code>{{.Repo}}</code></td><td class="n">{{.Images}}</td><td class="n">{{bytes .Bytes}}</td><td class="n{{if .Failed}} bad{{end}}">{{.Failed}}</td></tr>
+{{end}}</table>
+
+{{with .Archive}}<h2 id="archive">Archive</h2>
+<p>Archive <code>{{.ID}}</code> in <code>{{.Dir}}</code>: {{.Blobs}} blobs, {{bytes .Bytes}}{{if .Incremental}}, incremental (relies on {{.ReliesOn}} earlier archive(s)){{end}}.</p>
+<table><tr><th>chunk</th></tr>{{range .Chunks}}<tr><td><code>{{.}}</code></td></tr>{{end}}</table>{{end}}
+
+<h2 id="images">Every image</h2>
+<details><summary>{{.Total}} image(s)</summary>
+<table><tr><th>source</th><th>kind</th><th>destination</th><th>status</th><th>bytes sent</th></tr>
+{{range .Images}}<tr><td><code>{{short .Source}}</code></td><td>{{.Kind}}</td><td><code>{{short .Destination}}</code></td><td{{if .Failed}} class="bad"{{end}}>{{.Status}}</td><td class="n">{{bytes .Bytes}}</td></tr>
+{{end}}</table></details>
+
+<h2 id="config">Configuration</h2>
+<pre>{{.Config}}</pre>
+<p class="muted">Written by airlock; regenerate with <code>airlock report DIR</code>.</p>
+</body>
+</html>
+`))

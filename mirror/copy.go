@@ -55,9 +55,9 @@ type CopyOptions struct {
 	Retry *RetryPolicy
 	// Logger receives debug and warning lines; nil discards.
 	Logger *slog.Logger
-	// Held, when set, marks (by job index) the jobs whose manifest the caller
-	// already found at the destination (Measure's Sizes.Held): the engine does not
-	// ask again.
+	// Held, when set, says (by job index) whether the destination holds each
+	// job's manifest, as the caller just asked it (Measure's Sizes.Held): the
+	// engine does not ask again.
 	Held []bool
 	// Progress, when set, is called (serially) after each blob and image.
 	Progress func(ProgressEvent)
@@ -134,9 +134,12 @@ func Copy(ctx context.Context, src endpoint.Source, dst endpoint.Destination, jo
 	e.imagesTotal = len(jobs)
 	e.jobs = jobs
 	for i, held := range opts.Held {
-		if held && i < len(jobs) {
-			rd := repoDigest{jobs[i].Dest, jobs[i].Digest}
-			e.holds[rd] = true
+		if i >= len(jobs) {
+			break
+		}
+		rd := repoDigest{jobs[i].Dest, jobs[i].Digest}
+		e.holds[rd] = held
+		if held {
 			h := repoHost(rd.repo)
 			e.toWalk[h] = append(e.toWalk[h], rd)
 		}

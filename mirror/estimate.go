@@ -137,7 +137,8 @@ type Sizes struct {
 	// included), by job index; nil for a job whose manifest could not be read or
 	// that the destination already holds.
 	PerJob [][]endpoint.Descriptor `json:"-"`
-	// Held marks, by job index, the jobs the destination already holds.
+	// Held says, by job index, whether the destination already holds the job;
+	// nil when Measure was given no destination.
 	Held []bool `json:"-"`
 }
 
@@ -152,7 +153,10 @@ func Measure(ctx context.Context, src EstimateSource, dst EstimateDestination, j
 	if parallel <= 0 {
 		parallel = 8
 	}
-	s := &Sizes{Images: len(jobs), PerJob: make([][]endpoint.Descriptor, len(jobs)), Held: make([]bool, len(jobs))}
+	s := &Sizes{Images: len(jobs), PerJob: make([][]endpoint.Descriptor, len(jobs))}
+	if dst != nil {
+		s.Held = make([]bool, len(jobs))
+	}
 	var g errgroup.Group
 	g.SetLimit(parallel)
 	for i, j := range jobs {

@@ -1,0 +1,407 @@
+package archive
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/airlock-mirror/airlock/internal/atomicfile"
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/opencontainers/go-digest"
+)
+
+// plannedBlob is a blob placed in a chunk by the layout.
+type plannedBlob struct {
+	d      digest.Digest
+	size   int64
+	hdr    []byte
+	offset int64 // data offset in its chunk
+}
+
+type plannedChunk struct {
+	number      int
+	blobs       []plannedBlob
+	payloadSize int64
+}
+
+// indexEntryBound returns an upper bound of the bytes the index entry takes for a
+// chunk whose index lists entries of the given total JSON length and count.
+func indexEntryBound(entriesLen int64, n int) int64 {
+	base, _ := marshal(ChunkIndex{Kind: indexKind, FormatVersion: FormatVersion, ArchiveID: strings.Repeat("0", 32),
+		Chunk: maxChunkCount, PayloadSize: math.MaxInt64, PayloadSHA256: strings.Repeat("0", 64), Blobs: []IndexBlob{}})
+	size := int64(len(base)) + entriesLen + int64(max(n-1, 0))
+	return blockSize + size + padding(size)
+}
+
+// layout assigns blobs to chunks (sorted by digest, greedy, split at blob
+// boundaries) so that every chunk, trailer included, stays within the chunk size
+// unless it holds a single oversized blob. It fills in the manifest's blob chunks
+// and offsets and the chunk records (without hashes).
+func (w *Writer) layout(m *Manifest) ([]plannedChunk, error) {
+	hdrs := make([][]byte, len(m.Blobs))
+	for i, b := range m.Blobs {
+		h, err := headerBytes(blobEntryName(b.Digest), b.Size)
+		if err != nil {
+			return nil, err
+		}
+		hdrs[i] = h
+	}
+	var reserve int64
+	for iter := 0; ; iter++ {
+		var plan []plannedChunk
+		cur := plannedChunk{number: 1}
+		var entriesLen int64
+		for i, b := range m.Blobs {
+			entryLen := int64(len(hdrs[i])) + b.Size + padding(b.Size)
+			ib, _ := json.Marshal(IndexBlob{Digest: b.Digest, Size: b.Size, Offset: math.MaxInt64})
+			fits := cur.payloadSize+entryLen+indexEntryBound(entriesLen+int64(len(ib)), len(cur.blobs)+1)+reserve+eofSize <= w.chunkSize
+			if !fits && len(cur.blobs) > 0 {
+				plan = append(plan, cur)
+				cur = plannedChunk{number: cur.number + 1}
+				entriesLen = 0
+			}
+			cur.blobs = append(cur.blobs, plannedBlob{d: b.Digest, size: b.Size, hdr: hdrs[i], offset: cur.payloadSize + int64(len(hdrs[i]))})
+			cur.payloadSize += entryLen
+			entriesLen += int64(len(ib))
+		}
+		plan = append(plan, cur)
+		if len(plan) > maxChunkCount {
+			return nil, fmt.Errorf("archive needs %d chunks, more than %d: raise the archive size", len(plan), maxChunkCount)
+		}
+		// Fill the manifest as the plan says, with placeholder hashes of the final length.
+		pos := map[digest.Digest]*plannedBlob{}
+		m.Chunks = m.Chunks[:0]
+		for ci := range plan {
+			c := &plan[ci]
+			for bi := range c.blobs {
+				pos[c.blobs[bi].d] = &c.blobs[bi]
+			}
+			m.Chunks = append(m.Chunks, ChunkRecord{Name: ChunkName(c.number), Number: c.number, Blobs: len(c.blobs),
+				PayloadSize: c.payloadSize, PayloadSHA256: strings.Repeat("0", 64), IndexSHA256: strings.Repeat("0", 64)})
+		}
+		for i := range m.Blobs {
+			p := pos[m.Blobs[i].Digest]
+			m.Blobs[i].Offset = p.offset
+		}
+		chunkOf := map[digest.Digest]int{}
+		for _, c := range plan {
+			for _, b := range c.blobs {
+				chunkOf[b.d] = c.number
+			}
+		}
+		for i := range m.Blobs {
+			m.Blobs[i].Chunk = chunkOf[m.Blobs[i].Digest]
+		}
+		mb, err := marshal(m)
+		if err != nil {
+			return nil, err
+		}
+		need := blockSize + int64(len(mb)) + padding(int64(len(mb))) + 2*blockSize // manifest + its sha256 entry
+		if need <= reserve {
+			for _, c := range plan {
+				if len(c.blobs) != 1 {
+					continue
+				}
+				b := c.blobs[0]
+				ib, _ := json.Marshal(IndexBlob{Digest: b.d, Size: b.size, Offset: math.MaxInt64})
+				if c.payloadSize+indexEntryBound(int64(len(ib)), 1)+reserve+eofSize > w.chunkSize {
+					const gib = 1 << 30
+					w.log.Warn("blob is larger than the archive chunk size; it gets a chunk of its own",
+						"blob", b.d, "size", b.size, "chunk", ChunkName(c.number), "chunkSize", w.chunkSize,
+						"recommendedArchiveSizeGiB", (b.size+gib-1)/gib+1)
+				}
+			}
+			return plan, nil
+		}
+		reserve = need
+		if iter > 50 {
+			return nil, fmt.Errorf("archive layout does not converge for chunk size %d: raise the archive size", w.chunkSize)
+		}
+	}
+}
+
+// writeChunks writes every chunk body (blobs, index), then the trailers (manifest in
+// the first and last chunk, tar end), syncing each file.
+func (w *Writer) writeChunks(ctx context.Context, m *Manifest, plan []plannedChunk) error {
+	// Chunks of an interrupted Finish that match the plan are kept as they are.
+	kept := map[int]completedChunk{}
+	if w.completed != nil && w.completed.ArchiveID == m.ArchiveID {
+		for _, c := range w.completed.Chunks {
+			n := c.Record.Number
+			if n < 1 || n > len(plan) || !sameBlobs(c.Blobs, plan[n-1].blobs) {
+				continue
+			}
+			kept[n] = c
+		}
+	}
+	// Blobs that live only in chunks that are not kept go back to the staging area.
+	if w.completed != nil {
+		for _, c := range w.completed.Chunks {
+			if _, ok := kept[c.Record.Number]; ok {
+				continue
+			}
+			if err := w.unstage(ctx, c.Record.Name); err != nil {
+				return err
+			}
+		}
+	}
+	// Remove chunk files of this unfinished archive that the plan does not keep (the
+	// half-written chunk of an interrupted Finish, chunks beyond the plan). There
+	// are none of a finished archive: NewWriter refuses a finished archive.
+	existing, err := listChunks(w.dir)
+	if err != nil {
+		return err
+	}
+	for _, name := range existing {
+		n, _ := chunkNumber(name)
+		if c, ok := kept[n]; ok && c.Record.Name == name {
+			continue
+		}
+		if err := os.Remove(filepath.Join(w.dir, name)); err != nil {
+			return fmt.Errorf("remove old chunk: %w", err)
+		}
+	}
+	fj := finishJournal{ArchiveID: m.ArchiveID}
+	for n := 1; n <= len(plan); n++ {
+		if c, ok := kept[n]; ok {
+			fj.Chunks = append(fj.Chunks, c)
+		}
+	}
+	if err := w.saveFinishJournal(&fj); err != nil {
+		return err
+	}
+	bodies := make([]completedChunk, len(plan))
+	for i, c := range plan {
+		if k, ok := kept[c.number]; ok {
+			bodies[i] = k
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		cc, err := w.writeBody(ctx, m.ArchiveID, c)
+		if err != nil {
+			return err
+		}
+		bodies[i] = cc
+		fj.Chunks = append(fj.Chunks, cc)
+		if err := w.saveFinishJournal(&fj); err != nil {
+			return err
+		}
+		// The chunk is durable: drop the staged copies of its blobs.
+		for _, b := range c.blobs {
+			if w.blobs[b.d].chunk == "" {
+				_ = os.Remove(w.stagedPath(b.d))
+			}
+			w.blobs[b.d].chunk = cc.Record.Name
+			w.blobs[b.d].offset = b.offset
+		}
+	}
+	for i := range m.Chunks {
+		m.Chunks[i] = bodies[i].Record
+	}
+	mb, err := marshal(m)
+	if err != nil {
+		return err
+	}
+	for i, c := range bodies {
+		withManifest := i == 0 || i == len(bodies)-1
+		if err := writeTrailer(filepath.Join(w.dir, c.Record.Name), c.BodySize, mb, withManifest); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func sameBlobs(a []IndexBlob, b []plannedBlob) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Digest != b[i].d || a[i].Size != b[i].size || a[i].Offset != b[i].offset {
+			return false
+		}
+	}
+	return true
+}
+
+// unstage copies the blobs of a completed chunk that is not kept back into the
+// staging area (verifying them), so that the chunk can be rewritten.
+func (w *Writer) unstage(ctx context.Context, chunk string) error {
+	for d, b := range w.blobs {
+		if b.chunk != chunk {
+			continue
+		}
+		rc, err := w.openBlob(d)
+		if err != nil {
+			return err
+		}
+		err = w.stage(ctx, endpoint.Descriptor{Digest: d, Size: b.size}, rc)
+		rc.Close()
+		if err != nil {
+			return fmt.Errorf("chunk %s: %w", chunk, err)
+		}
+		b.chunk = ""
+	}
+	return nil
+}
+
+func (w *Writer) saveFinishJournal(fj *finishJournal) error {
+	b, err := marshal(fj)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(w.staging, "finish.json"), b)
+}
+
+// writeBody writes the blobs and the index of chunk c, re-verifying every blob
+// while it copies, and syncs the file.
+func (w *Writer) writeBody(ctx context.Context, archiveID string, c plannedChunk) (completedChunk, error) {
+	name := ChunkName(c.number)
+	path := filepath.Join(w.dir, name)
+	f, err := os.Create(path)
+	if err != nil {
+		return completedChunk{}, fmt.Errorf("create chunk %s: %w", name, err)
+	}
+	defer f.Close()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	payload := sha256.New()
+	out := io.MultiWriter(bw, payload)
+	zeros := make([]byte, blockSize)
+	buf := make([]byte, 1<<20)
+	idx := ChunkIndex{Kind: indexKind, FormatVersion: FormatVersion, ArchiveID: archiveID, Chunk: c.number, Blobs: []IndexBlob{}}
+	var pos int64
+	for _, b := range c.blobs {
+		if _, err := out.Write(b.hdr); err != nil {
+			return completedChunk{}, fmt.Errorf("write chunk %s: %w", name, err)
+		}
+		pos += int64(len(b.hdr))
+		if pos != b.offset {
+			return completedChunk{}, fmt.Errorf("chunk %s: internal layout error at blob %s", name, b.d)
+		}
+		rc, err := w.openBlob(b.d)
+		if err != nil {
+			return completedChunk{}, err
+		}
+		vd := digest.SHA256.Digester()
+		n, err := io.CopyBuffer(io.MultiWriter(out, vd.Hash()), &ctxReader{ctx, io.LimitReader(rc, b.size)}, buf)
+		rc.Close()
+		if err != nil {
+			return completedChunk{}, fmt.Errorf("chunk %s: copy blob %s: %w", name, b.d, err)
+		}
+		if n != b.size || vd.Digest() != b.d {
+			_ = os.Remove(w.stagedPath(b.d))
+			return completedChunk{}, fmt.Errorf("chunk %s: staged blob %s is corrupt (%d bytes, digest %s): %w; it was removed, run mirror-to-disk again to fetch it", name, b.d, n, vd.Digest(), ErrCorrupt)
+		}
+		if _, err := out.Write(zeros[:padding(b.size)]); err != nil {
+			return completedChunk{}, fmt.Errorf("write chunk %s: %w", name, err)
+		}
+		pos += b.size + padding(b.size)
+		idx.Blobs = append(idx.Blobs, IndexBlob{Digest: b.d, Size: b.size, Offset: b.offset})
+	}
+	idx.PayloadSize = pos
+	idx.PayloadSHA256 = hex.EncodeToString(payload.Sum(nil))
+	ib, err := marshal(idx)
+	if err != nil {
+		return completedChunk{}, err
+	}
+	body, err := entryBytes(indexName, ib)
+	if err != nil {
+		return completedChunk{}, err
+	}
+	if _, err := bw.Write(body); err != nil {
+		return completedChunk{}, fmt.Errorf("write chunk %s: %w", name, err)
+	}
+	if err := bw.Flush(); err != nil {
+		return completedChunk{}, fmt.Errorf("write chunk %s: %w", name, err)
+	}
+	if err := f.Sync(); err != nil {
+		return completedChunk{}, fmt.Errorf("sync chunk %s: %w", name, err)
+	}
+	isum := sha256.Sum256(ib)
+	return completedChunk{
+		Record: ChunkRecord{Name: name, Number: c.number, Blobs: len(c.blobs), PayloadSize: pos,
+			PayloadSHA256: idx.PayloadSHA256, IndexSHA256: hex.EncodeToString(isum[:])},
+		BodySize: pos + int64(len(body)),
+		Blobs:    idx.Blobs,
+	}, f.Close()
+}
+
+// entryBytes returns a whole tar entry (header, data, padding) for a small file.
+func entryBytes(name string, data []byte) ([]byte, error) {
+	h, err := headerBytes(name, int64(len(data)))
+	if err != nil {
+		return nil, err
+	}
+	out := append(h, data...)
+	return append(out, make([]byte, padding(int64(len(data))))...), nil
+}
+
+// writeTrailer truncates chunk path to its body and appends the manifest entry
+// (first and last chunk) and the tar end marker, then syncs.
+func writeTrailer(path string, bodySize int64, manifest []byte, withManifest bool) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("open chunk %s: %w", filepath.Base(path), err)
+	}
+	defer f.Close()
+	if err := f.Truncate(bodySize); err != nil {
+		return fmt.Errorf("chunk %s: %w", filepath.Base(path), err)
+	}
+	var tail []byte
+	if withManifest {
+		if tail, err = entryBytes(manifestName, manifest); err != nil {
+			return err
+		}
+		sum := sha256.Sum256(manifest)
+		se, err := entryBytes(manifestSum, []byte(hex.EncodeToString(sum[:])+"\n"))
+		if err != nil {
+			return err
+		}
+		tail = append(tail, se...)
+	}
+	tail = append(tail, make([]byte, eofSize)...)
+	if _, err := f.WriteAt(tail, bodySize); err != nil {
+		return fmt.Errorf("write chunk %s: %w", filepath.Base(path), err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync chunk %s: %w", filepath.Base(path), err)
+	}
+	return f.Close()
+}
+
+// listChunks returns the chunk file names in dir, sorted.
+func listChunks(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read archive directory: %w", err)
+	}
+	var out []string
+	for _, e := range ents {
+		if _, ok := chunkNumber(e.Name()); ok {
+			out = append(out, e.Name())
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	return atomicfile.WriteFile(path, data, 0)
+}
+
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+}

@@ -148,6 +148,7 @@ func TestSQLiteIndexMirrorToDiskToMirror(t *testing.T) {
 	dst := registrytest.Start(t)
 	o2 := opts(o.ConfigPath)
 	o2.From = "file://" + dir
+	o2.Workspace = "file://" + t.TempDir()
 	o2.Destination = "docker://" + dst.Host() + "/airgap"
 	res, err := pipeline.Mirror(context.Background(), o2)
 	if err != nil {

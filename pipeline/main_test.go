@@ -1,0 +1,22 @@
+package pipeline_test
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/airlock-mirror/airlock/pipeline"
+)
+
+// TestMain fails the run when a test left disk-to-mirror's default workspace in
+// the source tree (a test that forgot --workspace): it would be committed.
+func TestMain(m *testing.M) {
+	_, before := os.Stat(pipeline.DefaultWorkspace)
+	code := m.Run()
+	if _, err := os.Stat(pipeline.DefaultWorkspace); err == nil && before != nil {
+		fmt.Fprintf(os.Stderr, "a test wrote ./%s into the source tree: give disk-to-mirror runs a Workspace\n", pipeline.DefaultWorkspace)
+		os.RemoveAll(pipeline.DefaultWorkspace)
+		code = 1
+	}
+	os.Exit(code)
+}

@@ -17,15 +17,10 @@ import (
 )
 
 func (r *run) mirrorToDisk(ctx context.Context) error {
-	cats, err := r.catalogs(ctx)
+	mux, err := r.planSources(ctx)
 	if err != nil {
 		return err
 	}
-	src := r.srcRegistry()
-	if err := r.plan(ctx, src, cats); err != nil {
-		return err
-	}
-	mux := &mirror.SourceMux{Default: src}
 	statePath := filepath.Join(r.workDir, archive.StateFileName)
 	state, err := archive.LoadState(statePath)
 	if err != nil {

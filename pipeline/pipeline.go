@@ -373,16 +373,26 @@ func (r *run) setPlan(p *mirror.Plan) {
 	}
 }
 
-func (r *run) mirrorToMirror(ctx context.Context) error {
+// planSources fetches and prunes the catalogs, plans every image from the
+// source registries, and returns what the copy reads from: the registries and
+// the layouts of the rebuilt catalogs.
+func (r *run) planSources(ctx context.Context) (*mirror.SourceMux, error) {
 	cats, err := r.catalogs(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	src := r.srcRegistry()
 	if err := r.plan(ctx, src, cats); err != nil {
+		return nil, err
+	}
+	return &mirror.SourceMux{Default: src}, nil
+}
+
+func (r *run) mirrorToMirror(ctx context.Context) error {
+	mux, err := r.planSources(ctx)
+	if err != nil {
 		return err
 	}
-	mux := &mirror.SourceMux{Default: src}
 	dst := r.destRegistry()
 	if r.opts.DryRun {
 		return r.dryRun(ctx, mux, dst)

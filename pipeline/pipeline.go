@@ -290,6 +290,17 @@ func (r *run) stage(s string) {
 }
 
 // retry is --retry-times as the retry policy of every registry operation.
+// stageProgress reports a counting stage (planning, the dry run, measuring)
+// as Progress in images; nil when nobody listens.
+func (r *run) stageProgress(stage string) mirror.StageProgress {
+	if r.opts.Progress == nil {
+		return nil
+	}
+	return func(done, failed, total int) {
+		r.opts.Progress(Progress{Stage: stage, ImagesDone: done, ImagesFailed: failed, ImagesTotal: total})
+	}
+}
+
 func (r *run) retry() *mirror.RetryPolicy {
 	if r.opts.Retry != nil {
 		return r.opts.Retry
@@ -354,7 +365,16 @@ func (r *run) plan(ctx context.Context, src *mirror.Registry, cats []mirror.Cata
 	req := mirror.PlanRequest{
 		Workflow: r.workflow, Destination: r.dest, MaxNestedPaths: r.opts.MaxNestedPaths,
 		Catalogs: cats, Additional: r.additional(), Blocked: r.blocked(),
+		Progress: r.stageProgress("plan"),
 	}
+	var refs []string
+	for _, c := range cats {
+		refs = append(refs, c.Images...)
+	}
+	for _, a := range req.Additional {
+		refs = append(refs, a.Name)
+	}
+	r.probeImageHosts(ctx, src, refs)
 	p, err := mirror.NewPlan(ctx, req, src, 16)
 	if err != nil {
 		return err
@@ -414,7 +434,7 @@ func (r *run) setCopy(rep *mirror.CopyReport) {
 
 func (r *run) dryRun(ctx context.Context, src mirror.EstimateSource, dst mirror.EstimateDestination) error {
 	r.stage("dry-run")
-	est, err := mirror.EstimatePlan(ctx, src, dst, r.res.Plan.Jobs(), 8)
+	est, err := mirror.EstimatePlan(ctx, src, dst, r.res.Plan.Jobs(), 8, r.stageProgress("dry-run"))
 	if err != nil {
 		return err
 	}

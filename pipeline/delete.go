@@ -372,7 +372,9 @@ func firstMatch(res []*regexp.Regexp, refs ...string) string {
 }
 
 // deleteMatcher tells which wants a DeleteImageSetConfiguration names.
-type deleteMatcher struct{ cfg *imageset.DeleteImageSetConfiguration }
+type deleteMatcher struct {
+	cfg *imageset.DeleteImageSetConfiguration
+}
 
 func (m deleteMatcher) match(w Want) bool {
 	switch w.Kind {

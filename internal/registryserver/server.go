@@ -83,7 +83,12 @@ func NewServer(cfg Config) (*Server, error) {
 			"maintenance": maintenance,
 		}
 	}
+	// Deletes are on: airlock delete removes manifests, airlock registry gc
+	// frees their blobs.
 	conf.Storage["delete"] = configuration.Parameters{"enabled": true}
+	// The default of the registry's own configuration loader (a Configuration
+	// built by hand has 0, and /v2/_catalog then lists nothing).
+	conf.Catalog.MaxEntries = 1000
 	// A fixed secret per server keeps upload state valid across handler instances.
 	conf.HTTP.Secret = fmt.Sprintf("airlock-%d", time.Now().UnixNano())
 	var app *handlers.App

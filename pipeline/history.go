@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -225,12 +224,7 @@ func appendHistory(workDir string, run HistoryRun) (HistoryRun, error) {
 		if err != nil {
 			return run, err
 		}
-		tmp := filepath.Join(dir, ".run-"+strconv.Itoa(run.Seq)+".tmp")
-		if err := atomicfile.WriteFile(tmp, append(b, '\n'), 0); err != nil {
-			return run, err
-		}
-		err = os.Link(tmp, filepath.Join(dir, fmt.Sprintf("run-%06d.json", run.Seq)))
-		os.Remove(tmp)
+		err = atomicfile.WriteNew(filepath.Join(dir, fmt.Sprintf("run-%06d.json", run.Seq)), append(b, '\n'), 0)
 		if err == nil {
 			return run, nil
 		}

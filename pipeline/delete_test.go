@@ -34,9 +34,8 @@ type bundleSpec struct {
 
 // writeCatalog writes a file-based catalog with one channel "stable" per package,
 // its bundles replacing each other in order.
-func writeCatalog(t *testing.T, bundles []bundleSpec) string {
+func writeCatalog(t *testing.T, dir string, bundles []bundleSpec) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "configs")
 	byPkg := map[string][]bundleSpec{}
 	var pkgs []string
 	for _, b := range bundles {
@@ -128,6 +127,40 @@ var months = []month{
 		},
 		debug: "registry.example.com/tools/debug:2.0",
 	},
+}
+
+// monthlyCatalog is the catalog of month i (0-based) in testdata/monthly.
+func monthlyCatalog(i int, name string) string {
+	return filepath.Join("..", "testdata", "monthly", fmt.Sprintf("month-%d", i+1), name)
+}
+
+// The catalogs in testdata/monthly are the months above (go test -update
+// rewrites them); the README's monthly routine uses them too.
+func TestMonthlyCatalogs(t *testing.T) {
+	for i, m := range months {
+		for name, bundles := range map[string][]bundleSpec{"redhat": m.redhat, "community": m.community} {
+			dir := filepath.Join(t.TempDir(), "configs")
+			writeCatalog(t, dir, bundles)
+			want := monthlyCatalog(i, name)
+			if *update {
+				if err := os.RemoveAll(want); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.CopyFS(want, os.DirFS(dir)); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			ents, _ := os.ReadDir(dir)
+			for _, e := range ents {
+				got, _ := os.ReadFile(filepath.Join(dir, e.Name(), "catalog.json"))
+				have, err := os.ReadFile(filepath.Join(want, e.Name(), "catalog.json"))
+				if err != nil || string(got) != string(have) {
+					t.Errorf("%s/%s differs from the generator (%v): go test ./pipeline -run TestMonthlyCatalogs -update", want, e.Name(), err)
+				}
+			}
+		}
+	}
 }
 
 // rawRegistry is the independent client: plain net/http against the /v2/ API.
@@ -293,12 +326,12 @@ func TestMonthlyRoutineStaleDeleteAndGC(t *testing.T) {
 
 	var runs []*pipeline.Result
 	for i, m := range months {
-		red, err := seed.Seed(ctx, seed.Options{Registry: src.Host(), CatalogDir: writeCatalog(t, m.redhat), CatalogRepo: "acme/redhat-index", CatalogTag: "v4.18",
+		red, err := seed.Seed(ctx, seed.Options{Registry: src.Host(), CatalogDir: monthlyCatalog(i, "redhat"), CatalogRepo: "acme/redhat-index", CatalogTag: "v4.18",
 			MultiArchEvery: 2, Insecure: true, WorkDir: t.TempDir(), Images: []string{m.debug}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		com, err := seed.Seed(ctx, seed.Options{Registry: src.Host(), CatalogDir: writeCatalog(t, m.community), CatalogRepo: "acme/community-index", CatalogTag: "v4.18",
+		com, err := seed.Seed(ctx, seed.Options{Registry: src.Host(), CatalogDir: monthlyCatalog(i, "community"), CatalogRepo: "acme/community-index", CatalogTag: "v4.18",
 			MultiArchEvery: 2, Insecure: true, WorkDir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)

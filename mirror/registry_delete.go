@@ -160,7 +160,7 @@ func (r *Registry) ManifestChildren(ctx context.Context, repo string, d digest.D
 	if !oci.IsIndex(m.MediaType) {
 		return nil, nil
 	}
-	refs, err := oci.Parse(oci.Manifest{Raw: m.Raw, Digest: m.Digest, MediaType: m.MediaType})
+	refs, err := oci.Parse(oci.Manifest(m))
 	if err != nil {
 		return nil, err
 	}

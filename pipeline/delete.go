@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -670,7 +671,7 @@ func executeDelete(ctx context.Context, o DeleteOptions, dest string, reg *mirro
 				}
 			}
 			for _, t := range st.tagsOf(m.Digest) {
-				if !contains(m.Tags, t) {
+				if !slices.Contains(m.Tags, t) {
 					changes = append(changes, fmt.Sprintf("tag %s:%s was put on %s after the plan was made", repo, t, m.Digest))
 				}
 			}
@@ -759,15 +760,6 @@ func executeDelete(ctx context.Context, o DeleteOptions, dest string, reg *mirro
 	}
 	res.ClusterResources = files
 	return res, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // destination is "repo:firstTag", or "repo@digest" without a tag.

@@ -677,6 +677,50 @@ delete:
 		t.Errorf("after gc: %+v (before %+v)", after, gc)
 	}
 	check("after gc")
+
+	// A DeleteImageSetConfiguration removing an image the last month still
+	// selected: the cluster resources no longer name it.
+	var debug imageAt
+	for k := range latest {
+		if strings.Contains(all[k].source, "/tools/debug:") {
+			debug = all[k]
+		}
+	}
+	writeFile(t, delCfg, fmt.Sprintf(`apiVersion: mirror.openshift.io/v2alpha1
+kind: DeleteImageSetConfiguration
+delete:
+  additionalImages:
+  - name: %s
+`, debug.source))
+	dplan, err := pipeline.Delete(ctx, pipeline.DeleteOptions{Generate: true, ConfigPath: delCfg, Workspace: "file://" + ws, Destination: "docker://" + dest, DestTLSVerify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dplan.Plan.Manifests) == 0 || dplan.Plan.Manifests[0].Digest != debug.digest {
+		t.Fatalf("plan to delete %s: %+v", debug.source, dplan.Plan.Manifests)
+	}
+	named := func() bool {
+		t.Helper()
+		for _, f := range []string{"itms-generic-0.yaml", "idms-generic-0.yaml"} {
+			if b, err := os.ReadFile(filepath.Join(ws, "working-dir", "cluster-resources", f)); err == nil && strings.Contains(string(b), "/tools") {
+				return true
+			}
+		}
+		return false
+	}
+	if !named() {
+		t.Fatal("test set-up: the cluster resources do not name the additional image")
+	}
+	dres2, err := pipeline.Delete(ctx, pipeline.DeleteOptions{PlanFile: dplan.PlanFile, Destination: "docker://" + dest, DestTLSVerify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dres2.ClusterResources) == 0 || named() {
+		t.Errorf("cluster resources after deleting %s still name it (%v)", debug.source, dres2.ClusterResources)
+	}
+	if code := raw.head(repoPath(debug.repo), debug.digest.String()); code != http.StatusNotFound {
+		t.Errorf("%s still served: %d", debug.source, code)
+	}
 	var keys []string
 	for k := range stale {
 		keys = append(keys, k)

@@ -30,7 +30,7 @@ that no manifest of any repository references any more (after airlock delete) is
 removed, and the bytes freed are reported. --dry-run only reports.
 
 Stop airlock registry serve first: a push during the sweep can lose the blobs it
-has just uploaded.`,
+has just uploaded (gc refuses while the registry serving that storage answers).`,
 		Example: `  airlock registry gc --root /var/lib/airlock-registry --dry-run
   airlock registry gc --root /var/lib/airlock-registry`,
 		Args: cobra.NoArgs,

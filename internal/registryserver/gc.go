@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/distribution/distribution/v3/registry/storage"
 	"github.com/distribution/distribution/v3/registry/storage/driver"
@@ -52,6 +54,9 @@ func GarbageCollect(ctx context.Context, root string, dryRun bool) (*GCResult, e
 	if _, err := os.Stat(filepath.Join(root, "docker", "registry", "v2")); err != nil {
 		return nil, fmt.Errorf("%s holds no registry storage (no docker/registry/v2 inside): give the --root of airlock registry serve", root)
 	}
+	if addr, serving := servedAt(root); serving {
+		return nil, fmt.Errorf("a registry is serving %s on %s: stop it first (a push during the sweep can lose the blobs it has just uploaded); if nothing listens there, remove %s", root, addr, filepath.Join(root, ServingFile))
+	}
 	quietDistribution(nil)
 	res := &GCResult{DryRun: dryRun}
 	res.BlobsBefore, res.BytesBefore, err = blobUsage(root)
@@ -74,6 +79,37 @@ func GarbageCollect(ctx context.Context, root string, dryRun bool) (*GCResult, e
 		return res, fmt.Errorf("garbage collection of %s: %w", root, err)
 	}
 	return res, nil
+}
+
+// ServingFile, in the storage folder of a running Serve, holds the address it
+// listens on.
+const ServingFile = "airlock-serve.addr"
+
+func markServing(root, addr string) error {
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return fmt.Errorf("registry storage %s: %w", root, err)
+	}
+	return os.WriteFile(filepath.Join(root, ServingFile), []byte(addr+"\n"), 0o644)
+}
+
+// servedAt reports whether a registry answers on the address a Serve of root
+// recorded (a file left by a registry that died is ignored).
+func servedAt(root string) (string, bool) {
+	b, err := os.ReadFile(filepath.Join(root, ServingFile))
+	if err != nil {
+		return "", false
+	}
+	addr := strings.TrimSpace(string(b))
+	// A whole HTTP exchange (an HTTPS registry answers a plain request with an
+	// error, which is an answer): a bare connection would hold up the
+	// registry's graceful shutdown.
+	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Get("http://" + addr + "/v2/")
+	if err != nil {
+		return addr, false
+	}
+	resp.Body.Close()
+	return addr, true
 }
 
 // recordingDriver measures what the sweep deletes.

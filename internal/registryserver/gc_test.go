@@ -100,3 +100,36 @@ func TestGarbageCollectBadRoot(t *testing.T) {
 		}
 	}
 }
+
+// A storage a registry is serving is not swept; once it stopped, it is.
+func TestGarbageCollectRefusesServedStorage(t *testing.T) {
+	root := t.TempDir()
+	s, err := NewServer(Config{RootDir: root, Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan string, 1)
+	s.cfg.Ready = func(url string) { ready <- url }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	url := <-ready
+	imagetest.MustPush(t, strings.TrimPrefix(url, "http://")+"/ns/a:v1", imagetest.Spec{Seed: 1, Layers: 1})
+	if _, err := GarbageCollect(context.Background(), root, true); err == nil || !strings.Contains(err.Error(), "stop it first") {
+		t.Fatalf("gc of a served storage: %v", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := GarbageCollect(context.Background(), root, true); err != nil {
+		t.Fatalf("gc after the registry stopped: %v", err)
+	}
+	// A file left by a registry that died does not block.
+	if err := markServing(root, "127.0.0.1:1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := GarbageCollect(context.Background(), root, true); err != nil {
+		t.Fatalf("gc with a stale marker: %v", err)
+	}
+}

@@ -272,6 +272,11 @@ func TestMirrorToDiskToMirror(t *testing.T) {
 	if err != nil || len(h.Runs) != 1 || h.Runs[0].Workflow != "disk-to-mirror" || h.Runs[0].Destination != dst.Host()+"/airgap" || !h.Runs[0].Complete {
 		t.Fatalf("disk-to-mirror history: %v, %+v", err, h)
 	}
+	for _, im := range h.Runs[0].Images {
+		if im.Kind == mirror.KindOperator && (len(im.WantedBy) == 0 || im.WantedBy[0].Bundle == "") {
+			t.Errorf("disk-to-mirror: %s wanted by %+v, want its package and bundle", im.Source, im.WantedBy)
+		}
+	}
 	if h, err := pipeline.ReadHistory("file://" + dir); err != nil || len(h.Runs) != 0 {
 		t.Errorf("mirror-to-disk history: %v, %+v", err, h)
 	}

@@ -212,14 +212,11 @@ func appendHistory(workDir string, run HistoryRun) (HistoryRun, error) {
 		return run, fmt.Errorf("create history folder: %w", err)
 	}
 	for attempt := 0; attempt < 100; attempt++ {
-		h, err := readHistory(workDir)
+		seq, err := lastSeq(dir)
 		if err != nil {
 			return run, err
 		}
-		run.Seq = 1
-		if n := len(h.Runs); n > 0 {
-			run.Seq = h.Runs[n-1].Seq + 1
-		}
+		run.Seq = seq + 1
 		b, err := json.MarshalIndent(run, "", "  ")
 		if err != nil {
 			return run, err
@@ -234,6 +231,23 @@ func appendHistory(workDir string, run HistoryRun) (HistoryRun, error) {
 		// Another run took the number: take the next one.
 	}
 	return run, errors.New("record the run in the history: too many concurrent runs")
+}
+
+// lastSeq is the highest run number in the history folder (from the file names:
+// the records themselves may be large).
+func lastSeq(dir string) (int, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	last := 0
+	for _, e := range ents {
+		var n int
+		if _, err := fmt.Sscanf(e.Name(), "run-%d.json", &n); err == nil && n > last {
+			last = n
+		}
+	}
+	return last, nil
 }
 
 // catalogWants maps each image a (pruned) catalog names to the bundles that use

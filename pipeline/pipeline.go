@@ -158,6 +158,8 @@ type run struct {
 	src, dst  *mirror.Registry           // made once by srcRegistry and destRegistry
 	templates map[string]catalogTemplate // by catalog, read by preflight
 	rep       reporter                   // what report.html shows (report.go)
+	// wants says why each image a catalog names is wanted (the history).
+	wants map[string][]Want
 }
 
 // Mirror runs one mirror command: mirror-to-mirror (Destination docker:// and
@@ -189,6 +191,9 @@ func Mirror(ctx context.Context, opts Options) (*Result, error) {
 	r.res.Interrupted = ctx.Err() != nil
 	if r.res.Plan != nil {
 		if werr := r.writeResults(); werr != nil && err == nil {
+			err = werr
+		}
+		if werr := r.recordHistory(); werr != nil && err == nil {
 			err = werr
 		}
 	}

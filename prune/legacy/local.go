@@ -20,6 +20,7 @@ const (
 	KindFBC                     // a file-based catalog folder
 	KindSQLite                  // a SQLite index database file
 	KindManifestDir             // a package-manifest folder
+	KindBundleDir               // an unpacked bundle (manifests/ and metadata/)
 )
 
 // Detect tells what the local catalog argument src is.
@@ -28,6 +29,8 @@ func Detect(src string) Kind {
 	switch {
 	case err != nil:
 		return NotLocal
+	case st.IsDir() && IsBundleDir(src):
+		return KindBundleDir
 	case st.IsDir() && IsManifestDir(src):
 		return KindManifestDir
 	case st.IsDir():
@@ -48,7 +51,7 @@ func ConvertLocal(ctx context.Context, src, outDir string, log *slog.Logger, per
 	case KindManifestDir:
 		return ConvertManifests(ctx, src, outDir, ManifestOptions{Logger: log, Permissive: permissive})
 	}
-	return Stats{}, fmt.Errorf("%s: not a SQLite index database or a package-manifest folder (a file-based catalog folder needs no conversion)", src)
+	return Stats{}, fmt.Errorf("%s: not a SQLite index database or a package-manifest folder (a file-based catalog folder needs no conversion; a bundle is added to a catalog with `airlock catalog add`)", src)
 }
 
 // LocalDir returns the file-based catalog folder of a local catalog argument:
@@ -76,9 +79,22 @@ func LocalDir(ctx context.Context, src string, log *slog.Logger) (dir string, cl
 	return dir, cleanup, true, nil
 }
 
+// RenderBundle prints the olm.bundle of info as `opm render` of a bundle does.
+func RenderBundle(ctx context.Context, info *BundleInfo, w io.Writer, format string) error {
+	cat := &prune.Catalog{Packages: []*prune.Package{{Name: info.Bundle.Package, Bundles: []*prune.Bundle{info.Bundle}}}}
+	return prune.Render(ctx, cat, w, format)
+}
+
 // RenderLocal prints the catalog at src (a file-based catalog folder, a SQLite
 // index database or a package-manifest folder) as one stream of documents, as prune.RenderDir does.
 func RenderLocal(ctx context.Context, src string, w io.Writer, format string, log *slog.Logger) error {
+	if Detect(src) == KindBundleDir {
+		info, err := RenderBundleDir(src, "")
+		if err != nil {
+			return err
+		}
+		return RenderBundle(ctx, info, w, format)
+	}
 	dir, cleanup, ok, err := LocalDir(ctx, src, log)
 	if err != nil {
 		return err

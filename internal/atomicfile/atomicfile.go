@@ -98,3 +98,6 @@ func syncDir(dir string) {
 		d.Close()
 	}
 }
+
+// SyncDir flushes a folder's entries after renames into it (best effort).
+func SyncDir(dir string) { syncDir(dir) }

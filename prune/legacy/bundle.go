@@ -16,10 +16,6 @@ import (
 	"github.com/airlock-mirror/airlock/prune"
 )
 
-// BundlePackageLabel is the image-config label of an operator bundle image; it
-// names the bundle's package.
-const BundlePackageLabel = "operators.operatorframework.io.bundle.package.v1"
-
 // ErrNotBundle is returned (wrapped) when a folder is not an unpacked bundle.
 var ErrNotBundle = errors.New("not an operator bundle")
 
@@ -172,7 +168,7 @@ func bundleMetadata(dir string) (ann *bundleAnnotations, deps, props []typedValu
 		}
 	}
 	if ann == nil {
-		return nil, nil, nil, fmt.Errorf("%w: no annotations file (metadata/annotations.yaml naming %s) in %s", ErrNotBundle, BundlePackageLabel, dir)
+		return nil, nil, nil, fmt.Errorf("%w: no annotations file (metadata/annotations.yaml naming operators.operatorframework.io.bundle.package.v1) in %s", ErrNotBundle, dir)
 	}
 	return ann, deps, props, nil
 }

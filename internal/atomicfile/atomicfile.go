@@ -132,3 +132,6 @@ func WriteNew(path string, data []byte, perm fs.FileMode) error {
 	syncDir(filepath.Dir(path))
 	return nil
 }
+
+// SyncDir flushes a folder's entries after renames into it (best effort).
+func SyncDir(dir string) { syncDir(dir) }

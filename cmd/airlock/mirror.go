@@ -72,6 +72,13 @@ failed (they are listed in working-dir/results.json), 130 when interrupted.`,
 			if res != nil && o.PlanOnly && err == nil {
 				writePlanSummary(cmd.ErrOrStderr(), res)
 			}
+			if res != nil && o.Finish && err == nil {
+				// A finish pod's working-dir goes with the pod: its cluster
+				// resources are printed for kubectl logs.
+				if perr := printFiles(cmd.OutOrStdout(), res.ClusterResources); perr != nil {
+					return perr
+				}
+			}
 			if err != nil {
 				if cmd.Context().Err() != nil {
 					return &exitError{code: 130, msg: "interrupted: run the same command again to finish; nothing already copied is copied again"}
@@ -158,4 +165,16 @@ func writePlanSummary(w io.Writer, res *pipeline.Result) {
 	}
 	fmt.Fprintf(w, "plan written to %s: %d images (%d blobs, %s) and %d catalog(s); %d image(s) could not be planned\n",
 		res.WorkingDir+"/plan.json", images, len(seen), humanize.Bytes(bytes), len(res.Plan.Catalogs), failed)
+}
+
+// printFiles writes the files as one YAML stream.
+func printFiles(w io.Writer, paths []string) error {
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "---\n# %s\n%s", p, strings.TrimPrefix(string(b), "---\n"))
+	}
+	return nil
 }

@@ -1,13 +1,61 @@
 package main
 
 import (
+	"fmt"
+	"os"
+
 	"github.com/spf13/cobra"
+
+	"github.com/airlock-mirror/airlock/internal/humanize"
 
 	"github.com/airlock-mirror/airlock/pipeline"
 )
 
 func init() {
 	registerUnder("kube", newKubeJobCmd)
+	registerUnder("kube", newKubeImageCmd)
+}
+
+func newKubeImageCmd() *cobra.Command {
+	o := pipeline.KubeImageOptions{DestTLSVerify: true}
+	cmd := &cobra.Command{
+		Use:   "image docker://REGISTRY/REPOSITORY[:TAG]",
+		Short: "Push a minimal image holding this airlock binary, for the Job's pods",
+		Long: `Build an image holding only the airlock binary (plus /etc/passwd for its
+unprivileged user 65532 and an empty /tmp) and push it, without a container
+engine, so that airlock kube job's pods can run in a cluster that reaches only the
+mirror registry. The binary is this one, unless --binary names another: it must be
+a static Linux executable (CGO_ENABLED=0). TAG defaults to airlock's version.
+The same binary always gives the same image digest, which is printed for --image.`,
+		Example: `  airlock kube image docker://mirror.example:5000/tools/airlock:v1`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			log, err := logger()
+			if err != nil {
+				return err
+			}
+			o.Destination, o.Logger, o.Version = args[0], log, Version()
+			if o.Binary == "" {
+				if o.Binary, err = os.Executable(); err != nil {
+					return err
+				}
+			}
+			res, err := pipeline.KubeImage(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "pushed %s (tag %s, layer %s, %s sent)\n", res.Reference, res.Tag, humanize.Bytes(res.Size), humanize.Bytes(res.BytesSent))
+			fmt.Fprintln(cmd.OutOrStdout(), res.Reference)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Binary, "binary", "", "the airlock executable to put in the image (default: this one)")
+	f.StringVar(&o.Arch, "arch", "", "the binary's architecture (default: this machine's)")
+	f.StringVar(&o.AuthFile, "authfile", "", "registry credentials file (default: $REGISTRY_AUTH_FILE, containers auth.json, ~/.docker/config.json)")
+	f.BoolVar(&o.DestTLSVerify, "dest-tls-verify", true, "verify TLS certificates of the registry (false also allows plain HTTP)")
+	f.IntVar(&o.RetryTimes, "retry-times", 5, "retries of a failed request, with exponential backoff")
+	return cmd
 }
 
 func newKubeJobCmd() *cobra.Command {

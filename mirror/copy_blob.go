@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/opencontainers/go-digest"
 
@@ -48,7 +49,11 @@ func (e *copyEngine) ensureBlob(ctx context.Context, ic *imageCtx, d endpoint.De
 		if len(e.mountCandidates(d.Digest, job.Dest, "")) == 0 {
 			e.discoverPresent(ctx, d.Digest, repoHost(job.Dest))
 		}
-		for _, from := range e.mountCandidates(d.Digest, job.Dest, job.Source) {
+		from := e.mountCandidates(d.Digest, job.Dest, job.Source)
+		if repo, ok := e.opts.Elsewhere[d.Digest]; ok && repo != job.Dest && e.awaitElsewhere(ctx, repo, d) {
+			from = append([]string{repo}, from...)
+		}
+		for _, from := range from {
 			ok, err := e.dst.MountBlob(ctx, job.Dest, from, d)
 			if err != nil {
 				e.log.Debug("mount failed, will upload", "digest", d.Digest, "repo", job.Dest, "from", from, "error", err)
@@ -227,4 +232,32 @@ func (e *copyEngine) transferOnce(ctx context.Context, srcRepo, dstRepo string, 
 		return fmt.Errorf("destination accepted blob %s after %d of %d bytes: %w", d.Digest, v.N(), d.Size, ErrDigestMismatch)
 	}
 	return nil
+}
+
+// awaitElsewhere waits until repo (where another worker sends d) holds d, polling
+// with backoff, for at most ElsewhereWait. It reports whether d arrived.
+func (e *copyEngine) awaitElsewhere(ctx context.Context, repo string, d endpoint.Descriptor) bool {
+	limit := e.opts.ElsewhereWait
+	if limit <= 0 {
+		limit = 30 * time.Minute
+	}
+	deadline := time.Now().Add(limit)
+	wait := 100 * time.Millisecond
+	for {
+		if ok, err := e.dst.BlobExists(ctx, repo, d); err == nil && ok {
+			return true
+		}
+		if time.Now().Add(wait).After(deadline) {
+			e.log.Warn("a blob another shard sends did not arrive: sending it from here", "digest", d.Digest, "repo", repo, "waited", limit)
+			return false
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
 }

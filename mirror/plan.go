@@ -143,6 +143,9 @@ type PlanImage struct {
 	Tags []string `json:"tags,omitempty"`
 	// Error says why the image could not be planned (it is then not copied).
 	Error string `json:"error,omitempty"`
+	// Blobs are the configs and layers the image's manifests reference
+	// (children of indexes included), recorded by --plan-only for sharding.
+	Blobs []PlanBlob `json:"blobs,omitempty"`
 }
 
 // Destination is "DestRepo:firstTag", or "DestRepo@digest" without a tag.

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/opencontainers/go-digest"
+
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
@@ -36,6 +38,15 @@ type Options struct {
 	Workspace string
 	// DryRun plans only: mapping.txt, missing.txt and the bytes to send.
 	DryRun bool
+	// PlanOnly (--plan-only) writes working-dir/plan.json, with the blobs of
+	// every image so that it can be sharded, and stops.
+	PlanOnly bool
+	// PlanFile (--plan FILE) is a plan --plan-only wrote: the run copies shard
+	// Shard of Shards of it, or, with Finish, checks that every shard finished
+	// and pushes the catalogs and writes the cluster resources.
+	PlanFile      string
+	Shard, Shards int
+	Finish        bool
 	// MaxNestedPaths is --max-nested-paths (0: no limit).
 	MaxNestedPaths int
 	// AuthFile is --authfile.
@@ -90,6 +101,8 @@ type Result struct {
 	Archive *ArchiveSummary `json:"archive,omitempty"`
 	// DryRun holds the dry run's findings.
 	DryRun *mirror.Estimate `json:"dryRun,omitempty"`
+	// Shard describes the shard a --shard run copied.
+	Shard *ShardInfo `json:"shard,omitempty"`
 	// Interrupted is true when the run was cancelled (Ctrl-C) before it finished.
 	Interrupted bool `json:"interrupted,omitempty"`
 	// Stats of the copy.
@@ -278,6 +291,9 @@ func (r *run) setup() error {
 	if r.workflow != mirror.MirrorToDisk && (o.SinceArchive != "" || o.Full) {
 		return errors.New("--since-archive and --full apply to mirror-to-disk only")
 	}
+	if err := r.checkSharding(); err != nil {
+		return err
+	}
 	r.workDir = filepath.Join(r.workspace, "working-dir")
 	if err := os.MkdirAll(r.workDir, 0o755); err != nil {
 		return fmt.Errorf("create working directory: %w", err)
@@ -346,7 +362,12 @@ func (r *run) copyOptions(progress func(mirror.ProgressEvent)) mirror.CopyOption
 // copy copies the plan's jobs from src to dst, measuring them first for the
 // progress totals.
 func (r *run) copy(ctx context.Context, src endpoint.Source, dst endpoint.Destination) (*mirror.CopyReport, error) {
-	jobs := r.res.Plan.Jobs()
+	return r.copyJobs(ctx, src, dst, r.res.Plan.Jobs(), nil)
+}
+
+// copyJobs copies jobs from src to dst; blobs in elsewhere are sent by another
+// shard (mirror.CopyOptions.Elsewhere).
+func (r *run) copyJobs(ctx context.Context, src endpoint.Source, dst endpoint.Destination, jobs []mirror.Job, elsewhere map[digest.Digest]string) (*mirror.CopyReport, error) {
 	memo := newMemoSource(src)
 	progress, held, err := r.track(ctx, memo, dst, jobs)
 	if err != nil {
@@ -354,6 +375,7 @@ func (r *run) copy(ctx context.Context, src endpoint.Source, dst endpoint.Destin
 	}
 	o := r.copyOptions(progress)
 	o.Held = held
+	o.Elsewhere = elsewhere
 	rep, err := mirror.Copy(ctx, memo, dst, jobs, o)
 	r.setCopy(rep)
 	if ctx.Err() != nil {
@@ -414,9 +436,18 @@ func (r *run) planSources(ctx context.Context) (*mirror.SourceMux, error) {
 }
 
 func (r *run) mirrorToMirror(ctx context.Context) error {
+	switch {
+	case r.opts.Finish:
+		return r.finish(ctx)
+	case r.opts.PlanFile != "":
+		return r.shard(ctx)
+	}
 	mux, err := r.planSources(ctx)
 	if err != nil {
 		return err
+	}
+	if r.opts.PlanOnly {
+		return r.recordBlobs(ctx, mux)
 	}
 	dst := r.destRegistry()
 	if r.opts.DryRun {

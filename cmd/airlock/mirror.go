@@ -2,6 +2,13 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/airlock-mirror/airlock/internal/humanize"
 
 	"github.com/spf13/cobra"
 
@@ -12,6 +19,8 @@ func init() { register(newMirrorCmd) }
 
 func newMirrorCmd() *cobra.Command {
 	o := pipeline.Options{SrcTLSVerify: true, DestTLSVerify: true}
+	var shard string
+	var shards int
 	cmd := &cobra.Command{
 		Use:   "mirror -c imageset.yaml (file://DIR | docker://REGISTRY[:PORT]/NAMESPACE)",
 		Short: "Mirror what an ImageSetConfiguration names: mirror-to-mirror, mirror-to-disk, disk-to-mirror",
@@ -47,6 +56,9 @@ failed (they are listed in working-dir/results.json), 130 when interrupted.`,
 			if err != nil {
 				return err
 			}
+			if err := shardFlags(&o, shard, shards); err != nil {
+				return err
+			}
 			o.Destination = args[0]
 			o.Logger = log
 			stop := attachProgress(&o, cmd.ErrOrStderr(), log)
@@ -56,6 +68,16 @@ failed (they are listed in working-dir/results.json), 130 when interrupted.`,
 			// that speaks for itself.
 			if res != nil && (res.Copy != nil || res.DryRun != nil) {
 				res.WriteSummary(cmd.ErrOrStderr())
+			}
+			if res != nil && o.PlanOnly && err == nil {
+				writePlanSummary(cmd.ErrOrStderr(), res)
+			}
+			if res != nil && o.Finish && err == nil {
+				// A finish pod's working-dir goes with the pod: its cluster
+				// resources are printed for kubectl logs.
+				if perr := printFiles(cmd.OutOrStdout(), res.ClusterResources); perr != nil {
+					return perr
+				}
 			}
 			if err != nil {
 				if cmd.Context().Err() != nil {
@@ -83,6 +105,76 @@ failed (they are listed in working-dir/results.json), 130 when interrupted.`,
 	f.IntVar(&o.RetryTimes, "retry-times", 5, "retries of a failed request, with exponential backoff")
 	f.StringVar(&o.SinceArchive, "since-archive", "", "mirror-to-disk: ship only blobs the archive in this directory (a batch, or a target's last batch) did not carry")
 	f.BoolVar(&o.Full, "full", false, "mirror-to-disk: the next batch ships every blob and builds on no earlier batch")
+	f.BoolVar(&o.PlanOnly, "plan-only", false, "write working-dir/plan.json (with every image's blobs, for --shard) and stop")
+	f.StringVar(&o.PlanFile, "plan", "", "a plan.json --plan-only wrote: copy one shard of it (--shard, --shards) or --finish it")
+	f.StringVar(&shard, "shard", "", "I/N: copy shard I (0…N-1) of N of the --plan")
+	f.IntVar(&shards, "shards", 0, "N: copy shard $JOB_COMPLETION_INDEX of N of the --plan (a Kubernetes Indexed Job)")
+	f.BoolVar(&o.Finish, "finish", false, "with --plan: check every planned image is at the destination, then push the catalogs and write the cluster resources")
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
+}
+
+// shardFlags turns --shard I/N, or --shards N and $JOB_COMPLETION_INDEX (set by
+// Kubernetes in the pods of an Indexed Job), into the options.
+func shardFlags(o *pipeline.Options, shard string, shards int) error {
+	switch {
+	case shard != "" && shards != 0:
+		return errors.New("give --shard I/N or --shards N, not both")
+	case shard != "":
+		i, n, ok := strings.Cut(shard, "/")
+		a, err1 := strconv.Atoi(i)
+		b, err2 := strconv.Atoi(n)
+		if !ok || err1 != nil || err2 != nil || b < 1 || a < 0 || a >= b {
+			return fmt.Errorf("--shard %q: want I/N with 0 <= I < N, e.g. --shard 0/4", shard)
+		}
+		o.Shard, o.Shards = a, b
+	case shards < 0:
+		return fmt.Errorf("--shards %d: want a positive count", shards)
+	case shards > 0:
+		v, ok := os.LookupEnv("JOB_COMPLETION_INDEX")
+		if !ok {
+			return errors.New("--shards N reads the shard index from $JOB_COMPLETION_INDEX (set in the pods of an Indexed Job): it is not set; use --shard I/N")
+		}
+		a, err := strconv.Atoi(v)
+		if err != nil || a < 0 || a >= shards {
+			return fmt.Errorf("$JOB_COMPLETION_INDEX=%q: want 0 to %d for --shards %d", v, shards-1, shards)
+		}
+		o.Shard, o.Shards = a, shards
+	}
+	return nil
+}
+
+// writePlanSummary says what --plan-only wrote.
+func writePlanSummary(w io.Writer, res *pipeline.Result) {
+	var images, failed int
+	var bytes int64
+	seen := map[string]bool{}
+	for _, im := range res.Plan.Images {
+		switch {
+		case im.Error != "":
+			failed++
+		default:
+			images++
+		}
+		for _, b := range im.Blobs {
+			if !seen[b.Digest.String()] {
+				seen[b.Digest.String()] = true
+				bytes += b.Size
+			}
+		}
+	}
+	fmt.Fprintf(w, "plan written to %s: %d images (%d blobs, %s) and %d catalog(s); %d image(s) could not be planned\n",
+		res.WorkingDir+"/plan.json", images, len(seen), humanize.Bytes(bytes), len(res.Plan.Catalogs), failed)
+}
+
+// printFiles writes the files as one YAML stream.
+func printFiles(w io.Writer, paths []string) error {
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "---\n# %s\n%s", p, strings.TrimPrefix(string(b), "---\n"))
+	}
+	return nil
 }

@@ -27,6 +27,7 @@ var groups = []struct{ name, short string }{
 	{"archive", "Inspect and verify mirror-to-disk archives"},
 	{"registry", "Run and seed an embedded container registry"},
 	{"list", "Discover what catalogs hold"},
+	{"kube", "Run a sharded mirror as a Kubernetes Indexed Job"},
 }
 
 var groupChildren = map[string][]func() *cobra.Command{}

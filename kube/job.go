@@ -1,0 +1,221 @@
+// Package kube builds the Kubernetes manifests that run a sharded airlock mirror
+// as an Indexed Job: a ConfigMap holding the configuration and the plan, the
+// Indexed batch/v1 Job whose pods each copy one shard, and the finish Job. It is
+// a pure builder (bytes in, YAML out); the types below are the subset of the
+// Kubernetes API (core/v1, batch/v1) the manifests use, with the API's field
+// names, so that the conformance module can decode them strictly with
+// k8s.io/api.
+package kube
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// ConfigMapLimit is the most data a ConfigMap holds (keys and values, 1 MiB).
+const ConfigMapLimit = 1 << 20
+
+// ErrTooBig is returned (wrapped) when the configuration and plan do not fit
+// one ConfigMap.
+var ErrTooBig = errors.New("over the 1 MiB ConfigMap limit")
+
+// Files in the ConfigMap, and where the pods see them.
+const (
+	ConfigKey = "imageset.yaml"
+	PlanKey   = "plan.json"
+	AuthKey   = "auth.json"
+	configDir = "/etc/airlock"
+	authDir   = "/etc/airlock-auth"
+	workDir   = "/work"
+)
+
+// JobOptions are what the manifests are made from.
+type JobOptions struct {
+	// Name prefixes every object (default "airlock-mirror"); Namespace, when
+	// set, is written into each.
+	Name, Namespace string
+	// Image is the airlock image the pods run (airlock kube image pushes one).
+	Image string
+	// Destination is docker://REGISTRY/NAMESPACE, as the plan was made for.
+	Destination string
+	// Shards is the Job's completions; Parallelism how many run at once
+	// (default Shards).
+	Shards, Parallelism int
+	// BackoffLimitPerIndex is how often one shard's pod is retried (default 3).
+	BackoffLimitPerIndex int
+	// FinishBackoffLimit is how often the finish pod is retried (default 30): it
+	// refuses until every shard finished, so applied at the same time as the
+	// shards it runs again until they are done.
+	FinishBackoffLimit int
+	// AuthSecret is the Secret holding auth.json (default Name+"-auth").
+	AuthSecret string
+	// Config and Plan are the ImageSetConfiguration and the plan.json of
+	// airlock mirror --plan-only.
+	Config, Plan []byte
+	// Args are more airlock mirror flags for every pod (e.g. --dest-tls-verify=false).
+	Args []string
+	// Comment is written at the top, each line as a YAML comment.
+	Comment string
+}
+
+var dns1123 = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+func (o *JobOptions) defaults() error {
+	if o.Name == "" {
+		o.Name = "airlock-mirror"
+	}
+	// "-finish" and "-auth" are appended, and Job names label pods (63 chars).
+	if len(o.Name) > 50 || !dns1123.MatchString(o.Name) {
+		return fmt.Errorf("name %q: want lower-case letters, digits and '-', at most 50 characters", o.Name)
+	}
+	if o.Namespace != "" && (len(o.Namespace) > 63 || !dns1123.MatchString(o.Namespace)) {
+		return fmt.Errorf("namespace %q is not a valid namespace name", o.Namespace)
+	}
+	if o.Image == "" {
+		return errors.New("no image: give --image REF (airlock kube image pushes one)")
+	}
+	if !strings.HasPrefix(o.Destination, "docker://") {
+		return fmt.Errorf("destination %q must be docker://REGISTRY/NAMESPACE", o.Destination)
+	}
+	if o.Shards < 1 {
+		return fmt.Errorf("shards %d: want at least 1", o.Shards)
+	}
+	if o.Parallelism <= 0 || o.Parallelism > o.Shards {
+		o.Parallelism = o.Shards
+	}
+	if o.BackoffLimitPerIndex <= 0 {
+		o.BackoffLimitPerIndex = 3
+	}
+	if o.FinishBackoffLimit <= 0 {
+		o.FinishBackoffLimit = 30
+	}
+	if o.AuthSecret == "" {
+		o.AuthSecret = o.Name + "-auth"
+	}
+	return nil
+}
+
+// Job returns the manifests, as one YAML stream for kubectl apply -f -: the
+// ConfigMap, the Indexed Job of the shards and the finish Job. The Secret with
+// auth.json is referenced, never written (it holds credentials): the header
+// says how to make it.
+func Job(o JobOptions) ([]byte, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	cm := ConfigMap{
+		TypeMeta:   TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: o.meta(o.Name, "config"),
+		Data:       map[string]string{ConfigKey: string(o.Config), PlanKey: string(o.Plan)},
+	}
+	if size := len(ConfigKey) + len(o.Config) + len(PlanKey) + len(o.Plan); size > ConfigMapLimit {
+		return nil, fmt.Errorf("the configuration (%d bytes) and plan (%d bytes) make a ConfigMap of %d bytes, %w (%d bytes): Kubernetes refuses it; split the ImageSetConfiguration into smaller ones, each with its own plan and Job",
+			len(o.Config), len(o.Plan), size, ErrTooBig, ConfigMapLimit)
+	}
+	shards := o.job(o.Name, "shard", []string{"--plan", configDir + "/" + PlanKey, "--shards", strconv.Itoa(o.Shards)})
+	shards.Spec.CompletionMode = "Indexed"
+	shards.Spec.Completions = ptr(int32(o.Shards))
+	shards.Spec.Parallelism = ptr(int32(o.Parallelism))
+	shards.Spec.BackoffLimitPerIndex = ptr(int32(o.BackoffLimitPerIndex))
+	// The finish pod prints the cluster resources (its working-dir goes with
+	// it): kubectl logs job/NAME-finish, with nothing else logged.
+	finish := o.job(o.Name+"-finish", "finish", []string{"--plan", configDir + "/" + PlanKey, "--finish", "--log-level", "error"})
+	finish.Spec.Completions = ptr(int32(1))
+	finish.Spec.Parallelism = ptr(int32(1))
+	finish.Spec.BackoffLimit = ptr(int32(o.FinishBackoffLimit))
+
+	var b strings.Builder
+	for _, l := range strings.Split(strings.TrimRight(o.Comment, "\n"), "\n") {
+		if l == "" {
+			b.WriteString("#\n")
+			continue
+		}
+		b.WriteString("# " + l + "\n")
+	}
+	fmt.Fprintf(&b, "# Credentials: the pods read auth.json from the Secret %s, which these manifests\n", o.AuthSecret)
+	fmt.Fprintf(&b, "# reference but do not hold. Make it first:\n#   kubectl create secret generic %s%s --from-file=%s=$XDG_RUNTIME_DIR/containers/auth.json\n",
+		o.AuthSecret, nsFlag(o.Namespace), AuthKey)
+	fmt.Fprintf(&b, "# The finish Job refuses (and is retried, up to %d times) until every shard finished;\n", o.FinishBackoffLimit)
+	fmt.Fprintf(&b, "# or apply it after: kubectl wait%s --for=condition=complete --timeout=24h job/%s\n", nsFlag(o.Namespace), o.Name)
+	fmt.Fprintf(&b, "# It prints the cluster resources: kubectl logs%s job/%s-finish > cluster-resources.yaml\n", nsFlag(o.Namespace), o.Name)
+	for _, obj := range []any{cm, shards, finish} {
+		y, err := yaml.Marshal(obj)
+		if err != nil {
+			return nil, err
+		}
+		b.WriteString("---\n")
+		b.Write(y)
+	}
+	return []byte(b.String()), nil
+}
+
+func nsFlag(ns string) string {
+	if ns == "" {
+		return ""
+	}
+	return " -n " + ns
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func (o *JobOptions) meta(name, component string) ObjectMeta {
+	return ObjectMeta{Name: name, Namespace: o.Namespace, Labels: map[string]string{
+		"app.kubernetes.io/name":       "airlock",
+		"app.kubernetes.io/instance":   o.Name,
+		"app.kubernetes.io/component":  component,
+		"app.kubernetes.io/managed-by": "airlock",
+	}}
+}
+
+// job is a Job whose pod runs airlock mirror with args.
+func (o *JobOptions) job(name, component string, args []string) BatchJob {
+	mirrorArgs := append([]string{"mirror", "-c", configDir + "/" + ConfigKey}, args...)
+	mirrorArgs = append(mirrorArgs, "--workspace", "file://"+workDir, "--authfile", authDir+"/"+AuthKey)
+	mirrorArgs = append(mirrorArgs, o.Args...)
+	mirrorArgs = append(mirrorArgs, o.Destination)
+	meta := o.meta(name, component)
+	return BatchJob{
+		TypeMeta:   TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: meta,
+		Spec: JobSpec{
+			Template: PodTemplateSpec{
+				ObjectMeta: ObjectMeta{Labels: meta.Labels},
+				Spec: PodSpec{
+					RestartPolicy: "Never",
+					SecurityContext: &PodSecurityContext{
+						RunAsNonRoot: ptr(true), RunAsUser: ptr(int64(65532)), RunAsGroup: ptr(int64(65532)), FSGroup: ptr(int64(65532)),
+						SeccompProfile: &SeccompProfile{Type: "RuntimeDefault"},
+					},
+					Containers: []Container{{
+						Name:  "airlock",
+						Image: o.Image,
+						Args:  mirrorArgs,
+						Env: []EnvVar{
+							{Name: "HOME", Value: workDir},
+							{Name: "TMPDIR", Value: workDir},
+						},
+						VolumeMounts: []VolumeMount{
+							{Name: "config", MountPath: configDir, ReadOnly: true},
+							{Name: "auth", MountPath: authDir, ReadOnly: true},
+							{Name: "work", MountPath: workDir},
+						},
+						SecurityContext: &SecurityContext{
+							AllowPrivilegeEscalation: ptr(false), ReadOnlyRootFilesystem: ptr(true),
+							Capabilities: &Capabilities{Drop: []string{"ALL"}},
+						},
+					}},
+					Volumes: []Volume{
+						{Name: "config", ConfigMap: &ConfigMapVolumeSource{Name: o.Name}},
+						{Name: "auth", Secret: &SecretVolumeSource{SecretName: o.AuthSecret, Items: []KeyToPath{{Key: AuthKey, Path: AuthKey}}}},
+						{Name: "work", EmptyDir: &EmptyDirVolumeSource{}},
+					},
+				},
+			},
+		},
+	}
+}

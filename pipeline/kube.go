@@ -1,0 +1,139 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/airlock-mirror/airlock/imageset"
+	"github.com/airlock-mirror/airlock/internal/humanize"
+	"github.com/airlock-mirror/airlock/kube"
+	"github.com/airlock-mirror/airlock/mirror"
+)
+
+// KubeJobOptions are airlock kube job's inputs: kube.JobOptions, with the
+// configuration and the plan as files.
+type KubeJobOptions struct {
+	kube.JobOptions
+	ConfigPath, PlanFile string
+}
+
+// KubeJob reads the configuration and the plan, checks that the plan was made
+// for the destination and can be split into the shards, and returns the
+// manifests (kube.Job), headed by how the plan splits.
+func KubeJob(o KubeJobOptions) ([]byte, error) {
+	if o.ConfigPath == "" {
+		return nil, fmt.Errorf("no ImageSetConfiguration given: use -c imageset.yaml (the one --plan-only used)")
+	}
+	if _, err := imageset.LoadFile(o.ConfigPath); err != nil {
+		return nil, err
+	}
+	cfg, err := os.ReadFile(o.ConfigPath)
+	if err != nil {
+		return nil, err
+	}
+	plan, part, err := PartitionFile(o.PlanFile, o.Shards)
+	if err != nil {
+		return nil, err
+	}
+	dest := strings.TrimPrefix(o.Destination, "docker://")
+	if strings.TrimSuffix(plan.Destination, "/") != strings.TrimSuffix(dest, "/") {
+		return nil, fmt.Errorf("plan %s was made for docker://%s, not %s: make the plan again for this destination", o.PlanFile, plan.Destination, o.Destination)
+	}
+	raw, err := os.ReadFile(o.PlanFile)
+	if err != nil {
+		return nil, err
+	}
+	o.Config, o.Plan = cfg, raw
+	var c strings.Builder
+	fmt.Fprintf(&c, "airlock mirror, sharded: %d shards of plan %s into %s\n", o.Shards, o.PlanFile, o.Destination)
+	fmt.Fprintf(&c, "distinct blobs: %s; groups spread over shards: %d\n", humanize.Bytes(part.UniqueBytes), part.Split)
+	for _, sh := range part.Shards {
+		fmt.Fprintf(&c, "  shard %d: %d images, sends %s\n", sh.Index, len(sh.Images), humanize.Bytes(sh.Bytes))
+	}
+	c.WriteString("\n")
+	o.Comment = c.String()
+	return kube.Job(o.JobOptions)
+}
+
+// KubeImageOptions are airlock kube image's inputs.
+type KubeImageOptions struct {
+	// Destination is docker://REGISTRY/REPOSITORY[:TAG] (TAG defaults to Version).
+	Destination string
+	// Binary is the airlock executable to put in the image (a static Linux
+	// build; the CLI passes its own).
+	Binary  string
+	Version string
+	// Arch is the binary's architecture (default: this machine's).
+	Arch          string
+	AuthFile      string
+	DestTLSVerify bool
+	RetryTimes    int
+	Logger        *slog.Logger
+}
+
+// KubeImageResult is what airlock kube image pushed.
+type KubeImageResult struct {
+	// Reference is REGISTRY/REPOSITORY@DIGEST, for the Job's --image.
+	Reference string
+	Tag       string
+	Size      int64
+	BytesSent int64
+}
+
+// KubeImage builds a minimal image holding the airlock binary (no container
+// engine needed, mirror.BuildBinaryImage) and pushes it through the copy
+// engine, so that the Job can run in a cluster that reaches only the mirror
+// registry.
+func KubeImage(ctx context.Context, o KubeImageOptions) (*KubeImageResult, error) {
+	if !strings.HasPrefix(o.Destination, "docker://") {
+		return nil, fmt.Errorf("destination %q must be docker://REGISTRY/REPOSITORY[:TAG]", o.Destination)
+	}
+	ref, err := mirror.ParseReference(o.Destination)
+	if err != nil {
+		return nil, err
+	}
+	if ref.Digest != "" {
+		return nil, fmt.Errorf("destination %s: give a tag, not a digest (the digest is the image's)", o.Destination)
+	}
+	tag := ref.Tag
+	if ref.DefaultedTag {
+		tag = o.Version
+	}
+	if tag == "" {
+		tag = "latest"
+	}
+	tmp, err := os.MkdirTemp("", "airlock-kube-image-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	img, err := mirror.BuildBinaryImage(tmp, mirror.BinaryImageOptions{
+		Binary: o.Binary, Entrypoint: "/airlock", Tag: tag, Arch: o.Arch,
+		Labels: map[string]string{
+			"org.opencontainers.image.title":   "airlock",
+			"org.opencontainers.image.version": o.Version,
+			"org.opencontainers.image.source":  "https://github.com/airlock-mirror/airlock",
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	retry := mirror.Retries(o.RetryTimes)
+	dst := mirror.NewRegistry(mirror.RegistryOptions{AuthFile: o.AuthFile, SkipTLSVerify: !o.DestTLSVerify, TLSFlag: "--dest-tls-verify=false", Retry: retry, Logger: log})
+	if err := dst.Probe(ctx, ref.Repository(), true); err != nil {
+		return nil, fmt.Errorf("destination registry: %w", err)
+	}
+	job := mirror.Job{Source: mirror.LayoutRepoPrefix + img.LayoutDir, Digest: img.Digest, Dest: ref.Repository(), Tags: []string{tag}}
+	rep, err := mirror.Copy(ctx, &mirror.SourceMux{Default: dst}, dst, []mirror.Job{job}, mirror.CopyOptions{Retry: retry, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	return &KubeImageResult{Reference: ref.Repository() + "@" + img.Digest.String(), Tag: tag, Size: img.Size, BytesSent: rep.BytesSent}, nil
+}

@@ -1,0 +1,110 @@
+package pipeline_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/pipeline"
+)
+
+// TestKubeImage builds the image of a (tiny, static) binary and pushes it to a
+// real registry: the image runs it as its entrypoint, holds it byte for byte,
+// and the same binary gives the same digest (a second push sends nothing).
+func TestKubeImage(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "main.go")
+	if err := os.WriteFile(src, []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "tiny")
+	build := exec.Command("go", "build", "-o", bin, src)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOFLAGS=-buildvcs=false")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build a static binary: %v\n%s", err, out)
+	}
+	want, _ := os.ReadFile(bin)
+	reg := registrytest.Start(t)
+	o := pipeline.KubeImageOptions{Destination: "docker://" + reg.Host() + "/tools/airlock", Binary: bin, Version: "v9.9.9", DestTLSVerify: true}
+	res, err := pipeline.KubeImage(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Tag != "v9.9.9" || !strings.HasPrefix(res.Reference, reg.Host()+"/tools/airlock@sha256:") {
+		t.Errorf("pushed %+v", res)
+	}
+	ref, err := name.ParseReference(reg.Host()+"/tools/airlock:v9.9.9", name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := remote.Image(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := img.Digest()
+	if !strings.HasSuffix(res.Reference, d.String()) {
+		t.Errorf("tag resolves to %s, pushed %s", d, res.Reference)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(cf.Config.Entrypoint, " ") != "/airlock" || cf.Config.User != "65532:65532" || cf.OS != "linux" {
+		t.Errorf("config: %+v", cf.Config)
+	}
+	layers, _ := img.Layers()
+	if len(layers) != 1 {
+		t.Fatalf("%d layers, want 1", len(layers))
+	}
+	if diff, _ := layers[0].DiffID(); cf.RootFS.DiffIDs[0] != diff {
+		t.Errorf("config diff id %s, layer %s", cf.RootFS.DiffIDs[0], diff)
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(rc)
+	found := false
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Name == "airlock" {
+			got, _ := io.ReadAll(tr)
+			found = bytes.Equal(got, want) && h.Mode&0o111 != 0
+		}
+	}
+	rc.Close()
+	if !found {
+		t.Error("the image does not hold the binary, executable, at /airlock")
+	}
+
+	again, err := pipeline.KubeImage(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Reference != res.Reference || again.BytesSent != 0 {
+		t.Errorf("second push: %+v, first %+v", again, res)
+	}
+
+	o.Binary = src // not an executable
+	if _, err := pipeline.KubeImage(context.Background(), o); !errors.Is(err, mirror.ErrNotStatic) {
+		t.Errorf("a Go source file as the binary: got %v, want ErrNotStatic", err)
+	}
+}

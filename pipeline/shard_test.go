@@ -1,0 +1,241 @@
+package pipeline_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/airlock-mirror/airlock/internal/imagetest"
+	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/pipeline"
+)
+
+// shardConfig is the e2e catalog (package foo) and additional images in two
+// groups that share base layers: one big enough to be spread over shards (its
+// shared layers sent by one shard, mounted by the others), one that fits a shard.
+func shardConfig(t *testing.T, e *env) string {
+	t.Helper()
+	var extra strings.Builder
+	for i := range 4 {
+		ref := fmt.Sprintf("%s/apps/big%d:1.0", e.src.Host(), i)
+		imagetest.MustPush(t, ref, imagetest.Spec{Seed: uint64(200 + i), BaseSeed: 7, BaseLayers: 3, Layers: 1, LayerSize: 8 << 10})
+		fmt.Fprintf(&extra, "  - name: %s\n", ref)
+	}
+	for i := range 2 {
+		ref := fmt.Sprintf("%s/apps/small%d:1.0", e.src.Host(), i)
+		imagetest.MustPush(t, ref, imagetest.Spec{Seed: uint64(300 + i), BaseSeed: 8, BaseLayers: 1, Layers: 1})
+		fmt.Fprintf(&extra, "  - name: %s\n", ref)
+	}
+	cfg := fmt.Sprintf(`apiVersion: mirror.openshift.io/v2alpha1
+kind: ImageSetConfiguration
+mirror:
+  operators:
+  - catalog: %s
+    packages:
+    - name: foo
+  additionalImages:
+  - name: %s
+%s`, e.seeded.Catalog, e.extra, extra.String())
+	p := filepath.Join(t.TempDir(), "imageset.yaml")
+	if err := os.WriteFile(p, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestShardedMirror is the acceptance test of sharding: for N = 1, 2 and 4, a
+// plan made once is copied by N shard runs against a real registry; together
+// they do the plan's work, each image once, and send every distinct blob
+// exactly once (bytes received by the registry = the plan's unique bytes);
+// --finish refuses while a shard has not finished (a killed shard), the killed
+// shard run again completes, and --finish then pushes the catalog and writes the
+// cluster resources.
+func TestShardedMirror(t *testing.T) {
+	e := setup(t)
+	cfg := shardConfig(t, e)
+	for _, n := range []int{1, 2, 4} {
+		t.Run(fmt.Sprint("shards=", n), func(t *testing.T) {
+			ctx := context.Background()
+			dst := registrytest.Start(t)
+			base := opts(cfg)
+			base.Destination = "docker://" + dst.Host() + "/mirror"
+			run := func(ctx context.Context, o pipeline.Options) (*pipeline.Result, error) {
+				o.Workspace = "file://" + t.TempDir()
+				return pipeline.Mirror(ctx, o)
+			}
+
+			po := base
+			po.PlanOnly = true
+			planRes, err := run(ctx, po)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c := dst.Counts(); c.UploadPOST+c.ManifestPUT != 0 {
+				t.Fatalf("--plan-only wrote to the destination: %+v", c)
+			}
+			planFile := filepath.Join(planRes.WorkingDir, pipeline.PlanFileName)
+			plan, part, err := pipeline.PartitionFile(planFile, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			finish := base
+			finish.PlanFile, finish.Finish = planFile, true
+			shard := func(ctx context.Context, i int) (*pipeline.Result, error) {
+				o := base
+				o.PlanFile, o.Shard, o.Shards = planFile, i, n
+				return run(ctx, o)
+			}
+
+			// Every shard but the last runs to the end, concurrently (shards
+			// that share a spread group wait for each other's blobs).
+			results := make([]*pipeline.Result, n)
+			var wg sync.WaitGroup
+			errs := make([]error, n)
+			for i := range n - 1 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					results[i], errs[i] = shard(ctx, i)
+				}()
+			}
+			// The last one is killed after its first image, while the others run.
+			kctx, kill := context.WithCancel(ctx)
+			ko := base
+			ko.PlanFile, ko.Shard, ko.Shards = planFile, n-1, n
+			ko.Progress = func(p pipeline.Progress) {
+				if p.ImagesDone > 0 {
+					kill()
+				}
+			}
+			if _, err := run(kctx, ko); !errors.Is(err, context.Canceled) {
+				t.Errorf("killed shard: got %v, want it cancelled", err)
+			}
+			kill()
+			wg.Wait()
+			for i, err := range errs[:n-1] {
+				if err != nil {
+					t.Fatalf("shard %d: %v", i, err)
+				}
+			}
+
+			// The killed shard is not finished: --finish refuses and names what is missing.
+			if _, err := run(ctx, finish); !errors.Is(err, pipeline.ErrIncomplete) || !strings.Contains(err.Error(), "not at the destination") {
+				t.Fatalf("--finish with a shard unfinished: got %v, want it refused", err)
+			}
+			if c := dst.Counts(); c.ByPath["PUT manifest"] > 0 {
+				for _, im := range plan.Images {
+					if im.Kind == mirror.KindCatalog {
+						if ok, _ := mirror.NewRegistry(mirror.RegistryOptions{}).ManifestExists(ctx, im.DestRepo, im.Digest.String(), im.Digest); ok {
+							t.Errorf("the refused --finish pushed catalog %s", im.DestRepo)
+						}
+					}
+				}
+			}
+
+			// Run again, it completes, copying only what is missing.
+			results[n-1], err = shard(ctx, n-1)
+			if err != nil {
+				t.Fatalf("killed shard run again: %v", err)
+			}
+
+			// The union of the shards' images is the plan's shardable images, each once.
+			done := map[string]int{}
+			for i, r := range results {
+				if r.Shard == nil || r.Shard.Index != i || r.Shard.Of != n {
+					t.Errorf("shard %d result says %+v", i, r.Shard)
+				}
+				for _, im := range r.Plan.Images {
+					done[im.DestRepo+"@"+im.Digest.String()]++
+				}
+			}
+			want := 0
+			for _, im := range plan.Images {
+				if !mirror.Shardable(im) {
+					continue
+				}
+				want++
+				if k := im.DestRepo + "@" + im.Digest.String(); done[k] != 1 {
+					t.Errorf("%s done by %d shards, want 1", k, done[k])
+				}
+			}
+			if len(done) != want {
+				t.Errorf("shards did %d images, the plan has %d", len(done), want)
+			}
+
+			// Each distinct blob was sent once across all shards.
+			if got := dst.Counts().BytesUploaded; got != part.UniqueBytes {
+				t.Errorf("registry received %d blob bytes, the plan's distinct blobs are %d (%.3fx)", got, part.UniqueBytes, float64(got)/float64(part.UniqueBytes))
+			}
+			if n > 1 && part.Split == 0 {
+				t.Errorf("the big group was not spread over %d shards", n)
+			}
+
+			res, err := run(ctx, finish)
+			if err != nil {
+				t.Fatalf("--finish after every shard: %v", err)
+			}
+			checkMirrored(t, res, dst)
+			if len(res.ClusterResources) == 0 {
+				t.Error("--finish wrote no cluster resources")
+			}
+		})
+	}
+}
+
+// TestShardedMirrorRefuses covers the sharding options that cannot work.
+func TestShardedMirrorRefuses(t *testing.T) {
+	e := setup(t)
+	cfg := e.config(t, "    - name: foo")
+	dst := registrytest.Start(t)
+	base := opts(cfg)
+	base.Destination = "docker://" + dst.Host() + "/mirror"
+	base.Workspace = "file://" + t.TempDir()
+	po := base
+	po.PlanOnly = true
+	res, err := pipeline.Mirror(context.Background(), po)
+	if err != nil {
+		t.Fatal(err)
+	}
+	planFile := filepath.Join(res.WorkingDir, pipeline.PlanFileName)
+
+	other := t.TempDir()
+	otherCfg := e.config(t, "    - name: bar")
+	tests := []struct {
+		name string
+		edit func(o *pipeline.Options)
+		want string
+	}{
+		{"shard without plan", func(o *pipeline.Options) { o.Shard, o.Shards = 0, 2 }, "--plan FILE"},
+		{"plan without shard", func(o *pipeline.Options) { o.PlanFile = planFile }, "--shard I/N"},
+		{"plan-only and plan", func(o *pipeline.Options) { o.PlanOnly, o.PlanFile = true, planFile }, "give one of them"},
+		{"index out of range", func(o *pipeline.Options) { o.PlanFile, o.Shard, o.Shards = planFile, 2, 2 }, "index must be 0 to 1"},
+		{"other destination", func(o *pipeline.Options) {
+			o.PlanFile, o.Shard, o.Shards = planFile, 0, 1
+			o.Destination = "docker://" + dst.Host() + "/elsewhere"
+		}, "was made for"},
+		{"finish with another selection", func(o *pipeline.Options) {
+			o.PlanFile, o.Finish, o.ConfigPath = planFile, true, otherCfg
+		}, "changed since the plan was made"},
+		{"mirror-to-disk", func(o *pipeline.Options) {
+			o.PlanOnly, o.Destination, o.Workspace = true, "file://"+other, ""
+		}, "not supported yet"},
+		{"not a plan", func(o *pipeline.Options) { o.PlanFile, o.Shard, o.Shards = cfg, 0, 1 }, "not a plan airlock wrote"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := base
+			tc.edit(&o)
+			_, err := pipeline.Mirror(context.Background(), o)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error saying %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -297,9 +297,15 @@ func (r *run) noteWants(catalog string, c *prune.Catalog) {
 
 // recordHistory appends the run to the workspace history: every image the plan
 // selected, where it went and why. Only runs that wrote to a registry are
-// recorded (not dry runs, not mirror-to-disk).
+// recorded (not dry runs, not mirror-to-disk, not --plan-only), and a sharded
+// run once, by --finish.
 func (r *run) recordHistory() error {
 	if r.opts.DryRun || r.res.Plan == nil || r.res.Copy == nil || (r.workflow != mirror.MirrorToMirror && r.workflow != mirror.DiskToMirror) {
+		return nil
+	}
+	if r.opts.PlanFile != "" && !r.opts.Finish {
+		// One shard of a plan: --finish records the whole plan once every shard
+		// is done (a shard alone would look like a selection of its images only).
 		return nil
 	}
 	cfg, err := json.Marshal(r.cfg)

@@ -177,11 +177,24 @@ func TestShardedMirror(t *testing.T) {
 				t.Errorf("the big group was not spread over %d shards", n)
 			}
 
+			// A shard alone is not a run of the history: --finish records the plan.
+			if h, err := pipeline.ReadHistory("file://" + filepath.Dir(results[0].WorkingDir)); err != nil || len(h.Runs) != 0 {
+				t.Errorf("a shard's history: %v, %+v", err, h)
+			}
 			res, err := run(ctx, finish)
 			if err != nil {
 				t.Fatalf("--finish after every shard: %v", err)
 			}
 			checkMirrored(t, res, dst)
+			h, err := pipeline.ReadHistory("file://" + filepath.Dir(res.WorkingDir))
+			if err != nil || len(h.Runs) != 1 || len(h.Runs[0].Images) != len(plan.Jobs()) || !h.Runs[0].Complete {
+				t.Fatalf("history after --finish: %v, %+v", err, h)
+			}
+			for _, im := range h.Runs[0].Images {
+				if !im.Mirrored() || len(im.WantedBy) == 0 {
+					t.Errorf("history after --finish: %s %s, wanted by %+v", im.Source, im.Status, im.WantedBy)
+				}
+			}
 			if len(res.ClusterResources) == 0 {
 				t.Error("--finish wrote no cluster resources")
 			}

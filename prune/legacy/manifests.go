@@ -27,7 +27,7 @@ type ManifestError struct {
 
 func (e *ManifestError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %v (%d problems; fix them, or convert what loads with --permissive):", e.Dir, ErrBadManifests, len(e.Problems))
+	fmt.Fprintf(&b, "%s: %v (%d problem(s); fix them, or convert what loads with --permissive):", e.Dir, ErrBadManifests, len(e.Problems))
 	for _, p := range e.Problems {
 		b.WriteString("\n  - ")
 		b.WriteString(p.Error())

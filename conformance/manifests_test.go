@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -45,5 +46,45 @@ func TestManifestsAgreement(t *testing.T) {
 			compareConverted(t, d, want, perm)
 			t.Logf("%d packages, %d channels, %d bundles agree", st.Packages, st.Channels, st.Bundles)
 		})
+	}
+}
+
+// BenchmarkOpmManifests is opm v1.73's side of legacy's
+// BenchmarkConvertManifests: the package-manifest folder
+// $AIRLOCK_MANIFESTS_BENCH_DIR (written by legacy's TestWriteManifestsBench)
+// loaded by opm's directory loader into a database, then converted as `opm
+// migrate` does.
+func BenchmarkOpmManifests(b *testing.B) {
+	dir := os.Getenv("AIRLOCK_MANIFESTS_BENCH_DIR")
+	if dir == "" {
+		b.Skip("AIRLOCK_MANIFESTS_BENCH_DIR not set")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		db, err := opmManifestsDB(b, dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg, err := opmRenderDB(b, db)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(len(cfg.Bundles)), "bundles")
+	}
+}
+
+// BenchmarkAirlockManifests is airlock's side, on the same folder.
+func BenchmarkAirlockManifests(b *testing.B) {
+	dir := os.Getenv("AIRLOCK_MANIFESTS_BENCH_DIR")
+	if dir == "" {
+		b.Skip("AIRLOCK_MANIFESTS_BENCH_DIR not set")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		st, err := legacy.ConvertManifests(b.Context(), dir, filepath.Join(b.TempDir(), "out"), legacy.ManifestOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(st.Bundles), "bundles")
 	}
 }

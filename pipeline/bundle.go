@@ -148,7 +148,7 @@ func AddBundle(ctx context.Context, o AddBundleOptions) (*AddBundleResult, error
 		log = slog.New(slog.DiscardHandler)
 	}
 	if legacy.Detect(o.Catalog) != legacy.KindFBC {
-		return nil, fmt.Errorf("%s: not a file-based catalog folder (convert an index database or package manifests first with `airlock catalog render SRC --output-dir DIR`)", o.Catalog)
+		return nil, fmt.Errorf("%s: not a file-based catalog folder (for a new catalog, create an empty folder; convert an index database or package manifests first with `airlock catalog render SRC --output-dir DIR`)", o.Catalog)
 	}
 	info, pinned, err := LoadBundle(ctx, o.Bundle, o.WorkDir, o.Fetch)
 	if err != nil {

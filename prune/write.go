@@ -101,7 +101,12 @@ func Render(ctx context.Context, c *Catalog, w io.Writer, format string) error {
 	}
 	dw := newDocWriter(format)
 	defer dw.close()
-	bw := bufio.NewWriterSize(w, 1<<20)
+	// A caller that renders many small catalogs into one stream (one bundle at a
+	// time) passes its own buffered writer: no 1 MiB buffer per call.
+	bw, ok := w.(*bufio.Writer)
+	if !ok || bw.Size() < 64<<10 {
+		bw = bufio.NewWriterSize(w, 1<<20)
+	}
 	for _, p := range sortedPackages(c.Packages) {
 		if err := ctx.Err(); err != nil {
 			return err

@@ -25,8 +25,10 @@ dependencies (olm.package.required, olm.gvk.required) unless skipDependencies is
 The entry used is the one whose catalog is SOURCE or oci://SOURCE, or the only entry.
 The pruned catalog always passes airlock catalog validate. It is written to OUTDIR
 (which must be empty or absent); --explain prints every kept bundle and why.
-SOURCE may be INDEX.DB, the SQLite database of an old index image: it is converted
-first as opm v1.73 did, then pruned like any file-based catalog.`,
+SOURCE may be INDEX.DB, the SQLite database of an old index image, or a
+package-manifest folder (<package>/<version>/*.clusterserviceversion.yaml and a
+*.package.yaml): it is converted first as opm v1.73 did, then pruned like any
+file-based catalog.`,
 		Example: `  airlock catalog prune -c imageset.yaml ./catalog -o ./pruned
   airlock catalog prune -c imageset.yaml --explain ./catalog`,
 		Args: cobra.ExactArgs(1),

@@ -35,7 +35,8 @@ schema names, at most one olm.csv.metadata per bundle).
 All problems are reported, one per line, naming the package, channel and bundle,
 with opm's wording. Exit status: 0 valid, 1 invalid, 2 the catalog could not be
 loaded (the message names the file and document). INDEX.DB, the SQLite database of
-an old index image, is converted first as opm v1.73 did.`,
+an old index image, and a package-manifest folder (recognised by its
+*.clusterserviceversion.yaml files) are converted first as opm v1.73 did.`,
 		Example: `  airlock catalog validate ./configs
   airlock catalog validate ./configs -o json`,
 		Args: cobra.ExactArgs(1),

@@ -27,7 +27,7 @@ type ManifestError struct {
 
 func (e *ManifestError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %v (%d problems; fix them, or convert what loads with --permissive):", e.Dir, ErrBadManifests, len(e.Problems))
+	fmt.Fprintf(&b, "%s: %v (%d problem(s); fix them, or convert what loads with --permissive):", e.Dir, ErrBadManifests, len(e.Problems))
 	for _, p := range e.Problems {
 		b.WriteString("\n  - ")
 		b.WriteString(p.Error())
@@ -141,10 +141,47 @@ type manifestDB struct {
 	deps     map[string][]kv
 	related  map[string][]string
 	problems []error
+	// docs caches the first document of each file (as JSON), read once for
+	// the three times opm's loader reads it.
+	docs map[string]docResult
+}
+
+type docResult struct {
+	doc []byte
+	err error
 }
 
 func newManifestDB() *manifestDB {
-	return &manifestDB{bundles: map[string]*memBundle{}, csvs: map[string]bool{}, props: map[string][]kv{}, deps: map[string][]kv{}, related: map[string][]string{}}
+	return &manifestDB{bundles: map[string]*memBundle{}, csvs: map[string]bool{}, props: map[string][]kv{}, deps: map[string][]kv{}, related: map[string][]string{}, docs: map[string]docResult{}}
+}
+
+// document is firstDocument(p), read once.
+func (m *manifestDB) document(p string) ([]byte, error) {
+	if r, ok := m.docs[p]; ok {
+		return r.doc, r.err
+	}
+	doc, err := firstDocument(p)
+	m.docs[p] = docResult{doc, err}
+	return doc, err
+}
+
+// cannotBePackage reports whether the JSON document doc surely decodes to a
+// package manifest without a packageName and without error: an object (or
+// null) none of whose keys matches a field of a package manifest (encoding/json
+// matches keys without regard to case).
+func cannotBePackage(doc []byte) bool {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(doc, &top) != nil {
+		return false
+	}
+	for k := range top {
+		for _, f := range []string{"packageName", "channels", "defaultChannel", "deprecation"} {
+			if strings.EqualFold(k, f) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (m *manifestDB) tables() *tables {
@@ -222,7 +259,7 @@ func (m *manifestDB) problem(err error) {
 // loadBundleFile loads the bundle of p's folder when p's first document is a
 // ClusterServiceVersion.
 func (m *manifestDB) loadBundleFile(p string) error {
-	doc, err := firstDocument(p)
+	doc, err := m.document(p)
 	if err != nil {
 		return nil
 	}
@@ -230,7 +267,7 @@ func (m *manifestDB) loadBundleFile(p string) error {
 	if err != nil || o.kind != "ClusterServiceVersion" {
 		return nil
 	}
-	objs, loadErr := bundleObjectsIn(filepath.Dir(p), o.name)
+	objs, loadErr := m.bundleObjectsIn(filepath.Dir(p), o.name)
 	var errs []error
 	if loadErr != nil {
 		errs = append(errs, fmt.Errorf("%s: loading the bundle's files: %w", filepath.Dir(p), loadErr))
@@ -253,7 +290,7 @@ func (m *manifestDB) loadBundleFile(p string) error {
 
 // bundleObjectsIn decodes the first document of every non-hidden file of dir
 // (sorted by name) and keeps the objects, leaving out CSVs other than csvName.
-func bundleObjectsIn(dir, csvName string) ([]*object, error) {
+func (m *manifestDB) bundleObjectsIn(dir, csvName string) ([]*object, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -264,7 +301,7 @@ func bundleObjectsIn(dir, csvName string) ([]*object, error) {
 		if e.IsDir() || strings.HasPrefix(e.Name(), ".") {
 			continue
 		}
-		doc, err := firstDocument(filepath.Join(dir, e.Name()))
+		doc, err := m.document(filepath.Join(dir, e.Name()))
 		if err != nil {
 			var pe *fs.PathError
 			if errors.As(err, &pe) {
@@ -401,6 +438,9 @@ func sortedAPIs(in map[apiKey]bool) []apiKey {
 // loadPackageFile adds the package of p when p's first document is a package
 // manifest (it has a packageName).
 func (m *manifestDB) loadPackageFile(p string) error {
+	if doc, err := m.document(p); err == nil && cannotBePackage(doc) {
+		return nil
+	}
 	pm, err := decodePackageManifest(p)
 	if err != nil {
 		return fmt.Errorf("%s: could not decode its contents into a package manifest: %v", p, err)

@@ -223,25 +223,8 @@ func (c packageChannel) isDefault(pm *packageManifest) bool {
 // package manifest, as opm does: YAML through sigs.k8s.io/yaml (so a YAML
 // number in a string field stays a string), JSON with encoding/json.
 func decodePackageManifest(p string) (*packageManifest, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	br := bufio.NewReaderSize(f, sniffLen)
-	head, _ := br.Peek(sniffLen)
 	var pm packageManifest
-	if bytes.HasPrefix(bytes.TrimLeft(head, " \t\r\n"), []byte("{")) {
-		if err := json.NewDecoder(br).Decode(&pm); err != nil {
-			return nil, err
-		}
-		return &pm, nil
-	}
-	doc, err := firstYAMLDocument(br)
-	if err != nil {
-		return nil, err
-	}
-	if err := yaml.Unmarshal(doc, &pm); err != nil {
+	if err := decodeFirstInto(p, &pm); err != nil {
 		return nil, err
 	}
 	return &pm, nil

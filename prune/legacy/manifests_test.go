@@ -185,3 +185,42 @@ func FuzzFirstDocument(f *testing.F) {
 		_, _ = decodePackageManifest(p)
 	})
 }
+
+// FuzzManifestAndBundleFiles: arbitrary content as a CSV and as a package
+// manifest of the demo folder, and as a CSV and annotations of the demo bundle,
+// converts, renders or fails cleanly.
+func FuzzManifestAndBundleFiles(f *testing.F) {
+	csv, err := os.ReadFile("testdata/manifests/demo-operator/0.3.0/demo-operator.v0.3.0.clusterserviceversion.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	pm, err := os.ReadFile("testdata/manifests/demo-operator/demo-operator.package.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	ann, err := os.ReadFile(filepath.Join(demoBundle, "metadata", "annotations.yaml"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(csv, pm, ann)
+	f.Add([]byte("kind: ClusterServiceVersion\nmetadata: {name: x}\nspec: {version: 1}"), []byte("packageName: p\nchannels: [{name: a, currentCSV: x}]"), []byte("annotations: 1"))
+	f.Fuzz(func(t *testing.T, csv, pm, ann []byte) {
+		dir := t.TempDir()
+		m := filepath.Join(dir, "manifests")
+		if err := os.CopyFS(m, os.DirFS(demoManifests)); err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(m, "demo-operator", "0.3.0", "demo-operator.v0.3.0.clusterserviceversion.yaml"), string(csv))
+		write(t, filepath.Join(m, "demo-operator", "demo-operator.package.yaml"), string(pm))
+		_, _ = ConvertManifests(context.Background(), m, filepath.Join(dir, "out"), ManifestOptions{Permissive: true})
+		b := filepath.Join(dir, "bundle")
+		if err := os.CopyFS(b, os.DirFS(demoBundle)); err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(b, "manifests", "demo-operator.clusterserviceversion.yaml"), string(csv))
+		write(t, filepath.Join(b, "metadata", "annotations.yaml"), string(ann))
+		if info, err := RenderBundleDir(b, "example.com/b:1"); err == nil {
+			_, _ = AddBundle(&prune.Catalog{}, info, AddOptions{Channel: "stable"})
+		}
+	})
+}

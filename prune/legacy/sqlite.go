@@ -1,6 +1,7 @@
 package legacy
 
 import (
+	"bufio"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -389,7 +390,11 @@ func writeStream(ctx context.Context, root *os.Root, name string, body func(io.W
 			err = cerr
 		}
 	}()
-	return body(f)
+	bw := bufio.NewWriterSize(f, 1<<20)
+	if err := body(bw); err != nil {
+		return err
+	}
+	return bw.Flush()
 }
 
 // modelCheck is the validation opm v1.73 applies to the model it builds from a

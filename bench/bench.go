@@ -82,6 +82,11 @@ type Config struct {
 	GoBench     bool
 	GoBenchPkgs []string
 	GoBenchTime string
+	// Pipeline runs the whole-pipeline section (the real-scale catalog as a
+	// catalog image, mirror --dry-run); PipelineRoot keeps its seeded registry
+	// for later runs (default: in WorkDir).
+	Pipeline     bool
+	PipelineRoot string
 	// Out receives the table; Docs, when set, gets it appended.
 	Out  io.Writer
 	Docs string
@@ -152,6 +157,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.Rows = append(res.Rows, rows...)
 		if err != nil {
 			fail("copy", err)
+		}
+	}
+	if cfg.Pipeline {
+		rows, err := runPipeline(ctx, cfg)
+		res.Rows = append(res.Rows, rows...)
+		if err != nil {
+			fail("whole pipeline", err)
 		}
 	}
 	if cfg.GoBench && len(cfg.GoBenchPkgs) > 0 {

@@ -31,10 +31,15 @@ var listening = regexp.MustCompile(`listening on (https?://\S+)`)
 // StartRegistry starts `airlock registry serve --root root --addr 127.0.0.1:0`
 // and a counting proxy in front of it.
 func StartRegistry(ctx context.Context, airlock, root string) (*Registry, error) {
+	return StartRegistryAt(ctx, airlock, root, "127.0.0.1:0")
+}
+
+// StartRegistryAt is StartRegistry listening on addr.
+func StartRegistryAt(ctx context.Context, airlock, root, addr string) (*Registry, error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(airlock, "registry", "serve", "--root", root, "--addr", "127.0.0.1:0", "--log-level", "warn")
+	cmd := exec.Command(airlock, "registry", "serve", "--root", root, "--addr", addr, "--log-level", "warn")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

@@ -110,6 +110,16 @@ func compareDB(t *testing.T, db string) {
 		t.Logf("both refuse: opm: %v; airlock: %v", opmErr, ourErr)
 		return
 	}
+	compareConverted(t, db, want, out)
+	t.Logf("%d packages, %d channels, %d bundles agree", st.Packages, st.Channels, st.Bundles)
+}
+
+// compareConverted compares airlock's conversion of src in out with opm's
+// (want), document by document, then each <package>/catalog.json byte for byte
+// with opm's JSON writer.
+func compareConverted(t *testing.T, src string, want *declcfg.DeclarativeConfig, out string) {
+	t.Helper()
+	db := src
 	got, err := prune.LoadDir(t.Context(), out, prune.LoadOptions{})
 	if err != nil {
 		t.Fatalf("loading airlock's conversion: %v", err)
@@ -146,7 +156,6 @@ func compareDB(t *testing.T, db string) {
 			t.Errorf("package %s: airlock's catalog.json (%d bytes) differs from opm's JSON (%d bytes) at byte %d", p.Name, len(ours), buf.Len(), firstDiff(ours, buf.Bytes()))
 		}
 	}
-	t.Logf("%d packages, %d channels, %d bundles agree", st.Packages, st.Channels, st.Bundles)
 }
 
 func firstDiff(a, b []byte) int {

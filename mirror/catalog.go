@@ -133,76 +133,10 @@ func FetchCatalogWithOptions(ctx context.Context, ref string, workDir string, o 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	want := v1.Platform{OS: "linux", Architecture: "amd64"}
-	if o.Platform != nil {
-		want = *o.Platform
+	fc, key, err := resolveImage(ctx, ref, workDir, o, "catalog")
+	if err != nil {
+		return nil, err
 	}
-	fc := &FetchedCatalog{Ref: ref}
-	var top any // v1.Image or v1.ImageIndex
-	var key string
-	if strings.HasPrefix(ref, OCIPrefix) {
-		p, tag, err := splitOCIRef(strings.TrimPrefix(ref, OCIPrefix))
-		if err != nil {
-			return nil, err
-		}
-		fc.LayoutPath = p
-		desc, t, err := openLayoutTop(p, tag)
-		if err != nil {
-			return nil, fmt.Errorf("catalog %s: %w", ref, err)
-		}
-		top, fc.Digest, fc.MediaType = t, digest.Digest(desc.Digest.String()), desc.MediaType
-		sum := sha256.Sum256([]byte(p))
-		key = "oci_" + catalogDirName(filepath.Base(p)) + "_" + hex.EncodeToString(sum[:6])
-	} else {
-		r, err := ParseReference(ref)
-		if err != nil {
-			return nil, fmt.Errorf("catalog %q: %w", ref, err)
-		}
-		if r.DefaultedTag {
-			log.Warn("catalog reference has neither tag nor digest; using :latest", "catalog", ref)
-		}
-		fc.Source = r
-		reg := o.Registry
-		if reg == nil {
-			reg = NewRegistry(RegistryOptions{Logger: o.Logger})
-		}
-		if err := reg.Probe(ctx, r.Repository(), false); err != nil {
-			return nil, fmt.Errorf("catalog %s: %w", ref, err)
-		}
-		m, err := reg.Manifest(ctx, r.Repository(), r.Identifier())
-		if err != nil {
-			return nil, fmt.Errorf("catalog %s: %w", ref, err)
-		}
-		fc.Digest, fc.MediaType = m.Digest, types.MediaType(m.MediaType)
-		if r.Digest != "" && r.Digest != fc.Digest {
-			return nil, fmt.Errorf("catalog %s: registry returned manifest %s, not the requested digest", ref, fc.Digest)
-		}
-		key = catalogDirName(r.Repository())
-		if !oci.IsManifestType(m.MediaType) {
-			return nil, fmt.Errorf("catalog %s: %w: manifest media type %q is neither an image nor an index", ref, ErrNotFBCImage, m.MediaType)
-		}
-		fc.ImageLayout = filepath.Join(workDir, "catalogs", key, fc.Digest.Encoded(), "image")
-		if top, err = copyToLayout(ctx, reg, o.Logger, r.Repository(), fc.Digest, fc.ImageLayout); err != nil {
-			return nil, fmt.Errorf("catalog %s: %w", ref, err)
-		}
-	}
-	if err := fc.Digest.Validate(); err != nil {
-		return nil, fmt.Errorf("catalog %s: invalid digest %q: %w", ref, fc.Digest, err)
-	}
-	log.Debug("catalog resolved", "catalog", ref, "digest", fc.Digest)
-
-	switch t := top.(type) {
-	case v1.ImageIndex:
-		fc.Index = t
-		img, plat, err := selectPlatformImage(t, want)
-		if err != nil {
-			return nil, fmt.Errorf("catalog %s@%s: %w", ref, fc.Digest, err)
-		}
-		fc.Image, fc.Platform = img, plat
-	case v1.Image:
-		fc.Image = t
-	}
-
 	cfg, err := fc.Image.ConfigFile()
 	if err != nil {
 		return nil, fmt.Errorf("catalog %s@%s: reading the image config: %w", ref, fc.Digest, err)
@@ -483,4 +417,87 @@ func copyToLayout(ctx context.Context, reg *Registry, log *slog.Logger, repo str
 	}
 	_, top, err := openLayoutTop(dir, tag)
 	return top, err
+}
+
+// resolveImage resolves ref (a registry reference or "oci://PATH") to a
+// digest; for a registry, the whole image (every platform) is first copied
+// with the copy engine into an OCI layout under workDir. It picks the platform
+// image and returns the key of the work folder. what names the image in errors
+// ("catalog", "bundle").
+func resolveImage(ctx context.Context, ref string, workDir string, o FetchOptions, what string) (*FetchedCatalog, string, error) {
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	want := v1.Platform{OS: "linux", Architecture: "amd64"}
+	if o.Platform != nil {
+		want = *o.Platform
+	}
+	fc := &FetchedCatalog{Ref: ref}
+	var top any // v1.Image or v1.ImageIndex
+	var key string
+	if strings.HasPrefix(ref, OCIPrefix) {
+		p, tag, err := splitOCIRef(strings.TrimPrefix(ref, OCIPrefix))
+		if err != nil {
+			return nil, "", err
+		}
+		fc.LayoutPath = p
+		desc, t, err := openLayoutTop(p, tag)
+		if err != nil {
+			return nil, "", fmt.Errorf("%s %s: %w", what, ref, err)
+		}
+		top, fc.Digest, fc.MediaType = t, digest.Digest(desc.Digest.String()), desc.MediaType
+		sum := sha256.Sum256([]byte(p))
+		key = "oci_" + catalogDirName(filepath.Base(p)) + "_" + hex.EncodeToString(sum[:6])
+	} else {
+		r, err := ParseReference(ref)
+		if err != nil {
+			return nil, "", fmt.Errorf("%s %q: %w", what, ref, err)
+		}
+		if r.DefaultedTag {
+			log.Warn(what+" reference has neither tag nor digest; using :latest", what, ref)
+		}
+		fc.Source = r
+		reg := o.Registry
+		if reg == nil {
+			reg = NewRegistry(RegistryOptions{Logger: o.Logger})
+		}
+		if err := reg.Probe(ctx, r.Repository(), false); err != nil {
+			return nil, "", fmt.Errorf("%s %s: %w", what, ref, err)
+		}
+		m, err := reg.Manifest(ctx, r.Repository(), r.Identifier())
+		if err != nil {
+			return nil, "", fmt.Errorf("%s %s: %w", what, ref, err)
+		}
+		fc.Digest, fc.MediaType = m.Digest, types.MediaType(m.MediaType)
+		if r.Digest != "" && r.Digest != fc.Digest {
+			return nil, "", fmt.Errorf("%s %s: registry returned manifest %s, not the requested digest", what, ref, fc.Digest)
+		}
+		key = catalogDirName(r.Repository())
+		if !oci.IsManifestType(m.MediaType) {
+			return nil, "", fmt.Errorf("%s %s: %w: manifest media type %q is neither an image nor an index", what, ref, ErrNotFBCImage, m.MediaType)
+		}
+		fc.ImageLayout = filepath.Join(workDir, what+"s", key, fc.Digest.Encoded(), "image")
+		if top, err = copyToLayout(ctx, reg, o.Logger, r.Repository(), fc.Digest, fc.ImageLayout); err != nil {
+			return nil, "", fmt.Errorf("%s %s: %w", what, ref, err)
+		}
+	}
+	if err := fc.Digest.Validate(); err != nil {
+		return nil, "", fmt.Errorf("%s %s: invalid digest %q: %w", what, ref, fc.Digest, err)
+	}
+	log.Debug(what+" resolved", what, ref, "digest", fc.Digest)
+
+	switch t := top.(type) {
+	case v1.ImageIndex:
+		fc.Index = t
+		img, plat, err := selectPlatformImage(t, want)
+		if err != nil {
+			return nil, "", fmt.Errorf("%s %s@%s: %w", what, ref, fc.Digest, err)
+		}
+		fc.Image, fc.Platform = img, plat
+	case v1.Image:
+		fc.Image = t
+	}
+
+	return fc, key, nil
 }

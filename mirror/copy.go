@@ -38,6 +38,9 @@ type Job struct {
 	Tags   []string      `json:"tags,omitempty"`
 }
 
+// Key names the job in maps: "DEST@DIGEST".
+func (j Job) Key() string { return j.Dest + "@" + j.Digest.String() }
+
 // CopyOptions tunes Copy. Zero values take the defaults.
 type CopyOptions struct {
 	// ParallelImages is --parallel-images: images copied at once (default 4).

@@ -36,16 +36,21 @@ type Estimate struct {
 	BytesToSend int64 `json:"bytesToSend"`
 	// Errors are images whose manifests could not be read.
 	Errors []string `json:"errors,omitempty"`
+	// Unreadable maps each job whose manifests could not be read ("DEST@DIGEST",
+	// as Job.Key) to the error.
+	Unreadable map[string]string `json:"-"`
 }
 
 // EstimatePlan walks every job's manifests at src (children of indexes
 // included), checks which manifests and blobs dst already holds, and sums what
 // would be sent, each distinct blob once. It reads manifests only, never blobs.
-func EstimatePlan(ctx context.Context, src EstimateSource, dst EstimateDestination, jobs []Job, parallel int) (*Estimate, error) {
+// progress, when not nil, is told how many jobs were looked at.
+func EstimatePlan(ctx context.Context, src EstimateSource, dst EstimateDestination, jobs []Job, parallel int, progress StageProgress) (*Estimate, error) {
 	if parallel <= 0 {
 		parallel = 8
 	}
 	est := &Estimate{Images: len(jobs)}
+	count := newCounter(progress, len(jobs))
 	var mu sync.Mutex
 	seen := map[digest.Digest]bool{}
 	missingBlob := map[digest.Digest]bool{}
@@ -62,12 +67,19 @@ func EstimatePlan(ctx context.Context, src EstimateSource, dst EstimateDestinati
 				present = false
 			}
 			blobs, err := walkBlobs(ctx, src, j.Source, j.Digest, 0)
+			defer count.add(err != nil)
 			mu.Lock()
 			if !present {
 				est.Missing = append(est.Missing, j)
 			}
 			if err != nil {
 				est.Errors = append(est.Errors, fmt.Sprintf("%s@%s: %v", j.Source, j.Digest, err))
+			}
+			if err != nil && !present { // the copy would fail on it
+				if est.Unreadable == nil {
+					est.Unreadable = map[string]string{}
+				}
+				est.Unreadable[j.Key()] = err.Error() // names the manifest and the cause
 			}
 			var check []endpoint.Descriptor
 			for _, b := range blobs {
@@ -148,8 +160,9 @@ type Sizes struct {
 // already holds is not read at the source at all (a no-op re-run reads nothing
 // there) and is marked in Held, so the copy engine need not ask again
 // (CopyOptions.Held). A job whose manifests cannot be read counts with no blobs
-// (the copy reports the error).
-func Measure(ctx context.Context, src EstimateSource, dst EstimateDestination, jobs []Job, parallel int) (*Sizes, error) {
+// (the copy reports the error). progress, when not nil, is told how many jobs
+// were looked at.
+func Measure(ctx context.Context, src EstimateSource, dst EstimateDestination, jobs []Job, parallel int, progress StageProgress) (*Sizes, error) {
 	if parallel <= 0 {
 		parallel = 8
 	}
@@ -157,6 +170,7 @@ func Measure(ctx context.Context, src EstimateSource, dst EstimateDestination, j
 	if dst != nil {
 		s.Held = make([]bool, len(jobs))
 	}
+	count := newCounter(progress, len(jobs))
 	var g errgroup.Group
 	g.SetLimit(parallel)
 	for i, j := range jobs {
@@ -164,12 +178,15 @@ func Measure(ctx context.Context, src EstimateSource, dst EstimateDestination, j
 			if dst != nil {
 				if ok, err := dst.ManifestExists(ctx, j.Dest, j.Digest.String(), j.Digest); err == nil && ok {
 					s.Held[i] = true
+					count.add(false)
 					return nil
 				}
 			}
-			if blobs, err := walkBlobs(ctx, src, j.Source, j.Digest, 0); err == nil {
+			blobs, err := walkBlobs(ctx, src, j.Source, j.Digest, 0)
+			if err == nil {
 				s.PerJob[i] = blobs
 			}
+			count.add(err != nil)
 			return nil
 		})
 	}

@@ -82,7 +82,7 @@ func extractLayers(ctx context.Context, layers []v1.Layer, label, dst string, li
 			return err
 		}
 		d, _ := layers[i].Digest()
-		rc, err := layers[i].Uncompressed()
+		rc, err := openLayer(layers[i])
 		if err != nil {
 			return fmt.Errorf("reading layer %s: %w", d, err)
 		}

@@ -78,6 +78,43 @@ type PlanRequest struct {
 	// Blocked are blockedImages regular expressions, matched against the source
 	// reference and the destination reference.
 	Blocked []string
+	// Progress, when set, is told how many of the tag references to resolve
+	// are resolved (or failed) so far.
+	Progress StageProgress
+}
+
+// StageProgress is told, as a stage goes, how many of its total items are done
+// (and how many of those failed). It may be called from several goroutines,
+// never at once.
+type StageProgress func(done, failed, total int)
+
+// counter calls a StageProgress under a lock.
+type counter struct {
+	mu                  sync.Mutex
+	f                   StageProgress
+	done, failed, total int
+}
+
+func newCounter(f StageProgress, total int) *counter {
+	c := &counter{f: f, total: total}
+	if f != nil {
+		f(0, 0, total)
+	}
+	return c
+}
+
+// add counts one item done, failed or not.
+func (c *counter) add(failed bool) {
+	if c.f == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.done++
+	if failed {
+		c.failed++
+	}
+	c.f(c.done, c.failed, c.total)
 }
 
 // Resolver resolves a tag reference to the digest of its manifest.
@@ -149,9 +186,14 @@ func (p *Plan) Jobs() []Job {
 		if im.Error != "" || im.Digest == "" {
 			continue
 		}
-		jobs = append(jobs, Job{Source: im.SourceRepo, Digest: im.Digest, Dest: im.DestRepo, Tags: im.Tags})
+		jobs = append(jobs, im.Job())
 	}
 	return jobs
+}
+
+// Job is what the copy engine does for the image.
+func (im PlanImage) Job() Job {
+	return Job{Source: im.SourceRepo, Digest: im.Digest, Dest: im.DestRepo, Tags: im.Tags}
 }
 
 // Failed returns the images that could not be planned.
@@ -317,6 +359,13 @@ func NewPlan(ctx context.Context, req PlanRequest, resolve Resolver, parallel in
 	if parallel <= 0 {
 		parallel = 8
 	}
+	toResolve := 0
+	for _, im := range images {
+		if im.Error == "" && im.Digest == "" {
+			toResolve++
+		}
+	}
+	count := newCounter(req.Progress, toResolve)
 	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
 	for i := range images {
@@ -326,6 +375,7 @@ func NewPlan(ctx context.Context, req PlanRequest, resolve Resolver, parallel in
 		}
 		if resolve == nil {
 			im.Error = "cannot resolve a tag without a registry"
+			count.add(true)
 			continue
 		}
 		wg.Add(1)
@@ -335,6 +385,7 @@ func NewPlan(ctx context.Context, req PlanRequest, resolve Resolver, parallel in
 			defer func() { <-sem }()
 			ref := im.SourceRepo + ":" + tagOf(im.Source)
 			d, err := resolve.Resolve(ctx, ref)
+			count.add(err != nil)
 			if err != nil {
 				im.Error = fmt.Sprintf("resolve %s: %v", ref, err)
 				return

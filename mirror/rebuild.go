@@ -16,7 +16,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/match"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/opencontainers/go-digest"
 )
@@ -109,13 +108,14 @@ func RebuildCatalog(ctx context.Context, base *FetchedCatalog, prunedDir string,
 		wipe = append(wipe, base.Database)
 		sort.Strings(wipe)
 	}
-	layerPath, layerDigest, err := writeCatalogLayer(ctx, opts.LayoutDir, prunedDir, base.Label, wipe)
+	layer, err := writeCatalogLayer(ctx, opts.LayoutDir, prunedDir, base.Label, wipe)
 	if err != nil {
 		return nil, fmt.Errorf("rebuild catalog %s: building the catalog layer from %s: %w", base.Ref, prunedDir, err)
 	}
+	layerDigest := digest.Digest(layer.digest.String())
 	log.Debug("pruned catalog layer built", "catalog", base.Ref, "digest", layerDigest)
 
-	b := &rebuilder{label: base.Label, database: base.Database, wipe: wipe, layerPath: layerPath, layers: map[types.MediaType]v1.Layer{}, log: log, ref: base.Ref}
+	b := &rebuilder{label: base.Label, database: base.Database, wipe: wipe, catalogLayer: layer, layers: map[types.MediaType]v1.Layer{}, log: log, ref: base.Ref}
 	out := &RebuiltCatalog{LayoutDir: opts.LayoutDir, Tag: tag, LayerDigest: layerDigest}
 	var top mutate.Appendable
 	if base.Index != nil {
@@ -188,20 +188,20 @@ func RebuildCatalog(ctx context.Context, base *FetchedCatalog, prunedDir string,
 
 // rebuilder rebuilds the images of one catalog with one shared layer.
 type rebuilder struct {
-	ref       string
-	label     string
-	database  string // the database of a SQLite-based base, else ""
-	wipe      []string
-	layerPath string
-	layers    map[types.MediaType]v1.Layer
-	log       *slog.Logger
+	ref          string
+	label        string
+	database     string // the database of a SQLite-based base, else ""
+	wipe         []string
+	catalogLayer *catalogLayer
+	layers       map[types.MediaType]v1.Layer
+	log          *slog.Logger
 }
 
 func (b *rebuilder) layer(mt types.MediaType) (v1.Layer, error) {
 	if l, ok := b.layers[mt]; ok {
 		return l, nil
 	}
-	l, err := tarball.LayerFromFile(b.layerPath, tarball.WithMediaType(mt))
+	l, err := b.catalogLayer.as(mt)
 	if err != nil {
 		return nil, err
 	}

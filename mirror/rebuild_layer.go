@@ -2,7 +2,6 @@ package mirror
 
 import (
 	"archive/tar"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,57 +11,189 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/partial"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/klauspost/pgzip"
 	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/internal/atomicfile"
 )
 
+// catalogLayer is the pruned-catalog layer written into the blobs of a
+// layout. Its digest, diffID and size are known from the one pass that wrote
+// it, so no library reads the file back to learn them.
+type catalogLayer struct {
+	path   string
+	digest v1.Hash
+	diffID v1.Hash
+	size   int64
+	mt     types.MediaType
+}
+
+func (l *catalogLayer) Digest() (v1.Hash, error)            { return l.digest, nil }
+func (l *catalogLayer) DiffID() (v1.Hash, error)            { return l.diffID, nil }
+func (l *catalogLayer) Size() (int64, error)                { return l.size, nil }
+func (l *catalogLayer) MediaType() (types.MediaType, error) { return l.mt, nil }
+func (l *catalogLayer) Compressed() (io.ReadCloser, error)  { return os.Open(l.path) }
+
+// as returns the layer under media type mt (the same bytes: Docker and OCI
+// manifests name a gzip layer differently).
+func (l *catalogLayer) as(mt types.MediaType) (v1.Layer, error) {
+	c := *l
+	c.mt = mt
+	return partial.CompressedToLayer(&c)
+}
+
 // writeCatalogLayer writes the pruned-catalog layer into the blobs of the layout
-// at dir and returns its path and digest.
-func writeCatalogLayer(ctx context.Context, dir, prunedDir, label string, wipe []string) (string, digest.Digest, error) {
+// at dir. Compressing is most of a rebuild's cost, and a re-run with the same
+// selection prunes to the same catalog: the tar is hashed first (its diffID),
+// and a layer the layout already holds for that diffID is reused.
+func writeCatalogLayer(ctx context.Context, dir, prunedDir, label string, wipe []string) (*catalogLayer, error) {
 	blobs := filepath.Join(dir, "blobs", "sha256")
 	if err := os.MkdirAll(blobs, 0o755); err != nil {
-		return "", "", err
+		return nil, err
 	}
+	diff := sha256.New()
+	tw := tar.NewWriter(diff)
+	if err := writeCatalogTar(ctx, tw, prunedDir, label, wipe); err != nil {
+		return nil, err
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	diffHex := hex.EncodeToString(diff.Sum(nil))
+	memo := filepath.Join(dir, layerMemoDir, diffHex)
+	if l := reuseLayer(blobs, memo, diffHex); l != nil {
+		return l, nil
+	}
+
 	f, err := os.CreateTemp(blobs, ".airlock-layer-")
 	if err != nil {
-		return "", "", err
+		return nil, err
 	}
 	defer func() {
 		f.Close()
 		os.Remove(f.Name())
 	}()
 	h := sha256.New()
-	if err := writeCatalogTarGz(ctx, io.MultiWriter(f, h), prunedDir, label, wipe); err != nil {
-		return "", "", err
+	cw := &countingWriter{w: io.MultiWriter(f, h)}
+	diffID, err := writeCatalogTarGzN(ctx, cw, prunedDir, label, wipe, 2*runtime.GOMAXPROCS(0))
+	if err != nil {
+		return nil, err
+	}
+	if diffID.Encoded() != diffHex {
+		return nil, fmt.Errorf("the pruned catalog in %s changed while its layer was written", prunedDir)
 	}
 	if err := f.Close(); err != nil {
-		return "", "", err
+		return nil, err
 	}
 	sum := hex.EncodeToString(h.Sum(nil))
 	final := filepath.Join(blobs, sum)
 	if err := os.Rename(f.Name(), final); err != nil {
-		return "", "", err
+		return nil, err
 	}
-	return final, digest.NewDigestFromEncoded(digest.SHA256, sum), nil
+	// Remember which layer holds this tar (best effort: without it the next
+	// run compresses again).
+	if err := os.MkdirAll(filepath.Dir(memo), 0o755); err == nil {
+		_ = atomicfile.WriteFile(memo, []byte(fmt.Sprintf("%s %d\n", sum, cw.n)), 0o644)
+	}
+	return &catalogLayer{
+		path:   final,
+		digest: v1.Hash{Algorithm: "sha256", Hex: sum},
+		diffID: v1.Hash{Algorithm: "sha256", Hex: diffHex},
+		size:   cw.n,
+		mt:     types.OCILayer,
+	}, nil
 }
 
-// writeCatalogTarGz writes the deterministic gzip-compressed tar of the
-// pruned-catalog layer to w.
-func writeCatalogTarGz(ctx context.Context, w io.Writer, prunedDir, label string, wipe []string) error {
-	zw, err := gzip.NewWriterLevel(w, gzip.DefaultCompression)
+// layerMemoDir holds, in a rebuilt catalog's layout, one file per layer built:
+// named by the layer's diffID, holding its digest and size.
+const layerMemoDir = ".airlock-layers"
+
+// reuseLayer returns the layer memo names when its blob is still in blobs with
+// the size recorded; nil otherwise. The blob is not hashed here: whatever
+// reads it from the layout (the copy engine, the archive) verifies its digest.
+func reuseLayer(blobs, memo, diffHex string) *catalogLayer {
+	b, err := os.ReadFile(memo)
 	if err != nil {
-		return err
+		return nil
 	}
-	// The zero Header (no name, no time) keeps the output deterministic.
-	tw := tar.NewWriter(zw)
-	if err := writeCatalogTar(ctx, tw, prunedDir, label, wipe); err != nil {
-		return err
+	var sum string
+	var size int64
+	if _, err := fmt.Sscanf(string(b), "%64s %d", &sum, &size); err != nil || len(sum) != 64 {
+		return nil
 	}
-	if err := tw.Close(); err != nil {
-		return err
+	if _, err := hex.DecodeString(sum); err != nil {
+		return nil
 	}
-	return zw.Close()
+	p := filepath.Join(blobs, sum)
+	if st, err := os.Lstat(p); err != nil || !st.Mode().IsRegular() || st.Size() != size {
+		return nil
+	}
+	return &catalogLayer{
+		path:   p,
+		digest: v1.Hash{Algorithm: "sha256", Hex: sum},
+		diffID: v1.Hash{Algorithm: "sha256", Hex: diffHex},
+		size:   size,
+		mt:     types.OCILayer,
+	}
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// Compression of the rebuilt layer: gzip (what every cluster's runtime reads)
+// made of independent blocks compressed in parallel, pgzip-style, each primed
+// with the 32 KiB before it. Block boundaries fall every layerBlock bytes of the
+// tar whatever the concurrency, so the layer (and the catalog digest) depends
+// only on the catalog, never on the machine.
+const (
+	layerBlock = 1 << 20
+	layerLevel = 6
+)
+
+// writeCatalogTarGzN writes the deterministic gzip-compressed tar of the
+// pruned-catalog layer to w, compressing up to blocks blocks at once (the
+// output is the same for any value), and returns the digest of the tar (the
+// layer's diffID).
+func writeCatalogTarGzN(ctx context.Context, w io.Writer, prunedDir, label string, wipe []string, blocks int) (digest.Digest, error) {
+	zw, err := pgzip.NewWriterLevel(w, layerLevel)
+	if err != nil {
+		return "", err
+	}
+	if err := zw.SetConcurrency(layerBlock, max(blocks, 1)); err != nil {
+		return "", err
+	}
+	// No name, no comment, time 0, OS "unknown": nothing of the machine or the
+	// moment goes into the header.
+	zw.ModTime, zw.OS = time.Unix(0, 0), 255
+	diff := sha256.New()
+	tw := tar.NewWriter(io.MultiWriter(zw, diff))
+	err = writeCatalogTar(ctx, tw, prunedDir, label, wipe)
+	if err == nil {
+		err = tw.Close()
+	}
+	// Close always: it waits for the blocks still being compressed.
+	if cerr := zw.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", err
+	}
+	return digest.NewDigest(digest.SHA256, diff), nil
 }
 
 func tarHeader(name string, typ byte, mode int64, size int64) *tar.Header {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -416,7 +417,7 @@ func BenchmarkRebuildLayer(b *testing.B) {
 	}
 	ctx := context.Background()
 	for b.Loop() {
-		if err := writeCatalogTarGz(ctx, io.Discard, dir, "/configs", []string{"/tmp/cache"}); err != nil {
+		if _, err := writeCatalogTarGzN(ctx, io.Discard, dir, "/configs", []string{"/tmp/cache"}, 2*runtime.GOMAXPROCS(0)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -231,11 +231,7 @@ func (r *Registry) Resolve(ctx context.Context, ref string) (endpoint.Descriptor
 	if err != nil {
 		return endpoint.Descriptor{}, err
 	}
-	d, err := r.head(ctx, repo, reference)
-	if err != nil {
-		return endpoint.Descriptor{}, fmt.Errorf("resolve %s: %w", ref, err)
-	}
-	return d, nil
+	return r.head(ctx, repo, reference) // its errors name the reference
 }
 
 // splitImageRef splits "host/path:tag", "host/path@digest" or

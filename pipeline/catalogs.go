@@ -75,6 +75,7 @@ func (r *run) catalog(ctx context.Context, op imageset.Operator, fo mirror.Fetch
 			cr.SourceRepo = fc.Source.Repository()
 		}
 		r.addImages(cr, cat)
+		r.noteWants(op.Catalog, cat)
 		r.recordCatalog(ctx, op, cat, cat, nil)
 		return cr, nil
 	}
@@ -99,6 +100,7 @@ func (r *run) catalog(ctx context.Context, op imageset.Operator, fo mirror.Fetch
 	}
 	cr.Rebuilt = rb
 	r.addImages(cr, pruned)
+	r.noteWants(op.Catalog, pruned)
 	r.recordCatalog(ctx, op, cat, pruned, expl)
 	return cr, nil
 }

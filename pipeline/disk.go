@@ -208,6 +208,9 @@ func (r *run) planFromArchive(ctx context.Context, ar *archive.Reader, dst endpo
 				missing = append(missing, gaps...)
 				continue
 			}
+			if sel.narrowed == nil && !r.opts.DryRun {
+				r.archivedWants(ctx, &baseSource{ar: ar, dst: dst, repo: r.destRepo}, c)
+			}
 			pc := mirror.PlanCatalog{
 				Catalog: c.Source, SourceDigest: c.SourceDigest, Rebuilt: c.Rebuilt,
 				Digest: c.Digest, DestRepo: c.Destination, Tag: c.Tag, Packages: c.Packages,
@@ -275,6 +278,18 @@ func (r *run) planFromArchive(ctx context.Context, ar *archive.Reader, dst endpo
 	}
 	sort.Strings(missing)
 	return p, narrowed, missing, nil
+}
+
+// archivedWants learns, for the history, which bundles want each image of an
+// archived catalog pushed as it was packed (a catalog pruned again is learnt by
+// reselect). Failing that, the history names the catalog only.
+func (r *run) archivedWants(ctx context.Context, src endpoint.Source, c archive.CatalogRecord) {
+	_, cat, err := r.archivedCatalog(ctx, src, c)
+	if err != nil {
+		r.log.Warn("history: cannot read the archived catalog; its images are recorded by catalog only", "catalog", c.Source, "error", err)
+		return
+	}
+	r.noteWants(c.Source, cat)
 }
 
 // destRepo maps an archive repository path to its repository at the destination.

@@ -3,10 +3,13 @@ package pipeline_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-containerregistry/pkg/crane"
 
 	"github.com/airlock-mirror/airlock/internal/imagetest"
 	"github.com/airlock-mirror/airlock/internal/registrytest"
@@ -84,5 +87,68 @@ func TestDestinationDiesMidRun(t *testing.T) {
 	}
 	if notStarted == 0 {
 		t.Errorf("every image was tried against the dead destination: %+v", res.Images)
+	}
+}
+
+// When the registry a catalog's images live on is down, planning and the dry
+// run report it once and fail each of its images at once, with the cause, rather
+// than retrying image by image; every such image is reported, none is counted as
+// something the run would copy.
+func TestCatalogImagesOnDeadRegistry(t *testing.T) {
+	e := setup(t)
+	// The catalog image moves to a registry that stays up; the images it names
+	// stay on the source, which then goes away.
+	keep := registrytest.Start(t)
+	moved := keep.Host() + "/catalogs/index:v1"
+	if err := crane.Copy(e.seeded.Catalog, moved, crane.Insecure); err != nil {
+		t.Fatal(err)
+	}
+	dead := e.src.Host()
+	e.src.Stop()
+	o := opts(writeCfg(t, "apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  operators:\n  - catalog: "+moved+"\n"))
+	o.SrcTLSVerify, o.DestTLSVerify = false, false
+	o.DryRun = true
+	o.Destination = "docker://" + keep.Host() + "/mirror"
+	o.Workspace = "file://" + t.TempDir()
+	var stages []string
+	var mu sync.Mutex
+	var last pipeline.Progress
+	o.Stage = func(s string) { mu.Lock(); stages = append(stages, s); mu.Unlock() }
+	o.Progress = func(p pipeline.Progress) { mu.Lock(); last = p; mu.Unlock() }
+	res, err := pipeline.Mirror(context.Background(), o)
+	if err == nil {
+		t.Fatal("a dry run whose images cannot be read succeeded")
+	}
+	if res == nil {
+		t.Fatalf("no result: %v", err)
+	}
+	onDead := 0
+	for _, im := range res.Images {
+		if !strings.HasPrefix(im.Source, dead+"/") {
+			continue
+		}
+		onDead++
+		if im.Status != mirror.StatusFailed || !strings.Contains(im.Error, "registry unreachable: "+dead) {
+			t.Errorf("%s: status %q, error %q; want failed, the registry named unreachable", im.Source, im.Status, im.Error)
+		}
+	}
+	if onDead == 0 {
+		t.Fatal("no image of the catalog lives on the stopped registry: the test proves nothing")
+	}
+	if res.DryRun == nil {
+		t.Fatal("no dry run result")
+	}
+	for _, j := range res.DryRun.Missing {
+		if res.DryRun.Unreadable[j.Key()] == "" && strings.HasPrefix(j.Source, dead+"/") {
+			t.Errorf("the dry run would copy %s, which it cannot read", j.Source)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if last.Stage != "dry-run" || last.ImagesDone != last.ImagesTotal || last.ImagesFailed == 0 {
+		t.Errorf("last progress %+v, want the dry run's, complete, with failures", last)
+	}
+	if !slices.Contains(stages, "plan") {
+		t.Errorf("stages %v", stages)
 	}
 }

@@ -32,7 +32,7 @@ func (r *run) writeResults() error {
 	status := map[string]mirror.ImageResult{}
 	if r.res.Copy != nil {
 		for _, ir := range r.res.Copy.Images {
-			status[ir.Job.Dest+"@"+ir.Job.Digest.String()] = ir
+			status[ir.Job.Key()] = ir
 		}
 	}
 	r.res.Images = nil
@@ -42,10 +42,13 @@ func (r *run) writeResults() error {
 		switch {
 		case im.Error != "":
 			out.Status, out.Error = mirror.StatusFailed, im.Error
+		case r.res.DryRun != nil && r.res.DryRun.Unreadable[im.Job().Key()] != "":
+			// The dry run could not read it at the source: the copy would fail.
+			out.Status, out.Error = mirror.StatusFailed, r.res.DryRun.Unreadable[im.Job().Key()]
 		case r.res.Copy == nil:
 			out.Status = "planned"
 		default:
-			if ir, ok := status[im.DestRepo+"@"+im.Digest.String()]; ok {
+			if ir, ok := status[im.Job().Key()]; ok {
 				out.Status, out.Error = ir.Status, ir.Err
 			} else {
 				out.Status = statusNotRun
@@ -69,7 +72,7 @@ func (r *run) clusterResources() error {
 	if r.res.Copy != nil {
 		for _, ir := range r.res.Copy.Images {
 			if ir.Status != mirror.StatusFailed {
-				ok[ir.Job.Dest+"@"+ir.Job.Digest.String()] = true
+				ok[ir.Job.Key()] = true
 			}
 		}
 	}

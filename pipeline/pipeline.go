@@ -171,6 +171,8 @@ type run struct {
 	src, dst  *mirror.Registry           // made once by srcRegistry and destRegistry
 	templates map[string]catalogTemplate // by catalog, read by preflight
 	rep       reporter                   // what report.html shows (report.go)
+	// wants says why each image a catalog names is wanted (the history).
+	wants map[string][]Want
 }
 
 // Mirror runs one mirror command: mirror-to-mirror (Destination docker:// and
@@ -202,6 +204,9 @@ func Mirror(ctx context.Context, opts Options) (*Result, error) {
 	r.res.Interrupted = ctx.Err() != nil
 	if r.res.Plan != nil {
 		if werr := r.writeResults(); werr != nil && err == nil {
+			err = werr
+		}
+		if werr := r.recordHistory(); werr != nil && err == nil {
 			err = werr
 		}
 	}
@@ -306,6 +311,17 @@ func (r *run) stage(s string) {
 }
 
 // retry is --retry-times as the retry policy of every registry operation.
+// stageProgress reports a counting stage (planning, the dry run, measuring)
+// as Progress in images; nil when nobody listens.
+func (r *run) stageProgress(stage string) mirror.StageProgress {
+	if r.opts.Progress == nil {
+		return nil
+	}
+	return func(done, failed, total int) {
+		r.opts.Progress(Progress{Stage: stage, ImagesDone: done, ImagesFailed: failed, ImagesTotal: total})
+	}
+}
+
 func (r *run) retry() *mirror.RetryPolicy {
 	if r.opts.Retry != nil {
 		return r.opts.Retry
@@ -376,7 +392,16 @@ func (r *run) plan(ctx context.Context, src *mirror.Registry, cats []mirror.Cata
 	req := mirror.PlanRequest{
 		Workflow: r.workflow, Destination: r.dest, MaxNestedPaths: r.opts.MaxNestedPaths,
 		Catalogs: cats, Additional: r.additional(), Blocked: r.blocked(),
+		Progress: r.stageProgress("plan"),
 	}
+	var refs []string
+	for _, c := range cats {
+		refs = append(refs, c.Images...)
+	}
+	for _, a := range req.Additional {
+		refs = append(refs, a.Name)
+	}
+	r.probeImageHosts(ctx, src, refs)
 	p, err := mirror.NewPlan(ctx, req, src, 16)
 	if err != nil {
 		return err
@@ -445,7 +470,7 @@ func (r *run) setCopy(rep *mirror.CopyReport) {
 
 func (r *run) dryRun(ctx context.Context, src mirror.EstimateSource, dst mirror.EstimateDestination) error {
 	r.stage("dry-run")
-	est, err := mirror.EstimatePlan(ctx, src, dst, r.res.Plan.Jobs(), 8)
+	est, err := mirror.EstimatePlan(ctx, src, dst, r.res.Plan.Jobs(), 8, r.stageProgress("dry-run"))
 	if err != nil {
 		return err
 	}

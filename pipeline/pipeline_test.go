@@ -181,6 +181,23 @@ func TestMirrorToMirror(t *testing.T) {
 	if res2.Catalogs[0].Digest != res.Catalogs[0].Digest {
 		t.Errorf("rebuilt catalog digest changed between runs: %s then %s", res.Catalogs[0].Digest, res2.Catalogs[0].Digest)
 	}
+	// Both runs are in the history; the second added nothing.
+	h, err := pipeline.ReadHistory(o.Workspace)
+	if err != nil || len(h.Runs) != 2 || h.Runs[0].Workflow != "mirror-to-mirror" || len(h.Runs[0].Images) != len(res.Plan.Jobs()) {
+		t.Fatalf("history: %v, %+v", err, h)
+	}
+	var text strings.Builder
+	if err := h.WriteText(&text); err != nil || !strings.Contains(text.String(), "; 0 new at the destination") {
+		t.Errorf("history text: %v\n%s", err, text.String())
+	}
+	for _, im := range h.Runs[0].Images {
+		if im.Kind == mirror.KindOperator && (len(im.WantedBy) == 0 || im.WantedBy[0].Package == "" || im.WantedBy[0].Bundle == "") {
+			t.Errorf("%s: wanted by %+v, want its package and bundle", im.Source, im.WantedBy)
+		}
+		if im.Kind == mirror.KindGeneric && (len(im.WantedBy) != 1 || im.WantedBy[0].Kind != pipeline.WantAdditional) {
+			t.Errorf("%s: wanted by %+v, want additionalImages", im.Source, im.WantedBy)
+		}
+	}
 }
 
 func TestDryRun(t *testing.T) {
@@ -249,6 +266,19 @@ func TestMirrorToDiskToMirror(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("additional image %s not mirrored with its digest", e.extra)
+	}
+	// Disk-to-mirror records the run; mirror-to-disk wrote to no registry.
+	h, err := pipeline.ReadHistory(o2.Workspace)
+	if err != nil || len(h.Runs) != 1 || h.Runs[0].Workflow != "disk-to-mirror" || h.Runs[0].Destination != dst.Host()+"/airgap" || !h.Runs[0].Complete {
+		t.Fatalf("disk-to-mirror history: %v, %+v", err, h)
+	}
+	for _, im := range h.Runs[0].Images {
+		if im.Kind == mirror.KindOperator && (len(im.WantedBy) == 0 || im.WantedBy[0].Bundle == "") {
+			t.Errorf("disk-to-mirror: %s wanted by %+v, want its package and bundle", im.Source, im.WantedBy)
+		}
+	}
+	if h, err := pipeline.ReadHistory("file://" + dir); err != nil || len(h.Runs) != 0 {
+		t.Errorf("mirror-to-disk history: %v, %+v", err, h)
 	}
 }
 

@@ -32,12 +32,6 @@ func (r *run) preflight(ctx context.Context) error {
 	if err := r.readTemplates(); err != nil {
 		return err
 	}
-	type probe struct {
-		reg  *mirror.Registry
-		repo string
-		push bool
-		what string
-	}
 	seen := map[string]bool{}
 	var probes []probe
 	add := func(reg *mirror.Registry, repo string, push bool, what string) {
@@ -68,10 +62,31 @@ func (r *run) preflight(ctx context.Context) error {
 		add(r.destRegistry(), strings.TrimSuffix(r.dest, "/")+"/airlock-preflight", true, "destination registry")
 	}
 	sort.SliceStable(probes, func(i, j int) bool { return probes[i].push && !probes[j].push })
+	for _, err := range probeAll(ctx, probes) {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// probe is one registry check: reach repo's host with the credentials, for
+// push when push is set.
+type probe struct {
+	reg  *mirror.Registry
+	repo string
+	push bool
+	what string
+}
+
+// probeAll runs the probes concurrently, within preflightTimeout, and returns
+// their errors by index.
+func probeAll(ctx context.Context, probes []probe) []error {
 	ctx, cancel := context.WithTimeout(ctx, preflightTimeout)
 	defer cancel()
 	errs := make([]error, len(probes))
 	var g errgroup.Group
+	g.SetLimit(16)
 	for i, p := range probes {
 		g.Go(func() error {
 			if err := p.reg.Probe(ctx, p.repo, p.push); err != nil {
@@ -81,12 +96,31 @@ func (r *run) preflight(ctx context.Context) error {
 		})
 	}
 	_ = g.Wait()
-	for _, err := range errs {
+	return errs
+}
+
+// probeImageHosts checks, before planning, every registry the catalogs' and
+// the configuration's images live on, once each and concurrently. A host that
+// cannot be reached is reported once, here, and its images then fail at once
+// instead of each waiting through retries; the others are planned as usual.
+func (r *run) probeImageHosts(ctx context.Context, src *mirror.Registry, refs []string) {
+	count := map[string]int{}
+	var probes []probe
+	for _, ref := range refs {
+		p, err := mirror.ParseReference(ref)
 		if err != nil {
-			return err
+			continue
+		}
+		if count[p.Registry]++; count[p.Registry] == 1 {
+			probes = append(probes, probe{reg: src, repo: p.Repository(), what: "registry " + p.Registry})
 		}
 	}
-	return nil
+	for i, err := range probeAll(ctx, probes) {
+		if err != nil && ctx.Err() == nil {
+			host, _, _ := strings.Cut(probes[i].repo, "/")
+			r.log.Warn(fmt.Sprintf("%d image(s) cannot be mirrored from it", count[host]), "error", err.Error())
+		}
+	}
 }
 
 // preflightTimeout bounds the registry probes: a registry that answers nothing

@@ -31,8 +31,6 @@ type tracker struct {
 	perJob map[string][]endpoint.Descriptor // by job key
 }
 
-func jobKey(j mirror.Job) string { return j.Dest + "@" + j.Digest.String() }
-
 // track reads the manifests of jobs at src for the totals (stage "measure"),
 // reports the start of the copy, and returns the callback for the copy engine.
 // The copy then reads the manifests from src's memory, not from the source again.
@@ -46,13 +44,13 @@ func (r *run) track(ctx context.Context, src *memoSource, dst endpoint.Destinati
 		return nil, nil, nil
 	}
 	r.stage("measure")
-	s, err := mirror.Measure(ctx, src, dst, jobs, 16)
+	s, err := mirror.Measure(ctx, src, dst, jobs, 16, r.stageProgress("measure"))
 	if err != nil {
 		return nil, nil, err
 	}
 	t := &tracker{cb: r.opts.Progress, size: map[digest.Digest]int64{}, done: map[digest.Digest]bool{}, perJob: map[string][]endpoint.Descriptor{}}
 	for i, j := range jobs {
-		t.perJob[jobKey(j)] = s.PerJob[i]
+		t.perJob[j.Key()] = s.PerJob[i]
 		for _, b := range s.PerJob[i] {
 			t.size[b.Digest] = b.Size
 		}
@@ -84,7 +82,7 @@ func (t *tracker) event(ev mirror.ProgressEvent) {
 		if ev.Image.Status != mirror.StatusFailed {
 			// An image already at the destination is skipped whole: its blobs
 			// are there too.
-			for _, b := range t.perJob[jobKey(ev.Image.Job)] {
+			for _, b := range t.perJob[ev.Image.Job.Key()] {
 				t.mark(b.Digest)
 			}
 		}

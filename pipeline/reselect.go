@@ -81,6 +81,7 @@ func (r *run) reselect(ctx context.Context, ar endpoint.Source, c archive.Catalo
 	for _, p := range pruned.Packages {
 		n.packages = append(n.packages, p.Name)
 	}
+	r.noteWants(c.Source, pruned)
 	out.narrowed = n
 	r.log.Info("the configuration asks for less than the archive holds: the catalog was pruned again", "catalog", c.Source, "digest", rb.Digest)
 	return out, nil, nil

@@ -119,9 +119,9 @@ func (r *run) recordBlobs(ctx context.Context, src mirror.EstimateSource) error 
 			continue
 		}
 		idx = append(idx, i)
-		jobs = append(jobs, mirror.Job{Source: im.SourceRepo, Digest: im.Digest, Dest: im.DestRepo, Tags: im.Tags})
+		jobs = append(jobs, im.Job())
 	}
-	s, err := mirror.Measure(ctx, src, nil, jobs, 16)
+	s, err := mirror.Measure(ctx, src, nil, jobs, 16, r.stageProgress("measure"))
 	if err != nil {
 		return err
 	}

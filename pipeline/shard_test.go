@@ -126,7 +126,7 @@ func TestShardedMirror(t *testing.T) {
 			ko.PlanFile, ko.Shard, ko.Shards = planFile, killed, n
 			ko.ParallelImages = 1
 			ko.Progress = func(p pipeline.Progress) {
-				if p.ImagesDone > 0 {
+				if p.Stage == "copy" && p.ImagesDone > 0 {
 					kill()
 				}
 			}

@@ -92,17 +92,19 @@ func (r *Result) WriteSummary(w io.Writer) {
 	}
 	if d := r.DryRun; d != nil && r.Workflow == mirror.MirrorToDisk {
 		fmt.Fprintf(w, "  images:    %d planned: %s\n", c.Planned, joinNonEmpty(
-			fmt.Sprintf("%d would go into the next batch", len(d.Missing)),
-			when(c.Failed > 0, fmt.Sprintf("%d cannot be planned", c.Failed)),
+			fmt.Sprintf("%d would go into the next batch", len(d.Missing)-len(d.Unreadable)),
+			when(c.Failed-len(d.Unreadable) > 0, fmt.Sprintf("%d cannot be planned", c.Failed-len(d.Unreadable))),
+			when(len(d.Unreadable) > 0, fmt.Sprintf("%d cannot be read at the source", len(d.Unreadable))),
 			when(c.Blocked > 0, fmt.Sprintf("%d blocked", c.Blocked))))
 		fmt.Fprintf(w, "  blobs:     would download %d of %d blobs (%s of %s)%s\n", d.MissingBlobs, d.Blobs,
 			humanize.Bytes(d.BytesToSend), humanize.Bytes(d.Bytes),
 			when(d.Blobs > d.MissingBlobs, fmt.Sprintf("; %d were shipped by earlier batches", d.Blobs-d.MissingBlobs)))
 	} else if d != nil {
 		fmt.Fprintf(w, "  images:    %d planned: %s\n", c.Planned, joinNonEmpty(
-			fmt.Sprintf("would copy %d", len(d.Missing)),
-			when(c.Planned-len(d.Missing)-c.Failed > 0, fmt.Sprintf("%d already at the destination", c.Planned-len(d.Missing)-c.Failed)),
-			when(c.Failed > 0, fmt.Sprintf("%d cannot be planned", c.Failed)),
+			fmt.Sprintf("would copy %d", len(d.Missing)-len(d.Unreadable)),
+			when(c.Planned-len(d.Missing)-(c.Failed-len(d.Unreadable)) > 0, fmt.Sprintf("%d already at the destination", c.Planned-len(d.Missing)-(c.Failed-len(d.Unreadable)))),
+			when(c.Failed-len(d.Unreadable) > 0, fmt.Sprintf("%d cannot be planned", c.Failed-len(d.Unreadable))),
+			when(len(d.Unreadable) > 0, fmt.Sprintf("%d cannot be read at the source", len(d.Unreadable))),
 			when(c.Blocked > 0, fmt.Sprintf("%d blocked", c.Blocked))))
 		fmt.Fprintf(w, "  blobs:     would send %d of %d blobs (%s of %s)\n", d.MissingBlobs, d.Blobs, humanize.Bytes(d.BytesToSend), humanize.Bytes(d.Bytes))
 	} else {

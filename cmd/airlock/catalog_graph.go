@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/prune/graph"
 )
@@ -11,18 +12,21 @@ func init() { registerUnder("catalog", newCatalogGraphCmd) }
 
 func newCatalogGraphCmd() *cobra.Command {
 	var opts graph.DrawOptions
-	var configPath string
+	var configPath, authFile, workDir string
+	var tlsVerify bool
 	cmd := &cobra.Command{
-		Use:   "graph DIR --package P [--channel C] [-c imageset.yaml] [-o out.svg|.dot|.mmd]",
+		Use:   "graph CATALOG --package P [--channel C] [-c imageset.yaml] [-o out.svg|.dot|.mmd]",
 		Short: "Draw the upgrade graph of a package of a file-based catalog",
-		Long: `Draw the channel upgrade graphs of one package of the file-based catalog rooted at
-DIR: bundles as nodes ordered by version (oldest on the left), edges in the upgrade
+		Long: `Draw the channel upgrade graphs of one package of CATALOG: a file-based catalog
+folder, a SQLite index database, a package-manifest folder, or a catalog image
+(registry reference or oci://PATH, fetched as airlock mirror does; --workspace keeps
+it for the next run). Bundles as nodes ordered by version (oldest on the left), edges in the upgrade
 direction: replaces solid, skips dashed orange, skipRange dotted blue (labelled with
 the range; a range covering many bundles is drawn to its lowest and highest only).
 Channel heads have a thick double border, the default channel a bold frame,
 deprecated bundles and channels are red.
 
-With -c, the ImageSetConfiguration's entry for DIR is applied as airlock catalog prune
+With -c, the ImageSetConfiguration's entry for CATALOG is applied as airlock catalog prune
 would: kept bundles are green, bundles kept as dependencies blue, pruned ones grey.
 
 Runs of bundles linked only by replaces are folded into one node ("12 bundles
@@ -32,7 +36,8 @@ the extension of -o (standard output gets DOT, or --format). PNG is not offered:
 the renderer bundled with the Graphviz library draws edges wrongly.`,
 		Example: `  airlock catalog graph ./catalog --package etcd -o etcd.svg
   airlock catalog graph ./catalog --package etcd --channel stable -c imageset.yaml -o etcd.svg
-  airlock catalog graph ./catalog --package etcd --format mmd > etcd.mmd`,
+  airlock catalog graph ./catalog --package etcd --format mmd > etcd.mmd
+  airlock catalog graph registry.redhat.io/redhat/redhat-operator-index:v4.18 --package compliance-operator -o co.svg`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			log, err := logger()
@@ -40,7 +45,7 @@ the renderer bundled with the Graphviz library draws edges wrongly.`,
 				return err
 			}
 			opts.Dir, opts.Logger = args[0], log
-			return pipeline.GraphDir(cmd.Context(), configPath, opts, cmd.OutOrStdout())
+			return pipeline.GraphDir(cmd.Context(), configPath, opts, mirror.NewFetchOptions(authFile, tlsVerify, nil, log), workDir, cmd.OutOrStdout())
 		},
 	}
 	f := cmd.Flags()
@@ -50,6 +55,9 @@ the renderer bundled with the Graphviz library draws edges wrongly.`,
 	f.StringVarP(&opts.Output, "output", "o", "", "file to write: .svg, .dot or .mmd (default: DOT on standard output)")
 	f.StringVar(&opts.Format, "format", "", "svg, dot or mmd (default: from the extension of -o)")
 	f.IntVar(&opts.Collapse, "collapse", graph.DefaultCollapse, "fold runs of at least this many bundles linked only by replaces (0: never)")
+	f.StringVar(&workDir, "workspace", "", "folder where a fetched catalog image is extracted and kept for the next run (default: a temporary folder)")
+	f.StringVar(&authFile, "authfile", "", "registry credentials file (default: $REGISTRY_AUTH_FILE, the containers auth.json, then ~/.docker/config.json)")
+	f.BoolVar(&tlsVerify, "src-tls-verify", true, "verify the registry's TLS certificate (false also allows plain HTTP)")
 	_ = cmd.MarkFlagRequired("package")
 	return cmd
 }

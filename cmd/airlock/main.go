@@ -13,7 +13,9 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	stopProfile := startProfile()
 	err := newRootCmd().ExecuteContext(ctx)
+	stopProfile()
 	interrupted := ctx.Err() != nil
 	stop()
 	if err != nil {

@@ -42,6 +42,7 @@ type progressView struct {
 	mu      sync.Mutex
 	bar     *progressbar.ProgressBar
 	drawn   time.Time // when the bar was last drawn
+	started time.Time // when the current stage began
 	desc    string
 	last    pipeline.Progress
 	printed pipeline.Progress
@@ -70,6 +71,7 @@ func (v *progressView) stage(s string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.finishBar()
+	v.started = time.Now()
 	title := stageTitles[s]
 	if title == "" {
 		title = s
@@ -88,10 +90,18 @@ func (v *progressView) progress(p pipeline.Progress) {
 	if !v.tty {
 		return
 	}
+	if v.bar == nil && !byBytes(p) && time.Since(v.started) < countBarAfter {
+		return // a quick counting stage needs no bar
+	}
 	if v.bar == nil {
-		v.bar = progressbar.NewOptions64(max(p.BytesTotal, 1),
+		// The copy counts bytes; planning and the dry run count images.
+		total := p.BytesTotal
+		if !byBytes(p) {
+			total = int64(p.ImagesTotal)
+		}
+		v.bar = progressbar.NewOptions64(max(total, 1),
 			progressbar.OptionSetWriter(v.w),
-			progressbar.OptionShowBytes(true),
+			progressbar.OptionShowBytes(byBytes(p)),
 			progressbar.OptionShowCount(),
 			progressbar.OptionUseIECUnits(true),
 			progressbar.OptionSetPredictTime(true),
@@ -110,6 +120,10 @@ func (v *progressView) progress(p pipeline.Progress) {
 	v.draw()
 }
 
+// countBarAfter is how long a counting stage (planning, the dry run) runs
+// before it gets a bar.
+const countBarAfter = time.Second
+
 // drawEvery is the least time between two drawings of the bar.
 const drawEvery = 150 * time.Millisecond
 
@@ -119,9 +133,17 @@ func (v *progressView) draw() {
 		v.desc = d
 		v.bar.Describe(d)
 	}
-	_ = v.bar.Set64(v.last.BytesDone)
+	if byBytes(v.last) {
+		_ = v.bar.Set64(v.last.BytesDone)
+	} else {
+		_ = v.bar.Set(v.last.ImagesDone)
+	}
 	v.drawn = time.Now()
 }
+
+// byBytes reports whether p's stage measures bytes (the copy) rather than
+// images (planning, the dry run).
+func byBytes(p pipeline.Progress) bool { return p.BytesTotal > 0 }
 
 func barDescription(p pipeline.Progress) string {
 	s := fmt.Sprintf("images %d/%d", p.ImagesDone, p.ImagesTotal)
@@ -163,11 +185,16 @@ func (v *progressView) tick() {
 	p, changed := v.last, v.last != v.printed
 	v.printed = p
 	v.mu.Unlock()
-	if changed && p.ImagesTotal > 0 {
-		v.log.Info("progress", "stage", p.Stage, "bytes", percent(p.BytesDone, p.BytesTotal)+" of "+humanize.Bytes(p.BytesTotal),
-			"images", fmt.Sprintf("%d/%d (%s)", p.ImagesDone, p.ImagesTotal, percent(int64(p.ImagesDone), int64(p.ImagesTotal))),
-			"failed", p.ImagesFailed)
+	if !changed || p.ImagesTotal == 0 {
+		return
 	}
+	images := fmt.Sprintf("%d/%d (%s)", p.ImagesDone, p.ImagesTotal, percent(int64(p.ImagesDone), int64(p.ImagesTotal)))
+	if !byBytes(p) {
+		v.log.Info("progress", "stage", p.Stage, "images", images, "failed", p.ImagesFailed)
+		return
+	}
+	v.log.Info("progress", "stage", p.Stage, "bytes", percent(p.BytesDone, p.BytesTotal)+" of "+humanize.Bytes(p.BytesTotal),
+		"images", images, "failed", p.ImagesFailed)
 }
 
 func percent(n, total int64) string {

@@ -1,18 +1,66 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-mirror/airlock/internal/demo"
+	"github.com/airlock-mirror/airlock/internal/humanize"
 	"github.com/airlock-mirror/airlock/internal/registryserver"
 )
 
 func init() {
 	registerUnder("registry", newRegistryServeCmd)
 	registerUnder("registry", newRegistrySeedCmd)
+	registerUnder("registry", newRegistryGCCmd)
+}
+
+func newRegistryGCCmd() *cobra.Command {
+	var root string
+	var dryRun, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "gc --root DIR [--dry-run]",
+		Short: "Free the space of deleted images in an airlock registry serve storage",
+		Long: `GC runs the CNCF Distribution garbage collector (mark and sweep, the code of
+"registry garbage-collect") over the storage of airlock registry serve: every blob
+that no manifest of any repository references any more (after airlock delete) is
+removed, and the bytes freed are reported. --dry-run only reports.
+
+Stop airlock registry serve first: a push during the sweep can lose the blobs it
+has just uploaded (gc refuses while the registry serving that storage answers).`,
+		Example: `  airlock registry gc --root /var/lib/airlock-registry --dry-run
+  airlock registry gc --root /var/lib/airlock-registry`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			res, err := registryserver.GarbageCollect(cmd.Context(), root, dryRun)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(res)
+			}
+			verb := "freed"
+			if dryRun {
+				verb = "would free"
+			}
+			fmt.Fprintf(out, "%s: %d blobs (%s) before; %s %s in %d unreferenced blobs (%d layer links); %d blobs (%s) remain\n",
+				root, res.BlobsBefore, humanize.Bytes(res.BytesBefore), verb, humanize.Bytes(res.BytesFreed), res.BlobsDeleted, res.LayerLinks,
+				res.BlobsBefore-res.BlobsDeleted, humanize.Bytes(res.BytesBefore-res.BytesFreed))
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&root, "root", "", "the --root of airlock registry serve (required)")
+	f.BoolVar(&dryRun, "dry-run", false, "report what would be freed, remove nothing")
+	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
+	_ = cmd.MarkFlagRequired("root")
+	return cmd
 }
 
 func newRegistryServeCmd() *cobra.Command {

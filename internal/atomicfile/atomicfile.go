@@ -98,3 +98,40 @@ func syncDir(dir string) {
 		d.Close()
 	}
 }
+
+// WriteNew writes data to path like WriteFile, but only if path does not exist:
+// the complete, synced file is hard-linked to its name, which fails with an
+// error wrapping fs.ErrExist when another writer got there first. Records that
+// are never rewritten (a history) use it.
+func WriteNew(path string, data []byte, perm fs.FileMode) error {
+	if perm == 0 {
+		perm = DefaultPerm
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(perm)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Link(tmp, path)
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	syncDir(filepath.Dir(path))
+	return nil
+}
+
+// SyncDir flushes a folder's entries after renames into it (best effort).
+func SyncDir(dir string) { syncDir(dir) }

@@ -166,3 +166,20 @@ func TestConcurrentWriters(t *testing.T) {
 		t.Errorf("left behind: %v", extra)
 	}
 }
+
+func TestWriteNewNeverReplaces(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "run-000001.json")
+	if err := WriteNew(p, []byte("first"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteNew(p, []byte("second"), 0); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("second write: %v, want fs.ErrExist", err)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil || string(b) != "first" {
+		t.Fatalf("content %q, %v", b, err)
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(p)); len(ents) != 1 {
+		t.Errorf("temporary files left: %v", ents)
+	}
+}

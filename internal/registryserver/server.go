@@ -13,6 +13,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -83,7 +85,12 @@ func NewServer(cfg Config) (*Server, error) {
 			"maintenance": maintenance,
 		}
 	}
+	// Deletes are on: airlock delete removes manifests, airlock registry gc
+	// frees their blobs.
 	conf.Storage["delete"] = configuration.Parameters{"enabled": true}
+	// The default of the registry's own configuration loader (a Configuration
+	// built by hand has 0, and /v2/_catalog then lists nothing).
+	conf.Catalog.MaxEntries = 1000
 	// A fixed secret per server keeps upload state valid across handler instances.
 	conf.HTTP.Secret = fmt.Sprintf("airlock-%d", time.Now().UnixNano())
 	var app *handlers.App
@@ -155,6 +162,14 @@ func (s *Server) ServeListener(ctx context.Context, ln net.Listener) error {
 	url := baseURL(ln.Addr(), tlsOn)
 	if s.cfg.Logger != nil && exposed(ln.Addr()) && !tlsOn && len(s.cfg.Users) == 0 && s.cfg.Htpasswd == "" {
 		s.cfg.Logger.Warn("the registry listens on a non-loopback address over plain HTTP without authentication: anyone who can reach it can read and write images; use --tls-cert/--tls-key and --htpasswd, or a 127.0.0.1 address", "url", url)
+	}
+	if s.cfg.RootDir != "" {
+		// GarbageCollect refuses to sweep a storage a registry is serving.
+		if err := markServing(s.cfg.RootDir, ln.Addr().String()); err != nil {
+			ln.Close()
+			return err
+		}
+		defer os.Remove(filepath.Join(s.cfg.RootDir, ServingFile))
 	}
 	if s.cfg.Ready != nil {
 		s.cfg.Ready(url)

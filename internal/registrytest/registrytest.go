@@ -47,6 +47,7 @@ func WithFilesystem() Option { return func(o *options) { o.disk = true } }
 
 // Registry is a running embedded registry.
 type Registry struct {
+	root   string // storage folder (WithFilesystem), else ""
 	srv    *httptest.Server
 	server *registryserver.Server
 	stats  stats
@@ -68,7 +69,7 @@ func Start(t testing.TB, opts ...Option) *Registry {
 	if err != nil {
 		t.Fatalf("registrytest: %v", err)
 	}
-	r := &Registry{server: s}
+	r := &Registry{server: s, root: cfg.RootDir}
 	r.srv = httptest.NewUnstartedServer(r.count(s.Handler()))
 	if o.tls {
 		r.srv.StartTLS()
@@ -78,6 +79,9 @@ func Start(t testing.TB, opts ...Option) *Registry {
 	t.Cleanup(r.Stop)
 	return r
 }
+
+// Root returns the storage folder of a WithFilesystem registry ("" in memory).
+func (r *Registry) Root() string { return r.root }
 
 // Host returns "127.0.0.1:PORT".
 func (r *Registry) Host() string { u, _ := url.Parse(r.srv.URL); return u.Host }

@@ -5,6 +5,10 @@
 //   - a SQLite index database (the file an `opm index add` image holds at the path
 //     of its label operators.operatorframework.io.index.database.v1), as
 //     `opm render`/`opm migrate` do through sqlite.ToModel and declcfg;
+//   - a package-manifest folder (<package>/<version>/*.clusterserviceversion.yaml
+//     and a *.package.yaml), as opm's directory loader filled a database that
+//     `opm migrate` then converted (ConvertManifests builds the same tables in
+//     memory and converts them with the same code);
 //
 // The result is written to a folder as `opm migrate` writes it (one
 // <package>/catalog.json per package), which prune loads like any catalog. The

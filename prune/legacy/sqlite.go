@@ -77,7 +77,25 @@ func ConvertSQLite(ctx context.Context, dbPath, outDir string, opts SQLiteOption
 		return st, fmt.Errorf("%s: %w", dbPath, err)
 	}
 	defer br.close()
+	return convertTables(ctx, br, t, dbPath, outDir, log)
+}
 
+// bundleSource gives the content of operatorbundle rows: a database
+// (bundleReader) or what a package-manifest folder loads (manifestDB).
+type bundleSource interface {
+	// read reads a bundle's row, its manifests (operatorbundle.bundle) included.
+	read(ctx context.Context, name string) (bundleContent, error)
+	// readLight reads a bundle's row without its manifests.
+	readLight(ctx context.Context, name string) (bundleContent, error)
+	// readCSV returns operatorbundle.csv of a bundle and whether the row exists.
+	readCSV(ctx context.Context, name string) (string, bool, error)
+}
+
+// convertTables is the conversion proper, from the tables of an index database
+// (read from a file or built from package manifests) to outDir; src names the
+// input in errors.
+func convertTables(ctx context.Context, br bundleSource, t *tables, src, outDir string, log *slog.Logger) (st Stats, err error) {
+	dbPath := src
 	pkgs, err := packageSkeletons(t)
 	if err != nil {
 		return st, fmt.Errorf("%s: %w", dbPath, err)
@@ -177,7 +195,7 @@ func checkName(what, n string) error {
 
 // orphan reports rows whose package the package table does not hold, unless
 // opm would skip them anyway (a deprecated or incomplete bundle).
-func orphan(ctx context.Context, br *bundleReader, t *tables, rows []*bundleRow) error {
+func orphan(ctx context.Context, br bundleSource, t *tables, rows []*bundleRow) error {
 	for _, r := range rows {
 		c, err := br.read(ctx, r.bundle)
 		if err != nil {
@@ -209,7 +227,7 @@ func deprecated(props []kv) bool {
 // soon as it is built, so that only one bundle's manifests are in memory at a
 // time. The package is then checked (modelCheck) on a light copy (no bundle
 // manifests); a package that fails is removed again. It returns the light copy.
-func convertPackage(ctx context.Context, br *bundleReader, t *tables, sk *skeleton, rows []*bundleRow, root *os.Root, log *slog.Logger) (*prune.Package, error) {
+func convertPackage(ctx context.Context, br bundleSource, t *tables, sk *skeleton, rows []*bundleRow, root *os.Root, log *slog.Logger) (*prune.Package, error) {
 	p := &prune.Package{Name: sk.name, DefaultChannel: sk.defaultChannel, Declared: 1}
 	chans := map[string]*prune.Channel{}
 	for n := range sk.channels {
@@ -312,7 +330,7 @@ type csvIcon struct {
 // packageIcon is the first icon of the CSV (operatorbundle.csv) at the head of
 // the default channel. Like opm, a head without a CSV is an error and an icon
 // that is not base64 (even without its spaces) is left out with a warning.
-func packageIcon(ctx context.Context, br *bundleReader, sk *skeleton, log *slog.Logger) (*prune.Icon, error) {
+func packageIcon(ctx context.Context, br bundleSource, sk *skeleton, log *slog.Logger) (*prune.Icon, error) {
 	head := sk.channels[sk.defaultChannel]
 	csv, ok, err := br.readCSV(ctx, head)
 	if err != nil {

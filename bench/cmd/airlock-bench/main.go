@@ -81,6 +81,8 @@ func run() error {
 	catalogs := flag.String("catalogs", env("BENCH_CATALOGS", ""), "comma-separated catalog inputs: real, real-yaml (its YAML rendering; after real), v4.21 (YAML, with opm when -opm), small, large or a directory; \"none\" skips (default real,real-yaml,v4.21,small; full: + large) [BENCH_CATALOGS]")
 	count := flag.Int("count", 0, "runs per catalog command: median wall, highest RSS (default 1 quick, 3 full) [BENCH_COUNT]")
 	doCopy := flag.Bool("copy", envBool("BENCH_COPY", true), "run the copy section [BENCH_COPY]")
+	pipe := flag.String("pipeline", env("BENCH_PIPELINE", "auto"), "run the whole-pipeline section (real-scale catalog image, mirror --dry-run): auto (full runs only), on, off [BENCH_PIPELINE]")
+	pipeRoot := flag.String("pipeline-root", env("BENCH_PIPELINE_ROOT", "/tmp/airlock-bench-pipeline"), "keep (and reuse) the whole-pipeline section's seeded registry here")
 	preset := flag.String("workload", env("BENCH_WORKLOAD", ""), "copy workload preset: reference, quick or tiny (default quick; full: reference) [BENCH_WORKLOAD]")
 	mode := flag.String("copy-mode", env("BENCH_COPY_MODE", "catalog"), "catalog: mirror a catalog naming every tag (full: true); images: additionalImages")
 	images := flag.Int("images", -1, "override the workload: single-platform image tags")
@@ -178,6 +180,16 @@ func run() error {
 	default:
 		return fmt.Errorf("invalid -go-bench %q: use auto, on or off", *goBench)
 	}
+	switch *pipe {
+	case "auto":
+		cfg.Pipeline = !*quick
+	case "on", "1", "true":
+		cfg.Pipeline = true
+	case "off", "0", "false":
+	default:
+		return fmt.Errorf("invalid -pipeline %q: use auto, on or off", *pipe)
+	}
+	cfg.PipelineRoot = *pipeRoot
 	if *docs != "" {
 		cfg.Docs = *docs
 		if !filepath.IsAbs(cfg.Docs) {

@@ -1,0 +1,49 @@
+package conformance
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/airlock-mirror/airlock/prune/legacy"
+)
+
+// TestManifestsAgreement: a package-manifest folder converts the same with
+// airlock (legacy.ConvertManifests) as with opm v1.73 (its directory loader,
+// NewSQLLoaderForDirectory, into a database, then sqlite.ToModel and declcfg as
+// `opm migrate`), on every package-manifest folder of operator-registry's test
+// data. Both refuse the same folders; with Permissive, airlock converts what
+// opm's loader left in its database, and the results are compared too.
+func TestManifestsAgreement(t *testing.T) {
+	root := opmModuleDir(t)
+	dirs := map[string]string{"airlock/prune/legacy/testdata/manifests": filepath.Join("..", "prune", "legacy", "testdata", "manifests")}
+	for _, d := range opmManifestDirs {
+		dirs[d] = filepath.Join(root, filepath.FromSlash(d))
+	}
+	for d, dir := range dirs {
+		t.Run(d, func(t *testing.T) {
+			db, loadErr := opmManifestsDB(t, dir)
+			want, renderErr := opmRenderDB(t, db)
+
+			out := filepath.Join(t.TempDir(), "strict")
+			_, ourErr := legacy.ConvertManifests(t.Context(), dir, out, legacy.ManifestOptions{})
+			opmFails := loadErr != nil || renderErr != nil
+			if opmFails != (ourErr != nil) {
+				t.Fatalf("opm and airlock disagree on loading %s:\nopm loader: %v\nopm render: %v\nairlock:    %v", d, loadErr, renderErr, ourErr)
+			}
+			if ourErr != nil {
+				t.Logf("both refuse:\nopm loader: %v\nopm render: %v\nairlock: %v", loadErr, renderErr, ourErr)
+			}
+
+			perm := filepath.Join(t.TempDir(), "permissive")
+			st, permErr := legacy.ConvertManifests(t.Context(), dir, perm, legacy.ManifestOptions{Permissive: true})
+			if (renderErr != nil) != (permErr != nil) {
+				t.Fatalf("opm and airlock disagree on converting what loads of %s:\nopm:     %v\nairlock: %v", d, renderErr, permErr)
+			}
+			if renderErr != nil {
+				return
+			}
+			compareConverted(t, d, want, perm)
+			t.Logf("%d packages, %d channels, %d bundles agree", st.Packages, st.Channels, st.Bundles)
+		})
+	}
+}

@@ -1,0 +1,238 @@
+package pipeline
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/airlock-mirror/airlock/internal/atomicfile"
+	"github.com/airlock-mirror/airlock/mirror"
+)
+
+// The delete plan: working-dir/delete/delete-images.yaml lists every manifest a
+// deletion removes (repository, digest, the tags pointing at it when the plan
+// was made, why) and what it keeps because a current selection still wants it.
+// Generating a plan also records a copy under working-dir/delete/plans/ named by
+// the plan's ID (the SHA-256 of its body); executing a plan checks the file
+// against that copy, so a plan edited to name another registry or a manifest
+// the planner never chose is refused.
+
+// Plan file constants.
+const (
+	DeletePlanAPIVersion = "airlock.io/v1alpha1"
+	DeletePlanKind       = "DeletePlan"
+	deleteDirName        = "delete"
+	DeletePlanFileName   = "delete-images.yaml"
+	plansDirName         = "plans"
+)
+
+// DeletePlan is delete-images.yaml.
+type DeletePlan struct {
+	APIVersion string `json:"apiVersion" yaml:"apiVersion"`
+	Kind       string `json:"kind" yaml:"kind"`
+	// PlanID is "sha256:" + the SHA-256 of the plan with PlanID empty.
+	PlanID string `json:"planID" yaml:"planID"`
+	// Destination is the registry and namespace the plan deletes from.
+	Destination string    `json:"destination" yaml:"destination"`
+	Generated   time.Time `json:"generated" yaml:"generated"`
+	// Reason is what the plan was made from: "stale" or the delete configuration.
+	Reason string `json:"reason" yaml:"reason"`
+	// HistoryRun is the last history run the plan saw.
+	HistoryRun int `json:"historyRun" yaml:"historyRun"`
+	// Manifests are deleted, tags first, then manifests by digest (indexes before
+	// their children).
+	Manifests []PlannedManifest `json:"manifests" yaml:"manifests"`
+	// Kept were candidates the plan keeps, and why.
+	Kept []KeptManifest `json:"kept,omitempty" yaml:"kept,omitempty"`
+	// AfterDelete says how the registry gets the space back.
+	AfterDelete string `json:"afterDelete" yaml:"afterDelete"`
+}
+
+// PlannedManifest is one manifest to delete.
+type PlannedManifest struct {
+	Repository string        `json:"repository" yaml:"repository"`
+	Digest     digest.Digest `json:"digest" yaml:"digest"`
+	MediaType  string        `json:"mediaType,omitempty" yaml:"mediaType,omitempty"`
+	// Tags pointed at Digest when the plan was made; they are deleted first, and
+	// the plan is refused if any of them moved meanwhile.
+	Tags   []string         `json:"tags,omitempty" yaml:"tags,omitempty"`
+	Source string           `json:"source,omitempty" yaml:"source,omitempty"`
+	Kind   mirror.ImageKind `json:"kind,omitempty" yaml:"kind,omitempty"`
+	// ChildOf is the index this manifest is a platform image of.
+	ChildOf digest.Digest `json:"childOf,omitempty" yaml:"childOf,omitempty"`
+	Why     []string      `json:"why" yaml:"why"`
+
+	line int
+}
+
+// KeptManifest is a manifest the plan could have deleted but keeps.
+type KeptManifest struct {
+	Repository string        `json:"repository" yaml:"repository"`
+	Digest     digest.Digest `json:"digest" yaml:"digest"`
+	Source     string        `json:"source,omitempty" yaml:"source,omitempty"`
+	Why        []string      `json:"why" yaml:"why"`
+}
+
+// afterDeleteNote is the plan's note on reclaiming space.
+const afterDeleteNote = `Deleting removes manifests and tags; the registry frees their blobs only in its garbage collection:
+airlock registry serve: stop it, then airlock registry gc --root DIR (--dry-run first);
+CNCF Distribution (registry:2/3): registry garbage-collect /etc/docker/registry/config.yml with the registry read-only or stopped;
+Harbor: Administration > Clean Up > GC; Quay: garbage collection runs by itself; Nexus, Artifactory: their cleanup tasks.`
+
+func (p *DeletePlan) id() string {
+	c := *p
+	c.PlanID = ""
+	b, _ := marshalPlan(&c)
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+func marshalPlan(p *DeletePlan) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(p); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// readPlan decodes a plan file strictly (unknown fields are errors) and notes the
+// line of every manifest entry.
+func readPlan(r io.Reader, name string) (*DeletePlan, error) {
+	data, err := io.ReadAll(io.LimitReader(r, 256<<20))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	p := &DeletePlan{}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := decodeSafely(dec, p); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%s is empty: give the delete-images.yaml airlock delete --generate wrote", name)
+		}
+		return nil, fmt.Errorf("%s: %s; give the delete-images.yaml airlock delete --generate wrote, unedited", name, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	if p.Kind != DeletePlanKind || p.APIVersion != DeletePlanAPIVersion {
+		return nil, fmt.Errorf("%s is not a delete plan (want apiVersion %s, kind %s): give the delete-images.yaml airlock delete --generate wrote", name, DeletePlanAPIVersion, DeletePlanKind)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err == nil && len(doc.Content) == 1 {
+		root := doc.Content[0]
+		for i := 0; i+1 < len(root.Content); i += 2 {
+			if root.Content[i].Value == "manifests" && root.Content[i+1].Kind == yaml.SequenceNode {
+				for j, n := range root.Content[i+1].Content {
+					if j < len(p.Manifests) {
+						p.Manifests[j].line = n.Line
+					}
+				}
+			}
+		}
+	}
+	return p, nil
+}
+
+func decodeSafely(dec *yaml.Decoder, v any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("invalid YAML: %v", r)
+		}
+	}()
+	return dec.Decode(v)
+}
+
+// writePlan writes the plan to working-dir/delete/delete-images.yaml and its
+// record to working-dir/delete/plans/HEX.yaml.
+func writeDeletePlan(workDir string, p *DeletePlan) (string, error) {
+	p.PlanID = p.id()
+	b, err := marshalPlan(p)
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(workDir, deleteDirName)
+	if err := os.MkdirAll(filepath.Join(dir, plansDirName), 0o755); err != nil {
+		return "", err
+	}
+	if err := atomicfile.WriteFile(recordedPlanPath(workDir, p.PlanID), b, 0); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, DeletePlanFileName)
+	return path, atomicfile.WriteFile(path, b, 0)
+}
+
+func recordedPlanPath(workDir, id string) string {
+	return filepath.Join(workDir, deleteDirName, plansDirName, strings.TrimPrefix(id, "sha256:")+".yaml")
+}
+
+// checkPlan compares the plan file p with the plan the workspace recorded under
+// its ID, and with the destination the command names: every manifest of the file
+// must be one the planner chose, with the same tags.
+func checkPlan(p *DeletePlan, name, workDir, dest string) error {
+	var problems []string
+	if !strings.HasPrefix(p.PlanID, "sha256:") || len(p.PlanID) != len("sha256:")+64 || strings.ContainsAny(p.PlanID[7:], "/\\.") {
+		return fmt.Errorf("%s: planID %q is not a plan ID airlock wrote; generate a new plan with airlock delete --generate", name, p.PlanID)
+	}
+	b, err := os.ReadFile(recordedPlanPath(workDir, p.PlanID))
+	if err != nil {
+		return fmt.Errorf("%s: plan %s was not generated in the workspace %s (%v): generate the plan there with airlock delete --generate, or give the --workspace it was generated in", name, p.PlanID, filepath.Dir(workDir), err)
+	}
+	rec, err := readPlan(bytes.NewReader(b), recordedPlanPath(workDir, p.PlanID))
+	if err != nil {
+		return err
+	}
+	if rec.Destination != dest {
+		problems = append(problems, fmt.Sprintf("the plan was made for %s, not %s: run it against docker://%s", rec.Destination, dest, rec.Destination))
+	}
+	if p.Destination != rec.Destination {
+		problems = append(problems, fmt.Sprintf("destination was edited: the plan was made for %s, the file names %s", rec.Destination, p.Destination))
+	}
+	planned := map[string]PlannedManifest{}
+	for _, m := range rec.Manifests {
+		planned[imageKey(m.Repository, m.Digest)] = m
+	}
+	for _, m := range p.Manifests {
+		where := fmt.Sprintf("%s:%d", name, m.line)
+		if !strings.HasPrefix(m.Repository, rec.Destination+"/") {
+			problems = append(problems, fmt.Sprintf("%s: repository %s is not under %s, the registry the plan was made for (foreign registry)", where, m.Repository, rec.Destination))
+			continue
+		}
+		r, ok := planned[imageKey(m.Repository, m.Digest)]
+		if !ok {
+			problems = append(problems, fmt.Sprintf("%s: %s@%s was never planned: plan %s does not delete it", where, m.Repository, m.Digest, p.PlanID))
+			continue
+		}
+		if !equalStrings(r.Tags, m.Tags) {
+			problems = append(problems, fmt.Sprintf("%s: the tags of %s@%s were edited: the plan deletes tags [%s], the file says [%s]", where, m.Repository, m.Digest, strings.Join(r.Tags, ", "), strings.Join(m.Tags, ", ")))
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: %s differs from the plan airlock generated:\n  - %s\nnothing was deleted; generate a new plan with airlock delete --generate and review it (removing entries is allowed, adding or changing them is not)", ErrPlanRefused, name, strings.Join(problems, "\n  - "))
+	}
+	// Fewer manifests than planned is fine: a reviewer may keep more.
+	return nil
+}
+
+func equalStrings(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
+// ErrPlanRefused is wrapped by the errors of a plan that is not executed: edited,
+// foreign, or made before the registry changed.
+var ErrPlanRefused = errors.New("delete plan refused")

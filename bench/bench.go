@@ -66,9 +66,12 @@ type Config struct {
 	// Copy runs the copy section with Workload. CopyMode is "catalog" (the
 	// images are the relatedImages of a one-bundle catalog mirrored with
 	// full: true) or "images" (additionalImages).
-	Copy     bool
-	Workload workload.Options
-	CopyMode string
+	Copy bool
+	// Shards adds the sharded mirror-to-mirror rows to the copy section;
+	// ShardsOnly runs only them.
+	Shards, ShardsOnly bool
+	Workload           workload.Options
+	CopyMode           string
 	// Skopeo compares with skopeo sync; InstallSkopeo runs apt-get install -y
 	// skopeo when it is missing.
 	Skopeo, InstallSkopeo bool

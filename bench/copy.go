@@ -175,6 +175,13 @@ func runCopy(ctx context.Context, cfg Config) ([]Row, error) {
 
 	rows := []Row{heading(fmt.Sprintf("copy: %s workload: %d tags (%d two-arch indexes) in %d repositories, %d unique blobs, %s; mode %s",
 		presetName(cfg), st.Tags, st.Indexes, st.Repos, st.Blobs, Bytes(unique), cfg.CopyMode))}
+	shards := func(single time.Duration) ([]Row, error) {
+		return runShards(ctx, shardInput{airlock: cfg.Airlock, work: work, iscPath: iscPath, input: input, src: src, unique: unique, tune: tune, single: single})
+	}
+	if cfg.ShardsOnly {
+		sr, err := shards(0)
+		return append(rows, sr...), err
+	}
 	var errs []error
 	add := func(cr copyRun, err error) copyRun {
 		if err != nil {
@@ -320,7 +327,20 @@ func runCopy(ctx context.Context, cfg Config) ([]Row, error) {
 		}
 	}
 
-	// 6. Ratios and targets.
+	// 6. Sharded mirror-to-mirror.
+	if cfg.Shards {
+		single := time.Duration(0)
+		if m2m.ok {
+			single = m2m.wall
+		}
+		sr, err := shards(single)
+		rows = append(rows, sr...)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("shards: %w", err))
+		}
+	}
+
+	// 7. Ratios and targets.
 	rows = append(rows, heading("copy: ratios (issue's reference: skopeo sync 18 s, crane copy 22 s sending 2.7×, oc-mirror v2 24 s sending 4.1×, floor 11 s, cp -r 2.5 s)"))
 	if m2m.ok && floor.ok {
 		ratio := float64(m2m.wall) / float64(floor.wall)

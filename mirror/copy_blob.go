@@ -50,7 +50,14 @@ func (e *copyEngine) ensureBlob(ctx context.Context, ic *imageCtx, d endpoint.De
 			e.discoverPresent(ctx, d.Digest, repoHost(job.Dest))
 		}
 		from := e.mountCandidates(d.Digest, job.Dest, job.Source)
-		if repo, ok := e.opts.Elsewhere[d.Digest]; ok && repo != job.Dest && e.awaitElsewhere(ctx, repo, d) {
+		if repo, ok := e.opts.Elsewhere[d.Digest]; ok && e.awaitElsewhere(ctx, repo, d) {
+			if repo == job.Dest {
+				// The other worker put it into this very repository.
+				e.markPresent(d.Digest, job.Dest)
+				e.blobsSkipped.Add(1)
+				e.blobDone(d)
+				return false, nil
+			}
 			from = append([]string{repo}, from...)
 		}
 		for _, from := range from {

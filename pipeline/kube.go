@@ -1,7 +1,9 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -46,7 +48,12 @@ func KubeJob(o KubeJobOptions) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	o.Config, o.Plan = cfg, raw
+	// Compact: the ConfigMap holds at most 1 MiB.
+	var plain bytes.Buffer
+	if err := json.Compact(&plain, raw); err != nil {
+		return nil, fmt.Errorf("plan %s: %w", o.PlanFile, err)
+	}
+	o.Config, o.Plan = cfg, append(plain.Bytes(), '\n')
 	var c strings.Builder
 	fmt.Fprintf(&c, "airlock mirror, sharded: %d shards of plan %s into %s\n", o.Shards, o.PlanFile, o.Destination)
 	fmt.Fprintf(&c, "distinct blobs: %s; groups spread over shards: %d\n", humanize.Bytes(part.UniqueBytes), part.Split)

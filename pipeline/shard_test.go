@@ -23,7 +23,9 @@ func shardConfig(t *testing.T, e *env) string {
 	t.Helper()
 	var extra strings.Builder
 	for i := range 4 {
-		ref := fmt.Sprintf("%s/apps/big%d:1.0", e.src.Host(), i)
+		// Two by two in one repository: a shard may wait for a blob in the
+		// repository its own image goes to.
+		ref := fmt.Sprintf("%s/apps/big%d:1.%d", e.src.Host(), i/2, i)
 		imagetest.MustPush(t, ref, imagetest.Spec{Seed: uint64(200 + i), BaseSeed: 7, BaseLayers: 3, Layers: 1, LayerSize: 8 << 10})
 		fmt.Fprintf(&extra, "  - name: %s\n", ref)
 	}
@@ -93,24 +95,38 @@ func TestShardedMirror(t *testing.T) {
 				return run(ctx, o)
 			}
 
-			// Every shard but the last runs to the end, concurrently (shards
-			// that share a spread group wait for each other's blobs).
+			// Every shard but one runs to the end, concurrently (shards that
+			// share a spread group wait for each other's blobs). The one with
+			// the most images is killed after its first image, while the others
+			// run: one image at a time, so that no upload is cut halfway.
+			killed := 0
+			for i, sh := range part.Shards {
+				if len(sh.Images) > len(part.Shards[killed].Images) {
+					killed = i
+				}
+			}
+			if len(part.Shards[killed].Images) < 2 {
+				t.Fatalf("no shard has 2 images to kill one halfway: %+v", part.Shards)
+			}
 			results := make([]*pipeline.Result, n)
 			var wg sync.WaitGroup
 			errs := make([]error, n)
-			for i := range n - 1 {
+			for i := range n {
+				if i == killed {
+					continue
+				}
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
 					results[i], errs[i] = shard(ctx, i)
 				}()
 			}
-			// The last one is killed after its first image, while the others run.
 			kctx, kill := context.WithCancel(ctx)
 			ko := base
-			ko.PlanFile, ko.Shard, ko.Shards = planFile, n-1, n
+			ko.PlanFile, ko.Shard, ko.Shards = planFile, killed, n
+			ko.ParallelImages = 1
 			ko.Progress = func(p pipeline.Progress) {
-				if p.ImagesDone > 0 {
+				if p.Stage == "copy" && p.ImagesDone > 0 {
 					kill()
 				}
 			}
@@ -119,7 +135,7 @@ func TestShardedMirror(t *testing.T) {
 			}
 			kill()
 			wg.Wait()
-			for i, err := range errs[:n-1] {
+			for i, err := range errs {
 				if err != nil {
 					t.Fatalf("shard %d: %v", i, err)
 				}
@@ -140,9 +156,12 @@ func TestShardedMirror(t *testing.T) {
 			}
 
 			// Run again, it completes, copying only what is missing.
-			results[n-1], err = shard(ctx, n-1)
+			results[killed], err = shard(ctx, killed)
 			if err != nil {
 				t.Fatalf("killed shard run again: %v", err)
+			}
+			if c := results[killed].Counts(); c.Present < 1 || c.Failed != 0 {
+				t.Errorf("killed shard run again: %+v, want what the killed run copied found present", c)
 			}
 
 			// The union of the shards' images is the plan's shardable images, each once.

@@ -167,9 +167,12 @@ func writePlanSummary(w io.Writer, res *pipeline.Result) {
 		res.WorkingDir+"/plan.json", images, len(seen), humanize.Bytes(bytes), len(res.Plan.Catalogs), failed)
 }
 
-// printFiles writes the files as one YAML stream.
+// printFiles writes the YAML files as one stream.
 func printFiles(w io.Writer, paths []string) error {
 	for _, p := range paths {
+		if !strings.HasSuffix(p, ".yaml") {
+			continue // README.txt
+		}
 		b, err := os.ReadFile(p)
 		if err != nil {
 			return err

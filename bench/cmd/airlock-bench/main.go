@@ -92,6 +92,8 @@ func run() error {
 	baseMB := flag.Float64("base-mb", -1, "override the workload: MB per base layer")
 	uniqueLayers := flag.Int("unique-layers", -1, "override the workload: unique layers per image")
 	uniqueMB := flag.Float64("unique-mb", -1, "override the workload: total MB of unique layers")
+	shards := flag.Bool("shards", envBool("BENCH_SHARDS", true), "copy section: measure 2 shards of the plan at once (per-shard bytes, wall) [BENCH_SHARDS]")
+	shardsOnly := flag.Bool("shards-only", false, "copy section: only the sharded rows")
 	skopeo := flag.Bool("skopeo", envBool("BENCH_SKOPEO", true), "compare with skopeo sync")
 	installSkopeo := flag.Bool("install-skopeo", envBool("BENCH_INSTALL_SKOPEO", true), "apt-get install -y skopeo when missing")
 	pImages := flag.Int("parallel-images", 0, "airlock mirror --parallel-images (0: airlock's default)")
@@ -117,7 +119,7 @@ func run() error {
 	cfg := bench.Config{
 		RepoRoot: root, Airlock: *airlock, WorkDir: *work, Keep: *keep, Quick: *quick,
 		Fixtures: *fixtures, RealDir: *realDir, RealYAMLDir: *realYAMLDir, Opm: *opm, Count: *count,
-		Copy: *doCopy, CopyMode: *mode, Skopeo: *skopeo, InstallSkopeo: *installSkopeo,
+		Copy: *doCopy, Shards: *shards || *shardsOnly, ShardsOnly: *shardsOnly, CopyMode: *mode, Skopeo: *skopeo, InstallSkopeo: *installSkopeo,
 		ParallelImages: *pImages, ParallelLayers: *pLayers, FloorParallel: *floorPar,
 		GoBenchPkgs: strings.Fields(*goPkgs), GoBenchTime: *goTime, Note: *note, Out: os.Stdout,
 		Log: slog.New(slog.NewTextHandler(os.Stderr, nil)),

@@ -29,8 +29,15 @@ func KubeJob(o KubeJobOptions) ([]byte, error) {
 	if o.ConfigPath == "" {
 		return nil, fmt.Errorf("no ImageSetConfiguration given: use -c imageset.yaml (the one --plan-only used)")
 	}
-	if _, err := imageset.LoadFile(o.ConfigPath); err != nil {
+	isc, err := imageset.LoadFile(o.ConfigPath)
+	if err != nil {
 		return nil, err
+	}
+	for _, op := range isc.Mirror.Operators {
+		if op.TargetCatalogSourceTemplate != "" {
+			// Only the configuration and the plan go into the ConfigMap.
+			return nil, fmt.Errorf("catalog %s (%s line %d): targetCatalogSourceTemplate %s is a file the pods cannot read (the Job carries only the configuration and the plan): run --finish outside the cluster, or drop the template", op.Catalog, o.ConfigPath, op.Line, op.TargetCatalogSourceTemplate)
+		}
 	}
 	cfg, err := os.ReadFile(o.ConfigPath)
 	if err != nil {

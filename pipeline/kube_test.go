@@ -108,3 +108,23 @@ func TestKubeImage(t *testing.T) {
 		t.Errorf("a Go source file as the binary: got %v, want ErrNotStatic", err)
 	}
 }
+
+// TestKubeJobRefusesTemplates: the pods see only the configuration and the
+// plan, so a catalog source template file is refused up front.
+func TestKubeJobRefusesTemplates(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "isc.yaml")
+	if err := os.WriteFile(cfg, []byte(`apiVersion: mirror.openshift.io/v2alpha1
+kind: ImageSetConfiguration
+mirror:
+  operators:
+  - catalog: registry.example/catalog:v1
+    targetCatalogSourceTemplate: cs-template.yaml
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := pipeline.KubeJobOptions{ConfigPath: cfg, PlanFile: filepath.Join(t.TempDir(), "plan.json")}
+	o.Shards, o.Image, o.Destination = 2, "registry.example/airlock:v1", "docker://registry.example/ocp"
+	if _, err := pipeline.KubeJob(o); err == nil || !strings.Contains(err.Error(), "cannot read") {
+		t.Errorf("got %v, want the template refused", err)
+	}
+}

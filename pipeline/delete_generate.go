@@ -1,0 +1,218 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/imageset"
+	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/oci"
+)
+
+func generateDelete(ctx context.Context, o DeleteOptions, dest string, reg *mirror.Registry) (*DeleteResult, error) {
+	if o.Workspace == "" {
+		return nil, errors.New("--generate needs --workspace file://DIR: the workspace of the mirror runs, whose history says what is in the registry and why")
+	}
+	wd, err := workingDir(o.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	h, err := readHistory(wd)
+	if err != nil {
+		return nil, err
+	}
+	inv := buildInventory(h, dest)
+	if inv.runs == 0 {
+		var dests []string
+		seen := map[string]bool{}
+		for _, r := range h.Runs {
+			if !seen[r.Destination] {
+				seen[r.Destination] = true
+				dests = append(dests, "docker://"+r.Destination)
+			}
+		}
+		hint := "no run is recorded there yet"
+		if len(dests) > 0 {
+			hint = "it records runs to " + strings.Join(dests, ", ")
+		}
+		return nil, fmt.Errorf("the workspace %s records no mirror run to %s (%s): give the destination and --workspace of the mirror runs", filepath.Dir(wd), dest, hint)
+	}
+	plan := &DeletePlan{
+		APIVersion: DeletePlanAPIVersion, Kind: DeletePlanKind, Destination: dest,
+		Generated: time.Now().UTC().Truncate(time.Second), HistoryRun: inv.lastSeq, AfterDelete: afterDeleteNote,
+	}
+	var cands []*candidate
+	switch {
+	case o.Stale && o.ConfigPath != "":
+		return nil, errors.New("--stale plans what no current selection wants, -c what a DeleteImageSetConfiguration names: give one of them")
+	case o.Stale:
+		plan.Reason = "stale: mirrored by earlier runs, wanted by no current selection (" + inv.currentDesc() + ")"
+		cands = staleCandidates(inv, plan)
+	case o.ConfigPath != "":
+		cfg, err := imageset.LoadDeleteFile(o.ConfigPath)
+		if err != nil {
+			return nil, err
+		}
+		if cfg.Delete.Platform != nil || cfg.Delete.Helm != nil {
+			return nil, fmt.Errorf("%s: delete.platform and delete.helm are not supported: airlock mirrors neither; list operators and additionalImages", o.ConfigPath)
+		}
+		plan.Reason = "DeleteImageSetConfiguration " + o.ConfigPath
+		cands, err = configCandidates(inv, cfg, plan)
+		if err != nil {
+			return nil, err
+		}
+	default:
+		return nil, errors.New("--generate needs -c delete-isc.yaml (a DeleteImageSetConfiguration) or --stale")
+	}
+	if err := resolveCandidates(ctx, reg, inv, cands, plan); err != nil {
+		return nil, err
+	}
+	path, err := writeDeletePlan(wd, plan)
+	if err != nil {
+		return nil, err
+	}
+	return &DeleteResult{PlanFile: path, Plan: plan}, nil
+}
+
+// repoState is what a repository's tags point at.
+type repoState map[string]digest.Digest // tag → digest
+
+func readRepoState(ctx context.Context, reg *mirror.Registry, repo string) (repoState, error) {
+	tags, err := reg.Tags(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
+	st := repoState{}
+	for _, t := range tags {
+		d, err := reg.Resolve(ctx, repo+":"+t)
+		if err != nil {
+			var se *mirror.HTTPStatusError
+			if errors.As(err, &se) && se.StatusCode == 404 {
+				continue // deleted meanwhile
+			}
+			return nil, err
+		}
+		st[t] = d.Digest
+	}
+	return st, nil
+}
+
+func (st repoState) tagsOf(d digest.Digest) []string {
+	var out []string
+	for t, td := range st {
+		if td == d {
+			out = append(out, t)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// resolveCandidates checks each candidate against the registry (still there,
+// its tags all airlock's), adds the platform manifests of indexes nothing else
+// uses, and fills the plan.
+func resolveCandidates(ctx context.Context, reg *mirror.Registry, inv *inventory, cands []*candidate, plan *DeletePlan) error {
+	byRepo := map[string][]*candidate{}
+	var repos []string
+	for _, c := range cands {
+		if byRepo[c.e.repo] == nil {
+			repos = append(repos, c.e.repo)
+		}
+		byRepo[c.e.repo] = append(byRepo[c.e.repo], c)
+	}
+	sort.Strings(repos)
+	for _, repo := range repos {
+		st, err := readRepoState(ctx, reg, repo)
+		if err != nil {
+			return err
+		}
+		planned := map[digest.Digest]bool{}
+		var entries []PlannedManifest
+		for _, c := range byRepo[repo] {
+			ok, err := reg.ManifestExists(ctx, repo, c.e.digest.String(), c.e.digest)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue // no longer in the registry: nothing to delete
+			}
+			tags := st.tagsOf(c.e.digest)
+			if foreign := notOurs(tags, inv.tags[repo]); len(foreign) > 0 {
+				plan.Kept = append(plan.Kept, KeptManifest{Repository: repo, Digest: c.e.digest, Source: c.e.source, Why: append(c.why,
+					fmt.Sprintf("tag(s) %s point at it and airlock never pushed them: delete them by hand first if it must go", strings.Join(foreign, ", ")))})
+				continue
+			}
+			planned[c.e.digest] = true
+			entries = append(entries, PlannedManifest{Repository: repo, Digest: c.e.digest, MediaType: c.e.mediaType, Tags: tags, Source: c.e.source, Kind: c.e.kind, Why: c.why})
+		}
+		if len(entries) == 0 {
+			continue
+		}
+		// Platform manifests of the deleted indexes go too, unless a manifest that
+		// stays (any other index of the repository, or an image recorded itself)
+		// uses them.
+		keep := map[digest.Digest]bool{}
+		for k, e := range inv.present {
+			if e.repo != repo || planned[e.digest] {
+				continue
+			}
+			keep[e.digest] = true
+			if e.mediaType != "" && !oci.IsIndex(e.mediaType) {
+				continue
+			}
+			kids, err := reg.ManifestChildren(ctx, repo, e.digest)
+			if err != nil {
+				var se *mirror.HTTPStatusError
+				if errors.As(err, &se) && se.StatusCode == 404 {
+					continue
+				}
+				return fmt.Errorf("read %s: %w", k, err)
+			}
+			for _, d := range kids {
+				keep[d] = true
+			}
+		}
+		var children []PlannedManifest
+		for _, pm := range entries {
+			if pm.MediaType != "" && !oci.IsIndex(pm.MediaType) {
+				continue
+			}
+			kids, err := reg.ManifestChildren(ctx, repo, pm.Digest)
+			if err != nil {
+				return err
+			}
+			for _, d := range kids {
+				if keep[d] || planned[d] {
+					continue
+				}
+				tags := st.tagsOf(d)
+				if len(notOurs(tags, inv.tags[repo])) > 0 {
+					continue
+				}
+				planned[d] = true
+				children = append(children, PlannedManifest{Repository: repo, Digest: d, Tags: tags, Source: pm.Source, Kind: pm.Kind, ChildOf: pm.Digest,
+					Why: []string{"a platform image of " + pm.Digest.String() + ", which is deleted; no manifest that stays uses it"}})
+			}
+		}
+		plan.Manifests = append(plan.Manifests, entries...)
+		plan.Manifests = append(plan.Manifests, children...)
+	}
+	return nil
+}
+
+func notOurs(tags []string, ours map[string]bool) []string {
+	var out []string
+	for _, t := range tags {
+		if !ours[t] {
+			out = append(out, t)
+		}
+	}
+	return out
+}

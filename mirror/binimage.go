@@ -3,7 +3,6 @@ package mirror
 import (
 	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"debug/elf"
 	"errors"
 	"fmt"
@@ -152,17 +151,18 @@ func checkStatic(bin []byte, path string) error {
 	return nil
 }
 
-// gzipDeterministic compresses b with no name and no time in the header.
+// gzipDeterministic compresses b with the layers' one gzip writer.
 func gzipDeterministic(b []byte) ([]byte, error) {
 	var out bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&out, gzip.DefaultCompression)
+	zw, err := newLayerGzip(&out, 2*runtime.GOMAXPROCS(0))
 	if err != nil {
 		return nil, err
 	}
-	if _, err := zw.Write(b); err != nil {
-		return nil, err
+	_, err = zw.Write(b)
+	if cerr := zw.Close(); err == nil {
+		err = cerr
 	}
-	if err := zw.Close(); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	return out.Bytes(), nil

@@ -165,21 +165,31 @@ const (
 	layerLevel = 6
 )
 
+// newLayerGzip returns airlock's one gzip writer for the layers it builds:
+// block-parallel (up to blocks blocks at once) and deterministic. No name, no
+// comment, time 0, OS "unknown": nothing of the machine or the moment goes into
+// the header, and the bytes do not depend on blocks.
+func newLayerGzip(w io.Writer, blocks int) (*pgzip.Writer, error) {
+	zw, err := pgzip.NewWriterLevel(w, layerLevel)
+	if err != nil {
+		return nil, err
+	}
+	if err := zw.SetConcurrency(layerBlock, max(blocks, 1)); err != nil {
+		return nil, err
+	}
+	zw.ModTime, zw.OS = time.Unix(0, 0), 255
+	return zw, nil
+}
+
 // writeCatalogTarGzN writes the deterministic gzip-compressed tar of the
 // pruned-catalog layer to w, compressing up to blocks blocks at once (the
 // output is the same for any value), and returns the digest of the tar (the
 // layer's diffID).
 func writeCatalogTarGzN(ctx context.Context, w io.Writer, prunedDir, label string, wipe []string, blocks int) (digest.Digest, error) {
-	zw, err := pgzip.NewWriterLevel(w, layerLevel)
+	zw, err := newLayerGzip(w, blocks)
 	if err != nil {
 		return "", err
 	}
-	if err := zw.SetConcurrency(layerBlock, max(blocks, 1)); err != nil {
-		return "", err
-	}
-	// No name, no comment, time 0, OS "unknown": nothing of the machine or the
-	// moment goes into the header.
-	zw.ModTime, zw.OS = time.Unix(0, 0), 255
 	diff := sha256.New()
 	tw := tar.NewWriter(io.MultiWriter(zw, diff))
 	err = writeCatalogTar(ctx, tw, prunedDir, label, wipe)

@@ -15,7 +15,7 @@ func newCatalogGraphCmd() *cobra.Command {
 	var configPath, authFile, workDir string
 	var tlsVerify bool
 	cmd := &cobra.Command{
-		Use:   "graph CATALOG --package P [--channel C] [-c imageset.yaml] [-o out.svg|.dot|.mmd]",
+		Use:   "graph CATALOG --package P [--channel C] [-c imageset.yaml] [-o out.svg|.png|.dot|.mmd]",
 		Short: "Draw the upgrade graph of a package of a file-based catalog",
 		Long: `Draw the channel upgrade graphs of one package of CATALOG: a file-based catalog
 folder, a SQLite index database, a package-manifest folder, or a catalog image
@@ -32,8 +32,9 @@ would: kept bundles are green, bundles kept as dependencies blue, pruned ones gr
 Runs of bundles linked only by replaces are folded into one node ("12 bundles
 v1.0 … v1.11") so channels with hundreds of entries stay readable (--collapse 0 never
 folds). Pictures (SVG) are laid out by Graphviz, built in; the format comes from
-the extension of -o (standard output gets DOT, or --format). PNG is not offered:
-the renderer bundled with the Graphviz library draws edges wrongly.`,
+the extension of -o (standard output gets DOT, or --format). PNG is that SVG drawn
+by a headless Chromium (chromium on the PATH or $AIRLOCK_CHROMIUM; the renderer
+bundled with the Graphviz library draws PNG edges wrongly).`,
 		Example: `  airlock catalog graph ./catalog --package etcd -o etcd.svg
   airlock catalog graph ./catalog --package etcd --channel stable -c imageset.yaml -o etcd.svg
   airlock catalog graph ./catalog --package etcd --format mmd > etcd.mmd
@@ -52,8 +53,8 @@ the renderer bundled with the Graphviz library draws edges wrongly.`,
 	f.StringVar(&opts.Package, "package", "", "package to draw (required)")
 	f.StringVar(&opts.Channel, "channel", "", "draw only this channel (default: every channel of the package)")
 	f.StringVarP(&configPath, "config", "c", "", "ImageSetConfiguration: colour what it keeps, prunes and pulls in as dependencies")
-	f.StringVarP(&opts.Output, "output", "o", "", "file to write: .svg, .dot or .mmd (default: DOT on standard output)")
-	f.StringVar(&opts.Format, "format", "", "svg, dot or mmd (default: from the extension of -o)")
+	f.StringVarP(&opts.Output, "output", "o", "", "file to write: .svg, .png, .dot or .mmd (default: DOT on standard output)")
+	f.StringVar(&opts.Format, "format", "", "svg, png, dot or mmd (default: from the extension of -o)")
 	f.IntVar(&opts.Collapse, "collapse", graph.DefaultCollapse, "fold runs of at least this many bundles linked only by replaces (0: never)")
 	f.StringVar(&workDir, "workspace", "", "folder where a fetched catalog image is extracted and kept for the next run (default: a temporary folder)")
 	f.StringVar(&authFile, "authfile", "", "registry credentials file (default: $REGISTRY_AUTH_FILE, the containers auth.json, then ~/.docker/config.json)")

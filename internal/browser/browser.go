@@ -1,8 +1,9 @@
-// Package browser opens a page in a real headless Chromium for tests and reports
-// what the page did: console errors, uncaught exceptions, browser log errors
+// Package browser drives a headless Chromium. Open loads a page for tests and
+// reports what it did: console errors, uncaught exceptions, browser log errors
 // (Content-Security-Policy violations among them) and every network request,
-// through the DevTools protocol. Tests skip when no chromium binary is found
-// (.ci/run installs Debian's chromium).
+// through the DevTools protocol; tests skip when no chromium binary is found
+// (.ci/run installs Debian's chromium). SVGToPNG draws the upgrade-graph
+// pictures of `airlock catalog graph -o x.png`.
 package browser
 
 import (

@@ -50,9 +50,6 @@ func Draw(ctx context.Context, opts DrawOptions, stdout io.Writer) error {
 			format = f
 		}
 	}
-	if format == FormatPNG {
-		return errPNG
-	}
 	p, err := Prepare(ctx, opts)
 	if err != nil {
 		return err

@@ -3,13 +3,18 @@ package graph
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
+	"image/png"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/airlock-mirror/airlock/imageset"
+	"github.com/airlock-mirror/airlock/internal/browser"
 	"github.com/airlock-mirror/airlock/internal/fixtures"
 	"github.com/airlock-mirror/airlock/prune"
 )
@@ -189,8 +194,57 @@ func TestBuildErrors(t *testing.T) {
 	if _, err := FormatOf("x.pdf"); err == nil {
 		t.Error("x.pdf: no error")
 	}
-	if err := Draw(context.Background(), DrawOptions{Dir: dir, Package: "cluster-kube-descheduler-operator", Format: FormatPNG}, &bytes.Buffer{}); err == nil {
-		t.Error("PNG: no error")
+}
+
+// TestPNG draws a real package as PNG (the SVG rasterized by headless
+// Chromium): a picture of the SVG's size with the graph's ink on it; without
+// Chromium, a clear error.
+func TestPNG(t *testing.T) {
+	dir := realCatalog(t, descheduler)
+	opts := DrawOptions{Dir: dir, Package: "cluster-kube-descheduler-operator", Channel: "stable", Collapse: DefaultCollapse}
+	if browser.Find() == "" {
+		t.Skip("no chromium (.ci/run installs it)")
+	}
+	var svg, pic bytes.Buffer
+	opts.Format = FormatSVG
+	if err := Draw(context.Background(), opts, &svg); err != nil {
+		t.Fatal(err)
+	}
+	opts.Format = FormatPNG
+	if err := Draw(context.Background(), opts, &pic); err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(pic.Bytes()))
+	if err != nil {
+		t.Fatalf("not a PNG: %v", err)
+	}
+	m := regexp.MustCompile(`<svg width="([0-9]+)pt" height="([0-9]+)pt"`).FindStringSubmatch(svg.String())
+	if m == nil {
+		t.Fatalf("no size in the SVG")
+	}
+	w, _ := strconv.Atoi(m[1])
+	h, _ := strconv.Atoi(m[2])
+	b := img.Bounds()
+	if dx, dy := b.Dx()-w*4/3, b.Dy()-h*4/3; dx < -2 || dx > 2 || dy < -2 || dy > 2 {
+		t.Errorf("picture %dx%d, the SVG is %dx%d pt (%dx%d px)", b.Dx(), b.Dy(), w, h, w*4/3, h*4/3)
+	}
+	ink := 0
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			if r, g, bl, _ := img.At(x, y).RGBA(); r+g+bl < 3*0x8000 {
+				ink++
+			}
+		}
+	}
+	// Text, node borders and edges: a blank or boxless picture has far less.
+	if frac := float64(ink) / float64(b.Dx()*b.Dy()); frac < 0.01 || frac > 0.5 {
+		t.Errorf("%.1f%% of the picture is dark: not a drawn graph", 100*frac)
+	}
+
+	t.Setenv("AIRLOCK_CHROMIUM", "")
+	t.Setenv("PATH", t.TempDir())
+	if err := Draw(context.Background(), opts, &bytes.Buffer{}); !errors.Is(err, browser.ErrNoChromium) {
+		t.Errorf("without chromium: %v", err)
 	}
 }
 

@@ -3,13 +3,14 @@ package graph
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
 
 	"github.com/goccy/go-graphviz"
+
+	"github.com/airlock-mirror/airlock/internal/browser"
 )
 
 // Formats Write knows.
@@ -30,32 +31,39 @@ func FormatOf(path string) (string, error) {
 	case "svg":
 		return FormatSVG, nil
 	case "png":
-		return "", errPNG
+		return FormatPNG, nil
 	default:
 		return "", fmt.Errorf("cannot tell the format of %q from its extension: use .svg, .png, .dot or .mmd", path)
 	}
 }
 
-// errPNG: the PNG renderer bundled with go-graphviz v0.2.10 fills curves instead
-// of stroking them and loses straight edges, so a PNG would be wrong.
-var errPNG = errors.New("PNG output is not available (the bundled Graphviz renderer draws edges wrongly): write .svg, which every browser shows, or .dot for your own Graphviz")
-
-// Write writes p in format: DOT and Mermaid as text, SVG and PNG laid out by
-// Graphviz (dot layout).
+// Write writes p in format: DOT and Mermaid as text, SVG laid out by Graphviz
+// (dot layout), PNG that SVG drawn by a headless Chromium (the PNG renderer
+// bundled with go-graphviz v0.2.10 draws no node boxes and no curved edges).
 func (p *Package) Write(ctx context.Context, w io.Writer, format string) error {
 	switch format {
 	case FormatDOT:
 		return p.WriteDOT(w)
 	case FormatMermaid:
 		return p.WriteMermaid(w)
-	case FormatPNG:
-		return errPNG
-	case FormatSVG:
+	case FormatSVG, FormatPNG:
 		var dot bytes.Buffer
 		if err := p.WriteDOT(&dot); err != nil {
 			return err
 		}
-		return layout(ctx, dot.Bytes(), w)
+		if format == FormatSVG {
+			return layout(ctx, dot.Bytes(), w)
+		}
+		var svg bytes.Buffer
+		if err := layout(ctx, dot.Bytes(), &svg); err != nil {
+			return err
+		}
+		png, err := browser.SVGToPNG(ctx, "", svg.Bytes())
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(png)
+		return err
 	default:
 		return fmt.Errorf("unknown graph format %q: use svg, png, dot or mmd", format)
 	}

@@ -98,14 +98,11 @@ func renderImage(ctx context.Context, src string, o RenderOptions, w io.Writer) 
 	if !errors.Is(err, mirror.ErrNotBundleImage) {
 		return err
 	}
-	fc, cerr := mirror.FetchCatalogWithOptions(ctx, src, work, o.Fetch)
+	dir, cleanup, cerr := CatalogDir(ctx, src, work, o.Fetch)
 	if cerr != nil {
 		return fmt.Errorf("%s is neither a bundle image (%v) nor a catalog image (%w)", src, err, cerr)
 	}
-	dir, err := fbcDir(ctx, fc, o.Fetch.Logger)
-	if err != nil {
-		return err
-	}
+	defer cleanup()
 	return prune.RenderDir(ctx, dir, w, o.Format, o.Fetch.Logger)
 }
 

@@ -15,11 +15,7 @@ func TestDeleteCommandErrors(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, "working-dir"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		name string
-		args []string
-		want string
-	}{
+	tests := []cmdErrorCase{
 		{"no destination", []string{"delete", "--generate", "--stale"}, "accepts 1 arg"},
 		{"nothing to do", []string{"delete", "docker://127.0.0.1:1/ns"}, "nothing to do"},
 		{"generate without workspace", []string{"delete", "--generate", "--stale", "docker://127.0.0.1:1/ns"}, "needs --workspace"},
@@ -34,16 +30,7 @@ func TestDeleteCommandErrors(t *testing.T) {
 		{"gc without root", []string{"registry", "gc"}, `required flag(s) "root" not set`},
 		{"gc of a folder that is no registry", []string{"registry", "gc", "--root", dir}, "holds no registry storage"},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			_, _, err := runCmd(ctx, tc.args...)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %v, want it to contain %q", err, tc.want)
-			}
-		})
-	}
+	checkCmdErrors(t, tests)
 }
 
 // TestMonthlyScript runs scripts/monthly.sh (the README's monthly routine) with

@@ -75,6 +75,28 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
+// cmdErrorCase is a command line that must fail with an error containing want.
+type cmdErrorCase struct {
+	name string
+	args []string
+	want string
+}
+
+// checkCmdErrors runs each case in process and checks its error.
+func checkCmdErrors(t *testing.T, tests []cmdErrorCase) {
+	t.Helper()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			_, _, err := runCmd(ctx, tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
 // runCmd runs airlock with args in process and returns stdout and stderr.
 func runCmd(ctx context.Context, args ...string) (string, string, error) {
 	var out, errb bytes.Buffer
@@ -298,11 +320,7 @@ func TestRegistryCommandErrors(t *testing.T) {
 	if err := os.WriteFile(apr1, []byte("alice:$apr1$x$0123456789012345678901\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
-		name string
-		args []string
-		want string
-	}{
+	tests := []cmdErrorCase{
 		{"serve without root", []string{"registry", "serve"}, `required flag(s) "root" not set`},
 		{"cert without key", []string{"registry", "serve", "--root", dir, "--tls-cert", "x.crt"}, "--tls-cert and --tls-key go together"},
 		{"missing cert file", []string{"registry", "serve", "--root", dir, "--addr", "127.0.0.1:0", "--tls-cert", filepath.Join(dir, "no.crt"), "--tls-key", filepath.Join(dir, "no.key")}, "load TLS certificate"},
@@ -315,16 +333,7 @@ func TestRegistryCommandErrors(t *testing.T) {
 		{"seed bad catalog", []string{"registry", "seed", "--registry", "127.0.0.1:1", "--catalog-dir", filepath.Join(dir, "none"), "--catalog-repo", "a/b"}, "none"},
 		{"seed bad image", []string{"registry", "seed", "--registry", "127.0.0.1:1", "--image", "UPPER/case:1"}, "UPPER/case"},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			_, _, err := runCmd(ctx, tc.args...)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %v, want it to contain %q", err, tc.want)
-			}
-		})
-	}
+	checkCmdErrors(t, tests)
 }
 
 // TestDemoScript runs scripts/demo.sh (make demo) end to end, with this test

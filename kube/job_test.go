@@ -3,14 +3,13 @@ package kube
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata")
+	"github.com/airlock-mirror/airlock/internal/golden"
+)
 
 func testOptions(t *testing.T) JobOptions {
 	t.Helper()
@@ -36,19 +35,7 @@ func TestJobGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "job.golden.yaml")
-	if *update {
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("manifests differ from %s (run go test ./kube -update and review the diff)\n--- got\n%s", golden, got)
-	}
+	golden.Check(t, filepath.Join("testdata", "job.golden.yaml"), got)
 	for _, s := range []string{"completionMode: Indexed", "completions: 2", "backoffLimitPerIndex: 3", "parallelism: 2",
 		"secretName: airlock-mirror-auth", "- --shards", "- --finish", "name: airlock-mirror-finish", "restartPolicy: Never"} {
 		if !strings.Contains(string(got), s) {

@@ -4,16 +4,15 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+	"github.com/airlock-mirror/airlock/internal/golden"
+)
 
 // dg returns a deterministic sha256 digest for a seed string.
 func dg(seed string) string {
@@ -162,13 +161,13 @@ func TestGolden(t *testing.T) {
 				t.Error(p)
 			}
 			got := readTree(t, dir)
-			golden := filepath.Join("testdata", "golden", tc.name)
-			if *update {
-				if err := os.RemoveAll(golden); err != nil {
+			goldenDir := filepath.Join("testdata", "golden", tc.name)
+			if golden.Updating() {
+				if err := os.RemoveAll(goldenDir); err != nil {
 					t.Fatal(err)
 				}
 				for name, data := range got {
-					p := filepath.Join(golden, filepath.FromSlash(name))
+					p := filepath.Join(goldenDir, filepath.FromSlash(name))
 					if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 						t.Fatal(err)
 					}
@@ -178,7 +177,7 @@ func TestGolden(t *testing.T) {
 				}
 				return
 			}
-			want := readTree(t, golden)
+			want := readTree(t, goldenDir)
 			for name, data := range want {
 				if g, ok := got[name]; !ok {
 					t.Errorf("%s: not written", name)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/airlock-mirror/airlock/internal/golden"
 )
 
 // The moving monthly catalogs the deletion tests mirror.
@@ -127,7 +129,7 @@ func TestMonthlyCatalogs(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "configs")
 			writeCatalog(t, dir, bundles)
 			want := monthlyCatalog(i, name)
-			if *update {
+			if golden.Updating() {
 				if err := os.RemoveAll(want); err != nil {
 					t.Fatal(err)
 				}

@@ -3,19 +3,16 @@ package pipeline_test
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/airlock-mirror/airlock/internal/golden"
 	"github.com/airlock-mirror/airlock/internal/registrytest"
 	"github.com/airlock-mirror/airlock/pipeline"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // normalizer replaces what changes from run to run (registry ports, temporary
 // folders, digests of catalogs that embed the source's address, sizes) with
@@ -40,22 +37,7 @@ func (n *normalizer) apply(s string) string {
 func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
 	path := filepath.Join("testdata", "summary", name+".golden")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("summary %s differs from %s:\n--- got\n%s\n--- want\n%s", name, path, got, want)
-	}
+	golden.Check(t, path, []byte(got))
 }
 
 // TestSummaries runs each outcome for real and compares the summary a person

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,24 +13,12 @@ import (
 	"testing"
 
 	"github.com/airlock-mirror/airlock/internal/fixtures"
+	"github.com/airlock-mirror/airlock/internal/golden"
 
 	"github.com/blang/semver/v4"
 
 	"github.com/airlock-mirror/airlock/imageset"
 )
-
-// The golden files of this package are rewritten with `go test ./prune/ -update`.
-// The flag is registered only once, whichever test file of the package does it.
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite golden files")
-	}
-}
-
-func updateGolden() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
 
 const filterTestdata = "testdata/filter"
 
@@ -140,20 +127,7 @@ func TestFilterGolden(t *testing.T) {
 				checkExplanation(t, out, expl)
 				checkRoundTrip(t, out)
 			}
-			golden := filepath.Join(dir, "expected.txt")
-			if updateGolden() {
-				if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if got.String() != string(want) {
-				t.Errorf("%s differs (run with -update to accept):\n--- got\n%s\n--- want\n%s", golden, got.String(), want)
-			}
+			golden.Check(t, filepath.Join(dir, "expected.txt"), got.Bytes())
 		})
 	}
 	if n < 15 {

@@ -3,16 +3,15 @@ package prune
 import (
 	"bytes"
 	"context"
-	"flag"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"github.com/airlock-mirror/airlock/internal/golden"
+)
 
 // readTree returns every file under dir, keyed by slash path.
 func readTree(t *testing.T, dir string) map[string][]byte {
@@ -33,25 +32,9 @@ func readTree(t *testing.T, dir string) map[string][]byte {
 	return out
 }
 
-func golden(t *testing.T, name string, got []byte) {
+func goldenIO(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", "io", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (run go test -update if the change is intended)\n--- got:\n%s", path, got)
-	}
+	golden.Check(t, filepath.Join("testdata", "io", "golden", name), got)
 }
 
 func TestWriteGolden(t *testing.T) {
@@ -76,7 +59,7 @@ func TestWriteGolden(t *testing.T) {
 				t.Fatalf("%s: wrote %v", format, names)
 			}
 			for n, b := range tree {
-				golden(t, format+"/"+n, b)
+				goldenIO(t, format+"/"+n, b)
 			}
 			var stream bytes.Buffer
 			if err := Render(ctx, c, &stream, format); err != nil {

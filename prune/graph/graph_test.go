@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -16,10 +15,9 @@ import (
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/internal/browser"
 	"github.com/airlock-mirror/airlock/internal/fixtures"
+	"github.com/airlock-mirror/airlock/internal/golden"
 	"github.com/airlock-mirror/airlock/prune"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
 
 // realCatalog returns the root of a real catalog of the shared fixtures, or skips.
 func realCatalog(t testing.TB, rel string) string {
@@ -77,7 +75,7 @@ func TestGolden(t *testing.T) {
 				if err := p.Write(context.Background(), &out, format); err != nil {
 					t.Fatal(err)
 				}
-				golden(t, filepath.Join("testdata", "golden", tc.name+"."+format), out.Bytes())
+				golden.Check(t, filepath.Join("testdata", "golden", tc.name+"."+format), out.Bytes())
 			}
 		})
 	}
@@ -91,23 +89,6 @@ func operatorOf(t *testing.T, name string) *imageset.Operator {
 		t.Fatal(err)
 	}
 	return &cfg.Mirror.Operators[0]
-}
-
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./prune/graph -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the output (run with -update and review the diff):\n%s", path, got)
-	}
 }
 
 // skipRangeOnlyCopy writes the catalog in dir again with replaces and skips

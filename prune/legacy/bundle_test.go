@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/airlock-mirror/airlock/internal/golden"
 )
 
 const demoBundle = "testdata/bundles/demo-operator.v0.4.0"
@@ -29,19 +31,7 @@ func TestRenderBundleDirGolden(t *testing.T) {
 		if err := RenderBundle(context.Background(), info, &buf, "json"); err != nil {
 			t.Fatal(err)
 		}
-		golden := filepath.Join("testdata", tc.golden)
-		if *update {
-			if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		want, err := os.ReadFile(golden)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(buf.Bytes(), want) {
-			t.Errorf("render differs from %s (go test -update rewrites it)", golden)
-		}
+		golden.Check(t, filepath.Join("testdata", tc.golden), buf.Bytes())
 	}
 }
 

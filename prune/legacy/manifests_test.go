@@ -1,19 +1,16 @@
 package legacy
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/airlock-mirror/airlock/internal/golden"
 	"github.com/airlock-mirror/airlock/prune"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // demoManifests is a package-manifest folder: three versions, two channels, a
 // skip, a skipRange, an owned and a required CRD, related images.
@@ -35,19 +32,7 @@ func TestConvertManifestsGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "manifests.golden.json")
-	if *update {
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("conversion differs from %s (go test -update rewrites it)", golden)
-	}
+	golden.Check(t, filepath.Join("testdata", "manifests.golden.json"), got)
 	c, err := prune.LoadDir(context.Background(), out, prune.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -3,8 +3,10 @@ package mirror
 import (
 	"context"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -13,79 +15,117 @@ import (
 	"github.com/airlock-mirror/airlock/mirror/oci"
 )
 
-// ensureBlob makes sure blob d is in the job's destination repository: HEAD, then
-// mount from a repository that holds it, then (once per digest) transfer.
+// ensureBlob makes sure blob d is in the job's destination repository: mount it
+// from a repository known to hold it, else ask the destination (one request for
+// a registry: see endpoint.Uploader) and, when it does not hold d, look for a
+// repository to mount from among the manifests it holds, and only then transfer
+// it. One digest is handled by one image at a time, so that later images mount
+// what an earlier one sent.
 func (e *copyEngine) ensureBlob(ctx context.Context, ic *imageCtx, d endpoint.Descriptor) error {
 	job := ic.job
 	_, _, err := e.flight(ctx, e.blobs, job.Dest+"@"+d.Digest.String(), func() (bool, error) {
-		ok, err := e.dst.BlobExists(ctx, job.Dest, d)
-		if err != nil {
-			return false, err
-		}
-		if ok {
-			e.markPresent(d.Digest, job.Dest)
-			e.blobsSkipped.Add(1)
-			e.blobDone(d)
-			return false, nil
-		}
-		// One transfer of this digest at a time; later callers mount.
 		unlock, err := e.lockDigest(ctx, d.Digest)
 		if err != nil {
 			return false, err
 		}
 		defer unlock()
-		// Another image may have put it there while this one waited for the lock
-		// (destinations with one blob store, like an archive, hold it for every
-		// repository at once).
-		// When nobody placed it this run, the HEAD above still holds.
-		if e.presentAnywhere(d.Digest) {
-			if ok, err := e.dst.BlobExists(ctx, job.Dest, d); err == nil && ok {
-				e.markPresent(d.Digest, job.Dest)
-				e.blobsSkipped.Add(1)
-				e.blobDone(d)
-				return false, nil
-			}
-		}
-		if len(e.mountCandidates(d.Digest, job.Dest, "")) == 0 {
-			e.discoverPresent(ctx, d.Digest, repoHost(job.Dest))
-		}
+		tried := map[string]bool{}
 		from := e.mountCandidates(d.Digest, job.Dest, job.Source)
+		known := len(from) > 0
 		if repo, ok := e.opts.Elsewhere[d.Digest]; ok && e.awaitElsewhere(ctx, repo, d) {
 			if repo == job.Dest {
 				// The other worker put it into this very repository.
-				e.markPresent(d.Digest, job.Dest)
-				e.blobsSkipped.Add(1)
-				e.blobDone(d)
+				e.blobPresent(d, job.Dest, &e.blobsSkipped)
 				return false, nil
 			}
 			from = append([]string{repo}, from...)
 		}
-		for _, from := range from {
-			ok, err := e.dst.MountBlob(ctx, job.Dest, from, d)
-			if err != nil {
-				e.log.Debug("mount failed, will upload", "digest", d.Digest, "repo", job.Dest, "from", from, "error", err)
-				continue
-			}
-			if ok {
-				e.markPresent(d.Digest, job.Dest)
-				e.blobsMounted.Add(1)
-				e.blobDone(d)
+		if e.mountFrom(ctx, job, d, from, tried) {
+			return false, nil
+		}
+		up, err := startBlob(ctx, e.dst, job.Dest, d)
+		if err != nil {
+			return false, err
+		}
+		if up == nil {
+			e.blobPresent(d, job.Dest, &e.blobsSkipped)
+			return false, nil
+		}
+		if !known {
+			// Nothing known this run: an earlier run may have put d in another
+			// repository of this host.
+			e.discoverPresent(ctx, d.Digest, repoHost(job.Dest))
+			if e.mountFrom(ctx, job, d, e.mountCandidates(d.Digest, job.Dest, job.Source), tried) {
+				up.Cancel(ctx)
 				return false, nil
 			}
 		}
-		if err := e.transfer(ctx, job.Source, job.Dest, d); err != nil {
+		if err := e.transfer(ctx, job.Source, job.Dest, d, up); err != nil {
 			return false, err
 		}
-		e.markPresent(d.Digest, job.Dest)
-		e.blobsSent.Add(1)
+		e.blobPresent(d, job.Dest, &e.blobsSent)
 		e.bytesSent.Add(d.Size)
 		ic.bytes.Add(d.Size)
 		ic.sent.Store(true)
-		e.blobDone(d)
 		return true, nil
 	})
 	return err
 }
+
+// mountFrom mounts d into the job's destination repository from the first of
+// from that works (skipping those in tried, and recording the others there).
+func (e *copyEngine) mountFrom(ctx context.Context, job Job, d endpoint.Descriptor, from []string, tried map[string]bool) bool {
+	for _, f := range from {
+		if tried[f] {
+			continue
+		}
+		tried[f] = true
+		ok, err := e.dst.MountBlob(ctx, job.Dest, f, d)
+		if err != nil {
+			e.log.Debug("mount failed, will upload", "digest", d.Digest, "repo", job.Dest, "from", f, "error", err)
+			continue
+		}
+		if ok {
+			e.blobPresent(d, job.Dest, &e.blobsMounted)
+			return true
+		}
+	}
+	return false
+}
+
+// blobPresent records that repo now holds d, counting how in counter.
+func (e *copyEngine) blobPresent(d endpoint.Descriptor, repo string, counter *atomic.Int64) {
+	e.markPresent(d.Digest, repo)
+	counter.Add(1)
+	e.blobDone(d)
+}
+
+// startBlob opens the upload of d into repo, or returns nil when repo holds d:
+// with one request on destinations that can tell (endpoint.Uploader), else by
+// asking BlobExists first.
+func startBlob(ctx context.Context, dst endpoint.Destination, repo string, d endpoint.Descriptor) (endpoint.BlobUpload, error) {
+	if u, ok := dst.(endpoint.Uploader); ok {
+		return u.StartBlob(ctx, repo, d)
+	}
+	ok, err := dst.BlobExists(ctx, repo, d)
+	if err != nil || ok {
+		return nil, err
+	}
+	return putLater{dst, repo, d}, nil
+}
+
+// putLater is the upload of a destination without endpoint.Uploader: PutBlob.
+type putLater struct {
+	dst  endpoint.Destination
+	repo string
+	d    endpoint.Descriptor
+}
+
+func (p putLater) Write(ctx context.Context, r io.Reader) error {
+	return p.dst.PutBlob(ctx, p.repo, p.d, r)
+}
+
+func (p putLater) Cancel(context.Context) {}
 
 func (e *copyEngine) markPresent(d digest.Digest, repo string) {
 	e.mu.Lock()
@@ -190,15 +230,27 @@ func (e *copyEngine) acquireHosts(ctx context.Context, hosts ...string) (func(),
 // as one operation under the retry policy: a transfer that breaks, or whose
 // content fails verification on either side, is restarted from a fresh source
 // read (a read that breaks midway resumes with a Range request, as an attempt
-// of the same operation).
-func (e *copyEngine) transfer(ctx context.Context, srcRepo, dstRepo string, d endpoint.Descriptor) error {
+// of the same operation). The first attempt writes into up; later ones open a
+// new upload (and stop there if an earlier attempt did land the blob).
+func (e *copyEngine) transfer(ctx context.Context, srcRepo, dstRepo string, d endpoint.Descriptor, up endpoint.BlobUpload) error {
 	release, err := e.acquireHosts(ctx, repoHost(srcRepo), repoHost(dstRepo))
 	if err != nil {
+		if up != nil {
+			up.Cancel(ctx)
+		}
 		return err
 	}
 	defer release()
 	err = e.policy.do(ctx, e.log, "copy blob "+d.Digest.String()+" to "+dstRepo, func(ctx context.Context) error {
-		return e.transferOnce(ctx, srcRepo, dstRepo, d)
+		if up == nil {
+			var err error
+			if up, err = startBlob(ctx, e.dst, dstRepo, d); err != nil || up == nil {
+				return err
+			}
+		}
+		cur := up
+		up = nil
+		return e.transferOnce(ctx, srcRepo, d, cur)
 	})
 	if err == nil {
 		return nil
@@ -224,14 +276,15 @@ func noteFailure(ctx context.Context, ep any, repo string, err error) error {
 	return err
 }
 
-func (e *copyEngine) transferOnce(ctx context.Context, srcRepo, dstRepo string, d endpoint.Descriptor) error {
+func (e *copyEngine) transferOnce(ctx context.Context, srcRepo string, d endpoint.Descriptor, up endpoint.BlobUpload) error {
 	rc, err := e.src.Blob(ctx, srcRepo, d)
 	if err != nil {
+		up.Cancel(ctx)
 		return err
 	}
 	defer rc.Close()
 	v := oci.NewVerifier(rc, d)
-	if err := e.dst.PutBlob(ctx, dstRepo, d, v); err != nil {
+	if err := up.Write(ctx, v); err != nil {
 		return err
 	}
 	if !v.Verified() {

@@ -76,6 +76,7 @@ type Registry struct {
 	creds     map[string]authn.Authenticator // by repo
 	down      map[string]error               // hosts found unreachable this run
 	probed    map[string]bool                // hosts (and push or pull) probed successfully
+	mounts    map[string]bool                // hosts that answered a mount with 201 this run
 }
 
 // reposPerTransport bounds how many repositories share one authenticated
@@ -128,7 +129,7 @@ func NewRegistry(opts RegistryOptions) *Registry {
 	}
 	r := &Registry{
 		opts: opts, policy: p, keychain: kc, log: log,
-		hosts: map[string]*regHost{}, repoKey: map[string]string{}, groupFill: map[string]int{}, groupNo: map[string]int{}, sems: map[string]chan struct{}{}, creds: map[string]authn.Authenticator{}, down: map[string]error{}, probed: map[string]bool{},
+		hosts: map[string]*regHost{}, repoKey: map[string]string{}, groupFill: map[string]int{}, groupNo: map[string]int{}, sems: map[string]chan struct{}{}, creds: map[string]authn.Authenticator{}, down: map[string]error{}, probed: map[string]bool{}, mounts: map[string]bool{},
 	}
 	// The transport never retries: retries belong to the operations (see
 	// RetryPolicy), so that one request is never retried by two layers.

@@ -3,6 +3,7 @@ package mirror
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -70,6 +71,7 @@ func (r *Registry) MountBlob(ctx context.Context, repo, from string, d endpoint.
 		switch {
 		case resp.StatusCode == http.StatusCreated:
 			mounted = true
+			r.noteMounts(host)
 			return nil
 		case resp.StatusCode == http.StatusAccepted:
 			// The registry opened an upload session instead: cancel it.
@@ -111,33 +113,124 @@ func (r *Registry) cancelUpload(ctx context.Context, c *http.Client, loc *url.UR
 
 // PutBlob implements endpoint.Destination. It makes one attempt: the content
 // streams from rd, which cannot be replayed, so the caller (the copy engine's blob
-// transfer) retries the whole transfer. Small blobs are read (and verified)
-// into memory and sent with one PUT; bigger ones stream with PATCH through a
-// verifying reader and are committed with the final PUT only when digest and
-// size matched. On any error the upload session is cancelled.
+// transfer) retries the whole transfer. See blobUpload.Write for how it is sent.
 func (r *Registry) PutBlob(ctx context.Context, repo string, d endpoint.Descriptor, rd io.Reader) error {
-	if err := d.Digest.Validate(); err != nil {
-		return fmt.Errorf("put blob into %s: %w", repo, err)
-	}
-	v := oci.AsVerifier(rd, d)
-	c, base, _, err := r.client(ctx, repo, true)
+	up, err := r.openUpload(ctx, repo, d, nil)
 	if err != nil {
 		return err
 	}
-	wrap := func(err error) error { return fmt.Errorf("put blob %s@%s: %w", repo, d.Digest, err) }
-	resp, err := r.do(ctx, c, http.MethodPost, base+"/blobs/uploads/", nil, nil)
-	if err != nil {
-		return wrap(err)
+	return up.Write(ctx, rd)
+}
+
+// StartBlob implements endpoint.Uploader: one request asks the registry to
+// mount d into repo from repo itself (POST /blobs/uploads/?mount=d&from=repo).
+// A registry holding d in repo answers 201 and nothing is sent (StartBlob
+// returns nil); otherwise it opens the upload session (202) that the returned
+// upload writes into. So a blob costs two requests (POST, PUT) instead of three
+// (HEAD, POST, PUT). A registry that does not honour mounts also answers 202;
+// until this run has seen the host answer a mount with 201, the blob is looked
+// up with a HEAD before anything is sent, as the plain path would.
+func (r *Registry) StartBlob(ctx context.Context, repo string, d endpoint.Descriptor) (endpoint.BlobUpload, error) {
+	if err := d.Digest.Validate(); err != nil {
+		return nil, fmt.Errorf("put blob into %s: %w", repo, err)
 	}
-	if resp.StatusCode != http.StatusAccepted {
-		defer drain(resp)
-		return wrap(statusError(resp))
+	host, path, err := splitRepo(repo)
+	if err != nil {
+		return nil, err
+	}
+	var up *blobUpload
+	err = r.op(ctx, repo, "start blob "+d.Digest.String()+" in "+repo, func(ctx context.Context) error {
+		q := url.Values{"mount": {d.Digest.String()}, "from": {path}}
+		u, err := r.openUpload(ctx, repo, d, q)
+		if errors.Is(err, errBlobMounted) {
+			r.noteMounts(host)
+			up = nil
+			return nil
+		}
+		up = u
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if up == nil {
+		return nil, nil // repo holds d
+	}
+	if r.honoursMounts(host) {
+		return up, nil
+	}
+	ok, err := r.BlobExists(ctx, repo, d)
+	if err != nil || ok {
+		r.cancelUpload(ctx, up.c, up.loc)
+		if err != nil {
+			return nil, err
+		}
+		return nil, nil
+	}
+	return up, nil
+}
+
+// errBlobMounted is what openUpload returns when the registry answered a mount
+// request with 201.
+var errBlobMounted = errors.New("blob mounted")
+
+// blobUpload is an open upload session (endpoint.BlobUpload).
+type blobUpload struct {
+	r    *Registry
+	c    *http.Client
+	loc  *url.URL
+	d    endpoint.Descriptor
+	repo string
+}
+
+// openUpload starts an upload session of d in repo (POST /blobs/uploads/, with
+// the query q when it asks for a mount). One attempt, no retry.
+func (r *Registry) openUpload(ctx context.Context, repo string, d endpoint.Descriptor, q url.Values) (*blobUpload, error) {
+	if err := d.Digest.Validate(); err != nil {
+		return nil, fmt.Errorf("put blob into %s: %w", repo, err)
+	}
+	c, base, _, err := r.client(ctx, repo, true)
+	if err != nil {
+		return nil, err
+	}
+	wrap := func(err error) error { return fmt.Errorf("put blob %s@%s: %w", repo, d.Digest, err) }
+	u := base + "/blobs/uploads/"
+	if q != nil {
+		u += "?" + q.Encode()
+	}
+	resp, err := r.do(ctx, c, http.MethodPost, u, nil, nil)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	defer drain(resp)
+	switch resp.StatusCode {
+	case http.StatusAccepted:
+	case http.StatusCreated:
+		if q != nil {
+			return nil, errBlobMounted
+		}
+		fallthrough
+	default:
+		return nil, wrap(statusError(resp))
 	}
 	loc, err := uploadLocation(resp)
-	drain(resp)
 	if err != nil {
-		return wrap(err)
+		return nil, wrap(err)
 	}
+	return &blobUpload{r: r, c: c, loc: loc, d: d, repo: repo}, nil
+}
+
+// Cancel implements endpoint.BlobUpload.
+func (u *blobUpload) Cancel(ctx context.Context) { u.r.cancelUpload(ctx, u.c, u.loc) }
+
+// Write implements endpoint.BlobUpload: small blobs are read (and verified) into
+// memory and sent with one PUT; bigger ones stream with PATCH through a
+// verifying reader and are committed with the final PUT only when digest and
+// size matched. On any error the upload session is cancelled.
+func (u *blobUpload) Write(ctx context.Context, rd io.Reader) error {
+	r, c, loc, d := u.r, u.c, u.loc, u.d
+	v := oci.AsVerifier(rd, d)
+	wrap := func(err error) error { return fmt.Errorf("put blob %s@%s: %w", u.repo, d.Digest, err) }
 	if d.Size >= 0 && d.Size <= r.opts.MonolithicMax {
 		buf := make([]byte, 0, d.Size+1)
 		b := bytes.NewBuffer(buf)
@@ -155,7 +248,7 @@ func (r *Registry) PutBlob(ctx context.Context, repo string, d endpoint.Descript
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
 	req.ContentLength = d.Size
-	resp, err = c.Do(req)
+	resp, err := c.Do(req)
 	err = redactErr(err)
 	if v.Err() != nil { // digest or size mismatch, or a source read error
 		if err == nil {
@@ -183,6 +276,18 @@ func (r *Registry) PutBlob(ctx context.Context, repo string, d endpoint.Descript
 		return wrap(fmt.Errorf("upload ended after %d of %d bytes: %w", v.N(), d.Size, ErrDigestMismatch))
 	}
 	return r.commitUpload(ctx, c, loc, d, nil, wrap)
+}
+
+func (r *Registry) noteMounts(host string) {
+	r.mu.Lock()
+	r.mounts[host] = true
+	r.mu.Unlock()
+}
+
+func (r *Registry) honoursMounts(host string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.mounts[host]
 }
 
 func (r *Registry) commitUpload(ctx context.Context, c *http.Client, loc *url.URL, d endpoint.Descriptor, body []byte, wrap func(error) error) error {

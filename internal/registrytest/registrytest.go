@@ -120,6 +120,7 @@ type Counts struct {
 	UploadPOST                int64 // upload sessions started (not mounts)
 	MountPOST                 int64 // mount attempts
 	Mounted                   int64 // mounts answered 201 Created
+	Sessions                  int64 // upload POSTs (mounts included) answered 202: sessions opened
 	UploadPATCH, UploadPUT    int64
 	BlobsCommitted            int64 // upload PUTs answered 201 Created
 	ManifestGET, ManifestHEAD int64
@@ -237,6 +238,9 @@ func (r *Registry) count(next http.Handler) http.Handler {
 			case "blob HEAD":
 				c.BlobHEAD++
 			case "upload POST":
+				if status == http.StatusAccepted {
+					c.Sessions++
+				}
 				if req.URL.Query().Get("mount") != "" {
 					c.MountPOST++
 					if status == http.StatusCreated {

@@ -47,3 +47,23 @@ type Destination interface {
 	// push a manifest only after every blob and child manifest it references.
 	PutManifest(ctx context.Context, repo, reference string, m Manifest) error
 }
+
+// Uploader is implemented by destinations that learn, in the request that
+// opens an upload, whether the repository already holds the blob (a registry
+// asked to mount the blob from the repository itself). The copy engine uses it
+// instead of BlobExists then PutBlob.
+type Uploader interface {
+	// StartBlob begins storing blob d in repo. It returns nil when repo already
+	// holds d: nothing needs to be sent.
+	StartBlob(ctx context.Context, repo string, d Descriptor) (BlobUpload, error)
+}
+
+// BlobUpload is an upload that StartBlob opened.
+type BlobUpload interface {
+	// Write sends the blob read from r, verifying digest and size while it
+	// streams, and commits it; on a mismatch nothing is committed. One attempt:
+	// after an error the upload is gone.
+	Write(ctx context.Context, r io.Reader) error
+	// Cancel abandons an upload that will not be written.
+	Cancel(ctx context.Context)
+}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -140,7 +141,7 @@ func RebuildCatalog(ctx context.Context, base *FetchedCatalog, prunedDir string,
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if !layoutHas(lp, d, tag) {
+	if !layoutHas(lp, d, tag) || layoutComplete(lp, top) != nil {
 		log.Info("writing the rebuilt catalog", "catalog", base.Ref, "digest", out.Digest, "layout", opts.LayoutDir)
 		m := match.Annotation(refNameAnnotation, tag)
 		ann := layout.WithAnnotations(map[string]string{refNameAnnotation: tag})
@@ -158,13 +159,25 @@ func RebuildCatalog(ctx context.Context, base *FetchedCatalog, prunedDir string,
 		}
 	}
 
-	// Return objects read back from the layout, independent of the base.
-	ii, err := lp.ImageIndex()
-	if err != nil {
+	if err := readBack(lp, base.Index != nil, out); err != nil {
 		return nil, fmt.Errorf("rebuild catalog %s: %w", base.Ref, err)
 	}
-	if base.Index != nil {
-		out.Index, err = ii.ImageIndex(d)
+	return out, nil
+}
+
+// readBack fills out.Image or out.Index (with media type and size) from the
+// layout, by out.Digest: objects independent of the base.
+func readBack(lp layout.Path, isIndex bool, out *RebuiltCatalog) error {
+	h, err := v1.NewHash(out.Digest.String())
+	if err != nil {
+		return err
+	}
+	ii, err := lp.ImageIndex()
+	if err != nil {
+		return err
+	}
+	if isIndex {
+		out.Index, err = ii.ImageIndex(h)
 		if err == nil {
 			out.MediaType, err = out.Index.MediaType()
 		}
@@ -172,7 +185,7 @@ func RebuildCatalog(ctx context.Context, base *FetchedCatalog, prunedDir string,
 			out.Size, err = out.Index.Size()
 		}
 	} else {
-		out.Image, err = ii.Image(d)
+		out.Image, err = ii.Image(h)
 		if err == nil {
 			out.MediaType, err = out.Image.MediaType()
 		}
@@ -181,9 +194,85 @@ func RebuildCatalog(ctx context.Context, base *FetchedCatalog, prunedDir string,
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("rebuild catalog %s: reading back %s from %s: %w", base.Ref, d, opts.LayoutDir, err)
+		return fmt.Errorf("reading back %s from %s: %w", out.Digest, lp, err)
+	}
+	return nil
+}
+
+// OpenRebuiltCatalog reopens a catalog image that RebuildCatalog wrote earlier
+// from base into layoutDir under tag, by its digest: the layout must hold it
+// under that tag with every blob it references, at the right size; otherwise
+// it returns an error (and the caller rebuilds).
+func OpenRebuiltCatalog(base *FetchedCatalog, layoutDir, tag string, d, layerDigest digest.Digest) (*RebuiltCatalog, error) {
+	if base == nil || base.Image == nil {
+		return nil, errors.New("reopen catalog: base catalog not fetched")
+	}
+	h, err := v1.NewHash(d.String())
+	if err != nil {
+		return nil, err
+	}
+	lp := layout.Path(layoutDir)
+	if !layoutHas(lp, h, tag) {
+		return nil, fmt.Errorf("reopen catalog: %s holds no %s tagged %s", layoutDir, d, tag)
+	}
+	out := &RebuiltCatalog{LayoutDir: layoutDir, Tag: tag, Digest: d, LayerDigest: layerDigest}
+	if err := readBack(lp, base.Index != nil, out); err != nil {
+		return nil, fmt.Errorf("reopen catalog: %w", err)
+	}
+	var top any = out.Image
+	if out.Index != nil {
+		top = out.Index
+	}
+	if err := layoutComplete(lp, top); err != nil {
+		return nil, fmt.Errorf("reopen catalog: %w", err)
 	}
 	return out, nil
+}
+
+// layoutComplete checks that every blob of top (a v1.Image or v1.ImageIndex)
+// is in the layout with its size.
+func layoutComplete(lp layout.Path, top any) error {
+	var images []v1.Image
+	switch t := top.(type) {
+	case v1.ImageIndex:
+		im, err := t.IndexManifest()
+		if err != nil {
+			return err
+		}
+		for _, m := range im.Manifests {
+			if !m.MediaType.IsImage() {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(string(lp), "blobs", m.Digest.Algorithm, m.Digest.Hex)); err != nil {
+				return err
+			}
+			img, err := t.Image(m.Digest)
+			if err != nil {
+				return err
+			}
+			images = append(images, img)
+		}
+	case v1.Image:
+		images = append(images, t)
+	default:
+		return fmt.Errorf("not an image or an index: %T", top)
+	}
+	for _, img := range images {
+		m, err := img.Manifest()
+		if err != nil {
+			return err
+		}
+		for _, b := range append([]v1.Descriptor{m.Config}, m.Layers...) {
+			st, err := os.Stat(filepath.Join(string(lp), "blobs", b.Digest.Algorithm, b.Digest.Hex))
+			if err != nil {
+				return err
+			}
+			if st.Size() != b.Size {
+				return fmt.Errorf("blob %s in %s has %d bytes, want %d", b.Digest, lp, st.Size(), b.Size)
+			}
+		}
+	}
+	return nil
 }
 
 // rebuilder rebuilds the images of one catalog with one shared layer.

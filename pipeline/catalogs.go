@@ -50,14 +50,6 @@ func (r *run) catalog(ctx context.Context, op imageset.Operator, fo mirror.Fetch
 	if err != nil {
 		return nil, err
 	}
-	dir, err := fbcDir(ctx, fc, r.log)
-	if err != nil {
-		return nil, err
-	}
-	cat, err := prune.LoadDir(ctx, dir, prune.LoadOptions{ElideHeavy: true, Logger: r.log})
-	if err != nil {
-		return nil, err
-	}
 	cr := &mirror.CatalogRequest{
 		Catalog: op.Catalog, SourceDigest: fc.Digest,
 		TargetCatalog: op.TargetCatalog, TargetTag: op.TargetTag,
@@ -74,19 +66,103 @@ func (r *run) catalog(ctx context.Context, op imageset.Operator, fo mirror.Fetch
 		default:
 			cr.SourceRepo = fc.Source.Repository()
 		}
-		r.addImages(cr, cat)
-		r.noteWants(op.Catalog, cat)
-		r.recordCatalog(ctx, op, cat, cat, nil)
+	}
+	base := filepath.Join(catalogRoot(fc), "filtered", filterHash(op))
+	memoPath := filepath.Join(base, memoFile)
+	key := memoKey(fc, op)
+	m, rb, err := readMemo(memoPath, key, fc)
+	if err == nil {
+		r.log.Info("catalog unchanged since an earlier run with the same selection: reusing its pruned catalog", "catalog", op.Catalog, "memo", memoPath)
+		rc, err := copyReportCatalog(m.Report)
+		if err != nil {
+			return nil, err
+		}
+		r.rep.catalogs = append(r.rep.catalogs, rc)
+		r.useMemo(cr, m, rb)
 		return cr, nil
 	}
-	pruned, expl, err := prune.Filter(cat, op, prune.FilterOptions{Logger: r.log})
+	r.log.Debug("no usable catalog memo", "catalog", op.Catalog, "memo", memoPath, "reason", err)
+	if err := dropMemo(memoPath); err != nil {
+		return nil, err
+	}
+	m, rb, err = r.deriveCatalog(ctx, op, fc, base)
 	if err != nil {
 		return nil, err
 	}
-	if expl != nil {
-		r.res.Warnings = append(r.res.Warnings, expl.Warnings...)
+	m.Key = key
+	r.useMemo(cr, m, rb)
+	if key != "" {
+		if err := writeMemo(memoPath, m); err != nil {
+			r.log.Warn("could not record the pruned catalog for the next run", "catalog", op.Catalog, "error", err)
+		}
 	}
-	base := filepath.Join(filepath.Dir(fc.ConfigsDir), "filtered", filterHash(op))
+	return cr, nil
+}
+
+// deriveCatalog loads the fetched catalog, prunes it with op and rebuilds it
+// (unless it is mirrored untouched) into base, and returns what the run needs of
+// it. It records the catalog in the report; the caller applies the rest.
+func (r *run) deriveCatalog(ctx context.Context, op imageset.Operator, fc *mirror.FetchedCatalog, base string) (*catalogMemo, *mirror.RebuiltCatalog, error) {
+	dir, err := fbcDir(ctx, fc, r.log)
+	if err != nil {
+		return nil, nil, err
+	}
+	cat, err := prune.LoadDir(ctx, dir, prune.LoadOptions{ElideHeavy: true, Logger: r.log})
+	if err != nil {
+		return nil, nil, err
+	}
+	m := &catalogMemo{Version: memoVersion}
+	if op.IsFullCatalog() && fc.Database == "" {
+		m.Images, m.Packages, m.Warnings = catalogImages(cat)
+		m.Wants = catalogWants(op.Catalog, cat)
+		r.recordCatalog(ctx, op, cat, cat, nil)
+		if m.Report, err = copyReportCatalog(r.rep.catalogs[len(r.rep.catalogs)-1]); err != nil {
+			return nil, nil, err
+		}
+		return m, nil, nil
+	}
+	pruned, expl, err := prune.Filter(cat, op, prune.FilterOptions{Logger: r.log})
+	if err != nil {
+		return nil, nil, err
+	}
+	rb, err := r.rebuildPruned(ctx, pruned, fc, base, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	m.Rebuilt = &memoRebuilt{LayoutDir: rb.LayoutDir, Tag: rb.Tag, Digest: rb.Digest, LayerDigest: rb.LayerDigest}
+	if expl != nil {
+		m.Warnings = append(m.Warnings, expl.Warnings...)
+	}
+	var warnings []string
+	m.Images, m.Packages, warnings = catalogImages(pruned)
+	m.Warnings = append(m.Warnings, warnings...)
+	m.Wants = catalogWants(op.Catalog, pruned)
+	r.recordCatalog(ctx, op, cat, pruned, expl)
+	if m.Report, err = copyReportCatalog(r.rep.catalogs[len(r.rep.catalogs)-1]); err != nil {
+		return nil, nil, err
+	}
+	return m, rb, nil
+}
+
+// useMemo applies what the catalog stage derived (now or in an earlier run) to
+// the request and the run.
+func (r *run) useMemo(cr *mirror.CatalogRequest, m *catalogMemo, rb *mirror.RebuiltCatalog) {
+	cr.Images = append(cr.Images, m.Images...)
+	cr.Packages = append(cr.Packages, m.Packages...)
+	cr.Rebuilt = rb
+	r.res.Warnings = append(r.res.Warnings, m.Warnings...)
+	if r.wants == nil {
+		r.wants = map[string][]Want{}
+	}
+	for img, ws := range m.Wants {
+		r.wants[img] = append(r.wants[img], ws...)
+	}
+}
+
+// rebuildPruned writes the pruned catalog to base/configs and rebuilds the
+// catalog image fc with it into the OCI layout base/image, tagged tag (fc's own
+// tag when empty).
+func (r *run) rebuildPruned(ctx context.Context, pruned *prune.Catalog, fc *mirror.FetchedCatalog, base, tag string) (*mirror.RebuiltCatalog, error) {
 	prunedDir := filepath.Join(base, "configs")
 	if err := os.RemoveAll(prunedDir); err != nil {
 		return nil, err
@@ -94,26 +170,20 @@ func (r *run) catalog(ctx context.Context, op imageset.Operator, fo mirror.Fetch
 	if err := prune.Write(ctx, pruned, prunedDir, prune.WriteOptions{}); err != nil {
 		return nil, err
 	}
-	rb, err := mirror.RebuildCatalog(ctx, fc, prunedDir, mirror.RebuildOptions{LayoutDir: filepath.Join(base, "image"), Logger: r.log})
-	if err != nil {
-		return nil, err
-	}
-	cr.Rebuilt = rb
-	r.addImages(cr, pruned)
-	r.noteWants(op.Catalog, pruned)
-	r.recordCatalog(ctx, op, cat, pruned, expl)
-	return cr, nil
+	return mirror.RebuildCatalog(ctx, fc, prunedDir, mirror.RebuildOptions{LayoutDir: filepath.Join(base, "image"), Tag: tag, Logger: r.log})
 }
 
-func (r *run) addImages(cr *mirror.CatalogRequest, c *prune.Catalog) {
+// catalogImages lists the images c names, its packages and the warnings about
+// images that cannot be mirrored.
+func catalogImages(c *prune.Catalog) (images, packages, warnings []string) {
 	uses, warnings := prune.Images(c)
-	r.res.Warnings = append(r.res.Warnings, warnings...)
 	for _, u := range uses {
-		cr.Images = append(cr.Images, u.Image)
+		images = append(images, u.Image)
 	}
 	for _, p := range c.Packages {
-		cr.Packages = append(cr.Packages, p.Name)
+		packages = append(packages, p.Name)
 	}
+	return images, packages, warnings
 }
 
 func (r *run) additional() []mirror.AdditionalImage {

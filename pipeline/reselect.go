@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -61,26 +60,17 @@ func (r *run) reselect(ctx context.Context, ar endpoint.Source, c archive.Catalo
 		return out, nil, nil
 	}
 	base := filepath.Join(r.workDir, "archived-catalogs", c.Digest.Encoded(), "filtered", filterHash(op))
-	prunedDir := filepath.Join(base, "configs")
-	if err := os.RemoveAll(prunedDir); err != nil {
-		return nil, nil, err
-	}
-	if err := prune.Write(ctx, pruned, prunedDir, prune.WriteOptions{}); err != nil {
-		return nil, nil, err
-	}
-	rb, err := mirror.RebuildCatalog(ctx, fc, prunedDir, mirror.RebuildOptions{LayoutDir: filepath.Join(base, "image"), Tag: c.Tag, Logger: r.log})
+	rb, err := r.rebuildPruned(ctx, pruned, fc, base, c.Tag)
 	if err != nil {
 		return nil, nil, err
 	}
 	n := &narrowedCatalog{rebuilt: rb, images: map[string]bool{}}
-	uses, warnings := prune.Images(pruned)
+	images, packages, warnings := catalogImages(pruned)
 	r.res.Warnings = append(r.res.Warnings, warnings...)
-	for _, u := range uses {
-		n.images[u.Image] = true
+	for _, im := range images {
+		n.images[im] = true
 	}
-	for _, p := range pruned.Packages {
-		n.packages = append(n.packages, p.Name)
-	}
+	n.packages = packages
 	r.noteWants(c.Source, pruned)
 	out.narrowed = n
 	r.log.Info("the configuration asks for less than the archive holds: the catalog was pruned again", "catalog", c.Source, "digest", rb.Digest)

@@ -73,8 +73,6 @@ func (r *run) checkSharding() error {
 		return errors.New("--plan-only makes a plan; --plan FILE uses one: give one of them")
 	case o.PlanOnly && o.DryRun:
 		return errors.New("--plan-only and --dry-run both only plan: give one of them")
-	case (o.PlanOnly || sharded) && r.workflow == mirror.MirrorToDisk:
-		return errors.New("--plan-only and --plan apply to mirror-to-mirror (sharded mirror-to-disk is not supported yet)")
 	case (o.PlanOnly || sharded) && r.workflow == mirror.DiskToMirror:
 		return errors.New("--plan-only and --plan apply to mirror-to-mirror and mirror-to-disk; disk-to-mirror loads an archive as it is")
 	case sharded && o.DryRun:
@@ -198,7 +196,7 @@ func (r *run) finish(ctx context.Context) error {
 		return err
 	}
 	if len(missing) > 0 {
-		return r.missingError(missing)
+		return r.missingError(missing, "are not at the destination yet, so no catalog was pushed")
 	}
 	var jobs []mirror.Job
 	for _, im := range p.Images {
@@ -296,7 +294,7 @@ func (r *run) missingAt(ctx context.Context, p *mirror.Plan, dst mirror.Estimate
 
 // missingError writes missing.txt and says which images keep --finish from
 // pushing the catalogs.
-func (r *run) missingError(missing []string) error {
+func (r *run) missingError(missing []string, why string) error {
 	path := filepath.Join(r.workDir, "missing.txt")
 	if err := writeLines(path, missing); err != nil {
 		return err
@@ -309,6 +307,6 @@ func (r *run) missingError(missing []string) error {
 	if len(missing) > len(show) {
 		more = fmt.Sprintf("\n  … and %d more", len(missing)-len(show))
 	}
-	return fmt.Errorf("%w: %d planned image(s) are not at the destination yet, so no catalog was pushed (all listed in %s); run the shards that did not finish (each copies only what is missing), then --finish again:\n  %s%s",
-		ErrIncomplete, len(missing), path, strings.Join(show, "\n  "), more)
+	return fmt.Errorf("%w: %d planned image(s) %s (all listed in %s); run the shards that did not finish (each copies only what is missing), then --finish again:\n  %s%s",
+		ErrIncomplete, len(missing), why, path, strings.Join(show, "\n  "), more)
 }

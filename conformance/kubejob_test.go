@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -59,39 +60,70 @@ func TestKubeJobManifests(t *testing.T) {
 			cases[fmt.Sprintf("n=%d ns=%q", n, ns)] = out
 		}
 	}
+	// Plans over the ConfigMap limit: compressed, and compressed and split.
+	for name, size := range map[string]int{"compressed plan": 3 << 20, "split plan": 5 << 20} {
+		big := bytes.Repeat([]byte("0123456789abcdef"), size/16)
+		if name == "split plan" {
+			r := rand.New(rand.NewPCG(1, 2))
+			for i := range big {
+				big[i] = byte(r.Uint32())
+			}
+		}
+		out, err := kube.Job(kube.JobOptions{Image: "registry.example/tools/airlock:v1", Destination: "docker://registry.example:5000/ocp",
+			Shards: 4, Config: cfg, Plan: big})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases[name] = out
+	}
 	for name, stream := range cases {
 		t.Run(name, func(t *testing.T) { checkKubeStream(t, stream) })
 	}
 }
 
 func checkKubeStream(t *testing.T, stream []byte) {
-	docs := bytes.Split(stream, []byte("\n---\n"))
-	if len(docs) != 4 { // the comment header, then three objects
-		t.Fatalf("%d documents, want the header and 3 objects", len(docs))
+	docs := bytes.Split(stream, []byte("\n---\n"))[1:] // the comment header first
+	if len(docs) < 3 {
+		t.Fatalf("%d objects, want the ConfigMap(s) and two Jobs", len(docs))
 	}
-	var cm corev1.ConfigMap
-	if err := yaml.UnmarshalStrict(docs[1], &cm); err != nil {
-		t.Fatalf("ConfigMap does not decode strictly: %v", err)
+	cms := make([]corev1.ConfigMap, len(docs)-2)
+	for i := range cms {
+		if err := yaml.UnmarshalStrict(docs[i], &cms[i]); err != nil {
+			t.Fatalf("ConfigMap does not decode strictly: %v", err)
+		}
+		if cms[i].APIVersion != "v1" || cms[i].Kind != "ConfigMap" {
+			t.Fatalf("object %d is %s/%s, want a ConfigMap", i, cms[i].APIVersion, cms[i].Kind)
+		}
 	}
+	cm := cms[0]
 	var shards, finish batchv1.Job
-	if err := yaml.UnmarshalStrict(docs[2], &shards); err != nil {
+	if err := yaml.UnmarshalStrict(docs[len(docs)-2], &shards); err != nil {
 		t.Fatalf("Job does not decode strictly: %v", err)
 	}
-	if err := yaml.UnmarshalStrict(docs[3], &finish); err != nil {
+	if err := yaml.UnmarshalStrict(docs[len(docs)-1], &finish); err != nil {
 		t.Fatalf("finish Job does not decode strictly: %v", err)
 	}
-	if cm.APIVersion != "v1" || cm.Kind != "ConfigMap" || shards.APIVersion != "batch/v1" || shards.Kind != "Job" || finish.Kind != "Job" {
-		t.Fatalf("kinds: %s/%s %s/%s %s/%s", cm.APIVersion, cm.Kind, shards.APIVersion, shards.Kind, finish.APIVersion, finish.Kind)
+	if shards.APIVersion != "batch/v1" || shards.Kind != "Job" || finish.Kind != "Job" {
+		t.Fatalf("kinds: %s/%s %s/%s", shards.APIVersion, shards.Kind, finish.APIVersion, finish.Kind)
 	}
 	// kubectl fills in the namespace of its context when a manifest has none.
-	for _, m := range []*metav1.ObjectMeta{&cm.ObjectMeta, &shards.ObjectMeta, &finish.ObjectMeta} {
+	metas := []*metav1.ObjectMeta{&shards.ObjectMeta, &finish.ObjectMeta}
+	for i := range cms {
+		metas = append(metas, &cms[i].ObjectMeta)
+	}
+	for _, m := range metas {
 		if m.Namespace == "" {
 			m.Namespace = "default"
 		}
 	}
-	errs := validateConfigMap(t, &cm)
+	names := map[string]bool{}
+	var errs field.ErrorList
+	for i := range cms {
+		names[cms[i].Name] = true
+		errs = append(errs, validateConfigMap(t, &cms[i])...)
+	}
 	for _, j := range []*batchv1.Job{&shards, &finish} {
-		errs = append(errs, validateJob(t, j, cm.Name)...)
+		errs = append(errs, validateJob(t, j, names)...)
 	}
 	for _, e := range errs {
 		t.Error(e)
@@ -117,8 +149,10 @@ func checkKubeStream(t *testing.T, stream []byte) {
 	if args[len(args)-1] != fargs[len(fargs)-1] || !strings.HasPrefix(args[len(args)-1], "docker://") {
 		t.Errorf("shards and finish go to %s and %s", args[len(args)-1], fargs[len(fargs)-1])
 	}
-	if _, ok := cm.Data[kube.PlanKey]; !ok {
-		t.Errorf("ConfigMap lacks %s", kube.PlanKey)
+	_, plain := cm.Data[kube.PlanKey]
+	_, packed := cm.BinaryData[kube.PlanGzKey]
+	if !plain && !packed && len(cms) == 1 {
+		t.Errorf("ConfigMap lacks %s and %s", kube.PlanKey, kube.PlanGzKey)
 	}
 	if _, ok := cm.Data[kube.ConfigKey]; !ok {
 		t.Errorf("ConfigMap lacks %s", kube.ConfigKey)
@@ -157,16 +191,29 @@ func apiserverCreate(t *testing.T, obj runtime.Object, internal runtime.Object, 
 }
 
 // validateJob is the apiserver's create of the Job, plus that every ConfigMap
-// volume is the manifests'.
-func validateJob(t *testing.T, j *batchv1.Job, configMap string) field.ErrorList {
+// the pods mount is one of the manifests'.
+func validateJob(t *testing.T, j *batchv1.Job, configMaps map[string]bool) field.ErrorList {
 	t.Helper()
 	var errs field.ErrorList
 	if err := apiserverCreate(t, j, &batch.Job{}, jobregistry.Strategy, j.Namespace); err != nil {
 		errs = append(errs, field.InternalError(field.NewPath(j.Name), err))
 	}
 	for i, vol := range j.Spec.Template.Spec.Volumes {
-		if vol.ConfigMap != nil && vol.ConfigMap.Name != configMap {
-			errs = append(errs, field.Invalid(field.NewPath(j.Name, "spec", "template", "spec", "volumes").Index(i).Child("configMap", "name"), vol.ConfigMap.Name, "not the ConfigMap of the manifests "+configMap))
+		var mounted []string
+		if vol.ConfigMap != nil {
+			mounted = append(mounted, vol.ConfigMap.Name)
+		}
+		if vol.Projected != nil {
+			for _, s := range vol.Projected.Sources {
+				if s.ConfigMap != nil {
+					mounted = append(mounted, s.ConfigMap.Name)
+				}
+			}
+		}
+		for _, name := range mounted {
+			if !configMaps[name] {
+				errs = append(errs, field.Invalid(field.NewPath(j.Name, "spec", "template", "spec", "volumes").Index(i), name, "not a ConfigMap of the manifests"))
+			}
 		}
 	}
 	return errs
@@ -198,7 +245,8 @@ func TestKubeJobValidationRejects(t *testing.T) {
 		t.Fatal(err)
 	}
 	cm.Namespace, job.Namespace = "default", "default"
-	if errs := append(validateConfigMap(t, &cm), validateJob(t, &job, cm.Name)...); len(errs) != 0 {
+	own := map[string]bool{cm.Name: true}
+	if errs := append(validateConfigMap(t, &cm), validateJob(t, &job, own)...); len(errs) != 0 {
 		t.Fatalf("the golden manifests are refused: %v", errs)
 	}
 	jobs := map[string]func(j *batchv1.Job){
@@ -207,12 +255,13 @@ func TestKubeJobValidationRejects(t *testing.T) {
 		"name not a DNS subdomain":               func(j *batchv1.Job) { j.Name = "Airlock_Mirror" },
 		"mount of a volume that does not exist":  func(j *batchv1.Job) { j.Spec.Template.Spec.Containers[0].VolumeMounts[0].Name = "nowhere" },
 		"per-index backoff without Indexed mode": func(j *batchv1.Job) { m := batchv1.NonIndexedCompletion; j.Spec.CompletionMode = &m },
+		"another ConfigMap":                      func(j *batchv1.Job) { j.Spec.Template.Spec.Volumes[0].ConfigMap.Name = "other" },
 	}
 	for name, edit := range jobs {
 		t.Run(name, func(t *testing.T) {
 			j := job.DeepCopy()
 			edit(j)
-			if errs := validateJob(t, j, cm.Name); len(errs) == 0 {
+			if errs := validateJob(t, j, own); len(errs) == 0 {
 				t.Error("accepted")
 			}
 		})

@@ -2,7 +2,9 @@ package conformance
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,10 +14,18 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
+	"k8s.io/apiserver/pkg/registry/rest"
+	"k8s.io/kubernetes/pkg/apis/batch"
+	batchinstall "k8s.io/kubernetes/pkg/apis/batch/install"
+	api "k8s.io/kubernetes/pkg/apis/core"
+	coreinstall "k8s.io/kubernetes/pkg/apis/core/install"
+	jobregistry "k8s.io/kubernetes/pkg/registry/batch/job"
+	configmapregistry "k8s.io/kubernetes/pkg/registry/core/configmap"
 	"sigs.k8s.io/yaml"
 
 	"github.com/airlock-mirror/airlock/kube"
@@ -25,9 +35,10 @@ import (
 // API types (k8s.io/api core/v1 and batch/v1), strictly (a field the API does
 // not have is an error), and checks it against the rules of the apiserver's
 // validation that apply (object metadata through apimachinery's own validation;
-// the batch/v1 Job and pod rules that k8s.io/kubernetes/pkg/apis/batch/validation
-// enforces, restated, since that package cannot be imported): the golden file
-// and manifests built for several shard counts and options.
+// the apiserver's own validation (k8s.io/kubernetes/pkg/apis/batch/validation
+// and core/validation, on the objects defaulted and converted to the internal
+// types as the apiserver does): the golden file and manifests built for several
+// shard counts and options.
 func TestKubeJobManifests(t *testing.T) {
 	golden, err := os.ReadFile(filepath.Join("..", "kube", "testdata", "job.golden.yaml"))
 	if err != nil {
@@ -49,43 +60,70 @@ func TestKubeJobManifests(t *testing.T) {
 			cases[fmt.Sprintf("n=%d ns=%q", n, ns)] = out
 		}
 	}
+	// Plans over the ConfigMap limit: compressed, and compressed and split.
+	for name, size := range map[string]int{"compressed plan": 3 << 20, "split plan": 5 << 20} {
+		big := bytes.Repeat([]byte("0123456789abcdef"), size/16)
+		if name == "split plan" {
+			r := rand.New(rand.NewPCG(1, 2))
+			for i := range big {
+				big[i] = byte(r.Uint32())
+			}
+		}
+		out, err := kube.Job(kube.JobOptions{Image: "registry.example/tools/airlock:v1", Destination: "docker://registry.example:5000/ocp",
+			Shards: 4, Config: cfg, Plan: big})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases[name] = out
+	}
 	for name, stream := range cases {
 		t.Run(name, func(t *testing.T) { checkKubeStream(t, stream) })
 	}
 }
 
 func checkKubeStream(t *testing.T, stream []byte) {
-	docs := bytes.Split(stream, []byte("\n---\n"))
-	if len(docs) != 4 { // the comment header, then three objects
-		t.Fatalf("%d documents, want the header and 3 objects", len(docs))
+	docs := bytes.Split(stream, []byte("\n---\n"))[1:] // the comment header first
+	if len(docs) < 3 {
+		t.Fatalf("%d objects, want the ConfigMap(s) and two Jobs", len(docs))
 	}
-	var cm corev1.ConfigMap
-	if err := yaml.UnmarshalStrict(docs[1], &cm); err != nil {
-		t.Fatalf("ConfigMap does not decode strictly: %v", err)
+	cms := make([]corev1.ConfigMap, len(docs)-2)
+	for i := range cms {
+		if err := yaml.UnmarshalStrict(docs[i], &cms[i]); err != nil {
+			t.Fatalf("ConfigMap does not decode strictly: %v", err)
+		}
+		if cms[i].APIVersion != "v1" || cms[i].Kind != "ConfigMap" {
+			t.Fatalf("object %d is %s/%s, want a ConfigMap", i, cms[i].APIVersion, cms[i].Kind)
+		}
 	}
+	cm := cms[0]
 	var shards, finish batchv1.Job
-	if err := yaml.UnmarshalStrict(docs[2], &shards); err != nil {
+	if err := yaml.UnmarshalStrict(docs[len(docs)-2], &shards); err != nil {
 		t.Fatalf("Job does not decode strictly: %v", err)
 	}
-	if err := yaml.UnmarshalStrict(docs[3], &finish); err != nil {
+	if err := yaml.UnmarshalStrict(docs[len(docs)-1], &finish); err != nil {
 		t.Fatalf("finish Job does not decode strictly: %v", err)
 	}
-	if cm.APIVersion != "v1" || cm.Kind != "ConfigMap" || shards.APIVersion != "batch/v1" || shards.Kind != "Job" || finish.Kind != "Job" {
-		t.Fatalf("kinds: %s/%s %s/%s %s/%s", cm.APIVersion, cm.Kind, shards.APIVersion, shards.Kind, finish.APIVersion, finish.Kind)
+	if shards.APIVersion != "batch/v1" || shards.Kind != "Job" || finish.Kind != "Job" {
+		t.Fatalf("kinds: %s/%s %s/%s", shards.APIVersion, shards.Kind, finish.APIVersion, finish.Kind)
 	}
 	// kubectl fills in the namespace of its context when a manifest has none.
-	for _, m := range []*metav1.ObjectMeta{&cm.ObjectMeta, &shards.ObjectMeta, &finish.ObjectMeta} {
+	metas := []*metav1.ObjectMeta{&shards.ObjectMeta, &finish.ObjectMeta}
+	for i := range cms {
+		metas = append(metas, &cms[i].ObjectMeta)
+	}
+	for _, m := range metas {
 		if m.Namespace == "" {
 			m.Namespace = "default"
 		}
 	}
+	names := map[string]bool{}
 	var errs field.ErrorList
-	errs = append(errs, apivalidation.ValidateObjectMeta(&cm.ObjectMeta, true, apivalidation.NameIsDNSSubdomain, field.NewPath("configmap", "metadata"))...)
-	errs = append(errs, validateConfigMap(&cm)...)
+	for i := range cms {
+		names[cms[i].Name] = true
+		errs = append(errs, validateConfigMap(t, &cms[i])...)
+	}
 	for _, j := range []*batchv1.Job{&shards, &finish} {
-		p := field.NewPath(j.Name)
-		errs = append(errs, apivalidation.ValidateObjectMeta(&j.ObjectMeta, true, apivalidation.NameIsDNSSubdomain, p.Child("metadata"))...)
-		errs = append(errs, validateJob(j, cm.Name, p.Child("spec"))...)
+		errs = append(errs, validateJob(t, j, names)...)
 	}
 	for _, e := range errs {
 		t.Error(e)
@@ -111,148 +149,134 @@ func checkKubeStream(t *testing.T, stream []byte) {
 	if args[len(args)-1] != fargs[len(fargs)-1] || !strings.HasPrefix(args[len(args)-1], "docker://") {
 		t.Errorf("shards and finish go to %s and %s", args[len(args)-1], fargs[len(fargs)-1])
 	}
-	if _, ok := cm.Data[kube.PlanKey]; !ok {
-		t.Errorf("ConfigMap lacks %s", kube.PlanKey)
+	_, plain := cm.Data[kube.PlanKey]
+	_, packed := cm.BinaryData[kube.PlanGzKey]
+	if !plain && !packed && len(cms) == 1 {
+		t.Errorf("ConfigMap lacks %s and %s", kube.PlanKey, kube.PlanGzKey)
 	}
 	if _, ok := cm.Data[kube.ConfigKey]; !ok {
 		t.Errorf("ConfigMap lacks %s", kube.ConfigKey)
 	}
 }
 
-// validateConfigMap restates ValidateConfigMap: valid keys, at most 1 MiB.
-func validateConfigMap(cm *corev1.ConfigMap) field.ErrorList {
-	var errs field.ErrorList
-	size := 0
-	for k, v := range cm.Data {
-		for _, msg := range validation.IsConfigMapKey(k) {
-			errs = append(errs, field.Invalid(field.NewPath("data").Key(k), k, msg))
-		}
-		size += len(k) + len(v)
+// apiScheme converts the versioned API types to the apiserver's internal ones
+// and applies the defaults the apiserver applies.
+var apiScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	batchinstall.Install(s)
+	coreinstall.Install(s)
+	return s
+}()
+
+// apiserverCreate runs what the apiserver runs on a create before storing the
+// object: defaulting, conversion to the internal type, then rest.BeforeCreate
+// with the resource's registry strategy (the Job strategy generates the
+// selector and the template labels, then ValidateJob; the ConfigMap strategy
+// runs ValidateConfigMap, 1 MiB included).
+func apiserverCreate(t *testing.T, obj runtime.Object, internal runtime.Object, strategy rest.RESTCreateStrategy, namespace string) error {
+	t.Helper()
+	v := obj.DeepCopyObject()
+	apiScheme.Default(v)
+	if err := apiScheme.Convert(v, internal, nil); err != nil {
+		t.Fatalf("convert %T: %v", obj, err)
 	}
-	if size > corev1.MaxSecretSize { // the ConfigMap limit is the same 1 MiB
-		errs = append(errs, field.TooLong(field.NewPath("data"), "", corev1.MaxSecretSize))
+	// The create handler fills in the uid and creation time first.
+	om, err := meta.Accessor(internal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest.FillObjectMetaSystemFields(om)
+	ctx := genericapirequest.WithNamespace(context.Background(), namespace)
+	return rest.BeforeCreate(strategy, ctx, internal)
+}
+
+// validateJob is the apiserver's create of the Job, plus that every ConfigMap
+// the pods mount is one of the manifests'.
+func validateJob(t *testing.T, j *batchv1.Job, configMaps map[string]bool) field.ErrorList {
+	t.Helper()
+	var errs field.ErrorList
+	if err := apiserverCreate(t, j, &batch.Job{}, jobregistry.Strategy, j.Namespace); err != nil {
+		errs = append(errs, field.InternalError(field.NewPath(j.Name), err))
+	}
+	for i, vol := range j.Spec.Template.Spec.Volumes {
+		var mounted []string
+		if vol.ConfigMap != nil {
+			mounted = append(mounted, vol.ConfigMap.Name)
+		}
+		if vol.Projected != nil {
+			for _, s := range vol.Projected.Sources {
+				if s.ConfigMap != nil {
+					mounted = append(mounted, s.ConfigMap.Name)
+				}
+			}
+		}
+		for _, name := range mounted {
+			if !configMaps[name] {
+				errs = append(errs, field.Invalid(field.NewPath(j.Name, "spec", "template", "spec", "volumes").Index(i), name, "not a ConfigMap of the manifests"))
+			}
+		}
 	}
 	return errs
 }
 
-// validateJob restates the batch/v1 Job rules (ValidateJob and the pod
-// template rules it applies) that the manifests touch.
-func validateJob(j *batchv1.Job, configMap string, p *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	s := j.Spec
-	nonNeg := func(v *int32, name string) {
-		if v != nil && *v < 0 {
-			errs = append(errs, field.Invalid(p.Child(name), *v, "must be greater than or equal to 0"))
-		}
+// validateConfigMap is the apiserver's create of the ConfigMap.
+func validateConfigMap(t *testing.T, cm *corev1.ConfigMap) field.ErrorList {
+	t.Helper()
+	if err := apiserverCreate(t, cm, &api.ConfigMap{}, configmapregistry.Strategy, cm.Namespace); err != nil {
+		return field.ErrorList{field.InternalError(field.NewPath(cm.Name), err)}
 	}
-	nonNeg(s.Parallelism, "parallelism")
-	nonNeg(s.Completions, "completions")
-	nonNeg(s.BackoffLimit, "backoffLimit")
-	nonNeg(s.BackoffLimitPerIndex, "backoffLimitPerIndex")
-	indexed := s.CompletionMode != nil && *s.CompletionMode == batchv1.IndexedCompletion
-	if s.CompletionMode != nil && *s.CompletionMode != batchv1.IndexedCompletion && *s.CompletionMode != batchv1.NonIndexedCompletion {
-		errs = append(errs, field.NotSupported(p.Child("completionMode"), *s.CompletionMode, []string{"Indexed", "NonIndexed"}))
+	return nil
+}
+
+// TestKubeJobValidationRejects: the apiserver's validation, as run above,
+// refuses what the apiserver refuses (so that TestKubeJobManifests can fail).
+func TestKubeJobValidationRejects(t *testing.T) {
+	golden, err := os.ReadFile(filepath.Join("..", "kube", "testdata", "job.golden.yaml"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if indexed {
-		if s.Completions == nil {
-			errs = append(errs, field.Required(p.Child("completions"), "when completion mode is Indexed"))
-		} else if *s.Completions > 100000 {
-			errs = append(errs, field.Invalid(p.Child("completions"), *s.Completions, "must be less than or equal to 100000 when completion mode is Indexed"))
-		}
-		if s.Parallelism != nil && *s.Parallelism > 100000 {
-			errs = append(errs, field.Invalid(p.Child("parallelism"), *s.Parallelism, "must be less than or equal to 100000 when completion mode is Indexed"))
-		}
+	docs := bytes.Split(golden, []byte("\n---\n"))
+	var cm corev1.ConfigMap
+	var job batchv1.Job
+	if err := yaml.UnmarshalStrict(docs[1], &cm); err != nil {
+		t.Fatal(err)
 	}
-	if s.BackoffLimitPerIndex != nil && !indexed {
-		errs = append(errs, field.Invalid(p.Child("backoffLimitPerIndex"), *s.BackoffLimitPerIndex, "requires indexed completion mode"))
+	if err := yaml.UnmarshalStrict(docs[2], &job); err != nil {
+		t.Fatal(err)
 	}
-	if s.BackoffLimitPerIndex != nil && s.Completions != nil && *s.Completions > 100000 {
-		errs = append(errs, field.Invalid(p.Child("completions"), *s.Completions, "must be less than or equal to 100000 when backoffLimitPerIndex is set"))
+	cm.Namespace, job.Namespace = "default", "default"
+	own := map[string]bool{cm.Name: true}
+	if errs := append(validateConfigMap(t, &cm), validateJob(t, &job, own)...); len(errs) != 0 {
+		t.Fatalf("the golden manifests are refused: %v", errs)
 	}
-	if s.Selector != nil || s.ManualSelector != nil {
-		errs = append(errs, field.Forbidden(p.Child("selector"), "left to the apiserver, which generates it from the Job's uid"))
+	jobs := map[string]func(j *batchv1.Job){
+		"restartPolicy Always":                   func(j *batchv1.Job) { j.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways },
+		"negative completions":                   func(j *batchv1.Job) { n := int32(-1); j.Spec.Completions = &n },
+		"name not a DNS subdomain":               func(j *batchv1.Job) { j.Name = "Airlock_Mirror" },
+		"mount of a volume that does not exist":  func(j *batchv1.Job) { j.Spec.Template.Spec.Containers[0].VolumeMounts[0].Name = "nowhere" },
+		"per-index backoff without Indexed mode": func(j *batchv1.Job) { m := batchv1.NonIndexedCompletion; j.Spec.CompletionMode = &m },
+		"another ConfigMap":                      func(j *batchv1.Job) { j.Spec.Template.Spec.Volumes[0].ConfigMap.Name = "other" },
 	}
-	tp := p.Child("template", "spec")
-	ps := s.Template.Spec
-	if ps.RestartPolicy != corev1.RestartPolicyNever && ps.RestartPolicy != corev1.RestartPolicyOnFailure {
-		errs = append(errs, field.NotSupported(tp.Child("restartPolicy"), ps.RestartPolicy, []string{"OnFailure", "Never"}))
-	}
-	if s.BackoffLimitPerIndex != nil && ps.RestartPolicy != corev1.RestartPolicyNever {
-		errs = append(errs, field.Invalid(tp.Child("restartPolicy"), ps.RestartPolicy, "must be Never for a per-index backoff to count pod failures"))
-	}
-	if len(ps.Containers) == 0 {
-		errs = append(errs, field.Required(tp.Child("containers"), ""))
-	}
-	vols := map[string]corev1.Volume{}
-	for i, v := range ps.Volumes {
-		vp := tp.Child("volumes").Index(i)
-		for _, msg := range validation.IsDNS1123Label(v.Name) {
-			errs = append(errs, field.Invalid(vp.Child("name"), v.Name, msg))
-		}
-		if _, dup := vols[v.Name]; dup {
-			errs = append(errs, field.Duplicate(vp.Child("name"), v.Name))
-		}
-		vols[v.Name] = v
-		n := 0
-		if v.ConfigMap != nil {
-			n++
-			if v.ConfigMap.Name != configMap {
-				errs = append(errs, field.Invalid(vp.Child("configMap", "name"), v.ConfigMap.Name, "not the ConfigMap of the manifests "+configMap))
+	for name, edit := range jobs {
+		t.Run(name, func(t *testing.T) {
+			j := job.DeepCopy()
+			edit(j)
+			if errs := validateJob(t, j, own); len(errs) == 0 {
+				t.Error("accepted")
 			}
-		}
-		if v.Secret != nil {
-			n++
-			for _, msg := range validation.IsDNS1123Subdomain(v.Secret.SecretName) {
-				errs = append(errs, field.Invalid(vp.Child("secret", "secretName"), v.Secret.SecretName, msg))
-			}
-			for k, it := range v.Secret.Items {
-				for _, msg := range validation.IsConfigMapKey(it.Key) {
-					errs = append(errs, field.Invalid(vp.Child("secret", "items").Index(k).Child("key"), it.Key, msg))
-				}
-				if it.Path == "" || strings.HasPrefix(it.Path, "/") || strings.Contains(it.Path, "..") {
-					errs = append(errs, field.Invalid(vp.Child("secret", "items").Index(k).Child("path"), it.Path, "must be a relative path without '..'"))
-				}
-			}
-		}
-		if v.EmptyDir != nil {
-			n++
-		}
-		if n != 1 {
-			errs = append(errs, field.Invalid(vp, v.Name, "must have exactly one volume source"))
-		}
+		})
 	}
-	names := map[string]bool{}
-	for i, c := range ps.Containers {
-		cp := tp.Child("containers").Index(i)
-		for _, msg := range validation.IsDNS1123Label(c.Name) {
-			errs = append(errs, field.Invalid(cp.Child("name"), c.Name, msg))
-		}
-		if names[c.Name] {
-			errs = append(errs, field.Duplicate(cp.Child("name"), c.Name))
-		}
-		names[c.Name] = true
-		if strings.TrimSpace(c.Image) == "" {
-			errs = append(errs, field.Required(cp.Child("image"), ""))
-		}
-		for k, e := range c.Env {
-			for _, msg := range validation.IsEnvVarName(e.Name) {
-				errs = append(errs, field.Invalid(cp.Child("env").Index(k).Child("name"), e.Name, msg))
-			}
-		}
-		paths := map[string]bool{}
-		for k, m := range c.VolumeMounts {
-			mp := cp.Child("volumeMounts").Index(k)
-			if _, ok := vols[m.Name]; !ok {
-				errs = append(errs, field.NotFound(mp.Child("name"), m.Name))
-			}
-			if !strings.HasPrefix(m.MountPath, "/") || paths[m.MountPath] {
-				errs = append(errs, field.Invalid(mp.Child("mountPath"), m.MountPath, "must be an absolute path, mounted once"))
-			}
-			paths[m.MountPath] = true
-		}
+	cms := map[string]func(c *corev1.ConfigMap){
+		"more than 1 MiB": func(c *corev1.ConfigMap) { c.Data["big"] = strings.Repeat("x", 1<<20) },
+		"bad key":         func(c *corev1.ConfigMap) { c.Data["a/b"] = "x" },
 	}
-	if sc := ps.SecurityContext; sc != nil && sc.RunAsNonRoot != nil && *sc.RunAsNonRoot && sc.RunAsUser != nil && *sc.RunAsUser == 0 {
-		errs = append(errs, field.Invalid(tp.Child("securityContext", "runAsUser"), 0, "runAsNonRoot with user 0"))
+	for name, edit := range cms {
+		t.Run(name, func(t *testing.T) {
+			c := cm.DeepCopy()
+			edit(c)
+			if errs := validateConfigMap(t, c); len(errs) == 0 {
+				t.Error("accepted")
+			}
+		})
 	}
-	return errs
 }

@@ -21,13 +21,22 @@ import (
 const ConfigMapLimit = 1 << 20
 
 // ErrTooBig is returned (wrapped) when the configuration and plan do not fit
-// one ConfigMap.
+// the ConfigMaps the manifests may hold.
 var ErrTooBig = errors.New("over the 1 MiB ConfigMap limit")
 
-// Files in the ConfigMap, and where the pods see them.
+// MaxPlanParts is the most ConfigMaps a compressed plan is split over.
+const MaxPlanParts = 32
+
+// Files in the ConfigMaps, and where the pods see them. A plan that does not
+// fit one ConfigMap with the configuration goes compressed (PlanGzKey, binary
+// data), and when that does not fit either, compressed and split over
+// ConfigMaps NAME-plan-000, NAME-plan-001… as PlanGzKey.000, PlanGzKey.001…,
+// all mounted in one folder: airlock mirror --plan FILE reads a gzip-compressed
+// plan, and a plan FILE it does not find from its parts FILE.000, FILE.001….
 const (
 	ConfigKey = "imageset.yaml"
 	PlanKey   = "plan.json"
+	PlanGzKey = "plan.json.gz"
 	AuthKey   = "auth.json"
 	configDir = "/etc/airlock"
 	authDir   = "/etc/airlock-auth"
@@ -61,6 +70,8 @@ type JobOptions struct {
 	Args []string
 	// Comment is written at the top, each line as a YAML comment.
 	Comment string
+
+	planParts int // ConfigMaps the plan is split over (0: none)
 }
 
 var dns1123 = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
@@ -108,23 +119,19 @@ func Job(o JobOptions) ([]byte, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
-	cm := ConfigMap{
-		TypeMeta:   TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: o.meta(o.Name, "config"),
-		Data:       map[string]string{ConfigKey: string(o.Config), PlanKey: string(o.Plan)},
+	cms, planKey, err := o.configMaps()
+	if err != nil {
+		return nil, err
 	}
-	if size := len(ConfigKey) + len(o.Config) + len(PlanKey) + len(o.Plan); size > ConfigMapLimit {
-		return nil, fmt.Errorf("the configuration (%d bytes) and plan (%d bytes) make a ConfigMap of %d bytes, %w (%d bytes): Kubernetes refuses it; split the ImageSetConfiguration into smaller ones, each with its own plan and Job",
-			len(o.Config), len(o.Plan), size, ErrTooBig, ConfigMapLimit)
-	}
-	shards := o.job(o.Name, "shard", []string{"--plan", configDir + "/" + PlanKey, "--shards", strconv.Itoa(o.Shards)})
+	o.planParts = len(cms) - 1
+	shards := o.job(o.Name, "shard", []string{"--plan", configDir + "/" + planKey, "--shards", strconv.Itoa(o.Shards)})
 	shards.Spec.CompletionMode = "Indexed"
 	shards.Spec.Completions = ptr(int32(o.Shards))
 	shards.Spec.Parallelism = ptr(int32(o.Parallelism))
 	shards.Spec.BackoffLimitPerIndex = ptr(int32(o.BackoffLimitPerIndex))
 	// The finish pod prints the cluster resources (its working-dir goes with
 	// it): kubectl logs job/NAME-finish, with nothing else logged.
-	finish := o.job(o.Name+"-finish", "finish", []string{"--plan", configDir + "/" + PlanKey, "--finish", "--log-level", "error"})
+	finish := o.job(o.Name+"-finish", "finish", []string{"--plan", configDir + "/" + planKey, "--finish", "--log-level", "error"})
 	finish.Spec.Completions = ptr(int32(1))
 	finish.Spec.Parallelism = ptr(int32(1))
 	finish.Spec.BackoffLimit = ptr(int32(o.FinishBackoffLimit))
@@ -143,7 +150,14 @@ func Job(o JobOptions) ([]byte, error) {
 	fmt.Fprintf(&b, "# The finish Job refuses (and is retried, up to %d times) until every shard finished;\n", o.FinishBackoffLimit)
 	fmt.Fprintf(&b, "# or apply it after: kubectl wait%s --for=condition=complete --timeout=24h job/%s\n", nsFlag(o.Namespace), o.Name)
 	fmt.Fprintf(&b, "# It prints the cluster resources: kubectl logs%s job/%s-finish > cluster-resources.yaml\n", nsFlag(o.Namespace), o.Name)
-	for _, obj := range []any{cm, shards, finish} {
+	if len(cms) > 1 || cms[0].BinaryData != nil || len(o.Plan) > applyAnnotationLimit {
+		fmt.Fprintf(&b, "# The plan is large: apply with kubectl apply --server-side -f - (a client-side apply\n# keeps a copy of each object in an annotation, which holds at most 256 KiB).\n")
+	}
+	var objs []any
+	for _, cm := range cms {
+		objs = append(objs, cm)
+	}
+	for _, obj := range append(objs, shards, finish) {
 		y, err := yaml.Marshal(obj)
 		if err != nil {
 			return nil, err
@@ -210,7 +224,7 @@ func (o *JobOptions) job(name, component string, args []string) BatchJob {
 						},
 					}},
 					Volumes: []Volume{
-						{Name: "config", ConfigMap: &ConfigMapVolumeSource{Name: o.Name}},
+						o.configVolume(),
 						{Name: "auth", Secret: &SecretVolumeSource{SecretName: o.AuthSecret, Items: []KeyToPath{{Key: AuthKey, Path: AuthKey}}}},
 						{Name: "work", EmptyDir: &EmptyDirVolumeSource{}},
 					},

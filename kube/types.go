@@ -22,6 +22,7 @@ type ConfigMap struct {
 	TypeMeta   `json:",inline"`
 	ObjectMeta ObjectMeta        `json:"metadata"`
 	Data       map[string]string `json:"data,omitempty"`
+	BinaryData map[string][]byte `json:"binaryData,omitempty"`
 }
 
 // BatchJob is batch/v1 Job.
@@ -110,6 +111,22 @@ type Volume struct {
 	ConfigMap *ConfigMapVolumeSource `json:"configMap,omitempty"`
 	Secret    *SecretVolumeSource    `json:"secret,omitempty"`
 	EmptyDir  *EmptyDirVolumeSource  `json:"emptyDir,omitempty"`
+	Projected *ProjectedVolumeSource `json:"projected,omitempty"`
+}
+
+// ProjectedVolumeSource is core/v1 ProjectedVolumeSource (ConfigMaps only here).
+type ProjectedVolumeSource struct {
+	Sources []VolumeProjection `json:"sources"`
+}
+
+// VolumeProjection is core/v1 VolumeProjection.
+type VolumeProjection struct {
+	ConfigMap *ConfigMapProjection `json:"configMap,omitempty"`
+}
+
+// ConfigMapProjection is core/v1 ConfigMapProjection.
+type ConfigMapProjection struct {
+	Name string `json:"name"`
 }
 
 // ConfigMapVolumeSource is core/v1 ConfigMapVolumeSource.

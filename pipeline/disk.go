@@ -17,29 +17,22 @@ import (
 )
 
 func (r *run) mirrorToDisk(ctx context.Context) error {
+	switch {
+	case r.opts.Finish:
+		return r.finish(ctx)
+	case r.opts.PlanFile != "":
+		return r.shard(ctx)
+	}
 	mux, err := r.planSources(ctx)
 	if err != nil {
 		return err
 	}
-	statePath := filepath.Join(r.workDir, archive.StateFileName)
-	state, err := archive.LoadState(statePath)
+	if r.opts.PlanOnly {
+		return r.recordBlobs(ctx, mux)
+	}
+	state, shipped, buildsOn, err := r.archiveBase()
 	if err != nil {
 		return err
-	}
-	var shipped archive.ShippedSet
-	var buildsOn []archive.BatchRef
-	switch {
-	case r.opts.Full:
-	case r.opts.SinceArchive != "":
-		dir := strings.TrimPrefix(r.opts.SinceArchive, "file://")
-		if shipped, buildsOn, err = archive.SinceArchive(dir); err != nil {
-			return fmt.Errorf("--since-archive %s: %w", dir, err)
-		}
-	default:
-		shipped, buildsOn = state.Shipped(), state.BuildsOn()
-	}
-	if len(shipped) > 0 {
-		r.log.Info("incremental archive: blobs shipped by earlier archives are not shipped again", "known", len(shipped))
 	}
 	batchDir, batch, resume, err := archive.NextBatch(r.topDir)
 	if err != nil {
@@ -76,16 +69,48 @@ func (r *run) mirrorToDisk(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := state.Record(m, batchDir); err != nil {
+	return r.archiveWritten(state, m, batchDir, resume)
+}
+
+// archiveWritten records the archive written into dir in the state and the
+// run's result.
+func (r *run) archiveWritten(state *archive.State, m *archive.Manifest, dir string, resume bool) error {
+	if err := state.Record(m, dir); err != nil {
 		return err
 	}
-	sum := &ArchiveSummary{Dir: batchDir, ArchiveID: m.ArchiveID, Batch: m.Batch, BuildsOn: m.BuildsOn, Resumed: resume,
+	sum := &ArchiveSummary{Dir: dir, ArchiveID: m.ArchiveID, Batch: m.Batch, BuildsOn: m.BuildsOn, Resumed: resume,
 		Blobs: len(m.Blobs), Bytes: m.TotalBlobBytes(), ReliesOn: len(m.ReliesOn), Incremental: len(m.BuildsOn) > 0}
 	for _, c := range m.Chunks {
 		sum.Chunks = append(sum.Chunks, c.Name)
 	}
 	r.res.Archive = sum
 	return nil
+}
+
+// archiveBase reads the target's archive state and says which blobs earlier
+// archives shipped (none with --full; --since-archive's instead of the state's)
+// and the batches the next one builds on.
+func (r *run) archiveBase() (*archive.State, archive.ShippedSet, []archive.BatchRef, error) {
+	state, err := archive.LoadState(filepath.Join(r.workspace, "working-dir", archive.StateFileName))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var shipped archive.ShippedSet
+	var buildsOn []archive.BatchRef
+	switch {
+	case r.opts.Full:
+	case r.opts.SinceArchive != "":
+		dir := strings.TrimPrefix(r.opts.SinceArchive, "file://")
+		if shipped, buildsOn, err = archive.SinceArchive(dir); err != nil {
+			return nil, nil, nil, fmt.Errorf("--since-archive %s: %w", dir, err)
+		}
+	default:
+		shipped, buildsOn = state.Shipped(), state.BuildsOn()
+	}
+	if len(shipped) > 0 {
+		r.log.Info("incremental archive: blobs shipped by earlier archives are not shipped again", "known", len(shipped))
+	}
+	return state, shipped, buildsOn, nil
 }
 
 func archiveImages(p *mirror.Plan) []archive.ImageRecord {

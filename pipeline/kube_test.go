@@ -4,8 +4,11 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,8 +17,11 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/opencontainers/go-digest"
+	"sigs.k8s.io/yaml"
 
 	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/kube"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/pipeline"
 )
@@ -126,5 +132,82 @@ mirror:
 	o.Shards, o.Image, o.Destination = 2, "registry.example/airlock:v1", "docker://registry.example/ocp"
 	if _, err := pipeline.KubeJob(o); err == nil || !strings.Contains(err.Error(), "cannot read") {
 		t.Errorf("got %v, want the template refused", err)
+	}
+}
+
+// TestKubeJobLargePlan: a plan over the ConfigMap limit goes compressed, and
+// over it compressed, split over ConfigMaps; the files the pods see (every
+// ConfigMap's keys in one folder) load as the plan with --plan as the Job
+// gives it.
+func TestKubeJobLargePlan(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		images int
+		file   string
+		cms    int
+	}{
+		{"plain", 10, kube.PlanKey, 1},
+		{"compressed", 3000, kube.PlanGzKey, 1},
+		{"compressed and split", 12000, kube.PlanGzKey, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(tc.images), 1))
+			hex := func() digest.Digest {
+				return digest.NewDigestFromEncoded(digest.SHA256, fmt.Sprintf("%016x%016x%016x%016x", rng.Uint64(), rng.Uint64(), rng.Uint64(), rng.Uint64()))
+			}
+			p := mirror.Plan{Workflow: mirror.MirrorToMirror, Destination: "registry.example/ocp"}
+			for i := range tc.images {
+				p.Images = append(p.Images, mirror.PlanImage{
+					Source: fmt.Sprintf("quay.io/example/app%d:1.0", i), Kind: mirror.KindGeneric,
+					SourceRepo: fmt.Sprintf("quay.io/example/app%d", i), Digest: hex(),
+					DestRepo: fmt.Sprintf("registry.example/ocp/example/app%d", i), Tags: []string{"1.0"},
+					Blobs: []mirror.PlanBlob{{Digest: hex(), Size: 1 << 20}, {Digest: hex(), Size: 512}},
+				})
+			}
+			dir := t.TempDir()
+			planFile := filepath.Join(dir, "plan.json")
+			b, _ := json.Marshal(p)
+			if err := os.WriteFile(planFile, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			o := pipeline.KubeJobOptions{ConfigPath: filepath.Join("..", "kube", "testdata", "imageset.yaml"), PlanFile: planFile}
+			o.Shards, o.Image, o.Destination = 3, "registry.example/airlock:v1", "docker://registry.example/ocp"
+			out, err := pipeline.KubeJob(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mount := t.TempDir()
+			cms := 0
+			for _, doc := range strings.Split(string(out), "\n---\n")[1:] {
+				var cm kube.ConfigMap
+				if err := yaml.Unmarshal([]byte(doc), &cm); err != nil || cm.Kind != "ConfigMap" {
+					continue
+				}
+				cms++
+				for k, v := range cm.Data {
+					if err := os.WriteFile(filepath.Join(mount, k), []byte(v), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for k, v := range cm.BinaryData {
+					if err := os.WriteFile(filepath.Join(mount, k), v, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if cms != tc.cms {
+				t.Errorf("%d ConfigMaps, want %d", cms, tc.cms)
+			}
+			if !strings.Contains(string(out), "- /etc/airlock/"+tc.file+"\n") {
+				t.Errorf("the pods are not given --plan /etc/airlock/%s", tc.file)
+			}
+			got, err := pipeline.LoadPlan(filepath.Join(mount, tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got.Images) != tc.images || got.Images[tc.images-1].Digest != p.Images[tc.images-1].Digest {
+				t.Errorf("loaded %d images, want %d, the same", len(got.Images), tc.images)
+			}
+		})
 	}
 }

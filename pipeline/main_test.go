@@ -13,6 +13,9 @@ import (
 func TestMain(m *testing.M) {
 	_, before := os.Stat(pipeline.DefaultWorkspace)
 	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
 	if _, err := os.Stat(pipeline.DefaultWorkspace); err == nil && before != nil {
 		fmt.Fprintf(os.Stderr, "a test wrote ./%s into the source tree: give disk-to-mirror runs a Workspace\n", pipeline.DefaultWorkspace)
 		os.RemoveAll(pipeline.DefaultWorkspace)

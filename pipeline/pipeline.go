@@ -295,6 +295,11 @@ func (r *run) setup() error {
 		return err
 	}
 	r.workDir = filepath.Join(r.workspace, "working-dir")
+	if r.workflow == mirror.MirrorToDisk && o.PlanFile != "" && !o.Finish {
+		// Shards of one archive share the target: each keeps its working
+		// files (its part of the plan, results, report) apart.
+		r.workDir = filepath.Join(r.workDir, "shards", archive.ShardPart(o.Shard, o.Shards))
+	}
 	if err := os.MkdirAll(r.workDir, 0o755); err != nil {
 		return fmt.Errorf("create working directory: %w", err)
 	}

@@ -1,10 +1,14 @@
 package pipeline
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -32,11 +36,13 @@ type ShardInfo struct {
 // PlanFileName is the plan --plan-only writes into working-dir.
 const PlanFileName = "plan.json"
 
-// LoadPlan reads a plan written by --plan-only.
+// LoadPlan reads a plan written by --plan-only: plain JSON or gzip-compressed,
+// in path or, when there is no such file, split in parts path.000, path.001…
+// (how airlock kube job carries a plan over the ConfigMap size limit).
 func LoadPlan(path string) (*mirror.Plan, error) {
-	b, err := os.ReadFile(path)
+	b, err := readPlanFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read the plan: %w", err)
+		return nil, err
 	}
 	var p mirror.Plan
 	if err := json.Unmarshal(b, &p); err != nil {
@@ -48,6 +54,48 @@ func LoadPlan(path string) (*mirror.Plan, error) {
 		return nil, fmt.Errorf("plan %s: workflow %q cannot be sharded (make the plan with airlock mirror --plan-only, mirror-to-mirror or mirror-to-disk)", path, p.Workflow)
 	}
 	return &p, nil
+}
+
+// maxPlanSize bounds a decompressed plan (a plan of a million images is about
+// 1 GiB).
+const maxPlanSize = 4 << 30
+
+// readPlanFile reads path, or its parts path.000, path.001… put together, and
+// decompresses it when it is gzip.
+func readPlanFile(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		var parts []byte
+		for i := 0; ; i++ {
+			p, perr := os.ReadFile(fmt.Sprintf("%s.%03d", path, i))
+			if errors.Is(perr, fs.ErrNotExist) && i > 0 {
+				break
+			}
+			if perr != nil {
+				return nil, fmt.Errorf("read the plan: %w", err)
+			}
+			parts = append(parts, p...)
+		}
+		b, err = parts, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the plan: %w", err)
+	}
+	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		return b, nil
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("plan %s: %w", path, err)
+	}
+	out, err := io.ReadAll(io.LimitReader(zr, maxPlanSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("plan %s is damaged (gzip: %v): make it again, or copy it again", path, err)
+	}
+	if len(out) > maxPlanSize {
+		return nil, fmt.Errorf("plan %s decompresses to more than %d bytes: not a plan airlock wrote", path, maxPlanSize)
+	}
+	return out, nil
 }
 
 // PartitionFile reads a plan and partitions it into n shards (airlock kube job
@@ -73,8 +121,6 @@ func (r *run) checkSharding() error {
 		return errors.New("--plan-only makes a plan; --plan FILE uses one: give one of them")
 	case o.PlanOnly && o.DryRun:
 		return errors.New("--plan-only and --dry-run both only plan: give one of them")
-	case (o.PlanOnly || sharded) && r.workflow == mirror.MirrorToDisk:
-		return errors.New("--plan-only and --plan apply to mirror-to-mirror (sharded mirror-to-disk is not supported yet)")
 	case (o.PlanOnly || sharded) && r.workflow == mirror.DiskToMirror:
 		return errors.New("--plan-only and --plan apply to mirror-to-mirror and mirror-to-disk; disk-to-mirror loads an archive as it is")
 	case sharded && o.DryRun:
@@ -198,7 +244,7 @@ func (r *run) finish(ctx context.Context) error {
 		return err
 	}
 	if len(missing) > 0 {
-		return r.missingError(missing)
+		return r.missingError(missing, "are not at the destination yet, so no catalog was pushed")
 	}
 	var jobs []mirror.Job
 	for _, im := range p.Images {
@@ -296,7 +342,7 @@ func (r *run) missingAt(ctx context.Context, p *mirror.Plan, dst mirror.Estimate
 
 // missingError writes missing.txt and says which images keep --finish from
 // pushing the catalogs.
-func (r *run) missingError(missing []string) error {
+func (r *run) missingError(missing []string, why string) error {
 	path := filepath.Join(r.workDir, "missing.txt")
 	if err := writeLines(path, missing); err != nil {
 		return err
@@ -309,6 +355,6 @@ func (r *run) missingError(missing []string) error {
 	if len(missing) > len(show) {
 		more = fmt.Sprintf("\n  … and %d more", len(missing)-len(show))
 	}
-	return fmt.Errorf("%w: %d planned image(s) are not at the destination yet, so no catalog was pushed (all listed in %s); run the shards that did not finish (each copies only what is missing), then --finish again:\n  %s%s",
-		ErrIncomplete, len(missing), path, strings.Join(show, "\n  "), more)
+	return fmt.Errorf("%w: %d planned image(s) %s (all listed in %s); run the shards that did not finish (each copies only what is missing), then --finish again:\n  %s%s",
+		ErrIncomplete, len(missing), why, path, strings.Join(show, "\n  "), more)
 }

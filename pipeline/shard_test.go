@@ -255,9 +255,12 @@ func TestShardedMirrorRefuses(t *testing.T) {
 		{"finish with another selection", func(o *pipeline.Options) {
 			o.PlanFile, o.Finish, o.ConfigPath = planFile, true, otherCfg
 		}, "changed since the plan was made"},
-		{"mirror-to-disk", func(o *pipeline.Options) {
-			o.PlanOnly, o.Destination, o.Workspace = true, "file://"+other, ""
-		}, "not supported yet"},
+		{"plan of another workflow", func(o *pipeline.Options) {
+			o.PlanFile, o.Shard, o.Shards, o.Destination, o.Workspace = planFile, 0, 1, "file://"+other, ""
+		}, "is a mirror-to-mirror plan"},
+		{"finish of mirror-to-disk", func(o *pipeline.Options) {
+			o.PlanFile, o.Finish, o.Destination, o.Workspace = planFile, true, "file://"+other, ""
+		}, "is a mirror-to-mirror plan"},
 		{"not a plan", func(o *pipeline.Options) { o.PlanFile, o.Shard, o.Shards = cfg, 0, 1 }, "not a plan airlock wrote"},
 	}
 	for _, tc := range tests {

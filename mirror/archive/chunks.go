@@ -46,21 +46,29 @@ func indexEntryBound(entriesLen int64, n int) int64 {
 // boundaries) so that every chunk, trailer included, stays within the chunk size
 // unless it holds a single oversized blob. It fills in the manifest's blob chunks
 // and offsets and the chunk records (without hashes).
-func (w *Writer) layout(m *Manifest) ([]plannedChunk, error) {
+//
+// When assembling a sharded archive (FinishSharded), the blobs the shards'
+// chunks hold are not laid out again: the shards' chunks follow this writer's
+// own, in order, and when the last of them has no room for the manifest a last
+// chunk holding no blob carries it (extra).
+func (w *Writer) layout(m *Manifest) (plan []plannedChunk, extra bool, err error) {
 	hdrs := make([][]byte, len(m.Blobs))
 	for i, b := range m.Blobs {
 		h, err := headerBytes(blobEntryName(b.Digest), b.Size)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		hdrs[i] = h
 	}
 	var reserve int64
 	for iter := 0; ; iter++ {
-		var plan []plannedChunk
+		plan = nil
 		cur := plannedChunk{number: 1}
 		var entriesLen int64
 		for i, b := range m.Blobs {
+			if _, ok := w.fromShards[b.Digest]; ok {
+				continue
+			}
 			entryLen := int64(len(hdrs[i])) + b.Size + padding(b.Size)
 			ib, _ := json.Marshal(IndexBlob{Digest: b.Digest, Size: b.Size, Offset: math.MaxInt64})
 			fits := cur.payloadSize+entryLen+indexEntryBound(entriesLen+int64(len(ib)), len(cur.blobs)+1)+reserve+eofSize <= w.chunkSize
@@ -74,38 +82,57 @@ func (w *Writer) layout(m *Manifest) ([]plannedChunk, error) {
 			entriesLen += int64(len(ib))
 		}
 		plan = append(plan, cur)
-		if len(plan) > maxChunkCount {
-			return nil, fmt.Errorf("archive needs %d chunks, more than %d: raise the archive size", len(plan), maxChunkCount)
+		total := len(plan) + len(w.tail)
+		if extra {
+			total++
+		}
+		if total > maxChunkCount {
+			return nil, false, fmt.Errorf("archive needs %d chunks, more than %d: raise the archive size", total, maxChunkCount)
 		}
 		// Fill the manifest as the plan says, with placeholder hashes of the final length.
 		pos := map[digest.Digest]*plannedBlob{}
+		chunkOf := map[digest.Digest]int{}
 		m.Chunks = m.Chunks[:0]
+		zeros := strings.Repeat("0", 64)
 		for ci := range plan {
 			c := &plan[ci]
 			for bi := range c.blobs {
 				pos[c.blobs[bi].d] = &c.blobs[bi]
+				chunkOf[c.blobs[bi].d] = c.number
 			}
 			m.Chunks = append(m.Chunks, ChunkRecord{Name: ChunkName(c.number), Number: c.number, Blobs: len(c.blobs),
-				PayloadSize: c.payloadSize, PayloadSHA256: strings.Repeat("0", 64), IndexSHA256: strings.Repeat("0", 64)})
+				PayloadSize: c.payloadSize, PayloadSHA256: zeros, IndexSHA256: zeros})
+		}
+		for _, t := range w.tail {
+			n := len(m.Chunks) + 1
+			m.Chunks = append(m.Chunks, ChunkRecord{Name: ChunkName(n), Number: n, Blobs: len(t.blobs),
+				PayloadSize: t.payloadSize, PayloadSHA256: zeros, IndexSHA256: zeros})
+		}
+		if extra {
+			n := len(m.Chunks) + 1
+			m.Chunks = append(m.Chunks, ChunkRecord{Name: ChunkName(n), Number: n, PayloadSHA256: zeros, IndexSHA256: zeros})
 		}
 		for i := range m.Blobs {
-			p := pos[m.Blobs[i].Digest]
-			m.Blobs[i].Offset = p.offset
-		}
-		chunkOf := map[digest.Digest]int{}
-		for _, c := range plan {
-			for _, b := range c.blobs {
-				chunkOf[b.d] = c.number
+			d := m.Blobs[i].Digest
+			if sb, ok := w.fromShards[d]; ok {
+				m.Blobs[i].Chunk, m.Blobs[i].Offset = len(plan)+sb.tail+1, sb.offset
+				continue
 			}
-		}
-		for i := range m.Blobs {
-			m.Blobs[i].Chunk = chunkOf[m.Blobs[i].Digest]
+			m.Blobs[i].Chunk, m.Blobs[i].Offset = chunkOf[d], pos[d].offset
 		}
 		mb, err := marshal(m)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		need := blockSize + int64(len(mb)) + padding(int64(len(mb))) + 2*blockSize // manifest + its sha256 entry
+		if len(w.tail) > 0 && !extra {
+			// The last shard chunk carries the manifest only if it has room.
+			last := w.tail[len(w.tail)-1]
+			if last.payloadSize+indexEntryBound(last.entriesLen(), len(last.blobs))+need+eofSize > w.chunkSize {
+				extra = true
+				continue
+			}
+		}
 		if need <= reserve {
 			for _, c := range plan {
 				if len(c.blobs) != 1 {
@@ -120,11 +147,11 @@ func (w *Writer) layout(m *Manifest) ([]plannedChunk, error) {
 						"recommendedArchiveSizeGiB", (b.size+gib-1)/gib+1)
 				}
 			}
-			return plan, nil
+			return plan, extra, nil
 		}
 		reserve = need
 		if iter > 50 {
-			return nil, fmt.Errorf("archive layout does not converge for chunk size %d: raise the archive size", w.chunkSize)
+			return nil, false, fmt.Errorf("archive layout does not converge for chunk size %d: raise the archive size", w.chunkSize)
 		}
 	}
 }
@@ -132,9 +159,32 @@ func (w *Writer) layout(m *Manifest) ([]plannedChunk, error) {
 // writeChunks writes every chunk body (blobs, index), then the trailers (manifest in
 // the first and last chunk, tar end), syncing each file.
 func (w *Writer) writeChunks(ctx context.Context, m *Manifest, plan []plannedChunk) error {
+	bodies, err := w.writeBodies(ctx, m.ArchiveID, plan)
+	if err != nil {
+		return err
+	}
+	for i := range bodies {
+		m.Chunks[i] = bodies[i].Record
+	}
+	mb, err := marshal(m)
+	if err != nil {
+		return err
+	}
+	for i, c := range bodies {
+		withManifest := i == 0 || i == len(bodies)-1
+		if err := writeTrailer(filepath.Join(w.dir, c.Record.Name), c.BodySize, mb, withManifest); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeBodies writes the body (blobs, index) of every chunk of the plan, keeping
+// those an interrupted Finish completed, and returns them in plan order.
+func (w *Writer) writeBodies(ctx context.Context, archiveID string, plan []plannedChunk) ([]completedChunk, error) {
 	// Chunks of an interrupted Finish that match the plan are kept as they are.
 	kept := map[int]completedChunk{}
-	if w.completed != nil && w.completed.ArchiveID == m.ArchiveID {
+	if w.completed != nil && w.completed.ArchiveID == archiveID {
 		for _, c := range w.completed.Chunks {
 			n := c.Record.Number
 			if n < 1 || n > len(plan) || !sameBlobs(c.Blobs, plan[n-1].blobs) {
@@ -150,34 +200,34 @@ func (w *Writer) writeChunks(ctx context.Context, m *Manifest, plan []plannedChu
 				continue
 			}
 			if err := w.unstage(ctx, c.Record.Name); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	// Remove chunk files of this unfinished archive that the plan does not keep (the
+	// Remove this writer's chunk files that the plan does not keep (the
 	// half-written chunk of an interrupted Finish, chunks beyond the plan). There
 	// are none of a finished archive: NewWriter refuses a finished archive.
-	existing, err := listChunks(w.dir)
+	existing, err := w.ownChunks()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, name := range existing {
-		n, _ := chunkNumber(name)
+		n, _ := w.ownNumber(name)
 		if c, ok := kept[n]; ok && c.Record.Name == name {
 			continue
 		}
 		if err := os.Remove(filepath.Join(w.dir, name)); err != nil {
-			return fmt.Errorf("remove old chunk: %w", err)
+			return nil, fmt.Errorf("remove old chunk: %w", err)
 		}
 	}
-	fj := finishJournal{ArchiveID: m.ArchiveID}
+	fj := finishJournal{ArchiveID: archiveID}
 	for n := 1; n <= len(plan); n++ {
 		if c, ok := kept[n]; ok {
 			fj.Chunks = append(fj.Chunks, c)
 		}
 	}
 	if err := w.saveFinishJournal(&fj); err != nil {
-		return err
+		return nil, err
 	}
 	bodies := make([]completedChunk, len(plan))
 	for i, c := range plan {
@@ -186,16 +236,16 @@ func (w *Writer) writeChunks(ctx context.Context, m *Manifest, plan []plannedChu
 			continue
 		}
 		if err := ctx.Err(); err != nil {
-			return err
+			return nil, err
 		}
-		cc, err := w.writeBody(ctx, m.ArchiveID, c)
+		cc, err := w.writeBody(ctx, archiveID, c)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		bodies[i] = cc
 		fj.Chunks = append(fj.Chunks, cc)
 		if err := w.saveFinishJournal(&fj); err != nil {
-			return err
+			return nil, err
 		}
 		// The chunk is durable: drop the staged copies of its blobs.
 		for _, b := range c.blobs {
@@ -206,20 +256,7 @@ func (w *Writer) writeChunks(ctx context.Context, m *Manifest, plan []plannedChu
 			w.blobs[b.d].offset = b.offset
 		}
 	}
-	for i := range m.Chunks {
-		m.Chunks[i] = bodies[i].Record
-	}
-	mb, err := marshal(m)
-	if err != nil {
-		return err
-	}
-	for i, c := range bodies {
-		withManifest := i == 0 || i == len(bodies)-1
-		if err := writeTrailer(filepath.Join(w.dir, c.Record.Name), c.BodySize, mb, withManifest); err != nil {
-			return err
-		}
-	}
-	return nil
+	return bodies, nil
 }
 
 func sameBlobs(a []IndexBlob, b []plannedBlob) bool {
@@ -266,7 +303,7 @@ func (w *Writer) saveFinishJournal(fj *finishJournal) error {
 // writeBody writes the blobs and the index of chunk c, re-verifying every blob
 // while it copies, and syncs the file.
 func (w *Writer) writeBody(ctx context.Context, archiveID string, c plannedChunk) (completedChunk, error) {
-	name := ChunkName(c.number)
+	name := w.chunkName(c.number)
 	path := filepath.Join(w.dir, name)
 	f, err := os.Create(path)
 	if err != nil {
@@ -349,17 +386,29 @@ func entryBytes(name string, data []byte) ([]byte, error) {
 // writeTrailer truncates chunk path to its body and appends the manifest entry
 // (first and last chunk) and the tar end marker, then syncs.
 func writeTrailer(path string, bodySize int64, manifest []byte, withManifest bool) error {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	return writeTail(path, bodySize, nil, manifest, withManifest, false)
+}
+
+// writeTail truncates chunk path at offset at (creating it when create is set)
+// and appends pre (an index entry, or nothing), the manifest entry and its
+// checksum when withManifest is set, and the tar end marker, then syncs.
+func writeTail(path string, at int64, pre, manifest []byte, withManifest, create bool) error {
+	flags := os.O_WRONLY
+	if create {
+		flags |= os.O_CREATE
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
 	if err != nil {
 		return fmt.Errorf("open chunk %s: %w", filepath.Base(path), err)
 	}
 	defer f.Close()
-	if err := f.Truncate(bodySize); err != nil {
+	if err := f.Truncate(at); err != nil {
 		return fmt.Errorf("chunk %s: %w", filepath.Base(path), err)
 	}
-	var tail []byte
+	tail := append([]byte(nil), pre...)
 	if withManifest {
-		if tail, err = entryBytes(manifestName, manifest); err != nil {
+		me, err := entryBytes(manifestName, manifest)
+		if err != nil {
 			return err
 		}
 		sum := sha256.Sum256(manifest)
@@ -367,10 +416,10 @@ func writeTrailer(path string, bodySize int64, manifest []byte, withManifest boo
 		if err != nil {
 			return err
 		}
-		tail = append(tail, se...)
+		tail = append(append(tail, me...), se...)
 	}
 	tail = append(tail, make([]byte, eofSize)...)
-	if _, err := f.WriteAt(tail, bodySize); err != nil {
+	if _, err := f.WriteAt(tail, at); err != nil {
 		return fmt.Errorf("write chunk %s: %w", filepath.Base(path), err)
 	}
 	if err := f.Sync(); err != nil {

@@ -51,37 +51,45 @@ func (w *Writer) Finish(ctx context.Context, meta Meta) (*Manifest, error) {
 	w.finished = true
 	w.mu.Unlock()
 
-	m, err := w.buildManifest(meta)
+	if w.part != "" {
+		return nil, fmt.Errorf("archive part %s: a part of a sharded archive ends with FinishShard or FinishSharded", w.part)
+	}
+	m, _, err := w.buildManifest(meta)
 	if err != nil {
 		return nil, err
 	}
-	plan, err := w.layout(m)
+	plan, _, err := w.layout(m)
 	if err != nil {
 		return nil, err
 	}
 	if err := w.writeChunks(ctx, m, plan); err != nil {
 		return nil, err
 	}
+	return m, w.dropStaging()
+}
+
+// dropStaging removes the staging area once the chunks are written.
+func (w *Writer) dropStaging() error {
 	if w.journal != nil {
 		_ = w.journal.Close()
 		w.journal = nil
 	}
 	if err := os.RemoveAll(w.staging); err != nil {
-		return nil, fmt.Errorf("remove staging area: %w", err)
+		return fmt.Errorf("remove staging area: %w", err)
 	}
 	syncDir(w.dir)
-	return m, nil
+	return nil
 }
 
 // buildManifest assembles the manifest (without layout) from what the plan's
 // images reach, and checks that the archive is complete: every image, its tags and
 // every blob its manifests reference is in the archive or relied on.
-func (w *Writer) buildManifest(meta Meta) (*Manifest, error) {
+func (w *Writer) buildManifest(meta Meta) (*Manifest, *reachSet, error) {
 	m := &Manifest{Kind: manifestKind, FormatVersion: FormatVersion, ChunkSize: w.chunkSize, Batch: meta.Batch, BuildsOn: slices.Clone(meta.BuildsOn)}
 	if len(meta.Config) > 0 {
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, meta.Config); err != nil {
-			return nil, fmt.Errorf("archive configuration is not valid JSON: %w", err)
+			return nil, nil, fmt.Errorf("archive configuration is not valid JSON: %w", err)
 		}
 		m.Config = buf.Bytes()
 	}
@@ -120,7 +128,7 @@ func (w *Writer) buildManifest(meta Meta) (*Manifest, error) {
 	// hold images of an earlier, failed run that the plan no longer has.
 	r, err := w.reachable(m.Images)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	m.Tags = r.tags
 	sort.Slice(m.Tags, func(i, j int) bool {
@@ -149,7 +157,13 @@ func (w *Writer) buildManifest(meta Meta) (*Manifest, error) {
 		repos := r.repos[d]
 		b, staged := w.blobs[d]
 		o, shipped := w.shipped[d]
+		sb, fromShard := w.fromShards[d]
 		switch {
+		case fromShard:
+			// A shard's chunks hold it (FinishSharded).
+			m.Blobs = append(m.Blobs, BlobRecord{Digest: d, Size: sb.size, Repos: sortedKeys(repos)})
+		case w.elsewhere[d] && !r.manifests[d]:
+			// Another shard of the archive writes it (FinishShard).
 		case staged && (r.manifests[d] || !shipped):
 			// Manifests are always written, even when an earlier archive shipped them.
 			m.Blobs = append(m.Blobs, BlobRecord{Digest: d, Size: b.size, Repos: sortedKeys(repos)})
@@ -160,7 +174,7 @@ func (w *Writer) buildManifest(meta Meta) (*Manifest, error) {
 			m.ReliesOn = append(m.ReliesOn, reliedRecord(d, w.relied[d].size, repos, w.relied[d].origin))
 		default:
 			p := r.parent[d]
-			return nil, fmt.Errorf("manifest %s in %s references blob %s that was neither written nor shipped by an earlier archive; run mirror-to-disk again", p.ref, p.repo, d)
+			return nil, nil, fmt.Errorf("manifest %s in %s references blob %s that was neither written nor shipped by an earlier archive; run mirror-to-disk again", p.ref, p.repo, d)
 		}
 	}
 	sort.Slice(m.Blobs, func(i, j int) bool { return m.Blobs[i].Digest < m.Blobs[j].Digest })
@@ -179,13 +193,16 @@ func (w *Writer) buildManifest(meta Meta) (*Manifest, error) {
 		T    []TagRecord
 		B    []BlobRecord
 		R    []ReliedRecord
-	}{FormatVersion, m.Batch, m.BuildsOn, w.chunkSize, m.Config, m.Images, m.Catalogs, m.Tags, m.Blobs, m.ReliesOn})
+		// S is the number of shards of a sharded archive: its chunks differ
+		// from an unsharded archive's of the same content.
+		S int `json:",omitempty"`
+	}{FormatVersion, m.Batch, m.BuildsOn, w.chunkSize, m.Config, m.Images, m.Catalogs, m.Tags, m.Blobs, m.ReliesOn, w.shards})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sum := sha256.Sum256(idSrc)
 	m.ArchiveID = hex.EncodeToString(sum[:16])
-	return m, nil
+	return m, r, nil
 }
 
 // readStaged reads a small staged blob (a manifest) wherever it lives.

@@ -34,6 +34,13 @@ type WriterOptions struct {
 	Shipped ShippedSet
 	// Logger receives warnings (oversized blobs) and progress; nil discards.
 	Logger *slog.Logger
+	// Part, when set, makes the Writer write one part of a sharded archive
+	// (ShardPart or FinishPart, see shard.go): its chunks are named after the
+	// part, and FinishShard or FinishSharded ends it instead of Finish.
+	Part string
+	// Elsewhere are blobs another part of the same sharded archive writes: they
+	// count as present and are not written here.
+	Elsewhere map[digest.Digest]bool
 }
 
 // Writer writes an archive. It implements endpoint.Destination: the copy engine
@@ -49,6 +56,13 @@ type Writer struct {
 	chunkSize    int64
 	shipped      ShippedSet
 	log          *slog.Logger
+	part         string
+	elsewhere    map[digest.Digest]bool
+	// fromShards are the blobs the shards' chunks hold, tail the shards'
+	// chunks in order and shards their number (FinishSharded).
+	fromShards map[digest.Digest]shardBlob
+	tail       []tailChunk
+	shards     int
 
 	mu       sync.Mutex
 	blobs    map[digest.Digest]*stagedBlob
@@ -114,12 +128,17 @@ func NewWriter(dir string, opts WriterOptions) (*Writer, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if opts.Part != "" && !validPart(opts.Part) {
+		return nil, fmt.Errorf("archive part %q: not a shard part", opts.Part)
+	}
 	w := &Writer{
 		dir:       dir,
-		staging:   filepath.Join(dir, stagingDirName),
+		staging:   filepath.Join(dir, stagingName(opts.Part)),
 		chunkSize: opts.ChunkSize,
 		shipped:   opts.Shipped,
 		log:       log,
+		part:      opts.Part,
+		elsewhere: opts.Elsewhere,
 		blobs:     map[digest.Digest]*stagedBlob{},
 		relied:    map[digest.Digest]*reliedBlob{},
 		tags:      map[tagKey]TagRecord{},
@@ -129,14 +148,8 @@ func NewWriter(dir string, opts WriterOptions) (*Writer, error) {
 	}
 	_, statErr := os.Stat(w.staging)
 	resuming := statErr == nil
-	if !resuming {
-		chunks, err := listChunks(dir)
-		if err != nil {
-			return nil, err
-		}
-		if len(chunks) > 0 {
-			return nil, fmt.Errorf("%s: %w (%d chunks); a finished archive is never rewritten: write into an empty directory", dir, ErrArchiveExists, len(chunks))
-		}
+	if err := w.checkDir(resuming); err != nil {
+		return nil, err
 	}
 	for _, d := range []string{filepath.Join(w.staging, "blobs", "sha256"), filepath.Join(w.staging, "tmp")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -292,6 +305,9 @@ func (w *Writer) use(repo string, d digest.Digest) error {
 func (w *Writer) present(repo string, d endpoint.Descriptor) (bool, error) {
 	if w.finished {
 		return false, ErrFinished
+	}
+	if w.elsewhere[d.Digest] {
+		return true, nil // another part of the archive writes it
 	}
 	if _, ok := w.blobs[d.Digest]; ok {
 		return true, w.use(repo, d.Digest)

@@ -22,8 +22,8 @@ type gvk struct {
 // buildBundle makes the olm.bundle of row r from its operatorbundle content c
 // and its properties, dependencies and related images.
 func buildBundle(r *bundleRow, c bundleContent, t *tables) (*prune.Bundle, error) {
-	if _, err := semver.Parse(c.version.String); err != nil {
-		return nil, fmt.Errorf("%w: version %q (table operatorbundle) is not semver: %v", ErrBadDatabase, c.version.String, err)
+	if err := checkVersion(c); err != nil {
+		return nil, err
 	}
 	objs, csvJSON, err := bundleObjects(c.bundle.String)
 	if err != nil {
@@ -38,6 +38,27 @@ func buildBundle(r *bundleRow, c bundleContent, t *tables) (*prune.Bundle, error
 		return nil, fmt.Errorf("%w: the related images of its CSV: %v", ErrBadDatabase, err)
 	}
 	return &prune.Bundle{Name: r.bundle, Package: r.pkg, Image: c.path.String, Properties: props, RelatedImages: rel}, nil
+}
+
+// lightBundleOf is buildBundle without what needs the manifests: no
+// olm.bundle.object properties and no related images. Its other properties are
+// those of buildBundle, in the same order.
+func lightBundleOf(r *bundleRow, c bundleContent, t *tables) (*prune.Bundle, error) {
+	if err := checkVersion(c); err != nil {
+		return nil, err
+	}
+	props, err := bundleProperties(r, c, t, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &prune.Bundle{Name: r.bundle, Package: r.pkg, Image: c.path.String, Properties: props}, nil
+}
+
+func checkVersion(c bundleContent) error {
+	if _, err := semver.Parse(c.version.String); err != nil {
+		return fmt.Errorf("%w: version %q (table operatorbundle) is not semver: %v", ErrBadDatabase, c.version.String, err)
+	}
+	return nil
 }
 
 // bundleObjects splits operatorbundle.bundle, a stream of JSON objects, into

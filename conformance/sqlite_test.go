@@ -15,8 +15,8 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/property"
 	"github.com/operator-framework/operator-registry/pkg/sqlite"
 
-	"github.com/airlock-mirror/airlock/prune"
 	"github.com/airlock-mirror/airlock/internal/legacytest"
+	"github.com/airlock-mirror/airlock/prune"
 	"github.com/airlock-mirror/airlock/prune/legacy"
 )
 

@@ -288,13 +288,18 @@ func packageModel(ctx context.Context, br bundleSource, t *tables, sk *skeleton,
 		chans[n] = &prune.Channel{Name: n, Package: sk.name}
 	}
 	lb := &listedBundles{row: map[string]*bundleRow{}, light: map[string]bundleContent{}}
+	read := map[string]bundleContent{} // a bundle in several channels is read once
 	for _, r := range rows {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
 		}
-		c, err := br.readLight(ctx, r.bundle)
-		if err != nil {
-			return nil, nil, err
+		c, ok := read[r.bundle]
+		if !ok {
+			var err error
+			if c, err = br.readLight(ctx, r.bundle); err != nil {
+				return nil, nil, err
+			}
+			read[r.bundle] = c
 		}
 		if !listed(c) || deprecated(t.props[r.bundle]) {
 			continue

@@ -115,14 +115,14 @@ func member(obj []byte, key string) ([]byte, bool) {
 		if i >= len(obj) || obj[i] != '"' {
 			return nil, false
 		}
-		kEnd := valueEnd(obj, i)
+		kEnd := skipValue(obj, i)
 		k := obj[i+1 : kEnd-1]
 		i = skipSpace(obj, kEnd)
 		if i >= len(obj) || obj[i] != ':' {
 			return nil, false
 		}
 		i = skipSpace(obj, i+1)
-		vEnd := valueEnd(obj, i)
+		vEnd := skipValue(obj, i)
 		if string(k) == key {
 			return obj[i:vEnd], true
 		}
@@ -139,6 +139,16 @@ func skipSpace(b []byte, i int) int {
 		i++
 	}
 	return i
+}
+
+// skipValue returns the end of the valid JSON value starting at b[i]: with
+// prune's scanner (fast on long strings), else (a value nested near the depth
+// limit) with valueEnd.
+func skipValue(b []byte, i int) int {
+	if end, ok := prune.ValidJSONValue(b, i); ok {
+		return end
+	}
+	return valueEnd(b, i)
 }
 
 // valueEnd returns the end of the valid JSON value starting at b[i].

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/airlock-mirror/airlock/internal/fixtures"
 	"github.com/airlock-mirror/airlock/internal/gen/catalog/gen"
 )
 
@@ -22,13 +23,16 @@ type source struct {
 	Kind string
 }
 
-// Paths relative to this module (conformance/): the main module is its parent and
-// the team's shared fixtures sit beside the repository.
+// Paths relative to this module (conformance/): the main module is its parent.
 const (
-	realCatalogsDir = "../../shared/fixtures/real-catalogs"
-	pruneTestdata   = "../prune/testdata"
-	demoCatalogDir  = "../testdata/demo/catalog"
+	pruneTestdata  = "../prune/testdata"
+	demoCatalogDir = "../testdata/demo/catalog"
 )
+
+// realCatalogsDir holds the team's shared real catalogs (internal/fixtures: a
+// shared/fixtures beside the repository or one of its parents, so a git
+// worktree finds them too, or $AIRLOCK_FIXTURES).
+var realCatalogsDir = fixtures.RealCatalogs()
 
 // realRoots are the catalog roots of real-catalogs/ (see its SOURCES.md).
 var realRoots = []struct{ name, root string }{

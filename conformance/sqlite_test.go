@@ -15,6 +15,7 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/property"
 	"github.com/operator-framework/operator-registry/pkg/sqlite"
 
+	"github.com/airlock-mirror/airlock/internal/legacytest"
 	"github.com/airlock-mirror/airlock/prune"
 	"github.com/airlock-mirror/airlock/prune/legacy"
 )
@@ -112,6 +113,22 @@ func compareDB(t *testing.T, db string) {
 	}
 	compareConverted(t, db, want, out)
 	t.Logf("%d packages, %d channels, %d bundles agree", st.Packages, st.Channels, st.Bundles)
+	comparePruneDB(t, db)
+}
+
+// comparePruneDB prunes db heads-only and whole (full: true) directly
+// (pipeline.PruneLocal converts only the bundles it keeps) and by converting it
+// whole first: the results must be the same bytes, or the same refusal.
+func comparePruneDB(t *testing.T, db string) {
+	t.Helper()
+	for name, entry := range map[string]string{"heads": "", "full": "    full: true\n"} {
+		cfg := filepath.Join(t.TempDir(), name+".yaml")
+		isc := "apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  operators:\n  - catalog: oci://" + db + "\n" + entry
+		if err := os.WriteFile(cfg, []byte(isc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("pruned %s directly and converted whole: %d bundles kept, the same", name, legacytest.ComparePrune(t, db, cfg))
+	}
 }
 
 // compareConverted compares airlock's conversion of src in out with opm's

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/prune"
 	"github.com/airlock-mirror/airlock/prune/legacy"
 )
 
@@ -60,10 +61,15 @@ func fbcDir(ctx context.Context, fc *mirror.FetchedCatalog, log *slog.Logger) (s
 	return dir, nil
 }
 
-// PruneLocal is PruneDir of a file-based catalog folder or of a SQLite index
-// database (converted first; opts.Source still selects the entry of the
-// configuration).
+// PruneLocal is PruneDir of a file-based catalog folder, a package-manifest
+// folder (converted first) or a SQLite index database (opts.Source still
+// selects the entry of the configuration). A database is not converted whole:
+// its graph and light bundles are filtered (legacy.SQLiteCatalog), and only
+// the bundles kept are converted, with the same result.
 func PruneLocal(ctx context.Context, opts PruneOptions) (*PruneResult, error) {
+	if legacy.Detect(opts.Source) == legacy.KindSQLite {
+		return pruneSQLite(ctx, opts)
+	}
 	dir, cleanup, ok, err := legacy.LocalDir(ctx, opts.Source, opts.Logger)
 	if err != nil {
 		return nil, err
@@ -73,4 +79,23 @@ func PruneLocal(ctx context.Context, opts PruneOptions) (*PruneResult, error) {
 		opts.Dir = dir
 	}
 	return PruneDir(ctx, opts)
+}
+
+// pruneSQLite is PruneLocal of a SQLite index database.
+func pruneSQLite(ctx context.Context, opts PruneOptions) (*PruneResult, error) {
+	var db *legacy.SQLiteCatalog
+	defer func() {
+		if db != nil {
+			db.Close()
+		}
+	}()
+	return pruneFrom(ctx, opts, func(log *slog.Logger) (*prune.Catalog, prune.FilterOptions, error) {
+		var err error
+		if db, err = legacy.OpenSQLite(ctx, opts.Source, legacy.SQLiteOptions{Logger: log}); err != nil {
+			return nil, prune.FilterOptions{}, err
+		}
+		log.Debug("reading the catalog's graph from the database", "database", opts.Source)
+		c, err := db.Catalog(ctx)
+		return c, prune.FilterOptions{Complete: db.Completer(ctx)}, err
+	})
 }

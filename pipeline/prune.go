@@ -45,6 +45,21 @@ type PruneResult struct {
 // operator entry that names the catalog (see SelectOperator), and writes the
 // pruned catalog to opts.OutDir.
 func PruneDir(ctx context.Context, opts PruneOptions) (*PruneResult, error) {
+	dir := opts.Source
+	if opts.Dir != "" {
+		dir = opts.Dir
+	}
+	return pruneFrom(ctx, opts, func(log *slog.Logger) (*prune.Catalog, prune.FilterOptions, error) {
+		log.Debug("loading catalog", "dir", dir)
+		c, err := prune.LoadDir(ctx, dir, prune.LoadOptions{ElideHeavy: true, Logger: log})
+		return c, prune.FilterOptions{}, err
+	})
+}
+
+// pruneFrom is PruneDir with the catalog from load, which also gives the filter
+// options (a FilterOptions.Complete for a catalog loaded light); load runs
+// once the configuration is read and the options checked.
+func pruneFrom(ctx context.Context, opts PruneOptions, load func(*slog.Logger) (*prune.Catalog, prune.FilterOptions, error)) (*PruneResult, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -68,16 +83,12 @@ func PruneDir(ctx context.Context, opts PruneOptions) (*PruneResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	log.Debug("loading catalog", "dir", opts.Source)
-	dir := opts.Source
-	if opts.Dir != "" {
-		dir = opts.Dir
-	}
-	c, err := prune.LoadDir(ctx, dir, prune.LoadOptions{ElideHeavy: true, Logger: log})
+	c, fopts, err := load(log)
 	if err != nil {
 		return nil, err
 	}
-	out, expl, err := prune.Filter(c, op, prune.FilterOptions{Logger: log})
+	fopts.Logger = log
+	out, expl, err := prune.Filter(c, op, fopts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: catalog %s: %w", cfg.Source, op.Catalog, err)
 	}

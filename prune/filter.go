@@ -14,6 +14,11 @@ import (
 type FilterOptions struct {
 	// Logger receives debug messages; nil discards them.
 	Logger *slog.Logger
+	// Complete, when set, is given every bundle of the result before it is
+	// validated and returns the bundle to keep in its place: a caller that
+	// filtered light bundles (read without what filtering does not need)
+	// completes the few it keeps. The source catalog is not changed.
+	Complete func(*Bundle) (*Bundle, error)
 }
 
 // ErrFilter is wrapped by every error Filter returns because of what the
@@ -43,6 +48,7 @@ func Filter(c *Catalog, op imageset.Operator, opts FilterOptions) (*Catalog, *Ex
 		src:    c,
 		op:     op,
 		log:    opts.Logger,
+		fill:   opts.Complete,
 		index:  make(map[string]*pkgIndex, len(c.Packages)),
 		sel:    make(map[string]*pkgSel),
 		byName: make(map[string]*Package, len(c.Packages)),
@@ -96,6 +102,9 @@ func Filter(c *Catalog, op imageset.Operator, opts FilterOptions) (*Catalog, *Ex
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := f.complete(out); err != nil {
+		return nil, nil, err
+	}
 	expl := f.explain(out)
 	if err := Validate(out); err != nil {
 		return nil, nil, fmt.Errorf("%w: the filtered catalog is not valid, which is a bug in airlock or an invalid source catalog (check it with airlock catalog validate): %w", ErrFilter, err)
@@ -108,6 +117,7 @@ type filterer struct {
 	src    *Catalog
 	op     imageset.Operator
 	log    *slog.Logger
+	fill   func(*Bundle) (*Bundle, error)
 	byName map[string]*Package
 	index  map[string]*pkgIndex
 	sel    map[string]*pkgSel
@@ -192,11 +202,35 @@ func (f *filterer) whole() (*Catalog, *Explanation, error) {
 			}
 		}
 	}
+	if err := f.complete(out); err != nil {
+		return nil, nil, err
+	}
 	expl := f.explain(out)
 	if err := Validate(out); err != nil {
 		return nil, nil, fmt.Errorf("%w: the source catalog is not valid (full: true keeps it unchanged): %w", ErrFilter, err)
 	}
 	return out, expl, nil
+}
+
+// complete replaces the bundles of out by what FilterOptions.Complete makes of
+// them, in copies of out's packages (whole shares them with the source).
+func (f *filterer) complete(out *Catalog) error {
+	if f.fill == nil {
+		return nil
+	}
+	for i, p := range out.Packages {
+		np := *p
+		np.Bundles = make([]*Bundle, len(p.Bundles))
+		for j, b := range p.Bundles {
+			nb, err := f.fill(b)
+			if err != nil {
+				return err
+			}
+			np.Bundles[j] = nb
+		}
+		out.Packages[i] = &np
+	}
+	return nil
 }
 
 func (f *filterer) selFor(name string, dependency bool) *pkgSel {

@@ -381,3 +381,14 @@ func appendIndent(dst, v []byte, prefix string) []byte {
 	}
 	return dst
 }
+
+// ValidJSONValue validates the JSON value starting at d[i] (no leading space)
+// with the scanner Load uses, at memory speed, and returns the offset just
+// after it; ok is false when it is not valid. It never accepts what
+// encoding/json's Valid refuses; it may refuse a value nested near
+// encoding/json's depth limit that Valid accepts, so a caller that must agree
+// with encoding/json asks it when ok is false.
+func ValidJSONValue(d []byte, i int) (end int, ok bool) {
+	end, err := validValue(d, i, 1)
+	return end, err == nil
+}

@@ -104,7 +104,19 @@ type Bundle struct {
 	// propErrs are the problems Load found in the values it elided, by
 	// increasing index; Validate reports them.
 	propErrs []propertyError
+	// written, when set, gives the properties Write and Render write (see
+	// WriteProperties).
+	written func() ([]Property, error)
 }
+
+// WriteProperties makes Write and Render write the properties that load returns
+// (called once per write, one bundle at a time) in place of b.Properties: a
+// model whose bundles hold only their light properties for filtering and
+// validation (no manifests) gets the full ones only when it is written, so that
+// one bundle's manifests are in memory at a time. load must return
+// b.Properties with the heavy values (olm.bundle.object, olm.csv.metadata)
+// added; copies of b share it.
+func (b *Bundle) WriteProperties(load func() ([]Property, error)) { b.written = load }
 
 // RelatedImage is one relatedImages entry of a bundle.
 type RelatedImage struct {

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"sigs.k8s.io/yaml"
 )
@@ -204,9 +205,29 @@ type docWriter struct {
 	rs     restorer
 }
 
-func newDocWriter(format string) *docWriter { return &docWriter{format: format} }
+// docWriters keeps the buffers of closed docWriters: a caller that renders a
+// stream one bundle at a time (legacy's conversions) does not grow new ones
+// for each.
+var docWriters sync.Pool
 
-func (dw *docWriter) close() { dw.rs.close() }
+// maxPooledBuffer bounds the buffers kept in docWriters.
+const maxPooledBuffer = 16 << 20
+
+func newDocWriter(format string) *docWriter {
+	if dw, ok := docWriters.Get().(*docWriter); ok {
+		dw.format = format
+		return dw
+	}
+	return &docWriter{format: format}
+}
+
+func (dw *docWriter) close() {
+	dw.rs.close()
+	if cap(dw.buf) <= maxPooledBuffer && cap(dw.out) <= maxPooledBuffer && cap(dw.rs.buf) <= maxPooledBuffer {
+		*dw = docWriter{buf: dw.buf[:0], out: dw.out[:0], rs: restorer{buf: dw.rs.buf[:0]}}
+		docWriters.Put(dw)
+	}
+}
 
 // emit formats the compact document in dw.buf and writes it.
 func (dw *docWriter) emit(w io.Writer) error {

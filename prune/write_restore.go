@@ -44,6 +44,13 @@ func (r *restorer) close() {
 // restore returns b's properties with every elided value restored; b itself is
 // not changed.
 func (r *restorer) restore(b *Bundle) ([]Property, error) {
+	if b.written != nil {
+		props, err := b.written()
+		if err != nil {
+			return nil, fmt.Errorf("write catalog: bundle %q: %w", b.Name, err)
+		}
+		return props, nil
+	}
 	missing := false
 	for _, p := range b.Properties {
 		if p.Value == nil && heavy(p.Type) {

@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/airlock-mirror/airlock/internal/sqlitetest"
+	"github.com/airlock-mirror/airlock/prune"
 )
 
 // BenchmarkConvertSQLite converts the database named by AIRLOCK_SQLITE_BENCH_DB
@@ -104,5 +107,24 @@ func BenchmarkConvertManifests(b *testing.B) {
 		b.StopTimer()
 		os.RemoveAll(out)
 		b.StartTimer()
+	}
+}
+
+// TestWriteSQLiteBench writes the file-based catalog folder
+// $AIRLOCK_WRITE_SQLITE_FROM as a SQLite index database at
+// $AIRLOCK_WRITE_SQLITE_TO with internal/sqlitetest (minutes, where opm's own
+// loader in conformance's TestBuildSQLiteDB takes half an hour for the large
+// fixture): a quick database for profiling; the published figures use opm's.
+func TestWriteSQLiteBench(t *testing.T) {
+	from, to := os.Getenv("AIRLOCK_WRITE_SQLITE_FROM"), os.Getenv("AIRLOCK_WRITE_SQLITE_TO")
+	if from == "" || to == "" {
+		t.Skip("AIRLOCK_WRITE_SQLITE_FROM and AIRLOCK_WRITE_SQLITE_TO not set")
+	}
+	c, err := prune.LoadDir(context.Background(), from, prune.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sqlitetest.Write(context.Background(), c, to); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -50,35 +50,13 @@ func ConvertSQLite(ctx context.Context, dbPath, outDir string, opts SQLiteOption
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	defer func() {
-		// The driver is pure Go; a fault inside it on a crafted file must still
-		// be an error, not a crash.
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%s: %w: the SQLite engine failed reading it (%v)", dbPath, ErrBadDatabase, r)
-		}
-	}()
-	db, err := openDB(ctx, dbPath)
+	defer recoverEngine(dbPath, &err)
+	ix, err := openIndex(ctx, dbPath)
 	if err != nil {
 		return st, err
 	}
-	defer db.Close()
-	v, err := readSchemaVersion(ctx, db)
-	if err != nil {
-		return st, fmt.Errorf("%s: %w", dbPath, err)
-	}
-	if v != SchemaVersion {
-		return st, fmt.Errorf("%s: %w: schema version %d, but airlock reads version %d (what opm v1.17 and later write); update the database with opm (any `opm registry add` or `opm index add` on it migrates it) and try again", dbPath, ErrBadDatabase, v, SchemaVersion)
-	}
-	t, err := readTables(ctx, db)
-	if err != nil {
-		return st, fmt.Errorf("%s: %w", dbPath, err)
-	}
-	br, err := newBundleReader(ctx, db)
-	if err != nil {
-		return st, fmt.Errorf("%s: %w", dbPath, err)
-	}
-	defer br.close()
-	return convertTables(ctx, br, t, dbPath, outDir, log)
+	defer ix.close()
+	return convertTables(ctx, ix.br, ix.t, dbPath, outDir, log)
 }
 
 // bundleSource gives the content of operatorbundle rows: a database
@@ -96,25 +74,10 @@ type bundleSource interface {
 // (read from a file or built from package manifests) to outDir; src names the
 // input in errors.
 func convertTables(ctx context.Context, br bundleSource, t *tables, src, outDir string, log *slog.Logger) (st Stats, err error) {
-	dbPath := src
-	pkgs, err := packageSkeletons(t)
+	g, err := readGraph(ctx, br, t)
 	if err != nil {
-		return st, fmt.Errorf("%s: %w", dbPath, err)
+		return st, fmt.Errorf("%s: %w", src, err)
 	}
-	rowsByPkg := map[string][]*bundleRow{}
-	for _, r := range channelRows(t.entries) {
-		rowsByPkg[r.pkg] = append(rowsByPkg[r.pkg], r)
-	}
-	// opm turns every row into a bundle before it looks at packages: a row of a
-	// package the package table does not name is an error.
-	for pkgName := range rowsByPkg {
-		if _, ok := pkgs[pkgName]; !ok {
-			if err := orphan(ctx, br, t, rowsByPkg[pkgName]); err != nil {
-				return st, fmt.Errorf("%s: %w", dbPath, err)
-			}
-		}
-	}
-
 	if err := prepareOut(outDir); err != nil {
 		return st, err
 	}
@@ -123,24 +86,53 @@ func convertTables(ctx context.Context, br bundleSource, t *tables, src, outDir 
 		return st, err
 	}
 	defer root.Close()
-	names := make([]string, 0, len(pkgs))
-	for n := range pkgs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range g.names {
 		if err := ctx.Err(); err != nil {
 			return st, err
 		}
-		p, err := convertPackage(ctx, br, t, pkgs[n], rowsByPkg[n], root, log)
+		p, err := convertPackage(ctx, br, t, g.pkgs[n], g.rowsByPkg[n], root, log)
 		if err != nil {
-			return st, fmt.Errorf("%s: package %q: %w", dbPath, n, err)
+			return st, fmt.Errorf("%s: package %q: %w", src, n, err)
 		}
 		st.Packages++
 		st.Channels += len(p.Channels)
 		st.Bundles += len(p.Bundles)
 	}
 	return st, nil
+}
+
+// graph is what the package, channel and channel_entry tables say: the
+// packages (names sorted) and the rows of their bundles.
+type graph struct {
+	pkgs      map[string]*skeleton
+	rowsByPkg map[string][]*bundleRow
+	names     []string
+}
+
+// readGraph reads the packages and the rows of their bundles. Like opm, which
+// turns every row into a bundle before it looks at packages, a row of a
+// package the package table does not name is an error.
+func readGraph(ctx context.Context, br bundleSource, t *tables) (*graph, error) {
+	pkgs, err := packageSkeletons(t)
+	if err != nil {
+		return nil, err
+	}
+	g := &graph{pkgs: pkgs, rowsByPkg: map[string][]*bundleRow{}}
+	for _, r := range channelRows(t.entries) {
+		g.rowsByPkg[r.pkg] = append(g.rowsByPkg[r.pkg], r)
+	}
+	for pkgName := range g.rowsByPkg {
+		if _, ok := pkgs[pkgName]; !ok {
+			if err := orphan(ctx, br, t, g.rowsByPkg[pkgName]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for n := range pkgs {
+		g.names = append(g.names, n)
+	}
+	sort.Strings(g.names)
+	return g, nil
 }
 
 // skeleton is a package as the package and channel tables describe it.
@@ -223,37 +215,49 @@ func deprecated(props []kv) bool {
 	return false
 }
 
-// convertPackage converts one package and writes it to <package>/catalog.json
-// in root: the olm.package document and the channels first, then each bundle as
-// soon as it is built, so that only one bundle's manifests are in memory at a
-// time. The package is then checked (modelCheck) on a light copy (no bundle
-// manifests); a package that fails is removed again. It returns the light copy.
-func convertPackage(ctx context.Context, br bundleSource, t *tables, sk *skeleton, rows []*bundleRow, root *os.Root, log *slog.Logger) (*prune.Package, error) {
+// listedBundles are the bundles of a package that opm lists, in name order,
+// with the row of each (its first in channel_entry order) and its
+// operatorbundle row without the manifests.
+type listedBundles struct {
+	names []string
+	row   map[string]*bundleRow
+	light map[string]bundleContent
+}
+
+// packageModel builds package sk without its bundles: the package (its icon
+// read from the CSV at the head of the default channel) and its channels, and
+// the bundles it lists.
+func packageModel(ctx context.Context, br bundleSource, t *tables, sk *skeleton, rows []*bundleRow, log *slog.Logger) (*prune.Package, *listedBundles, error) {
 	p := &prune.Package{Name: sk.name, DefaultChannel: sk.defaultChannel, Declared: 1}
 	chans := map[string]*prune.Channel{}
 	for n := range sk.channels {
 		chans[n] = &prune.Channel{Name: n, Package: sk.name}
 	}
-	rowOf := map[string]*bundleRow{}
-	var names []string
+	lb := &listedBundles{row: map[string]*bundleRow{}, light: map[string]bundleContent{}}
+	read := map[string]bundleContent{} // a bundle in several channels is read once
 	for _, r := range rows {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		c, err := br.readLight(ctx, r.bundle)
-		if err != nil {
-			return nil, err
+		c, ok := read[r.bundle]
+		if !ok {
+			var err error
+			if c, err = br.readLight(ctx, r.bundle); err != nil {
+				return nil, nil, err
+			}
+			read[r.bundle] = c
 		}
 		if !listed(c) || deprecated(t.props[r.bundle]) {
 			continue
 		}
 		ch, ok := chans[r.chnl]
 		if !ok {
-			return nil, fmt.Errorf("%w: bundle %q is in channel %q, which the channel table does not hold for the package", ErrBadDatabase, r.bundle, r.chnl)
+			return nil, nil, fmt.Errorf("%w: bundle %q is in channel %q, which the channel table does not hold for the package", ErrBadDatabase, r.bundle, r.chnl)
 		}
-		if _, seen := rowOf[r.bundle]; !seen {
-			rowOf[r.bundle] = r
-			names = append(names, r.bundle)
+		if _, seen := lb.row[r.bundle]; !seen {
+			lb.row[r.bundle] = r
+			lb.light[r.bundle] = c
+			lb.names = append(lb.names, r.bundle)
 		}
 		ch.Entries = append(ch.Entries, prune.ChannelEntry{Name: r.bundle, Replaces: r.replaces, Skips: r.skips, SkipRange: c.skipRng.String})
 	}
@@ -264,21 +268,33 @@ func convertPackage(ctx context.Context, br bundleSource, t *tables, sk *skeleto
 	sort.Slice(p.Channels, func(i, j int) bool { return p.Channels[i].Name < p.Channels[j].Name })
 	icon, err := packageIcon(ctx, br, sk, log)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	p.Icon = icon
-	sort.Strings(names)
+	sort.Strings(lb.names)
+	return p, lb, nil
+}
 
+// convertPackage converts one package and writes it to <package>/catalog.json
+// in root: the olm.package document and the channels first, then each bundle as
+// soon as it is built, so that only one bundle's manifests are in memory at a
+// time. The package is then checked (modelCheck) on a light copy (no bundle
+// manifests); a package that fails is removed again. It returns the light copy.
+func convertPackage(ctx context.Context, br bundleSource, t *tables, sk *skeleton, rows []*bundleRow, root *os.Root, log *slog.Logger) (*prune.Package, error) {
+	p, lb, err := packageModel(ctx, br, t, sk, rows, log)
+	if err != nil {
+		return nil, err
+	}
 	if err := writeStream(ctx, root, p.Name, func(w io.Writer) error {
 		if err := prune.Render(ctx, &prune.Catalog{Packages: []*prune.Package{p}}, w, prune.FormatJSON); err != nil {
 			return err
 		}
-		for _, n := range names {
+		for _, n := range lb.names {
 			c, err := br.read(ctx, n)
 			if err != nil {
 				return err
 			}
-			b, err := buildBundle(rowOf[n], c, t)
+			b, err := buildBundle(lb.row[n], c, t)
 			if err != nil {
 				return fmt.Errorf("bundle %q: %w", n, err)
 			}
@@ -295,9 +311,14 @@ func convertPackage(ctx context.Context, br bundleSource, t *tables, sk *skeleto
 	}
 	if err := modelCheck(&prune.Catalog{Packages: []*prune.Package{p}}); err != nil {
 		_ = root.RemoveAll(p.Name)
-		return nil, fmt.Errorf("it does not convert to a valid catalog (opm v1.73 refuses it too): %w", err)
+		return nil, invalidPackage(err)
 	}
 	return p, nil
+}
+
+// invalidPackage is the error of a package that fails modelCheck.
+func invalidPackage(err error) error {
+	return fmt.Errorf("it does not convert to a valid catalog (opm v1.73 refuses it too): %w", err)
 }
 
 // lightBundle is b without its manifests (one is kept when the bundle has no

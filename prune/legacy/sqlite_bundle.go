@@ -2,6 +2,7 @@ package legacy
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -22,8 +23,8 @@ type gvk struct {
 // buildBundle makes the olm.bundle of row r from its operatorbundle content c
 // and its properties, dependencies and related images.
 func buildBundle(r *bundleRow, c bundleContent, t *tables) (*prune.Bundle, error) {
-	if _, err := semver.Parse(c.version.String); err != nil {
-		return nil, fmt.Errorf("%w: version %q (table operatorbundle) is not semver: %v", ErrBadDatabase, c.version.String, err)
+	if err := checkVersion(c); err != nil {
+		return nil, err
 	}
 	objs, csvJSON, err := bundleObjects(c.bundle.String)
 	if err != nil {
@@ -40,6 +41,27 @@ func buildBundle(r *bundleRow, c bundleContent, t *tables) (*prune.Bundle, error
 	return &prune.Bundle{Name: r.bundle, Package: r.pkg, Image: c.path.String, Properties: props, RelatedImages: rel}, nil
 }
 
+// lightBundleOf is buildBundle without what needs the manifests: no
+// olm.bundle.object properties and no related images. Its other properties are
+// those of buildBundle, in the same order.
+func lightBundleOf(r *bundleRow, c bundleContent, t *tables) (*prune.Bundle, error) {
+	if err := checkVersion(c); err != nil {
+		return nil, err
+	}
+	props, err := bundleProperties(r, c, t, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &prune.Bundle{Name: r.bundle, Package: r.pkg, Image: c.path.String, Properties: props}, nil
+}
+
+func checkVersion(c bundleContent) error {
+	if _, err := semver.Parse(c.version.String); err != nil {
+		return fmt.Errorf("%w: version %q (table operatorbundle) is not semver: %v", ErrBadDatabase, c.version.String, err)
+	}
+	return nil
+}
+
 // bundleObjects splits operatorbundle.bundle, a stream of JSON objects, into
 // the objects (verbatim) and returns the first ClusterServiceVersion among them.
 // A non-empty stream without a CSV is an error, as in opm.
@@ -52,13 +74,17 @@ func bundleObjects(s string) (objs []string, csv string, err error) {
 		if b[i] != '{' {
 			return nil, "", fmt.Errorf("manifest %d is not a Kubernetes object (a JSON object)", len(objs)+1)
 		}
-		end := valueEnd(b, i)
-		m := b[i:end]
-		if !json.Valid(m) {
-			var v any
-			err := json.Unmarshal(m, &v)
-			return nil, "", fmt.Errorf("manifest %d: %v", len(objs)+1, err)
+		end, ok := prune.ValidJSONValue(b, i)
+		if !ok {
+			// The exact verdict and message of encoding/json, as opm's.
+			end = valueEnd(b, i)
+			if m := b[i:end]; !json.Valid(m) {
+				var v any
+				err := json.Unmarshal(m, &v)
+				return nil, "", fmt.Errorf("manifest %d: %v", len(objs)+1, err)
+			}
 		}
+		m := b[i:end]
 		o := s[i:end]
 		objs = append(objs, o)
 		i = end
@@ -89,14 +115,14 @@ func member(obj []byte, key string) ([]byte, bool) {
 		if i >= len(obj) || obj[i] != '"' {
 			return nil, false
 		}
-		kEnd := valueEnd(obj, i)
+		kEnd := skipValue(obj, i)
 		k := obj[i+1 : kEnd-1]
 		i = skipSpace(obj, kEnd)
 		if i >= len(obj) || obj[i] != ':' {
 			return nil, false
 		}
 		i = skipSpace(obj, i+1)
-		vEnd := valueEnd(obj, i)
+		vEnd := skipValue(obj, i)
 		if string(k) == key {
 			return obj[i:vEnd], true
 		}
@@ -113,6 +139,16 @@ func skipSpace(b []byte, i int) int {
 		i++
 	}
 	return i
+}
+
+// skipValue returns the end of the valid JSON value starting at b[i]: with
+// prune's scanner (fast on long strings), else (a value nested near the depth
+// limit) with valueEnd.
+func skipValue(b []byte, i int) int {
+	if end, ok := prune.ValidJSONValue(b, i); ok {
+		return end
+	}
+	return valueEnd(b, i)
 }
 
 // valueEnd returns the end of the valid JSON value starting at b[i].
@@ -221,17 +257,17 @@ func bundleProperties(r *bundleRow, c bundleContent, t *tables, objs []string) (
 		out = append(out, mustProp(prune.PropertyGVKRequired, g))
 	}
 	for _, o := range objs {
-		out = append(out, mustProp(prune.PropertyBundleObject, struct {
-			Data []byte `json:"data"`
-		}{[]byte(o)}))
+		out = append(out, bundleObject(o))
 	}
-	out = dedupe(out)
+	// Sorted by type then value, duplicates removed (equal properties are
+	// next to each other once sorted).
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Type != out[j].Type {
 			return out[i].Type < out[j].Type
 		}
 		return string(out[i].Value) < string(out[j].Value)
 	})
+	out = dedupeSorted(out)
 	// opm render moves the bundle objects after every other property.
 	var others, heavy []prune.Property
 	for _, p := range out {
@@ -257,18 +293,26 @@ func unique(in []kv) []kv {
 	return out
 }
 
-func dedupe(in []prune.Property) []prune.Property {
-	type key struct{ typ, val string }
-	seen := map[key]bool{}
+// dedupeSorted drops the properties equal to the one before them.
+func dedupeSorted(in []prune.Property) []prune.Property {
 	out := in[:0]
 	for _, p := range in {
-		k := key{p.Type, string(p.Value)}
-		if !seen[k] {
-			seen[k] = true
-			out = append(out, p)
+		if n := len(out); n > 0 && p.Type == out[n-1].Type && bytes.Equal(p.Value, out[n-1].Value) {
+			continue
 		}
+		out = append(out, p)
 	}
 	return out
+}
+
+// bundleObject is the olm.bundle.object property of manifest o: the value
+// mustProp gives {"data": o} (base64 of o), built without encoding/json.
+func bundleObject(o string) prune.Property {
+	const head, tail = `{"data":"`, `"}`
+	v := make([]byte, 0, len(head)+base64.StdEncoding.EncodedLen(len(o))+len(tail))
+	v = append(v, head...)
+	v = base64.StdEncoding.AppendEncode(v, []byte(o))
+	return prune.Property{Type: prune.PropertyBundleObject, Value: append(v, tail...)}
 }
 
 // mustProp encodes v (a struct of strings and bytes, which always encodes) as

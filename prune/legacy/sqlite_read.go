@@ -72,6 +72,59 @@ func openDB(ctx context.Context, p string) (*sql.DB, error) {
 	return db, nil
 }
 
+// index is an open index database: its tables read, its bundles readable.
+type index struct {
+	db *sql.DB
+	t  *tables
+	br *bundleReader
+}
+
+// openIndex opens the index database at dbPath and reads its tables (all but
+// the bundle contents), after checking its schema version.
+func openIndex(ctx context.Context, dbPath string) (*index, error) {
+	db, err := openDB(ctx, dbPath)
+	if err != nil {
+		return nil, err
+	}
+	ix := &index{db: db}
+	if err := ix.read(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%s: %w", dbPath, err)
+	}
+	return ix, nil
+}
+
+func (ix *index) read(ctx context.Context) error {
+	v, err := readSchemaVersion(ctx, ix.db)
+	if err != nil {
+		return err
+	}
+	if v != SchemaVersion {
+		return fmt.Errorf("%w: schema version %d, but airlock reads version %d (what opm v1.17 and later write); update the database with opm (any `opm registry add` or `opm index add` on it migrates it) and try again", ErrBadDatabase, v, SchemaVersion)
+	}
+	if ix.t, err = readTables(ctx, ix.db); err != nil {
+		return err
+	}
+	ix.br, err = newBundleReader(ctx, ix.db)
+	return err
+}
+
+func (ix *index) close() {
+	if ix.br != nil {
+		ix.br.close()
+	}
+	ix.db.Close()
+}
+
+// recoverEngine turns a panic of the SQLite engine into an error: the driver
+// is pure Go, and a fault inside it on a crafted file must still be an error,
+// not a crash. Deferred by every function that reads a database.
+func recoverEngine(dbPath string, err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%s: %w: the SQLite engine failed reading it (%v)", dbPath, ErrBadDatabase, r)
+	}
+}
+
 // tables is what convert reads from the database, all but the bundle contents
 // (operatorbundle.bundle and .csv), which are read one bundle at a time.
 type tables struct {

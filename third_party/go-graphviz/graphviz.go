@@ -44,6 +44,7 @@ const (
 )
 
 func New(ctx context.Context) (*Graphviz, error) {
+	load() // airlock patch: load the module on first use
 	c, err := gvc.New(ctx)
 	if err != nil {
 		return nil, err
@@ -56,6 +57,7 @@ func New(ctx context.Context) (*Graphviz, error) {
 }
 
 func NewWithPlugins(ctx context.Context, plugins ...Plugin) (*Graphviz, error) {
+	load() // airlock patch: load the module on first use
 	c, err := gvc.NewWithPlugins(ctx, plugins...)
 	if err != nil {
 		return nil, err
@@ -138,4 +140,15 @@ func (g *Graphviz) Graph(option ...GraphOption) (*Graph, error) {
 
 func SetFileSystem(fs fs.FS) {
 	wasm.SetWasmFileSystem(fs)
+}
+
+// load loads the module on first use and gives the descriptor variables
+// their values (airlock patch: upstream copies them from cgraph in its
+// package initialisation).
+func load() {
+	cgraph.Load()
+	Directed = cgraph.Directed
+	StrictDirected = cgraph.StrictDirected
+	UnDirected = cgraph.UnDirected
+	StrictUnDirected = cgraph.StrictUnDirected
 }

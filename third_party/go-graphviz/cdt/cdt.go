@@ -121,10 +121,12 @@ type Hash func(*Dict, any, *Disc) uint
 type Event func(*Dict, int, any, *Disc) int
 
 func StrHash(a1 any, a2 int) (uint, error) {
+	wasm.Load() // airlock patch: load the module on first use
 	return wasm.StrHash(context.Background(), a1, a2)
 }
 
 func Open(disc *Disc, mtd *Method) (*Dict, error) {
+	wasm.Load() // airlock patch: load the module on first use
 	res, err := wasm.NewDictWithDisc(context.Background(), disc.getWasm(), mtd.getWasm())
 	if err != nil {
 		return nil, err

@@ -284,6 +284,7 @@ func (d *DataDict) getWasm() *wasm.DataDict {
 type ID uint64
 
 func ParseBytes(bytes []byte) (*Graph, error) {
+	Load() // airlock patch: load the module on first use
 	graph, err := wasm.MemRead(context.Background(), string(bytes))
 	if err != nil {
 		return nil, err
@@ -299,6 +300,7 @@ func ParseBytes(bytes []byte) (*Graph, error) {
 }
 
 func ParseFile(path string) (*Graph, error) {
+	Load() // airlock patch: load the module on first use
 	file, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
@@ -1405,18 +1407,22 @@ func (e *Edge) SafeSet(name, value, def string) error {
 }
 
 func HTMLStr(s string) (bool, error) {
+	Load() // airlock patch: load the module on first use
 	return wasm.HtmlStr(context.Background(), s)
 }
 
 func Canon(s string, i int) (string, error) {
+	Load() // airlock patch: load the module on first use
 	return wasm.Canon(context.Background(), s, i)
 }
 
 func StrCanon(a0 string, a1 string) (string, error) {
+	Load() // airlock patch: load the module on first use
 	return wasm.StrCanon(context.Background(), a0, a1)
 }
 
 func CanonStr(str string) (string, error) {
+	Load() // airlock patch: load the module on first use
 	return wasm.CanonStr(context.Background(), str)
 }
 

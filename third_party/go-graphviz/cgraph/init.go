@@ -2,6 +2,7 @@ package cgraph
 
 import (
 	"context"
+	"sync"
 
 	"github.com/goccy/go-graphviz/internal/wasm"
 )
@@ -13,10 +14,17 @@ var (
 	StrictUnDirected *Desc
 )
 
-func init() {
-	if err := setGlobalVars(context.Background()); err != nil {
-		panic(err)
-	}
+var loadOnce sync.Once
+
+// Load loads the Graphviz module and sets the graph descriptors, once, on
+// first use (airlock patch: upstream does it in init).
+func Load() {
+	loadOnce.Do(func() {
+		wasm.Load()
+		if err := setGlobalVars(context.Background()); err != nil {
+			panic(err)
+		}
+	})
 }
 
 func setGlobalVars(ctx context.Context) error {

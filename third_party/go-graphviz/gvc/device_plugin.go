@@ -50,6 +50,7 @@ func WithDeviceDPI(x, y float64) DevicePluginOption {
 }
 
 func NewDevicePlugin(ctx context.Context, typ string, opts ...DevicePluginOption) (*DevicePlugin, error) {
+	wasm.Load() // airlock patch: load the module on first use
 	cfg := defaultDevicePluginConfig(typ)
 	for _, opt := range opts {
 		opt(cfg)

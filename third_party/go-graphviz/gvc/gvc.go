@@ -20,6 +20,7 @@ type Context struct {
 }
 
 func New(ctx context.Context) (*Context, error) {
+	wasm.Load() // airlock patch: load the module on first use
 	plugins, err := DefaultPlugins(ctx)
 	if err != nil {
 		return nil, err
@@ -28,6 +29,7 @@ func New(ctx context.Context) (*Context, error) {
 }
 
 func NewWithPlugins(ctx context.Context, plugins ...Plugin) (*Context, error) {
+	wasm.Load() // airlock patch: load the module on first use
 	plgs, err := newPlugins(ctx, plugins...)
 	if err != nil {
 		return nil, err

@@ -27,6 +27,7 @@ type DefaultLoadImageEngine struct {
 }
 
 func NewLoadImagePlugin(ctx context.Context, typ string, engine LoadImageEngine) (*LoadImagePlugin, error) {
+	wasm.Load() // airlock patch: load the module on first use
 	cfg := defaultLoadImagePluginConfig(typ, engine)
 	return newLoadImagePlugin(ctx, cfg)
 }

@@ -11,6 +11,7 @@ type Plugin interface {
 }
 
 func DefaultPlugins(ctx context.Context) ([]Plugin, error) {
+	wasm.Load() // airlock patch: load the module on first use
 	pngRenderPlugin, err := PNGRenderPlugin(ctx)
 	if err != nil {
 		return nil, err

@@ -238,6 +238,7 @@ func WithRenderPAD(pad float64) RenderPluginOption {
 }
 
 func NewRenderPlugin(ctx context.Context, typ string, engine RenderEngine, opts ...RenderPluginOption) (*RenderPlugin, error) {
+	wasm.Load() // airlock patch: load the module on first use
 	cfg := defaultRenderPluginConfig(typ, engine)
 	for _, opt := range opts {
 		opt(cfg)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strconv"
+	"sync"
 	"unsafe"
 
 	"github.com/tetratelabs/wazero"
@@ -378,7 +379,17 @@ func Register_LoadImageEngine_LoadImage(fn func(*Job, *UserShape, *BoxFloat, boo
 	mod.lookupFuncMap.LoadImageEngine_LoadImage = fn
 }
 
-var mod *WasmModule
+// mod is the Graphviz WebAssembly module. Its lookup functions are
+// registered by the gvc package's init; the module itself is compiled and
+// instantiated by Load, on first use (airlock patch: upstream does it in
+// init, which cost every process about 30 ms of CPU).
+var mod = &WasmModule{fs: &WasmFileSystem{}, lookupFuncMap: &LookupFuncMap{}}
+
+var loadOnce sync.Once
+
+// Load compiles and instantiates the module once; every entry point of the
+// library calls it before its first call into the module.
+func Load() { loadOnce.Do(load) }
 
 type CallbackFunc[T any] struct {
 	cb     T
@@ -392,7 +403,7 @@ func CreateCallbackFunc[T any](cb T, funcID uint64) *CallbackFunc[T] {
 	}
 }
 
-func init() {
+func load() {
 	ctx := context.Background()
 	cfg := wazero.NewRuntimeConfig()
 	if cache := getCompilationCache(); cache != nil {
@@ -2797,7 +2808,7 @@ func init() {
 	if err != nil {
 		panic(err)
 	}
-	fs := &WasmFileSystem{}
+	fs := mod.fs
 	m, err := r.InstantiateModule(
 		ctx,
 		compiled,
@@ -2811,7 +2822,7 @@ func init() {
 	mod = &WasmModule{
 		mod:           m,
 		fs:            fs,
-		lookupFuncMap: &LookupFuncMap{},
+		lookupFuncMap: mod.lookupFuncMap,
 		callbackFuncMap: &CallbackFuncMap{
 			IDAllocator_Open:                     make(map[uint64]func(context.Context, *Graph, *ClientDiscipline) (any, error)),
 			IDAllocator_Map:                      make(map[uint64]func(context.Context, any, int, string, *uint64, int) (int32, error)),
@@ -2882,114 +2893,123 @@ func init() {
 		},
 	}
 	// bind ObjectTag values.
-	GRAPH = ObjectTag(mod.getEnumValue(ctx, "AGRAPH"))
-	NODE = ObjectTag(mod.getEnumValue(ctx, "AGNODE"))
-	OUT_EDGE = ObjectTag(mod.getEnumValue(ctx, "AGOUTEDGE"))
-	IN_EDGE = ObjectTag(mod.getEnumValue(ctx, "AGINEDGE"))
-	EDGE = ObjectTag(mod.getEnumValue(ctx, "AGEDGE"))
+	mustEnum(ctx, "AGRAPH", int(GRAPH))
+	mustEnum(ctx, "AGNODE", int(NODE))
+	mustEnum(ctx, "AGOUTEDGE", int(OUT_EDGE))
+	mustEnum(ctx, "AGINEDGE", int(IN_EDGE))
+	mustEnum(ctx, "AGEDGE", int(EDGE))
 	// bind ErrorLevel values.
-	WARN = ErrorLevel(mod.getEnumValue(ctx, "AGWARN"))
-	ERR = ErrorLevel(mod.getEnumValue(ctx, "AGERR"))
-	MAX = ErrorLevel(mod.getEnumValue(ctx, "AGMAX"))
-	PREV = ErrorLevel(mod.getEnumValue(ctx, "AGPREV"))
+	mustEnum(ctx, "AGWARN", int(WARN))
+	mustEnum(ctx, "AGERR", int(ERR))
+	mustEnum(ctx, "AGMAX", int(MAX))
+	mustEnum(ctx, "AGPREV", int(PREV))
 	// bind ImageType values.
-	IMAGE_TYPE_NULL = ImageType(mod.getEnumValue(ctx, "FT_NULL"))
-	IMAGE_TYPE_BMP = ImageType(mod.getEnumValue(ctx, "FT_BMP"))
-	IMAGE_TYPE_GIF = ImageType(mod.getEnumValue(ctx, "FT_GIF"))
-	IMAGE_TYPE_PNG = ImageType(mod.getEnumValue(ctx, "FT_PNG"))
-	IMAGE_TYPE_JPEG = ImageType(mod.getEnumValue(ctx, "FT_JPEG"))
-	IMAGE_TYPE_PDF = ImageType(mod.getEnumValue(ctx, "FT_PDF"))
-	IMAGE_TYPE_PS = ImageType(mod.getEnumValue(ctx, "FT_PS"))
-	IMAGE_TYPE_EPS = ImageType(mod.getEnumValue(ctx, "FT_EPS"))
-	IMAGE_TYPE_SVG = ImageType(mod.getEnumValue(ctx, "FT_SVG"))
-	IMAGE_TYPE_XML = ImageType(mod.getEnumValue(ctx, "FT_XML"))
-	IMAGE_TYPE_RIFF = ImageType(mod.getEnumValue(ctx, "FT_RIFF"))
-	IMAGE_TYPE_WEBP = ImageType(mod.getEnumValue(ctx, "FT_WEBP"))
-	IMAGE_TYPE_ICO = ImageType(mod.getEnumValue(ctx, "FT_ICO"))
-	IMAGE_TYPE_TIFF = ImageType(mod.getEnumValue(ctx, "FT_TIFF"))
+	mustEnum(ctx, "FT_NULL", int(IMAGE_TYPE_NULL))
+	mustEnum(ctx, "FT_BMP", int(IMAGE_TYPE_BMP))
+	mustEnum(ctx, "FT_GIF", int(IMAGE_TYPE_GIF))
+	mustEnum(ctx, "FT_PNG", int(IMAGE_TYPE_PNG))
+	mustEnum(ctx, "FT_JPEG", int(IMAGE_TYPE_JPEG))
+	mustEnum(ctx, "FT_PDF", int(IMAGE_TYPE_PDF))
+	mustEnum(ctx, "FT_PS", int(IMAGE_TYPE_PS))
+	mustEnum(ctx, "FT_EPS", int(IMAGE_TYPE_EPS))
+	mustEnum(ctx, "FT_SVG", int(IMAGE_TYPE_SVG))
+	mustEnum(ctx, "FT_XML", int(IMAGE_TYPE_XML))
+	mustEnum(ctx, "FT_RIFF", int(IMAGE_TYPE_RIFF))
+	mustEnum(ctx, "FT_WEBP", int(IMAGE_TYPE_WEBP))
+	mustEnum(ctx, "FT_ICO", int(IMAGE_TYPE_ICO))
+	mustEnum(ctx, "FT_TIFF", int(IMAGE_TYPE_TIFF))
 	// bind ObjectType values.
-	ROOTGRAPH_OBJTYPE = ObjectType(mod.getEnumValue(ctx, "ROOTGRAPH_OBJTYPE"))
-	CLUSTER_OBJTYPE = ObjectType(mod.getEnumValue(ctx, "CLUSTER_OBJTYPE"))
-	NODE_OBJTYPE = ObjectType(mod.getEnumValue(ctx, "NODE_OBJTYPE"))
-	EDGE_OBJTYPE = ObjectType(mod.getEnumValue(ctx, "EDGE_OBJTYPE"))
+	mustEnum(ctx, "ROOTGRAPH_OBJTYPE", int(ROOTGRAPH_OBJTYPE))
+	mustEnum(ctx, "CLUSTER_OBJTYPE", int(CLUSTER_OBJTYPE))
+	mustEnum(ctx, "NODE_OBJTYPE", int(NODE_OBJTYPE))
+	mustEnum(ctx, "EDGE_OBJTYPE", int(EDGE_OBJTYPE))
 	// bind MapShapeType values.
-	MAP_RECTANGLE = MapShapeType(mod.getEnumValue(ctx, "MAP_RECTANGLE"))
-	MAP_CIRCLE = MapShapeType(mod.getEnumValue(ctx, "MAP_CIRCLE"))
-	MAP_POLYGON = MapShapeType(mod.getEnumValue(ctx, "MAP_POLYGON"))
+	mustEnum(ctx, "MAP_RECTANGLE", int(MAP_RECTANGLE))
+	mustEnum(ctx, "MAP_CIRCLE", int(MAP_CIRCLE))
+	mustEnum(ctx, "MAP_POLYGON", int(MAP_POLYGON))
 	// bind EmitState values.
-	EMIT_GDRAW = EmitState(mod.getEnumValue(ctx, "EMIT_GDRAW"))
-	EMIT_CDRAW = EmitState(mod.getEnumValue(ctx, "EMIT_CDRAW"))
-	EMIT_TDRAW = EmitState(mod.getEnumValue(ctx, "EMIT_TDRAW"))
-	EMIT_HDRAW = EmitState(mod.getEnumValue(ctx, "EMIT_HDRAW"))
-	EMIT_GLABEL = EmitState(mod.getEnumValue(ctx, "EMIT_GLABEL"))
-	EMIT_CLABEL = EmitState(mod.getEnumValue(ctx, "EMIT_CLABEL"))
-	EMIT_TLABEL = EmitState(mod.getEnumValue(ctx, "EMIT_TLABEL"))
-	EMIT_HLABEL = EmitState(mod.getEnumValue(ctx, "EMIT_HLABEL"))
-	EMIT_NDRAW = EmitState(mod.getEnumValue(ctx, "EMIT_NDRAW"))
-	EMIT_EDRAW = EmitState(mod.getEnumValue(ctx, "EMIT_EDRAW"))
-	EMIT_NLABEL = EmitState(mod.getEnumValue(ctx, "EMIT_NLABEL"))
-	EMIT_ELABEL = EmitState(mod.getEnumValue(ctx, "EMIT_ELABEL"))
+	mustEnum(ctx, "EMIT_GDRAW", int(EMIT_GDRAW))
+	mustEnum(ctx, "EMIT_CDRAW", int(EMIT_CDRAW))
+	mustEnum(ctx, "EMIT_TDRAW", int(EMIT_TDRAW))
+	mustEnum(ctx, "EMIT_HDRAW", int(EMIT_HDRAW))
+	mustEnum(ctx, "EMIT_GLABEL", int(EMIT_GLABEL))
+	mustEnum(ctx, "EMIT_CLABEL", int(EMIT_CLABEL))
+	mustEnum(ctx, "EMIT_TLABEL", int(EMIT_TLABEL))
+	mustEnum(ctx, "EMIT_HLABEL", int(EMIT_HLABEL))
+	mustEnum(ctx, "EMIT_NDRAW", int(EMIT_NDRAW))
+	mustEnum(ctx, "EMIT_EDRAW", int(EMIT_EDRAW))
+	mustEnum(ctx, "EMIT_NLABEL", int(EMIT_NLABEL))
+	mustEnum(ctx, "EMIT_ELABEL", int(EMIT_ELABEL))
 	// bind EmitType values.
-	EMIT_SORTED = EmitType(mod.getEnumValue(ctx, "EMIT_SORTED"))
-	EMIT_COLORS = EmitType(mod.getEnumValue(ctx, "EMIT_COLORS"))
-	EMIT_CLUSTERS_LAST = EmitType(mod.getEnumValue(ctx, "EMIT_CLUSTERS_LAST"))
-	EMIT_PREORDER = EmitType(mod.getEnumValue(ctx, "EMIT_PREORDER"))
-	EMIT_EDGE_SORTED = EmitType(mod.getEnumValue(ctx, "EMIT_EDGE_SORTED"))
+	mustEnum(ctx, "EMIT_SORTED", int(EMIT_SORTED))
+	mustEnum(ctx, "EMIT_COLORS", int(EMIT_COLORS))
+	mustEnum(ctx, "EMIT_CLUSTERS_LAST", int(EMIT_CLUSTERS_LAST))
+	mustEnum(ctx, "EMIT_PREORDER", int(EMIT_PREORDER))
+	mustEnum(ctx, "EMIT_EDGE_SORTED", int(EMIT_EDGE_SORTED))
 	// bind DeviceType values.
-	DEVICE_DOES_PAGES = DeviceType(mod.getEnumValue(ctx, "GVDEVICE_DOES_PAGES"))
-	DEVICE_DOES_LAYERS = DeviceType(mod.getEnumValue(ctx, "GVDEVICE_DOES_LAYERS"))
-	DEVICE_EVENTS = DeviceType(mod.getEnumValue(ctx, "GVDEVICE_EVENTS"))
-	DEVICE_DOES_TRUECOLOR = DeviceType(mod.getEnumValue(ctx, "GVDEVICE_DOES_TRUECOLOR"))
-	DEVICE_BINARY_FORMAT = DeviceType(mod.getEnumValue(ctx, "GVDEVICE_BINARY_FORMAT"))
-	DEVICE_COMPRESSED_FORMAT = DeviceType(mod.getEnumValue(ctx, "GVDEVICE_COMPRESSED_FORMAT"))
-	DEVICE_NO_WRITER = DeviceType(mod.getEnumValue(ctx, "GVDEVICE_NO_WRITER"))
+	mustEnum(ctx, "GVDEVICE_DOES_PAGES", int(DEVICE_DOES_PAGES))
+	mustEnum(ctx, "GVDEVICE_DOES_LAYERS", int(DEVICE_DOES_LAYERS))
+	mustEnum(ctx, "GVDEVICE_EVENTS", int(DEVICE_EVENTS))
+	mustEnum(ctx, "GVDEVICE_DOES_TRUECOLOR", int(DEVICE_DOES_TRUECOLOR))
+	mustEnum(ctx, "GVDEVICE_BINARY_FORMAT", int(DEVICE_BINARY_FORMAT))
+	mustEnum(ctx, "GVDEVICE_COMPRESSED_FORMAT", int(DEVICE_COMPRESSED_FORMAT))
+	mustEnum(ctx, "GVDEVICE_NO_WRITER", int(DEVICE_NO_WRITER))
 	// bind RenderType values.
-	RENDER_Y_GOES_DOWN = RenderType(mod.getEnumValue(ctx, "GVRENDER_Y_GOES_DOWN"))
-	RENDER_DOES_TRANSFORM = RenderType(mod.getEnumValue(ctx, "GVRENDER_DOES_TRANSFORM"))
-	RENDER_DOES_LABELS = RenderType(mod.getEnumValue(ctx, "GVRENDER_DOES_LABELS"))
-	RENDER_DOES_MAPS = RenderType(mod.getEnumValue(ctx, "GVRENDER_DOES_MAPS"))
-	RENDER_DOES_MAP_RECTANGLE = RenderType(mod.getEnumValue(ctx, "GVRENDER_DOES_MAP_RECTANGLE"))
-	RENDER_DOES_MAP_CIRCLE = RenderType(mod.getEnumValue(ctx, "GVRENDER_DOES_MAP_CIRCLE"))
-	RENDER_DOES_MAP_POLYGON = RenderType(mod.getEnumValue(ctx, "GVRENDER_DOES_MAP_POLYGON"))
-	RENDER_DOES_MAP_ELLIPSE = RenderType(mod.getEnumValue(ctx, "GVRENDER_DOES_MAP_ELLIPSE"))
-	RENDER_DOES_MAP_BSPLINE = RenderType(mod.getEnumValue(ctx, "GVRENDER_DOES_MAP_BSPLINE"))
-	RENDER_DOES_TOOLTIPS = RenderType(mod.getEnumValue(ctx, "GVRENDER_DOES_TOOLTIPS"))
-	RENDER_DOES_TARGETS = RenderType(mod.getEnumValue(ctx, "GVRENDER_DOES_TARGETS"))
-	RENDER_DOES_Z = RenderType(mod.getEnumValue(ctx, "GVRENDER_DOES_Z"))
-	RENDER_NO_WHITE_BG = RenderType(mod.getEnumValue(ctx, "GVRENDER_NO_WHITE_BG"))
+	mustEnum(ctx, "GVRENDER_Y_GOES_DOWN", int(RENDER_Y_GOES_DOWN))
+	mustEnum(ctx, "GVRENDER_DOES_TRANSFORM", int(RENDER_DOES_TRANSFORM))
+	mustEnum(ctx, "GVRENDER_DOES_LABELS", int(RENDER_DOES_LABELS))
+	mustEnum(ctx, "GVRENDER_DOES_MAPS", int(RENDER_DOES_MAPS))
+	mustEnum(ctx, "GVRENDER_DOES_MAP_RECTANGLE", int(RENDER_DOES_MAP_RECTANGLE))
+	mustEnum(ctx, "GVRENDER_DOES_MAP_CIRCLE", int(RENDER_DOES_MAP_CIRCLE))
+	mustEnum(ctx, "GVRENDER_DOES_MAP_POLYGON", int(RENDER_DOES_MAP_POLYGON))
+	mustEnum(ctx, "GVRENDER_DOES_MAP_ELLIPSE", int(RENDER_DOES_MAP_ELLIPSE))
+	mustEnum(ctx, "GVRENDER_DOES_MAP_BSPLINE", int(RENDER_DOES_MAP_BSPLINE))
+	mustEnum(ctx, "GVRENDER_DOES_TOOLTIPS", int(RENDER_DOES_TOOLTIPS))
+	mustEnum(ctx, "GVRENDER_DOES_TARGETS", int(RENDER_DOES_TARGETS))
+	mustEnum(ctx, "GVRENDER_DOES_Z", int(RENDER_DOES_Z))
+	mustEnum(ctx, "GVRENDER_NO_WHITE_BG", int(RENDER_NO_WHITE_BG))
 	// bind RequiredType values.
-	LAYOUT_NOT_REQUIRED = RequiredType(mod.getEnumValue(ctx, "LAYOUT_NOT_REQUIRED"))
-	OUTPUT_NOT_REQUIRED = RequiredType(mod.getEnumValue(ctx, "OUTPUT_NOT_REQUIRED"))
+	mustEnum(ctx, "LAYOUT_NOT_REQUIRED", int(LAYOUT_NOT_REQUIRED))
+	mustEnum(ctx, "OUTPUT_NOT_REQUIRED", int(OUTPUT_NOT_REQUIRED))
 	// bind PenType values.
-	PEN_NONE = PenType(mod.getEnumValue(ctx, "PEN_NONE"))
-	PEN_DASHED = PenType(mod.getEnumValue(ctx, "PEN_DASHED"))
-	PEN_DOTTED = PenType(mod.getEnumValue(ctx, "PEN_DOTTED"))
-	PEN_SOLID = PenType(mod.getEnumValue(ctx, "PEN_SOLID"))
+	mustEnum(ctx, "PEN_NONE", int(PEN_NONE))
+	mustEnum(ctx, "PEN_DASHED", int(PEN_DASHED))
+	mustEnum(ctx, "PEN_DOTTED", int(PEN_DOTTED))
+	mustEnum(ctx, "PEN_SOLID", int(PEN_SOLID))
 	// bind FillType values.
-	FILL_NONE = FillType(mod.getEnumValue(ctx, "FILL_NONE"))
-	FILL_SOLID = FillType(mod.getEnumValue(ctx, "FILL_SOLID"))
-	FILL_LINEAR = FillType(mod.getEnumValue(ctx, "FILL_LINEAR"))
-	FILL_RADIAL = FillType(mod.getEnumValue(ctx, "FILL_RADIAL"))
+	mustEnum(ctx, "FILL_NONE", int(FILL_NONE))
+	mustEnum(ctx, "FILL_SOLID", int(FILL_SOLID))
+	mustEnum(ctx, "FILL_LINEAR", int(FILL_LINEAR))
+	mustEnum(ctx, "FILL_RADIAL", int(FILL_RADIAL))
 	// bind FontType values.
-	FONT_REGULAR = FontType(mod.getEnumValue(ctx, "FONT_REGULAR"))
-	FONT_BOLD = FontType(mod.getEnumValue(ctx, "FONT_BOLD"))
-	FONT_ITALIC = FontType(mod.getEnumValue(ctx, "FONT_ITALIC"))
+	mustEnum(ctx, "FONT_REGULAR", int(FONT_REGULAR))
+	mustEnum(ctx, "FONT_BOLD", int(FONT_BOLD))
+	mustEnum(ctx, "FONT_ITALIC", int(FONT_ITALIC))
 	// bind LabelType values.
-	LABEL_PLAIN = LabelType(mod.getEnumValue(ctx, "LABEL_PLAIN"))
-	LABEL_HTML = LabelType(mod.getEnumValue(ctx, "LABEL_HTML"))
+	mustEnum(ctx, "LABEL_PLAIN", int(LABEL_PLAIN))
+	mustEnum(ctx, "LABEL_HTML", int(LABEL_HTML))
 	// bind ColorType values.
-	HSVA_DOUBLE = ColorType(mod.getEnumValue(ctx, "HSVA_DOUBLE"))
-	RGBA_BYTE = ColorType(mod.getEnumValue(ctx, "RGBA_BYTE"))
-	RGBA_WORD = ColorType(mod.getEnumValue(ctx, "RGBA_WORD"))
-	RGBA_DOUBLE = ColorType(mod.getEnumValue(ctx, "RGBA_DOUBLE"))
-	COLOR_STRING = ColorType(mod.getEnumValue(ctx, "COLOR_STRING"))
-	COLOR_INDEX = ColorType(mod.getEnumValue(ctx, "COLOR_INDEX"))
+	mustEnum(ctx, "HSVA_DOUBLE", int(HSVA_DOUBLE))
+	mustEnum(ctx, "RGBA_BYTE", int(RGBA_BYTE))
+	mustEnum(ctx, "RGBA_WORD", int(RGBA_WORD))
+	mustEnum(ctx, "RGBA_DOUBLE", int(RGBA_DOUBLE))
+	mustEnum(ctx, "COLOR_STRING", int(COLOR_STRING))
+	mustEnum(ctx, "COLOR_INDEX", int(COLOR_INDEX))
 	// bind API values.
-	API_RENDER = API(mod.getEnumValue(ctx, "API_render"))
-	API_LAYOUT = API(mod.getEnumValue(ctx, "API_layout"))
-	API_TEXTLAYOUT = API(mod.getEnumValue(ctx, "API_textlayout"))
-	API_DEVICE = API(mod.getEnumValue(ctx, "API_device"))
-	API_LOADIMAGE = API(mod.getEnumValue(ctx, "API_loadimage"))
+	mustEnum(ctx, "API_render", int(API_RENDER))
+	mustEnum(ctx, "API_layout", int(API_LAYOUT))
+	mustEnum(ctx, "API_textlayout", int(API_TEXTLAYOUT))
+	mustEnum(ctx, "API_device", int(API_DEVICE))
+	mustEnum(ctx, "API_loadimage", int(API_LOADIMAGE))
+}
+
+// mustEnum checks that the enum value the package variables were given
+// statically (so that other packages can copy them in their own package
+// variables before Load) is the module's (airlock patch).
+func mustEnum(ctx context.Context, name string, static int) {
+	if v := mod.getEnumValue(ctx, name); v != static {
+		panic(fmt.Sprintf("go-graphviz: enum %s is %d in the module, %d in the Go code", name, v, static))
+	}
 }
 
 func (m *WasmModule) getEnumValue(ctx context.Context, value string) int {
@@ -15233,7 +15253,7 @@ var (
 	NODE     ObjectTag = 1
 	OUT_EDGE ObjectTag = 2
 	IN_EDGE  ObjectTag = 3
-	EDGE     ObjectTag = 4
+	EDGE     ObjectTag = 2
 )
 
 func (v ObjectTag) String() string {
@@ -15421,11 +15441,11 @@ func (v EmitState) String() string {
 type EmitType int
 
 var (
-	EMIT_SORTED        EmitType = 0
-	EMIT_COLORS        EmitType = 1
-	EMIT_CLUSTERS_LAST EmitType = 2
-	EMIT_PREORDER      EmitType = 3
-	EMIT_EDGE_SORTED   EmitType = 4
+	EMIT_SORTED        EmitType = 1
+	EMIT_COLORS        EmitType = 2
+	EMIT_CLUSTERS_LAST EmitType = 4
+	EMIT_PREORDER      EmitType = 8
+	EMIT_EDGE_SORTED   EmitType = 16
 )
 
 func (v EmitType) String() string {
@@ -15447,13 +15467,13 @@ func (v EmitType) String() string {
 type DeviceType int
 
 var (
-	DEVICE_DOES_PAGES        DeviceType = 0
-	DEVICE_DOES_LAYERS       DeviceType = 1
-	DEVICE_EVENTS            DeviceType = 2
-	DEVICE_DOES_TRUECOLOR    DeviceType = 3
-	DEVICE_BINARY_FORMAT     DeviceType = 4
-	DEVICE_COMPRESSED_FORMAT DeviceType = 5
-	DEVICE_NO_WRITER         DeviceType = 6
+	DEVICE_DOES_PAGES        DeviceType = 32
+	DEVICE_DOES_LAYERS       DeviceType = 64
+	DEVICE_EVENTS            DeviceType = 128
+	DEVICE_DOES_TRUECOLOR    DeviceType = 256
+	DEVICE_BINARY_FORMAT     DeviceType = 512
+	DEVICE_COMPRESSED_FORMAT DeviceType = 1024
+	DEVICE_NO_WRITER         DeviceType = 2048
 )
 
 func (v DeviceType) String() string {
@@ -15479,19 +15499,19 @@ func (v DeviceType) String() string {
 type RenderType int
 
 var (
-	RENDER_Y_GOES_DOWN        RenderType = 0
-	RENDER_DOES_TRANSFORM     RenderType = 1
-	RENDER_DOES_LABELS        RenderType = 2
-	RENDER_DOES_MAPS          RenderType = 3
-	RENDER_DOES_MAP_RECTANGLE RenderType = 4
-	RENDER_DOES_MAP_CIRCLE    RenderType = 5
-	RENDER_DOES_MAP_POLYGON   RenderType = 6
-	RENDER_DOES_MAP_ELLIPSE   RenderType = 7
-	RENDER_DOES_MAP_BSPLINE   RenderType = 8
-	RENDER_DOES_TOOLTIPS      RenderType = 9
-	RENDER_DOES_TARGETS       RenderType = 10
-	RENDER_DOES_Z             RenderType = 11
-	RENDER_NO_WHITE_BG        RenderType = 12
+	RENDER_Y_GOES_DOWN        RenderType = 4096
+	RENDER_DOES_TRANSFORM     RenderType = 8192
+	RENDER_DOES_LABELS        RenderType = 32768
+	RENDER_DOES_MAPS          RenderType = 65536
+	RENDER_DOES_MAP_RECTANGLE RenderType = 131072
+	RENDER_DOES_MAP_CIRCLE    RenderType = 262144
+	RENDER_DOES_MAP_POLYGON   RenderType = 524288
+	RENDER_DOES_MAP_ELLIPSE   RenderType = 1048576
+	RENDER_DOES_MAP_BSPLINE   RenderType = 2097152
+	RENDER_DOES_TOOLTIPS      RenderType = 4194304
+	RENDER_DOES_TARGETS       RenderType = 8388608
+	RENDER_DOES_Z             RenderType = 16777216
+	RENDER_NO_WHITE_BG        RenderType = 33554432
 )
 
 func (v RenderType) String() string {
@@ -15529,8 +15549,8 @@ func (v RenderType) String() string {
 type RequiredType int
 
 var (
-	LAYOUT_NOT_REQUIRED RequiredType = 0
-	OUTPUT_NOT_REQUIRED RequiredType = 1
+	LAYOUT_NOT_REQUIRED RequiredType = 67108864
+	OUTPUT_NOT_REQUIRED RequiredType = 134217728
 )
 
 func (v RequiredType) String() string {

@@ -445,7 +445,10 @@ func (v *validator) imageErr(ref string) error {
 	if err, ok := v.imageErrs[ref]; ok {
 		return err
 	}
-	_, err := reference.ParseNormalizedNamed(ref)
+	var err error
+	if !plainReference(ref) {
+		_, err = reference.ParseNormalizedNamed(ref)
+	}
 	v.imageErrs[ref] = err
 	return err
 }

@@ -1,6 +1,7 @@
 package prune
 
 import (
+	"bytes"
 	"encoding/base64"
 	"fmt"
 	"strings"
@@ -250,7 +251,8 @@ func decodeIcon(v []byte) (*Icon, error) {
 
 // properties decodes a properties array. With elide, the values of heavy
 // properties are checked as Validate checks them (the problems are returned)
-// but not kept; their indexes are returned.
+// but not kept; their indexes are returned. It walks the array, its objects
+// and their members in one pass (the array holds most of a bundle's bytes).
 func (dd *docDecoder) properties(v []byte, elide bool) ([]Property, []int32, []propertyError, error) {
 	if ok, err := expect(v, '['); !ok {
 		return nil, nil, nil, err
@@ -258,48 +260,129 @@ func (dd *docDecoder) properties(v []byte, elide bool) ([]Property, []int32, []p
 	props := []Property{}
 	var elided []int32
 	var perrs []propertyError
-	err := eachElement(v, func(n int, el []byte) error {
-		if el[0] == 'n' {
+	i := skipWS(v, 1)
+	for n := 0; i < len(v) && v[i] != ']'; n++ {
+		switch v[i] {
+		case 'n':
 			props = append(props, Property{})
-			return nil
-		}
-		if el[0] != '{' {
-			return fmt.Errorf("property[%d]: expected an object, got %s", n, kindOf(el))
-		}
-		var p Property
-		var val []byte
-		err := eachMember(el, func(key string, fv []byte) error {
-			switch {
-			case strings.EqualFold(key, "type"):
-				s, err := str(fv)
-				if err != nil {
-					return fmt.Errorf("property[%d].type: %w", n, err)
-				}
-				p.Type = s
-			case strings.EqualFold(key, "value"):
-				val = fv
+			i = skipValue(v, i)
+		case '{':
+			p, val, checked, end, err := dd.property(v, i, n, elide)
+			if err != nil {
+				return nil, nil, nil, err
 			}
-			return nil
-		})
+			if val != nil {
+				if elide && heavy(p.Type) {
+					if !checked {
+						if err := dd.hc.check(p.Type, val, true); err != nil {
+							perrs = append(perrs, propertyError{index: int32(len(props)), err: err})
+						}
+					}
+					elided = append(elided, int32(len(props)))
+				} else if dd.noCopy {
+					p.Value = val
+				} else if dd.trusted {
+					p.Value = bytes.Clone(val) // converted from YAML: already compact
+				} else {
+					p.Value = appendCompact(make([]byte, 0, len(val)), val)
+				}
+			}
+			props = append(props, p)
+			i = end
+		default:
+			return nil, nil, nil, fmt.Errorf("property[%d]: expected an object, got %s", n, kindOf(v[i:skipValue(v, i)]))
+		}
+		i = skipWS(v, i)
+		if i < len(v) && v[i] == ',' {
+			i = skipWS(v, i+1)
+		}
+	}
+	return props, elided, perrs, nil
+}
+
+// property decodes the property object at v[i] (property number n): its type,
+// its value's bytes and the offset after the object. checked says the value,
+// heavy, was checked and found valid while it was walked (with elide, an
+// olm.csv.metadata value whose type came first, as it does in sorted keys).
+func (dd *docDecoder) property(v []byte, i, n int, elide bool) (p Property, val []byte, checked bool, end int, err error) {
+	i = skipWS(v, i+1)
+	for i < len(v) && v[i] != '}' {
+		ke := stringEnd(v, i)
+		isType, isValue, err := propertyKey(v[i:ke])
 		if err != nil {
-			return err
+			return p, nil, false, 0, err
 		}
-		if val != nil {
-			if elide && heavy(p.Type) {
-				if err := dd.hc.check(p.Type, val, true); err != nil {
-					perrs = append(perrs, propertyError{index: int32(len(props)), err: err})
-				}
-				elided = append(elided, int32(len(props)))
-			} else if dd.noCopy {
-				p.Value = val
+		i = skipWS(v, ke)
+		i = skipWS(v, i+1) // ':'
+		var ve int
+		switch {
+		case isValue && elide && p.Type == PropertyCSVMetadata && v[i] == '{':
+			if e, ok := decodesAt(v, i, csvMetadataType); ok {
+				ve, checked = e, true
 			} else {
-				p.Value = appendCompact(make([]byte, 0, len(val)), val)
+				ve, checked = skipValue(v, i), false
+			}
+			val = v[i:ve]
+		case isValue:
+			ve, checked = skipValue(v, i), false
+			val = v[i:ve]
+		case isType:
+			ve = skipValue(v, i)
+			s, err := str(v[i:ve])
+			if err != nil {
+				return p, nil, false, 0, fmt.Errorf("property[%d].type: %w", n, err)
+			}
+			if s != p.Type {
+				checked = false // a second "type": check the value for this one
+			}
+			p.Type = s
+		default:
+			ve = skipValue(v, i)
+		}
+		i = skipWS(v, ve)
+		if i < len(v) && v[i] == ',' {
+			i = skipWS(v, i+1)
+		}
+	}
+	return p, val, checked, i + 1, nil
+}
+
+// propertyKey says whether the JSON string q (quotes included) is "type" or
+// "value" as encoding/json matches field names (case folded).
+func propertyKey(q []byte) (isType, isValue bool, err error) {
+	k := q[1 : len(q)-1]
+	if len(k) == 4 || len(k) == 5 {
+		ascii := true
+		for _, c := range k {
+			if c >= 0x80 || c == '\\' {
+				ascii = false
+				break
 			}
 		}
-		props = append(props, p)
-		return nil
-	})
-	return props, elided, perrs, err
+		if ascii {
+			return len(k) == 4 && asciiEqualFold(k, "type"), len(k) == 5 && asciiEqualFold(k, "value"), nil
+		}
+	} else if bytes.IndexByte(k, '\\') < 0 && len(k) < 4 {
+		return false, false, nil // too short for either, even folded
+	}
+	key, err := unquote(q)
+	if err != nil {
+		return false, false, err
+	}
+	return strings.EqualFold(key, "type"), strings.EqualFold(key, "value"), nil
+}
+
+// asciiEqualFold is strings.EqualFold for an ASCII b and a lower-case ASCII name.
+func asciiEqualFold(b []byte, name string) bool {
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != name[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func decodeEntries(v []byte) ([]ChannelEntry, error) {

@@ -70,10 +70,17 @@ func BundleVersion(b *Bundle) (semver.Version, error) {
 	return v, nil
 }
 
+// packagePropertyNames are PackagePropertyValue's JSON names, lower case.
+var packagePropertyNames = []string{"packagename", "version", "release"}
+
 // parsePackageProperty decodes an olm.package value strictly enough to catch the
 // usual mistakes (a number instead of a string, a missing value).
 func parsePackageProperty(raw json.RawMessage) (PackagePropertyValue, error) {
 	var v PackagePropertyValue
+	if stringObject(raw, packagePropertyNames, []*string{&v.PackageName, &v.Version, &v.Release}) {
+		return v, nil
+	}
+	v = PackagePropertyValue{}
 	if err := decodePropertyValue(raw, &v); err != nil {
 		return PackagePropertyValue{}, err
 	}

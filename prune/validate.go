@@ -445,7 +445,10 @@ func (v *validator) imageErr(ref string) error {
 	if err, ok := v.imageErrs[ref]; ok {
 		return err
 	}
-	_, err := reference.ParseNormalizedNamed(ref)
+	var err error
+	if !plainReference(ref) {
+		_, err = reference.ParseNormalizedNamed(ref)
+	}
 	v.imageErrs[ref] = err
 	return err
 }
@@ -497,6 +500,12 @@ type (
 	}
 )
 
+// The JSON names of gvkValue's and packageRequiredValue's fields, lower case.
+var (
+	gvkNames             = []string{"group", "kind", "version"}
+	packageRequiredNames = []string{"packagename", "versionrange"}
+)
+
 // parseProperty decodes prop as opm's property.Parse does: the known types into
 // their shapes (olm.csv.metadata into opm's CSVMetadata), every other type only
 // as valid JSON; JSON null is the zero value, a missing value an error, the type
@@ -508,9 +517,17 @@ func (v *validator) parseProperty(prop Property) (any, error) {
 		return parsePackageProperty(prop.Value)
 	case PropertyGVK, PropertyGVKRequired:
 		var g gvkValue
+		if stringObject(prop.Value, gvkNames, []*string{&g.Group, &g.Kind, &g.Version}) {
+			return g, nil
+		}
+		g = gvkValue{}
 		return g, decodePropertyValue(prop.Value, &g)
 	case PropertyPackageRequired:
 		var r packageRequiredValue
+		if stringObject(prop.Value, packageRequiredNames, []*string{&r.PackageName, &r.VersionRange}) {
+			return r, nil
+		}
+		r = packageRequiredValue{}
 		return r, decodePropertyValue(prop.Value, &r)
 	case PropertyBundleObject, PropertyCSVMetadata:
 		return nil, v.hc.check(prop.Type, prop.Value, false)

@@ -200,7 +200,7 @@ func sortedPackages(ps []*Package) []*Package {
 // docWriter encodes documents; it reuses buffers and the restorer's open file.
 type docWriter struct {
 	format string
-	buf    []byte // compact document
+	buf    []byte // the document: compact, but property values as they were read
 	out    []byte // formatted document
 	rs     restorer
 }
@@ -229,7 +229,8 @@ func (dw *docWriter) close() {
 	}
 }
 
-// emit formats the compact document in dw.buf and writes it.
+// emit formats the document in dw.buf (indented JSON or YAML, either way
+// without its insignificant space) and writes it.
 func (dw *docWriter) emit(w io.Writer) error {
 	if dw.format == FormatYAML {
 		y, err := yaml.JSONToYAML(dw.buf)
@@ -360,8 +361,10 @@ func appendProperties(b []byte, props []Property) []byte {
 		b = appendKey(b, true, "type")
 		b = appendString(b, pr.Type)
 		if pr.Value != nil {
+			// As it is: emit, which every document goes through,
+			// drops insignificant space while formatting.
 			b = appendKey(b, false, "value")
-			b = appendCompact(b, pr.Value)
+			b = append(b, pr.Value...)
 		}
 		b = append(b, '}')
 	}

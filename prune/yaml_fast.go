@@ -73,14 +73,13 @@ func (c *yamlConv) convert(doc []byte) (j []byte, ok bool) {
 func yamlPrintable(doc []byte) bool {
 	i := 0
 	for {
-		for i+8 <= len(doc) {
-			w := binary.LittleEndian.Uint64(doc[i:])
-			// bytes < 0x20, bytes >= 0x7f
-			if ((w-0x20*lo8)|(w+0x01*lo8)|w)&hi8 == 0 {
-				i += 8
-				continue
-			}
-			break
+		// 16 bytes at a time while they are all printable ASCII, tab or
+		// line feed.
+		for i+16 <= len(doc) && notPlain(binary.LittleEndian.Uint64(doc[i:]))|notPlain(binary.LittleEndian.Uint64(doc[i+8:])) == 0 {
+			i += 16
+		}
+		if i+8 <= len(doc) && notPlain(binary.LittleEndian.Uint64(doc[i:])) == 0 {
+			i += 8
 		}
 		if i >= len(doc) {
 			return true
@@ -109,6 +108,19 @@ func yamlPrintable(doc []byte) bool {
 			}
 		}
 	}
+}
+
+// notPlain marks (high bit) the bytes of w that are not printable ASCII
+// (0x20 to 0x7e), a tab or a line feed. The tests are exact per byte: each
+// sum is of a byte below 0x80 and a constant below 0x80, so no carry crosses
+// into the next byte.
+func notPlain(w uint64) uint64 {
+	low := w & (0x7f * lo8)
+	ge20 := low + 0x60*lo8 // high bit: >= 0x20
+	del := low + 0x01*lo8  // high bit: 0x7f
+	ge09 := low + 0x77*lo8 // high bit: >= 0x09
+	ge0b := low + 0x75*lo8 // high bit: >= 0x0b
+	return (w | del | ^(ge20 | (ge09 &^ ge0b))) & hi8
 }
 
 // indent returns the number of spaces at the start of the line at p.

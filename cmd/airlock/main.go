@@ -13,6 +13,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	tuneGC()
 	stopProfile := startProfile()
 	err := newRootCmd().ExecuteContext(ctx)
 	stopProfile()

@@ -138,13 +138,6 @@ func (e *copyEngine) markPresent(d digest.Digest, repo string) {
 	e.present[d] = append(e.present[d], repo)
 }
 
-// presentAnywhere reports whether this run placed d in some repository.
-func (e *copyEngine) presentAnywhere(d digest.Digest) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return len(e.present[d]) > 0
-}
-
 // presentOn reports whether some repository on host is known to hold d.
 func (e *copyEngine) presentOn(d digest.Digest, host string) bool {
 	e.mu.Lock()

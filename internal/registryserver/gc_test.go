@@ -3,12 +3,14 @@ package registryserver
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/airlock-mirror/airlock/internal/imagetest"
 )
@@ -131,5 +133,31 @@ func TestGarbageCollectRefusesServedStorage(t *testing.T) {
 	}
 	if _, err := GarbageCollect(context.Background(), root, true); err != nil {
 		t.Fatalf("gc with a stale marker: %v", err)
+	}
+}
+
+// A client holding a connection it never sent a request on does not turn a
+// stop into an error (net/http only counts such a connection idle after 5 s,
+// as long as the graceful shutdown waits).
+func TestServeStopsWithAnUnusedConnection(t *testing.T) {
+	s, err := NewServer(Config{RootDir: t.TempDir(), Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan string, 1)
+	s.cfg.Ready = func(url string) { ready <- url }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx) }()
+	url := <-ready
+	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	time.Sleep(100 * time.Millisecond) // let the server accept it
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("stop with an unused connection open: %v", err)
 	}
 }

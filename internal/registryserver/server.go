@@ -188,9 +188,16 @@ func (s *Server) ServeListener(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
+	// Requests in flight get 5 seconds to finish; then the connections still
+	// open are closed. (A client may hold a connection it dialled but never
+	// used: net/http waits 5 seconds before it counts such a connection as idle,
+	// so a graceful shutdown alone can run out of time on it.)
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := srv.Shutdown(sctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = srv.Close()
+	}
 	s.Close()
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err

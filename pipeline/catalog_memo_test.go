@@ -8,30 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/internal/syncbuf"
 	"github.com/airlock-mirror/airlock/pipeline"
 )
-
-// syncBuffer is a log sink safe for the run's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestCatalogMemo checks that a re-run with the same catalog digest and the same
 // selection reuses the pruned catalog (no load, no prune) and plans exactly what
@@ -43,7 +25,7 @@ func TestCatalogMemo(t *testing.T) {
 	ws := t.TempDir()
 	run := func(t *testing.T, cfg string) (*pipeline.Result, string, map[string][]byte) {
 		t.Helper()
-		var logs syncBuffer
+		var logs syncbuf.Buffer
 		o := opts(cfg)
 		o.Workspace = "file://" + ws
 		o.Destination = "docker://" + dst.Host() + "/mirror"

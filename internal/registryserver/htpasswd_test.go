@@ -1,7 +1,6 @@
 package registryserver
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -10,11 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/airlock-mirror/airlock/internal/syncbuf"
 )
 
 func bcryptHash(t testing.TB, password string) string {
@@ -94,24 +94,6 @@ func TestLoadHtpasswdMissingFile(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestServeHtpasswdAccessLogReady serves with an htpasswd file and a debug
 // logger: Ready gets the URL, a wrong password is refused, the right one
 // accepted, every request is logged, and cancelling the context stops it.
@@ -121,7 +103,7 @@ func TestServeHtpasswdAccessLogReady(t *testing.T) {
 	if err := os.WriteFile(ht, []byte("alice:"+bcryptHash(t, "wonderland")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	urls := make(chan string, 1)
 	srv, err := NewServer(Config{Addr: "127.0.0.1:0", RootDir: filepath.Join(dir, "root"), Htpasswd: ht, Logger: log, Ready: func(u string) { urls <- u }})
@@ -186,7 +168,7 @@ func TestServeHtpasswdAccessLogReady(t *testing.T) {
 }
 
 func TestExposedWarning(t *testing.T) {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	tests := []struct {
 		addr string
@@ -245,7 +227,7 @@ func FuzzParseHtpasswd(f *testing.F) {
 // level with its code, not as an error of the registry.
 func TestClientErrorsAreNotErrors(t *testing.T) {
 	for _, lvl := range []slog.Level{slog.LevelInfo, slog.LevelDebug} {
-		var logs syncBuffer
+		var logs syncbuf.Buffer
 		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: lvl}))
 		srv, err := NewServer(Config{Logger: log})
 		if err != nil {

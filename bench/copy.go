@@ -175,11 +175,17 @@ func runCopy(ctx context.Context, cfg Config) ([]Row, error) {
 
 	rows := []Row{heading(fmt.Sprintf("copy: %s workload: %d tags (%d two-arch indexes) in %d repositories, %d unique blobs, %s; mode %s",
 		presetName(cfg), st.Tags, st.Indexes, st.Repos, st.Blobs, Bytes(unique), cfg.CopyMode))}
-	shards := func(single time.Duration) ([]Row, error) {
-		return runShards(ctx, shardInput{airlock: cfg.Airlock, work: work, iscPath: iscPath, input: input, src: src, unique: unique, tune: tune, single: single})
+	shards := func(single, singleDisk time.Duration) ([]Row, error) {
+		in := shardInput{airlock: cfg.Airlock, work: work, iscPath: iscPath, input: input, src: src, unique: unique, tune: tune, single: single}
+		rows, err := runShards(ctx, in)
+		if err != nil {
+			return rows, err
+		}
+		dr, err := runDiskShards(ctx, in, singleDisk)
+		return append(rows, dr...), err
 	}
 	if cfg.ShardsOnly {
-		sr, err := shards(0)
+		sr, err := shards(0, 0)
 		return append(rows, sr...), err
 	}
 	var errs []error
@@ -329,11 +335,14 @@ func runCopy(ctx context.Context, cfg Config) ([]Row, error) {
 
 	// 6. Sharded mirror-to-mirror.
 	if cfg.Shards {
-		single := time.Duration(0)
+		single, singleDisk := time.Duration(0), time.Duration(0)
 		if m2m.ok {
 			single = m2m.wall
 		}
-		sr, err := shards(single)
+		if m2d.ok {
+			singleDisk = m2d.wall
+		}
+		sr, err := shards(single, singleDisk)
 		rows = append(rows, sr...)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("shards: %w", err))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"fmt"
+	"unicode/utf8"
 )
 
 // applyAnnotationLimit is the size of the annotations of an object: kubectl
@@ -22,7 +23,7 @@ func PlanPartKey(i int) string { return fmt.Sprintf("%s.%03d", PlanGzKey, i) }
 
 // configMaps returns the ConfigMaps holding the configuration and the plan,
 // and the plan's file name in the pods' config folder: the plan as it is
-// when the two fit one ConfigMap; else compressed (gzip) as binary data;
+// when the two fit one ConfigMap (and the plan is text); else compressed (gzip) as binary data;
 // else compressed and split over ConfigMaps of its own (at most MaxPlanParts).
 func (o *JobOptions) configMaps() ([]ConfigMap, string, error) {
 	cm := ConfigMap{
@@ -34,7 +35,7 @@ func (o *JobOptions) configMaps() ([]ConfigMap, string, error) {
 	if base > partSize {
 		return nil, "", fmt.Errorf("the configuration alone is %d bytes, %w (%d bytes): Kubernetes refuses it; split the ImageSetConfiguration into smaller ones, each with its own plan and Job", len(o.Config), ErrTooBig, ConfigMapLimit)
 	}
-	if base+len(PlanKey)+len(o.Plan) <= ConfigMapLimit {
+	if base+len(PlanKey)+len(o.Plan) <= ConfigMapLimit && utf8.Valid(o.Plan) {
 		cm.Data[PlanKey] = string(o.Plan)
 		return []ConfigMap{cm}, PlanKey, nil
 	}

@@ -61,13 +61,13 @@ func TestJobRefuses(t *testing.T) {
 		{"bad namespace", func(o *JobOptions) { o.Namespace = "-x" }, "namespace"},
 		{"file destination", func(o *JobOptions) { o.Destination = "file:///tmp/x" }, "docker://"},
 		{"configuration too big", func(o *JobOptions) { o.Config = bytes.Repeat([]byte("x"), ConfigMapLimit) }, "configuration alone"},
-		{"plan too big", func(o *JobOptions) { o.Plan = randomPlan(3*partSize + 10) }, "serve the plan another way"},
+		{"plan too big", func(o *JobOptions) { o.Plan = randomPlan(ConfigMapLimit + 100) }, "serve the plan another way"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			o := testOptions(t)
 			tc.edit(&o)
-			planPartsLimit = 2
+			planPartsLimit = 1
 			defer func() { planPartsLimit = MaxPlanParts }()
 			_, err := Job(o)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -105,7 +105,8 @@ func TestJobLargePlan(t *testing.T) {
 	}{
 		{"fits", []byte(`{"workflow":"mirror-to-mirror"}`), 1, PlanKey},
 		{"compressed", bytes.Repeat([]byte(`{"source":"quay.io/example/operator@sha256:0123456789abcdef"},`), 40000), 1, PlanGzKey},
-		{"compressed and split", randomPlan(2*partSize + 100), 4, PlanGzKey},
+		{"compressed and split", randomPlan(ConfigMapLimit + 100), 3, PlanGzKey},
+		{"not text", randomPlan(1000), 1, PlanGzKey},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -140,6 +140,10 @@ type ArchiveSummary struct {
 	Bytes       int64    `json:"bytes"`
 	ReliesOn    int      `json:"reliesOn"`
 	Incremental bool     `json:"incremental"`
+	// Part is the shard a --shard run wrote (its chunks are not an archive
+	// until --finish); Sharded is set when --finish assembled the shards.
+	Part    string `json:"part,omitempty"`
+	Sharded bool   `json:"sharded,omitempty"`
 }
 
 // DefaultWorkspace is disk-to-mirror's working folder when --workspace is not

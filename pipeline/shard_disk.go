@@ -78,7 +78,7 @@ func (r *run) diskShard(ctx context.Context, src *mirror.SourceMux, sh mirror.Sh
 
 // shardSummary describes what a shard wrote.
 func shardSummary(dir string, rec *archive.ShardRecord, resumed bool) *ArchiveSummary {
-	sum := &ArchiveSummary{Dir: dir, Batch: rec.Batch, BuildsOn: rec.BuildsOn, Resumed: resumed,
+	sum := &ArchiveSummary{Dir: dir, Part: rec.Part, Batch: rec.Batch, BuildsOn: rec.BuildsOn, Resumed: resumed,
 		Blobs: len(rec.Blobs), Bytes: rec.BlobBytes(), ReliesOn: len(rec.ReliesOn), Incremental: len(rec.BuildsOn) > 0}
 	for _, c := range rec.Chunks {
 		sum.Chunks = append(sum.Chunks, c.Name)
@@ -192,7 +192,11 @@ func (r *run) finishedDisk(state *archive.State, m *archive.Manifest, dir string
 		}
 	}
 	r.setCopy(rep)
-	return r.archiveWritten(state, m, dir, false)
+	if err := r.archiveWritten(state, m, dir, false); err != nil {
+		return err
+	}
+	r.res.Archive.Sharded = true
+	return nil
 }
 
 // checkShards returns the records of every shard of the plan, in order, once

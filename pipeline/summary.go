@@ -89,6 +89,12 @@ func (r *Result) WriteSummary(w io.Writer) {
 	copied, present := "copied", "already at the destination"
 	if r.Workflow == mirror.MirrorToDisk {
 		copied, present = "downloaded into the archive", "already staged in this batch by an interrupted run"
+		switch a := r.Archive; {
+		case a != nil && a.Part != "":
+			present = "already written by an earlier run of this shard"
+		case a != nil && a.Sharded:
+			present = "written by the shards"
+		}
 	}
 	if d := r.DryRun; d != nil && r.Workflow == mirror.MirrorToDisk {
 		fmt.Fprintf(w, "  images:    %d planned: %s\n", c.Planned, joinNonEmpty(
@@ -136,7 +142,11 @@ func (r *Result) WriteSummary(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  catalog:   %s -> %s:%s (%s, %s)\n", cat.Catalog, cat.DestRepo, cat.Tag, state, shortDigest(cat.Digest.String()))
 	}
-	if a := r.Archive; a != nil {
+	if a := r.Archive; a != nil && a.Part != "" {
+		fmt.Fprintf(w, "  shard:     %s wrote %s, %s (%s) into %s\n", a.Part, plural(len(a.Chunks), "chunk", "chunks"),
+			plural(a.Blobs, "blob", "blobs"), humanize.Bytes(a.Bytes), a.Dir)
+		fmt.Fprintf(w, "  next:      once every shard has finished: airlock mirror -c CONFIG --plan PLAN --finish file://%s\n", filepath.Dir(a.Dir))
+	} else if a != nil {
 		kind := "full"
 		if a.Incremental {
 			var on []string

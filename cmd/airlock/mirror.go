@@ -48,6 +48,12 @@ batches it builds on, writes nothing into the archive folder (working files go t
 for more than the batch holds is an error naming what is missing, asking for less
 pushes a catalog pruned again to it and only its images.
 
+Sharded (several machines or Kubernetes pods): --plan-only writes the plan once;
+--plan FILE --shard I/N copies shard I (mirror-to-mirror: into the registry;
+mirror-to-disk: its own chunks into TARGET's unfinished batch); --plan FILE
+--finish, once every shard finished, pushes the catalogs (mirror-to-mirror) or
+writes the catalogs, the manifests and the archive manifest (mirror-to-disk).
+
 Exit status: 0 when everything was mirrored, 1 on an error, 2 when some images
 failed (they are listed in working-dir/results.json), 130 when interrupted.`,
 		Args: cobra.ExactArgs(1),
@@ -109,7 +115,7 @@ failed (they are listed in working-dir/results.json), 130 when interrupted.`,
 	f.StringVar(&o.PlanFile, "plan", "", "a plan.json --plan-only wrote: copy one shard of it (--shard, --shards) or --finish it")
 	f.StringVar(&shard, "shard", "", "I/N: copy shard I (0…N-1) of N of the --plan")
 	f.IntVar(&shards, "shards", 0, "N: copy shard $JOB_COMPLETION_INDEX of N of the --plan (a Kubernetes Indexed Job)")
-	f.BoolVar(&o.Finish, "finish", false, "with --plan: check every planned image is at the destination, then push the catalogs and write the cluster resources")
+	f.BoolVar(&o.Finish, "finish", false, "with --plan: check every shard finished (every planned image at the destination, or in a shard's chunks), then push the catalogs and write the cluster resources (mirror-to-disk: write the catalogs and assemble the archive)")
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
 }

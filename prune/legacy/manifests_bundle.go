@@ -17,6 +17,11 @@ type csvView struct {
 	name        string
 	annotations map[string]string
 	spec        json.RawMessage
+
+	// fields is spec decoded into its members, once (fieldsErr its error).
+	fields    map[string]*json.RawMessage
+	fieldsErr error
+	decoded   bool
 }
 
 // newCSVView reads the metadata and spec of a CSV object, as opm's conversion to
@@ -41,11 +46,14 @@ func newCSVView(o *object) (*csvView, error) {
 
 // specField decodes spec.<key> into v; a missing or null key leaves v alone.
 func (c *csvView) specField(key string, v any) error {
-	var spec map[string]*json.RawMessage
-	if err := json.Unmarshal(c.spec, &spec); err != nil {
-		return err
+	if !c.decoded {
+		c.fieldsErr = json.Unmarshal(c.spec, &c.fields)
+		c.decoded = true
 	}
-	raw, ok := spec[key]
+	if c.fieldsErr != nil {
+		return c.fieldsErr
+	}
+	raw, ok := c.fields[key]
 	if !ok || raw == nil {
 		return nil
 	}

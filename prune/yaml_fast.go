@@ -3,6 +3,7 @@ package prune
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
 	"sort"
 	"unicode/utf8"
 )
@@ -126,6 +127,14 @@ func notPlain(w uint64) uint64 {
 // indent returns the number of spaces at the start of the line at p.
 func (c *yamlConv) indent(p int) int {
 	n := 0
+	for p+n+8 <= len(c.src) {
+		// Block scalars of embedded JSON are deeply indented: 8 at a time.
+		w := binary.LittleEndian.Uint64(c.src[p+n:]) ^ (' ' * lo8)
+		if w != 0 {
+			return n + bits.TrailingZeros64(w)/8
+		}
+		n += 8
+	}
 	for p+n < len(c.src) && c.src[p+n] == ' ' {
 		n++
 	}

@@ -214,6 +214,13 @@ func appendPlain(dst, s []byte) ([]byte, bool) {
 func appendJSONString(dst, s []byte) []byte {
 	dst = slices.Grow(dst, len(s)+2)
 	dst = append(dst, '"')
+	dst = appendEscaped(dst, s)
+	return append(dst, '"')
+}
+
+// appendEscaped appends the JSON string body of s, valid UTF-8 (see
+// appendJSONString).
+func appendEscaped(dst, s []byte) []byte {
 	start, i := 0, 0
 	for i < len(s) {
 		for i+8 <= len(s) {
@@ -243,6 +250,5 @@ func appendJSONString(dst, s []byte) []byte {
 			i++
 		}
 	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return append(dst, s[start:]...)
 }

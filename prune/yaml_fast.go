@@ -33,12 +33,15 @@ type yamlConv struct {
 	mem  []member // open mappings' members, innermost last
 	tmp  []byte   // scratch for reordering and decoding scalars
 	sbuf []byte
+	// top are the members of the document's object in out, as
+	// objectFields would find them (so the decoder does not scan again).
+	top []field
 }
 
 // member is one member of a mapping being written: its key and its span in out.
 type member struct {
-	key        []byte
-	start, end int
+	key                []byte
+	start, vstart, end int // the member, its value
 }
 
 // convert returns the JSON of doc, valid until the next call; ok is false when
@@ -286,10 +289,11 @@ func (c *yamlConv) mapping(ind, p int) bool {
 		ms := len(c.out)
 		c.out = appendJSONString(c.out, k)
 		c.out = append(c.out, ':')
+		vs := len(c.out)
 		if !c.value(e, ind, true) {
 			return false
 		}
-		c.mem = append(c.mem, member{key: k, start: ms, end: len(c.out)})
+		c.mem = append(c.mem, member{key: k, start: ms, vstart: vs, end: len(c.out)})
 		q, more, ok := c.nextEntry(ind)
 		if !ok {
 			return false
@@ -333,6 +337,14 @@ func (c *yamlConv) order(base, objStart int) bool {
 			c.out = append(c.out, c.tmp[m.start-objStart:m.end-objStart]...)
 		}
 		c.out = append(c.out, '}')
+	}
+	if objStart == 0 { // the document's object
+		c.top = c.top[:0]
+		at := 1
+		for _, m := range ms {
+			c.top = append(c.top, field{key: string(m.key), start: at + m.vstart - m.start, end: at + m.end - m.start})
+			at += m.end - m.start + 1
+		}
 	}
 	c.mem = c.mem[:base]
 	return true

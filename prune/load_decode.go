@@ -40,7 +40,10 @@ type docDecoder struct {
 	// trusted says documents are valid JSON (converted from YAML): they
 	// are not validated again.
 	trusted bool
-	fields  []field
+	// known, when set, are the members of the document's object (the fast
+	// YAML path found them while writing it).
+	known  []field
+	fields []field
 	// hc checks heavy values before they are elided.
 	hc heavyChecker
 }
@@ -72,10 +75,14 @@ func (dd *docDecoder) decode(doc []byte) (parsedDoc, error) {
 	if dd.trusted {
 		objFields = trustedFields
 	}
-	fields, end, err := objFields(doc, i, dd.fields[:0])
-	dd.fields = fields
-	if err != nil {
-		return parsedDoc{}, err
+	var err error
+	fields, end := dd.known, len(doc)
+	if fields == nil {
+		fields, end, err = objFields(doc, i, dd.fields[:0])
+		dd.fields = fields
+		if err != nil {
+			return parsedDoc{}, err
+		}
 	}
 	if j := skipWS(doc, end); j != len(doc) {
 		return parsedDoc{}, synErr(j, "unexpected data after the document's object")

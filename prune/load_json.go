@@ -338,12 +338,15 @@ func appendCompact(dst, v []byte) []byte {
 // Indent with the given prefix and a 4-space indent.
 func appendIndent(dst, v []byte, prefix string) []byte {
 	depth := 0
+	// nl[:1+len(prefix)+4*depth] starts a line at depth.
+	nl := make([]byte, 0, 1+len(prefix)+64)
+	nl = append(append(nl, '\n'), prefix...)
 	newline := func() {
-		dst = append(dst, '\n')
-		dst = append(dst, prefix...)
-		for k := 0; k < depth; k++ {
-			dst = append(dst, "    "...)
+		n := 1 + len(prefix) + 4*depth
+		for len(nl) < n {
+			nl = append(nl, ' ')
 		}
+		dst = append(dst, nl[:n]...)
 	}
 	i := 0
 	for i < len(v) {

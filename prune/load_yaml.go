@@ -52,34 +52,36 @@ func (fl *fileLoader) loadYAML(ctx context.Context, r io.Reader, name, shown str
 
 // yamlToJSON converts one YAML document to JSON as the reference converter
 // does, with HTML characters unescaped (see unescapeHTML); nil for an empty
-// document. The result is valid until the next call with the same yc.
-func yamlToJSON(yc *yamlConv, text []byte) ([]byte, error) {
+// document. The result is valid until the next call with the same yc. The
+// fast path also returns the members of the document's object (see
+// yamlConv.top), nil otherwise.
+func yamlToJSON(yc *yamlConv, text []byte) ([]byte, []field, error) {
 	if j, ok := yc.convert(text); ok {
-		return j, nil
+		return j, yc.top, nil
 	}
 	j, err := yaml.YAMLToJSON(text)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	j = unescapeHTML(j)
 	if t := bytes.TrimSpace(j); len(t) == 0 || bytes.Equal(t, []byte("null")) {
-		return nil, nil
+		return nil, nil, nil
 	}
-	return j, nil
+	return j, nil, nil
 }
 
 // decodeYAML decodes one YAML document; ok is false for an empty document.
 func (fl *fileLoader) decodeYAML(text []byte) (parsedDoc, bool, error) {
-	j, err := yamlToJSON(&fl.yc, text)
+	j, top, err := yamlToJSON(&fl.yc, text)
 	if err != nil {
 		return parsedDoc{}, false, &yamlSyntaxError{err: err}
 	}
 	if j == nil {
 		return parsedDoc{}, false, nil
 	}
-	fl.dd.trusted = true
+	fl.dd.trusted, fl.dd.known = true, top
 	d, err := fl.dd.decode(j)
-	fl.dd.trusted = false
+	fl.dd.trusted, fl.dd.known = false, nil
 	if err != nil {
 		var se *syntaxError
 		if errors.As(err, &se) {

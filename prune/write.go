@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -245,7 +246,8 @@ func (dw *docWriter) emit(w io.Writer) error {
 		}
 		return nil
 	}
-	dw.out = appendIndent(dw.out[:0], dw.buf, "")
+	// Indenting adds about half (room for it at once, not by doublings).
+	dw.out = appendIndent(slices.Grow(dw.out[:0], len(dw.buf)+len(dw.buf)/2), dw.buf, "")
 	dw.out = append(dw.out, '\n')
 	if _, err := w.Write(dw.out); err != nil {
 		return fmt.Errorf("write catalog: %w", err)

@@ -68,16 +68,18 @@ func (r *restorer) restore(b *Bundle) ([]Property, error) {
 	if err != nil {
 		return nil, fmt.Errorf("write catalog: bundle %q: restore elided property values from %s: %w", b.Name, b.Origin.File, err)
 	}
+	var top []field
 	if b.src.yaml {
 		// The same conversion as Load's, so the values are the bytes a
 		// load without eliding keeps.
-		if doc, err = yamlToJSON(&r.yc, doc); err != nil {
+		if doc, top, err = yamlToJSON(&r.yc, doc); err != nil {
 			return nil, fmt.Errorf("write catalog: bundle %q: restore elided property values from %s document %d: %w", b.Name, b.Origin.File, b.Origin.Index, err)
 		}
 	}
 	r.dd.noCopy = true
-	r.dd.trusted = b.src.yaml
+	r.dd.trusted, r.dd.known = b.src.yaml, top
 	d, err := r.dd.decode(doc)
+	r.dd.known = nil
 	if err != nil || d.kind != kindBundle || d.b.Name != b.Name || d.b.Package != b.Package {
 		return nil, fmt.Errorf("write catalog: bundle %q: %s document %d is no longer that bundle: the catalog source changed after it was loaded; load it again", b.Name, b.Origin.File, b.Origin.Index)
 	}

@@ -3,6 +3,7 @@ package prune
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
 	"sort"
 	"unicode/utf8"
 )
@@ -32,12 +33,15 @@ type yamlConv struct {
 	mem  []member // open mappings' members, innermost last
 	tmp  []byte   // scratch for reordering and decoding scalars
 	sbuf []byte
+	// top are the members of the document's object in out, as
+	// objectFields would find them (so the decoder does not scan again).
+	top []field
 }
 
 // member is one member of a mapping being written: its key and its span in out.
 type member struct {
-	key        []byte
-	start, end int
+	key                []byte
+	start, vstart, end int // the member, its value
 }
 
 // convert returns the JSON of doc, valid until the next call; ok is false when
@@ -126,6 +130,14 @@ func notPlain(w uint64) uint64 {
 // indent returns the number of spaces at the start of the line at p.
 func (c *yamlConv) indent(p int) int {
 	n := 0
+	for p+n+8 <= len(c.src) {
+		// Block scalars of embedded JSON are deeply indented: 8 at a time.
+		w := binary.LittleEndian.Uint64(c.src[p+n:]) ^ (' ' * lo8)
+		if w != 0 {
+			return n + bits.TrailingZeros64(w)/8
+		}
+		n += 8
+	}
 	for p+n < len(c.src) && c.src[p+n] == ' ' {
 		n++
 	}
@@ -277,10 +289,11 @@ func (c *yamlConv) mapping(ind, p int) bool {
 		ms := len(c.out)
 		c.out = appendJSONString(c.out, k)
 		c.out = append(c.out, ':')
+		vs := len(c.out)
 		if !c.value(e, ind, true) {
 			return false
 		}
-		c.mem = append(c.mem, member{key: k, start: ms, end: len(c.out)})
+		c.mem = append(c.mem, member{key: k, start: ms, vstart: vs, end: len(c.out)})
 		q, more, ok := c.nextEntry(ind)
 		if !ok {
 			return false
@@ -324,6 +337,14 @@ func (c *yamlConv) order(base, objStart int) bool {
 			c.out = append(c.out, c.tmp[m.start-objStart:m.end-objStart]...)
 		}
 		c.out = append(c.out, '}')
+	}
+	if objStart == 0 { // the document's object
+		c.top = c.top[:0]
+		at := 1
+		for _, m := range ms {
+			c.top = append(c.top, field{key: string(m.key), start: at + m.vstart - m.start, end: at + m.end - m.start})
+			at += m.end - m.start + 1
+		}
 	}
 	c.mem = c.mem[:base]
 	return true

@@ -3,6 +3,7 @@ package prune
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -38,6 +39,14 @@ func checkFast(t testing.TB, yc *yamlConv, doc []byte) bool {
 	}
 	if !bytes.Equal(got, want) {
 		t.Fatalf("fast path and reference differ on\n%s\nfast: %s\nref:  %s", doc, got, want)
+	}
+	// The members it hands to the decoder are those objectFields finds.
+	fields, _, err := objectFields(got, 0, nil)
+	if err != nil {
+		t.Fatalf("fast path wrote invalid JSON (%v): %s", err, got)
+	}
+	if fmt.Sprint(fields) != fmt.Sprint(yc.top) {
+		t.Fatalf("fast path's members %v, objectFields's %v, in %s", yc.top, fields, got)
 	}
 	return true
 }

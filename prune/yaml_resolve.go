@@ -4,10 +4,10 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
-	"unsafe"
 )
 
 // This file resolves plain YAML scalars as go.yaml.in/yaml/v2 (the parser under
@@ -207,24 +207,48 @@ func appendPlain(dst, s []byte) ([]byte, bool) {
 	return dst, false
 }
 
-// appendJSONString appends s as encoding/json writes it with HTML escaping
-// off (which is what Load makes of the reference's output, see unescapeHTML).
+// appendJSONString appends s, valid UTF-8, as encoding/json writes it with
+// HTML escaping off (which is what Load makes of the reference's output, see
+// unescapeHTML), in one pass. Every string of the fast path is valid UTF-8:
+// the document passed yamlPrintable, and escapes are decoded to runes.
 func appendJSONString(dst, s []byte) []byte {
-	i := 0
-	for i+8 <= len(s) {
-		w := binary.LittleEndian.Uint64(s[i:])
-		if special(w) || w&hi8 != 0 {
+	dst = slices.Grow(dst, len(s)+2)
+	dst = append(dst, '"')
+	dst = appendEscaped(dst, s)
+	return append(dst, '"')
+}
+
+// appendEscaped appends the JSON string body of s, valid UTF-8 (see
+// appendJSONString).
+func appendEscaped(dst, s []byte) []byte {
+	start, i := 0, 0
+	for i < len(s) {
+		for i+8 <= len(s) {
+			w := binary.LittleEndian.Uint64(s[i:])
+			if special(w) || w&hi8 != 0 {
+				break
+			}
+			i += 8
+		}
+		if i >= len(s) {
 			break
 		}
-		i += 8
-	}
-	for ; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
-			// appendString only reads its argument: no copy needed.
-			return appendString(dst, unsafe.String(unsafe.SliceData(s), len(s)))
+		switch c := s[i]; {
+		case c == '"' || c == '\\' || c < 0x20:
+			dst = append(dst, s[start:i]...)
+			dst = appendEscapedASCII(dst, c)
+			i++
+			start = i
+		case c == 0xE2 && i+2 < len(s) && s[i+1] == 0x80 && s[i+2]&^1 == 0xA8:
+			// U+2028 and U+2029, which encoding/json escapes.
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\u202`...)
+			dst = append(dst, "89"[s[i+2]&1])
+			i += 3
+			start = i
+		default:
+			i++
 		}
 	}
-	dst = append(dst, '"')
-	dst = append(dst, s...)
-	return append(dst, '"')
+	return append(dst, s[start:]...)
 }

@@ -2,6 +2,7 @@ package prune
 
 import (
 	"bytes"
+	"encoding/binary"
 	"unicode/utf8"
 )
 
@@ -82,20 +83,32 @@ func plainStop(s []byte, q int) bool {
 // ends; ok is false on ": " and tabs.
 func (c *yamlConv) plainLine(p int) (textEnd, lineEnd int, ok bool) {
 	s := c.src
-	lineEnd = c.lineEnd(p)
-	le := lineEnd
-	line := s[p:le]
-	// Fast check: most lines have neither ':' nor '#' nor a tab.
-	if bytes.IndexByte(line, ':') >= 0 || bytes.IndexByte(line, '#') >= 0 || bytes.IndexByte(line, '\t') >= 0 {
-		for q := p; q < le; q++ {
-			if plainStop(s, q) {
-				if s[q] != '#' {
-					return 0, 0, false
-				}
-				le = q
-				break
-			}
+	// One pass to the line's end, stopping at the bytes that may end the
+	// text (most lines have none).
+	q := p
+	for q+8 <= len(s) {
+		w := binary.LittleEndian.Uint64(s[q:])
+		a, b, c, d := w^('\n'*lo8), w^(':'*lo8), w^('#'*lo8), w^('\t'*lo8)
+		if ((a-lo8)&^a|(b-lo8)&^b|(c-lo8)&^c|(d-lo8)&^d)&hi8 != 0 {
+			break
 		}
+		q += 8
+	}
+	for q < len(s) && plainLineByte[s[q]] == 0 {
+		q++
+	}
+	le := -1
+	for ; q < len(s) && s[q] != '\n'; q++ {
+		if le < 0 && plainLineByte[s[q]] != 0 && plainStop(s, q) {
+			if s[q] != '#' {
+				return 0, 0, false
+			}
+			le = q
+		}
+	}
+	lineEnd = q
+	if le < 0 {
+		le = lineEnd
 	}
 	e := le
 	for e > p && s[e-1] == ' ' {
@@ -103,6 +116,15 @@ func (c *yamlConv) plainLine(p int) (textEnd, lineEnd int, ok bool) {
 	}
 	return e, lineEnd, true
 }
+
+// plainLineByte marks the bytes plainLine stops at: the line's end and the
+// bytes plainStop looks at.
+var plainLineByte = func() (t [256]byte) {
+	for _, c := range []byte("\n:#\t") {
+		t[c] = 1
+	}
+	return t
+}()
 
 // plain parses a plain scalar at p, folding its continuation lines (indented
 // more than ind).
@@ -454,7 +476,12 @@ func (c *yamlConv) blockScalar(p, ind int) bool {
 		}
 		break
 	}
-	b := c.sbuf[:0]
+	// A literal scalar is written escaped straight into out; a folded one
+	// is built in sbuf first.
+	b, brk := c.sbuf[:0], "\n"
+	if literal {
+		b, brk = append(c.out, '"'), `\n`
+	}
 	trailing := breaks // pending trailing line breaks
 	leading := false   // a pending leading line break
 	leadingBlank := false
@@ -467,18 +494,22 @@ func (c *yamlConv) blockScalar(p, ind int) bool {
 				b = append(b, ' ')
 			}
 		} else if leading {
-			b = append(b, '\n')
+			b = append(b, brk...)
 		}
 		leading = false
 		for ; trailing > 0; trailing-- {
-			b = append(b, '\n')
+			b = append(b, brk...)
 		}
 		leadingBlank = trailingBlank
 		le := c.lineEnd(r)
 		if le >= len(s) {
 			return false // no line break after the last line: left to the reference
 		}
-		b = append(b, s[r:le]...)
+		if literal {
+			b = appendEscaped(b, s[r:le])
+		} else {
+			b = append(b, s[r:le]...)
+		}
 		leading = true
 		q = le + 1
 		// The blank lines after it, and whether the scalar goes on.
@@ -502,15 +533,19 @@ func (c *yamlConv) blockScalar(p, ind int) bool {
 		}
 	}
 	if chomp != -1 && leading {
-		b = append(b, '\n')
+		b = append(b, brk...)
 	}
 	if chomp == 1 {
 		for ; trailing > 0; trailing-- {
-			b = append(b, '\n')
+			b = append(b, brk...)
 		}
 	}
-	c.sbuf = b
-	c.out = appendJSONString(c.out, b)
+	if literal {
+		c.out = append(b, '"')
+	} else {
+		c.sbuf = b
+		c.out = appendJSONString(c.out, b)
+	}
 	// pos: the first line after the content (blank lines may be skipped).
 	c.pos = q
 	return true

@@ -77,7 +77,7 @@ func FetchBundle(ctx context.Context, ref, workDir string, o FetchOptions) (*Fet
 		if err := os.Mkdir(dst, 0o755); err != nil {
 			return nil, err
 		}
-		if err := extractLayers(ctx, layers, "/"+sub, dst, o.Limits, log); err != nil {
+		if err := extractLayers(ctx, layers, "/"+sub, dst, o.Limits, log, nil); err != nil {
 			if errors.Is(err, ErrNotFBCImage) {
 				return nil, fmt.Errorf("bundle %s@%s: %w: no layer holds files under /%s", ref, fc.Digest, ErrNotBundleImage, sub)
 			}

@@ -115,6 +115,14 @@ type FetchOptions struct {
 	Logger *slog.Logger
 	// Limits bound what extracting the catalog may write (zero: the defaults).
 	Limits ExtractLimits
+	// OnFile, when not nil, is called during the extraction of a file-based
+	// catalog for each regular file of the catalog folder once it is completely
+	// written: root is the folder being extracted into (renamed to ConfigsDir
+	// when the extraction is complete), rel the file's slash-separated path in it.
+	// It runs on the extraction's goroutine and must return quickly. What it sees
+	// is provisional until the fetch returns: a later entry may replace a file,
+	// and a failed fetch discards everything.
+	OnFile func(root, rel string)
 }
 
 // FetchCatalog resolves ref (a registry reference, with or without "docker://", or
@@ -178,7 +186,11 @@ func FetchCatalogWithOptions(ctx context.Context, ref string, workDir string, o 
 	if err != nil {
 		return nil, fmt.Errorf("catalog %s@%s: listing layers: %w", ref, fc.Digest, err)
 	}
-	if err := extractLayers(ctx, layers, label, tmp, o.Limits, log); err != nil {
+	var onFile func(string)
+	if o.OnFile != nil && db == "" {
+		onFile = func(rel string) { o.OnFile(tmp, rel) }
+	}
+	if err := extractLayers(ctx, layers, label, tmp, o.Limits, log, onFile); err != nil {
 		return nil, fmt.Errorf("catalog %s@%s: %w", ref, fc.Digest, err)
 	}
 	if db != "" {

@@ -69,13 +69,17 @@ func (l ExtractLimits) withDefaults() ExtractLimits {
 // already decided that path (holds it, deletes it with a whiteout, or makes its
 // folder opaque), so nothing is written twice and layers below an opaque or
 // deleted catalog folder are not downloaded at all.
-func extractLayers(ctx context.Context, layers []v1.Layer, label, dst string, limits ExtractLimits, log *slog.Logger) error {
+//
+// onFile, when not nil, is called with each regular file's path inside the
+// catalog folder (slash-separated) once the file is completely written.
+func extractLayers(ctx context.Context, layers []v1.Layer, label, dst string, limits ExtractLimits, log *slog.Logger, onFile func(rel string)) error {
 	root, err := os.OpenRoot(dst)
 	if err != nil {
 		return err
 	}
 	defer root.Close()
 	x := newExtractor(root, label, limits, log)
+	x.onFile = onFile
 	defer x.dropCursor()
 	for i := len(layers) - 1; i >= 0 && !x.hidden; i-- {
 		if err := ctx.Err(); err != nil {
@@ -171,6 +175,8 @@ type extractor struct {
 	hidden bool
 	// found is set once an entry under the catalog folder was seen.
 	found bool
+	// onFile is told each regular file once written (see extractLayers).
+	onFile func(rel string)
 }
 
 func newExtractor(root *os.Root, label string, limits ExtractLimits, log *slog.Logger) *extractor {
@@ -403,6 +409,9 @@ func (x *extractor) write(tr *tar.Reader, h *tar.Header, r string) error {
 			return fmt.Errorf("writing %s: %w", h.Name, err)
 		}
 		n.decided = decidedHide
+		if x.onFile != nil {
+			x.onFile(r)
+		}
 	case tar.TypeSymlink:
 		target := h.Linkname
 		var resolved string

@@ -20,7 +20,7 @@ func extractFrom(t *testing.T, label string, layers ...[]tarEntry) (string, erro
 	for _, l := range layers {
 		ls = append(ls, tarLayer(t, "application/vnd.oci.image.layer.v1.tar", l...))
 	}
-	return dst, extractLayers(context.Background(), ls, label, dst, ExtractLimits{}, discardLogger())
+	return dst, extractLayers(context.Background(), ls, label, dst, ExtractLimits{}, discardLogger(), nil)
 }
 
 // An upper layer's file in a folder it has no entry for wins over a lower

@@ -92,7 +92,7 @@ func TestExtractLimits(t *testing.T) {
 			for _, l := range tc.layers {
 				ls = append(ls, tarLayer(t, types.OCIUncompressedLayer, l...))
 			}
-			err := extractLayers(context.Background(), ls, "/configs", dst, tc.limits, discardLogger())
+			err := extractLayers(context.Background(), ls, "/configs", dst, tc.limits, discardLogger(), nil)
 			if tc.wantMsg == "" && err != nil {
 				t.Fatalf("extraction failed: %v", err)
 			}
@@ -240,7 +240,7 @@ func TestExtractRefusesGzipBomb(t *testing.T) {
 	if err := os.Mkdir(dst, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := extractLayers(context.Background(), []v1.Layer{layer}, "/configs", dst, ExtractLimits{}, discardLogger()); !errors.Is(err, ErrExtractLimit) {
+	if err := extractLayers(context.Background(), []v1.Layer{layer}, "/configs", dst, ExtractLimits{}, discardLogger(), nil); !errors.Is(err, ErrExtractLimit) {
 		t.Fatalf("error = %v, want ErrExtractLimit", err)
 	}
 	if n := read.Load(); n > 64<<10 {
@@ -272,7 +272,7 @@ func TestExtractDeepNesting(t *testing.T) {
 		t.Fatal(err)
 	}
 	ls := []v1.Layer{tarLayer(t, types.OCIUncompressedLayer, es...)}
-	if err := extractLayers(context.Background(), ls, "/configs", dst, ExtractLimits{MaxDepth: depth + 1}, discardLogger()); err != nil {
+	if err := extractLayers(context.Background(), ls, "/configs", dst, ExtractLimits{MaxDepth: depth + 1}, discardLogger(), nil); err != nil {
 		t.Fatal(err)
 	}
 	root, err := os.OpenRoot(dst)
@@ -300,7 +300,7 @@ func BenchmarkExtractDepth(b *testing.B) {
 				if err := os.Mkdir(dst, 0o755); err != nil {
 					b.Fatal(err)
 				}
-				if err := extractLayers(context.Background(), ls, "/configs", dst, ExtractLimits{MaxDepth: depth + 1}, discardLogger()); err != nil {
+				if err := extractLayers(context.Background(), ls, "/configs", dst, ExtractLimits{MaxDepth: depth + 1}, discardLogger(), nil); err != nil {
 					b.Fatal(err)
 				}
 			}

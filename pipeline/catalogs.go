@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -46,8 +47,13 @@ func (r *run) catalogs(ctx context.Context) ([]mirror.CatalogRequest, error) {
 
 func (r *run) catalog(ctx context.Context, op imageset.Operator, fo mirror.FetchOptions) (*mirror.CatalogRequest, error) {
 	r.log.Info("fetching catalog", "catalog", op.Catalog)
+	// The catalog's files are parsed as they are extracted, on the core the
+	// extraction leaves free.
+	pf := prune.NewPrefetch(ctx, catalogLoadOptions(r.log))
+	fo.OnFile = pf.Add
 	fc, err := mirror.FetchCatalogWithOptions(ctx, op.Catalog, filepath.Join(r.workDir, "operator-catalogs"), fo)
 	if err != nil {
+		pf.Close()
 		return nil, err
 	}
 	cr := &mirror.CatalogRequest{
@@ -72,6 +78,7 @@ func (r *run) catalog(ctx context.Context, op imageset.Operator, fo mirror.Fetch
 	key := memoKey(fc, op)
 	m, rb, err := readMemo(memoPath, key, fc)
 	if err == nil {
+		pf.Close()
 		r.log.Info("catalog unchanged since an earlier run with the same selection: reusing its pruned catalog", "catalog", op.Catalog, "memo", memoPath)
 		rc, err := copyReportCatalog(m.Report)
 		if err != nil {
@@ -83,9 +90,10 @@ func (r *run) catalog(ctx context.Context, op imageset.Operator, fo mirror.Fetch
 	}
 	r.log.Debug("no usable catalog memo", "catalog", op.Catalog, "memo", memoPath, "reason", err)
 	if err := dropMemo(memoPath); err != nil {
+		pf.Close()
 		return nil, err
 	}
-	m, rb, err = r.deriveCatalog(ctx, op, fc, base)
+	m, rb, err = r.deriveCatalog(ctx, op, fc, base, pf)
 	if err != nil {
 		return nil, err
 	}
@@ -99,15 +107,26 @@ func (r *run) catalog(ctx context.Context, op imageset.Operator, fo mirror.Fetch
 	return cr, nil
 }
 
+// catalogLoadOptions is how a run loads catalogs: heavy values checked and
+// dropped (Write restores those of the bundles kept).
+func catalogLoadOptions(log *slog.Logger) prune.LoadOptions {
+	return prune.LoadOptions{ElideHeavy: true, Logger: log}
+}
+
 // deriveCatalog loads the fetched catalog, prunes it with op and rebuilds it
 // (unless it is mirrored untouched) into base, and returns what the run needs of
 // it. It records the catalog in the report; the caller applies the rest.
-func (r *run) deriveCatalog(ctx context.Context, op imageset.Operator, fc *mirror.FetchedCatalog, base string) (*catalogMemo, *mirror.RebuiltCatalog, error) {
+func (r *run) deriveCatalog(ctx context.Context, op imageset.Operator, fc *mirror.FetchedCatalog, base string, pf *prune.Prefetch) (*catalogMemo, *mirror.RebuiltCatalog, error) {
+	var cat *prune.Catalog
 	dir, err := fbcDir(ctx, fc, r.log)
-	if err != nil {
-		return nil, nil, err
+	if err == nil && fc.DatabaseFile == "" {
+		cat, err = pf.Load(ctx, dir)
+	} else {
+		pf.Close()
+		if err == nil {
+			cat, err = prune.LoadDir(ctx, dir, catalogLoadOptions(r.log))
+		}
 	}
-	cat, err := prune.LoadDir(ctx, dir, prune.LoadOptions{ElideHeavy: true, Logger: r.log})
 	if err != nil {
 		return nil, nil, err
 	}

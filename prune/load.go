@@ -83,6 +83,10 @@ type docSource struct {
 
 // LoadDir loads the file-based catalog rooted at the directory dir.
 func LoadDir(ctx context.Context, dir string, opts LoadOptions) (*Catalog, error) {
+	return loadDir(ctx, dir, opts, nil)
+}
+
+func loadDir(ctx context.Context, dir string, opts LoadOptions, pre prefetched) (*Catalog, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
 		return nil, fmt.Errorf("load catalog: %w", err)
@@ -96,7 +100,7 @@ func LoadDir(ctx context.Context, dir string, opts LoadOptions) (*Catalog, error
 	if err != nil {
 		return nil, fmt.Errorf("load catalog: %w", err)
 	}
-	return load(ctx, root.FS(), dir, opts)
+	return load(ctx, root.FS(), dir, opts, pre)
 }
 
 // Load loads the file-based catalog rooted at fsys. Every file not excluded by an
@@ -107,10 +111,14 @@ func LoadDir(ctx context.Context, dir string, opts LoadOptions) (*Catalog, error
 // "schema". Load does not check the graph rules (see Validate) and keeps
 // everything it reads, duplicates included.
 func Load(ctx context.Context, fsys fs.FS, opts LoadOptions) (*Catalog, error) {
-	return load(ctx, fsys, "", opts)
+	return load(ctx, fsys, "", opts, nil)
 }
 
-func load(ctx context.Context, fsys fs.FS, root string, opts LoadOptions) (*Catalog, error) {
+// prefetched returns the documents of a file parsed earlier (see Prefetch) when
+// they still hold for the file name of fsys, parsed with eliding set as elide.
+type prefetched func(fsys fs.FS, name string, elide bool) ([]parsedDoc, int64, bool)
+
+func load(ctx context.Context, fsys fs.FS, root string, opts LoadOptions, pre prefetched) (*Catalog, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -164,7 +172,14 @@ func load(ctx context.Context, fsys fs.FS, root string, opts LoadOptions) (*Cata
 					results[i].err = err
 					return
 				}
-				docs, n, err := fl.loadFile(ctx, files[i], display(files[i]))
+				docs, n, ok := []parsedDoc(nil), int64(0), false
+				if pre != nil {
+					docs, n, ok = pre(fsys, files[i], elide)
+				}
+				var err error
+				if !ok {
+					docs, n, err = fl.loadFile(ctx, files[i], display(files[i]))
+				}
 				size.Add(n)
 				results[i] = result{docs: docs, err: err}
 				if err != nil {

@@ -68,7 +68,7 @@ func runDiskShards(ctx context.Context, in shardInput, single time.Duration) ([]
 		written[i] = rec.BlobBytes()
 		sh := part.Shards[i]
 		rows = append(rows, Row{Name: fmt.Sprintf("shard %d/2 → its own chunks", i), Input: in.input, Wall: ms[i].Wall, RSS: ms[i].MaxRSS, CPU: ms[i].CPU(),
-			Pushed: written[i], Throughput: Rate(written[i], ms[i].Wall),
+			Pushed: written[i], Counted: true, Throughput: Rate(written[i], ms[i].Wall),
 			Note: fmt.Sprintf("%d images, %d chunk(s), %d blobs; plan says it writes %s, refers to %d blobs the other writes", len(sh.Images), len(rec.Chunks), len(rec.Blobs), Bytes(sh.Bytes), len(sh.Elsewhere))})
 	}
 	r := Row{Name: "2 shards at once (wall until both finished)", Input: in.input, Wall: both, Throughput: Rate(written[0]+written[1], both)}

@@ -22,6 +22,11 @@ func (r *run) mirrorToDisk(ctx context.Context) error {
 		return r.finish(ctx)
 	case r.opts.PlanFile != "":
 		return r.shard(ctx)
+	case !r.opts.PlanOnly && !r.opts.DryRun:
+		// Refused before planning, which would overwrite the shards' plan.
+		if err := r.noShardsPending(); err != nil {
+			return err
+		}
 	}
 	mux, err := r.planSources(ctx)
 	if err != nil {

@@ -275,3 +275,20 @@ func sameBatches(a, b []archive.BatchRef) bool {
 	}
 	return true
 }
+
+// noShardsPending refuses an unsharded mirror-to-disk into a batch that shards
+// of a sharded run are filling.
+func (r *run) noShardsPending() error {
+	dir, _, resume, err := archive.NextBatch(r.topDir)
+	if err != nil || !resume {
+		return err
+	}
+	s, err := archive.ReadShards(dir)
+	if err != nil {
+		return err
+	}
+	if n := len(s.Done) + len(s.Started); n > 0 {
+		return fmt.Errorf("%s holds the shards of a sharded mirror-to-disk (%d finished, %d started): finish it with airlock mirror --plan FILE --finish, or remove the folder to start over", dir, len(s.Done), len(s.Started))
+	}
+	return nil
+}

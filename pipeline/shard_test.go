@@ -274,3 +274,49 @@ func TestShardedMirrorRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestShardedDiskRefuses: --finish of a sharded mirror-to-disk refuses records
+// of two shard counts, and an unsharded mirror-to-disk refuses the batch the
+// shards are filling; a shard that finished, run again, writes nothing.
+func TestShardedDiskRefuses(t *testing.T) {
+	e := setup(t)
+	cfg := e.config(t, "    - name: foo")
+	target := t.TempDir()
+	base := opts(cfg)
+	base.Destination = "file://" + target
+	ctx := context.Background()
+	po := base
+	po.PlanOnly = true
+	if _, err := pipeline.Mirror(ctx, po); err != nil {
+		t.Fatal(err)
+	}
+	planFile := filepath.Join(target, "working-dir", pipeline.PlanFileName)
+	shard := func(i, n int) (*pipeline.Result, error) {
+		o := base
+		o.PlanFile, o.Shard, o.Shards = planFile, i, n
+		return pipeline.Mirror(ctx, o)
+	}
+	for i := range 2 {
+		if _, err := shard(i, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again, err := shard(1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := again.Counts(); c.Copied != 0 || c.Present == 0 || again.BytesSent != 0 {
+		t.Errorf("a finished shard run again: %+v, %d bytes", c, again.BytesSent)
+	}
+	if _, err := pipeline.Mirror(ctx, base); err == nil || !strings.Contains(err.Error(), "holds the shards") {
+		t.Errorf("an unsharded mirror-to-disk into the shards' batch: %v", err)
+	}
+	if _, err := shard(0, 3); err != nil {
+		t.Fatal(err)
+	}
+	fo := base
+	fo.PlanFile, fo.Finish = planFile, true
+	if _, err := pipeline.Mirror(ctx, fo); err == nil || !strings.Contains(err.Error(), "shards of 2 and of 3") {
+		t.Errorf("--finish with shards of two counts: %v", err)
+	}
+}

@@ -2,13 +2,17 @@ package pipeline_test
 
 import (
 	"context"
+	"database/sql"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/airlock-mirror/airlock/internal/legacytest"
 	"github.com/airlock-mirror/airlock/internal/sqlitetest"
+	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/prune"
+	"github.com/airlock-mirror/airlock/prune/legacy"
 )
 
 // TestPruneSQLiteDirect: pruning a SQLite index database directly (only the
@@ -55,6 +59,55 @@ func TestPruneSQLiteDirect(t *testing.T) {
 			}
 			if got := legacytest.ComparePrune(t, dbs[e.catalog], cfg); got != e.kept {
 				t.Errorf("kept %d bundles, want %d", got, e.kept)
+			}
+		})
+	}
+}
+
+// TestPruneSQLiteDamagedManifests: a bundle whose manifests are not JSON is
+// refused, naming it, when the prune keeps it; when the prune drops it, the
+// direct prune does not read it (the documented difference with converting the
+// whole database, which refuses it).
+func TestPruneSQLiteDamagedManifests(t *testing.T) {
+	for _, tc := range []struct {
+		name, bundle string
+		refused      bool
+	}{
+		{"kept", "demo-operator.v1.2.1", true},
+		{"dropped", "demo-operator.v1.0.0", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := prune.LoadDir(context.Background(), "../testdata/demo/catalog", prune.LoadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			db := filepath.Join(t.TempDir(), "index.db")
+			if err := sqlitetest.Write(context.Background(), c, db); err != nil {
+				t.Fatal(err)
+			}
+			sdb, err := sql.Open("sqlite", "file:"+db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := sdb.Exec(`UPDATE operatorbundle SET bundle = '{"kind": "ClusterServiceVersion",' WHERE name = ?`, tc.bundle)
+			if n, _ := res.RowsAffected(); err != nil || n != 1 {
+				t.Fatalf("damaging %s: %v (%d rows)", tc.bundle, err, n)
+			}
+			sdb.Close()
+			cfg := filepath.Join(t.TempDir(), "isc.yaml")
+			if err := os.WriteFile(cfg, []byte("apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  operators:\n  - catalog: oci://"+db+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err = pipeline.PruneLocal(context.Background(), pipeline.PruneOptions{ConfigPath: cfg, Source: db, OutDir: filepath.Join(t.TempDir(), "out")})
+			t.Logf("direct prune: %v", err)
+			if tc.refused != (err != nil) {
+				t.Fatalf("refused: %v, want %v", err, tc.refused)
+			}
+			if err != nil && (!strings.Contains(err.Error(), tc.bundle) || !strings.Contains(err.Error(), "operatorbundle.bundle")) {
+				t.Errorf("the error does not name the bundle and its manifests: %v", err)
+			}
+			if _, err := legacy.ConvertSQLite(context.Background(), db, filepath.Join(t.TempDir(), "whole"), legacy.SQLiteOptions{}); err == nil || !strings.Contains(err.Error(), tc.bundle) {
+				t.Errorf("converting the whole database: %v, want an error naming %s", err, tc.bundle)
 			}
 		})
 	}

@@ -14,7 +14,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	"sigs.k8s.io/yaml"
 )
@@ -206,27 +205,34 @@ type docWriter struct {
 	rs     restorer
 }
 
-// docWriters keeps the buffers of closed docWriters: a caller that renders a
-// stream one bundle at a time (legacy's conversions) does not grow new ones
-// for each.
-var docWriters sync.Pool
+// freeWriters keeps the buffers of up to two closed docWriters: a caller that
+// renders a stream one bundle at a time (legacy's conversions) does not grow
+// new ones for each. (A sync.Pool would be emptied by the frequent garbage
+// collections of such a stream.)
+var freeWriters = make(chan *docWriter, 2)
 
-// maxPooledBuffer bounds the buffers kept in docWriters.
-const maxPooledBuffer = 16 << 20
+// maxFreeBuffer bounds the buffers kept in freeWriters.
+const maxFreeBuffer = 8 << 20
 
 func newDocWriter(format string) *docWriter {
-	if dw, ok := docWriters.Get().(*docWriter); ok {
+	select {
+	case dw := <-freeWriters:
 		dw.format = format
 		return dw
+	default:
+		return &docWriter{format: format}
 	}
-	return &docWriter{format: format}
 }
 
 func (dw *docWriter) close() {
 	dw.rs.close()
-	if cap(dw.buf) <= maxPooledBuffer && cap(dw.out) <= maxPooledBuffer && cap(dw.rs.buf) <= maxPooledBuffer {
-		*dw = docWriter{buf: dw.buf[:0], out: dw.out[:0], rs: restorer{buf: dw.rs.buf[:0]}}
-		docWriters.Put(dw)
+	if cap(dw.buf) > maxFreeBuffer || cap(dw.out) > maxFreeBuffer || cap(dw.rs.buf) > maxFreeBuffer {
+		return
+	}
+	*dw = docWriter{buf: dw.buf[:0], out: dw.out[:0], rs: restorer{buf: dw.rs.buf[:0]}}
+	select {
+	case freeWriters <- dw:
+	default:
 	}
 }
 

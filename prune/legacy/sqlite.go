@@ -2,6 +2,7 @@ package legacy
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -289,12 +290,13 @@ func convertPackage(ctx context.Context, br bundleSource, t *tables, sk *skeleto
 		if err := prune.Render(ctx, &prune.Catalog{Packages: []*prune.Package{p}}, w, prune.FormatJSON); err != nil {
 			return err
 		}
+		var objBuf []byte // each bundle is rendered before the next is built
 		for _, n := range lb.names {
 			c, err := br.read(ctx, n)
 			if err != nil {
 				return err
 			}
-			b, err := buildBundle(lb.row[n], c, t)
+			b, err := buildBundle(lb.row[n], c, t, &objBuf)
 			if err != nil {
 				return fmt.Errorf("bundle %q: %w", n, err)
 			}
@@ -333,6 +335,8 @@ func lightBundle(b *prune.Bundle) *prune.Bundle {
 				continue
 			}
 			kept = true
+			// A copy: the values of a bundle's objects share one buffer.
+			pr.Value = bytes.Clone(pr.Value)
 		}
 		l.Properties = append(l.Properties, pr)
 	}

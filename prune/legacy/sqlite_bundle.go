@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unsafe"
 
 	"github.com/blang/semver/v4"
 
@@ -22,7 +23,11 @@ type gvk struct {
 
 // buildBundle makes the olm.bundle of row r from its operatorbundle content c
 // and its properties, dependencies and related images.
-func buildBundle(r *bundleRow, c bundleContent, t *tables) (*prune.Bundle, error) {
+//
+// The values of its olm.bundle.object properties are written into *objBuf when
+// objBuf is not nil (and it is grown when needed): a caller that is done with
+// the bundle before it builds the next one reuses the memory.
+func buildBundle(r *bundleRow, c bundleContent, t *tables, objBuf *[]byte) (*prune.Bundle, error) {
 	if err := checkVersion(c); err != nil {
 		return nil, err
 	}
@@ -30,7 +35,7 @@ func buildBundle(r *bundleRow, c bundleContent, t *tables) (*prune.Bundle, error
 	if err != nil {
 		return nil, fmt.Errorf("%w: the manifests it holds (operatorbundle.bundle): %v", ErrBadDatabase, err)
 	}
-	props, err := bundleProperties(r, c, t, objs)
+	props, err := bundleProperties(r, c, t, objs, objBuf)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +53,7 @@ func lightBundleOf(r *bundleRow, c bundleContent, t *tables) (*prune.Bundle, err
 	if err := checkVersion(c); err != nil {
 		return nil, err
 	}
-	props, err := bundleProperties(r, c, t, nil)
+	props, err := bundleProperties(r, c, t, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +74,7 @@ func bundleObjects(s string) (objs []string, csv string, err error) {
 	if s == "" {
 		return nil, "", nil
 	}
-	b := []byte(s)
+	b := readOnlyBytes(s)
 	for i := skipSpace(b, 0); i < len(b); i = skipSpace(b, i) {
 		if b[i] != '{' {
 			return nil, "", fmt.Errorf("manifest %d is not a Kubernetes object (a JSON object)", len(objs)+1)
@@ -197,7 +202,7 @@ func valueEnd(b []byte, i int) int {
 // olm.package.required (other dependency types are dropped), one
 // olm.bundle.object per manifest; values compacted, duplicates removed, sorted
 // by type then value, the bundle objects last.
-func bundleProperties(r *bundleRow, c bundleContent, t *tables, objs []string) ([]prune.Property, error) {
+func bundleProperties(r *bundleRow, c bundleContent, t *tables, objs []string, objBuf *[]byte) ([]prune.Property, error) {
 	var out []prune.Property
 	provided := map[gvk]bool{}
 	required := map[gvk]bool{}
@@ -256,9 +261,7 @@ func bundleProperties(r *bundleRow, c bundleContent, t *tables, objs []string) (
 	for g := range required {
 		out = append(out, mustProp(prune.PropertyGVKRequired, g))
 	}
-	for _, o := range objs {
-		out = append(out, bundleObject(o))
-	}
+	out = append(out, bundleObjectProps(objs, objBuf)...)
 	// Sorted by type then value, duplicates removed (equal properties are
 	// next to each other once sorted).
 	sort.Slice(out, func(i, j int) bool {
@@ -305,15 +308,39 @@ func dedupeSorted(in []prune.Property) []prune.Property {
 	return out
 }
 
-// bundleObject is the olm.bundle.object property of manifest o: the value
-// mustProp gives {"data": o} (base64 of o), built without encoding/json.
-func bundleObject(o string) prune.Property {
+// bundleObjectProps are the olm.bundle.object properties of the manifests objs:
+// the values mustProp gives {"data": o} (base64 of o), built without
+// encoding/json, in one buffer: *reuse when it is not nil (grown if needed).
+func bundleObjectProps(objs []string, reuse *[]byte) []prune.Property {
 	const head, tail = `{"data":"`, `"}`
-	v := make([]byte, 0, len(head)+base64.StdEncoding.EncodedLen(len(o))+len(tail))
-	v = append(v, head...)
-	v = base64.StdEncoding.AppendEncode(v, []byte(o))
-	return prune.Property{Type: prune.PropertyBundleObject, Value: append(v, tail...)}
+	n := 0
+	for _, o := range objs {
+		n += len(head) + base64.StdEncoding.EncodedLen(len(o)) + len(tail)
+	}
+	var buf []byte
+	switch {
+	case reuse == nil:
+		buf = make([]byte, 0, n)
+	case cap(*reuse) >= n:
+		buf = (*reuse)[:0]
+	default:
+		buf = make([]byte, 0, n)
+		*reuse = buf
+	}
+	out := make([]prune.Property, len(objs))
+	for i, o := range objs {
+		start := len(buf)
+		buf = append(buf, head...)
+		buf = base64.StdEncoding.AppendEncode(buf, readOnlyBytes(o))
+		buf = append(buf, tail...)
+		out[i] = prune.Property{Type: prune.PropertyBundleObject, Value: buf[start:len(buf):len(buf)]}
+	}
+	return out
 }
+
+// readOnlyBytes is s as a byte slice without a copy (the manifests of a bundle
+// are a large string): it must only be read.
+func readOnlyBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // mustProp encodes v (a struct of strings and bytes, which always encodes) as
 // the value of a property of type typ, without HTML escaping.
@@ -334,7 +361,7 @@ func relatedImages(csvJSON string, stored []string) ([]prune.RelatedImage, error
 	if csvJSON != "" {
 		// Only spec.relatedImages is decoded (the CSV is valid JSON); like opm,
 		// a spec or a list of the wrong type is an error, null is nothing.
-		spec, ok := member([]byte(csvJSON), "spec")
+		spec, ok := member(readOnlyBytes(csvJSON), "spec")
 		switch {
 		case !ok || string(spec) == "null":
 		case spec[0] != '{':

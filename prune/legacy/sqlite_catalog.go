@@ -103,7 +103,7 @@ func (s *SQLiteCatalog) fullBundle(ctx context.Context, pkg, name string) (*prun
 	if err != nil {
 		return nil, err
 	}
-	return buildBundle(lb.row[name], c, s.ix.t)
+	return buildBundle(lb.row[name], c, s.ix.t, nil)
 }
 
 // Completer returns the prune.FilterOptions.Complete for the catalog of

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -270,5 +271,38 @@ func FuzzConvertSQLite(f *testing.F) {
 		if err != nil && strings.Contains(err.Error(), "engine failed") {
 			t.Fatalf("panic inside the conversion: %v", err)
 		}
+		// The way catalog prune reads it: whatever converts whole also reads
+		// light and completes, every bundle, and renders.
+		lerr := readLightAndComplete(p)
+		if lerr != nil && strings.Contains(lerr.Error(), "engine failed") {
+			t.Fatalf("panic inside the light reading: %v", lerr)
+		}
+		if err == nil && lerr != nil {
+			t.Fatalf("converts whole, but read light and completed: %v", lerr)
+		}
 	})
+}
+
+// readLightAndComplete reads the database at p as catalog prune does
+// (SQLiteCatalog), completes every bundle and renders the result.
+func readLightAndComplete(p string) error {
+	ctx := context.Background()
+	db, err := OpenSQLite(ctx, p, SQLiteOptions{})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	c, err := db.Catalog(ctx)
+	if err != nil {
+		return err
+	}
+	complete := db.Completer(ctx)
+	for _, pkg := range c.Packages {
+		for i, b := range pkg.Bundles {
+			if pkg.Bundles[i], err = complete(b); err != nil {
+				return err
+			}
+		}
+	}
+	return prune.Render(ctx, c, io.Discard, prune.FormatJSON)
 }

@@ -77,12 +77,14 @@ func (c *yamlConv) convert(doc []byte) (j []byte, ok bool) {
 func yamlPrintable(doc []byte) bool {
 	i := 0
 	for {
-		// 16 bytes at a time while they are all printable ASCII, tab or
-		// line feed.
-		for i+16 <= len(doc) && notPlain(binary.LittleEndian.Uint64(doc[i:]))|notPlain(binary.LittleEndian.Uint64(doc[i+8:])) == 0 {
-			i += 16
-		}
-		if i+8 <= len(doc) && notPlain(binary.LittleEndian.Uint64(doc[i:])) == 0 {
+		// 8 bytes at a time while they are all printable ASCII, tab or
+		// line feed: first the cheap test (printable ASCII only, which
+		// long lines pass), then the exact one.
+		for i+8 <= len(doc) {
+			w := binary.LittleEndian.Uint64(doc[i:])
+			if ((w-0x20*lo8)|(w+0x01*lo8)|w)&hi8 != 0 && notPlain(w) != 0 {
+				break
+			}
 			i += 8
 		}
 		if i >= len(doc) {

@@ -84,15 +84,27 @@ func plainStop(s []byte, q int) bool {
 func (c *yamlConv) plainLine(p int) (textEnd, lineEnd int, ok bool) {
 	s := c.src
 	// One pass to the line's end, stopping at the bytes that may end the
-	// text (most lines have none).
-	q := p
-	for q+8 <= len(s) {
+	// text (most lines have none): 8 bytes at a time over the first 64,
+	// then, on a long line (base64 data), the vectorised byte searches.
+	q, end, hit := p, min(p+64, len(s)), false
+	for q+8 <= end {
 		w := binary.LittleEndian.Uint64(s[q:])
 		a, b, c, d := w^('\n'*lo8), w^(':'*lo8), w^('#'*lo8), w^('\t'*lo8)
 		if ((a-lo8)&^a|(b-lo8)&^b|(c-lo8)&^c|(d-lo8)&^d)&hi8 != 0 {
+			hit = true
 			break
 		}
 		q += 8
+	}
+	if !hit && end < len(s) {
+		lineEnd = len(s)
+		if j := bytes.IndexByte(s[q:], '\n'); j >= 0 {
+			lineEnd = q + j
+		}
+		line := s[q:lineEnd]
+		if bytes.IndexByte(line, ':') < 0 && bytes.IndexByte(line, '#') < 0 && bytes.IndexByte(line, '\t') < 0 {
+			return trimSpaceEnd(s, p, lineEnd), lineEnd, true
+		}
 	}
 	for q < len(s) && plainLineByte[s[q]] == 0 {
 		q++
@@ -110,11 +122,15 @@ func (c *yamlConv) plainLine(p int) (textEnd, lineEnd int, ok bool) {
 	if le < 0 {
 		le = lineEnd
 	}
-	e := le
+	return trimSpaceEnd(s, p, le), lineEnd, true
+}
+
+// trimSpaceEnd returns e moved back over the spaces that end s[p:e].
+func trimSpaceEnd(s []byte, p, e int) int {
 	for e > p && s[e-1] == ' ' {
 		e--
 	}
-	return e, lineEnd, true
+	return e
 }
 
 // plainLineByte marks the bytes plainLine stops at: the line's end and the

@@ -58,18 +58,23 @@ func writeCatalogLayer(ctx context.Context, dir, prunedDir, label string, wipe [
 	if err := os.MkdirAll(blobs, 0o755); err != nil {
 		return nil, err
 	}
-	diff := sha256.New()
-	tw := tar.NewWriter(diff)
-	if err := writeCatalogTar(ctx, tw, prunedDir, label, wipe); err != nil {
-		return nil, err
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	diffHex := hex.EncodeToString(diff.Sum(nil))
-	memo := filepath.Join(dir, layerMemoDir, diffHex)
-	if l := reuseLayer(blobs, memo, diffHex); l != nil {
-		return l, nil
+	// The tar is hashed first only when some layer was built here before: on
+	// a first rebuild there is nothing to reuse, and the diffID comes out of
+	// the compression pass.
+	diffHex := ""
+	if entries, _ := os.ReadDir(filepath.Join(dir, layerMemoDir)); len(entries) > 0 {
+		diff := sha256.New()
+		tw := tar.NewWriter(diff)
+		if err := writeCatalogTar(ctx, tw, prunedDir, label, wipe); err != nil {
+			return nil, err
+		}
+		if err := tw.Close(); err != nil {
+			return nil, err
+		}
+		diffHex = hex.EncodeToString(diff.Sum(nil))
+		if l := reuseLayer(blobs, filepath.Join(dir, layerMemoDir, diffHex), diffHex); l != nil {
+			return l, nil
+		}
 	}
 
 	f, err := os.CreateTemp(blobs, ".airlock-layer-")
@@ -86,9 +91,12 @@ func writeCatalogLayer(ctx context.Context, dir, prunedDir, label string, wipe [
 	if err != nil {
 		return nil, err
 	}
-	if diffID.Encoded() != diffHex {
+	if diffHex == "" {
+		diffHex = diffID.Encoded()
+	} else if diffID.Encoded() != diffHex {
 		return nil, fmt.Errorf("the pruned catalog in %s changed while its layer was written", prunedDir)
 	}
+	memo := filepath.Join(dir, layerMemoDir, diffHex)
 	if err := f.Close(); err != nil {
 		return nil, err
 	}

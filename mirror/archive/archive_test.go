@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/airlock-mirror/airlock/internal/syncbuf"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/opencontainers/go-digest"
 )
@@ -141,21 +142,10 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
 func TestOversizedBlobGetsOwnChunk(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	var logs logBuffer
+	var logs syncbuf.Buffer
 	rng := testRNG(2)
 	big := randBytes(rng, 40<<10)
 	imgs := []testImage{makeImage(rng, "ns/big", "v1", big, randBytes(rng, 1000)), makeImage(rng, "ns/small", "v1", randBytes(rng, 2000))}
@@ -179,8 +169,8 @@ func TestOversizedBlobGetsOwnChunk(t *testing.T) {
 			t.Errorf("%s is %d bytes", c.Name, info.Size())
 		}
 	}
-	if !strings.Contains(logs.buf.String(), "larger than the archive chunk size") || !strings.Contains(logs.buf.String(), bigD.String()) {
-		t.Errorf("no warning naming the oversized blob: %s", logs.buf.String())
+	if !strings.Contains(logs.String(), "larger than the archive chunk size") || !strings.Contains(logs.String(), bigD.String()) {
+		t.Errorf("no warning naming the oversized blob: %s", logs.String())
 	}
 	if _, err := Verify(ctx, dir); err != nil {
 		t.Fatal(err)

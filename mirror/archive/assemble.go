@@ -84,13 +84,9 @@ func (w *Writer) FinishSharded(ctx context.Context, meta Meta, shards []*ShardRe
 	if w.part != finishPart {
 		return nil, fmt.Errorf("FinishSharded on a writer that is not the finish part (part %q)", w.part)
 	}
-	w.mu.Lock()
-	if w.finished {
-		w.mu.Unlock()
-		return nil, ErrFinished
+	if err := w.markFinished(); err != nil {
+		return nil, err
 	}
-	w.finished = true
-	w.mu.Unlock()
 	if err := w.takeShards(ctx, shards); err != nil {
 		return nil, err
 	}

@@ -43,13 +43,9 @@ func sortedStrings(s []string) []string {
 // the disk holds at most one chunk's worth of data twice. An interrupted Finish can
 // be resumed by a new Writer on the same directory.
 func (w *Writer) Finish(ctx context.Context, meta Meta) (*Manifest, error) {
-	w.mu.Lock()
-	if w.finished {
-		w.mu.Unlock()
-		return nil, ErrFinished
+	if err := w.markFinished(); err != nil {
+		return nil, err
 	}
-	w.finished = true
-	w.mu.Unlock()
 
 	if w.part != "" {
 		return nil, fmt.Errorf("archive part %s: a part of a sharded archive ends with FinishShard or FinishSharded", w.part)
@@ -388,4 +384,15 @@ func (w *Writer) reachable(images []ImageRecord) (*reachSet, error) {
 func reliedRecord(d digest.Digest, size int64, repos map[string]struct{}, o Origin) ReliedRecord {
 	o.Repos = sortedStrings(o.Repos)
 	return ReliedRecord{Digest: d, Size: size, Repos: sortedKeys(repos), Origin: o}
+}
+
+// markFinished marks the writer finished, once: a second call is ErrFinished.
+func (w *Writer) markFinished() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.finished {
+		return ErrFinished
+	}
+	w.finished = true
+	return nil
 }

@@ -220,13 +220,9 @@ func (w *Writer) FinishShard(ctx context.Context, meta Meta) (*ShardRecord, erro
 	if !ok {
 		return nil, fmt.Errorf("FinishShard on a writer that is not a shard (part %q)", w.part)
 	}
-	w.mu.Lock()
-	if w.finished {
-		w.mu.Unlock()
-		return nil, ErrFinished
+	if err := w.markFinished(); err != nil {
+		return nil, err
 	}
-	w.finished = true
-	w.mu.Unlock()
 
 	m, reach, err := w.buildManifest(meta)
 	if err != nil {

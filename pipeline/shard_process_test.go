@@ -168,7 +168,7 @@ func victim(t *testing.T, part *mirror.Partition, plan *mirror.Plan) int {
 	return best
 }
 
-// shardPlans reads the part of the plan each shard run wrote and checks that
+// checkUnion reads the part of the plan each shard run wrote and checks that
 // together they are the plan's shardable images, each once.
 func checkUnion(t *testing.T, plan *mirror.Plan, planFiles []string) {
 	t.Helper()
@@ -186,6 +186,13 @@ func checkUnion(t *testing.T, plan *mirror.Plan, planFiles []string) {
 			done[im.DestRepo+"@"+im.Digest.String()]++
 		}
 	}
+	checkDoneOnce(t, plan, done)
+}
+
+// checkDoneOnce checks that done (DEST@DIGEST → how many shards did it) holds
+// every shardable image of the plan once, and nothing else.
+func checkDoneOnce(t *testing.T, plan *mirror.Plan, done map[string]int) {
+	t.Helper()
 	want := 0
 	for _, im := range plan.Images {
 		if !mirror.Shardable(im) {

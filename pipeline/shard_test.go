@@ -174,19 +174,7 @@ func TestShardedMirror(t *testing.T) {
 					done[im.DestRepo+"@"+im.Digest.String()]++
 				}
 			}
-			want := 0
-			for _, im := range plan.Images {
-				if !mirror.Shardable(im) {
-					continue
-				}
-				want++
-				if k := im.DestRepo + "@" + im.Digest.String(); done[k] != 1 {
-					t.Errorf("%s done by %d shards, want 1", k, done[k])
-				}
-			}
-			if len(done) != want {
-				t.Errorf("shards did %d images, the plan has %d", len(done), want)
-			}
+			checkDoneOnce(t, plan, done)
 
 			// Each distinct blob was sent once across all shards.
 			if got := dst.Counts().BytesUploaded; got != part.UniqueBytes {

@@ -42,7 +42,7 @@ func FetchBundle(ctx context.Context, ref, workDir string, o FetchOptions) (*Fet
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	fc, key, err := resolveImage(ctx, ref, workDir, o, "bundle")
+	fc, key, err := resolveImage(ctx, ref, workDir, o, "bundle", false)
 	if err != nil {
 		return nil, err
 	}

@@ -90,6 +90,10 @@ type FetchedCatalog struct {
 	// Cached is true when the catalog was already extracted by an earlier run and
 	// nothing was downloaded but the manifests and the config.
 	Cached bool
+
+	// stream and copy are a streamed fetch's copy while it runs (resolveImage).
+	stream *streamSource
+	copy   *layoutCopy
 }
 
 // PinnedRef is the catalog's reference by digest: "repo@sha256:…" for a registry,
@@ -123,6 +127,9 @@ type FetchOptions struct {
 	// is provisional until the fetch returns: a later entry may replace a file,
 	// and a failed fetch discards everything.
 	OnFile func(root, rel string)
+	// OnRestart, when not nil, is called when the extraction starts over (into
+	// a new folder): forget every file OnFile was given.
+	OnRestart func()
 }
 
 // FetchCatalog resolves ref (a registry reference, with or without "docker://", or
@@ -141,11 +148,23 @@ func FetchCatalogWithOptions(ctx context.Context, ref string, workDir string, o 
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	fc, key, err := resolveImage(ctx, ref, workDir, o, "catalog")
+	fc, key, err := resolveImage(ctx, ref, workDir, o, "catalog", true)
 	if err != nil {
 		return nil, err
 	}
+	if fc.copy != nil {
+		defer fc.copy.stop() // every return: nothing writes into the workspace after
+	}
+	want := o.platform()
 	cfg, err := fc.Image.ConfigFile()
+	if err != nil && fc.copy != nil {
+		// Read while the copy ran; the copy's own error (retries exhausted)
+		// says more, and a config it did write is read again from the layout.
+		if _, cerr := fc.settle(want); cerr != nil {
+			return nil, fmt.Errorf("catalog %s: %w", ref, cerr)
+		}
+		cfg, err = fc.Image.ConfigFile()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("catalog %s@%s: reading the image config: %w", ref, fc.Digest, err)
 	}
@@ -168,6 +187,9 @@ func FetchCatalogWithOptions(ctx context.Context, ref string, workDir string, o 
 	if ok, err := cacheComplete(dir, extracted, fc); err != nil {
 		return nil, err
 	} else if ok {
+		if _, err := fc.settle(want); err != nil {
+			return nil, fmt.Errorf("catalog %s: %w", ref, err)
+		}
 		fc.Cached = true
 		log.Info("catalog already extracted", "catalog", ref, "digest", fc.Digest, "dir", extracted)
 		return fc, nil
@@ -176,21 +198,31 @@ func FetchCatalogWithOptions(ctx context.Context, ref string, workDir string, o 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("catalog %s: creating %s: %w", ref, dir, err)
 	}
-	tmp, err := os.MkdirTemp(dir, ".configs-")
-	if err != nil {
-		return nil, fmt.Errorf("catalog %s: %w", ref, err)
-	}
-	defer os.RemoveAll(tmp)
 	log.Info("extracting catalog", "catalog", ref, "digest", fc.Digest, "label", label)
-	layers, err := fc.Image.Layers()
+	tmp, err := fc.extract(ctx, dir, label, o, log)
+	if tmp != "" {
+		defer os.RemoveAll(tmp)
+	}
+	if fc.copy != nil {
+		clean, cerr := fc.settle(want)
+		if cerr != nil {
+			return nil, fmt.Errorf("catalog %s: %w", ref, cerr)
+		}
+		if err != nil && ctx.Err() == nil && !clean {
+			// Some bytes read while the copy ran came from a transfer it
+			// retried: read the layer again as the copy committed it.
+			log.Info("extracting the catalog again from the verified copy", "catalog", ref, "cause", err)
+			if o.OnRestart != nil {
+				o.OnRestart()
+			}
+			os.RemoveAll(tmp)
+			tmp, err = fc.extract(ctx, dir, label, o, log)
+			if tmp != "" {
+				defer os.RemoveAll(tmp)
+			}
+		}
+	}
 	if err != nil {
-		return nil, fmt.Errorf("catalog %s@%s: listing layers: %w", ref, fc.Digest, err)
-	}
-	var onFile func(string)
-	if o.OnFile != nil && db == "" {
-		onFile = func(rel string) { o.OnFile(tmp, rel) }
-	}
-	if err := extractLayers(ctx, layers, label, tmp, o.Limits, log, onFile); err != nil {
 		return nil, fmt.Errorf("catalog %s@%s: %w", ref, fc.Digest, err)
 	}
 	if db != "" {
@@ -410,6 +442,32 @@ const (
 	opaqueWhiteout = ".wh..wh..opq"
 )
 
+// extract extracts the catalog folder label of fc.Image into a new temporary
+// folder of dir, which it returns (also on error, for the caller to remove).
+func (fc *FetchedCatalog) extract(ctx context.Context, dir, label string, o FetchOptions, log *slog.Logger) (string, error) {
+	tmp, err := os.MkdirTemp(dir, ".configs-")
+	if err != nil {
+		return "", err
+	}
+	layers, err := fc.Image.Layers()
+	if err != nil {
+		return tmp, fmt.Errorf("listing layers: %w", err)
+	}
+	var onFile func(string)
+	if o.OnFile != nil && fc.Database == "" {
+		onFile = func(rel string) { o.OnFile(tmp, rel) }
+	}
+	return tmp, extractLayers(ctx, layers, label, tmp, o.Limits, log, onFile)
+}
+
+// platform is the platform to pick from a multi-arch image.
+func (o FetchOptions) platform() v1.Platform {
+	if o.Platform != nil {
+		return *o.Platform
+	}
+	return v1.Platform{OS: "linux", Architecture: "amd64"}
+}
+
 // copyToLayout copies the catalog image repo@d (every platform) into the OCI
 // layout dir with the copy engine, and opens it from there.
 func copyToLayout(ctx context.Context, reg *Registry, log *slog.Logger, repo string, d digest.Digest, dir string) (any, error) {
@@ -417,18 +475,29 @@ func copyToLayout(ctx context.Context, reg *Registry, log *slog.Logger, repo str
 	if err != nil {
 		return nil, fmt.Errorf("creating the OCI layout %s: %w", dir, err)
 	}
-	const tag = "catalog"
+	if err := copyCatalogImage(ctx, reg, dst, log, repo, d); err != nil {
+		return nil, err
+	}
+	_, top, err := openLayoutTop(dir, layoutTag)
+	return top, err
+}
+
+// layoutTag names the copied image in its layout's index.json.
+const layoutTag = "catalog"
+
+// copyCatalogImage copies repo@d (every platform) into the layout dst with the copy
+// engine and tags it layoutTag.
+func copyCatalogImage(ctx context.Context, reg *Registry, dst *LayoutDestination, log *slog.Logger, repo string, d digest.Digest) error {
 	p := reg.policy
-	rep, err := Copy(ctx, reg, dst, []Job{{Source: repo, Digest: d, Dest: "catalog", Tags: []string{tag}}},
+	rep, err := Copy(ctx, reg, dst, []Job{{Source: repo, Digest: d, Dest: "catalog", Tags: []string{layoutTag}}},
 		CopyOptions{Retry: &p, Logger: log})
 	if err != nil {
 		if rep != nil && len(rep.Images) == 1 && rep.Images[0].Err != "" {
-			return nil, fmt.Errorf("copying the catalog image into %s: %s", dir, rep.Images[0].Err)
+			return fmt.Errorf("copying the catalog image into %s: %s", dst.dir, rep.Images[0].Err)
 		}
-		return nil, fmt.Errorf("copying the catalog image into %s: %w", dir, err)
+		return fmt.Errorf("copying the catalog image into %s: %w", dst.dir, err)
 	}
-	_, top, err := openLayoutTop(dir, tag)
-	return top, err
+	return nil
 }
 
 // resolveImage resolves ref (a registry reference or "oci://PATH") to a
@@ -436,15 +505,17 @@ func copyToLayout(ctx context.Context, reg *Registry, log *slog.Logger, repo str
 // with the copy engine into an OCI layout under workDir. It picks the platform
 // image and returns the key of the work folder. what names the image in errors
 // ("catalog", "bundle").
-func resolveImage(ctx context.Context, ref string, workDir string, o FetchOptions, what string) (*FetchedCatalog, string, error) {
+//
+// With stream set, a registry image not yet in the layout is copied in the
+// background: the returned Image reads its config and layers as the copy
+// writes them, and the caller must settle (or stop the copy) before it
+// returns.
+func resolveImage(ctx context.Context, ref string, workDir string, o FetchOptions, what string, stream bool) (*FetchedCatalog, string, error) {
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	want := v1.Platform{OS: "linux", Architecture: "amd64"}
-	if o.Platform != nil {
-		want = *o.Platform
-	}
+	want := o.platform()
 	fc := &FetchedCatalog{Ref: ref}
 	var top any // v1.Image or v1.ImageIndex
 	var key string
@@ -490,7 +561,14 @@ func resolveImage(ctx context.Context, ref string, workDir string, o FetchOption
 			return nil, "", fmt.Errorf("%s %s: %w: manifest media type %q is neither an image nor an index", what, ref, ErrNotFBCImage, m.MediaType)
 		}
 		fc.ImageLayout = filepath.Join(workDir, what+"s", key, fc.Digest.Encoded(), "image")
-		if top, err = copyToLayout(ctx, reg, o.Logger, r.Repository(), fc.Digest, fc.ImageLayout); err != nil {
+		if stream && !layoutHolds(ctx, fc.ImageLayout, fc.Digest) {
+			if fc.stream, err = newStreamSource(ctx, reg, r.Repository(), fc.ImageLayout); err == nil {
+				top, err = fc.stream.top(m)
+			}
+		} else {
+			top, err = copyToLayout(ctx, reg, o.Logger, r.Repository(), fc.Digest, fc.ImageLayout)
+		}
+		if err != nil {
 			return nil, "", fmt.Errorf("%s %s: %w", what, ref, err)
 		}
 	}
@@ -499,17 +577,60 @@ func resolveImage(ctx context.Context, ref string, workDir string, o FetchOption
 	}
 	log.Debug(what+" resolved", what, ref, "digest", fc.Digest)
 
+	if err := fc.choose(top, want); err != nil {
+		return nil, "", fmt.Errorf("%s %s@%s: %w", what, ref, fc.Digest, err)
+	}
+	if fc.stream != nil {
+		fc.copy = fc.stream.start(log, fc.Digest)
+	}
+	return fc, key, nil
+}
+
+// choose sets Image (the platform image for want), Index and Platform from
+// the top-level index or image.
+func (fc *FetchedCatalog) choose(top any, want v1.Platform) error {
 	switch t := top.(type) {
 	case v1.ImageIndex:
-		fc.Index = t
 		img, plat, err := selectPlatformImage(t, want)
 		if err != nil {
-			return nil, "", fmt.Errorf("%s %s@%s: %w", what, ref, fc.Digest, err)
+			return err
 		}
-		fc.Image, fc.Platform = img, plat
+		fc.Index, fc.Image, fc.Platform = t, img, plat
 	case v1.Image:
 		fc.Image = t
 	}
+	return nil
+}
 
-	return fc, key, nil
+// layoutHolds reports whether the layout dir holds image d, copied whole.
+func layoutHolds(ctx context.Context, dir string, d digest.Digest) bool {
+	if !isLayoutDir(dir) {
+		return false
+	}
+	dst := &LayoutDestination{dir: dir}
+	ok, err := dst.ManifestExists(ctx, "", layoutTag, d)
+	return err == nil && ok
+}
+
+// settle waits for a streamed fetch's copy (see catalog_stream.go) and
+// reopens the image from the complete layout; it does nothing otherwise. It
+// reports whether every byte read while streaming came from the copy's one
+// committed attempt (clean), so that a failure while reading was the content's,
+// not the transfer's.
+func (fc *FetchedCatalog) settle(want v1.Platform) (clean bool, err error) {
+	if fc.copy == nil {
+		return true, nil
+	}
+	err = fc.copy.wait()
+	fc.stream.closeUnread()
+	clean = fc.stream.clean()
+	fc.copy, fc.stream = nil, nil
+	if err != nil {
+		return false, err
+	}
+	_, top, err := openLayoutTop(fc.ImageLayout, layoutTag)
+	if err != nil {
+		return false, err
+	}
+	return clean, fc.choose(top, want)
 }

@@ -204,8 +204,9 @@ func (idx *layoutIndex) byTag(tag string) (endpoint.Descriptor, bool) {
 // manifest with that tag); one pushed by digest (a child of an index) is only
 // stored as a blob.
 type LayoutDestination struct {
-	dir string
-	mu  sync.Mutex // guards index.json
+	dir      string
+	mu       sync.Mutex // guards index.json
+	followed followers  // readers of blobs being written (follow)
 }
 
 var _ endpoint.Destination = (*LayoutDestination)(nil)
@@ -265,14 +266,26 @@ func (l *LayoutDestination) PutBlob(ctx context.Context, repo string, d endpoint
 		return err
 	}
 	defer f.Close()
+	var w io.Writer = f
+	fw := l.follower(d.Digest)
+	if fw != nil {
+		fw.attempt(f.Name())
+		w = followWriter{f, fw}
+	}
 	v := oci.AsVerifier(layoutCtxReader{ctx, r}, d)
-	if _, err := io.Copy(f, v); err != nil {
+	if _, err := io.Copy(w, v); err != nil {
 		return fmt.Errorf("writing blob %s: %w", d.Digest, err)
 	}
 	if !v.Verified() {
 		return fmt.Errorf("blob %s: content does not match its digest: %w", d.Digest, ErrDigestMismatch)
 	}
-	return f.Commit()
+	if err := f.Commit(); err != nil {
+		return err
+	}
+	if fw != nil {
+		l.committed(d.Digest)
+	}
+	return nil
 }
 
 // ManifestExists reports whether the layout holds manifest d, and, when reference

@@ -50,7 +50,7 @@ func (r *run) catalog(ctx context.Context, op imageset.Operator, fo mirror.Fetch
 	// The catalog's files are parsed as they are extracted, on the core the
 	// extraction leaves free.
 	pf := prune.NewPrefetch(ctx, catalogLoadOptions(r.log))
-	fo.OnFile = pf.Add
+	fo.OnFile, fo.OnRestart = pf.Add, pf.Forget
 	fc, err := mirror.FetchCatalogWithOptions(ctx, op.Catalog, filepath.Join(r.workDir, "operator-catalogs"), fo)
 	if err != nil {
 		pf.Close()

@@ -31,6 +31,7 @@ type Prefetch struct {
 	results map[string]prefetchResult // by file name
 	stopped bool
 	reused  int // files Load took from the prefetch (for tests and the log)
+	gen     int // bumped by Forget: a parse of an earlier generation is dropped
 }
 
 type prefetchTask struct{ root, name string }
@@ -65,6 +66,16 @@ func (p *Prefetch) Add(root, name string) {
 	}
 }
 
+// Forget drops every file given so far, parsed or queued (the writer started
+// over): only files given after it count.
+func (p *Prefetch) Forget() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.gen++
+	p.queue = nil
+	p.results = map[string]prefetchResult{}
+}
+
 // Close stops the prefetcher, dropping what it parsed; for a prefetcher whose
 // catalog will not be loaded (Load stops it otherwise).
 func (p *Prefetch) Close() {
@@ -97,6 +108,7 @@ func (p *Prefetch) run() {
 		if have {
 			t, p.queue = p.queue[0], p.queue[1:]
 		}
+		gen := p.gen
 		p.mu.Unlock()
 		if !have {
 			select {
@@ -128,7 +140,9 @@ func (p *Prefetch) run() {
 			continue // Load parses it again (and reports its errors with the right names)
 		}
 		p.mu.Lock()
-		p.results[t.name] = prefetchResult{docs: docs, n: n, info: after}
+		if gen == p.gen && p.results != nil {
+			p.results[t.name] = prefetchResult{docs: docs, n: n, info: after}
+		}
 		p.mu.Unlock()
 	}
 }

@@ -185,3 +185,20 @@ func TestPrefetchLoadError(t *testing.T) {
 	p2.Add(final, "bad.json")
 	p2.Close()
 }
+
+// After Forget, nothing parsed before counts: an extraction that started over
+// rewrites every file, and a stale parse must never stand in for one.
+func TestPrefetchForget(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	p := NewPrefetch(ctx, LoadOptions{})
+	copyFiles(t, filepath.Join("..", "testdata", "demo", "catalog"), dir, func(rel string) { p.Add(dir, rel) })
+	waitIdle(t, p)
+	p.Forget()
+	if _, err := p.Load(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	if p.reused != 0 {
+		t.Errorf("%d files taken from the prefetch after Forget, want 0", p.reused)
+	}
+}

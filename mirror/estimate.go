@@ -51,67 +51,129 @@ func EstimatePlan(ctx context.Context, src EstimateSource, dst EstimateDestinati
 	}
 	est := &Estimate{Images: len(jobs)}
 	count := newCounter(progress, len(jobs))
-	var mu sync.Mutex
-	seen := map[digest.Digest]bool{}
-	missingBlob := map[digest.Digest]bool{}
-	sem := make(chan struct{}, parallel)
-	var wg sync.WaitGroup
-	for _, j := range jobs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			present, err := dst.ManifestExists(ctx, j.Dest, j.Digest.String(), j.Digest)
-			if err != nil {
-				present = false
+	repos := newRepoKnowledge(dst)
+	present := make([]bool, len(jobs))
+	blobsOf := make([][]endpoint.Descriptor, len(jobs))
+	errs := make([]error, len(jobs))
+
+	// Each job: its manifest at the destination, its blobs at the source.
+	var g errgroup.Group
+	g.SetLimit(parallel)
+	for i, j := range jobs {
+		g.Go(func() error {
+			if repos.known(ctx, j.Dest) {
+				ok, err := dst.ManifestExists(ctx, j.Dest, j.Digest.String(), j.Digest)
+				present[i] = err == nil && ok
 			}
-			blobs, err := walkBlobs(ctx, src, j.Source, j.Digest, 0)
-			defer count.add(err != nil)
-			mu.Lock()
-			if !present {
-				est.Missing = append(est.Missing, j)
-			}
-			if err != nil {
-				est.Errors = append(est.Errors, fmt.Sprintf("%s@%s: %v", j.Source, j.Digest, err))
-			}
-			if err != nil && !present { // the copy would fail on it
+			blobsOf[i], errs[i] = walkBlobs(ctx, src, j.Source, j.Digest, 0)
+			count.add(errs[i] != nil)
+			return nil
+		})
+	}
+	g.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	// Each distinct blob, in plan order, checked once: in the first
+	// repository known to the destination among those of the jobs that name it
+	// (a repository it does not know holds nothing).
+	type blobCheck struct {
+		desc endpoint.Descriptor
+		repo string
+	}
+	var checks []*blobCheck
+	byDigest := map[digest.Digest]*blobCheck{}
+	for i, j := range jobs {
+		if !present[i] {
+			est.Missing = append(est.Missing, j)
+		}
+		if errs[i] != nil {
+			est.Errors = append(est.Errors, fmt.Sprintf("%s@%s: %v", j.Source, j.Digest, errs[i]))
+			if !present[i] { // the copy would fail on it
 				if est.Unreadable == nil {
 					est.Unreadable = map[string]string{}
 				}
-				est.Unreadable[j.Key()] = err.Error() // names the manifest and the cause
+				est.Unreadable[j.Key()] = errs[i].Error() // names the manifest and the cause
 			}
-			var check []endpoint.Descriptor
-			for _, b := range blobs {
-				if seen[b.Digest] {
-					continue
-				}
-				seen[b.Digest] = true
+		}
+		for _, b := range blobsOf[i] {
+			c := byDigest[b.Digest]
+			if c == nil {
+				c = &blobCheck{desc: b}
+				byDigest[b.Digest] = c
+				checks = append(checks, c)
 				est.Blobs++
 				est.Bytes += b.Size
-				check = append(check, b)
 			}
-			mu.Unlock()
-			for _, b := range check {
-				ok, err := dst.BlobExists(ctx, j.Dest, b)
-				if err == nil && ok {
-					continue
-				}
-				mu.Lock()
-				if !missingBlob[b.Digest] {
-					missingBlob[b.Digest] = true
-					est.MissingBlobs++
-					est.BytesToSend += b.Size
-				}
-				mu.Unlock()
+			if c.repo == "" && repos.known(ctx, j.Dest) {
+				c.repo = j.Dest
 			}
-		}()
+		}
 	}
-	wg.Wait()
+	var mu sync.Mutex
+	for _, c := range checks {
+		g.Go(func() error {
+			if c.repo != "" {
+				if ok, err := dst.BlobExists(ctx, c.repo, c.desc); err == nil && ok {
+					return nil
+				}
+			}
+			mu.Lock()
+			est.MissingBlobs++
+			est.BytesToSend += c.desc.Size
+			mu.Unlock()
+			return nil
+		})
+	}
+	g.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	return est, nil
+}
+
+// repoLister is implemented by destinations that can tell a repository they
+// do not know (Registry.RepositoryKnown): none of its manifests or blobs need
+// checking. Against an empty mirror that is most of a dry run's requests.
+type repoLister interface {
+	RepositoryKnown(ctx context.Context, repo string) (bool, error)
+}
+
+// repoKnowledge asks the destination once per repository whether it knows it.
+type repoKnowledge struct {
+	dst   repoLister // nil: every repository counts as known
+	mu    sync.Mutex
+	repos map[string]*repoAnswer
+}
+
+type repoAnswer struct {
+	once  sync.Once
+	known bool
+}
+
+func newRepoKnowledge(dst EstimateDestination) *repoKnowledge {
+	l, _ := dst.(repoLister)
+	return &repoKnowledge{dst: l, repos: map[string]*repoAnswer{}}
+}
+
+// known reports whether repo may hold something (an error counts as yes).
+func (k *repoKnowledge) known(ctx context.Context, repo string) bool {
+	if k.dst == nil {
+		return true
+	}
+	k.mu.Lock()
+	a := k.repos[repo]
+	if a == nil {
+		a = &repoAnswer{}
+		k.repos[repo] = a
+	}
+	k.mu.Unlock()
+	a.once.Do(func() {
+		ok, err := k.dst.RepositoryKnown(ctx, repo)
+		a.known = ok || err != nil
+	})
+	return a.known
 }
 
 // walkBlobs lists the blobs (configs, layers, and child manifests as blobs of

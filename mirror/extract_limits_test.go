@@ -243,7 +243,8 @@ func TestExtractRefusesGzipBomb(t *testing.T) {
 	if err := extractLayers(context.Background(), []v1.Layer{layer}, "/configs", dst, ExtractLimits{}, discardLogger(), nil); !errors.Is(err, ErrExtractLimit) {
 		t.Fatalf("error = %v, want ErrExtractLimit", err)
 	}
-	if n := read.Load(); n > 64<<10 {
+	// The compressed read-ahead may be that far ahead of the inflating.
+	if n := read.Load(); n > readAheadBlocks*readAheadBlock+64<<10 {
 		t.Errorf("%d compressed bytes read before the refusal", n)
 	}
 	if n := diskBytes(t, dst); n > 1<<10 {

@@ -28,6 +28,11 @@ const (
 	// inflateBlocks blocks of inflated data wait for the consumer.
 	inflateBlock  = 1 << 20
 	inflateBlocks = 4
+	// readAheadBlock and readAheadBlocks size the compressed read-ahead: the
+	// blob is read and hashed on a goroutine of its own, off the inflating one
+	// (which is the bottleneck of a catalog's first run).
+	readAheadBlock  = 1 << 20
+	readAheadBlocks = 4
 	// zstdMaxWindow bounds the memory one zstd frame may ask for.
 	zstdMaxWindow = 64 << 20
 )
@@ -43,6 +48,7 @@ var (
 type layerReader struct {
 	r      io.Reader // the uncompressed stream
 	v      *oci.Verifier
+	ra     *aheadReader // reads v
 	blob   io.Closer
 	closeZ func()
 	done   bool
@@ -64,8 +70,9 @@ func openLayer(l v1.Layer) (io.ReadCloser, error) {
 		return nil, err
 	}
 	v := oci.NewVerifier(rc, oci.Descriptor{Digest: digest.Digest(h.String()), Size: size})
-	br := bufio.NewReaderSize(v, 64<<10)
-	lr := &layerReader{v: v, blob: rc, closeZ: func() {}}
+	ra := newAheadReader(v, readAheadBlock, readAheadBlocks)
+	br := bufio.NewReaderSize(ra, 64<<10)
+	lr := &layerReader{v: v, ra: ra, blob: rc, closeZ: func() {}}
 	magic, _ := br.Peek(4)
 	switch {
 	case bytes.HasPrefix(magic, gzipMagic):
@@ -96,7 +103,7 @@ func (lr *layerReader) Read(p []byte) (int, error) {
 	if errors.Is(err, io.EOF) {
 		// The compressed stream may hold more than the tar (padding, a
 		// trailing empty gzip member): read it all so the digest is checked.
-		if _, derr := io.Copy(io.Discard, lr.v); derr != nil {
+		if _, derr := io.Copy(io.Discard, lr.ra); derr != nil {
 			return n, derr
 		}
 		if !lr.v.Verified() {
@@ -109,5 +116,7 @@ func (lr *layerReader) Read(p []byte) (int, error) {
 
 func (lr *layerReader) Close() error {
 	lr.closeZ()
-	return lr.blob.Close()
+	err := lr.blob.Close()
+	lr.ra.Close()
+	return err
 }

@@ -182,6 +182,35 @@ func (r *Registry) ManifestExists(ctx context.Context, repo, reference string, d
 	return desc.Digest == d, nil
 }
 
+// RepositoryKnown reports whether the registry knows repo: false only when it
+// answers a tag listing with 404 NAME_UNKNOWN (the distribution spec's code for
+// a repository it does not hold); any other answer counts as known.
+func (r *Registry) RepositoryKnown(ctx context.Context, repo string) (bool, error) {
+	known := true
+	err := r.op(ctx, repo, "list tags of "+repo, func(ctx context.Context) error {
+		c, base, _, err := r.client(ctx, repo, false)
+		if err != nil {
+			return err
+		}
+		resp, err := r.do(ctx, c, http.MethodGet, base+"/tags/list?n=1", nil, nil)
+		if err != nil {
+			return err
+		}
+		defer drain(resp)
+		switch resp.StatusCode {
+		case http.StatusOK:
+			known = true
+			return nil
+		case http.StatusNotFound:
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+			known = !strings.Contains(string(b), "NAME_UNKNOWN")
+			return nil
+		}
+		return statusError(resp)
+	})
+	return known, err
+}
+
 // head returns the descriptor of repo:reference (HEAD, GET fallback).
 func (r *Registry) head(ctx context.Context, repo, reference string) (endpoint.Descriptor, error) {
 	var out endpoint.Descriptor

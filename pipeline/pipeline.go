@@ -477,9 +477,15 @@ func (r *run) setCopy(rep *mirror.CopyReport) {
 	r.res.ManifestsSent = rep.ManifestsSent
 }
 
+// dryRunParallel is how many images a dry run compares at once: each costs a
+// few small requests (HEAD at the destination, the source manifest), so
+// latency, not bandwidth, bounds it (3,453 images of a real catalog: 3.1-3.4 s
+// at 8, 2.7-2.8 s at 32, under load).
+const dryRunParallel = 32
+
 func (r *run) dryRun(ctx context.Context, src mirror.EstimateSource, dst mirror.EstimateDestination) error {
 	r.stage("dry-run")
-	est, err := mirror.EstimatePlan(ctx, src, dst, r.res.Plan.Jobs(), 8, r.stageProgress("dry-run"))
+	est, err := mirror.EstimatePlan(ctx, src, dst, r.res.Plan.Jobs(), dryRunParallel, r.stageProgress("dry-run"))
 	if err != nil {
 		return err
 	}

@@ -4,26 +4,46 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 )
 
 // startProfile writes a CPU profile of the whole command to the file named by
-// $AIRLOCK_CPUPROFILE (for developers: go tool pprof bin/airlock FILE). The
-// returned function stops it.
+// $AIRLOCK_CPUPROFILE (for developers: go tool pprof bin/airlock FILE), and an
+// execution trace to $AIRLOCK_TRACE (go tool trace FILE: which goroutine ran
+// or waited when). The returned function stops them.
 func startProfile() func() {
-	p := os.Getenv("AIRLOCK_CPUPROFILE")
-	if p == "" {
-		return func() {}
+	var stops []func()
+	if f := create("AIRLOCK_CPUPROFILE"); f != nil {
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "airlock: AIRLOCK_CPUPROFILE:", err)
+		} else {
+			stops = append(stops, func() { pprof.StopCPUProfile(); f.Close() })
+		}
 	}
-	f, err := os.Create(p)
-	if err == nil {
-		err = pprof.StartCPUProfile(f)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "airlock: AIRLOCK_CPUPROFILE:", err)
-		return func() {}
+	if f := create("AIRLOCK_TRACE"); f != nil {
+		if err := trace.Start(f); err != nil {
+			fmt.Fprintln(os.Stderr, "airlock: AIRLOCK_TRACE:", err)
+		} else {
+			stops = append(stops, func() { trace.Stop(); f.Close() })
+		}
 	}
 	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
+		for _, stop := range stops {
+			stop()
+		}
 	}
+}
+
+// create creates the file named by the environment variable env, if set.
+func create(env string) *os.File {
+	p := os.Getenv(env)
+	if p == "" {
+		return nil
+	}
+	f, err := os.Create(p)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "airlock: %s: %v\n", env, err)
+		return nil
+	}
+	return f
 }

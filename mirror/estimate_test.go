@@ -1,0 +1,80 @@
+package mirror
+
+import (
+	"context"
+	"reflect"
+	"sort"
+	"testing"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/internal/imagetest"
+	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
+)
+
+// plainDestination hides Registry.CheckManifest: every check is a HEAD.
+type plainDestination struct{ r *Registry }
+
+func (p plainDestination) BlobExists(ctx context.Context, repo string, d endpoint.Descriptor) (bool, error) {
+	return p.r.BlobExists(ctx, repo, d)
+}
+
+func (p plainDestination) ManifestExists(ctx context.Context, repo, reference string, d digest.Digest) (bool, error) {
+	return p.r.ManifestExists(ctx, repo, reference, d)
+}
+
+// A dry run against a registry that says which repositories it does not know
+// skips their blob checks, and finds exactly what checking each blob finds.
+func TestEstimatePlanSkipsUnknownRepositories(t *testing.T) {
+	ctx := context.Background()
+	src, dst := registrytest.Start(t), registrytest.Start(t)
+	// 12 images in 4 repositories, sharing a base layer.
+	imgs := pushImages(t, src.Host(), 12, 4, func(i int) imagetest.Spec {
+		return imagetest.Spec{Seed: uint64(i + 1), BaseSeed: 7, BaseLayers: 1, Layers: 2}
+	})
+	jobs := jobsFor(imgs, src.Host(), dst.Host())
+	// The destination holds two images of one repository (and so that
+	// repository); a third repository holds an unrelated image.
+	if _, err := Copy(ctx, testRegistry(), testRegistry(), jobs[:1], CopyOptions{Retry: fastRetry}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Copy(ctx, testRegistry(), testRegistry(), []Job{{Source: jobs[4].Source, Digest: jobs[4].Digest, Dest: jobs[4].Dest}}, CopyOptions{Retry: fastRetry}); err != nil {
+		t.Fatal(err)
+	}
+	imagetest.MustPush(t, jobs[2].Dest+":other", imagetest.Spec{Seed: 99, Layers: 1})
+
+	dst.Reset()
+	plain, err := EstimatePlan(ctx, testRegistry(), plainDestination{testRegistry()}, jobs, 4, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plainCounts := dst.Counts()
+	dst.Reset()
+	fast, err := EstimatePlan(ctx, testRegistry(), testRegistry(), jobs, 4, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fastCounts := dst.Counts()
+
+	keys := func(js []Job) []string {
+		var out []string
+		for _, j := range js {
+			out = append(out, j.Key())
+		}
+		sort.Strings(out)
+		return out
+	}
+	if !reflect.DeepEqual(keys(plain.Missing), keys(fast.Missing)) || plain.MissingBlobs != fast.MissingBlobs ||
+		plain.BytesToSend != fast.BytesToSend || plain.Blobs != fast.Blobs || plain.Bytes != fast.Bytes {
+		t.Errorf("estimates differ:\nHEAD per blob: %d missing %v, %d blobs missing (%d bytes)\nunknown repos skipped: %d missing %v, %d blobs missing (%d bytes)",
+			len(plain.Missing), keys(plain.Missing), plain.MissingBlobs, plain.BytesToSend, len(fast.Missing), keys(fast.Missing), fast.MissingBlobs, fast.BytesToSend)
+	}
+	if len(plain.Missing) != 10 {
+		t.Errorf("%d images missing, want 10 (2 of 12 copied)", len(plain.Missing))
+	}
+	if fastCounts.BlobHEAD >= plainCounts.BlobHEAD {
+		t.Errorf("blob checks: %d with repositories skipped, %d without: nothing skipped", fastCounts.BlobHEAD, plainCounts.BlobHEAD)
+	}
+	t.Logf("destination requests: HEAD per blob %+v; unknown repositories skipped %+v", plainCounts, fastCounts)
+}

@@ -52,7 +52,8 @@ for m in 1 2 3; do
 	echo "==> month $m"
 	for c in redhat community; do
 		"$AIRLOCK" registry seed --registry "$src" --dest-tls-verify=false --catalog-dir "$here/testdata/monthly/month-$m/$c" \
-			--catalog-repo "acme/$c-index" --catalog-tag v4.18 --multi-arch-every 2 --image "${debug[m - 1]}" >/dev/null 2>&1
+			--catalog-repo "acme/$c-index" --catalog-tag v4.18 --multi-arch-every 2 --image "${debug[m - 1]}" \
+			--work-dir "$work/seed-$m-$c" >/dev/null 2>&1
 	done
 	cat >"$work/imageset.yaml" <<YAML
 apiVersion: mirror.openshift.io/v2alpha1

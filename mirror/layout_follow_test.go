@@ -59,6 +59,20 @@ func readAllAsync(r io.Reader) chan struct {
 	return ch
 }
 
+// followed returns a new layout and a follower of blob d in it.
+func followed(t *testing.T, d endpoint.Descriptor) (*LayoutDestination, *blobFollower) {
+	t.Helper()
+	dst, err := NewLayoutDestination(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := dst.follow(d.Digest, d.Size)
+	if err != nil || f == nil {
+		t.Fatalf("follow = %v, %v", f, err)
+	}
+	return dst, f
+}
+
 func TestFollowBlob(t *testing.T) {
 	ctx := context.Background()
 	blob, d := randomBlob(t, 300<<10)
@@ -66,14 +80,7 @@ func TestFollowBlob(t *testing.T) {
 	corrupt[len(corrupt)/2] ^= 0xff
 
 	t.Run("while written", func(t *testing.T) {
-		dst, err := NewLayoutDestination(t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := dst.follow(d.Digest, d.Size)
-		if err != nil || f == nil {
-			t.Fatalf("follow = %v, %v", f, err)
-		}
+		dst, f := followed(t, d)
 		got := readAllAsync(f)
 		if err := dst.PutBlob(ctx, "", d, &trickle{b: blob, piece: 7 << 10, pause: time.Millisecond}); err != nil {
 			t.Fatal(err)
@@ -92,14 +99,7 @@ func TestFollowBlob(t *testing.T) {
 	})
 
 	t.Run("retried after a corrupted attempt", func(t *testing.T) {
-		dst, err := NewLayoutDestination(t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := dst.follow(d.Digest, d.Size)
-		if err != nil {
-			t.Fatal(err)
-		}
+		dst, f := followed(t, d)
 		got := readAllAsync(f)
 		if err := dst.PutBlob(ctx, "", d, bytes.NewReader(corrupt)); !errors.Is(err, ErrDigestMismatch) {
 			t.Fatalf("PutBlob of corrupted bytes = %v, want a digest mismatch", err)
@@ -117,14 +117,7 @@ func TestFollowBlob(t *testing.T) {
 	})
 
 	t.Run("copy failed", func(t *testing.T) {
-		dst, err := NewLayoutDestination(t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := dst.follow(d.Digest, d.Size)
-		if err != nil {
-			t.Fatal(err)
-		}
+		dst, f := followed(t, d)
 		got := readAllAsync(f)
 		half := io.LimitReader(bytes.NewReader(blob), int64(len(blob)/2))
 		if err := dst.PutBlob(ctx, "", d, half); err == nil {
@@ -139,14 +132,7 @@ func TestFollowBlob(t *testing.T) {
 	})
 
 	t.Run("never written", func(t *testing.T) {
-		dst, err := NewLayoutDestination(t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := dst.follow(d.Digest, d.Size)
-		if err != nil {
-			t.Fatal(err)
-		}
+		dst, f := followed(t, d)
 		if _, err := dst.follow(d.Digest, d.Size); err == nil {
 			t.Error("a second follower of the same blob was accepted")
 		}
@@ -158,14 +144,7 @@ func TestFollowBlob(t *testing.T) {
 	})
 
 	t.Run("closed while waiting", func(t *testing.T) {
-		dst, err := NewLayoutDestination(t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := dst.follow(d.Digest, d.Size)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, f := followed(t, d)
 		got := readAllAsync(f)
 		time.Sleep(10 * time.Millisecond)
 		f.Close()

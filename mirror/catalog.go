@@ -152,8 +152,10 @@ func FetchCatalogWithOptions(ctx context.Context, ref string, workDir string, o 
 	if err != nil {
 		return nil, err
 	}
-	if fc.copy != nil {
-		defer fc.copy.stop() // every return: nothing writes into the workspace after
+	if c, s := fc.copy, fc.stream; c != nil {
+		// Every return: nothing writes into the workspace after it, and no
+		// follower keeps a (maybe deleted) temporary file open.
+		defer func() { c.stop(); s.closeUnread() }()
 	}
 	want := o.platform()
 	cfg, err := fc.Image.ConfigFile()

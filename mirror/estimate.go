@@ -51,7 +51,6 @@ func EstimatePlan(ctx context.Context, src EstimateSource, dst EstimateDestinati
 	}
 	est := &Estimate{Images: len(jobs)}
 	count := newCounter(progress, len(jobs))
-	repos := newRepoKnowledge(dst)
 	present := make([]bool, len(jobs))
 	blobsOf := make([][]endpoint.Descriptor, len(jobs))
 	errs := make([]error, len(jobs))
@@ -61,10 +60,8 @@ func EstimatePlan(ctx context.Context, src EstimateSource, dst EstimateDestinati
 	g.SetLimit(parallel)
 	for i, j := range jobs {
 		g.Go(func() error {
-			if repos.known(ctx, j.Dest) {
-				ok, err := dst.ManifestExists(ctx, j.Dest, j.Digest.String(), j.Digest)
-				present[i] = err == nil && ok
-			}
+			ok, err := dst.ManifestExists(ctx, j.Dest, j.Digest.String(), j.Digest)
+			present[i] = err == nil && ok
 			blobsOf[i], errs[i] = walkBlobs(ctx, src, j.Source, j.Digest, 0)
 			count.add(errs[i] != nil)
 			return nil
@@ -75,15 +72,25 @@ func EstimatePlan(ctx context.Context, src EstimateSource, dst EstimateDestinati
 		return nil, err
 	}
 
-	// Each distinct blob, in plan order, checked once: in the first
-	// repository known to the destination among those of the jobs that name it
-	// (a repository it does not know holds nothing).
+	// Each distinct blob once, in plan order. A blob of a manifest the
+	// destination holds is there (a registry accepts a manifest only with its
+	// blobs). Any other is checked in the first repository, among those of the
+	// jobs naming it, that the destination may hold something in: one that
+	// holds one of the plan's manifests, or one its tag listing does not call
+	// unknown (see repoKnowledge).
 	type blobCheck struct {
-		desc endpoint.Descriptor
-		repo string
+		desc  endpoint.Descriptor
+		held  bool
+		repos []string
 	}
 	var checks []*blobCheck
 	byDigest := map[digest.Digest]*blobCheck{}
+	holds := map[string]bool{} // repositories holding one of the plan's manifests
+	for i, j := range jobs {
+		if present[i] {
+			holds[j.Dest] = true
+		}
+	}
 	for i, j := range jobs {
 		if !present[i] {
 			est.Missing = append(est.Missing, j)
@@ -106,18 +113,27 @@ func EstimatePlan(ctx context.Context, src EstimateSource, dst EstimateDestinati
 				est.Blobs++
 				est.Bytes += b.Size
 			}
-			if c.repo == "" && repos.known(ctx, j.Dest) {
-				c.repo = j.Dest
+			c.held = c.held || present[i]
+			if len(c.repos) == 0 || c.repos[len(c.repos)-1] != j.Dest {
+				c.repos = append(c.repos, j.Dest)
 			}
 		}
 	}
+	repos := newRepoKnowledge(dst, holds)
 	var mu sync.Mutex
 	for _, c := range checks {
+		if c.held {
+			continue
+		}
 		g.Go(func() error {
-			if c.repo != "" {
-				if ok, err := dst.BlobExists(ctx, c.repo, c.desc); err == nil && ok {
+			for _, repo := range c.repos {
+				if !repos.known(ctx, repo) {
+					continue
+				}
+				if ok, err := dst.BlobExists(ctx, repo, c.desc); err == nil && ok {
 					return nil
 				}
+				break
 			}
 			mu.Lock()
 			est.MissingBlobs++
@@ -134,15 +150,22 @@ func EstimatePlan(ctx context.Context, src EstimateSource, dst EstimateDestinati
 }
 
 // repoLister is implemented by destinations that can tell a repository they
-// do not know (Registry.RepositoryKnown): none of its manifests or blobs need
-// checking. Against an empty mirror that is most of a dry run's requests.
+// do not know (Registry.RepositoryKnown).
 type repoLister interface {
 	RepositoryKnown(ctx context.Context, repo string) (bool, error)
 }
 
-// repoKnowledge asks the destination once per repository whether it knows it.
+// repoKnowledge tells whether a destination repository may hold blobs: yes
+// when it holds one of the plan's manifests, else what the destination's tag
+// listing says, asked once per repository (an error counts as yes). A
+// repository the listing calls unknown is taken to hold no blob: Distribution
+// also calls unknown a repository with untagged content only, whose manifests
+// the plan would have found (they are checked one by one), so what is missed
+// is blobs a run uploaded there before it was interrupted, before any
+// manifest: the estimate then counts them as still to send.
 type repoKnowledge struct {
 	dst   repoLister // nil: every repository counts as known
+	holds map[string]bool
 	mu    sync.Mutex
 	repos map[string]*repoAnswer
 }
@@ -152,14 +175,14 @@ type repoAnswer struct {
 	known bool
 }
 
-func newRepoKnowledge(dst EstimateDestination) *repoKnowledge {
+func newRepoKnowledge(dst EstimateDestination, holds map[string]bool) *repoKnowledge {
 	l, _ := dst.(repoLister)
-	return &repoKnowledge{dst: l, repos: map[string]*repoAnswer{}}
+	return &repoKnowledge{dst: l, holds: holds, repos: map[string]*repoAnswer{}}
 }
 
-// known reports whether repo may hold something (an error counts as yes).
+// known reports whether repo may hold blobs.
 func (k *repoKnowledge) known(ctx context.Context, repo string) bool {
-	if k.dst == nil {
+	if k.dst == nil || k.holds[repo] {
 		return true
 	}
 	k.mu.Lock()

@@ -25,7 +25,9 @@ func (p plainDestination) ManifestExists(ctx context.Context, repo, reference st
 }
 
 // A dry run against a registry that says which repositories it does not know
-// skips their blob checks, and finds exactly what checking each blob finds.
+// skips their blob checks and finds what checking each blob finds; a
+// repository the tag listing calls unknown but that holds one of the plan's
+// images (by digest only) is still checked.
 func TestEstimatePlanSkipsUnknownRepositories(t *testing.T) {
 	ctx := context.Background()
 	src, dst := registrytest.Start(t), registrytest.Start(t)
@@ -41,6 +43,14 @@ func TestEstimatePlanSkipsUnknownRepositories(t *testing.T) {
 	}
 	if _, err := Copy(ctx, testRegistry(), testRegistry(), []Job{{Source: jobs[4].Source, Digest: jobs[4].Digest, Dest: jobs[4].Dest}}, CopyOptions{Retry: fastRetry}); err != nil {
 		t.Fatal(err)
+	}
+	// A repository holding an image by digest only: no tag, so its tag listing
+	// answers 404 NAME_UNKNOWN, yet the image is there.
+	if _, err := Copy(ctx, testRegistry(), testRegistry(), []Job{{Source: jobs[3].Source, Digest: jobs[3].Digest, Dest: jobs[3].Dest}}, CopyOptions{Retry: fastRetry}); err != nil {
+		t.Fatal(err)
+	}
+	if known, err := testRegistry().RepositoryKnown(ctx, jobs[3].Dest); err != nil || known {
+		t.Fatalf("RepositoryKnown(a repository without tags) = %v, %v; this test expects Distribution's NAME_UNKNOWN", known, err)
 	}
 	imagetest.MustPush(t, jobs[2].Dest+":other", imagetest.Spec{Seed: 99, Layers: 1})
 
@@ -70,8 +80,15 @@ func TestEstimatePlanSkipsUnknownRepositories(t *testing.T) {
 		t.Errorf("estimates differ:\nHEAD per blob: %d missing %v, %d blobs missing (%d bytes)\nunknown repos skipped: %d missing %v, %d blobs missing (%d bytes)",
 			len(plain.Missing), keys(plain.Missing), plain.MissingBlobs, plain.BytesToSend, len(fast.Missing), keys(fast.Missing), fast.MissingBlobs, fast.BytesToSend)
 	}
-	if len(plain.Missing) != 10 {
-		t.Errorf("%d images missing, want 10 (2 of 12 copied)", len(plain.Missing))
+	for _, est := range []*Estimate{plain, fast} {
+		if len(est.Missing) != 9 {
+			t.Errorf("%d images missing, want 9 (3 of 12 copied)", len(est.Missing))
+		}
+		for _, m := range est.Missing {
+			if m.Key() == jobs[3].Key() {
+				t.Errorf("the image held by digest only in a repository without tags is counted missing")
+			}
+		}
 	}
 	if fastCounts.BlobHEAD >= plainCounts.BlobHEAD {
 		t.Errorf("blob checks: %d with repositories skipped, %d without: nothing skipped", fastCounts.BlobHEAD, plainCounts.BlobHEAD)

@@ -79,6 +79,7 @@ func openLayer(l v1.Layer) (io.ReadCloser, error) {
 		zr, err := pgzip.NewReaderN(br, inflateBlock, inflateBlocks)
 		if err != nil {
 			rc.Close()
+			ra.Close()
 			return nil, fmt.Errorf("reading the gzip header: %w", err)
 		}
 		lr.r, lr.closeZ = zr, func() { zr.Close() }
@@ -86,6 +87,7 @@ func openLayer(l v1.Layer) (io.ReadCloser, error) {
 		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(zstdMaxWindow))
 		if err != nil {
 			rc.Close()
+			ra.Close()
 			return nil, fmt.Errorf("reading the zstd header: %w", err)
 		}
 		lr.r, lr.closeZ = zr, zr.Close
@@ -114,9 +116,11 @@ func (lr *layerReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Close closes the blob first: what reads it (the read-ahead, the inflater
+// behind it) then stops at once instead of waiting for more of the blob.
 func (lr *layerReader) Close() error {
-	lr.closeZ()
 	err := lr.blob.Close()
+	lr.closeZ()
 	lr.ra.Close()
 	return err
 }

@@ -39,6 +39,7 @@ type blobFollower struct {
 	// attempts counts the writes started; bytes handed out are the committed
 	// blob's only when exactly one attempt ran and it was committed (clean).
 	attempts int
+	broken   bool // an attempt's file could not be opened or read
 }
 
 // clean reports whether what the follower handed out came from the blob as
@@ -46,7 +47,7 @@ type blobFollower struct {
 func (f *blobFollower) clean() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.done && f.err == nil && f.attempts == 1
+	return f.done && f.err == nil && f.attempts == 1 && !f.broken
 }
 
 func newBlobFollower() *blobFollower {
@@ -66,6 +67,7 @@ func (f *blobFollower) attempt(path string) {
 	}
 	f.n = 0
 	f.attempts++
+	f.broken = f.broken || err != nil
 	if err != nil || f.gone || f.done {
 		if r != nil {
 			r.Close()
@@ -137,6 +139,9 @@ func (f *blobFollower) Read(p []byte) (int, error) {
 		// A new attempt (or Close) closed the file under us: read again.
 		return f.Read(p)
 	}
+	f.mu.Lock()
+	f.broken = true
+	f.mu.Unlock()
 	return 0, err
 }
 

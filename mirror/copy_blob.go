@@ -243,8 +243,15 @@ func (e *copyEngine) transfer(ctx context.Context, srcRepo, dstRepo string, d en
 		}
 		cur := up
 		up = nil
-		return e.transferOnce(ctx, srcRepo, d, cur)
+		err := e.transferOnce(ctx, srcRepo, d, cur)
+		if ru, ok := cur.(endpoint.ReusableUpload); ok && err != nil && ru.Reusable() {
+			up = cur // the next attempt writes into the same session
+		}
+		return err
 	})
+	if up != nil {
+		up.Cancel(ctx) // kept for an attempt that did not come
+	}
 	if err == nil {
 		return nil
 	}

@@ -181,7 +181,18 @@ type blobUpload struct {
 	loc  *url.URL
 	d    endpoint.Descriptor
 	repo string
+	// writes counts the Writes; reusable says the last one left the session
+	// open (see endpoint.ReusableUpload).
+	writes   int
+	reusable bool
 }
+
+// Reusable implements endpoint.ReusableUpload.
+func (u *blobUpload) Reusable() bool { return u.reusable }
+
+// errUploadGone is a kept upload session the registry no longer knows (it
+// expired, or the failed commit did end it): another attempt opens a new one.
+var errUploadGone = errors.New("the upload session is gone")
 
 // openUpload starts an upload session of d in repo (POST /blobs/uploads/, with
 // the query q when it asks for a mount). One attempt, no retry.
@@ -221,7 +232,10 @@ func (r *Registry) openUpload(ctx context.Context, repo string, d endpoint.Descr
 }
 
 // Cancel implements endpoint.BlobUpload.
-func (u *blobUpload) Cancel(ctx context.Context) { u.r.cancelUpload(ctx, u.c, u.loc) }
+func (u *blobUpload) Cancel(ctx context.Context) {
+	u.reusable = false
+	u.r.cancelUpload(ctx, u.c, u.loc)
+}
 
 // Write implements endpoint.BlobUpload: small blobs are read (and verified) into
 // memory and sent with one PUT; bigger ones stream with PATCH through a
@@ -231,6 +245,9 @@ func (u *blobUpload) Write(ctx context.Context, rd io.Reader) error {
 	r, c, loc, d := u.r, u.c, u.loc, u.d
 	v := oci.AsVerifier(rd, d)
 	wrap := func(err error) error { return fmt.Errorf("put blob %s@%s: %w", u.repo, d.Digest, err) }
+	again := u.writes > 0
+	u.writes++
+	u.reusable = false
 	if d.Size >= 0 && d.Size <= r.opts.MonolithicMax {
 		buf := make([]byte, 0, d.Size+1)
 		b := bytes.NewBuffer(buf)
@@ -240,7 +257,19 @@ func (u *blobUpload) Write(ctx context.Context, rd io.Reader) error {
 			r.cancelUpload(ctx, c, loc)
 			return wrap(err)
 		}
-		return r.commitUpload(ctx, c, loc, d, buf, wrap)
+		err = r.commitUpload(ctx, c, loc, d, buf, wrap)
+		var se *HTTPStatusError
+		if err != nil && errors.As(err, &se) {
+			switch {
+			case retryableStatus(se.StatusCode):
+				// Refused before it was taken: the session is still open,
+				// and one PUT is the whole of a next attempt.
+				u.reusable = true
+			case se.StatusCode == http.StatusNotFound && again:
+				return wrap(fmt.Errorf("%w: %v", errUploadGone, se))
+			}
+		}
+		return err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPatch, loc.String(), v)
 	if err != nil {

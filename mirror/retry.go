@@ -187,7 +187,8 @@ func isRetryable(err error) bool {
 	if errors.As(err, &pe) {
 		return false
 	}
-	if errors.Is(err, ErrDigestMismatch) || errors.Is(err, errShortBody) || errors.Is(err, errContentRejected) {
+	if errors.Is(err, ErrDigestMismatch) || errors.Is(err, errShortBody) || errors.Is(err, errContentRejected) ||
+		errors.Is(err, errUploadGone) {
 		return true
 	}
 	var se *HTTPStatusError

@@ -62,8 +62,17 @@ type Uploader interface {
 type BlobUpload interface {
 	// Write sends the blob read from r, verifying digest and size while it
 	// streams, and commits it; on a mismatch nothing is committed. One attempt:
-	// after an error the upload is gone.
+	// after an error the upload is gone (unless a ReusableUpload says otherwise).
 	Write(ctx context.Context, r io.Reader) error
 	// Cancel abandons an upload that will not be written.
 	Cancel(ctx context.Context)
+}
+
+// ReusableUpload is a BlobUpload that can tell when a failed Write left the
+// session open for another Write (the registry, or a proxy in front of it,
+// answered the commit with 429 or 5xx without taking it): the next attempt of
+// the transfer then costs one request instead of a new session and the commit.
+type ReusableUpload interface {
+	BlobUpload
+	Reusable() bool
 }

@@ -362,16 +362,24 @@ func (e *copyEngine) copyJob(ctx context.Context, ic *imageCtx) error {
 	if job.Source == "" || job.Dest == "" {
 		return fmt.Errorf("image %s@%s: source and destination repositories are required", job.Source, job.Digest)
 	}
-	// The top manifest is pushed by digest (the registry checks the content
-	// against it), then tagged; each push is checked against the digest the
-	// registry reports.
-	m, err := e.copyManifest(ctx, ic, job.Digest, "")
+	// The top manifest is pushed under its first tag (by digest when it has
+	// none), its other tags after it; every push is checked against the digest
+	// the registry reports (Registry.PutManifest), so an altered body is pushed
+	// again, never reported. Children of an index are pushed by digest.
+	first := ""
+	if len(job.Tags) > 0 {
+		first = job.Tags[0]
+	}
+	m, err := e.copyManifest(ctx, ic, job.Digest, "", first)
 	if err != nil {
 		return err
 	}
-	// A manifest this run just pushed has no tags worth checking first.
+	// A manifest this run just pushed under first has no tags worth checking.
 	fresh := m != nil
 	for _, tag := range job.Tags {
+		if fresh && tag == first {
+			continue
+		}
 		if !fresh {
 			ok, err := e.dst.ManifestExists(ctx, job.Dest, tag, job.Digest)
 			if err != nil {
@@ -401,9 +409,9 @@ func (e *copyEngine) copyJob(ctx context.Context, ic *imageCtx) error {
 }
 
 // copyManifest makes sure manifest d (and everything it references) is in the
-// job's destination repository, pushed by digest. It returns the manifest when it
-// had to fetch it.
-func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Digest, parent string) (*endpoint.Manifest, error) {
+// job's destination repository, pushed under tag (by digest when tag is empty).
+// It returns the manifest when it had to push it.
+func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Digest, parent, tag string) (*endpoint.Manifest, error) {
 	job := ic.job
 	var got *endpoint.Manifest
 	_, _, err := e.flight(ctx, e.manifests, job.Dest+"@"+d.String(), func() (bool, error) {
@@ -431,7 +439,7 @@ func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Di
 		e.addTotal(refs.Blobs)
 		// Children first (index), then blobs, each bounded by ParallelLayers.
 		if err := e.forEach(ctx, len(refs.Manifests), func(i int) error {
-			_, err := e.copyManifest(ctx, ic, refs.Manifests[i].Digest, " (child of "+d.String()+")")
+			_, err := e.copyManifest(ctx, ic, refs.Manifests[i].Digest, " (child of "+d.String()+")", "")
 			return err
 		}); err != nil {
 			return false, err
@@ -441,7 +449,11 @@ func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Di
 		}); err != nil {
 			return false, err
 		}
-		if err := e.dst.PutManifest(ctx, job.Dest, d.String(), m); err != nil {
+		ref := tag
+		if ref == "" {
+			ref = d.String()
+		}
+		if err := e.dst.PutManifest(ctx, job.Dest, ref, m); err != nil {
 			return false, err
 		}
 		e.manifestsSent.Add(1)

@@ -340,8 +340,11 @@ func (r *Registry) commitUpload(ctx context.Context, c *http.Client, loc *url.UR
 // PutManifest implements endpoint.Destination. The registry's answer is checked:
 // the digest it stored (Docker-Content-Digest, or a HEAD when it sends none) must
 // be m's, so a manifest altered in transit is never reported as pushed; it is
-// pushed again under the retry policy. Push by digest first, then by tag, so
-// that an altered body can only ever land under a tag, where it is replaced.
+// pushed again under the retry policy. Pushed by digest, an altered body is
+// refused by the registry itself; pushed by tag, it can land under the tag
+// until the next attempt replaces it. The copy engine pushes a tagged image
+// under its first tag (one request, checked the same way) and children of an
+// index by digest.
 func (r *Registry) PutManifest(ctx context.Context, repo, reference string, m endpoint.Manifest) error {
 	want := digest.FromBytes(m.Raw)
 	if m.Digest != "" && want != m.Digest {

@@ -357,3 +357,38 @@ func TestPutBlobRejectsBadContent(t *testing.T) {
 		t.Errorf("Finish with a missing image: %v", err)
 	}
 }
+
+// A manifest recorded under a tag is held by its digest too (as in a
+// registry), also after the writer resumes from its journal: the copy engine
+// pushes an image under its tag and asks by digest on the next run.
+func TestManifestUnderTagHeldByDigest(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	w, err := NewWriter(dir, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := []byte(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]}`)
+	d := digest.FromBytes(raw)
+	if err := w.PutManifest(ctx, "r", "v1", endpoint.Manifest{Digest: d, Raw: raw}); err != nil {
+		t.Fatal(err)
+	}
+	check := func(w *Writer, when string) {
+		for _, tc := range []struct {
+			repo, ref string
+			want      bool
+		}{{"r", d.String(), true}, {"r", "v1", true}, {"r", "v2", false}, {"other", d.String(), false}} {
+			if ok, err := w.ManifestExists(ctx, tc.repo, tc.ref, d); ok != tc.want || err != nil {
+				t.Errorf("%s: ManifestExists(%s, %s) = %v, %v; want %v", when, tc.repo, tc.ref, ok, err, tc.want)
+			}
+		}
+	}
+	check(w, "same writer")
+	w.Close()
+	w2, err := NewWriter(dir, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Close()
+	check(w2, "resumed writer")
+}

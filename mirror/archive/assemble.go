@@ -202,7 +202,7 @@ func (w *Writer) takeShards(ctx context.Context, shards []*ShardRecord) error {
 			if old, ok := w.tags[k]; ok && old.Digest != t.Digest {
 				return fmt.Errorf("%s:%s is manifest %s in shard %s and %s elsewhere: the shards were run for different plans", t.Repo, t.Reference, t.Digest, s.Part, old.Digest)
 			}
-			w.tags[k] = t
+			w.setTag(t)
 		}
 		for _, r := range s.ReliesOn {
 			if w.relied[r.Digest] == nil {

@@ -64,10 +64,13 @@ type Writer struct {
 	tail       []tailChunk
 	shards     int
 
-	mu       sync.Mutex
-	blobs    map[digest.Digest]*stagedBlob
-	relied   map[digest.Digest]*reliedBlob
-	tags     map[tagKey]TagRecord
+	mu     sync.Mutex
+	blobs  map[digest.Digest]*stagedBlob
+	relied map[digest.Digest]*reliedBlob
+	tags   map[tagKey]TagRecord
+	// held are the manifests recorded under some reference in a repository,
+	// keyed by repository and digest (setTag keeps it with tags).
+	held     map[tagKey]bool
 	journal  *os.File
 	finished bool
 	// completed are chunks an interrupted Finish finished writing (from finish.json).
@@ -142,6 +145,7 @@ func NewWriter(dir string, opts WriterOptions) (*Writer, error) {
 		blobs:     map[digest.Digest]*stagedBlob{},
 		relied:    map[digest.Digest]*reliedBlob{},
 		tags:      map[tagKey]TagRecord{},
+		held:      map[tagKey]bool{},
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create archive directory: %w", err)
@@ -239,7 +243,7 @@ func (w *Writer) load() error {
 			}
 		case "tag":
 			if _, ok := w.blobs[r.Digest]; ok {
-				w.tags[tagKey{r.Repo, r.Reference}] = TagRecord{Repo: r.Repo, Reference: r.Reference, Digest: r.Digest, MediaType: r.MediaType}
+				w.setTag(TagRecord{Repo: r.Repo, Reference: r.Reference, Digest: r.Digest, MediaType: r.MediaType})
 			}
 		case "relied":
 			if o, ok := w.shipped[r.Digest]; ok {
@@ -399,15 +403,26 @@ func (w *Writer) stagedPath(d digest.Digest) string {
 	return filepath.Join(w.staging, "blobs", "sha256", d.Encoded())
 }
 
-// ManifestExists reports whether the archive already holds manifest d under reference in repo.
+// ManifestExists reports whether the archive already holds manifest d under
+// reference in repo; with reference d itself, under any reference (a manifest
+// pushed under a tag is held by its digest too, as in a registry).
 func (w *Writer) ManifestExists(ctx context.Context, repo, reference string, d digest.Digest) (bool, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.finished {
 		return false, ErrFinished
 	}
+	if reference == d.String() && w.held[tagKey{repo, reference}] {
+		return true, nil
+	}
 	t, ok := w.tags[tagKey{repo, reference}]
 	return ok && t.Digest == d, nil
+}
+
+// setTag records t; w.mu held (or w not shared yet).
+func (w *Writer) setTag(t TagRecord) {
+	w.tags[tagKey{t.Repo, t.Reference}] = t
+	w.held[tagKey{t.Repo, t.Digest.String()}] = true
 }
 
 // PutManifest stores manifest m (as a blob, by digest) and records it under
@@ -456,7 +471,7 @@ func (w *Writer) PutManifest(ctx context.Context, repo, reference string, m endp
 	if t, ok := w.tags[k]; ok && t.Digest == got {
 		return nil
 	}
-	w.tags[k] = TagRecord{Repo: repo, Reference: reference, Digest: got, MediaType: mt}
+	w.setTag(TagRecord{Repo: repo, Reference: reference, Digest: got, MediaType: mt})
 	return w.writeJournal(journalRecord{Op: "tag", Digest: got, Repo: repo, Reference: reference, MediaType: mt})
 }
 

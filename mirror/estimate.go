@@ -46,31 +46,100 @@ type Estimate struct {
 // would be sent, each distinct blob once. It reads manifests only, never blobs.
 // progress, when not nil, is told how many jobs were looked at.
 func EstimatePlan(ctx context.Context, src EstimateSource, dst EstimateDestination, jobs []Job, parallel int, progress StageProgress) (*Estimate, error) {
+	return NewEstimator(src, dst, parallel).Estimate(ctx, jobs, progress)
+}
+
+// Estimator is EstimatePlan in two steps, so that most of a dry run can start
+// before the whole plan is known: Look reads the jobs known so far (each job's
+// manifest at the destination, its manifests at the source), Estimate the rest
+// and then the blobs, for the whole plan. Look and Estimate may run at the same
+// time (Estimate waits for what Look is reading).
+type Estimator struct {
+	src      EstimateSource
+	dst      EstimateDestination
+	parallel int
+	mu       sync.Mutex
+	looked   map[string]*jobLook
+}
+
+// jobLook is what one job's look found; done is closed once it is filled.
+type jobLook struct {
+	done    chan struct{}
+	present bool
+	blobs   []endpoint.Descriptor
+	err     error
+}
+
+// NewEstimator returns an Estimator reading manifests from src and asking dst,
+// parallel requests at once (8 when 0).
+func NewEstimator(src EstimateSource, dst EstimateDestination, parallel int) *Estimator {
 	if parallel <= 0 {
 		parallel = 8
 	}
-	est := &Estimate{Images: len(jobs)}
-	count := newCounter(progress, len(jobs))
-	present := make([]bool, len(jobs))
-	blobsOf := make([][]endpoint.Descriptor, len(jobs))
-	errs := make([]error, len(jobs))
+	return &Estimator{src: src, dst: dst, parallel: parallel, looked: map[string]*jobLook{}}
+}
 
-	// Each job: its manifest at the destination, its blobs at the source.
+func lookKey(j Job) string { return j.Source + "|" + j.Key() }
+
+// Look reads the jobs not looked at yet, parallel at once, and returns when
+// they are done or ctx ends. progress (may be nil) counts each job of jobs as
+// it is done, those looked at before at once.
+func (x *Estimator) Look(ctx context.Context, jobs []Job, progress StageProgress) {
+	count := newCounter(progress, len(jobs))
 	var g errgroup.Group
-	g.SetLimit(parallel)
-	for i, j := range jobs {
+	g.SetLimit(x.parallel)
+	for _, j := range jobs {
+		k := lookKey(j)
+		x.mu.Lock()
+		l, seen := x.looked[k]
+		if !seen {
+			l = &jobLook{done: make(chan struct{})}
+			x.looked[k] = l
+		}
+		x.mu.Unlock()
+		if seen {
+			g.Go(func() error {
+				select {
+				case <-l.done:
+					count.add(l.err != nil)
+				case <-ctx.Done():
+				}
+				return nil
+			})
+			continue
+		}
 		g.Go(func() error {
-			ok, err := dst.ManifestExists(ctx, j.Dest, j.Digest.String(), j.Digest)
-			present[i] = err == nil && ok
-			blobsOf[i], errs[i] = walkBlobs(ctx, src, j.Source, j.Digest, 0)
-			count.add(errs[i] != nil)
+			defer close(l.done)
+			ok, err := x.dst.ManifestExists(ctx, j.Dest, j.Digest.String(), j.Digest)
+			l.present = err == nil && ok
+			l.blobs, l.err = walkBlobs(ctx, x.src, j.Source, j.Digest, 0)
+			count.add(l.err != nil)
 			return nil
 		})
 	}
 	g.Wait()
+}
+
+// Estimate looks at the jobs not looked at yet, then checks the blobs of all of
+// jobs (the whole plan, in plan order) and sums what would be sent.
+func (x *Estimator) Estimate(ctx context.Context, jobs []Job, progress StageProgress) (*Estimate, error) {
+	x.Look(ctx, jobs, progress)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	est := &Estimate{Images: len(jobs)}
+	present := make([]bool, len(jobs))
+	blobsOf := make([][]endpoint.Descriptor, len(jobs))
+	errs := make([]error, len(jobs))
+	x.mu.Lock()
+	for i, j := range jobs {
+		l := x.looked[lookKey(j)]
+		present[i], blobsOf[i], errs[i] = l.present, l.blobs, l.err
+	}
+	x.mu.Unlock()
+	dst := x.dst
+	var g errgroup.Group
+	g.SetLimit(x.parallel)
 
 	// Each distinct blob once, in plan order. A blob of a manifest the
 	// destination holds is there (a registry accepts a manifest only with its

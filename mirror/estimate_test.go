@@ -95,3 +95,52 @@ func TestEstimatePlanSkipsUnknownRepositories(t *testing.T) {
 	}
 	t.Logf("destination requests: HEAD per blob %+v; unknown repositories skipped %+v", plainCounts, fastCounts)
 }
+
+// An Estimator that looked at part of the plan early (while the rest of the
+// plan was being made) estimates what EstimatePlan does for the whole plan,
+// reading each job's manifests once: the early part is not read again, also
+// when the final estimate starts while the early look is still running.
+func TestEstimatorLooksEarlyOnce(t *testing.T) {
+	ctx := context.Background()
+	src, dst := registrytest.Start(t), registrytest.Start(t)
+	imgs := pushImages(t, src.Host(), 10, 3, func(i int) imagetest.Spec {
+		return imagetest.Spec{Seed: uint64(i + 40), BaseSeed: 3, BaseLayers: 1, Layers: 1}
+	})
+	jobs := jobsFor(imgs, src.Host(), dst.Host())
+	if _, err := Copy(ctx, testRegistry(), testRegistry(), jobs[:3], CopyOptions{Retry: fastRetry}); err != nil {
+		t.Fatal(err)
+	}
+	src.Reset()
+	want, err := EstimatePlan(ctx, testRegistry(), testRegistry(), jobs, 4, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oneRead := src.Counts().ManifestGET
+	for _, concurrent := range []bool{false, true} {
+		src.Reset()
+		x := NewEstimator(testRegistry(), testRegistry(), 4)
+		early := make(chan struct{})
+		go func() {
+			defer close(early)
+			x.Look(ctx, jobs[2:7], nil)
+		}()
+		if !concurrent {
+			<-early
+		}
+		var last [3]int
+		got, err := x.Estimate(ctx, jobs, func(done, failed, total int) { last = [3]int{done, failed, total} })
+		<-early
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("concurrent %v: estimate %+v, want %+v", concurrent, got, want)
+		}
+		if n := src.Counts().ManifestGET; n != oneRead {
+			t.Errorf("concurrent %v: %d manifest reads at the source, want %d (each job once)", concurrent, n, oneRead)
+		}
+		if last != [3]int{len(jobs), 0, len(jobs)} {
+			t.Errorf("concurrent %v: last progress %v, want every job done", concurrent, last)
+		}
+	}
+}

@@ -226,6 +226,19 @@ func (p *Plan) Mapping() []string {
 // so that one bad reference never stops the run. resolve may be nil when every
 // reference carries a digest (tests, disk-to-mirror).
 func NewPlan(ctx context.Context, req PlanRequest, resolve Resolver, parallel int) (*Plan, error) {
+	p, err := PlanImages(ctx, req, resolve, parallel)
+	if err != nil {
+		return nil, err
+	}
+	p.AddCatalogs(req)
+	return p, nil
+}
+
+// PlanImages is NewPlan without the catalog images themselves: the images the
+// catalogs name are planned, and AddCatalogs adds the catalogs once their
+// rebuilt images exist (req.Catalogs' Rebuilt is not read here), so that
+// resolving can run while the catalogs are rebuilt.
+func PlanImages(ctx context.Context, req PlanRequest, resolve Resolver, parallel int) (*Plan, error) {
 	blocked := make([]*regexp.Regexp, 0, len(req.Blocked))
 	for _, b := range req.Blocked {
 		re, err := regexp.Compile(b)
@@ -249,35 +262,6 @@ func NewPlan(ctx context.Context, req PlanRequest, resolve Resolver, parallel in
 			}
 		}
 		return false
-	}
-
-	// Catalogs: their digests are known, no resolution needed.
-	for _, c := range req.Catalogs {
-		pc := PlanCatalog{Catalog: c.Catalog, SourceDigest: c.SourceDigest, Packages: c.Packages}
-		im := PlanImage{Source: c.Catalog, Kind: KindCatalog, Origins: []string{c.Catalog}}
-		var rebuilt digest.Digest
-		if c.Rebuilt != nil {
-			rebuilt = c.Rebuilt.Digest
-			pc.Rebuilt = true
-			pc.Digest = c.Rebuilt.Digest
-			im.SourceRepo = LayoutRepoPrefix + c.Rebuilt.LayoutDir
-			im.Digest = c.Rebuilt.Digest
-			im.MediaType = string(c.Rebuilt.MediaType)
-		} else {
-			pc.Digest = c.SourceDigest
-			im.SourceRepo = c.SourceRepo
-			im.Digest = c.SourceDigest
-		}
-		src := catalogRefForNaming(c.Catalog, c.SourceDigest)
-		dst, err := p.catalogDest(req, src, c.TargetCatalog, c.TargetTag, rebuilt)
-		if err != nil {
-			im.Error = err.Error()
-		} else {
-			im.DestRepo, im.Tags = dst.Repository, []string{dst.Tag}
-			pc.DestRepo, pc.Tag = dst.Repository, dst.Tag
-		}
-		p.Catalogs = append(p.Catalogs, pc)
-		p.Images = append(p.Images, im)
 	}
 
 	// Bundle, related and additional images, de-duplicated by reference.
@@ -398,6 +382,51 @@ func NewPlan(ctx context.Context, req PlanRequest, resolve Resolver, parallel in
 		return nil, err
 	}
 	p.Images = append(p.Images, images...)
+	p.settle()
+	sort.Strings(p.Blocked)
+	return p, nil
+}
+
+// AddCatalogs adds the images of req.Catalogs (their digests are known: no
+// resolution) to a plan PlanImages made from req, ahead of the others.
+func (p *Plan) AddCatalogs(req PlanRequest) {
+	var cats []PlanImage
+	for _, c := range req.Catalogs {
+		pc := PlanCatalog{Catalog: c.Catalog, SourceDigest: c.SourceDigest, Packages: c.Packages}
+		im := PlanImage{Source: c.Catalog, Kind: KindCatalog, Origins: []string{c.Catalog}}
+		var rebuilt digest.Digest
+		if c.Rebuilt != nil {
+			rebuilt = c.Rebuilt.Digest
+			pc.Rebuilt = true
+			pc.Digest = c.Rebuilt.Digest
+			im.SourceRepo = LayoutRepoPrefix + c.Rebuilt.LayoutDir
+			im.Digest = c.Rebuilt.Digest
+			im.MediaType = string(c.Rebuilt.MediaType)
+		} else {
+			pc.Digest = c.SourceDigest
+			im.SourceRepo = c.SourceRepo
+			im.Digest = c.SourceDigest
+		}
+		src := catalogRefForNaming(c.Catalog, c.SourceDigest)
+		dst, err := p.catalogDest(req, src, c.TargetCatalog, c.TargetTag, rebuilt)
+		if err != nil {
+			im.Error = err.Error()
+		} else {
+			im.DestRepo, im.Tags = dst.Repository, []string{dst.Tag}
+			pc.DestRepo, pc.Tag = dst.Repository, dst.Tag
+		}
+		p.Catalogs = append(p.Catalogs, pc)
+		cats = append(cats, im)
+	}
+
+	p.Images = append(cats, p.Images...)
+	p.settle()
+}
+
+// settle marks destination conflicts (the first image in p.Images order keeps
+// a destination; marks already made stay) and sorts the images: catalogs,
+// then operator images, then the others, each by source.
+func (p *Plan) settle() {
 	p.markConflicts()
 	sort.SliceStable(p.Images, func(i, j int) bool {
 		a, b := p.Images[i], p.Images[j]
@@ -406,8 +435,6 @@ func NewPlan(ctx context.Context, req PlanRequest, resolve Resolver, parallel in
 		}
 		return a.Source < b.Source
 	})
-	sort.Strings(p.Blocked)
-	return p, nil
 }
 
 func kindOrder(k ImageKind) int {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/mirror"
@@ -27,25 +28,68 @@ func filterHash(op imageset.Operator) string {
 
 // catalogs fetches, prunes and rebuilds every operator catalog of the config.
 func (r *run) catalogs(ctx context.Context) ([]mirror.CatalogRequest, error) {
+	out, wait, err := r.catalogsLater(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := wait(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// catalogsLater is catalogs with the last rebuild still running: the images
+// the catalogs name are known, their Rebuilt is not (planning can start);
+// wait, which must be called (more than once is fine), finishes the rebuild,
+// sets Rebuilt in the returned slice and records the memo. A catalog's
+// rebuild finishes before the next catalog is fetched.
+func (r *run) catalogsLater(ctx context.Context) ([]mirror.CatalogRequest, func() error, error) {
 	fo := mirror.FetchOptions{Registry: r.srcRegistry(), Logger: r.log}
 	if len(r.cfg.Mirror.Operators) > 0 {
 		r.stage("catalogs")
 	}
 	var out []mirror.CatalogRequest
+	finish := func() error { return nil }
 	for _, op := range r.cfg.Mirror.Operators {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+		if err := finish(); err != nil {
+			return nil, nil, err
 		}
-		cr, err := r.catalog(ctx, op, fo)
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		wrap := func(err error) error {
+			return fmt.Errorf("catalog %s (%s line %d): %w", op.Catalog, r.cfg.Source, op.Line, err)
+		}
+		cr, rebuilt, err := r.catalog(ctx, op, fo)
 		if err != nil {
-			return nil, fmt.Errorf("catalog %s (%s line %d): %w", op.Catalog, r.cfg.Source, op.Line, err)
+			return nil, nil, wrap(err)
 		}
 		out = append(out, *cr)
+		i := len(out) - 1
+		finish = func() error {
+			rb, err := rebuilt()
+			if err != nil {
+				return wrap(err)
+			}
+			if rb != nil {
+				out[i].Rebuilt = rb
+			}
+			return nil
+		}
 	}
-	return out, nil
+	var once sync.Once
+	var err error
+	return out, func() error {
+		once.Do(func() { err = finish() })
+		return err
+	}, nil
 }
 
-func (r *run) catalog(ctx context.Context, op imageset.Operator, fo mirror.FetchOptions) (*mirror.CatalogRequest, error) {
+// catalog fetches and prunes one catalog. A rebuild it starts runs on: rebuilt
+// waits for it, records the memo and returns the rebuilt image (nil when the
+// catalog was not rebuilt by this call).
+func (r *run) catalog(ctx context.Context, op imageset.Operator, fo mirror.FetchOptions) (*mirror.CatalogRequest, func() (*mirror.RebuiltCatalog, error), error) {
+	none := func() (*mirror.RebuiltCatalog, error) { return nil, nil }
 	r.log.Info("fetching catalog", "catalog", op.Catalog)
 	// The catalog's files are parsed as they are extracted, on the core the
 	// extraction leaves free.
@@ -54,7 +98,7 @@ func (r *run) catalog(ctx context.Context, op imageset.Operator, fo mirror.Fetch
 	fc, err := mirror.FetchCatalogWithOptions(ctx, op.Catalog, filepath.Join(r.workDir, "operator-catalogs"), fo)
 	if err != nil {
 		pf.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	cr := &mirror.CatalogRequest{
 		Catalog: op.Catalog, SourceDigest: fc.Digest,
@@ -82,29 +126,38 @@ func (r *run) catalog(ctx context.Context, op imageset.Operator, fo mirror.Fetch
 		r.log.Info("catalog unchanged since an earlier run with the same selection: reusing its pruned catalog", "catalog", op.Catalog, "memo", memoPath)
 		rc, err := copyReportCatalog(m.Report)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		r.rep.catalogs = append(r.rep.catalogs, rc)
 		r.useMemo(cr, m, rb)
-		return cr, nil
+		return cr, none, nil
 	}
 	r.log.Debug("no usable catalog memo", "catalog", op.Catalog, "memo", memoPath, "reason", err)
 	if err := dropMemo(memoPath); err != nil {
 		pf.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	m, rb, err = r.deriveCatalog(ctx, op, fc, base, pf)
+	m, rebuilding, err := r.deriveCatalog(ctx, op, fc, base, pf)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	m.Key = key
-	r.useMemo(cr, m, rb)
-	if key != "" {
-		if err := writeMemo(memoPath, m); err != nil {
-			r.log.Warn("could not record the pruned catalog for the next run", "catalog", op.Catalog, "error", err)
+	r.useMemo(cr, m, nil)
+	return cr, func() (*mirror.RebuiltCatalog, error) {
+		rb, err := rebuilding()
+		if err != nil {
+			return nil, err
 		}
-	}
-	return cr, nil
+		if rb != nil {
+			m.Rebuilt = &memoRebuilt{LayoutDir: rb.LayoutDir, Tag: rb.Tag, Digest: rb.Digest, LayerDigest: rb.LayerDigest}
+		}
+		if key != "" {
+			if err := writeMemo(memoPath, m); err != nil {
+				r.log.Warn("could not record the pruned catalog for the next run", "catalog", op.Catalog, "error", err)
+			}
+		}
+		return rb, nil
+	}, nil
 }
 
 // catalogLoadOptions is how a run loads catalogs: heavy values checked and
@@ -113,10 +166,13 @@ func catalogLoadOptions(log *slog.Logger) prune.LoadOptions {
 	return prune.LoadOptions{ElideHeavy: true, Logger: log}
 }
 
-// deriveCatalog loads the fetched catalog, prunes it with op and rebuilds it
-// (unless it is mirrored untouched) into base, and returns what the run needs of
-// it. It records the catalog in the report; the caller applies the rest.
-func (r *run) deriveCatalog(ctx context.Context, op imageset.Operator, fc *mirror.FetchedCatalog, base string, pf *prune.Prefetch) (*catalogMemo, *mirror.RebuiltCatalog, error) {
+// deriveCatalog loads and filters the fetched catalog and starts rebuilding
+// its image around the pruned catalog: everything but the rebuilt image (what
+// the rebuild returns) is in the memo when it returns. The rebuild is the only
+// user of the pruned catalog from then on; rebuilt waits for it (and is a
+// no-op for a catalog mirrored untouched).
+func (r *run) deriveCatalog(ctx context.Context, op imageset.Operator, fc *mirror.FetchedCatalog, base string, pf *prune.Prefetch) (*catalogMemo, func() (*mirror.RebuiltCatalog, error), error) {
+	none := func() (*mirror.RebuiltCatalog, error) { return nil, nil }
 	var cat *prune.Catalog
 	dir, err := fbcDir(ctx, fc, r.log)
 	if err == nil && fc.DatabaseFile == "" {
@@ -138,17 +194,12 @@ func (r *run) deriveCatalog(ctx context.Context, op imageset.Operator, fc *mirro
 		if m.Report, err = copyReportCatalog(r.rep.catalogs[len(r.rep.catalogs)-1]); err != nil {
 			return nil, nil, err
 		}
-		return m, nil, nil
+		return m, none, nil
 	}
 	pruned, expl, err := prune.Filter(cat, op, prune.FilterOptions{Logger: r.log})
 	if err != nil {
 		return nil, nil, err
 	}
-	rb, err := r.rebuildPruned(ctx, pruned, fc, base, "")
-	if err != nil {
-		return nil, nil, err
-	}
-	m.Rebuilt = &memoRebuilt{LayoutDir: rb.LayoutDir, Tag: rb.Tag, Digest: rb.Digest, LayerDigest: rb.LayerDigest}
 	if expl != nil {
 		m.Warnings = append(m.Warnings, expl.Warnings...)
 	}
@@ -160,7 +211,21 @@ func (r *run) deriveCatalog(ctx context.Context, op imageset.Operator, fc *mirro
 	if m.Report, err = copyReportCatalog(r.rep.catalogs[len(r.rep.catalogs)-1]); err != nil {
 		return nil, nil, err
 	}
-	return m, rb, nil
+	type result struct {
+		rb  *mirror.RebuiltCatalog
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rb, err := r.rebuildPruned(ctx, pruned, fc, base, "")
+		done <- result{rb, err}
+	}()
+	var once sync.Once
+	var res result
+	return m, func() (*mirror.RebuiltCatalog, error) {
+		once.Do(func() { res = <-done })
+		return res.rb, res.err
+	}, nil
 }
 
 // useMemo applies what the catalog stage derived (now or in an earlier run) to
@@ -168,7 +233,9 @@ func (r *run) deriveCatalog(ctx context.Context, op imageset.Operator, fc *mirro
 func (r *run) useMemo(cr *mirror.CatalogRequest, m *catalogMemo, rb *mirror.RebuiltCatalog) {
 	cr.Images = append(cr.Images, m.Images...)
 	cr.Packages = append(cr.Packages, m.Packages...)
-	cr.Rebuilt = rb
+	if rb != nil {
+		cr.Rebuilt = rb
+	}
 	r.res.Warnings = append(r.res.Warnings, m.Warnings...)
 	if r.wants == nil {
 		r.wants = map[string][]Want{}

@@ -28,7 +28,7 @@ func (r *run) mirrorToDisk(ctx context.Context) error {
 			return err
 		}
 	}
-	mux, err := r.planSources(ctx)
+	mux, err := r.planSources(ctx, nil)
 	if err != nil {
 		return err
 	}

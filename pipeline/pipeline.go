@@ -177,6 +177,10 @@ type run struct {
 	rep       reporter                   // what report.html shows (report.go)
 	// wants says why each image a catalog names is wanted (the history).
 	wants map[string][]Want
+	// est is the dry run's comparison when it starts during planning;
+	// looking waits for the reading planning started (stopping it first).
+	est     *mirror.Estimator
+	looking func(stop bool)
 }
 
 // Mirror runs one mirror command: mirror-to-mirror (Destination docker:// and
@@ -396,7 +400,10 @@ func (r *run) copyJobs(ctx context.Context, src endpoint.Source, dst endpoint.De
 	return rep, nil // other failures are in the report
 }
 
-func (r *run) plan(ctx context.Context, src *mirror.Registry, cats []mirror.CatalogRequest) error {
+// plan resolves the images the catalogs name while the last catalog is still
+// being rebuilt (rebuilt waits for it), then adds the catalogs. With est, the
+// dry run's reading of the images runs meanwhile too.
+func (r *run) plan(ctx context.Context, src *mirror.Registry, cats []mirror.CatalogRequest, rebuilt func() error, est *mirror.Estimator) error {
 	r.stage("plan")
 	req := mirror.PlanRequest{
 		Workflow: r.workflow, Destination: r.dest, MaxNestedPaths: r.opts.MaxNestedPaths,
@@ -411,10 +418,30 @@ func (r *run) plan(ctx context.Context, src *mirror.Registry, cats []mirror.Cata
 		refs = append(refs, a.Name)
 	}
 	r.probeImageHosts(ctx, src, refs)
-	p, err := mirror.NewPlan(ctx, req, src, 16)
+	p, err := mirror.PlanImages(ctx, req, src, 16)
 	if err != nil {
 		return err
 	}
+	if est != nil {
+		jobs := p.Jobs()
+		lctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		r.looking = func(stop bool) {
+			if stop {
+				cancel()
+			}
+			<-done
+			cancel()
+		}
+		go func() {
+			defer close(done)
+			est.Look(lctx, jobs, nil)
+		}()
+	}
+	if err := rebuilt(); err != nil {
+		return err
+	}
+	p.AddCatalogs(req) // req.Catalogs is cats: rebuilt set their Rebuilt
 	r.setPlan(p)
 	return r.writePlan()
 }
@@ -432,16 +459,27 @@ func (r *run) setPlan(p *mirror.Plan) {
 // planSources fetches and prunes the catalogs, plans every image from the
 // source registries, and returns what the copy reads from: the registries and
 // the layouts of the rebuilt catalogs.
-func (r *run) planSources(ctx context.Context) (*mirror.SourceMux, error) {
-	cats, err := r.catalogs(ctx)
+//
+// A dry run passes the destination it will compare with (nil otherwise): the
+// comparison starts reading while the catalogs are rebuilt (r.est).
+func (r *run) planSources(ctx context.Context, dryRunDest mirror.EstimateDestination) (*mirror.SourceMux, error) {
+	src := r.srcRegistry()
+	mux := &mirror.SourceMux{Default: src}
+	if dryRunDest != nil {
+		r.est = mirror.NewEstimator(mux, dryRunDest, dryRunParallel)
+	}
+	cats, rebuilt, err := r.catalogsLater(ctx)
 	if err != nil {
 		return nil, err
 	}
-	src := r.srcRegistry()
-	if err := r.plan(ctx, src, cats); err != nil {
+	defer rebuilt() // also when planning fails: nothing keeps writing after the run
+	if err := r.plan(ctx, src, cats, rebuilt, r.est); err != nil {
+		if r.looking != nil {
+			r.looking(true)
+		}
 		return nil, err
 	}
-	return &mirror.SourceMux{Default: src}, nil
+	return mux, nil
 }
 
 func (r *run) mirrorToMirror(ctx context.Context) error {
@@ -451,14 +489,18 @@ func (r *run) mirrorToMirror(ctx context.Context) error {
 	case r.opts.PlanFile != "":
 		return r.shard(ctx)
 	}
-	mux, err := r.planSources(ctx)
+	dst := r.destRegistry()
+	var dryRunDest mirror.EstimateDestination
+	if r.opts.DryRun && !r.opts.PlanOnly {
+		dryRunDest = dst
+	}
+	mux, err := r.planSources(ctx, dryRunDest)
 	if err != nil {
 		return err
 	}
 	if r.opts.PlanOnly {
 		return r.recordBlobs(ctx, mux)
 	}
-	dst := r.destRegistry()
 	if r.opts.DryRun {
 		return r.dryRun(ctx, mux, dst)
 	}
@@ -485,7 +527,14 @@ const dryRunParallel = 32
 
 func (r *run) dryRun(ctx context.Context, src mirror.EstimateSource, dst mirror.EstimateDestination) error {
 	r.stage("dry-run")
-	est, err := mirror.EstimatePlan(ctx, src, dst, r.res.Plan.Jobs(), dryRunParallel, r.stageProgress("dry-run"))
+	x := r.est
+	if x == nil {
+		x = mirror.NewEstimator(src, dst, dryRunParallel)
+	}
+	est, err := x.Estimate(ctx, r.res.Plan.Jobs(), r.stageProgress("dry-run"))
+	if r.looking != nil {
+		r.looking(false) // Estimate waited for what it read: this is the goroutine's end
+	}
 	if err != nil {
 		return err
 	}

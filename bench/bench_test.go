@@ -263,7 +263,7 @@ func TestRunEndToEnd(t *testing.T) {
 	}
 	table := out.String()
 	for _, want := range []string{"quick run (test)", "catalog validate", "catalog prune heads-only", "airlock mirror m2m, first run",
-		"airlock mirror m2m, no-op re-run", "ingestion floor", "airlock mirror m2d", "airlock mirror d2m", "airlock m2m / ingestion floor"} {
+		"airlock mirror m2m, no-op re-run", "ingestion floor", "airlock mirror m2d", "airlock mirror d2m", "airlock m2m / ingestion floor", "copy floor", "airlock m2m / copy floor"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)
 		}
@@ -288,6 +288,10 @@ func TestRunEndToEnd(t *testing.T) {
 	}
 	if r := get("ingestion floor (minimal client: each blob and manifest pushed once, parallel)"); r.Pushed < st.BlobBytes {
 		t.Errorf("floor pushed %d bytes, want at least %d", r.Pushed, st.BlobBytes)
+	}
+	// The copy floor reads every blob it sends from the source, once.
+	if r := get("copy floor (the same, each blob read from the source: GET streamed into the upload, unverified)"); r.Pushed < st.BlobBytes || r.Pulled < st.BlobBytes || r.Pulled > st.BlobBytes*11/10 {
+		t.Errorf("copy floor pulled %d and pushed %d bytes, want about %d each", r.Pulled, r.Pushed, st.BlobBytes)
 	}
 	b, _ := os.ReadFile(docs)
 	if !strings.HasPrefix(string(b), "# Benchmarks\n\n### ") || !strings.Contains(string(b), "| airlock mirror m2m, first run |") {

@@ -53,6 +53,9 @@ type counters struct {
 	uploadPOST, uploadPATCH, uploadPUT, manifestPUT          atomic.Int64
 	blobsCommitted, mounted, bytesIn, bytesOut, blobBytesOut atomic.Int64
 	uploadBytesIn, manifestPUTByDigest                       atomic.Int64
+	// inflight counts the handlers that have not finished counting: a client
+	// has the whole answer before its handler counts it.
+	inflight atomic.Int64
 }
 
 // Proxy is a counting reverse proxy in front of one registry: every request
@@ -175,6 +178,8 @@ func (r *recorder) Flush() {
 func (p *Proxy) handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		c := &p.c
+		c.inflight.Add(1)
+		defer c.inflight.Add(-1)
 		c.requests.Add(1)
 		k := kind(req.URL.Path)
 		var in atomic.Int64
@@ -221,9 +226,13 @@ func (p *Proxy) handler(next http.Handler) http.Handler {
 	})
 }
 
-// Counts returns a snapshot of the counters.
+// Counts returns a snapshot of the counters, once the requests in flight are
+// counted (waiting a second at most: a request still going is not finished).
 func (p *Proxy) Counts() Counts {
 	c := &p.c
+	for deadline := time.Now().Add(time.Second); c.inflight.Load() > 0 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 	return Counts{
 		Requests: c.requests.Load(),
 		BlobGET:  c.blobGET.Load(), BlobHEAD: c.blobHEAD.Load(), ManifestGET: c.manifestGET.Load(), ManifestHEAD: c.manifestHEAD.Load(),

@@ -29,6 +29,11 @@ type PushOptions struct {
 	// SkipExisting asks the registry first (HEAD) and sends only what it lacks:
 	// seeding is then idempotent. The ingestion floor leaves it off.
 	SkipExisting bool
+	// From, HOST:PORT of a registry holding the workload (same repositories,
+	// same Scheme), makes Push a minimal copy: each blob it uploads is read
+	// from there (one GET, streamed into the upload, not verified) instead of
+	// generated. Manifests are still sent from memory.
+	From string
 }
 
 // PushStats counts what Push sent.
@@ -218,7 +223,14 @@ func (p *pusher) blob(ctx context.Context, repo string, b *Blob, from string) er
 	q := loc.Query()
 	q.Set("digest", b.Digest.String())
 	loc.RawQuery = q.Encode()
-	body := b.Open()
+	var body io.ReadCloser
+	if p.o.From != "" {
+		if body, err = p.pull(ctx, repo, b); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+	} else {
+		body = b.Open()
+	}
 	defer body.Close()
 	req, err = http.NewRequestWithContext(ctx, http.MethodPut, loc.String(), body)
 	if err != nil {
@@ -274,4 +286,20 @@ func (p *pusher) manifest(ctx context.Context, repo, ref string, m *Manifest) er
 	drain(resp)
 	atomic.AddInt64(&p.stats.Manifests, 1)
 	return nil
+}
+
+// pull opens blob b of repo at the From registry.
+func (p *pusher) pull(ctx context.Context, repo string, b *Blob) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.o.Scheme+"://"+p.o.From+"/v2/"+repo+"/blobs/"+b.Digest.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := p.do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, statusErr("pull blob "+b.Digest.String()+" from "+p.o.From+"/"+repo, resp)
+	}
+	return resp.Body, nil
 }

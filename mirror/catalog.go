@@ -196,7 +196,7 @@ func FetchCatalogWithOptions(ctx context.Context, ref string, workDir string, o 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("catalog %s: creating %s: %w", ref, dir, err)
 	}
-	log.Info("extracting catalog", "catalog", ref, "digest", fc.Digest, "label", label)
+	log.Info("extracting catalog", "catalog", ref, "digest", fc.Digest, "label", label, "inflater", inflater)
 	tmp, err := fc.extract(ctx, dir, label, o, log)
 	if tmp != "" {
 		defer os.RemoveAll(tmp)

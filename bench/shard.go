@@ -73,28 +73,15 @@ func runShards(ctx context.Context, in shardInput) ([]Row, error) {
 	plans := []string{planA, planB}
 	c0 := []Counts{a.Proxy.Counts(), b.Proxy.Counts()}
 	rc0 := a.CPU() + b.CPU()
-	ms := make([]Measure, 2)
-	errs := make([]error, 2)
-	start := time.Now()
-	var wg sync.WaitGroup
-	for i := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ms[i], errs[i] = Exec(ctx, mirror(fmt.Sprint("shard-", i), regs[i], "--plan", plans[i], "--shard", fmt.Sprintf("%d/2", i)))
-		}()
+	ms, both, err := runTwo(ctx, func(i int) Command {
+		return mirror(fmt.Sprint("shard-", i), regs[i], "--plan", plans[i], "--shard", fmt.Sprintf("%d/2", i))
+	})
+	if err != nil {
+		return rows, err
 	}
-	wg.Wait()
-	both := time.Since(start)
 	var pushed [2]int64
 	var total int64
 	for i := range 2 {
-		if errs[i] == nil && ms[i].Exit != 0 {
-			errs[i] = fmt.Errorf("shard %d: exit %d: %s", i, ms[i].Exit, lastLine(ms[i].Stderr))
-		}
-		if errs[i] != nil {
-			return rows, errors.Join(errs...)
-		}
 		d := regs[i].Proxy.Counts().Sub(c0[i])
 		pushed[i] = d.UploadBytesIn
 		total += d.UploadBytesIn
@@ -132,4 +119,26 @@ func runShards(ctx context.Context, in shardInput) ([]Row, error) {
 	}
 	rows = append(rows, Row{Name: "airlock mirror --plan --finish (verify, push the catalog, cluster resources)", Input: in.input, Wall: m.Wall, RSS: m.MaxRSS, CPU: m.CPU()})
 	return rows, nil
+}
+
+// runTwo runs the commands of shards 0 and 1 at once and returns their
+// measures and the wall time until both finished; an error names each shard
+// that failed to run or exited non-zero.
+func runTwo(ctx context.Context, cmd func(i int) Command) ([]Measure, time.Duration, error) {
+	ms := make([]Measure, 2)
+	errs := make([]error, 2)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ms[i], errs[i] = Exec(ctx, cmd(i))
+			if errs[i] == nil && ms[i].Exit != 0 {
+				errs[i] = fmt.Errorf("shard %d: exit %d: %s", i, ms[i].Exit, lastLine(ms[i].Stderr))
+			}
+		}()
+	}
+	wg.Wait()
+	return ms, time.Since(start), errors.Join(errs...)
 }

@@ -2,10 +2,8 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/airlock-mirror/airlock/mirror/archive"
@@ -37,25 +35,10 @@ func runDiskShards(ctx context.Context, in shardInput, single time.Duration) ([]
 	if err != nil {
 		return rows, err
 	}
-	ms := make([]Measure, 2)
-	errs := make([]error, 2)
-	start := time.Now()
-	var wg sync.WaitGroup
-	for i := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ms[i], errs[i] = Exec(ctx, mirror("--plan", plan, "--shard", fmt.Sprintf("%d/2", i)))
-		}()
-	}
-	wg.Wait()
-	both := time.Since(start)
-	for i := range 2 {
-		if errs[i] == nil && ms[i].Exit != 0 {
-			errs[i] = fmt.Errorf("shard %d: exit %d: %s", i, ms[i].Exit, lastLine(ms[i].Stderr))
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	ms, both, err := runTwo(ctx, func(i int) Command {
+		return mirror("--plan", plan, "--shard", fmt.Sprintf("%d/2", i))
+	})
+	if err != nil {
 		return rows, err
 	}
 	batch := filepath.Join(target, archive.BatchName(1))

@@ -36,7 +36,7 @@ BENCH_NOTE  ?=
 BENCH_FLAGS ?=
 
 bench: build
-	$(GO) run ./bench/cmd/airlock-bench -airlock $(BIN) $(if $(filter 1 true yes,$(BENCH_QUICK)),-quick) $(if $(BENCH_NOTE),-note "$(BENCH_NOTE)") $(BENCH_FLAGS)
+	$(GO) run ./bench/cmd/airlock-bench -airlock $(BIN) -go-tags "$(TAGS)" $(if $(filter 1 true yes,$(BENCH_QUICK)),-quick) $(if $(BENCH_NOTE),-note "$(BENCH_NOTE)") $(BENCH_FLAGS)
 
 # Every fuzz target for FUZZTIME each (make fuzz FUZZTIME=5m for a long run).
 fuzz:
@@ -73,6 +73,7 @@ CONFORMANCE_FUZZTIME ?= 20s
 conformance:
 	cd conformance && $(GO) vet ./...
 	@cd conformance && test -z "$$(gofmt -l .)" || (echo "gofmt needed in conformance/:"; gofmt -l .; exit 1)
+	cd conformance && $(STATICCHECK) ./...
 	cd conformance && $(GO) test -timeout 30m ./...
 	cd conformance && $(GO) test -run '^$$' -fuzz '^FuzzValidateAgreement$$' -fuzztime $(CONFORMANCE_FUZZTIME) .
 

@@ -81,6 +81,9 @@ type Config struct {
 	// GoBench runs go test -bench over GoBenchPkgs with GoBenchTime.
 	GoBench     bool
 	GoBenchPkgs []string
+	// GoTags are the build tags of the Go benchmarks ("isal": ISA-L's inflater
+	// beside klauspost's in BenchmarkGzipReader).
+	GoTags      string
 	GoBenchTime string
 	// Pipeline runs the whole-pipeline section (the real-scale catalog as a
 	// catalog image, mirror --dry-run); PipelineRoot keeps its seeded registry

@@ -17,7 +17,7 @@ func runGoBench(ctx context.Context, cfg Config) ([]Row, error) {
 	if bt == "" {
 		bt = "1x"
 	}
-	args := append([]string{"test", "-run", "^$", "-bench", ".", "-benchtime", bt, "-benchmem"}, cfg.GoBenchPkgs...)
+	args := append([]string{"test", "-tags", cfg.GoTags, "-run", "^$", "-bench", ".", "-benchtime", bt, "-benchmem"}, cfg.GoBenchPkgs...)
 	cfg.Log.Info("running Go benchmarks", "cmd", "go "+strings.Join(args, " "))
 	cmd := goCmd(ctx, cfg.RepoRoot, args...)
 	var out bytes.Buffer

@@ -210,6 +210,7 @@ func serveAndQuery(t testing.TB, r *mirrorRun, ex *exportedCatalog) (int, []stri
 		for _, ch := range v.channels[pkg] {
 			key := [2]string{pkg, ch}
 			head := v.heads[key]
+			//lint:ignore SA1019 deprecated in opm's API, still served by the registry server, and what older OLM clients call: the catalog must answer it.
 			b, err := s.client.GetBundleForChannel(ctx, &api.GetBundleInChannelRequest{PkgName: pkg, ChannelName: ch})
 			q++
 			if err != nil {

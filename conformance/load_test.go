@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"context"
-	"sort"
 	"strings"
 	"testing"
 
@@ -140,14 +139,4 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
-}
-
-// sortedKeys returns the keys of m, sorted.
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -102,6 +102,7 @@ func run() error {
 	goBench := flag.String("go-bench", env("BENCH_GO", "auto"), "run the packages' Go benchmarks: auto (full runs only), on, off [BENCH_GO]")
 	goPkgs := flag.String("go-bench-pkgs", env("BENCH_GO_PKGS", "./prune/ ./prune/legacy/ ./prune/graph/ ./report/ ./mirror/ ./mirror/archive/ ./manifests/"), "packages for go test -bench (space-separated)")
 	goTime := flag.String("go-benchtime", env("BENCH_GO_BENCHTIME", "1x"), "go test -benchtime")
+	goTags := flag.String("go-tags", env("BENCH_GO_TAGS", ""), "go test -tags of the Go benchmarks (the Makefile passes its TAGS) [BENCH_GO_TAGS]")
 	docs := flag.String("docs", env("BENCH_DOCS", "docs/benchmarks.md"), "append the table to this file, relative to the repository root (\"\": do not)")
 	note := flag.String("note", env("BENCH_NOTE", ""), "label of the run in the table heading, e.g. \"noisy: load average 15\" [BENCH_NOTE]")
 	work := flag.String("work", "", "work directory (default: a new temporary directory, removed at the end)")
@@ -121,7 +122,7 @@ func run() error {
 		Fixtures: *fixtures, RealDir: *realDir, RealYAMLDir: *realYAMLDir, Opm: *opm, Count: *count,
 		Copy: *doCopy, Shards: *shards || *shardsOnly, ShardsOnly: *shardsOnly, CopyMode: *mode, Skopeo: *skopeo, InstallSkopeo: *installSkopeo,
 		ParallelImages: *pImages, ParallelLayers: *pLayers, FloorParallel: *floorPar,
-		GoBenchPkgs: strings.Fields(*goPkgs), GoBenchTime: *goTime, Note: *note, Out: os.Stdout,
+		GoBenchPkgs: strings.Fields(*goPkgs), GoBenchTime: *goTime, GoTags: *goTags, Note: *note, Out: os.Stdout,
 		Log: slog.New(slog.NewTextHandler(os.Stderr, nil)),
 	}
 	if cfg.Count == 0 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -370,14 +371,16 @@ func (e *copyEngine) copyJob(ctx context.Context, ic *imageCtx) error {
 	if len(job.Tags) > 0 {
 		first = job.Tags[0]
 	}
-	m, err := e.copyManifest(ctx, ic, job.Digest, "", first)
+	m, tagged, err := e.copyManifest(ctx, ic, job.Digest, "", first)
 	if err != nil {
 		return err
 	}
-	// A manifest this run just pushed under first has no tags worth checking.
+	// A manifest this run just pushed has no tags worth checking; first is
+	// done unless the registry refused it (then it is tried again below, and
+	// its refusal is this job's error).
 	fresh := m != nil
 	for _, tag := range job.Tags {
-		if fresh && tag == first {
+		if fresh && tagged && tag == first {
 			continue
 		}
 		if !fresh {
@@ -410,10 +413,14 @@ func (e *copyEngine) copyJob(ctx context.Context, ic *imageCtx) error {
 
 // copyManifest makes sure manifest d (and everything it references) is in the
 // job's destination repository, pushed under tag (by digest when tag is empty).
-// It returns the manifest when it had to push it.
-func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Digest, parent, tag string) (*endpoint.Manifest, error) {
+// It returns the manifest when it had to push it, and whether it went in under
+// tag: a tag the registry refuses for good (a 4xx: an immutable tag, a tag
+// policy) does not keep the manifest out, it is pushed by digest for the other
+// jobs and indexes that share it.
+func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Digest, parent, tag string) (*endpoint.Manifest, bool, error) {
 	job := ic.job
 	var got *endpoint.Manifest
+	tagged := tag != ""
 	_, _, err := e.flight(ctx, e.manifests, job.Dest+"@"+d.String(), func() (bool, error) {
 		ok, err := e.destHolds(ctx, repoDigest{job.Dest, d})
 		if err != nil {
@@ -439,7 +446,7 @@ func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Di
 		e.addTotal(refs.Blobs)
 		// Children first (index), then blobs, each bounded by ParallelLayers.
 		if err := e.forEach(ctx, len(refs.Manifests), func(i int) error {
-			_, err := e.copyManifest(ctx, ic, refs.Manifests[i].Digest, " (child of "+d.String()+")", "")
+			_, _, err := e.copyManifest(ctx, ic, refs.Manifests[i].Digest, " (child of "+d.String()+")", "")
 			return err
 		}); err != nil {
 			return false, err
@@ -454,14 +461,27 @@ func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Di
 			ref = d.String()
 		}
 		if err := e.dst.PutManifest(ctx, job.Dest, ref, m); err != nil {
-			return false, err
+			if tag == "" || !refusedForGood(err) || e.dst.PutManifest(ctx, job.Dest, d.String(), m) != nil {
+				return false, err
+			}
+			tagged = false
 		}
 		e.manifestsSent.Add(1)
 		ic.sent.Store(true)
 		got = &m
 		return true, nil
 	})
-	return got, err
+	return got, tagged && got != nil, err
+}
+
+// refusedForGood reports whether err is a registry's 4xx answer that another
+// attempt would not change (not 408 or 429, and not a body altered on the way).
+func refusedForGood(err error) bool {
+	var se *HTTPStatusError
+	if !errors.As(err, &se) || errors.Is(err, errContentRejected) {
+		return false
+	}
+	return se.StatusCode >= 400 && se.StatusCode < 500 && se.StatusCode != http.StatusRequestTimeout && se.StatusCode != http.StatusTooManyRequests
 }
 
 // forEach runs f(0..n-1) with at most ParallelLayers at once; the first error is

@@ -84,3 +84,47 @@ func TestCopyPushesUnderTagAndReplacesAlteredManifest(t *testing.T) {
 		}
 	}
 }
+
+// A tag the registry refuses for good (403 here, as for an immutable tag)
+// fails the job that wants it, not another job sharing the manifest: the
+// manifest still goes in by digest, whichever job pushes first.
+func TestCopyRefusedTagFailsOnlyItsJob(t *testing.T) {
+	src := registrytest.Start(t)
+	dst := registrytest.Start(t)
+	p := imagetest.MustPush(t, src.Host()+"/tagpush/shared:1.0", imagetest.Spec{Seed: 11, Layers: 1, LayerSize: 256})
+	u, _ := url.Parse("http://" + dst.Host())
+	rp := httputil.NewSingleHostReverseProxy(u)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/manifests/locked") {
+			http.Error(w, `{"errors":[{"code":"DENIED","message":"tag is immutable"}]}`, http.StatusForbidden)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	defer proxy.Close()
+	ph := strings.TrimPrefix(proxy.URL, "http://")
+	for round := range 10 { // the two jobs race to push first
+		dest := ph + "/m/shared" + strconv.Itoa(round)
+		jobs := []Job{
+			{Source: src.Host() + "/tagpush/shared", Digest: p.Digest, Dest: dest, Tags: []string{"locked"}},
+			{Source: src.Host() + "/tagpush/shared", Digest: p.Digest, Dest: dest, Tags: []string{"ok"}},
+		}
+		if round%2 == 1 {
+			jobs[0], jobs[1] = jobs[1], jobs[0]
+		}
+		rep, err := Copy(context.Background(), testRegistry(), testRegistry(), jobs, CopyOptions{Retry: fastRetry})
+		if err == nil {
+			t.Fatalf("round %d: no error with a refused tag", round)
+		}
+		for _, im := range rep.Images {
+			locked := im.Job.Tags[0] == "locked"
+			if locked && (im.Status != StatusFailed || !strings.Contains(im.Err, "403")) || !locked && im.Status != StatusCopied {
+				t.Fatalf("round %d: %v: %s %s", round, im.Job.Tags, im.Status, im.Err)
+			}
+		}
+		ref, _ := name.ParseReference(dst.Host()+"/m/shared"+strconv.Itoa(round)+":ok", name.Insecure)
+		if d, err := remote.Head(ref); err != nil || d.Digest.String() != p.Digest.String() {
+			t.Fatalf("round %d: tag ok is %v (%v), want %s", round, d, err, p.Digest)
+		}
+	}
+}

@@ -6,33 +6,65 @@ package mirror
 #cgo LDFLAGS: -lisal
 #include <isa-l/igzip_lib.h>
 #include <stdlib.h>
+#include <string.h>
 
-static struct inflate_state *airlock_isal_new(void) {
-	struct inflate_state *s = malloc(sizeof(struct inflate_state));
-	if (s != NULL) {
-		isal_inflate_init(s);
-		s->crc_flag = ISAL_GZIP;
+// One gzip stream: the inflate state, and the header being read. The header
+// is read with isal_read_gzip_header into this struct, which lives as long as
+// the stream: a header split across inputs is resumed from what it holds
+// (isal_inflate's own header parsing keeps it on its stack, and loses the
+// flags of a header cut between two calls).
+struct airlock_isal {
+	struct inflate_state s;
+	struct isal_gzip_header h;
+	int in_header;
+};
+
+static void airlock_isal_member(struct airlock_isal *z) {
+	memset(&z->h, 0, sizeof z->h);
+	isal_gzip_header_init(&z->h);
+	z->s.crc_flag = ISAL_GZIP_NO_HDR_VER; // the trailer's CRC-32 and length are checked
+	z->in_header = 1;
+}
+
+static struct airlock_isal *airlock_isal_new(void) {
+	struct airlock_isal *z = calloc(1, sizeof(struct airlock_isal));
+	if (z != NULL) {
+		isal_inflate_init(&z->s);
+		airlock_isal_member(z);
 	}
-	return s;
+	return z;
 }
 
-static void airlock_isal_reset(struct inflate_state *s) {
-	isal_inflate_reset(s);
-	s->crc_flag = ISAL_GZIP;
+static void airlock_isal_reset(struct airlock_isal *z) {
+	isal_inflate_reset(&z->s);
+	airlock_isal_member(z);
 }
 
-// One step: inflate from in into out; the state keeps no pointer to either
-// once it returns (Go memory must not be kept by C).
-static int airlock_isal_step(struct inflate_state *s, unsigned char *in, unsigned int in_len,
+// One step: read the header while it lasts, then inflate from in into out;
+// the state keeps no pointer to either once it returns (Go memory must not be
+// kept by C).
+static int airlock_isal_step(struct airlock_isal *z, unsigned char *in, unsigned int in_len,
 		unsigned char *out, unsigned int out_len, unsigned int *used, unsigned int *made, int *finished) {
+	struct inflate_state *s = &z->s;
 	s->next_in = in;
 	s->avail_in = in_len;
 	s->next_out = out;
 	s->avail_out = out_len;
-	int r = isal_inflate(s);
+	int r = ISAL_DECOMP_OK;
+	if (z->in_header) {
+		r = isal_read_gzip_header(s, &z->h);
+		if (r == ISAL_DECOMP_OK) {
+			z->in_header = 0;
+		} else if (r == ISAL_END_INPUT) {
+			r = ISAL_DECOMP_OK; // the header goes on in the next input
+		}
+	}
+	if (r == ISAL_DECOMP_OK && !z->in_header) {
+		r = isal_inflate(s);
+	}
 	*used = in_len - s->avail_in;
 	*made = out_len - s->avail_out;
-	*finished = s->block_state == ISAL_BLOCK_FINISH;
+	*finished = !z->in_header && s->block_state == ISAL_BLOCK_FINISH;
 	s->next_in = NULL;
 	s->avail_in = 0;
 	s->next_out = NULL;
@@ -78,7 +110,7 @@ func newIsalReader(r io.Reader) (io.ReadCloser, error) {
 // isalReader is one gzip stream inflated by ISA-L, read on one goroutine.
 type isalReader struct {
 	src    io.Reader
-	s      *C.struct_inflate_state
+	s      *C.struct_airlock_isal
 	mu     sync.Mutex // free against a Read still running
 	in     []byte
 	off, n int  // unread input: in[off:n]

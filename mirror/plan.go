@@ -237,7 +237,9 @@ func NewPlan(ctx context.Context, req PlanRequest, resolve Resolver, parallel in
 // PlanImages is NewPlan without the catalog images themselves: the images the
 // catalogs name are planned, and AddCatalogs adds the catalogs once their
 // rebuilt images exist (req.Catalogs' Rebuilt is not read here), so that
-// resolving can run while the catalogs are rebuilt.
+// resolving can run while the catalogs are rebuilt. Until AddCatalogs, the
+// images are in request order and destination conflicts are not marked (a
+// catalog takes its destination before any image).
 func PlanImages(ctx context.Context, req PlanRequest, resolve Resolver, parallel int) (*Plan, error) {
 	blocked := make([]*regexp.Regexp, 0, len(req.Blocked))
 	for _, b := range req.Blocked {
@@ -381,14 +383,14 @@ func PlanImages(ctx context.Context, req PlanRequest, resolve Resolver, parallel
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	p.Images = append(p.Images, images...)
-	p.settle()
+	p.Images = append(p.Images, images...) // in request order: AddCatalogs settles them
 	sort.Strings(p.Blocked)
 	return p, nil
 }
 
 // AddCatalogs adds the images of req.Catalogs (their digests are known: no
-// resolution) to a plan PlanImages made from req, ahead of the others.
+// resolution) to a plan PlanImages made from req, ahead of the others, then
+// marks destination conflicts and sorts the plan. Call it once.
 func (p *Plan) AddCatalogs(req PlanRequest) {
 	var cats []PlanImage
 	for _, c := range req.Catalogs {
@@ -424,8 +426,8 @@ func (p *Plan) AddCatalogs(req PlanRequest) {
 }
 
 // settle marks destination conflicts (the first image in p.Images order keeps
-// a destination; marks already made stay) and sorts the images: catalogs,
-// then operator images, then the others, each by source.
+// a destination) and sorts the images: catalogs, then operator images, then
+// the others, each by source.
 func (p *Plan) settle() {
 	p.markConflicts()
 	sort.SliceStable(p.Images, func(i, j int) bool {

@@ -30,7 +30,11 @@ func TestPlanImagesThenCatalogsIsNewPlan(t *testing.T) {
 				Rebuilt: &RebuiltCatalog{Digest: digest.FromString("rebuilt"), MediaType: "application/vnd.oci.image.index.v1+json", LayoutDir: "/ws/image"}},
 			{Catalog: "quay.io/ns/other:v2", SourceDigest: digest.FromString("other"), SourceRepo: "quay.io/ns/other", Images: []string{op}},
 		},
-		Additional: []AdditionalImage{{Name: "quay.io/x/tool:1"}, {Name: "quay.io/y/thing:3", TargetRepo: "ns/index", TargetTag: "v1"}},
+		Additional: []AdditionalImage{{Name: "quay.io/x/tool:1"}, {Name: "quay.io/y/thing:3", TargetRepo: "ns/index", TargetTag: "v1"},
+			// Two images wanting the untouched catalog's destination: the one that
+			// is the catalog itself (same digest) is no conflict, the other is one.
+			{Name: "quay.io/y/thing:4", TargetRepo: "ns/other", TargetTag: "v2"},
+			{Name: "quay.io/ns/other@" + digest.FromString("other").String(), TargetRepo: "ns/other", TargetTag: "v2"}},
 	}
 	want, err := NewPlan(context.Background(), req, fixedResolver{}, 4)
 	if err != nil {
@@ -44,8 +48,8 @@ func TestPlanImagesThenCatalogsIsNewPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Catalogs) != 0 || len(got.Images) != 4 {
-		t.Fatalf("PlanImages: %d catalogs, %d images; want 0 and 4", len(got.Catalogs), len(got.Images))
+	if len(got.Catalogs) != 0 || len(got.Images) != 6 {
+		t.Fatalf("PlanImages: %d catalogs, %d images; want 0 and 6", len(got.Catalogs), len(got.Images))
 	}
 	split.Catalogs[0].Rebuilt = rebuilt
 	got.AddCatalogs(split)
@@ -55,13 +59,18 @@ func TestPlanImagesThenCatalogsIsNewPlan(t *testing.T) {
 	if want.Images[0].Kind != KindCatalog || want.Images[0].Error != "" || want.Images[0].Digest != rebuilt.Digest {
 		t.Errorf("first image %+v, want the rebuilt catalog, planned", want.Images[0])
 	}
-	var conflict bool
+	errs := map[string]string{}
 	for _, im := range want.Images {
-		if im.Source == "quay.io/y/thing:3" {
-			conflict = strings.Contains(im.Error, "already the destination of quay.io/ns/index:v1")
-		}
+		errs[im.Source] = im.Error
 	}
-	if !conflict {
-		t.Errorf("the additional image wanting the catalog's destination is not marked: %+v", want.Images)
+	for src, wantErr := range map[string]string{
+		"quay.io/y/thing:3": "already the destination of quay.io/ns/index:v1",
+		"quay.io/y/thing:4": "already the destination of quay.io/ns/other:v2",
+		"quay.io/ns/other@" + digest.FromString("other").String(): "",
+		"quay.io/x/tool:1": "",
+	} {
+		if got := errs[src]; (wantErr == "") != (got == "") || !strings.Contains(got, wantErr) {
+			t.Errorf("%s: error %q, want one with %q", src, got, wantErr)
+		}
 	}
 }

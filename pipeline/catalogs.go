@@ -32,7 +32,7 @@ func (r *run) catalogs(ctx context.Context) ([]mirror.CatalogRequest, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := wait(); err != nil {
+	if err := wait(false); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -41,9 +41,16 @@ func (r *run) catalogs(ctx context.Context) ([]mirror.CatalogRequest, error) {
 // catalogsLater is catalogs with the last rebuild still running: the images
 // the catalogs name are known, their Rebuilt is not (planning can start);
 // wait, which must be called (more than once is fine), finishes the rebuild,
-// sets Rebuilt in the returned slice and records the memo. A catalog's
-// rebuild finishes before the next catalog is fetched.
-func (r *run) catalogsLater(ctx context.Context) ([]mirror.CatalogRequest, func() error, error) {
+// sets Rebuilt in the returned slice and records the memo; wait(true) stops
+// the rebuild first (the run failed). A catalog's rebuild finishes before the
+// next catalog is fetched.
+func (r *run) catalogsLater(ctx context.Context) (_ []mirror.CatalogRequest, wait func(stop bool) error, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer func() {
+		if err != nil {
+			cancel()
+		}
+	}()
 	fo := mirror.FetchOptions{Registry: r.srcRegistry(), Logger: r.log}
 	if len(r.cfg.Mirror.Operators) > 0 {
 		r.stage("catalogs")
@@ -78,10 +85,16 @@ func (r *run) catalogsLater(ctx context.Context) ([]mirror.CatalogRequest, func(
 		}
 	}
 	var once sync.Once
-	var err error
-	return out, func() error {
-		once.Do(func() { err = finish() })
-		return err
+	var ferr error
+	return out, func(stop bool) error {
+		if stop {
+			cancel()
+		}
+		once.Do(func() {
+			ferr = finish()
+			cancel()
+		})
+		return ferr
 	}, nil
 }
 

@@ -472,11 +472,12 @@ func (r *run) planSources(ctx context.Context, dryRunDest mirror.EstimateDestina
 	if err != nil {
 		return nil, err
 	}
-	defer rebuilt() // also when planning fails: nothing keeps writing after the run
-	if err := r.plan(ctx, src, cats, rebuilt, r.est); err != nil {
+	if err := r.plan(ctx, src, cats, func() error { return rebuilt(false) }, r.est); err != nil {
+		// Nothing keeps reading or writing after the run.
 		if r.looking != nil {
 			r.looking(true)
 		}
+		_ = rebuilt(true)
 		return nil, err
 	}
 	return mux, nil

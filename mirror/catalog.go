@@ -18,6 +18,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/airlock-mirror/airlock/internal/atomicfile"
+	"github.com/airlock-mirror/airlock/mirror/oci"
 )
 
 // CatalogConfigsLabel is the image-config label of a file-based catalog image that
@@ -53,7 +54,7 @@ type FetchedCatalog struct {
 	// Ref is the reference as given ("quay.io/ns/cat:v1", or "oci://PATH").
 	Ref string
 	// Source is the parsed reference; zero for an OCI layout.
-	Source Reference
+	Source oci.Reference
 	// LayoutPath is the OCI layout directory for an oci:// catalog, else "".
 	LayoutPath string
 	// Digest is the digest of the top-level manifest (the index for a multi-arch

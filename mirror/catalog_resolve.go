@@ -26,7 +26,7 @@ import (
 // it is a layout directory as written (paths may contain ':').
 func splitOCIRef(s string) (p, tag string, err error) {
 	if s == "" {
-		return "", "", fmt.Errorf("%w: oci:// needs the path of an OCI image layout directory", ErrInvalidReference)
+		return "", "", fmt.Errorf("%w: oci:// needs the path of an OCI image layout directory", oci.ErrInvalidReference)
 	}
 	if isLayoutDir(s) {
 		return filepath.Clean(s), "", nil
@@ -34,7 +34,7 @@ func splitOCIRef(s string) (p, tag string, err error) {
 	if i := strings.LastIndex(s, ":"); i > 0 && !strings.Contains(s[i+1:], "/") && isLayoutDir(s[:i]) {
 		return filepath.Clean(s[:i]), s[i+1:], nil
 	}
-	return "", "", fmt.Errorf("%w: %s%s is not an OCI image layout directory (no index.json)", ErrInvalidReference, OCIPrefix, s)
+	return "", "", fmt.Errorf("%w: %s%s is not an OCI image layout directory (no index.json)", oci.ErrInvalidReference, OCIPrefix, s)
 }
 
 func isLayoutDir(p string) bool {
@@ -220,7 +220,7 @@ func resolveImage(ctx context.Context, ref string, workDir string, o FetchOption
 		sum := sha256.Sum256([]byte(p))
 		key = "oci_" + catalogDirName(filepath.Base(p)) + "_" + hex.EncodeToString(sum[:6])
 	} else {
-		r, err := ParseReference(ref)
+		r, err := oci.ParseReference(ref)
 		if err != nil {
 			return nil, "", fmt.Errorf("%s %q: %w", what, ref, err)
 		}

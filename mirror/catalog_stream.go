@@ -97,7 +97,7 @@ type streamSource struct {
 func (s *streamSource) manifest(d digest.Digest) (endpoint.Manifest, error) {
 	m, err := s.reg.Manifest(s.ctx, s.repo, d.String())
 	if err == nil && m.Digest != d {
-		err = fmt.Errorf("manifest %s: the registry returned %s: %w", d, m.Digest, ErrDigestMismatch)
+		err = fmt.Errorf("manifest %s: the registry returned %s: %w", d, m.Digest, oci.ErrDigestMismatch)
 	}
 	return m, err
 }
@@ -227,7 +227,7 @@ func (i *streamImage) RawConfigFile() ([]byte, error) {
 		v := oci.NewVerifier(io.LimitReader(rc, maxManifestSize+1), d)
 		b, err := io.ReadAll(v)
 		if err == nil && !v.Verified() {
-			err = fmt.Errorf("config %s: %w", d.Digest, ErrDigestMismatch)
+			err = fmt.Errorf("config %s: %w", d.Digest, oci.ErrDigestMismatch)
 		}
 		i.config, i.err = b, err
 	})

@@ -24,6 +24,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/internal/registrytest"
 	"github.com/airlock-mirror/airlock/internal/syncbuf"
+	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
 // bigCatalogImage is a catalog image whose catalog layer is a few MB of
@@ -171,7 +172,7 @@ func TestFetchCatalogStreamRecoversFromBadTransfers(t *testing.T) {
 			})
 			var buf syncbuf.Buffer
 			fc, err := FetchCatalogWithOptions(context.Background(), p.Host()+"/ns/big:v1", t.TempDir(), FetchOptions{
-				Registry: NewRegistry(RegistryOptions{Retry: &RetryPolicy{Times: 8, Base: 250 * time.Millisecond, Max: 250 * time.Millisecond}}),
+				Registry: NewRegistry(RegistryOptions{Retry: &retry.Policy{Times: 8, Base: 250 * time.Millisecond, Max: 250 * time.Millisecond}}),
 				Logger:   slog.New(slog.NewTextHandler(&buf, nil)),
 			})
 			if err != nil {

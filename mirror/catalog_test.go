@@ -25,6 +25,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/mirror/oci"
 )
 
 // tarEntry is one entry of a test layer.
@@ -438,10 +439,10 @@ func TestFetchCatalogErrors(t *testing.T) {
 	if _, err := FetchCatalog(ctx, reg.Host()+"/ns/missing:v1", t.TempDir()); err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Fatalf("missing image: %v", err)
 	}
-	if _, err := FetchCatalog(ctx, "Bad Ref", t.TempDir()); !errors.Is(err, ErrInvalidReference) {
+	if _, err := FetchCatalog(ctx, "Bad Ref", t.TempDir()); !errors.Is(err, oci.ErrInvalidReference) {
 		t.Fatalf("bad reference: %v", err)
 	}
-	if _, err := FetchCatalog(ctx, "oci://"+t.TempDir(), t.TempDir()); !errors.Is(err, ErrInvalidReference) {
+	if _, err := FetchCatalog(ctx, "oci://"+t.TempDir(), t.TempDir()); !errors.Is(err, oci.ErrInvalidReference) {
 		t.Fatalf("oci:// without a layout: %v", err)
 	}
 }

@@ -16,11 +16,8 @@ import (
 
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/oci"
+	"github.com/airlock-mirror/airlock/mirror/retry"
 )
-
-// ErrDigestMismatch is returned (wrapped) when content does not match its digest
-// or declared size. Nothing with a mismatching digest is ever committed.
-var ErrDigestMismatch = oci.ErrDigestMismatch
 
 // ErrCopyFailed is returned (wrapped) by Copy when at least one image failed; the
 // report says which and why.
@@ -55,8 +52,8 @@ type CopyOptions struct {
 	MaxPerRegistry int
 	// Retry is the policy for whole blob transfers (--retry-times): a transfer
 	// that broke or failed verification in either direction is restarted from a
-	// fresh source read. nil means DefaultRetryTimes.
-	Retry *RetryPolicy
+	// fresh source read. nil means retry.DefaultTimes.
+	Retry *retry.Policy
 	// Logger receives debug and warning lines; nil discards.
 	Logger *slog.Logger
 	// Held, when set, says (by job index) whether the destination holds each
@@ -171,7 +168,7 @@ func Copy(ctx context.Context, src endpoint.Source, dst endpoint.Destination, jo
 			continue
 		}
 		g.Go(func() error {
-			if err := e.copyImage(rctx, res); errors.Is(err, ErrRegistryUnreachable) {
+			if err := e.copyImage(rctx, res); errors.Is(err, endpoint.ErrRegistryUnreachable) {
 				stop(err)
 			}
 			e.imageDone(res)
@@ -188,7 +185,7 @@ func Copy(ctx context.Context, src endpoint.Source, dst endpoint.Destination, jo
 	if err := ctx.Err(); err != nil {
 		return report, err
 	}
-	if cause := context.Cause(rctx); errors.Is(cause, ErrRegistryUnreachable) {
+	if cause := context.Cause(rctx); errors.Is(cause, endpoint.ErrRegistryUnreachable) {
 		return report, fmt.Errorf("%d of %d images not copied: %w", len(report.Failed()), len(jobs), cause)
 	}
 	if n := len(report.Failed()); n > 0 {
@@ -201,7 +198,7 @@ type copyEngine struct {
 	src    endpoint.Source
 	dst    endpoint.Destination
 	opts   CopyOptions
-	policy RetryPolicy
+	policy retry.Policy
 	log    *slog.Logger
 
 	mu        sync.Mutex
@@ -249,7 +246,7 @@ func newCopyEngine(src endpoint.Source, dst endpoint.Destination, opts CopyOptio
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &copyEngine{
-		src: src, dst: dst, opts: opts, policy: policyOrDefault(opts.Retry), log: log,
+		src: src, dst: dst, opts: opts, policy: retry.OrDefault(opts.Retry), log: log,
 		blobs: map[string]*copyFlight{}, manifests: map[string]*copyFlight{},
 		digestMu: map[digest.Digest]chan struct{}{}, present: map[digest.Digest][]string{},
 		hostSems: map[string]chan struct{}{}, seenTotal: map[digest.Digest]bool{}, seenDone: map[digest.Digest]bool{},
@@ -398,7 +395,7 @@ func (e *copyEngine) copyJob(ctx context.Context, ic *imageCtx) error {
 				return err
 			}
 			if mm.Digest != job.Digest {
-				return fmt.Errorf("manifest %s@%s: source returned %s: %w", job.Source, job.Digest, mm.Digest, ErrDigestMismatch)
+				return fmt.Errorf("manifest %s@%s: source returned %s: %w", job.Source, job.Digest, mm.Digest, oci.ErrDigestMismatch)
 			}
 			m = &mm
 		}
@@ -437,7 +434,7 @@ func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Di
 			m.Digest = digest.FromBytes(m.Raw)
 		}
 		if m.Digest != d || digest.FromBytes(m.Raw) != d {
-			return false, fmt.Errorf("manifest %s@%s: content has digest %s: %w", job.Source, d, digest.FromBytes(m.Raw), ErrDigestMismatch)
+			return false, fmt.Errorf("manifest %s@%s: content has digest %s: %w", job.Source, d, digest.FromBytes(m.Raw), oci.ErrDigestMismatch)
 		}
 		refs, err := oci.Parse(m)
 		if err != nil {
@@ -477,8 +474,8 @@ func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Di
 // refusedForGood reports whether err is a registry's 4xx answer that another
 // attempt would not change (not 408 or 429, and not a body altered on the way).
 func refusedForGood(err error) bool {
-	var se *HTTPStatusError
-	if !errors.As(err, &se) || errors.Is(err, errContentRejected) {
+	var se *retry.StatusError
+	if !errors.As(err, &se) || errors.Is(err, retry.ErrContentRejected) {
 		return false
 	}
 	return se.StatusCode >= 400 && se.StatusCode < 500 && se.StatusCode != http.StatusRequestTimeout && se.StatusCode != http.StatusTooManyRequests

@@ -234,7 +234,7 @@ func (e *copyEngine) transfer(ctx context.Context, srcRepo, dstRepo string, d en
 		return err
 	}
 	defer release()
-	err = e.policy.do(ctx, e.log, "copy blob "+d.Digest.String()+" to "+dstRepo, func(ctx context.Context) error {
+	err = e.policy.Do(ctx, e.log, "copy blob "+d.Digest.String()+" to "+dstRepo, func(ctx context.Context) error {
 		if up == nil {
 			var err error
 			if up, err = startBlob(ctx, e.dst, dstRepo, d); err != nil || up == nil {
@@ -289,7 +289,7 @@ func (e *copyEngine) transferOnce(ctx context.Context, srcRepo string, d endpoin
 	}
 	if !v.Verified() {
 		// A destination that stopped reading early: nothing proves the content.
-		return fmt.Errorf("destination accepted blob %s after %d of %d bytes: %w", d.Digest, v.N(), d.Size, ErrDigestMismatch)
+		return fmt.Errorf("destination accepted blob %s after %d of %d bytes: %w", d.Digest, v.N(), d.Size, oci.ErrDigestMismatch)
 	}
 	return nil
 }

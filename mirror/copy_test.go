@@ -18,10 +18,11 @@ import (
 	"github.com/airlock-mirror/airlock/internal/registrytest"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/oci"
+	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
 // fastRetry keeps retry sleeps short in tests.
-var fastRetry = &RetryPolicy{Times: DefaultRetryTimes, Base: 5 * time.Millisecond, Max: 50 * time.Millisecond}
+var fastRetry = &retry.Policy{Times: retry.DefaultTimes, Base: 5 * time.Millisecond, Max: 50 * time.Millisecond}
 
 func testRegistry() *Registry {
 	return NewRegistry(RegistryOptions{Retry: fastRetry})
@@ -433,4 +434,4 @@ func TestIncrementalRunMountsFromEarlierRuns(t *testing.T) {
 }
 
 // fastRetry10 is fastRetry with ten retries.
-var fastRetry10 = &RetryPolicy{Times: 10, Base: fastRetry.Base, Max: fastRetry.Max}
+var fastRetry10 = &retry.Policy{Times: 10, Base: fastRetry.Base, Max: fastRetry.Max}

@@ -142,7 +142,7 @@ func compressed(t *testing.T, kind string, raw []byte) []byte {
 
 // TestOpenLayer: gzip (one or several members), zstd and plain tar layers read
 // back as the same tar; a layer whose bytes do not match its digest fails at
-// the end of the stream with ErrDigestMismatch, and a broken stream fails.
+// the end of the stream with oci.ErrDigestMismatch, and a broken stream fails.
 func TestOpenLayer(t *testing.T) {
 	raw := testTar(t)
 	for _, kind := range []string{"gzip", "gzip-2-members", "zstd", "tar"} {

@@ -277,7 +277,7 @@ func (l *LayoutDestination) PutBlob(ctx context.Context, repo string, d endpoint
 		return fmt.Errorf("writing blob %s: %w", d.Digest, err)
 	}
 	if !v.Verified() {
-		return fmt.Errorf("blob %s: content does not match its digest: %w", d.Digest, ErrDigestMismatch)
+		return fmt.Errorf("blob %s: content does not match its digest: %w", d.Digest, oci.ErrDigestMismatch)
 	}
 	if err := f.Commit(); err != nil {
 		return err
@@ -319,7 +319,7 @@ func (l *LayoutDestination) PutManifest(ctx context.Context, repo, reference str
 	if _, err := digest.Parse(reference); err == nil {
 		return nil
 	}
-	if !anchoredTag(reference) {
+	if !oci.ValidTag(reference) {
 		return fmt.Errorf("invalid tag %q", reference)
 	}
 	l.mu.Lock()

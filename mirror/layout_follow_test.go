@@ -13,6 +13,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/oci"
 )
 
 // trickle is a reader handing out its bytes in small pieces, pausing between
@@ -101,7 +102,7 @@ func TestFollowBlob(t *testing.T) {
 	t.Run("retried after a corrupted attempt", func(t *testing.T) {
 		dst, f := followed(t, d)
 		got := readAllAsync(f)
-		if err := dst.PutBlob(ctx, "", d, bytes.NewReader(corrupt)); !errors.Is(err, ErrDigestMismatch) {
+		if err := dst.PutBlob(ctx, "", d, bytes.NewReader(corrupt)); !errors.Is(err, oci.ErrDigestMismatch) {
 			t.Fatalf("PutBlob of corrupted bytes = %v, want a digest mismatch", err)
 		}
 		if err := dst.PutBlob(ctx, "", d, &trickle{b: blob, piece: 64 << 10}); err != nil {

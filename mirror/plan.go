@@ -11,6 +11,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/oci"
 )
 
 // Workflow is one of the three ways airlock moves images.
@@ -291,7 +292,7 @@ func PlanImages(ctx context.Context, req PlanRequest, resolve Resolver, parallel
 	for i, ref := range order {
 		w := wants[ref]
 		im := PlanImage{Source: ref, Kind: w.kind, Origins: w.origins}
-		r, err := ParseReference(ref)
+		r, err := oci.ParseReference(ref)
 		if err != nil {
 			im.Error = err.Error()
 			images[i] = im
@@ -396,7 +397,7 @@ func kindOrder(k ImageKind) int {
 
 // tagOf returns the tag of a reference ("latest" when it has none).
 func tagOf(ref string) string {
-	r, err := ParseReference(ref)
+	r, err := oci.ParseReference(ref)
 	if err != nil || r.Tag == "" {
 		return "latest"
 	}
@@ -407,7 +408,7 @@ func tagOf(ref string) string {
 // a placeholder host stripped again, so that repository paths stay relative.
 const m2dHost = "airlock.archive"
 
-func (p *Plan) imageDest(req PlanRequest, r Reference, target *AdditionalImage) (DestRef, error) {
+func (p *Plan) imageDest(req PlanRequest, r oci.Reference, target *AdditionalImage) (DestRef, error) {
 	path := r.Path
 	tag := r.DestinationTag()
 	if target != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/internal/imagetest"
 	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
 // A registry redirecting blob downloads to a pre-signed CDN URL that fails: the
@@ -38,8 +39,8 @@ func TestRedirectSignatureNotInErrors(t *testing.T) {
 	host := strings.TrimPrefix(front.URL, "http://")
 	dst := registrytest.Start(t)
 	jobs := []Job{{Source: host + "/a/b", Digest: p.Digest, Dest: dst.Host() + "/a/b", Tags: []string{"1"}}}
-	reg := NewRegistry(RegistryOptions{Retry: Retries(0)})
-	rep, err := Copy(context.Background(), reg, reg, jobs, CopyOptions{Retry: Retries(0)})
+	reg := NewRegistry(RegistryOptions{Retry: retry.Retries(0)})
+	rep, err := Copy(context.Background(), reg, reg, jobs, CopyOptions{Retry: retry.Retries(0)})
 	if err == nil || rep.Images[0].Status != StatusFailed {
 		t.Fatalf("copy through a broken CDN succeeded: %v", err)
 	}

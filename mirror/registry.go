@@ -22,10 +22,11 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
 // RegistryOptions configures a registry endpoint. The zero value is secure: TLS
-// verified, credentials from the default lookup, DefaultRetryTimes retries.
+// verified, credentials from the default lookup, retry.DefaultTimes retries.
 type RegistryOptions struct {
 	// AuthFile is --authfile; empty means the default lookup (see AuthKeychain).
 	AuthFile string
@@ -40,8 +41,8 @@ type RegistryOptions struct {
 	TLSFlag string
 	// RootCAs, when set, replaces the system trust store.
 	RootCAs *x509.CertPool
-	// Retry is the retry policy (--retry-times); nil means DefaultRetryTimes.
-	Retry *RetryPolicy
+	// Retry is the retry policy (--retry-times); nil means retry.DefaultTimes.
+	Retry *retry.Policy
 	// MaxRequestsPerHost bounds concurrent requests to one registry host (default
 	// 16). Streaming uploads are bounded by the copy engine instead.
 	MaxRequestsPerHost int
@@ -61,7 +62,7 @@ type RegistryOptions struct {
 // Repositories are full names: "quay.io/ns/name", "127.0.0.1:5000/a/b".
 type Registry struct {
 	opts     RegistryOptions
-	policy   RetryPolicy
+	policy   retry.Policy
 	keychain authn.Keychain
 	base     http.RoundTripper
 	log      *slog.Logger
@@ -97,7 +98,7 @@ var (
 
 // NewRegistry returns a registry endpoint.
 func NewRegistry(opts RegistryOptions) *Registry {
-	p := policyOrDefault(opts.Retry)
+	p := retry.OrDefault(opts.Retry)
 	if opts.MaxRequestsPerHost <= 0 {
 		opts.MaxRequestsPerHost = 16
 	}
@@ -132,7 +133,7 @@ func NewRegistry(opts RegistryOptions) *Registry {
 		hosts: map[string]*regHost{}, repoKey: map[string]string{}, groupFill: map[string]int{}, groupNo: map[string]int{}, sems: map[string]chan struct{}{}, creds: map[string]authn.Authenticator{}, down: map[string]error{}, probed: map[string]bool{}, mounts: map[string]bool{},
 	}
 	// The transport never retries: retries belong to the operations (see
-	// RetryPolicy), so that one request is never retried by two layers.
+	// retry.Policy), so that one request is never retried by two layers.
 	r.base = &schemeGuard{inner: base, allow: r.allowHTTP}
 	return r
 }
@@ -165,7 +166,7 @@ func (g *schemeGuard) RoundTrip(req *http.Request) (*http.Response, error) {
 		if req.Body != nil {
 			req.Body.Close()
 		}
-		return nil, permanent{fmt.Errorf("refusing plain HTTP to %s: TLS verification is on (use --src-tls-verify=false or --dest-tls-verify=false for an insecure registry)", req.URL.Host)}
+		return nil, retry.Permanent(fmt.Errorf("refusing plain HTTP to %s: TLS verification is on (use --src-tls-verify=false or --dest-tls-verify=false for an insecure registry)", req.URL.Host))
 	}
 	return g.inner.RoundTrip(req)
 }
@@ -304,12 +305,10 @@ func redactURL(u *url.URL) string {
 	return c.String()
 }
 
-// statusError reads a bounded part of resp's body into an *HTTPStatusError.
+// statusError reads a bounded part of resp's body into an *retry.StatusError.
 func statusError(resp *http.Response) error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	e := &HTTPStatusError{Method: resp.Request.Method, URL: redactURL(resp.Request.URL), StatusCode: resp.StatusCode, Body: strings.TrimSpace(string(b))}
-	e.retryAfter, e.hasRetry = parseRetryAfter(resp.Header.Get("Retry-After"))
-	return e
+	return retry.NewStatusError(resp.Request.Method, redactURL(resp.Request.URL), resp.StatusCode, strings.TrimSpace(string(b)), resp.Header.Get("Retry-After"))
 }
 
 func (r *Registry) do(ctx context.Context, c *http.Client, method, u string, body []byte, hdr map[string]string) (*http.Response, error) {

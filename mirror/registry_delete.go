@@ -13,6 +13,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/airlock-mirror/airlock/mirror/oci"
+	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
 // ErrDeleteUnsupported is returned when a registry refuses deletes (Distribution
@@ -140,7 +141,7 @@ func (r *Registry) deleteManifestRef(ctx context.Context, repo, reference string
 			found = false
 			return nil
 		case http.StatusMethodNotAllowed:
-			return permanent{fmt.Errorf("%w: %w", ErrDeleteUnsupported, statusError(resp))}
+			return retry.Permanent(fmt.Errorf("%w: %w", ErrDeleteUnsupported, statusError(resp)))
 		}
 		return statusError(resp)
 	})

@@ -12,6 +12,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/imagetest"
 	"github.com/airlock-mirror/airlock/internal/registrytest"
 	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
 func TestRegistryDeletes(t *testing.T) {
@@ -20,7 +21,7 @@ func TestRegistryDeletes(t *testing.T) {
 	repo := reg.Host() + "/ns/app"
 	idx := imagetest.MustPush(t, repo+":v1", imagetest.Spec{Seed: 1, Layers: 1, Platforms: []string{"linux/amd64", "linux/arm64"}})
 	img := imagetest.MustPush(t, repo+":v2", imagetest.Spec{Seed: 2, Layers: 1})
-	c := mirror.NewRegistry(mirror.RegistryOptions{Retry: mirror.Retries(0)})
+	c := mirror.NewRegistry(mirror.RegistryOptions{Retry: retry.Retries(0)})
 
 	tags, err := c.Tags(ctx, repo)
 	if err != nil || !slices.Equal(tags, []string{"v1", "v2"}) {
@@ -81,7 +82,7 @@ func TestRegistryDeleteUnsupportedAndTagPages(t *testing.T) {
 	}))
 	defer srv.Close()
 	ctx := context.Background()
-	c := mirror.NewRegistry(mirror.RegistryOptions{Retry: mirror.Retries(0)})
+	c := mirror.NewRegistry(mirror.RegistryOptions{Retry: retry.Retries(0)})
 	repo := strings.TrimPrefix(srv.URL, "http://") + "/ns/app"
 	tags, err := c.Tags(ctx, repo)
 	if err != nil || !slices.Equal(tags, []string{"a", "b", "c"}) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/oci"
+	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
 // Manifest implements endpoint.Source. A manifest fetched by digest is verified;
@@ -42,13 +43,13 @@ func (r *Registry) Manifest(ctx context.Context, repo, reference string) (endpoi
 		}
 		m = endpoint.Manifest{Raw: raw, Digest: digest.FromBytes(raw), MediaType: oci.MediaTypeOf(resp.Header.Get("Content-Type"), raw)}
 		if want, perr := digest.Parse(reference); perr == nil && want != m.Digest {
-			return fmt.Errorf("content has digest %s: %w", m.Digest, ErrDigestMismatch)
+			return fmt.Errorf("content has digest %s: %w", m.Digest, oci.ErrDigestMismatch)
 		}
 		// By tag, the registry's own digest is what the body must match: a
 		// manifest cut or altered on the way would otherwise be taken for a
 		// different image.
 		if said, perr := digest.Parse(resp.Header.Get("Docker-Content-Digest")); perr == nil && said != m.Digest {
-			return fmt.Errorf("content has digest %s, the registry said %s: %w", m.Digest, said, ErrDigestMismatch)
+			return fmt.Errorf("content has digest %s, the registry said %s: %w", m.Digest, said, oci.ErrDigestMismatch)
 		}
 		return nil
 	})
@@ -63,9 +64,9 @@ func (r *Registry) Manifest(ctx context.Context, repo, reference string) (endpoi
 // of the operation the read belongs to (a blob transfer), so the retry policy
 // bounds them too. The caller verifies the digest.
 func (r *Registry) Blob(ctx context.Context, repo string, d endpoint.Descriptor) (io.ReadCloser, error) {
-	br := &regBlobReader{ctx: ctx, r: r, repo: repo, d: d, attempts: attemptsFrom(ctx)}
+	br := &regBlobReader{ctx: ctx, r: r, repo: repo, d: d, attempts: retry.FromContext(ctx)}
 	if br.attempts == nil {
-		br.attempts = &attempts{p: r.policy, log: r.log}
+		br.attempts = retry.NewAttempts(r.policy, r.log)
 	}
 	err := r.op(ctx, repo, "get blob "+repo+"@"+d.Digest.String(), func(ctx context.Context) error {
 		c, base, _, err := r.client(ctx, repo, false)
@@ -81,9 +82,6 @@ func (r *Registry) Blob(ctx context.Context, repo string, d endpoint.Descriptor)
 	return br, nil
 }
 
-// errShortBody marks a blob body that ended before its declared size.
-var errShortBody = errors.New("blob body ended early")
-
 type regBlobReader struct {
 	ctx      context.Context
 	r        *Registry
@@ -93,7 +91,7 @@ type regBlobReader struct {
 	d        endpoint.Descriptor
 	body     io.ReadCloser
 	off      int64
-	attempts *attempts
+	attempts *retry.Attempts
 }
 
 // open makes one request for the rest of the blob (from b.off).
@@ -131,7 +129,7 @@ func (b *regBlobReader) Read(p []byte) (int, error) {
 	for {
 		if b.body == nil {
 			if err := b.open(); err != nil {
-				if !b.attempts.again(b.ctx, err, "resume blob "+b.repo+"@"+b.d.Digest.String()) {
+				if !b.attempts.Again(b.ctx, err, "resume blob "+b.repo+"@"+b.d.Digest.String()) {
 					return 0, fmt.Errorf("read blob %s@%s at byte %d: %w", b.repo, b.d.Digest, b.off, err)
 				}
 				continue
@@ -140,10 +138,10 @@ func (b *regBlobReader) Read(p []byte) (int, error) {
 		n, err := b.body.Read(p)
 		b.off += int64(n)
 		if b.d.Size > 0 && b.off > b.d.Size {
-			return n, fmt.Errorf("blob %s@%s is longer than its declared %d bytes: %w", b.repo, b.d.Digest, b.d.Size, ErrDigestMismatch)
+			return n, fmt.Errorf("blob %s@%s is longer than its declared %d bytes: %w", b.repo, b.d.Digest, b.d.Size, oci.ErrDigestMismatch)
 		}
 		if err == io.EOF && b.d.Size > 0 && b.off < b.d.Size {
-			err = errShortBody
+			err = retry.ErrShortBody
 		}
 		if err == nil || err == io.EOF {
 			return n, err
@@ -151,7 +149,7 @@ func (b *regBlobReader) Read(p []byte) (int, error) {
 		// Broken stream: resume from b.off, as another attempt.
 		b.body.Close()
 		b.body = nil
-		if !b.attempts.again(b.ctx, err, "resume blob "+b.repo+"@"+b.d.Digest.String()) {
+		if !b.attempts.Again(b.ctx, err, "resume blob "+b.repo+"@"+b.d.Digest.String()) {
 			return n, fmt.Errorf("read blob %s@%s at byte %d: %w", b.repo, b.d.Digest, b.off, err)
 		}
 		b.r.log.Debug("resuming blob download", "repo", b.repo, "digest", b.d.Digest, "offset", b.off, "reason", err.Error())
@@ -173,7 +171,7 @@ func (b *regBlobReader) Close() error {
 func (r *Registry) ManifestExists(ctx context.Context, repo, reference string, d digest.Digest) (bool, error) {
 	desc, err := r.head(ctx, repo, reference)
 	if err != nil {
-		var se *HTTPStatusError
+		var se *retry.StatusError
 		if errors.As(err, &se) && se.StatusCode == http.StatusNotFound {
 			return false, nil
 		}
@@ -227,7 +225,7 @@ func (r *Registry) head(ctx context.Context, repo, reference string) (endpoint.D
 		drain(resp)
 		switch resp.StatusCode {
 		case http.StatusNotFound:
-			return &HTTPStatusError{Method: http.MethodHead, URL: redactURL(resp.Request.URL), StatusCode: http.StatusNotFound}
+			return &retry.StatusError{Method: http.MethodHead, URL: redactURL(resp.Request.URL), StatusCode: http.StatusNotFound}
 		case http.StatusOK:
 			dg, derr := digest.Parse(resp.Header.Get("Docker-Content-Digest"))
 			mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))

@@ -21,6 +21,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/registrytest"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/oci"
+	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
 func TestRegistryAuthFileAndTLS(t *testing.T) {
@@ -51,7 +52,7 @@ func TestRegistryAuthFileAndTLS(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.opts.Retry = &RetryPolicy{Base: fastRetry.Base, Max: fastRetry.Max}
+			tc.opts.Retry = &retry.Policy{Base: fastRetry.Base, Max: fastRetry.Max}
 			r := NewRegistry(tc.opts)
 			d, err := r.Resolve(ctx, reg.Host()+"/sec/app:1")
 			if tc.wantErr != "" {
@@ -74,7 +75,7 @@ func TestRegistryAuthFileAndTLS(t *testing.T) {
 }
 
 func TestRegistryRefusesPlainHTTPWithTLSVerify(t *testing.T) {
-	r := NewRegistry(RegistryOptions{Retry: Retries(0)})
+	r := NewRegistry(RegistryOptions{Retry: retry.Retries(0)})
 	// 192.0.2.1 (TEST-NET) is not loopback: plain HTTP must be refused before dialing.
 	g := &schemeGuard{inner: http.DefaultTransport, allow: r.allowHTTP}
 	req, _ := http.NewRequest(http.MethodGet, "http://192.0.2.1:5000/v2/", nil)
@@ -147,7 +148,7 @@ func TestRegistryPutBlobVerifies(t *testing.T) {
 		for _, tc := range tests {
 			reg.Reset()
 			err := r.PutBlob(ctx, repo, good, bytes.NewReader(tc.data))
-			if !errors.Is(err, ErrDigestMismatch) {
+			if !errors.Is(err, oci.ErrDigestMismatch) {
 				t.Fatalf("mono %d %s: err %v, want ErrDigestMismatch", mono, tc.name, err)
 			}
 			if c := reg.Counts(); c.BlobsCommitted != 0 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/oci"
+	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
 // BlobExists implements endpoint.Destination (HEAD).
@@ -79,7 +80,7 @@ func (r *Registry) MountBlob(ctx context.Context, repo, from string, d endpoint.
 				r.cancelUpload(ctx, c, loc)
 			}
 			return nil
-		case resp.StatusCode >= 400 && resp.StatusCode < 500 && !retryableStatus(resp.StatusCode):
+		case resp.StatusCode >= 400 && resp.StatusCode < 500 && !retry.RetryableStatus(resp.StatusCode):
 			return nil
 		}
 		return statusError(resp)
@@ -190,10 +191,6 @@ type blobUpload struct {
 // Reusable implements endpoint.ReusableUpload.
 func (u *blobUpload) Reusable() bool { return u.reusable }
 
-// errUploadGone is a kept upload session the registry no longer knows (it
-// expired, or the failed commit did end it): another attempt opens a new one.
-var errUploadGone = errors.New("the upload session is gone")
-
 // openUpload starts an upload session of d in repo (POST /blobs/uploads/, with
 // the query q when it asks for a mount). One attempt, no retry.
 func (r *Registry) openUpload(ctx context.Context, repo string, d endpoint.Descriptor, q url.Values) (*blobUpload, error) {
@@ -258,15 +255,15 @@ func (u *blobUpload) Write(ctx context.Context, rd io.Reader) error {
 			return wrap(err)
 		}
 		err = r.commitUpload(ctx, c, loc, d, buf, wrap)
-		var se *HTTPStatusError
+		var se *retry.StatusError
 		if err != nil && errors.As(err, &se) {
 			switch {
-			case retryableStatus(se.StatusCode):
+			case retry.RetryableStatus(se.StatusCode):
 				// Refused before it was taken: the session is still open,
 				// and one PUT is the whole of a next attempt.
 				u.reusable = true
 			case se.StatusCode == http.StatusNotFound && again:
-				return wrap(fmt.Errorf("%w: %v", errUploadGone, se))
+				return wrap(fmt.Errorf("%w: %v", retry.ErrUploadGone, se))
 			}
 		}
 		return err
@@ -302,7 +299,7 @@ func (u *blobUpload) Write(ctx context.Context, rd io.Reader) error {
 	drain(resp)
 	if !v.Verified() {
 		r.cancelUpload(ctx, c, loc)
-		return wrap(fmt.Errorf("upload ended after %d of %d bytes: %w", v.N(), d.Size, ErrDigestMismatch))
+		return wrap(fmt.Errorf("upload ended after %d of %d bytes: %w", v.N(), d.Size, oci.ErrDigestMismatch))
 	}
 	return r.commitUpload(ctx, c, loc, d, nil, wrap)
 }
@@ -348,7 +345,7 @@ func (r *Registry) commitUpload(ctx context.Context, c *http.Client, loc *url.UR
 func (r *Registry) PutManifest(ctx context.Context, repo, reference string, m endpoint.Manifest) error {
 	want := digest.FromBytes(m.Raw)
 	if m.Digest != "" && want != m.Digest {
-		return fmt.Errorf("put manifest %s:%s: content does not match %s: %w", repo, reference, m.Digest, ErrDigestMismatch)
+		return fmt.Errorf("put manifest %s:%s: content does not match %s: %w", repo, reference, m.Digest, oci.ErrDigestMismatch)
 	}
 	mt := m.MediaType
 	if mt == "" {
@@ -369,7 +366,7 @@ func (r *Registry) PutManifest(ctx context.Context, repo, reference string, m en
 			if resp.StatusCode == http.StatusBadRequest {
 				// The content was verified before it left: a registry refusing it
 				// received something else.
-				return fmt.Errorf("%w: %w", errContentRejected, err)
+				return fmt.Errorf("%w: %w", retry.ErrContentRejected, err)
 			}
 			return err
 		}
@@ -383,7 +380,7 @@ func (r *Registry) PutManifest(ctx context.Context, repo, reference string, m en
 			stored = h.Digest
 		}
 		if stored != want {
-			return fmt.Errorf("the registry stored %s, not %s (the manifest was altered on the way): %w", stored, want, ErrDigestMismatch)
+			return fmt.Errorf("the registry stored %s, not %s (the manifest was altered on the way): %w", stored, want, oci.ErrDigestMismatch)
 		}
 		return nil
 	})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/internal/registrytest"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
 // countingRegistry answers every request with status (after a working /v2/) and
@@ -79,7 +80,7 @@ func TestRetryTimesBoundsAttempts(t *testing.T) {
 		for _, status := range []int{http.StatusServiceUnavailable, http.StatusTooManyRequests} {
 			t.Run(fmt.Sprintf("retry-times=%d/%d", n, status), func(t *testing.T) {
 				c := newCountingRegistry(t, status, "0")
-				p := &RetryPolicy{Times: n, Base: time.Millisecond, Max: 2 * time.Millisecond}
+				p := &retry.Policy{Times: n, Base: time.Millisecond, Max: 2 * time.Millisecond}
 				r := NewRegistry(RegistryOptions{Retry: p})
 				repo := c.host() + "/ns/app"
 				ctx := context.Background()
@@ -131,7 +132,7 @@ func TestRetryTimesBoundsAttempts(t *testing.T) {
 func TestNoRetryOnClientErrors(t *testing.T) {
 	for _, status := range []int{http.StatusNotFound, http.StatusUnauthorized, http.StatusForbidden, http.StatusMethodNotAllowed} {
 		c := newCountingRegistry(t, status, "")
-		r := NewRegistry(RegistryOptions{Retry: &RetryPolicy{Times: 5, Base: time.Millisecond}})
+		r := NewRegistry(RegistryOptions{Retry: &retry.Policy{Times: 5, Base: time.Millisecond}})
 		if _, err := r.Manifest(context.Background(), c.host()+"/ns/app", "v1"); err == nil {
 			t.Fatalf("%d: no error", status)
 		}
@@ -144,7 +145,7 @@ func TestNoRetryOnClientErrors(t *testing.T) {
 // A 429 waits the Retry-After the registry asked for.
 func TestRetryAfterHonoured(t *testing.T) {
 	c := newCountingRegistry(t, http.StatusTooManyRequests, "1")
-	r := NewRegistry(RegistryOptions{Retry: &RetryPolicy{Times: 1, Base: time.Millisecond, Max: time.Millisecond}})
+	r := NewRegistry(RegistryOptions{Retry: &retry.Policy{Times: 1, Base: time.Millisecond, Max: time.Millisecond}})
 	start := time.Now()
 	_, _ = r.Manifest(context.Background(), c.host()+"/ns/app", "v1")
 	if c.count("GET /v2/ns/app/manifests/v1") != 2 {
@@ -161,13 +162,13 @@ func TestRetryAfterHonoured(t *testing.T) {
 // fail at once.
 func TestProbeUnreachable(t *testing.T) {
 	host := registrytest.ClosedAddr(t)
-	for _, n := range []int{0, DefaultRetryTimes} {
-		r := NewRegistry(RegistryOptions{Retry: &RetryPolicy{Times: n}, TLSFlag: "--dest-tls-verify=false"})
+	for _, n := range []int{0, retry.DefaultTimes} {
+		r := NewRegistry(RegistryOptions{Retry: &retry.Policy{Times: n}, TLSFlag: "--dest-tls-verify=false"})
 		err := r.Probe(context.Background(), host+"/ns/x", true)
-		if !errors.Is(err, ErrRegistryUnreachable) || !strings.Contains(err.Error(), "connection refused: is a registry listening on "+host+"?") {
+		if !errors.Is(err, endpoint.ErrRegistryUnreachable) || !strings.Contains(err.Error(), "connection refused: is a registry listening on "+host+"?") {
 			t.Fatalf("retry %d: %v", n, err)
 		}
-		if _, err := r.Manifest(context.Background(), host+"/ns/x", "v1"); !errors.Is(err, ErrRegistryUnreachable) {
+		if _, err := r.Manifest(context.Background(), host+"/ns/x", "v1"); !errors.Is(err, endpoint.ErrRegistryUnreachable) {
 			t.Fatalf("after the probe: %v", err)
 		}
 	}
@@ -175,15 +176,15 @@ func TestProbeUnreachable(t *testing.T) {
 
 // An unknown host and an untrusted certificate are explained, not retried.
 func TestProbeExplains(t *testing.T) {
-	r := NewRegistry(RegistryOptions{Retry: &RetryPolicy{Times: 2}})
+	r := NewRegistry(RegistryOptions{Retry: &retry.Policy{Times: 2}})
 	err := r.Probe(context.Background(), "no-such-registry.invalid/ns/x", false)
-	if !errors.Is(err, ErrRegistryUnreachable) || !strings.Contains(err.Error(), "cannot resolve") {
+	if !errors.Is(err, endpoint.ErrRegistryUnreachable) || !strings.Contains(err.Error(), "cannot resolve") {
 		t.Fatalf("unknown host: %v", err)
 	}
 	tlsReg := registrytest.Start(t, registrytest.WithTLS())
-	r = NewRegistry(RegistryOptions{Retry: &RetryPolicy{Times: 2}, TLSFlag: "--src-tls-verify=false"})
+	r = NewRegistry(RegistryOptions{Retry: &retry.Policy{Times: 2}, TLSFlag: "--src-tls-verify=false"})
 	err = r.Probe(context.Background(), tlsReg.Host()+"/ns/x", false)
-	if !errors.Is(err, ErrRegistryUnreachable) || !strings.Contains(err.Error(), "x509") || !strings.Contains(err.Error(), "--src-tls-verify=false") {
+	if !errors.Is(err, endpoint.ErrRegistryUnreachable) || !strings.Contains(err.Error(), "x509") || !strings.Contains(err.Error(), "--src-tls-verify=false") {
 		t.Fatalf("untrusted certificate: %v", err)
 	}
 	if c := tlsReg.Counts(); c.Other+c.ManifestGET > 0 {

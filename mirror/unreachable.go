@@ -12,15 +12,10 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/retry"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 )
-
-// ErrRegistryUnreachable is returned (wrapped) once a registry host could not be
-// reached after the retries of an operation: the connection was refused, the name
-// does not resolve, TLS fails, or nothing answers. Later operations on that host
-// fail at once with it, so a registry that is down ends the run after the retries
-// of its first failure instead of failing every remaining image one by one.
-var ErrRegistryUnreachable = errors.New("registry unreachable")
 
 // ErrRegistryAuth is returned (wrapped) by Probe when a registry refuses the
 // credentials (or asks for some and none are configured).
@@ -28,14 +23,14 @@ var ErrRegistryAuth = errors.New("registry refused the credentials")
 
 // op runs one registry operation on repo under the retry policy. An operation
 // that ends failing to connect marks the host unreachable (see
-// ErrRegistryUnreachable).
+// endpoint.ErrRegistryUnreachable).
 func (r *Registry) op(ctx context.Context, repo, what string, f func(ctx context.Context) error) error {
 	host := repoHost(repo)
 	if err := r.hostDown(host); err != nil {
 		return err
 	}
-	nested := attemptsFrom(ctx) != nil
-	err := r.policy.do(ctx, r.log, what, f)
+	nested := retry.FromContext(ctx) != nil
+	err := r.policy.Do(ctx, r.log, what, f)
 	if err != nil && !nested {
 		return r.NoteFailure(ctx, repo, err)
 	}
@@ -47,7 +42,7 @@ func (r *Registry) op(ctx context.Context, repo, what string, f func(ctx context
 // connect, the host is marked unreachable and the returned error says so with
 // the fix; otherwise err is returned unchanged.
 func (r *Registry) NoteFailure(ctx context.Context, repo string, err error) error {
-	if err == nil || ctx.Err() != nil || errors.Is(err, ErrRegistryUnreachable) || !connectFailure(err) {
+	if err == nil || ctx.Err() != nil || errors.Is(err, endpoint.ErrRegistryUnreachable) || !connectFailure(err) {
 		return err
 	}
 	host := repoHost(repo)
@@ -58,7 +53,7 @@ func (r *Registry) NoteFailure(ctx context.Context, repo string, err error) erro
 	if u, perr := url.Parse(ue.URL); perr != nil || !strings.EqualFold(u.Host, host) {
 		return err // another host failed (the other side of a transfer, a token server)
 	}
-	down := fmt.Errorf("%w: %s: %s", ErrRegistryUnreachable, host, explainConnect(err, host, r.tlsHint()))
+	down := fmt.Errorf("%w: %s: %s", endpoint.ErrRegistryUnreachable, host, explainConnect(err, host, r.tlsHint()))
 	r.mu.Lock()
 	if prev, ok := r.down[host]; ok {
 		down = prev
@@ -91,14 +86,14 @@ func connectFailure(err error) bool {
 	// attempt's TLS error must not hide the HTTP attempt's answer.
 	// (A 400 to the HTTP half is an HTTPS-only registry: the TLS error counts.)
 	var te *transport.Error
-	var se *HTTPStatusError
+	var se *retry.StatusError
 	if (errors.As(err, &te) && te.StatusCode != http.StatusBadRequest) || errors.As(err, &se) {
 		return false
 	}
 	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) {
 		return true
 	}
-	if permanentNetError(err) {
+	if retry.IsPermanentNetError(err) {
 		return true
 	}
 	var oe *net.OpError
@@ -176,11 +171,11 @@ func (r *Registry) Probe(ctx context.Context, repo string, push bool) error {
 
 func (r *Registry) probe(ctx context.Context, repo string, push bool) error {
 	host := repoHost(repo)
-	err := r.policy.do(ctx, r.log, "probe "+host, func(ctx context.Context) error {
+	err := r.policy.Do(ctx, r.log, "probe "+host, func(ctx context.Context) error {
 		c, base, _, err := r.client(ctx, repo, push)
 		if err != nil {
 			if connectFailure(err) {
-				return permanent{err} // another attempt would only delay the answer
+				return retry.Permanent(err) // another attempt would only delay the answer
 			}
 			return err
 		}
@@ -188,7 +183,7 @@ func (r *Registry) probe(ctx context.Context, repo string, push bool) error {
 		resp, err := r.do(ctx, c, http.MethodGet, root, nil, nil)
 		if err != nil {
 			if connectFailure(err) {
-				return permanent{err}
+				return retry.Permanent(err)
 			}
 			return err
 		}
@@ -201,7 +196,7 @@ func (r *Registry) probe(ctx context.Context, repo string, push bool) error {
 	if err == nil {
 		return nil
 	}
-	var se *HTTPStatusError
+	var se *retry.StatusError
 	var te *transport.Error
 	switch {
 	case ctx.Err() != nil:
@@ -211,15 +206,9 @@ func (r *Registry) probe(ctx context.Context, repo string, push bool) error {
 	case errors.As(err, &te) && (te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden):
 		return fmt.Errorf("%w: %s: %s", ErrRegistryAuth, host, explainStatus(te.StatusCode, host))
 	case errors.As(err, &se):
-		return fmt.Errorf("%w: %s: %s", ErrRegistryUnreachable, host, explainStatus(se.StatusCode, host))
+		return fmt.Errorf("%w: %s: %s", endpoint.ErrRegistryUnreachable, host, explainStatus(se.StatusCode, host))
 	case connectFailure(err):
 		return r.NoteFailure(ctx, repo, err)
 	}
-	return fmt.Errorf("%w: %s: %v", ErrRegistryUnreachable, host, err)
+	return fmt.Errorf("%w: %s: %v", endpoint.ErrRegistryUnreachable, host, err)
 }
-
-// permanent marks an error no retry can fix.
-type permanent struct{ err error }
-
-func (p permanent) Error() string { return p.err.Error() }
-func (p permanent) Unwrap() error { return p.err }

@@ -14,6 +14,7 @@ import (
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/oci"
+	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
 func generateDelete(ctx context.Context, o DeleteOptions, dest string, reg *mirror.Registry) (*DeleteResult, error) {
@@ -93,7 +94,7 @@ func readRepoState(ctx context.Context, reg *mirror.Registry, repo string) (repo
 	for _, t := range tags {
 		d, err := reg.Resolve(ctx, repo+":"+t)
 		if err != nil {
-			var se *mirror.HTTPStatusError
+			var se *retry.StatusError
 			if errors.As(err, &se) && se.StatusCode == 404 {
 				continue // deleted meanwhile
 			}
@@ -169,7 +170,7 @@ func resolveCandidates(ctx context.Context, reg *mirror.Registry, inv *inventory
 			}
 			kids, err := reg.ManifestChildren(ctx, repo, e.digest)
 			if err != nil {
-				var se *mirror.HTTPStatusError
+				var se *retry.StatusError
 				if errors.As(err, &se) && se.StatusCode == 404 {
 					continue
 				}

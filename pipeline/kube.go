@@ -13,6 +13,8 @@ import (
 	"github.com/airlock-mirror/airlock/internal/humanize"
 	"github.com/airlock-mirror/airlock/kube"
 	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/oci"
+	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
 // KubeJobOptions are airlock kube job's inputs: kube.JobOptions, with the
@@ -105,7 +107,7 @@ func KubeImage(ctx context.Context, o KubeImageOptions) (*KubeImageResult, error
 	if !strings.HasPrefix(o.Destination, "docker://") {
 		return nil, fmt.Errorf("destination %q must be docker://REGISTRY/REPOSITORY[:TAG]", o.Destination)
 	}
-	ref, err := mirror.ParseReference(o.Destination)
+	ref, err := oci.ParseReference(o.Destination)
 	if err != nil {
 		return nil, err
 	}
@@ -139,13 +141,13 @@ func KubeImage(ctx context.Context, o KubeImageOptions) (*KubeImageResult, error
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	retry := mirror.Retries(o.RetryTimes)
-	dst := mirror.NewRegistry(mirror.RegistryOptions{AuthFile: o.AuthFile, SkipTLSVerify: !o.DestTLSVerify, TLSFlag: "--dest-tls-verify=false", Retry: retry, Logger: log})
+	policy := retry.Retries(o.RetryTimes)
+	dst := mirror.NewRegistry(mirror.RegistryOptions{AuthFile: o.AuthFile, SkipTLSVerify: !o.DestTLSVerify, TLSFlag: "--dest-tls-verify=false", Retry: policy, Logger: log})
 	if err := dst.Probe(ctx, ref.Repository(), true); err != nil {
 		return nil, fmt.Errorf("destination registry: %w", err)
 	}
 	job := mirror.Job{Source: mirror.LayoutRepoPrefix + img.LayoutDir, Digest: img.Digest, Dest: ref.Repository(), Tags: []string{tag}}
-	rep, err := mirror.Copy(ctx, &mirror.SourceMux{Default: dst}, dst, []mirror.Job{job}, mirror.CopyOptions{Retry: retry, Logger: log})
+	rep, err := mirror.Copy(ctx, &mirror.SourceMux{Default: dst}, dst, []mirror.Job{job}, mirror.CopyOptions{Retry: policy, Logger: log})
 	if err != nil {
 		return nil, err
 	}

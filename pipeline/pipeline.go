@@ -21,6 +21,7 @@ import (
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
 // Options are the mirror command's inputs.
@@ -58,7 +59,7 @@ type Options struct {
 	// registry request (0: none).
 	ParallelImages, ParallelLayers, RetryTimes int
 	// Retry, when set, replaces the policy RetryTimes makes (its backoff too).
-	Retry *mirror.RetryPolicy
+	Retry *retry.Policy
 	// SinceArchive (mirror-to-disk) ships only what the archive in that directory
 	// did not carry, instead of what the workspace state says.
 	SinceArchive string
@@ -335,11 +336,11 @@ func (r *run) stageProgress(stage string) mirror.StageProgress {
 	}
 }
 
-func (r *run) retry() *mirror.RetryPolicy {
+func (r *run) retry() *retry.Policy {
 	if r.opts.Retry != nil {
 		return r.opts.Retry
 	}
-	return mirror.Retries(r.opts.RetryTimes)
+	return retry.Retries(r.opts.RetryTimes)
 }
 
 func (r *run) registry(tlsVerify bool, flag string) *mirror.Registry {
@@ -394,7 +395,7 @@ func (r *run) copyJobs(ctx context.Context, src endpoint.Source, dst endpoint.De
 	if ctx.Err() != nil {
 		return rep, ctx.Err()
 	}
-	if errors.Is(err, mirror.ErrRegistryUnreachable) {
+	if errors.Is(err, endpoint.ErrRegistryUnreachable) {
 		return rep, err
 	}
 	return rep, nil // other failures are in the report

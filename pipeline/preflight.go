@@ -13,6 +13,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/manifests"
 	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/oci"
 )
 
 // catalogTemplate is a targetCatalogSourceTemplate read (and checked) before the
@@ -48,12 +49,12 @@ func (r *run) preflight(ctx context.Context) error {
 			if strings.HasPrefix(op.Catalog, mirror.OCIPrefix) {
 				continue
 			}
-			if ref, err := mirror.ParseReference(op.Catalog); err == nil {
+			if ref, err := oci.ParseReference(op.Catalog); err == nil {
 				add(r.srcRegistry(), ref.Repository(), false, "source registry of catalog "+op.Catalog)
 			}
 		}
 		for _, im := range r.cfg.Mirror.AdditionalImages {
-			if ref, err := mirror.ParseReference(im.Name); err == nil {
+			if ref, err := oci.ParseReference(im.Name); err == nil {
 				add(r.srcRegistry(), ref.Repository(), false, "source registry of image "+im.Name)
 			}
 		}
@@ -107,7 +108,7 @@ func (r *run) probeImageHosts(ctx context.Context, src *mirror.Registry, refs []
 	count := map[string]int{}
 	var probes []probe
 	for _, ref := range refs {
-		p, err := mirror.ParseReference(ref)
+		p, err := oci.ParseReference(ref)
 		if err != nil {
 			continue
 		}

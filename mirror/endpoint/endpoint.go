@@ -5,12 +5,20 @@ package endpoint
 
 import (
 	"context"
+	"errors"
 	"io"
 
 	"github.com/opencontainers/go-digest"
 
 	"github.com/airlock-mirror/airlock/mirror/oci"
 )
+
+// ErrRegistryUnreachable is returned (wrapped) once a registry host could not be
+// reached after the retries of an operation: the connection was refused, the name
+// does not resolve, TLS fails, or nothing answers. Later operations on that host
+// fail at once with it, so a registry that is down ends the run after the retries
+// of its first failure instead of failing every remaining image one by one.
+var ErrRegistryUnreachable = errors.New("registry unreachable")
 
 // Descriptor and Manifest are the OCI vocabulary's (package oci); they are
 // named here too so that endpoint implementations read naturally.

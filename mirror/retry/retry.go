@@ -1,4 +1,11 @@
-package mirror
+// Package retry is airlock's one retry policy: how many attempts an operation
+// gets, the backoff between them (or the server's Retry-After), which errors are
+// worth another attempt, and the status error a registry answer becomes. Every
+// registry request and every blob transfer runs under it.
+//
+// It knows nothing about registries' protocol, the copy engine or catalogs: it
+// sees errors, durations and a context.
+package retry
 
 import (
 	"context"
@@ -17,16 +24,18 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 )
 
-// RetryPolicy is airlock's one retry policy. It is applied in exactly one layer:
+// Policy is airlock's one retry policy. It is applied in exactly one layer:
 // each registry operation (a manifest read, an existence check, a mount, a
 // manifest push) retries itself, and a blob transfer (source read + destination
 // write, verified end to end) is retried as one operation whose requests do not
 // retry on their own. The HTTP transport never retries. So --retry-times N means at
 // most N+1 attempts of any one request, catalog fetch included.
-type RetryPolicy struct {
+type Policy struct {
 	// Times is how many times a failed attempt is retried (0: never).
 	Times int
 	// Base is the first delay (default 250ms); each retry doubles it, up to Max
@@ -35,21 +44,21 @@ type RetryPolicy struct {
 	Base, Max, MaxRetryAfter time.Duration
 }
 
-// DefaultRetryTimes is --retry-times' default.
-const DefaultRetryTimes = 5
+// DefaultTimes is --retry-times' default.
+const DefaultTimes = 5
 
 // Retries returns a policy of n retries with the default backoff.
-func Retries(n int) *RetryPolicy { return &RetryPolicy{Times: max(n, 0)} }
+func Retries(n int) *Policy { return &Policy{Times: max(n, 0)} }
 
-// policyOrDefault returns *p with defaults filled in; nil means DefaultRetryTimes.
-func policyOrDefault(p *RetryPolicy) RetryPolicy {
+// OrDefault returns *p with defaults filled in; nil means DefaultTimes.
+func OrDefault(p *Policy) Policy {
 	if p == nil {
-		return RetryPolicy{Times: DefaultRetryTimes}.withDefaults()
+		return Policy{Times: DefaultTimes}.withDefaults()
 	}
 	return p.withDefaults()
 }
 
-func (p RetryPolicy) withDefaults() RetryPolicy {
+func (p Policy) withDefaults() Policy {
 	if p.Times < 0 {
 		p.Times = 0
 	}
@@ -66,7 +75,7 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 }
 
 // delay returns the wait before retry number attempt (1-based).
-func (p RetryPolicy) delay(attempt int, retryAfter time.Duration, hasRetryAfter bool) time.Duration {
+func (p Policy) delay(attempt int, retryAfter time.Duration, hasRetryAfter bool) time.Duration {
 	if hasRetryAfter {
 		return min(retryAfter, p.MaxRetryAfter)
 	}
@@ -79,32 +88,36 @@ func (p RetryPolicy) delay(attempt int, retryAfter time.Duration, hasRetryAfter 
 	return d/2 + time.Duration(rand.Int64N(int64(d)+1))
 }
 
-// attempts counts the attempts of one operation. An operation in progress is
+// Attempts counts the attempts of one operation. An operation in progress is
 // carried in the context, so that the requests it makes know an outer loop
 // retries them and make a single attempt each.
-type attempts struct {
-	p   RetryPolicy
+type Attempts struct {
+	p   Policy
 	n   int
 	log *slog.Logger
 }
 
 type attemptsKey struct{}
 
-func attemptsFrom(ctx context.Context) *attempts {
-	a, _ := ctx.Value(attemptsKey{}).(*attempts)
+func FromContext(ctx context.Context) *Attempts {
+	a, _ := ctx.Value(attemptsKey{}).(*Attempts)
 	return a
 }
 
-// again records a failed attempt and reports whether another one should follow,
+// NewAttempts starts counting the attempts of one operation under p, logging
+// retries to log (nil: no logging).
+func NewAttempts(p Policy, log *slog.Logger) *Attempts { return &Attempts{p: p, log: log} }
+
+// Again records a failed attempt and reports whether another one should follow,
 // after waiting the backoff (or the server's Retry-After).
-func (a *attempts) again(ctx context.Context, err error, what string) bool {
+func (a *Attempts) Again(ctx context.Context, err error, what string) bool {
 	a.n++
 	if err == nil || ctx.Err() != nil || a.n > a.p.Times || !isRetryable(err) {
 		return false
 	}
 	var wait time.Duration
 	var hasRA bool
-	var se *HTTPStatusError
+	var se *StatusError
 	if errors.As(err, &se) {
 		wait, hasRA = se.retryAfter, se.hasRetry
 	}
@@ -115,18 +128,18 @@ func (a *attempts) again(ctx context.Context, err error, what string) bool {
 	return sleepCtx(ctx, d) == nil
 }
 
-// do runs f as one operation under the policy: up to Times+1 attempts. When ctx
+// Do runs f as one operation under the policy: up to Times+1 attempts. When ctx
 // already carries an operation (f is part of a bigger one, such as a blob
 // transfer), f runs once and the outer operation decides.
-func (p RetryPolicy) do(ctx context.Context, log *slog.Logger, what string, f func(ctx context.Context) error) error {
-	if attemptsFrom(ctx) != nil {
+func (p Policy) Do(ctx context.Context, log *slog.Logger, what string, f func(ctx context.Context) error) error {
+	if FromContext(ctx) != nil {
 		return f(ctx)
 	}
-	a := &attempts{p: p, log: log}
+	a := &Attempts{p: p, log: log}
 	octx := context.WithValue(ctx, attemptsKey{}, a)
 	for {
 		err := f(octx)
-		if !a.again(ctx, err, what) {
+		if !a.Again(ctx, err, what) {
 			return err
 		}
 	}
@@ -147,8 +160,8 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// HTTPStatusError is returned for unexpected registry answers.
-type HTTPStatusError struct {
+// StatusError is returned for unexpected registry answers.
+type StatusError struct {
 	Method, URL string
 	StatusCode  int
 	Body        string // first bytes of the answer (registry error JSON)
@@ -156,7 +169,15 @@ type HTTPStatusError struct {
 	hasRetry    bool
 }
 
-func (e *HTTPStatusError) Error() string {
+// NewStatusError returns the error of an unexpected answer; retryAfter is the
+// answer's Retry-After header ("" if none), which the next attempt honours.
+func NewStatusError(method, url string, code int, body, retryAfter string) *StatusError {
+	e := &StatusError{Method: method, URL: url, StatusCode: code, Body: body}
+	e.retryAfter, e.hasRetry = parseRetryAfter(retryAfter)
+	return e
+}
+
+func (e *StatusError) Error() string {
 	msg := fmt.Sprintf("%s %s: %d %s", e.Method, e.URL, e.StatusCode, http.StatusText(e.StatusCode))
 	if e.Body != "" {
 		msg += ": " + e.Body
@@ -164,7 +185,9 @@ func (e *HTTPStatusError) Error() string {
 	return msg
 }
 
-func retryableStatus(code int) bool {
+// RetryableStatus reports whether an answer with this HTTP status is worth
+// another attempt: 408, 429, 499, 522 and 5xx other than 501 and 505.
+func RetryableStatus(code int) bool {
 	switch code {
 	case http.StatusRequestTimeout, http.StatusTooManyRequests, 499, 522:
 		return true
@@ -180,29 +203,29 @@ func retryableStatus(code int) bool {
 // unknown hosts, certificate errors and an unreachable registry are not.
 func isRetryable(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, ErrRegistryUnreachable) {
+		errors.Is(err, endpoint.ErrRegistryUnreachable) {
 		return false
 	}
-	var pe permanent
+	var pe permanentError
 	if errors.As(err, &pe) {
 		return false
 	}
-	if errors.Is(err, ErrDigestMismatch) || errors.Is(err, errShortBody) || errors.Is(err, errContentRejected) ||
-		errors.Is(err, errUploadGone) {
+	if errors.Is(err, oci.ErrDigestMismatch) || errors.Is(err, ErrShortBody) || errors.Is(err, ErrContentRejected) ||
+		errors.Is(err, ErrUploadGone) {
 		return true
 	}
-	var se *HTTPStatusError
+	var se *StatusError
 	if errors.As(err, &se) {
 		if se.StatusCode == http.StatusBadRequest && contentRejected(se.Body) {
 			return true
 		}
-		return retryableStatus(se.StatusCode)
+		return RetryableStatus(se.StatusCode)
 	}
 	var te *transport.Error
 	if errors.As(err, &te) {
-		return retryableStatus(te.StatusCode)
+		return RetryableStatus(te.StatusCode)
 	}
-	if permanentNetError(err) {
+	if IsPermanentNetError(err) {
 		return false
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) ||
@@ -224,9 +247,16 @@ func isRetryable(err error) bool {
 	return errors.As(err, &ue)
 }
 
-// errContentRejected marks a registry refusing (400) content airlock verified
+// ErrShortBody marks a blob body that ended before its declared size.
+var ErrShortBody = errors.New("blob body ended early")
+
+// ErrUploadGone is a kept upload session the registry no longer knows (it
+// expired, or the failed commit did end it): another attempt opens a new one.
+var ErrUploadGone = errors.New("the upload session is gone")
+
+// ErrContentRejected marks a registry refusing (400) content airlock verified
 // before sending it: what arrived was altered or cut on the way.
-var errContentRejected = errors.New("the registry refused content that was verified before it was sent")
+var ErrContentRejected = errors.New("the registry refused content that was verified before it was sent")
 
 // contentRejected reports a registry error body refusing content airlock
 // verified before sending: the bytes were altered or cut on the way, and sending
@@ -240,9 +270,17 @@ func contentRejected(body string) bool {
 	return false
 }
 
-// permanentNetError reports errors another attempt cannot fix: an unknown host,
+// Permanent marks err as one no retry can fix: Do returns it at once.
+func Permanent(err error) error { return permanentError{err} }
+
+type permanentError struct{ err error }
+
+func (p permanentError) Error() string { return p.err.Error() }
+func (p permanentError) Unwrap() error { return p.err }
+
+// IsPermanentNetError reports errors another attempt cannot fix: an unknown host,
 // and TLS failures (an untrusted certificate, a plain-HTTP server).
-func permanentNetError(err error) bool {
+func IsPermanentNetError(err error) bool {
 	var dns *net.DNSError
 	if errors.As(err, &dns) && dns.IsNotFound {
 		return true

@@ -10,6 +10,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/imagetest"
 	"github.com/airlock-mirror/airlock/internal/registrytest"
 	"github.com/airlock-mirror/airlock/mirror/oci"
+	"github.com/airlock-mirror/airlock/mirror/registry"
 )
 
 func benchEnv(name string, def int) int {
@@ -42,7 +43,7 @@ func BenchmarkCopy(b *testing.B) {
 		jobs = append(jobs, Job{Source: repo, Digest: p.Digest, Tags: []string{fmt.Sprintf("v%d", i)}})
 	}
 	// Sizes of unique blobs, from the source.
-	reg := NewRegistry(RegistryOptions{})
+	reg := registry.New(registry.Options{})
 	seen := map[string]bool{}
 	for _, j := range jobs {
 		m, err := reg.Manifest(context.Background(), j.Source, j.Digest.String())
@@ -65,7 +66,7 @@ func BenchmarkCopy(b *testing.B) {
 			j.Dest = fmt.Sprintf("%s/run%d/app%d", dst.Host(), n, i%8)
 			run[i] = j
 		}
-		rep, err := Copy(context.Background(), NewRegistry(RegistryOptions{}), NewRegistry(RegistryOptions{}), run, CopyOptions{})
+		rep, err := Copy(context.Background(), registry.New(registry.Options{}), registry.New(registry.Options{}), run, CopyOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/internal/atomicfile"
 	"github.com/airlock-mirror/airlock/mirror/oci"
+	"github.com/airlock-mirror/airlock/mirror/registry"
 )
 
 // CatalogConfigsLabel is the image-config label of a file-based catalog image that
@@ -109,7 +110,7 @@ type FetchOptions struct {
 	// (every platform) is copied with the copy engine into an OCI layout in the
 	// work directory (retries, resumed downloads, digests verified) before
 	// anything is read from it; extraction and rebuild then work offline.
-	Registry *Registry
+	Registry *registry.Client
 	// Platform is the preferred platform in a multi-arch catalog (default linux/amd64).
 	Platform *v1.Platform
 	// Logger receives warnings and progress; nil discards them.

@@ -20,6 +20,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/airlock-mirror/airlock/mirror/oci"
+	"github.com/airlock-mirror/airlock/mirror/registry"
 )
 
 // splitOCIRef splits "PATH" or "PATH:TAG" of an oci:// reference. PATH wins when
@@ -157,7 +158,7 @@ func (o FetchOptions) platform() v1.Platform {
 
 // copyToLayout copies the catalog image repo@d (every platform) into the OCI
 // layout dir with the copy engine, and opens it from there.
-func copyToLayout(ctx context.Context, reg *Registry, log *slog.Logger, repo string, d digest.Digest, dir string) (any, error) {
+func copyToLayout(ctx context.Context, reg *registry.Client, log *slog.Logger, repo string, d digest.Digest, dir string) (any, error) {
 	dst, err := NewLayoutDestination(dir)
 	if err != nil {
 		return nil, fmt.Errorf("creating the OCI layout %s: %w", dir, err)
@@ -174,8 +175,8 @@ const layoutTag = "catalog"
 
 // copyCatalogImage copies repo@d (every platform) into the layout dst with the copy
 // engine and tags it layoutTag.
-func copyCatalogImage(ctx context.Context, reg *Registry, dst *LayoutDestination, log *slog.Logger, repo string, d digest.Digest) error {
-	p := reg.policy
+func copyCatalogImage(ctx context.Context, reg *registry.Client, dst *LayoutDestination, log *slog.Logger, repo string, d digest.Digest) error {
+	p := reg.Policy()
 	rep, err := Copy(ctx, reg, dst, []Job{{Source: repo, Digest: d, Dest: "catalog", Tags: []string{layoutTag}}},
 		CopyOptions{Retry: &p, Logger: log})
 	if err != nil {
@@ -230,7 +231,7 @@ func resolveImage(ctx context.Context, ref string, workDir string, o FetchOption
 		fc.Source = r
 		reg := o.Registry
 		if reg == nil {
-			reg = NewRegistry(RegistryOptions{Logger: o.Logger})
+			reg = registry.New(registry.Options{Logger: o.Logger})
 		}
 		if err := reg.Probe(ctx, r.Repository(), false); err != nil {
 			return nil, "", fmt.Errorf("%s %s: %w", what, ref, err)

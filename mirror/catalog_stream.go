@@ -15,6 +15,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/oci"
+	"github.com/airlock-mirror/airlock/mirror/registry"
 )
 
 // A catalog's first fetch, streamed: the copy engine copies the catalog image
@@ -48,7 +49,7 @@ func (c *layoutCopy) stop() {
 
 // newStreamSource prepares the layout dir to receive repo's image while it is
 // read; top returns what to read, start starts the copy.
-func newStreamSource(ctx context.Context, reg *Registry, repo, dir string) (*streamSource, error) {
+func newStreamSource(ctx context.Context, reg *registry.Client, repo, dir string) (*streamSource, error) {
 	dst, err := NewLayoutDestination(dir)
 	if err != nil {
 		return nil, fmt.Errorf("creating the OCI layout %s: %w", dir, err)
@@ -82,7 +83,7 @@ func (s *streamSource) start(log *slog.Logger, d digest.Digest) *layoutCopy {
 // streamSource serves the manifests read ahead and the followed blobs.
 type streamSource struct {
 	ctx  context.Context
-	reg  *Registry
+	reg  *registry.Client
 	repo string
 	dst  *LayoutDestination
 

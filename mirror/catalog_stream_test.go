@@ -24,6 +24,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/internal/registrytest"
 	"github.com/airlock-mirror/airlock/internal/syncbuf"
+	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
@@ -119,7 +120,7 @@ func TestFetchCatalogStreamsTheLayer(t *testing.T) {
 	host := strings.TrimPrefix(proxy.URL, "http://")
 
 	fc, err := FetchCatalogWithOptions(context.Background(), host+"/ns/big:v1", t.TempDir(), FetchOptions{
-		Registry: NewRegistry(RegistryOptions{Retry: fastRetry}),
+		Registry: registry.New(registry.Options{Retry: fastRetry}),
 		OnFile: func(root, rel string) {
 			if rel == "a.json" {
 				once.Do(func() { close(sawFirst) })
@@ -172,7 +173,7 @@ func TestFetchCatalogStreamRecoversFromBadTransfers(t *testing.T) {
 			})
 			var buf syncbuf.Buffer
 			fc, err := FetchCatalogWithOptions(context.Background(), p.Host()+"/ns/big:v1", t.TempDir(), FetchOptions{
-				Registry: NewRegistry(RegistryOptions{Retry: &retry.Policy{Times: 8, Base: 250 * time.Millisecond, Max: 250 * time.Millisecond}}),
+				Registry: registry.New(registry.Options{Retry: &retry.Policy{Times: 8, Base: 250 * time.Millisecond, Max: 250 * time.Millisecond}}),
 				Logger:   slog.New(slog.NewTextHandler(&buf, nil)),
 			})
 			if err != nil {

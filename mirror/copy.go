@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -149,7 +148,7 @@ func Copy(ctx context.Context, src endpoint.Source, dst endpoint.Destination, jo
 		rd := repoDigest{jobs[i].Dest, jobs[i].Digest}
 		e.holds[rd] = held
 		if held {
-			h := repoHost(rd.repo)
+			h := endpoint.RepoHost(rd.repo)
 			e.toWalk[h] = append(e.toWalk[h], rd)
 		}
 	}
@@ -494,11 +493,4 @@ func (e *copyEngine) forEach(ctx context.Context, n int, f func(int) error) erro
 		return err
 	}
 	return ctx.Err()
-}
-
-func repoHost(repo string) string {
-	if i := strings.IndexByte(repo, '/'); i > 0 {
-		return repo[:i]
-	}
-	return repo
 }

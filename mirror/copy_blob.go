@@ -54,7 +54,7 @@ func (e *copyEngine) ensureBlob(ctx context.Context, ic *imageCtx, d endpoint.De
 		if !known {
 			// Nothing known this run: an earlier run may have put d in another
 			// repository of this host.
-			e.discoverPresent(ctx, d.Digest, repoHost(job.Dest))
+			e.discoverPresent(ctx, d.Digest, endpoint.RepoHost(job.Dest))
 			if e.mountFrom(ctx, job, d, e.mountCandidates(d.Digest, job.Dest, job.Source), tried) {
 				up.Cancel(ctx)
 				return false, nil
@@ -143,7 +143,7 @@ func (e *copyEngine) presentOn(d digest.Digest, host string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, r := range e.present[d] {
-		if repoHost(r) == host {
+		if endpoint.RepoHost(r) == host {
 			return true
 		}
 	}
@@ -155,17 +155,17 @@ func (e *copyEngine) presentOn(d digest.Digest, host string) bool {
 func (e *copyEngine) mountCandidates(d digest.Digest, repo, srcRepo string) []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	host := repoHost(repo)
+	host := endpoint.RepoHost(repo)
 	var out []string
 	for _, r := range e.present[d] {
-		if r != repo && repoHost(r) == host {
+		if r != repo && endpoint.RepoHost(r) == host {
 			out = append(out, r)
 			if len(out) == 2 {
 				break
 			}
 		}
 	}
-	if srcRepo != repo && repoHost(srcRepo) == host && strings.Contains(srcRepo, "/") {
+	if srcRepo != repo && endpoint.RepoHost(srcRepo) == host && strings.Contains(srcRepo, "/") {
 		out = append(out, srcRepo)
 	}
 	return out
@@ -226,7 +226,7 @@ func (e *copyEngine) acquireHosts(ctx context.Context, hosts ...string) (func(),
 // of the same operation). The first attempt writes into up; later ones open a
 // new upload (and stop there if an earlier attempt did land the blob).
 func (e *copyEngine) transfer(ctx context.Context, srcRepo, dstRepo string, d endpoint.Descriptor, up endpoint.BlobUpload) error {
-	release, err := e.acquireHosts(ctx, repoHost(srcRepo), repoHost(dstRepo))
+	release, err := e.acquireHosts(ctx, endpoint.RepoHost(srcRepo), endpoint.RepoHost(dstRepo))
 	if err != nil {
 		if up != nil {
 			up.Cancel(ctx)

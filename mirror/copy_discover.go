@@ -29,7 +29,7 @@ func (e *copyEngine) destHolds(ctx context.Context, rd repoDigest) (bool, error)
 	if _, ok := e.holds[rd]; !ok {
 		e.holds[rd] = held
 		if held {
-			h := repoHost(rd.repo)
+			h := endpoint.RepoHost(rd.repo)
 			e.toWalk[h] = append(e.toWalk[h], rd)
 		}
 	}
@@ -68,7 +68,7 @@ func (e *copyEngine) discoverPresent(ctx context.Context, d digest.Digest, host 
 		var batch []Job
 		if !found {
 			for e.jobCursor < len(e.jobs) && len(batch) < discoverBatch {
-				if j := e.jobs[e.jobCursor]; repoHost(j.Dest) == host {
+				if j := e.jobs[e.jobCursor]; endpoint.RepoHost(j.Dest) == host {
 					batch = append(batch, j)
 				}
 				e.jobCursor++

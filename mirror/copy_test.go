@@ -18,14 +18,15 @@ import (
 	"github.com/airlock-mirror/airlock/internal/registrytest"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/oci"
+	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
 // fastRetry keeps retry sleeps short in tests.
 var fastRetry = &retry.Policy{Times: retry.DefaultTimes, Base: 5 * time.Millisecond, Max: 50 * time.Millisecond}
 
-func testRegistry() *Registry {
-	return NewRegistry(RegistryOptions{Retry: fastRetry})
+func testRegistry() *registry.Client {
+	return registry.New(registry.Options{Retry: fastRetry})
 }
 
 // pushed is an image pushed to the source for a test.
@@ -268,7 +269,7 @@ func TestCopyThroughFaults(t *testing.T) {
 		Seed:  42,
 	})
 	jobs := jobsFor(imgs, proxy.Host(), dst.Host())
-	rep, err := Copy(context.Background(), NewRegistry(RegistryOptions{Retry: fastRetry10}), testRegistry(), jobs,
+	rep, err := Copy(context.Background(), registry.New(registry.Options{Retry: fastRetry10}), testRegistry(), jobs,
 		CopyOptions{Retry: fastRetry10})
 	if err != nil {
 		t.Fatalf("copy through faults: %v\n%+v", err, rep.Failed())
@@ -307,12 +308,12 @@ func TestCopyCorruptBlobFailsOnlyItsImage(t *testing.T) {
 	jobs := jobsFor(imgs, proxy.Host(), dst.Host())
 	for _, mono := range []int64{1 << 20, 1024} { // monolithic PUT, then streaming PATCH
 		t.Run(fmt.Sprint("monolithic-max-", mono), func(t *testing.T) {
-			checkCorrupt(t, jobs, imgs, bad, NewRegistry(RegistryOptions{Retry: fastRetry, MonolithicMax: mono}))
+			checkCorrupt(t, jobs, imgs, bad, registry.New(registry.Options{Retry: fastRetry, MonolithicMax: mono}))
 		})
 	}
 }
 
-func checkCorrupt(t *testing.T, jobs []Job, imgs []pushed, bad digest.Digest, dstReg *Registry) {
+func checkCorrupt(t *testing.T, jobs []Job, imgs []pushed, bad digest.Digest, dstReg *registry.Client) {
 	rep, err := Copy(context.Background(), testRegistry(), dstReg, jobs, CopyOptions{Retry: fastRetry})
 	if !errors.Is(err, ErrCopyFailed) {
 		t.Fatalf("err %v, want ErrCopyFailed", err)

@@ -11,10 +11,11 @@ import (
 	"github.com/airlock-mirror/airlock/internal/imagetest"
 	"github.com/airlock-mirror/airlock/internal/registrytest"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/registry"
 )
 
 // plainDestination hides Registry.CheckManifest: every check is a HEAD.
-type plainDestination struct{ r *Registry }
+type plainDestination struct{ r *registry.Client }
 
 func (p plainDestination) BlobExists(ctx context.Context, repo string, d endpoint.Descriptor) (bool, error) {
 	return p.r.BlobExists(ctx, repo, d)

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-mirror/airlock/mirror/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -453,7 +454,7 @@ func TestRebuiltCatalogPushedWithCopyEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	jobs := []Job{{Source: fc.Source.Repository(), Digest: r.Digest, Dest: dest.Repository, Tags: []string{dest.Tag}}}
-	rep, err := Copy(ctx, ls, NewRegistry(RegistryOptions{}), jobs, CopyOptions{Logger: discardLogger()})
+	rep, err := Copy(ctx, ls, registry.New(registry.Options{}), jobs, CopyOptions{Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -476,7 +477,7 @@ func TestRebuiltCatalogPushedWithCopyEngine(t *testing.T) {
 		t.Fatalf("rebuild again: %v %v", r2, err)
 	}
 	ls2, _ := NewLayoutSource(r2.LayoutDir)
-	rep, err = Copy(ctx, ls2, NewRegistry(RegistryOptions{}), jobs, CopyOptions{Logger: discardLogger()})
+	rep, err = Copy(ctx, ls2, registry.New(registry.Options{}), jobs, CopyOptions{Logger: discardLogger()})
 	if err != nil || len(rep.Failed()) != 0 {
 		t.Fatalf("second copy: %v %+v", err, rep)
 	}

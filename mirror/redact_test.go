@@ -13,6 +13,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/internal/imagetest"
 	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
@@ -39,7 +40,7 @@ func TestRedirectSignatureNotInErrors(t *testing.T) {
 	host := strings.TrimPrefix(front.URL, "http://")
 	dst := registrytest.Start(t)
 	jobs := []Job{{Source: host + "/a/b", Digest: p.Digest, Dest: dst.Host() + "/a/b", Tags: []string{"1"}}}
-	reg := NewRegistry(RegistryOptions{Retry: retry.Retries(0)})
+	reg := registry.New(registry.Options{Retry: retry.Retries(0)})
 	rep, err := Copy(context.Background(), reg, reg, jobs, CopyOptions{Retry: retry.Retries(0)})
 	if err == nil || rep.Images[0].Status != StatusFailed {
 		t.Fatalf("copy through a broken CDN succeeded: %v", err)

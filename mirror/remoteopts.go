@@ -3,17 +3,18 @@ package mirror
 import (
 	"log/slog"
 
+	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
 // NewFetchOptions returns the options FetchCatalogWithOptions needs to read a
 // catalog from a registry: credentials from authFile (--authfile; empty means the
-// default lookup of AuthKeychain), TLS verified unless tlsVerify is false
+// default lookup of registry.AuthKeychain), TLS verified unless tlsVerify is false
 // (--src-tls-verify=false, which also allows plain HTTP), and retry the retry
 // policy (nil: retry.DefaultTimes).
 func NewFetchOptions(authFile string, tlsVerify bool, retry *retry.Policy, log *slog.Logger) FetchOptions {
 	return FetchOptions{
-		Registry: NewRegistry(RegistryOptions{AuthFile: authFile, SkipTLSVerify: !tlsVerify, TLSFlag: "--src-tls-verify=false", Retry: retry, Logger: log}),
+		Registry: registry.New(registry.Options{AuthFile: authFile, SkipTLSVerify: !tlsVerify, TLSFlag: "--src-tls-verify=false", Retry: retry, Logger: log}),
 		Logger:   log,
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
@@ -67,7 +68,7 @@ func Delete(ctx context.Context, o DeleteOptions) (*DeleteResult, error) {
 	if policy == nil {
 		policy = retry.Retries(o.RetryTimes)
 	}
-	reg := mirror.NewRegistry(mirror.RegistryOptions{
+	reg := registry.New(registry.Options{
 		AuthFile: o.AuthFile, SkipTLSVerify: !o.DestTLSVerify, TLSFlag: "--dest-tls-verify=false",
 		Retry: policy, Logger: o.Logger,
 	})

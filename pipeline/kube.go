@@ -14,6 +14,7 @@ import (
 	"github.com/airlock-mirror/airlock/kube"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/oci"
+	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
@@ -142,7 +143,7 @@ func KubeImage(ctx context.Context, o KubeImageOptions) (*KubeImageResult, error
 		log = slog.New(slog.DiscardHandler)
 	}
 	policy := retry.Retries(o.RetryTimes)
-	dst := mirror.NewRegistry(mirror.RegistryOptions{AuthFile: o.AuthFile, SkipTLSVerify: !o.DestTLSVerify, TLSFlag: "--dest-tls-verify=false", Retry: policy, Logger: log})
+	dst := registry.New(registry.Options{AuthFile: o.AuthFile, SkipTLSVerify: !o.DestTLSVerify, TLSFlag: "--dest-tls-verify=false", Retry: policy, Logger: log})
 	if err := dst.Probe(ctx, ref.Repository(), true); err != nil {
 		return nil, fmt.Errorf("destination registry: %w", err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
@@ -173,7 +174,7 @@ type run struct {
 	workspace string
 	dest      string // REGISTRY/NS for registry workflows
 	res       *Result
-	src, dst  *mirror.Registry           // made once by srcRegistry and destRegistry
+	src, dst  *registry.Client           // made once by srcRegistry and destRegistry
 	templates map[string]catalogTemplate // by catalog, read by preflight
 	rep       reporter                   // what report.html shows (report.go)
 	// wants says why each image a catalog names is wanted (the history).
@@ -343,8 +344,8 @@ func (r *run) retry() *retry.Policy {
 	return retry.Retries(r.opts.RetryTimes)
 }
 
-func (r *run) registry(tlsVerify bool, flag string) *mirror.Registry {
-	return mirror.NewRegistry(mirror.RegistryOptions{
+func (r *run) registry(tlsVerify bool, flag string) *registry.Client {
+	return registry.New(registry.Options{
 		AuthFile: r.opts.AuthFile, SkipTLSVerify: !tlsVerify, TLSFlag: flag,
 		Retry: r.retry(), Logger: r.log,
 	})
@@ -352,14 +353,14 @@ func (r *run) registry(tlsVerify bool, flag string) *mirror.Registry {
 
 // srcRegistry and destRegistry are the run's two registry clients, made once:
 // the hosts each found unreachable are remembered for the whole run.
-func (r *run) srcRegistry() *mirror.Registry {
+func (r *run) srcRegistry() *registry.Client {
 	if r.src == nil {
 		r.src = r.registry(r.opts.SrcTLSVerify, "--src-tls-verify=false")
 	}
 	return r.src
 }
 
-func (r *run) destRegistry() *mirror.Registry {
+func (r *run) destRegistry() *registry.Client {
 	if r.dst == nil {
 		r.dst = r.registry(r.opts.DestTLSVerify, "--dest-tls-verify=false")
 	}
@@ -404,7 +405,7 @@ func (r *run) copyJobs(ctx context.Context, src endpoint.Source, dst endpoint.De
 // plan resolves the images the catalogs name while the last catalog is still
 // being rebuilt (rebuilt waits for it), then adds the catalogs. With est, the
 // dry run's reading of the images runs meanwhile too.
-func (r *run) plan(ctx context.Context, src *mirror.Registry, cats []mirror.CatalogRequest, rebuilt func() error, est *mirror.Estimator) error {
+func (r *run) plan(ctx context.Context, src *registry.Client, cats []mirror.CatalogRequest, rebuilt func() error, est *mirror.Estimator) error {
 	r.stage("plan")
 	req := mirror.PlanRequest{
 		Workflow: r.workflow, Destination: r.dest, MaxNestedPaths: r.opts.MaxNestedPaths,

@@ -18,6 +18,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/seed"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
+	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/prune"
 )
@@ -80,7 +81,7 @@ func opts(cfgPath string) pipeline.Options {
 // that the rebuilt catalog pulls, validates and names only mirrored images.
 func checkMirrored(t *testing.T, res *pipeline.Result, dst *registrytest.Registry) {
 	t.Helper()
-	reg := mirror.NewRegistry(mirror.RegistryOptions{})
+	reg := registry.New(registry.Options{})
 	ctx := context.Background()
 	mirrored := map[string]bool{}
 	for _, im := range res.Plan.Images {

@@ -14,6 +14,7 @@ import (
 	"github.com/airlock-mirror/airlock/manifests"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/oci"
+	"github.com/airlock-mirror/airlock/mirror/registry"
 )
 
 // catalogTemplate is a targetCatalogSourceTemplate read (and checked) before the
@@ -35,7 +36,7 @@ func (r *run) preflight(ctx context.Context) error {
 	}
 	seen := map[string]bool{}
 	var probes []probe
-	add := func(reg *mirror.Registry, repo string, push bool, what string) {
+	add := func(reg *registry.Client, repo string, push bool, what string) {
 		host, _, _ := strings.Cut(repo, "/")
 		key := fmt.Sprint(host, push)
 		if seen[key] {
@@ -74,7 +75,7 @@ func (r *run) preflight(ctx context.Context) error {
 // probe is one registry check: reach repo's host with the credentials, for
 // push when push is set.
 type probe struct {
-	reg  *mirror.Registry
+	reg  *registry.Client
 	repo string
 	push bool
 	what string
@@ -104,7 +105,7 @@ func probeAll(ctx context.Context, probes []probe) []error {
 // the configuration's images live on, once each and concurrently. A host that
 // cannot be reached is reported once, here, and its images then fail at once
 // instead of each waiting through retries; the others are planned as usual.
-func (r *run) probeImageHosts(ctx context.Context, src *mirror.Registry, refs []string) {
+func (r *run) probeImageHosts(ctx context.Context, src *registry.Client, refs []string) {
 	count := map[string]int{}
 	var probes []probe
 	for _, ref := range refs {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 
 	"github.com/opencontainers/go-digest"
 
@@ -83,4 +84,13 @@ type BlobUpload interface {
 type ReusableUpload interface {
 	BlobUpload
 	Reusable() bool
+}
+
+// RepoHost is the registry host of a repository named as Sources and
+// Destinations name them ("quay.io/ns/name" → "quay.io").
+func RepoHost(repo string) string {
+	if i := strings.IndexByte(repo, '/'); i > 0 {
+		return repo[:i]
+	}
+	return repo
 }

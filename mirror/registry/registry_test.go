@@ -1,4 +1,4 @@
-package mirror
+package registry
 
 import (
 	"bytes"
@@ -20,6 +20,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/imagetest"
 	"github.com/airlock-mirror/airlock/internal/registrytest"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/internal/mirrortest"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 )
@@ -42,18 +43,18 @@ func TestRegistryAuthFileAndTLS(t *testing.T) {
 
 	tests := []struct {
 		name    string
-		opts    RegistryOptions
+		opts    Options
 		wantErr string
 	}{
-		{"authfile and CA", RegistryOptions{AuthFile: authFile, RootCAs: reg.CertPool()}, ""},
-		{"skip verify", RegistryOptions{AuthFile: authFile, SkipTLSVerify: true}, ""},
-		{"untrusted certificate", RegistryOptions{AuthFile: authFile}, "certificate"},
-		{"wrong password", RegistryOptions{AuthFile: badFile, RootCAs: reg.CertPool()}, "401"},
+		{"authfile and CA", Options{AuthFile: authFile, RootCAs: reg.CertPool()}, ""},
+		{"skip verify", Options{AuthFile: authFile, SkipTLSVerify: true}, ""},
+		{"untrusted certificate", Options{AuthFile: authFile}, "certificate"},
+		{"wrong password", Options{AuthFile: badFile, RootCAs: reg.CertPool()}, "401"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.opts.Retry = &retry.Policy{Base: fastRetry.Base, Max: fastRetry.Max}
-			r := NewRegistry(tc.opts)
+			tc.opts.Retry = &retry.Policy{Base: mirrortest.FastRetry.Base, Max: mirrortest.FastRetry.Max}
+			r := New(tc.opts)
 			d, err := r.Resolve(ctx, reg.Host()+"/sec/app:1")
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
@@ -75,7 +76,7 @@ func TestRegistryAuthFileAndTLS(t *testing.T) {
 }
 
 func TestRegistryRefusesPlainHTTPWithTLSVerify(t *testing.T) {
-	r := NewRegistry(RegistryOptions{Retry: retry.Retries(0)})
+	r := New(Options{Retry: retry.Retries(0)})
 	// 192.0.2.1 (TEST-NET) is not loopback: plain HTTP must be refused before dialing.
 	g := &schemeGuard{inner: http.DefaultTransport, allow: r.allowHTTP}
 	req, _ := http.NewRequest(http.MethodGet, "http://192.0.2.1:5000/v2/", nil)
@@ -87,7 +88,7 @@ func TestRegistryRefusesPlainHTTPWithTLSVerify(t *testing.T) {
 			t.Errorf("allowHTTP(%q) = %v", host, got)
 		}
 	}
-	if !NewRegistry(RegistryOptions{SkipTLSVerify: true}).allowHTTP("10.0.0.1:5000") {
+	if !New(Options{SkipTLSVerify: true}).allowHTTP("10.0.0.1:5000") {
 		t.Error("SkipTLSVerify must allow plain HTTP")
 	}
 }
@@ -95,7 +96,7 @@ func TestRegistryRefusesPlainHTTPWithTLSVerify(t *testing.T) {
 func TestRegistryBlobResumesAndRetryAfter(t *testing.T) {
 	reg := registrytest.Start(t)
 	p := imagetest.MustPush(t, reg.Host()+"/r/a:1", imagetest.Spec{Seed: 5, Layers: 1, LayerSize: 256 << 10})
-	m, err := testRegistry().Manifest(context.Background(), reg.Host()+"/r/a", p.Digest.String())
+	m, err := New(Options{Retry: mirrortest.FastRetry}).Manifest(context.Background(), reg.Host()+"/r/a", p.Digest.String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func TestRegistryBlobResumesAndRetryAfter(t *testing.T) {
 		Sequence:   []registrytest.Fault{registrytest.CutMidBody, registrytest.TruncateBody, registrytest.TooManyRequests},
 		RetryAfter: "1",
 	})
-	r := NewRegistry(RegistryOptions{Retry: fastRetry})
+	r := New(Options{Retry: mirrortest.FastRetry})
 	start := time.Now()
 	rc, err := r.Blob(context.Background(), proxy.Host()+"/r/a", layer)
 	if err != nil {
@@ -133,7 +134,7 @@ func TestRegistryPutBlobVerifies(t *testing.T) {
 	good := endpoint.Descriptor{Digest: digest.FromBytes(content), Size: int64(len(content))}
 	ctx := context.Background()
 	for _, mono := range []int64{1 << 20, 512} {
-		r := NewRegistry(RegistryOptions{Retry: fastRetry, MonolithicMax: mono})
+		r := New(Options{Retry: mirrortest.FastRetry, MonolithicMax: mono})
 		repo := reg.Host() + "/put/test"
 		corrupt := bytes.Clone(content)
 		corrupt[100] ^= 1

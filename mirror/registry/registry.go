@@ -1,4 +1,13 @@
-package mirror
+// Package registry is airlock's one registry client (Client): the registry
+// HTTP API (manifests, blobs with resumable reads and streaming uploads,
+// mounts, tags, deletes), auth (auth.json, docker config, registries.conf
+// credentials), TLS and plain-HTTP rules, per-host request limits, probing a
+// registry before a run, and remembering hosts found unreachable. Every request
+// runs under the one retry policy (package retry) and has a deadline.
+//
+// A Client is an endpoint.Source and an endpoint.Destination. It knows nothing
+// about the copy engine, plans, catalogs or archives.
+package registry
 
 import (
 	"bytes"
@@ -25,9 +34,9 @@ import (
 	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
-// RegistryOptions configures a registry endpoint. The zero value is secure: TLS
+// Options configures a registry endpoint. The zero value is secure: TLS
 // verified, credentials from the default lookup, retry.DefaultTimes retries.
-type RegistryOptions struct {
+type Options struct {
 	// AuthFile is --authfile; empty means the default lookup (see AuthKeychain).
 	AuthFile string
 	// Keychain overrides the auth file lookup when set.
@@ -58,10 +67,10 @@ type RegistryOptions struct {
 	Logger *slog.Logger
 }
 
-// Registry is an endpoint.Source and endpoint.Destination for any registry host.
+// Client is an endpoint.Source and endpoint.Destination for any registry host.
 // Repositories are full names: "quay.io/ns/name", "127.0.0.1:5000/a/b".
-type Registry struct {
-	opts     RegistryOptions
+type Client struct {
+	opts     Options
 	policy   retry.Policy
 	keychain authn.Keychain
 	base     http.RoundTripper
@@ -80,6 +89,10 @@ type Registry struct {
 	mounts    map[string]bool                // hosts that answered a mount with 201 this run
 }
 
+// Policy is the retry policy of the client's operations, for work it hands
+// to another engine (the copy engine copying a catalog image).
+func (r *Client) Policy() retry.Policy { return r.policy }
+
 // reposPerTransport bounds how many repositories share one authenticated
 // transport (and so the scopes of its token requests).
 const reposPerTransport = 32
@@ -92,12 +105,12 @@ type regHost struct {
 }
 
 var (
-	_ endpoint.Source      = (*Registry)(nil)
-	_ endpoint.Destination = (*Registry)(nil)
+	_ endpoint.Source      = (*Client)(nil)
+	_ endpoint.Destination = (*Client)(nil)
 )
 
-// NewRegistry returns a registry endpoint.
-func NewRegistry(opts RegistryOptions) *Registry {
+// New returns a registry endpoint.
+func New(opts Options) *Client {
 	p := retry.OrDefault(opts.Retry)
 	if opts.MaxRequestsPerHost <= 0 {
 		opts.MaxRequestsPerHost = 16
@@ -128,7 +141,7 @@ func NewRegistry(opts RegistryOptions) *Registry {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Registry{
+	r := &Client{
 		opts: opts, policy: p, keychain: kc, log: log,
 		hosts: map[string]*regHost{}, repoKey: map[string]string{}, groupFill: map[string]int{}, groupNo: map[string]int{}, sems: map[string]chan struct{}{}, creds: map[string]authn.Authenticator{}, down: map[string]error{}, probed: map[string]bool{}, mounts: map[string]bool{},
 	}
@@ -139,7 +152,7 @@ func NewRegistry(opts RegistryOptions) *Registry {
 }
 
 // allowHTTP reports whether plain HTTP may be used for host.
-func (r *Registry) allowHTTP(host string) bool {
+func (r *Client) allowHTTP(host string) bool {
 	return r.opts.SkipTLSVerify || isLoopbackHost(host)
 }
 
@@ -184,7 +197,7 @@ func splitRepo(repo string) (host, path string, err error) {
 	return host, path, nil
 }
 
-func (r *Registry) authFor(host, repo string) (authn.Authenticator, error) {
+func (r *Client) authFor(host, repo string) (authn.Authenticator, error) {
 	r.mu.Lock()
 	a, ok := r.creds[repo]
 	r.mu.Unlock()
@@ -212,7 +225,7 @@ func authFingerprint(a authn.Authenticator) string {
 
 // client returns the authenticated HTTP client for repo (one per host and
 // credential, created on first use: ping, then token exchange).
-func (r *Registry) client(ctx context.Context, repo string, push bool) (*http.Client, string, string, error) {
+func (r *Client) client(ctx context.Context, repo string, push bool) (*http.Client, string, string, error) {
 	host, path, err := splitRepo(repo)
 	if err != nil {
 		return nil, "", "", err
@@ -311,7 +324,7 @@ func statusError(resp *http.Response) error {
 	return retry.NewStatusError(resp.Request.Method, redactURL(resp.Request.URL), resp.StatusCode, strings.TrimSpace(string(b)), resp.Header.Get("Retry-After"))
 }
 
-func (r *Registry) do(ctx context.Context, c *http.Client, method, u string, body []byte, hdr map[string]string) (*http.Response, error) {
+func (r *Client) do(ctx context.Context, c *http.Client, method, u string, body []byte, hdr map[string]string) (*http.Response, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)

@@ -1,4 +1,4 @@
-package mirror
+package registry
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/internal/registrytest"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/internal/mirrortest"
 )
 
 // noMountProxy fronts a registry that ignores cross-repository mounts: the mount
@@ -57,7 +58,7 @@ func TestRegistryStartBlob(t *testing.T) {
 			if !honours {
 				host, sentBytes = noMountProxy(t, reg)
 			}
-			r := NewRegistry(RegistryOptions{Retry: fastRetry})
+			r := New(Options{Retry: mirrortest.FastRetry})
 			repo := host + "/start/a"
 
 			// Absent: an upload comes back; writing it commits the blob.

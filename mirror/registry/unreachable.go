@@ -1,4 +1,4 @@
-package mirror
+package registry
 
 import (
 	"context"
@@ -17,15 +17,15 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 )
 
-// ErrRegistryAuth is returned (wrapped) by Probe when a registry refuses the
+// ErrAuth is returned (wrapped) by Probe when a registry refuses the
 // credentials (or asks for some and none are configured).
-var ErrRegistryAuth = errors.New("registry refused the credentials")
+var ErrAuth = errors.New("registry refused the credentials")
 
 // op runs one registry operation on repo under the retry policy. An operation
 // that ends failing to connect marks the host unreachable (see
 // endpoint.ErrRegistryUnreachable).
-func (r *Registry) op(ctx context.Context, repo, what string, f func(ctx context.Context) error) error {
-	host := repoHost(repo)
+func (r *Client) op(ctx context.Context, repo, what string, f func(ctx context.Context) error) error {
+	host := endpoint.RepoHost(repo)
 	if err := r.hostDown(host); err != nil {
 		return err
 	}
@@ -41,11 +41,11 @@ func (r *Registry) op(ctx context.Context, repo, what string, f func(ctx context
 // calls it after a blob transfer failed for good). When the error is a failure to
 // connect, the host is marked unreachable and the returned error says so with
 // the fix; otherwise err is returned unchanged.
-func (r *Registry) NoteFailure(ctx context.Context, repo string, err error) error {
+func (r *Client) NoteFailure(ctx context.Context, repo string, err error) error {
 	if err == nil || ctx.Err() != nil || errors.Is(err, endpoint.ErrRegistryUnreachable) || !connectFailure(err) {
 		return err
 	}
-	host := repoHost(repo)
+	host := endpoint.RepoHost(repo)
 	var ue *url.Error
 	if !errors.As(err, &ue) {
 		return err
@@ -64,13 +64,13 @@ func (r *Registry) NoteFailure(ctx context.Context, repo string, err error) erro
 	return down
 }
 
-func (r *Registry) hostDown(host string) error {
+func (r *Client) hostDown(host string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.down[host]
 }
 
-func (r *Registry) tlsHint() string {
+func (r *Client) tlsHint() string {
 	if r.opts.TLSFlag != "" {
 		return r.opts.TLSFlag
 	}
@@ -147,9 +147,9 @@ func explainStatus(code int, host string) string {
 // a TLS mismatch or refused credentials fail at once with an error that names the
 // registry, the cause and the fix.
 //
-// A host probed successfully is not probed again by the same Registry.
-func (r *Registry) Probe(ctx context.Context, repo string, push bool) error {
-	host := repoHost(repo)
+// A host probed successfully is not probed again by the same Client.
+func (r *Client) Probe(ctx context.Context, repo string, push bool) error {
+	host := endpoint.RepoHost(repo)
 	if err := r.hostDown(host); err != nil {
 		return err
 	}
@@ -169,8 +169,8 @@ func (r *Registry) Probe(ctx context.Context, repo string, push bool) error {
 	return err
 }
 
-func (r *Registry) probe(ctx context.Context, repo string, push bool) error {
-	host := repoHost(repo)
+func (r *Client) probe(ctx context.Context, repo string, push bool) error {
+	host := endpoint.RepoHost(repo)
 	err := r.policy.Do(ctx, r.log, "probe "+host, func(ctx context.Context) error {
 		c, base, _, err := r.client(ctx, repo, push)
 		if err != nil {
@@ -202,9 +202,9 @@ func (r *Registry) probe(ctx context.Context, repo string, push bool) error {
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case errors.As(err, &se) && (se.StatusCode == http.StatusUnauthorized || se.StatusCode == http.StatusForbidden):
-		return fmt.Errorf("%w: %s: %s", ErrRegistryAuth, host, explainStatus(se.StatusCode, host))
+		return fmt.Errorf("%w: %s: %s", ErrAuth, host, explainStatus(se.StatusCode, host))
 	case errors.As(err, &te) && (te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden):
-		return fmt.Errorf("%w: %s: %s", ErrRegistryAuth, host, explainStatus(te.StatusCode, host))
+		return fmt.Errorf("%w: %s: %s", ErrAuth, host, explainStatus(te.StatusCode, host))
 	case errors.As(err, &se):
 		return fmt.Errorf("%w: %s: %s", endpoint.ErrRegistryUnreachable, host, explainStatus(se.StatusCode, host))
 	case connectFailure(err):

@@ -1,4 +1,4 @@
-package mirror_test
+package registry_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/internal/imagetest"
 	"github.com/airlock-mirror/airlock/internal/registrytest"
-	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
@@ -21,7 +21,7 @@ func TestRegistryDeletes(t *testing.T) {
 	repo := reg.Host() + "/ns/app"
 	idx := imagetest.MustPush(t, repo+":v1", imagetest.Spec{Seed: 1, Layers: 1, Platforms: []string{"linux/amd64", "linux/arm64"}})
 	img := imagetest.MustPush(t, repo+":v2", imagetest.Spec{Seed: 2, Layers: 1})
-	c := mirror.NewRegistry(mirror.RegistryOptions{Retry: retry.Retries(0)})
+	c := registry.New(registry.Options{Retry: retry.Retries(0)})
 
 	tags, err := c.Tags(ctx, repo)
 	if err != nil || !slices.Equal(tags, []string{"v1", "v2"}) {
@@ -82,13 +82,13 @@ func TestRegistryDeleteUnsupportedAndTagPages(t *testing.T) {
 	}))
 	defer srv.Close()
 	ctx := context.Background()
-	c := mirror.NewRegistry(mirror.RegistryOptions{Retry: retry.Retries(0)})
+	c := registry.New(registry.Options{Retry: retry.Retries(0)})
 	repo := strings.TrimPrefix(srv.URL, "http://") + "/ns/app"
 	tags, err := c.Tags(ctx, repo)
 	if err != nil || !slices.Equal(tags, []string{"a", "b", "c"}) {
 		t.Fatalf("tags: %v, %v", tags, err)
 	}
-	if _, err := c.DeleteTag(ctx, repo, "a"); !errors.Is(err, mirror.ErrDeleteUnsupported) {
+	if _, err := c.DeleteTag(ctx, repo, "a"); !errors.Is(err, registry.ErrDeleteUnsupported) {
 		t.Fatalf("delete on a registry without deletes: %v", err)
 	}
 }

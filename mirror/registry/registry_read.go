@@ -1,4 +1,4 @@
-package mirror
+package registry
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 
 // Manifest implements endpoint.Source. A manifest fetched by digest is verified;
 // one altered or cut in transit is fetched again under the retry policy.
-func (r *Registry) Manifest(ctx context.Context, repo, reference string) (endpoint.Manifest, error) {
+func (r *Client) Manifest(ctx context.Context, repo, reference string) (endpoint.Manifest, error) {
 	var m endpoint.Manifest
 	err := r.op(ctx, repo, "get manifest "+repo+":"+reference, func(ctx context.Context) error {
 		c, base, _, err := r.client(ctx, repo, false)
@@ -63,7 +63,7 @@ func (r *Registry) Manifest(ctx context.Context, repo, reference string) (endpoi
 // early, the reader resumes with a Range request; each resumption is an attempt
 // of the operation the read belongs to (a blob transfer), so the retry policy
 // bounds them too. The caller verifies the digest.
-func (r *Registry) Blob(ctx context.Context, repo string, d endpoint.Descriptor) (io.ReadCloser, error) {
+func (r *Client) Blob(ctx context.Context, repo string, d endpoint.Descriptor) (io.ReadCloser, error) {
 	br := &regBlobReader{ctx: ctx, r: r, repo: repo, d: d, attempts: retry.FromContext(ctx)}
 	if br.attempts == nil {
 		br.attempts = retry.NewAttempts(r.policy, r.log)
@@ -84,7 +84,7 @@ func (r *Registry) Blob(ctx context.Context, repo string, d endpoint.Descriptor)
 
 type regBlobReader struct {
 	ctx      context.Context
-	r        *Registry
+	r        *Client
 	c        *http.Client
 	url      string
 	repo     string
@@ -168,7 +168,7 @@ func (b *regBlobReader) Close() error {
 
 // ManifestExists implements endpoint.Destination (HEAD, GET when the registry
 // does not return a digest for a tag).
-func (r *Registry) ManifestExists(ctx context.Context, repo, reference string, d digest.Digest) (bool, error) {
+func (r *Client) ManifestExists(ctx context.Context, repo, reference string, d digest.Digest) (bool, error) {
 	desc, err := r.head(ctx, repo, reference)
 	if err != nil {
 		var se *retry.StatusError
@@ -183,7 +183,7 @@ func (r *Registry) ManifestExists(ctx context.Context, repo, reference string, d
 // RepositoryKnown reports whether the registry knows repo: false only when it
 // answers a tag listing with 404 NAME_UNKNOWN (the distribution spec's code for
 // a repository it does not hold); any other answer counts as known.
-func (r *Registry) RepositoryKnown(ctx context.Context, repo string) (bool, error) {
+func (r *Client) RepositoryKnown(ctx context.Context, repo string) (bool, error) {
 	known := true
 	err := r.op(ctx, repo, "list tags of "+repo, func(ctx context.Context) error {
 		c, base, _, err := r.client(ctx, repo, false)
@@ -210,7 +210,7 @@ func (r *Registry) RepositoryKnown(ctx context.Context, repo string) (bool, erro
 }
 
 // head returns the descriptor of repo:reference (HEAD, GET fallback).
-func (r *Registry) head(ctx context.Context, repo, reference string) (endpoint.Descriptor, error) {
+func (r *Client) head(ctx context.Context, repo, reference string) (endpoint.Descriptor, error) {
 	var out endpoint.Descriptor
 	fallback := false
 	err := r.op(ctx, repo, "check manifest "+repo+":"+reference, func(ctx context.Context) error {
@@ -253,7 +253,7 @@ func (r *Registry) head(ctx context.Context, repo, reference string) (endpoint.D
 
 // Resolve returns the descriptor of an image reference ("host/path:tag" or
 // "host/path@sha256:..."): a HEAD by tag, with a GET fallback.
-func (r *Registry) Resolve(ctx context.Context, ref string) (endpoint.Descriptor, error) {
+func (r *Client) Resolve(ctx context.Context, ref string) (endpoint.Descriptor, error) {
 	repo, reference, err := splitImageRef(ref)
 	if err != nil {
 		return endpoint.Descriptor{}, err

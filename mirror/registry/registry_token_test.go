@@ -1,4 +1,4 @@
-package mirror
+package registry
 
 import (
 	"context"
@@ -68,7 +68,7 @@ func TestTokenScopesStayBounded(t *testing.T) {
 	p := imagetest.MustPush(t, be.Host()+"/a/b:1", imagetest.Spec{Seed: 1, Layers: 1})
 	tr := startTokenRegistry(t, be.URL())
 	host := strings.TrimPrefix(tr.srv.URL, "http://")
-	reg := NewRegistry(RegistryOptions{})
+	reg := New(Options{})
 	ctx := context.Background()
 	if _, err := reg.Manifest(ctx, host+"/a/b", p.Digest.String()); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package mirror
+package registry
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 )
 
 // BlobExists implements endpoint.Destination (HEAD).
-func (r *Registry) BlobExists(ctx context.Context, repo string, d endpoint.Descriptor) (bool, error) {
+func (r *Client) BlobExists(ctx context.Context, repo string, d endpoint.Descriptor) (bool, error) {
 	var found bool
 	err := r.op(ctx, repo, "check blob "+repo+"@"+d.Digest.String(), func(ctx context.Context) error {
 		c, base, _, err := r.client(ctx, repo, true)
@@ -48,7 +48,7 @@ func (r *Registry) BlobExists(ctx context.Context, repo string, d endpoint.Descr
 
 // MountBlob implements endpoint.Destination: a cross-repository mount, possible
 // only within one registry host. A refused mount returns false.
-func (r *Registry) MountBlob(ctx context.Context, repo, from string, d endpoint.Descriptor) (bool, error) {
+func (r *Client) MountBlob(ctx context.Context, repo, from string, d endpoint.Descriptor) (bool, error) {
 	host, _, err := splitRepo(repo)
 	if err != nil {
 		return false, err
@@ -103,7 +103,7 @@ func uploadLocation(resp *http.Response) (*url.URL, error) {
 	return u, nil
 }
 
-func (r *Registry) cancelUpload(ctx context.Context, c *http.Client, loc *url.URL) {
+func (r *Client) cancelUpload(ctx context.Context, c *http.Client, loc *url.URL) {
 	// Best effort, and bounded: Ctrl-C must not wait on an unreachable registry.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
@@ -115,7 +115,7 @@ func (r *Registry) cancelUpload(ctx context.Context, c *http.Client, loc *url.UR
 // PutBlob implements endpoint.Destination. It makes one attempt: the content
 // streams from rd, which cannot be replayed, so the caller (the copy engine's blob
 // transfer) retries the whole transfer. See blobUpload.Write for how it is sent.
-func (r *Registry) PutBlob(ctx context.Context, repo string, d endpoint.Descriptor, rd io.Reader) error {
+func (r *Client) PutBlob(ctx context.Context, repo string, d endpoint.Descriptor, rd io.Reader) error {
 	up, err := r.openUpload(ctx, repo, d, nil)
 	if err != nil {
 		return err
@@ -131,7 +131,7 @@ func (r *Registry) PutBlob(ctx context.Context, repo string, d endpoint.Descript
 // (HEAD, POST, PUT). A registry that does not honour mounts also answers 202;
 // until this run has seen the host answer a mount with 201, the blob is looked
 // up with a HEAD before anything is sent, as the plain path would.
-func (r *Registry) StartBlob(ctx context.Context, repo string, d endpoint.Descriptor) (endpoint.BlobUpload, error) {
+func (r *Client) StartBlob(ctx context.Context, repo string, d endpoint.Descriptor) (endpoint.BlobUpload, error) {
 	if err := d.Digest.Validate(); err != nil {
 		return nil, fmt.Errorf("put blob into %s: %w", repo, err)
 	}
@@ -177,7 +177,7 @@ var errBlobMounted = errors.New("blob mounted")
 
 // blobUpload is an open upload session (endpoint.BlobUpload).
 type blobUpload struct {
-	r    *Registry
+	r    *Client
 	c    *http.Client
 	loc  *url.URL
 	d    endpoint.Descriptor
@@ -193,7 +193,7 @@ func (u *blobUpload) Reusable() bool { return u.reusable }
 
 // openUpload starts an upload session of d in repo (POST /blobs/uploads/, with
 // the query q when it asks for a mount). One attempt, no retry.
-func (r *Registry) openUpload(ctx context.Context, repo string, d endpoint.Descriptor, q url.Values) (*blobUpload, error) {
+func (r *Client) openUpload(ctx context.Context, repo string, d endpoint.Descriptor, q url.Values) (*blobUpload, error) {
 	if err := d.Digest.Validate(); err != nil {
 		return nil, fmt.Errorf("put blob into %s: %w", repo, err)
 	}
@@ -304,19 +304,19 @@ func (u *blobUpload) Write(ctx context.Context, rd io.Reader) error {
 	return r.commitUpload(ctx, c, loc, d, nil, wrap)
 }
 
-func (r *Registry) noteMounts(host string) {
+func (r *Client) noteMounts(host string) {
 	r.mu.Lock()
 	r.mounts[host] = true
 	r.mu.Unlock()
 }
 
-func (r *Registry) honoursMounts(host string) bool {
+func (r *Client) honoursMounts(host string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.mounts[host]
 }
 
-func (r *Registry) commitUpload(ctx context.Context, c *http.Client, loc *url.URL, d endpoint.Descriptor, body []byte, wrap func(error) error) error {
+func (r *Client) commitUpload(ctx context.Context, c *http.Client, loc *url.URL, d endpoint.Descriptor, body []byte, wrap func(error) error) error {
 	u := *loc
 	q := u.Query()
 	q.Set("digest", d.Digest.String())
@@ -342,7 +342,7 @@ func (r *Registry) commitUpload(ctx context.Context, c *http.Client, loc *url.UR
 // until the next attempt replaces it. The copy engine pushes a tagged image
 // under its first tag (one request, checked the same way) and children of an
 // index by digest.
-func (r *Registry) PutManifest(ctx context.Context, repo, reference string, m endpoint.Manifest) error {
+func (r *Client) PutManifest(ctx context.Context, repo, reference string, m endpoint.Manifest) error {
 	want := digest.FromBytes(m.Raw)
 	if m.Digest != "" && want != m.Digest {
 		return fmt.Errorf("put manifest %s:%s: content does not match %s: %w", repo, reference, m.Digest, oci.ErrDigestMismatch)

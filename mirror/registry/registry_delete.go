@@ -1,4 +1,4 @@
-package mirror
+package registry
 
 import (
 	"context"
@@ -25,7 +25,7 @@ const maxTagPages = 10000
 
 // Tags lists the tags of repo (tags/list, following Link pagination). A
 // repository the registry does not know has no tags.
-func (r *Registry) Tags(ctx context.Context, repo string) ([]string, error) {
+func (r *Client) Tags(ctx context.Context, repo string) ([]string, error) {
 	var tags []string
 	next := ""
 	for page := 0; page < maxTagPages; page++ {
@@ -106,7 +106,7 @@ func nextLink(h string) string {
 // by Distribution 3). It reports false when the tag did not exist. A registry
 // that cannot delete tags alone answers with an error wrapping
 // ErrDeleteUnsupported; deleting the manifest by digest removes its tags there.
-func (r *Registry) DeleteTag(ctx context.Context, repo, tag string) (bool, error) {
+func (r *Client) DeleteTag(ctx context.Context, repo, tag string) (bool, error) {
 	return r.deleteManifestRef(ctx, repo, tag)
 }
 
@@ -114,14 +114,14 @@ func (r *Registry) DeleteTag(ctx context.Context, repo, tag string) (bool, error
 // /v2/REPO/manifests/DIGEST). The registry also drops the tags still pointing
 // at it; the blobs stay until the registry's garbage collection. It reports false
 // when the manifest was not there.
-func (r *Registry) DeleteManifest(ctx context.Context, repo string, d digest.Digest) (bool, error) {
+func (r *Client) DeleteManifest(ctx context.Context, repo string, d digest.Digest) (bool, error) {
 	if err := d.Validate(); err != nil {
 		return false, fmt.Errorf("delete manifest %s@%s: %w", repo, d, err)
 	}
 	return r.deleteManifestRef(ctx, repo, d.String())
 }
 
-func (r *Registry) deleteManifestRef(ctx context.Context, repo, reference string) (bool, error) {
+func (r *Client) deleteManifestRef(ctx context.Context, repo, reference string) (bool, error) {
 	found := true
 	err := r.op(ctx, repo, "delete manifest "+repo+":"+reference, func(ctx context.Context) error {
 		c, base, _, err := r.client(ctx, repo, true)
@@ -153,7 +153,7 @@ func (r *Registry) deleteManifestRef(ctx context.Context, repo, reference string
 
 // ManifestChildren lists the manifests an index (or manifest list) in repo
 // refers to; an image manifest has none.
-func (r *Registry) ManifestChildren(ctx context.Context, repo string, d digest.Digest) ([]digest.Digest, error) {
+func (r *Client) ManifestChildren(ctx context.Context, repo string, d digest.Digest) ([]digest.Digest, error) {
 	m, err := r.Manifest(ctx, repo, d.String())
 	if err != nil {
 		return nil, err

@@ -10,15 +10,15 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
+	ggcrlayout "github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/opencontainers/go-digest"
 
+	"github.com/airlock-mirror/airlock/mirror/layout"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 )
@@ -29,27 +29,19 @@ func splitOCIRef(s string) (p, tag string, err error) {
 	if s == "" {
 		return "", "", fmt.Errorf("%w: oci:// needs the path of an OCI image layout directory", oci.ErrInvalidReference)
 	}
-	if isLayoutDir(s) {
+	if layout.IsDir(s) {
 		return filepath.Clean(s), "", nil
 	}
-	if i := strings.LastIndex(s, ":"); i > 0 && !strings.Contains(s[i+1:], "/") && isLayoutDir(s[:i]) {
+	if i := strings.LastIndex(s, ":"); i > 0 && !strings.Contains(s[i+1:], "/") && layout.IsDir(s[:i]) {
 		return filepath.Clean(s[:i]), s[i+1:], nil
 	}
 	return "", "", fmt.Errorf("%w: %s%s is not an OCI image layout directory (no index.json)", oci.ErrInvalidReference, OCIPrefix, s)
 }
 
-func isLayoutDir(p string) bool {
-	st, err := os.Stat(filepath.Join(p, "index.json"))
-	return err == nil && st.Mode().IsRegular()
-}
-
-// refNameAnnotation names a manifest in an OCI layout's index.json.
-const refNameAnnotation = "org.opencontainers.image.ref.name"
-
 // openLayoutTop returns the descriptor and the image or index of the manifest
 // tagged tag in the layout at p, or of its first manifest when tag is "".
 func openLayoutTop(p, tag string) (v1.Descriptor, any, error) {
-	idx, err := layout.ImageIndexFromPath(p)
+	idx, err := ggcrlayout.ImageIndexFromPath(p)
 	if err != nil {
 		return v1.Descriptor{}, nil, fmt.Errorf("reading the OCI layout %s: %w", p, err)
 	}
@@ -60,14 +52,14 @@ func openLayoutTop(p, tag string) (v1.Descriptor, any, error) {
 	var desc *v1.Descriptor
 	for i := range im.Manifests {
 		d := &im.Manifests[i]
-		if tag == "" || refNameMatches(d.Annotations[refNameAnnotation], tag) {
+		if tag == "" || layout.RefNameMatches(d.Annotations[oci.AnnotationRefName], tag) {
 			desc = d
 			break
 		}
 	}
 	if desc == nil {
 		if tag != "" {
-			return v1.Descriptor{}, nil, fmt.Errorf("the OCI layout %s has no manifest named %q (annotation %s)", p, tag, refNameAnnotation)
+			return v1.Descriptor{}, nil, fmt.Errorf("the OCI layout %s has no manifest named %q (annotation %s)", p, tag, oci.AnnotationRefName)
 		}
 		return v1.Descriptor{}, nil, fmt.Errorf("the OCI layout %s holds no manifest", p)
 	}
@@ -159,7 +151,7 @@ func (o FetchOptions) platform() v1.Platform {
 // copyToLayout copies the catalog image repo@d (every platform) into the OCI
 // layout dir with the copy engine, and opens it from there.
 func copyToLayout(ctx context.Context, reg *registry.Client, log *slog.Logger, repo string, d digest.Digest, dir string) (any, error) {
-	dst, err := NewLayoutDestination(dir)
+	dst, err := layout.NewDestination(dir)
 	if err != nil {
 		return nil, fmt.Errorf("creating the OCI layout %s: %w", dir, err)
 	}
@@ -175,15 +167,15 @@ const layoutTag = "catalog"
 
 // copyCatalogImage copies repo@d (every platform) into the layout dst with the copy
 // engine and tags it layoutTag.
-func copyCatalogImage(ctx context.Context, reg *registry.Client, dst *LayoutDestination, log *slog.Logger, repo string, d digest.Digest) error {
+func copyCatalogImage(ctx context.Context, reg *registry.Client, dst *layout.Destination, log *slog.Logger, repo string, d digest.Digest) error {
 	p := reg.Policy()
 	rep, err := Copy(ctx, reg, dst, []Job{{Source: repo, Digest: d, Dest: "catalog", Tags: []string{layoutTag}}},
 		CopyOptions{Retry: &p, Logger: log})
 	if err != nil {
 		if rep != nil && len(rep.Images) == 1 && rep.Images[0].Err != "" {
-			return fmt.Errorf("copying the catalog image into %s: %s", dst.dir, rep.Images[0].Err)
+			return fmt.Errorf("copying the catalog image into %s: %s", dst.Source().Dir(), rep.Images[0].Err)
 		}
-		return fmt.Errorf("copying the catalog image into %s: %w", dst.dir, err)
+		return fmt.Errorf("copying the catalog image into %s: %w", dst.Source().Dir(), err)
 	}
 	return nil
 }
@@ -292,10 +284,13 @@ func (fc *FetchedCatalog) choose(top any, want v1.Platform) error {
 
 // layoutHolds reports whether the layout dir holds image d, copied whole.
 func layoutHolds(ctx context.Context, dir string, d digest.Digest) bool {
-	if !isLayoutDir(dir) {
+	if !layout.IsDir(dir) {
 		return false
 	}
-	dst := &LayoutDestination{dir: dir}
+	dst, err := layout.NewDestination(dir) // dir is a layout: nothing is written
+	if err != nil {
+		return false
+	}
 	ok, err := dst.ManifestExists(ctx, "", layoutTag, d)
 	return err == nil && ok
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/layout"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 )
@@ -21,7 +22,7 @@ import (
 // A catalog's first fetch, streamed: the copy engine copies the catalog image
 // into the workspace's layout (as copyToLayout does) on its own goroutine,
 // while the caller reads the chosen platform's config and layers as the copy
-// engine writes them (LayoutDestination.follow). Only the platform's manifest
+// engine writes them (layout.Destination.Follow). Only the platform's manifest
 // is read ahead of the copy (from the registry, kept in memory), to learn which
 // blobs to follow; everything else comes through the copy
 // engine, so the layer crosses the network once, under its retry policy, and
@@ -50,11 +51,11 @@ func (c *layoutCopy) stop() {
 // newStreamSource prepares the layout dir to receive repo's image while it is
 // read; top returns what to read, start starts the copy.
 func newStreamSource(ctx context.Context, reg *registry.Client, repo, dir string) (*streamSource, error) {
-	dst, err := NewLayoutDestination(dir)
+	dst, err := layout.NewDestination(dir)
 	if err != nil {
 		return nil, fmt.Errorf("creating the OCI layout %s: %w", dir, err)
 	}
-	return &streamSource{ctx: ctx, reg: reg, repo: repo, dst: dst, follows: map[digest.Digest]*blobFollower{}}, nil
+	return &streamSource{ctx: ctx, reg: reg, repo: repo, dst: dst, follows: map[digest.Digest]*layout.Follower{}}, nil
 }
 
 // top returns the top-level manifest m (already fetched) as a v1.ImageIndex or
@@ -85,11 +86,11 @@ type streamSource struct {
 	ctx  context.Context
 	reg  *registry.Client
 	repo string
-	dst  *LayoutDestination
+	dst  *layout.Destination
 
 	mu      sync.Mutex
-	follows map[digest.Digest]*blobFollower // one reader per followed blob, taken once
-	handed  []*blobFollower                 // the followers read
+	follows map[digest.Digest]*layout.Follower // one reader per followed blob, taken once
+	handed  []*layout.Follower                 // the followers read
 }
 
 // manifest reads child manifest d from the registry. It is not stored: the
@@ -110,7 +111,7 @@ func (s *streamSource) image(m endpoint.Manifest) (v1.Image, error) {
 		return nil, err
 	}
 	for _, b := range refs.Blobs {
-		r, err := s.dst.follow(b.Digest, b.Size)
+		r, err := s.dst.Follow(b.Digest, b.Size)
 		if err != nil {
 			return nil, err
 		}
@@ -150,12 +151,12 @@ func (s *streamSource) closeUnread() {
 }
 
 // clean reports whether every follower read handed out the committed blob
-// only (blobFollower.clean); call it after the copy ended.
+// only (layout.Follower.Clean); call it after the copy ended.
 func (s *streamSource) clean() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, f := range s.handed {
-		if !f.clean() {
+		if !f.Clean() {
 			return false
 		}
 	}
@@ -225,7 +226,7 @@ func (i *streamImage) RawConfigFile() ([]byte, error) {
 			return
 		}
 		defer rc.Close()
-		v := oci.NewVerifier(io.LimitReader(rc, maxManifestSize+1), d)
+		v := oci.NewVerifier(io.LimitReader(rc, layout.MaxManifestSize+1), d)
 		b, err := io.ReadAll(v)
 		if err == nil && !v.Verified() {
 			err = fmt.Errorf("config %s: %w", d.Digest, oci.ErrDigestMismatch)

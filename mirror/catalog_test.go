@@ -25,6 +25,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/mirror/internal/mirrortest"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 )
 
@@ -214,15 +215,6 @@ func listFiles(t testing.TB, dir string) []string {
 	return out
 }
 
-func digestOf(t testing.TB, d interface{ Digest() (v1.Hash, error) }) string {
-	t.Helper()
-	h, err := d.Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h.String()
-}
-
 func TestFetchCatalog(t *testing.T) {
 	reg := startRegistry(t)
 	ctx := context.Background()
@@ -236,8 +228,8 @@ func TestFetchCatalog(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if fc.Digest.String() != digestOf(t, img) {
-				t.Errorf("Digest = %s, want %s", fc.Digest, digestOf(t, img))
+			if fc.Digest.String() != mirrortest.DigestOf(t, img) {
+				t.Errorf("Digest = %s, want %s", fc.Digest, mirrortest.DigestOf(t, img))
 			}
 			if fc.Label != "/configs" || fc.Index != nil || fc.Cached {
 				t.Errorf("Label=%q Index=%v Cached=%v", fc.Label, fc.Index, fc.Cached)
@@ -306,8 +298,8 @@ func TestFetchCatalogPinsDigest(t *testing.T) {
 		t.Fatal(err)
 	}
 	push(t, ref, b)
-	if got := digestOf(t, fc.Image); got != digestOf(t, a) {
-		t.Fatalf("fetched image is %s after the tag moved, want %s", got, digestOf(t, a))
+	if got := mirrortest.DigestOf(t, fc.Image); got != mirrortest.DigestOf(t, a) {
+		t.Fatalf("fetched image is %s after the tag moved, want %s", got, mirrortest.DigestOf(t, a))
 	}
 	layers, err := fc.Image.Layers()
 	if err != nil || len(layers) != 3 {
@@ -356,8 +348,8 @@ func TestFetchCatalogIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fc.Digest.String() != digestOf(t, idx) || fc.Index == nil {
-		t.Fatalf("Digest = %s (index %s), Index=%v", fc.Digest, digestOf(t, idx), fc.Index)
+	if fc.Digest.String() != mirrortest.DigestOf(t, idx) || fc.Index == nil {
+		t.Fatalf("Digest = %s (index %s), Index=%v", fc.Digest, mirrortest.DigestOf(t, idx), fc.Index)
 	}
 	if fc.Platform == nil || fc.Platform.Architecture != "amd64" {
 		t.Fatalf("Platform = %v, want linux/amd64", fc.Platform)
@@ -374,7 +366,7 @@ func TestFetchCatalogIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fc.Platform == nil || fc.Platform.Architecture != "arm64" || digestOf(t, fc.Image) != digestOf(t, arm) {
+	if fc.Platform == nil || fc.Platform.Architecture != "arm64" || mirrortest.DigestOf(t, fc.Image) != mirrortest.DigestOf(t, arm) {
 		t.Fatalf("Platform = %v", fc.Platform)
 	}
 }
@@ -447,25 +439,16 @@ func TestFetchCatalogErrors(t *testing.T) {
 	}
 }
 
-func writeLayout(t testing.TB, dir string, add func(p layout.Path)) {
-	t.Helper()
-	p, err := layout.Write(dir, empty.Index)
-	if err != nil {
-		t.Fatal(err)
-	}
-	add(p)
-}
-
 func TestFetchCatalogOCILayout(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "my:layout")
 	img := testCatalogImage(t, types.OCIManifestSchema1, "amd64")
 	idx := testIndex(t, types.OCIImageIndex)
-	writeLayout(t, dir, func(p layout.Path) {
-		if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{refNameAnnotation: "v1"})); err != nil {
+	mirrortest.WriteLayout(t, dir, func(p layout.Path) {
+		if err := p.AppendImage(img, layout.WithAnnotations(map[string]string{oci.AnnotationRefName: "v1"})); err != nil {
 			t.Fatal(err)
 		}
-		if err := p.AppendIndex(idx, layout.WithAnnotations(map[string]string{refNameAnnotation: "example.com/cat:multi"})); err != nil {
+		if err := p.AppendIndex(idx, layout.WithAnnotations(map[string]string{oci.AnnotationRefName: "example.com/cat:multi"})); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -473,9 +456,9 @@ func TestFetchCatalogOCILayout(t *testing.T) {
 		ref, want string
 		index     bool
 	}{
-		{"oci://" + dir, digestOf(t, img), false},
-		{"oci://" + dir + ":v1", digestOf(t, img), false},
-		{"oci://" + dir + ":multi", digestOf(t, idx), true},
+		{"oci://" + dir, mirrortest.DigestOf(t, img), false},
+		{"oci://" + dir + ":v1", mirrortest.DigestOf(t, img), false},
+		{"oci://" + dir + ":multi", mirrortest.DigestOf(t, idx), true},
 	}
 	work := t.TempDir()
 	for _, tc := range tests {

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-mirror/airlock/mirror/internal/mirrortest"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
@@ -212,7 +213,7 @@ func TestExtractRefusesGzipBomb(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "bomb")
-	writeLayout(t, dir, func(p layout.Path) {
+	mirrortest.WriteLayout(t, dir, func(p layout.Path) {
 		if err := p.AppendImage(img); err != nil {
 			t.Fatal(err)
 		}

@@ -12,9 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/airlock-mirror/airlock/mirror/oci"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
+	ggcrlayout "github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/match"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/types"
@@ -48,7 +49,7 @@ type RebuiltCatalog struct {
 	Digest    digest.Digest
 	MediaType types.MediaType
 	Size      int64
-	// LayoutDir and Tag locate it in the OCI layout (see NewLayoutSource).
+	// LayoutDir and Tag locate it in the OCI layout (see layout.NewSource).
 	LayoutDir string
 	Tag       string
 	// Image is set for a single-image catalog, Index for a multi-arch one. Both
@@ -70,7 +71,7 @@ type RebuiltCatalog struct {
 // (creation time and history time are the base image's), so the same base and
 // pruned catalog always give the same digest.
 //
-// The result is written to opts.LayoutDir, from where NewLayoutSource serves it.
+// The result is written to opts.LayoutDir, from where layout.NewSource serves it.
 // A catalog mirrored with `full: true` and no packages is not rebuilt: callers
 // copy the original image.
 func RebuildCatalog(ctx context.Context, base *FetchedCatalog, prunedDir string, opts RebuildOptions) (*RebuiltCatalog, error) {
@@ -143,8 +144,8 @@ func RebuildCatalog(ctx context.Context, base *FetchedCatalog, prunedDir string,
 	}
 	if !layoutHas(lp, d, tag) || layoutComplete(lp, top) != nil {
 		log.Info("writing the rebuilt catalog", "catalog", base.Ref, "digest", out.Digest, "layout", opts.LayoutDir)
-		m := match.Annotation(refNameAnnotation, tag)
-		ann := layout.WithAnnotations(map[string]string{refNameAnnotation: tag})
+		m := match.Annotation(oci.AnnotationRefName, tag)
+		ann := ggcrlayout.WithAnnotations(map[string]string{oci.AnnotationRefName: tag})
 		switch t := top.(type) {
 		case v1.ImageIndex:
 			err = lp.ReplaceIndex(t, m, ann)
@@ -167,7 +168,7 @@ func RebuildCatalog(ctx context.Context, base *FetchedCatalog, prunedDir string,
 
 // readBack fills out.Image or out.Index (with media type and size) from the
 // layout, by out.Digest: objects independent of the base.
-func readBack(lp layout.Path, isIndex bool, out *RebuiltCatalog) error {
+func readBack(lp ggcrlayout.Path, isIndex bool, out *RebuiltCatalog) error {
 	h, err := v1.NewHash(out.Digest.String())
 	if err != nil {
 		return err
@@ -211,7 +212,7 @@ func OpenRebuiltCatalog(base *FetchedCatalog, layoutDir, tag string, d, layerDig
 	if err != nil {
 		return nil, err
 	}
-	lp := layout.Path(layoutDir)
+	lp := ggcrlayout.Path(layoutDir)
 	if !layoutHas(lp, h, tag) {
 		return nil, fmt.Errorf("reopen catalog: %s holds no %s tagged %s", layoutDir, d, tag)
 	}
@@ -231,7 +232,7 @@ func OpenRebuiltCatalog(base *FetchedCatalog, layoutDir, tag string, d, layerDig
 
 // layoutComplete checks that every blob of top (a v1.Image or v1.ImageIndex)
 // is in the layout with its size.
-func layoutComplete(lp layout.Path, top any) error {
+func layoutComplete(lp ggcrlayout.Path, top any) error {
 	var images []v1.Image
 	switch t := top.(type) {
 	case v1.ImageIndex:

@@ -13,15 +13,14 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/types"
-	"github.com/klauspost/pgzip"
 	"github.com/opencontainers/go-digest"
 
 	"github.com/airlock-mirror/airlock/internal/atomicfile"
+	"github.com/airlock-mirror/airlock/mirror/layout"
 )
 
 // catalogLayer is the pruned-catalog layer written into the blobs of a
@@ -163,38 +162,12 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// Compression of the rebuilt layer: gzip (what every cluster's runtime reads)
-// made of independent blocks compressed in parallel, pgzip-style, each primed
-// with the 32 KiB before it. Block boundaries fall every layerBlock bytes of the
-// tar whatever the concurrency, so the layer (and the catalog digest) depends
-// only on the catalog, never on the machine.
-const (
-	layerBlock = 1 << 20
-	layerLevel = 6
-)
-
-// newLayerGzip returns airlock's one gzip writer for the layers it builds:
-// block-parallel (up to blocks blocks at once) and deterministic. No name, no
-// comment, time 0, OS "unknown": nothing of the machine or the moment goes into
-// the header, and the bytes do not depend on blocks.
-func newLayerGzip(w io.Writer, blocks int) (*pgzip.Writer, error) {
-	zw, err := pgzip.NewWriterLevel(w, layerLevel)
-	if err != nil {
-		return nil, err
-	}
-	if err := zw.SetConcurrency(layerBlock, max(blocks, 1)); err != nil {
-		return nil, err
-	}
-	zw.ModTime, zw.OS = time.Unix(0, 0), 255
-	return zw, nil
-}
-
 // writeCatalogTarGzN writes the deterministic gzip-compressed tar of the
 // pruned-catalog layer to w, compressing up to blocks blocks at once (the
 // output is the same for any value), and returns the digest of the tar (the
 // layer's diffID).
 func writeCatalogTarGzN(ctx context.Context, w io.Writer, prunedDir, label string, wipe []string, blocks int) (digest.Digest, error) {
-	zw, err := newLayerGzip(w, blocks)
+	zw, err := layout.NewLayerGzip(w, blocks)
 	if err != nil {
 		return "", err
 	}

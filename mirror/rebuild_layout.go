@@ -7,27 +7,28 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/airlock-mirror/airlock/mirror/layout"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/layout"
+	ggcrlayout "github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/opencontainers/go-digest"
 )
 
 // openOrCreateLayout opens the OCI layout at dir, creating an empty one if needed.
-func openOrCreateLayout(dir string) (layout.Path, error) {
-	if isLayoutDir(dir) {
-		return layout.FromPath(dir)
+func openOrCreateLayout(dir string) (ggcrlayout.Path, error) {
+	if layout.IsDir(dir) {
+		return ggcrlayout.FromPath(dir)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	return layout.Write(dir, empty.Index)
+	return ggcrlayout.Write(dir, empty.Index)
 }
 
 // layoutHas reports whether index.json of lp names manifest d with tag, and its
 // blob is present.
-func layoutHas(lp layout.Path, d v1.Hash, tag string) bool {
+func layoutHas(lp ggcrlayout.Path, d v1.Hash, tag string) bool {
 	ii, err := lp.ImageIndex()
 	if err != nil {
 		return false
@@ -37,7 +38,7 @@ func layoutHas(lp layout.Path, d v1.Hash, tag string) bool {
 		return false
 	}
 	for _, m := range im.Manifests {
-		if m.Digest == d && m.Annotations[refNameAnnotation] == tag {
+		if m.Digest == d && m.Annotations[oci.AnnotationRefName] == tag {
 			_, err := os.Stat(filepath.Join(string(lp), "blobs", d.Algorithm, d.Hex))
 			return err == nil
 		}
@@ -47,7 +48,7 @@ func layoutHas(lp layout.Path, d v1.Hash, tag string) bool {
 
 // removeUnreferencedBlobs deletes the blobs no manifest of index.json reaches,
 // left over from earlier rebuilds into the same layout.
-func removeUnreferencedBlobs(lp layout.Path) error {
+func removeUnreferencedBlobs(lp ggcrlayout.Path) error {
 	keep := map[string]bool{}
 	var visit func(raw []byte, depth int) error
 	visit = func(raw []byte, depth int) error {

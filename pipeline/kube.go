@@ -13,6 +13,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/humanize"
 	"github.com/airlock-mirror/airlock/kube"
 	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/layout"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/retry"
@@ -101,7 +102,7 @@ type KubeImageResult struct {
 }
 
 // KubeImage builds a minimal image holding the airlock binary (no container
-// engine needed, mirror.BuildBinaryImage) and pushes it through the copy
+// engine needed, layout.BuildBinaryImage) and pushes it through the copy
 // engine, so that the Job can run in a cluster that reaches only the mirror
 // registry.
 func KubeImage(ctx context.Context, o KubeImageOptions) (*KubeImageResult, error) {
@@ -127,7 +128,7 @@ func KubeImage(ctx context.Context, o KubeImageOptions) (*KubeImageResult, error
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	img, err := mirror.BuildBinaryImage(tmp, mirror.BinaryImageOptions{
+	img, err := layout.BuildBinaryImage(tmp, layout.BinaryImageOptions{
 		Binary: o.Binary, Entrypoint: "/airlock", Tag: tag, Arch: o.Arch,
 		Labels: map[string]string{
 			"org.opencontainers.image.title":   "airlock",

@@ -14,6 +14,7 @@ import (
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/layout"
 	"github.com/airlock-mirror/airlock/prune"
 )
 
@@ -82,7 +83,7 @@ func (r *run) reselect(ctx context.Context, ar endpoint.Source, c archive.Catalo
 func (r *run) archivedCatalog(ctx context.Context, ar endpoint.Source, c archive.CatalogRecord) (*mirror.FetchedCatalog, *prune.Catalog, error) {
 	const tag = "archived"
 	dir := filepath.Join(r.workDir, "archived-catalogs", c.Digest.Encoded(), "image")
-	dst, err := mirror.NewLayoutDestination(dir)
+	dst, err := layout.NewDestination(dir)
 	if err != nil {
 		return nil, nil, err
 	}

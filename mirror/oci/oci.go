@@ -67,3 +67,6 @@ func IsManifestType(mt string) bool {
 	}
 	return false
 }
+
+// AnnotationRefName names a manifest in an OCI layout's index.json.
+const AnnotationRefName = "org.opencontainers.image.ref.name"

@@ -1,4 +1,4 @@
-package mirror
+package layout
 
 import (
 	"bytes"
@@ -61,13 +61,13 @@ func readAllAsync(r io.Reader) chan struct {
 }
 
 // followed returns a new layout and a follower of blob d in it.
-func followed(t *testing.T, d endpoint.Descriptor) (*LayoutDestination, *blobFollower) {
+func followed(t *testing.T, d endpoint.Descriptor) (*Destination, *Follower) {
 	t.Helper()
-	dst, err := NewLayoutDestination(t.TempDir())
+	dst, err := NewDestination(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := dst.follow(d.Digest, d.Size)
+	f, err := dst.Follow(d.Digest, d.Size)
 	if err != nil || f == nil {
 		t.Fatalf("follow = %v, %v", f, err)
 	}
@@ -90,11 +90,11 @@ func TestFollowBlob(t *testing.T) {
 		if r.err != nil || !bytes.Equal(r.b, blob) {
 			t.Fatalf("followed %d bytes (err %v), want the %d written", len(r.b), r.err, len(blob))
 		}
-		if !f.clean() {
+		if !f.Clean() {
 			t.Error("clean() = false after one committed attempt")
 		}
 		// Once held, the layout serves it: nothing to follow.
-		if f, err := dst.follow(d.Digest, d.Size); f != nil || err != nil {
+		if f, err := dst.Follow(d.Digest, d.Size); f != nil || err != nil {
 			t.Errorf("follow of a held blob = %v, %v; want nil, nil", f, err)
 		}
 	})
@@ -112,7 +112,7 @@ func TestFollowBlob(t *testing.T) {
 		if r.err != nil || len(r.b) != len(blob) {
 			t.Fatalf("followed %d bytes (err %v), want %d", len(r.b), r.err, len(blob))
 		}
-		if f.clean() {
+		if f.Clean() {
 			t.Error("clean() = true although bytes may come from the corrupted attempt")
 		}
 	})
@@ -134,7 +134,7 @@ func TestFollowBlob(t *testing.T) {
 
 	t.Run("never written", func(t *testing.T) {
 		dst, f := followed(t, d)
-		if _, err := dst.follow(d.Digest, d.Size); err == nil {
+		if _, err := dst.Follow(d.Digest, d.Size); err == nil {
 			t.Error("a second follower of the same blob was accepted")
 		}
 		got := readAllAsync(f)

@@ -1,4 +1,4 @@
-package mirror
+package layout
 
 import (
 	"archive/tar"
@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 
+	"github.com/airlock-mirror/airlock/mirror/oci"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
@@ -48,7 +49,7 @@ var ErrNotStatic = errors.New("not a static Linux executable")
 // unprivileged user 65532 it runs as, and an empty /tmp; no container engine
 // is involved. The layer and configuration are deterministic (fixed times,
 // owner 0:0), so the same binary gives the same digest. It is written to the
-// OCI layout dir, from where NewLayoutSource serves it to the copy engine.
+// OCI layout dir, from where NewSource serves it to the copy engine.
 func BuildBinaryImage(dir string, o BinaryImageOptions) (*BinaryImage, error) {
 	bin, err := os.ReadFile(o.Binary)
 	if err != nil {
@@ -126,7 +127,7 @@ func BuildBinaryImage(dir string, o BinaryImageOptions) (*BinaryImage, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := lp.AppendImage(img, layout.WithAnnotations(map[string]string{refNameAnnotation: o.Tag})); err != nil {
+	if err := lp.AppendImage(img, layout.WithAnnotations(map[string]string{oci.AnnotationRefName: o.Tag})); err != nil {
 		return nil, err
 	}
 	d, err := img.Digest()
@@ -154,7 +155,7 @@ func checkStatic(bin []byte, path string) error {
 // gzipDeterministic compresses b with the layers' one gzip writer.
 func gzipDeterministic(b []byte) ([]byte, error) {
 	var out bytes.Buffer
-	zw, err := newLayerGzip(&out, 2*runtime.GOMAXPROCS(0))
+	zw, err := NewLayerGzip(&out, 2*runtime.GOMAXPROCS(0))
 	if err != nil {
 		return nil, err
 	}

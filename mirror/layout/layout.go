@@ -1,4 +1,13 @@
-package mirror
+// Package layout is the OCI image layout endpoint: Source reads images from a
+// layout directory (index.json, oci-layout, blobs/), Destination writes them
+// (atomically, verified) and lets a reader follow a blob while it is being
+// written (Follower); BuildBinaryImage writes a minimal image holding one static
+// program; NewLayerGzip is the one deterministic gzip writer of the layers
+// airlock builds.
+//
+// It knows nothing about registries, plans, catalogs or the copy engine that
+// drives it (it only implements the endpoint interfaces).
+package layout
 
 import (
 	"bytes"
@@ -20,34 +29,40 @@ import (
 	"github.com/airlock-mirror/airlock/mirror/oci"
 )
 
-// ErrLayoutNotFound is returned (wrapped) by the layout endpoint for a manifest or blob
+// ErrNotFound is returned (wrapped) by the layout endpoint for a manifest or blob
 // it does not hold.
-var ErrLayoutNotFound = errors.New("not found in the OCI layout")
+var ErrNotFound = errors.New("not found in the OCI layout")
 
-// LayoutSource reads images from an OCI image layout directory (index.json,
+// IsDir reports whether p holds an OCI image layout (an index.json file).
+func IsDir(p string) bool {
+	st, err := os.Stat(filepath.Join(p, "index.json"))
+	return err == nil && st.Mode().IsRegular()
+}
+
+// Source reads images from an OCI image layout directory (index.json,
 // oci-layout, blobs/<alg>/<hex>), such as the one RebuildCatalog writes. The repo
 // argument of its methods is ignored: a layout has no repositories. A manifest is
 // named by digest, or by tag: the org.opencontainers.image.ref.name annotation of
 // an index.json entry, either "TAG" or "NAME:TAG".
-type LayoutSource struct {
+type Source struct {
 	dir string
 }
 
-var _ endpoint.Source = (*LayoutSource)(nil)
+var _ endpoint.Source = (*Source)(nil)
 
-// NewLayoutSource opens the OCI image layout at dir.
-func NewLayoutSource(dir string) (*LayoutSource, error) {
-	if !isLayoutDir(dir) {
+// NewSource opens the OCI image layout at dir.
+func NewSource(dir string) (*Source, error) {
+	if !IsDir(dir) {
 		return nil, fmt.Errorf("%s is not an OCI image layout (no index.json)", dir)
 	}
-	return &LayoutSource{dir: dir}, nil
+	return &Source{dir: dir}, nil
 }
 
 // Dir is the layout directory.
-func (s *LayoutSource) Dir() string { return s.dir }
+func (s *Source) Dir() string { return s.dir }
 
 // Manifest returns the manifest named by reference (a tag or a digest).
-func (s *LayoutSource) Manifest(ctx context.Context, repo, reference string) (endpoint.Manifest, error) {
+func (s *Source) Manifest(ctx context.Context, repo, reference string) (endpoint.Manifest, error) {
 	if err := ctx.Err(); err != nil {
 		return endpoint.Manifest{}, err
 	}
@@ -64,11 +79,11 @@ func (s *LayoutSource) Manifest(ctx context.Context, repo, reference string) (en
 	} else {
 		e, ok := idx.byTag(reference)
 		if !ok {
-			return endpoint.Manifest{}, fmt.Errorf("manifest %q: %w %s", reference, ErrLayoutNotFound, s.dir)
+			return endpoint.Manifest{}, fmt.Errorf("manifest %q: %w %s", reference, ErrNotFound, s.dir)
 		}
 		want = e
 	}
-	raw, err := readLayoutBlob(s.dir, want.Digest, maxManifestSize)
+	raw, err := readLayoutBlob(s.dir, want.Digest, MaxManifestSize)
 	if err != nil {
 		return endpoint.Manifest{}, fmt.Errorf("manifest %s: %w", want.Digest, err)
 	}
@@ -86,7 +101,7 @@ func (s *LayoutSource) Manifest(ctx context.Context, repo, reference string) (en
 }
 
 // Blob opens blob d. Its size is checked; the content is verified by the caller.
-func (s *LayoutSource) Blob(ctx context.Context, repo string, d endpoint.Descriptor) (io.ReadCloser, error) {
+func (s *Source) Blob(ctx context.Context, repo string, d endpoint.Descriptor) (io.ReadCloser, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -96,7 +111,7 @@ func (s *LayoutSource) Blob(ctx context.Context, repo string, d endpoint.Descrip
 	}
 	f, err := os.Open(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("blob %s: %w %s", d.Digest, ErrLayoutNotFound, s.dir)
+		return nil, fmt.Errorf("blob %s: %w %s", d.Digest, ErrNotFound, s.dir)
 	}
 	if err != nil {
 		return nil, err
@@ -111,8 +126,8 @@ func (s *LayoutSource) Blob(ctx context.Context, repo string, d endpoint.Descrip
 	return f, nil
 }
 
-// maxManifestSize bounds what is read as a manifest (registries use 4 MiB).
-const maxManifestSize = 4 << 20
+// MaxManifestSize bounds what is read as a manifest (registries use 4 MiB).
+const MaxManifestSize = 4 << 20
 
 func layoutBlobPath(dir string, d digest.Digest) (string, error) {
 	if err := d.Validate(); err != nil {
@@ -128,7 +143,7 @@ func readLayoutBlob(dir string, d digest.Digest, limit int64) ([]byte, error) {
 	}
 	f, err := os.Open(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w %s", ErrLayoutNotFound, dir)
+		return nil, fmt.Errorf("%w %s", ErrNotFound, dir)
 	}
 	if err != nil {
 		return nil, err
@@ -183,37 +198,37 @@ func (idx *layoutIndex) byDigest(d digest.Digest) (endpoint.Descriptor, bool) {
 	return endpoint.Descriptor{}, false
 }
 
-// refNameMatches reports whether a ref.name annotation ("TAG" or "NAME:TAG")
+// RefNameMatches reports whether a ref.name annotation ("TAG" or "NAME:TAG")
 // names tag.
-func refNameMatches(name, tag string) bool {
+func RefNameMatches(name, tag string) bool {
 	return name == tag || (tag != "" && !strings.Contains(tag, "/") && strings.HasSuffix(name, ":"+tag))
 }
 
 func (idx *layoutIndex) byTag(tag string) (endpoint.Descriptor, bool) {
 	for _, m := range idx.Manifests {
-		if n, ok := m.Annotations[refNameAnnotation]; ok && refNameMatches(n, tag) {
+		if n, ok := m.Annotations[oci.AnnotationRefName]; ok && RefNameMatches(n, tag) {
 			return m.endpoint(), true
 		}
 	}
 	return endpoint.Descriptor{}, false
 }
 
-// LayoutDestination writes images into an OCI image layout directory. The repo
+// Destination writes images into an OCI image layout directory. The repo
 // argument is ignored. A manifest pushed under a tag is listed in index.json
 // with the tag as its org.opencontainers.image.ref.name (replacing an earlier
 // manifest with that tag); one pushed by digest (a child of an index) is only
 // stored as a blob.
-type LayoutDestination struct {
+type Destination struct {
 	dir      string
 	mu       sync.Mutex // guards index.json
-	followed followers  // readers of blobs being written (follow)
+	followed followers  // readers of blobs being written (Follow)
 }
 
-var _ endpoint.Destination = (*LayoutDestination)(nil)
+var _ endpoint.Destination = (*Destination)(nil)
 
-// NewLayoutDestination opens the OCI image layout at dir, creating it if needed.
-func NewLayoutDestination(dir string) (*LayoutDestination, error) {
-	if !isLayoutDir(dir) {
+// NewDestination opens the OCI image layout at dir, creating it if needed.
+func NewDestination(dir string) (*Destination, error) {
+	if !IsDir(dir) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
@@ -224,14 +239,14 @@ func NewLayoutDestination(dir string) (*LayoutDestination, error) {
 			return nil, err
 		}
 	}
-	return &LayoutDestination{dir: dir}, nil
+	return &Destination{dir: dir}, nil
 }
 
-// Source returns a LayoutSource reading the same layout.
-func (l *LayoutDestination) Source() *LayoutSource { return &LayoutSource{dir: l.dir} }
+// Source returns a Source reading the same layout.
+func (l *Destination) Source() *Source { return &Source{dir: l.dir} }
 
 // BlobExists reports whether the layout holds blob d (with the right size).
-func (l *LayoutDestination) BlobExists(ctx context.Context, repo string, d endpoint.Descriptor) (bool, error) {
+func (l *Destination) BlobExists(ctx context.Context, repo string, d endpoint.Descriptor) (bool, error) {
 	p, err := layoutBlobPath(l.dir, d.Digest)
 	if err != nil {
 		return false, err
@@ -248,12 +263,12 @@ func (l *LayoutDestination) BlobExists(ctx context.Context, repo string, d endpo
 
 // MountBlob always returns false: a layout has one blob store, so a blob present
 // for one repository is present for all (BlobExists says so).
-func (l *LayoutDestination) MountBlob(ctx context.Context, repo, from string, d endpoint.Descriptor) (bool, error) {
+func (l *Destination) MountBlob(ctx context.Context, repo, from string, d endpoint.Descriptor) (bool, error) {
 	return false, nil
 }
 
 // PutBlob stores r as blob d, verifying digest and size before committing.
-func (l *LayoutDestination) PutBlob(ctx context.Context, repo string, d endpoint.Descriptor, r io.Reader) error {
+func (l *Destination) PutBlob(ctx context.Context, repo string, d endpoint.Descriptor, r io.Reader) error {
 	p, err := layoutBlobPath(l.dir, d.Digest)
 	if err != nil {
 		return err
@@ -290,7 +305,7 @@ func (l *LayoutDestination) PutBlob(ctx context.Context, repo string, d endpoint
 
 // ManifestExists reports whether the layout holds manifest d, and, when reference
 // is a tag, lists it in index.json under that tag.
-func (l *LayoutDestination) ManifestExists(ctx context.Context, repo, reference string, d digest.Digest) (bool, error) {
+func (l *Destination) ManifestExists(ctx context.Context, repo, reference string, d digest.Digest) (bool, error) {
 	ok, err := l.BlobExists(ctx, repo, endpoint.Descriptor{Digest: d, Size: -1})
 	if err != nil || !ok {
 		return false, err
@@ -309,7 +324,7 @@ func (l *LayoutDestination) ManifestExists(ctx context.Context, repo, reference 
 }
 
 // PutManifest stores m and, when reference is a tag, lists it in index.json.
-func (l *LayoutDestination) PutManifest(ctx context.Context, repo, reference string, m endpoint.Manifest) error {
+func (l *Destination) PutManifest(ctx context.Context, repo, reference string, m endpoint.Manifest) error {
 	if got := m.Digest.Algorithm().FromBytes(m.Raw); got != m.Digest {
 		return fmt.Errorf("manifest %s: content has digest %s", m.Digest, got)
 	}
@@ -330,7 +345,7 @@ func (l *LayoutDestination) PutManifest(ctx context.Context, repo, reference str
 	}
 	kept := idx.Manifests[:0]
 	for _, e := range idx.Manifests {
-		if e.Annotations[refNameAnnotation] != reference {
+		if e.Annotations[oci.AnnotationRefName] != reference {
 			kept = append(kept, e)
 		}
 	}
@@ -338,7 +353,7 @@ func (l *LayoutDestination) PutManifest(ctx context.Context, repo, reference str
 		MediaType:   m.MediaType,
 		Digest:      m.Digest,
 		Size:        int64(len(m.Raw)),
-		Annotations: map[string]string{refNameAnnotation: reference},
+		Annotations: map[string]string{oci.AnnotationRefName: reference},
 	})
 	if idx.SchemaVersion == 0 {
 		idx.SchemaVersion = 2

@@ -1,4 +1,4 @@
-package mirror
+package layout
 
 import (
 	"errors"
@@ -23,11 +23,11 @@ import (
 // errNotWritten ends a follower whose blob the copy never wrote.
 var errNotWritten = errors.New("the copy did not write this blob")
 
-// blobFollower is an io.ReadCloser on one blob of a LayoutDestination while
+// Follower is an io.ReadCloser on one blob of a Destination while
 // PutBlob writes it. Read blocks until the writer has written past the reader,
 // has committed the blob (then io.EOF at its end), or the follower was ended
 // with an error (end).
-type blobFollower struct {
+type Follower struct {
 	mu   sync.Mutex
 	cond *sync.Cond
 	file *os.File // the current attempt's temporary file, opened for reading
@@ -42,22 +42,22 @@ type blobFollower struct {
 	broken   bool // an attempt's file could not be opened or read
 }
 
-// clean reports whether what the follower handed out came from the blob as
+// Clean reports whether what the follower handed out came from the blob as
 // committed: one attempt, committed.
-func (f *blobFollower) clean() bool {
+func (f *Follower) Clean() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.done && f.err == nil && f.attempts == 1 && !f.broken
 }
 
-func newBlobFollower() *blobFollower {
-	f := &blobFollower{}
+func newFollower() *Follower {
+	f := &Follower{}
 	f.cond = sync.NewCond(&f.mu)
 	return f
 }
 
 // attempt starts a new write of the blob into the temporary file at path.
-func (f *blobFollower) attempt(path string) {
+func (f *Follower) attempt(path string) {
 	r, err := os.Open(path)
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -79,7 +79,7 @@ func (f *blobFollower) attempt(path string) {
 }
 
 // wrote records n more bytes written by the current attempt.
-func (f *blobFollower) wrote(n int) {
+func (f *Follower) wrote(n int) {
 	f.mu.Lock()
 	f.n += int64(n)
 	f.mu.Unlock()
@@ -89,7 +89,7 @@ func (f *blobFollower) wrote(n int) {
 // end stops the follower: err nil means the blob was committed (the current
 // attempt's file holds all of it), else the reader gets err once it has read
 // what was written.
-func (f *blobFollower) end(err error) {
+func (f *Follower) end(err error) {
 	f.mu.Lock()
 	if !f.done {
 		f.done, f.err = true, err
@@ -98,7 +98,7 @@ func (f *blobFollower) end(err error) {
 	f.cond.Broadcast()
 }
 
-func (f *blobFollower) Read(p []byte) (int, error) {
+func (f *Follower) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
@@ -145,7 +145,7 @@ func (f *blobFollower) Read(p []byte) (int, error) {
 	return 0, err
 }
 
-func (f *blobFollower) Close() error {
+func (f *Follower) Close() error {
 	f.mu.Lock()
 	f.gone = true
 	if f.file != nil {
@@ -157,17 +157,17 @@ func (f *blobFollower) Close() error {
 	return nil
 }
 
-// followers are the blobs of a LayoutDestination someone follows.
+// followers are the blobs of a Destination someone follows.
 type followers struct {
 	mu sync.Mutex
-	m  map[digest.Digest]*blobFollower
+	m  map[digest.Digest]*Follower
 }
 
-// follow returns a reader of blob d that yields its bytes while PutBlob writes
-// them (see blobFollower), or nil when the layout already holds d. Call it
+// Follow returns a reader of blob d that yields its bytes while PutBlob writes
+// them (see Follower), or nil when the layout already holds d. Call it
 // before the copy that writes d starts; StopFollowing ends every follower the
 // copy did not complete (call it once the copy returned, with its error).
-func (l *LayoutDestination) follow(d digest.Digest, size int64) (*blobFollower, error) {
+func (l *Destination) Follow(d digest.Digest, size int64) (*Follower, error) {
 	p, err := layoutBlobPath(l.dir, d)
 	if err != nil {
 		return nil, err
@@ -178,20 +178,20 @@ func (l *LayoutDestination) follow(d digest.Digest, size int64) (*blobFollower, 
 	l.followed.mu.Lock()
 	defer l.followed.mu.Unlock()
 	if l.followed.m == nil {
-		l.followed.m = map[digest.Digest]*blobFollower{}
+		l.followed.m = map[digest.Digest]*Follower{}
 	}
 	f := l.followed.m[d]
 	if f != nil {
 		return nil, fmt.Errorf("blob %s is already followed", d)
 	}
-	f = newBlobFollower()
+	f = newFollower()
 	l.followed.m[d] = f
 	return f, nil
 }
 
 // StopFollowing ends the followers still waiting: with err (the copy's error)
 // or, when nil, errNotWritten for a blob the copy never wrote.
-func (l *LayoutDestination) StopFollowing(err error) {
+func (l *Destination) StopFollowing(err error) {
 	if err == nil {
 		err = errNotWritten
 	}
@@ -204,14 +204,14 @@ func (l *LayoutDestination) StopFollowing(err error) {
 }
 
 // follower returns the follower of d, if any.
-func (l *LayoutDestination) follower(d digest.Digest) *blobFollower {
+func (l *Destination) follower(d digest.Digest) *Follower {
 	l.followed.mu.Lock()
 	defer l.followed.mu.Unlock()
 	return l.followed.m[d]
 }
 
 // committed ends d's follower after PutBlob committed d.
-func (l *LayoutDestination) committed(d digest.Digest) {
+func (l *Destination) committed(d digest.Digest) {
 	l.followed.mu.Lock()
 	f := l.followed.m[d]
 	delete(l.followed.m, d)
@@ -224,7 +224,7 @@ func (l *LayoutDestination) committed(d digest.Digest) {
 // followWriter tells a follower about each write of an attempt.
 type followWriter struct {
 	w io.Writer
-	f *blobFollower
+	f *Follower
 }
 
 func (w followWriter) Write(p []byte) (int, error) {

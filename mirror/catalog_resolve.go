@@ -21,6 +21,7 @@ import (
 	"github.com/airlock-mirror/airlock/mirror/layout"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/mirror/registry"
+	"github.com/airlock-mirror/airlock/mirror/transfer"
 )
 
 // splitOCIRef splits "PATH" or "PATH:TAG" of an oci:// reference. PATH wins when
@@ -169,8 +170,8 @@ const layoutTag = "catalog"
 // engine and tags it layoutTag.
 func copyCatalogImage(ctx context.Context, reg *registry.Client, dst *layout.Destination, log *slog.Logger, repo string, d digest.Digest) error {
 	p := reg.Policy()
-	rep, err := Copy(ctx, reg, dst, []Job{{Source: repo, Digest: d, Dest: "catalog", Tags: []string{layoutTag}}},
-		CopyOptions{Retry: &p, Logger: log})
+	rep, err := transfer.Copy(ctx, reg, dst, []transfer.Job{{Source: repo, Digest: d, Dest: "catalog", Tags: []string{layoutTag}}},
+		transfer.Options{Retry: &p, Logger: log})
 	if err != nil {
 		if rep != nil && len(rep.Images) == 1 && rep.Images[0].Err != "" {
 			return fmt.Errorf("copying the catalog image into %s: %s", dst.Source().Dir(), rep.Images[0].Err)

@@ -24,6 +24,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/internal/registrytest"
 	"github.com/airlock-mirror/airlock/internal/syncbuf"
+	"github.com/airlock-mirror/airlock/mirror/internal/mirrortest"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 )
@@ -120,7 +121,7 @@ func TestFetchCatalogStreamsTheLayer(t *testing.T) {
 	host := strings.TrimPrefix(proxy.URL, "http://")
 
 	fc, err := FetchCatalogWithOptions(context.Background(), host+"/ns/big:v1", t.TempDir(), FetchOptions{
-		Registry: registry.New(registry.Options{Retry: fastRetry}),
+		Registry: registry.New(registry.Options{Retry: mirrortest.FastRetry}),
 		OnFile: func(root, rel string) {
 			if rel == "a.json" {
 				once.Do(func() { close(sawFirst) })

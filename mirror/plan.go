@@ -12,6 +12,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/oci"
+	"github.com/airlock-mirror/airlock/mirror/transfer"
 )
 
 // Workflow is one of the three ways airlock moves images.
@@ -62,41 +63,7 @@ type PlanRequest struct {
 	Blocked []string
 	// Progress, when set, is told how many of the tag references to resolve
 	// are resolved (or failed) so far.
-	Progress StageProgress
-}
-
-// StageProgress is told, as a stage goes, how many of its total items are done
-// (and how many of those failed). It may be called from several goroutines,
-// never at once.
-type StageProgress func(done, failed, total int)
-
-// counter calls a StageProgress under a lock.
-type counter struct {
-	mu                  sync.Mutex
-	f                   StageProgress
-	done, failed, total int
-}
-
-func newCounter(f StageProgress, total int) *counter {
-	c := &counter{f: f, total: total}
-	if f != nil {
-		f(0, 0, total)
-	}
-	return c
-}
-
-// add counts one item done, failed or not.
-func (c *counter) add(failed bool) {
-	if c.f == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.done++
-	if failed {
-		c.failed++
-	}
-	c.f(c.done, c.failed, c.total)
+	Progress transfer.StageProgress
 }
 
 // Resolver resolves a tag reference to the digest of its manifest.
@@ -162,8 +129,8 @@ type Plan struct {
 }
 
 // Jobs returns the copy jobs of every plannable image, in plan order.
-func (p *Plan) Jobs() []Job {
-	jobs := make([]Job, 0, len(p.Images))
+func (p *Plan) Jobs() []transfer.Job {
+	jobs := make([]transfer.Job, 0, len(p.Images))
 	for _, im := range p.Images {
 		if im.Error != "" || im.Digest == "" {
 			continue
@@ -174,8 +141,8 @@ func (p *Plan) Jobs() []Job {
 }
 
 // Job is what the copy engine does for the image.
-func (im PlanImage) Job() Job {
-	return Job{Source: im.SourceRepo, Digest: im.Digest, Dest: im.DestRepo, Tags: im.Tags}
+func (im PlanImage) Job() transfer.Job {
+	return transfer.Job{Source: im.SourceRepo, Digest: im.Digest, Dest: im.DestRepo, Tags: im.Tags}
 }
 
 // Failed returns the images that could not be planned.
@@ -333,7 +300,7 @@ func PlanImages(ctx context.Context, req PlanRequest, resolve Resolver, parallel
 			toResolve++
 		}
 	}
-	count := newCounter(req.Progress, toResolve)
+	count := transfer.NewCounter(req.Progress, toResolve)
 	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
 	for i := range images {
@@ -343,7 +310,7 @@ func PlanImages(ctx context.Context, req PlanRequest, resolve Resolver, parallel
 		}
 		if resolve == nil {
 			im.Error = "cannot resolve a tag without a registry"
-			count.add(true)
+			count.Add(true)
 			continue
 		}
 		wg.Add(1)
@@ -353,7 +320,7 @@ func PlanImages(ctx context.Context, req PlanRequest, resolve Resolver, parallel
 			defer func() { <-sem }()
 			ref := im.SourceRepo + ":" + tagOf(im.Source)
 			d, err := resolve.Resolve(ctx, ref)
-			count.add(err != nil)
+			count.Add(err != nil)
 			if err != nil {
 				im.Error = fmt.Sprintf("resolve %s: %v", ref, err)
 				return

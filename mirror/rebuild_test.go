@@ -16,6 +16,7 @@ import (
 	"github.com/airlock-mirror/airlock/mirror/internal/mirrortest"
 	"github.com/airlock-mirror/airlock/mirror/layout"
 	"github.com/airlock-mirror/airlock/mirror/registry"
+	"github.com/airlock-mirror/airlock/mirror/transfer"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	ggcrlayout "github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -385,8 +386,8 @@ func TestRebuiltCatalogPushedWithCopyEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jobs := []Job{{Source: fc.Source.Repository(), Digest: r.Digest, Dest: dest.Repository, Tags: []string{dest.Tag}}}
-	rep, err := Copy(ctx, ls, registry.New(registry.Options{}), jobs, CopyOptions{Logger: discardLogger()})
+	jobs := []transfer.Job{{Source: fc.Source.Repository(), Digest: r.Digest, Dest: dest.Repository, Tags: []string{dest.Tag}}}
+	rep, err := transfer.Copy(ctx, ls, registry.New(registry.Options{}), jobs, transfer.Options{Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -409,7 +410,7 @@ func TestRebuiltCatalogPushedWithCopyEngine(t *testing.T) {
 		t.Fatalf("rebuild again: %v %v", r2, err)
 	}
 	ls2, _ := layout.NewSource(r2.LayoutDir)
-	rep, err = Copy(ctx, ls2, registry.New(registry.Options{}), jobs, CopyOptions{Logger: discardLogger()})
+	rep, err = transfer.Copy(ctx, ls2, registry.New(registry.Options{}), jobs, transfer.Options{Logger: discardLogger()})
 	if err != nil || len(rep.Failed()) != 0 {
 		t.Fatalf("second copy: %v %+v", err, rep)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/airlock-mirror/airlock/mirror/internal/mirrortest"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/retry"
+	"github.com/airlock-mirror/airlock/mirror/transfer"
 	"github.com/opencontainers/go-digest"
 )
 
@@ -41,7 +42,7 @@ func TestRetryTimesBoundsAttempts(t *testing.T) {
 					t.Errorf("blob HEAD attempts %d, want %d", got, n+1)
 				}
 				// The copy engine's first request, a manifest check at the destination.
-				_, err := Copy(ctx, r, r, []Job{{Source: repo, Digest: d, Dest: c.Host() + "/ns/copy"}}, CopyOptions{Retry: p})
+				_, err := transfer.Copy(ctx, r, r, []transfer.Job{{Source: repo, Digest: d, Dest: c.Host() + "/ns/copy"}}, transfer.Options{Retry: p})
 				if err == nil {
 					t.Fatal("copy: no error")
 				}
@@ -54,7 +55,7 @@ func TestRetryTimesBoundsAttempts(t *testing.T) {
 				md := digest.FromString(manifest)
 				c.Serve("/v2/ns/app/manifests/"+md.String(), "application/vnd.oci.image.manifest.v1+json", manifest)
 				dst := registrytest.Start(t)
-				if _, err := Copy(ctx, r, registry.New(registry.Options{Retry: p}), []Job{{Source: repo, Digest: md, Dest: dst.Host() + "/ns/copy"}}, CopyOptions{Retry: p}); err == nil {
+				if _, err := transfer.Copy(ctx, r, registry.New(registry.Options{Retry: p}), []transfer.Job{{Source: repo, Digest: md, Dest: dst.Host() + "/ns/copy"}}, transfer.Options{Retry: p}); err == nil {
 					t.Fatal("copy: no error")
 				}
 				if got := c.Count("GET /v2/ns/app/blobs/" + d.String()); got != n+1 {

@@ -13,9 +13,9 @@ import (
 
 	"github.com/airlock-mirror/airlock/internal/imagetest"
 	"github.com/airlock-mirror/airlock/internal/registrytest"
-	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/retry"
+	"github.com/airlock-mirror/airlock/mirror/transfer"
 	"github.com/airlock-mirror/airlock/pipeline"
 )
 
@@ -130,7 +130,7 @@ func TestCatalogImagesOnDeadRegistry(t *testing.T) {
 			continue
 		}
 		onDead++
-		if im.Status != mirror.StatusFailed || !strings.Contains(im.Error, "registry unreachable: "+dead) {
+		if im.Status != transfer.StatusFailed || !strings.Contains(im.Error, "registry unreachable: "+dead) {
 			t.Errorf("%s: status %q, error %q; want failed, the registry named unreachable", im.Source, im.Status, im.Error)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/retry"
+	"github.com/airlock-mirror/airlock/mirror/transfer"
 )
 
 // KubeJobOptions are airlock kube job's inputs: kube.JobOptions, with the
@@ -148,8 +149,8 @@ func KubeImage(ctx context.Context, o KubeImageOptions) (*KubeImageResult, error
 	if err := dst.Probe(ctx, ref.Repository(), true); err != nil {
 		return nil, fmt.Errorf("destination registry: %w", err)
 	}
-	job := mirror.Job{Source: mirror.LayoutRepoPrefix + img.LayoutDir, Digest: img.Digest, Dest: ref.Repository(), Tags: []string{tag}}
-	rep, err := mirror.Copy(ctx, &mirror.SourceMux{Default: dst}, dst, []mirror.Job{job}, mirror.CopyOptions{Retry: policy, Logger: log})
+	job := transfer.Job{Source: mirror.LayoutRepoPrefix + img.LayoutDir, Digest: img.Digest, Dest: ref.Repository(), Tags: []string{tag}}
+	rep, err := transfer.Copy(ctx, &mirror.SourceMux{Default: dst}, dst, []transfer.Job{job}, transfer.Options{Retry: policy, Logger: log})
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/mirror/registry"
+	"github.com/airlock-mirror/airlock/mirror/transfer"
 	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/prune"
 )
@@ -401,7 +402,7 @@ func TestResultsJSON(t *testing.T) {
 		t.Fatalf("results.json: %d images, %d failed", len(r.Images), r.Failed)
 	}
 	for _, im := range r.Images {
-		if im.Status != mirror.StatusCopied && im.Status != mirror.StatusSkipped {
+		if im.Status != transfer.StatusCopied && im.Status != transfer.StatusSkipped {
 			t.Errorf("%s: status %s", im.Source, im.Status)
 		}
 		if _, err := name.ParseReference(im.Destination); err != nil {
@@ -448,10 +449,10 @@ mirror:
 	for _, im := range res.Images {
 		switch {
 		case strings.Contains(im.Source, "/tools/absent"):
-			if im.Status != mirror.StatusFailed || im.Error == "" {
+			if im.Status != transfer.StatusFailed || im.Error == "" {
 				t.Errorf("absent image: %+v", im)
 			}
-		case im.Status != mirror.StatusCopied:
+		case im.Status != transfer.StatusCopied:
 			t.Errorf("%s: %s %s", im.Source, im.Status, im.Error)
 		}
 	}
@@ -509,7 +510,7 @@ func TestDestinationConflict(t *testing.T) {
 		t.Fatalf("err %v, failed %d: want one conflicting image", err, res.Failed)
 	}
 	for _, im := range res.Images {
-		if im.Status == mirror.StatusFailed && !strings.Contains(im.Error, "already the destination of") {
+		if im.Status == transfer.StatusFailed && !strings.Contains(im.Error, "already the destination of") {
 			t.Errorf("%s failed with %q", im.Source, im.Error)
 		}
 	}

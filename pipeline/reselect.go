@@ -15,6 +15,7 @@ import (
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/layout"
+	"github.com/airlock-mirror/airlock/mirror/transfer"
 	"github.com/airlock-mirror/airlock/prune"
 )
 
@@ -87,8 +88,8 @@ func (r *run) archivedCatalog(ctx context.Context, ar endpoint.Source, c archive
 	if err != nil {
 		return nil, nil, err
 	}
-	job := mirror.Job{Source: c.Destination, Digest: c.Digest, Dest: "catalog", Tags: []string{tag}}
-	if _, err := mirror.Copy(ctx, ar, dst, []mirror.Job{job}, mirror.CopyOptions{Logger: r.log}); err != nil {
+	job := transfer.Job{Source: c.Destination, Digest: c.Digest, Dest: "catalog", Tags: []string{tag}}
+	if _, err := transfer.Copy(ctx, ar, dst, []transfer.Job{job}, transfer.Options{Logger: r.log}); err != nil {
 		return nil, nil, err
 	}
 	fc, err := mirror.FetchCatalogWithOptions(ctx, mirror.OCIPrefix+dir+":"+tag, filepath.Join(r.workDir, "operator-catalogs"), mirror.FetchOptions{Logger: r.log})

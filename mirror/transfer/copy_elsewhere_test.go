@@ -1,4 +1,4 @@
-package mirror
+package transfer
 
 import (
 	"context"
@@ -10,9 +10,10 @@ import (
 
 	"github.com/airlock-mirror/airlock/internal/imagetest"
 	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/mirror/internal/mirrortest"
 )
 
-// TestCopyElsewhere covers CopyOptions.Elsewhere, the blobs another shard
+// TestCopyElsewhere covers Options.Elsewhere, the blobs another shard
 // sends: two images on one base layer, copied by two concurrent Copy runs (two
 // shards); the one told the base is sent elsewhere waits for it and mounts it,
 // so the base is sent once. When the other shard never sends it, the wait runs
@@ -43,18 +44,18 @@ func TestCopyElsewhere(t *testing.T) {
 		dst := registrytest.Start(t)
 		jobs := jobsFor(imgs, src.Host(), dst.Host())
 		var wg sync.WaitGroup
-		reps := make([]*CopyReport, 2)
+		reps := make([]*Report, 2)
 		errs := make([]error, 2)
 		// Shard 1 starts first and waits; shard 0 owns the base.
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			reps[1], errs[1] = Copy(ctx, testRegistry(), testRegistry(), jobs[1:], CopyOptions{Retry: fastRetry, Elsewhere: map[digest.Digest]string{shared: jobs[0].Dest}})
+			reps[1], errs[1] = Copy(ctx, testRegistry(), testRegistry(), jobs[1:], Options{Retry: mirrortest.FastRetry, Elsewhere: map[digest.Digest]string{shared: jobs[0].Dest}})
 		}()
 		go func() {
 			defer wg.Done()
 			time.Sleep(200 * time.Millisecond)
-			reps[0], errs[0] = Copy(ctx, testRegistry(), testRegistry(), jobs[:1], CopyOptions{Retry: fastRetry})
+			reps[0], errs[0] = Copy(ctx, testRegistry(), testRegistry(), jobs[:1], Options{Retry: mirrortest.FastRetry})
 		}()
 		wg.Wait()
 		for i, err := range errs {
@@ -73,7 +74,7 @@ func TestCopyElsewhere(t *testing.T) {
 	t.Run("sent when the other shard never does", func(t *testing.T) {
 		dst := registrytest.Start(t)
 		jobs := jobsFor(imgs, src.Host(), dst.Host())
-		rep, err := Copy(ctx, testRegistry(), testRegistry(), jobs[1:], CopyOptions{Retry: fastRetry,
+		rep, err := Copy(ctx, testRegistry(), testRegistry(), jobs[1:], Options{Retry: mirrortest.FastRetry,
 			Elsewhere: map[digest.Digest]string{shared: jobs[0].Dest}, ElsewhereWait: 300 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package mirror
+package transfer
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/imagetest"
 	"github.com/airlock-mirror/airlock/internal/registrytest"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/internal/mirrortest"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 )
 
@@ -39,15 +40,15 @@ func TestEstimatePlanSkipsUnknownRepositories(t *testing.T) {
 	jobs := jobsFor(imgs, src.Host(), dst.Host())
 	// The destination holds two images of one repository (and so that
 	// repository); a third repository holds an unrelated image.
-	if _, err := Copy(ctx, testRegistry(), testRegistry(), jobs[:1], CopyOptions{Retry: fastRetry}); err != nil {
+	if _, err := Copy(ctx, testRegistry(), testRegistry(), jobs[:1], Options{Retry: mirrortest.FastRetry}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Copy(ctx, testRegistry(), testRegistry(), []Job{{Source: jobs[4].Source, Digest: jobs[4].Digest, Dest: jobs[4].Dest}}, CopyOptions{Retry: fastRetry}); err != nil {
+	if _, err := Copy(ctx, testRegistry(), testRegistry(), []Job{{Source: jobs[4].Source, Digest: jobs[4].Digest, Dest: jobs[4].Dest}}, Options{Retry: mirrortest.FastRetry}); err != nil {
 		t.Fatal(err)
 	}
 	// A repository holding an image by digest only: no tag, so its tag listing
 	// answers 404 NAME_UNKNOWN, yet the image is there.
-	if _, err := Copy(ctx, testRegistry(), testRegistry(), []Job{{Source: jobs[3].Source, Digest: jobs[3].Digest, Dest: jobs[3].Dest}}, CopyOptions{Retry: fastRetry}); err != nil {
+	if _, err := Copy(ctx, testRegistry(), testRegistry(), []Job{{Source: jobs[3].Source, Digest: jobs[3].Digest, Dest: jobs[3].Dest}}, Options{Retry: mirrortest.FastRetry}); err != nil {
 		t.Fatal(err)
 	}
 	if known, err := testRegistry().RepositoryKnown(ctx, jobs[3].Dest); err != nil || known {
@@ -108,7 +109,7 @@ func TestEstimatorLooksEarlyOnce(t *testing.T) {
 		return imagetest.Spec{Seed: uint64(i + 40), BaseSeed: 3, BaseLayers: 1, Layers: 1}
 	})
 	jobs := jobsFor(imgs, src.Host(), dst.Host())
-	if _, err := Copy(ctx, testRegistry(), testRegistry(), jobs[:3], CopyOptions{Retry: fastRetry}); err != nil {
+	if _, err := Copy(ctx, testRegistry(), testRegistry(), jobs[:3], Options{Retry: mirrortest.FastRetry}); err != nil {
 		t.Fatal(err)
 	}
 	src.Reset()

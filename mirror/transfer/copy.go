@@ -1,4 +1,4 @@
-package mirror
+package transfer
 
 import (
 	"context"
@@ -18,13 +18,9 @@ import (
 	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
-// ErrCopyFailed is returned (wrapped) by Copy when at least one image failed; the
+// ErrFailed is returned (wrapped) by Copy when at least one image failed; the
 // report says which and why.
-var ErrCopyFailed = errors.New("some images were not copied")
-
-// ErrUnsupportedManifest is returned (wrapped) for manifests the engine cannot
-// copy (Docker schema 1, unknown media types).
-var ErrUnsupportedManifest = oci.ErrUnsupportedManifest
+var ErrFailed = errors.New("some images were not copied")
 
 // Job is one image to copy: the manifest Digest of repository Source at the
 // source, to repository Dest at the destination, then tagged with Tags.
@@ -38,8 +34,8 @@ type Job struct {
 // Key names the job in maps: "DEST@DIGEST".
 func (j Job) Key() string { return j.Dest + "@" + j.Digest.String() }
 
-// CopyOptions tunes Copy. Zero values take the defaults.
-type CopyOptions struct {
+// Options tunes Copy. Zero values take the defaults.
+type Options struct {
 	// ParallelImages is --parallel-images: images copied at once (default 4).
 	ParallelImages int
 	// ParallelLayers is --parallel-layers: blobs of one image transferred at once
@@ -98,8 +94,8 @@ type ImageResult struct {
 	BytesSent int64  `json:"bytesSent"`
 }
 
-// CopyReport is what Copy did. It is JSON-serialisable.
-type CopyReport struct {
+// Report is what Copy did. It is JSON-serialisable.
+type Report struct {
 	Images        []ImageResult `json:"images"`
 	BlobsSent     int64         `json:"blobsSent"`
 	BlobsMounted  int64         `json:"blobsMounted"`
@@ -110,7 +106,7 @@ type CopyReport struct {
 }
 
 // Failed returns the results of the failed jobs.
-func (r *CopyReport) Failed() []ImageResult {
+func (r *Report) Failed() []ImageResult {
 	var out []ImageResult
 	for _, im := range r.Images {
 		if im.Status == StatusFailed {
@@ -134,9 +130,9 @@ func (r *CopyReport) Failed() []ImageResult {
 //   - cancelling ctx stops promptly; running again copies only what is missing.
 //
 // Foreign (non-distributable) layers with URLs are not copied. The returned error
-// wraps ErrCopyFailed when an image failed, or is ctx's error when cancelled; the
+// wraps ErrFailed when an image failed, or is ctx's error when cancelled; the
 // report is always returned.
-func Copy(ctx context.Context, src endpoint.Source, dst endpoint.Destination, jobs []Job, opts CopyOptions) (*CopyReport, error) {
+func Copy(ctx context.Context, src endpoint.Source, dst endpoint.Destination, jobs []Job, opts Options) (*Report, error) {
 	start := time.Now()
 	e := newCopyEngine(src, dst, opts)
 	e.imagesTotal = len(jobs)
@@ -152,7 +148,7 @@ func Copy(ctx context.Context, src endpoint.Source, dst endpoint.Destination, jo
 			e.toWalk[h] = append(e.toWalk[h], rd)
 		}
 	}
-	report := &CopyReport{Images: make([]ImageResult, len(jobs))}
+	report := &Report{Images: make([]ImageResult, len(jobs))}
 	// A registry found unreachable stops the run: the images not started yet are
 	// not tried one by one against it.
 	rctx, stop := context.WithCancelCause(ctx)
@@ -188,7 +184,7 @@ func Copy(ctx context.Context, src endpoint.Source, dst endpoint.Destination, jo
 		return report, fmt.Errorf("%d of %d images not copied: %w", len(report.Failed()), len(jobs), cause)
 	}
 	if n := len(report.Failed()); n > 0 {
-		return report, fmt.Errorf("%d of %d images failed (first: %s: %s): %w", n, len(jobs), report.Failed()[0].Job.Source, report.Failed()[0].Err, ErrCopyFailed)
+		return report, fmt.Errorf("%d of %d images failed (first: %s: %s): %w", n, len(jobs), report.Failed()[0].Job.Source, report.Failed()[0].Err, ErrFailed)
 	}
 	return report, nil
 }
@@ -196,7 +192,7 @@ func Copy(ctx context.Context, src endpoint.Source, dst endpoint.Destination, jo
 type copyEngine struct {
 	src    endpoint.Source
 	dst    endpoint.Destination
-	opts   CopyOptions
+	opts   Options
 	policy retry.Policy
 	log    *slog.Logger
 
@@ -230,7 +226,7 @@ type copyFlight struct {
 	sent bool // this flight transferred bytes or pushed a manifest
 }
 
-func newCopyEngine(src endpoint.Source, dst endpoint.Destination, opts CopyOptions) *copyEngine {
+func newCopyEngine(src endpoint.Source, dst endpoint.Destination, opts Options) *copyEngine {
 	if opts.ParallelImages <= 0 {
 		opts.ParallelImages = 4
 	}

@@ -1,4 +1,4 @@
-package mirror
+package transfer
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/internal/imagetest"
 	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/mirror/internal/mirrortest"
 )
 
 // alteringProxy forwards to target and rewrites the body of the first n
@@ -60,7 +61,7 @@ func TestCopyPushesUnderTagAndReplacesAlteredManifest(t *testing.T) {
 		dest := proxy + "/m/tagpush/app" + strconv.Itoa(int(alter))
 		jobs := []Job{{Source: src.Host() + "/tagpush/app", Digest: p.Digest, Dest: dest, Tags: []string{"1.0", "latest"}}}
 		dst.Reset()
-		rep, err := Copy(context.Background(), testRegistry(), testRegistry(), jobs, CopyOptions{Retry: fastRetry})
+		rep, err := Copy(context.Background(), testRegistry(), testRegistry(), jobs, Options{Retry: mirrortest.FastRetry})
 		if err != nil || rep.Images[0].Status != StatusCopied {
 			t.Fatalf("alter %d: copy: %v (%+v)", alter, err, rep)
 		}
@@ -112,7 +113,7 @@ func TestCopyRefusedTagFailsOnlyItsJob(t *testing.T) {
 		if round%2 == 1 {
 			jobs[0], jobs[1] = jobs[1], jobs[0]
 		}
-		rep, err := Copy(context.Background(), testRegistry(), testRegistry(), jobs, CopyOptions{Retry: fastRetry})
+		rep, err := Copy(context.Background(), testRegistry(), testRegistry(), jobs, Options{Retry: mirrortest.FastRetry})
 		if err == nil {
 			t.Fatalf("round %d: no error with a refused tag", round)
 		}

@@ -1,4 +1,4 @@
-package mirror
+package transfer
 
 import (
 	"context"
@@ -17,16 +17,14 @@ import (
 	"github.com/airlock-mirror/airlock/internal/imagetest"
 	"github.com/airlock-mirror/airlock/internal/registrytest"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/internal/mirrortest"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
-// fastRetry keeps retry sleeps short in tests.
-var fastRetry = &retry.Policy{Times: retry.DefaultTimes, Base: 5 * time.Millisecond, Max: 50 * time.Millisecond}
-
 func testRegistry() *registry.Client {
-	return registry.New(registry.Options{Retry: fastRetry})
+	return registry.New(registry.Options{Retry: mirrortest.FastRetry})
 }
 
 // pushed is an image pushed to the source for a test.
@@ -143,7 +141,7 @@ func TestCopyImageKinds(t *testing.T) {
 			p := imagetest.MustPush(t, src.Host()+"/kinds/"+tc.name+":1.0", tc.spec)
 			jobs := []Job{{Source: src.Host() + "/kinds/" + tc.name, Digest: p.Digest, Dest: dst.Host() + "/m/kinds/" + tc.name, Tags: []string{"1.0", "latest"}}}
 			dst.Reset()
-			rep, err := Copy(context.Background(), testRegistry(), testRegistry(), jobs, CopyOptions{Retry: fastRetry})
+			rep, err := Copy(context.Background(), testRegistry(), testRegistry(), jobs, Options{Retry: mirrortest.FastRetry})
 			if err != nil {
 				t.Fatalf("copy: %v (%+v)", err, rep)
 			}
@@ -180,8 +178,8 @@ func TestCopySharedLayersOnceThenNothing(t *testing.T) {
 
 	var events atomic.Int64
 	var last ProgressEvent
-	rep, err := Copy(context.Background(), testRegistry(), testRegistry(), jobs, CopyOptions{
-		ParallelImages: 4, ParallelLayers: 3, Retry: fastRetry,
+	rep, err := Copy(context.Background(), testRegistry(), testRegistry(), jobs, Options{
+		ParallelImages: 4, ParallelLayers: 3, Retry: mirrortest.FastRetry,
 		Progress: func(ev ProgressEvent) { events.Add(1); last = ev },
 	})
 	if err != nil {
@@ -209,7 +207,7 @@ func TestCopySharedLayersOnceThenNothing(t *testing.T) {
 	// Second run: nothing is sent.
 	dst.Reset()
 	src.Reset()
-	rep, err = Copy(context.Background(), testRegistry(), testRegistry(), jobs, CopyOptions{Retry: fastRetry})
+	rep, err = Copy(context.Background(), testRegistry(), testRegistry(), jobs, Options{Retry: mirrortest.FastRetry})
 	if err != nil {
 		t.Fatalf("second copy: %v", err)
 	}
@@ -234,7 +232,7 @@ func TestCopySameRegistryMountsFromSource(t *testing.T) {
 	})
 	jobs := jobsFor(imgs, reg.Host(), reg.Host())
 	reg.Reset()
-	rep, err := Copy(context.Background(), testRegistry(), testRegistry(), jobs, CopyOptions{Retry: fastRetry})
+	rep, err := Copy(context.Background(), testRegistry(), testRegistry(), jobs, Options{Retry: mirrortest.FastRetry})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +268,7 @@ func TestCopyThroughFaults(t *testing.T) {
 	})
 	jobs := jobsFor(imgs, proxy.Host(), dst.Host())
 	rep, err := Copy(context.Background(), registry.New(registry.Options{Retry: fastRetry10}), testRegistry(), jobs,
-		CopyOptions{Retry: fastRetry10})
+		Options{Retry: fastRetry10})
 	if err != nil {
 		t.Fatalf("copy through faults: %v\n%+v", err, rep.Failed())
 	}
@@ -308,14 +306,14 @@ func TestCopyCorruptBlobFailsOnlyItsImage(t *testing.T) {
 	jobs := jobsFor(imgs, proxy.Host(), dst.Host())
 	for _, mono := range []int64{1 << 20, 1024} { // monolithic PUT, then streaming PATCH
 		t.Run(fmt.Sprint("monolithic-max-", mono), func(t *testing.T) {
-			checkCorrupt(t, jobs, imgs, bad, registry.New(registry.Options{Retry: fastRetry, MonolithicMax: mono}))
+			checkCorrupt(t, jobs, imgs, bad, registry.New(registry.Options{Retry: mirrortest.FastRetry, MonolithicMax: mono}))
 		})
 	}
 }
 
 func checkCorrupt(t *testing.T, jobs []Job, imgs []pushed, bad digest.Digest, dstReg *registry.Client) {
-	rep, err := Copy(context.Background(), testRegistry(), dstReg, jobs, CopyOptions{Retry: fastRetry})
-	if !errors.Is(err, ErrCopyFailed) {
+	rep, err := Copy(context.Background(), testRegistry(), dstReg, jobs, Options{Retry: mirrortest.FastRetry})
+	if !errors.Is(err, ErrFailed) {
 		t.Fatalf("err %v, want ErrCopyFailed", err)
 	}
 	for i, im := range rep.Images {
@@ -376,7 +374,7 @@ func TestCopyCancelThenResume(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var blobsSeen atomic.Int64
-	rep1, err := Copy(ctx, testRegistry(), testRegistry(), jobs, CopyOptions{ParallelImages: 2, ParallelLayers: 2, Retry: fastRetry,
+	rep1, err := Copy(ctx, testRegistry(), testRegistry(), jobs, Options{ParallelImages: 2, ParallelLayers: 2, Retry: mirrortest.FastRetry,
 		Progress: func(ev ProgressEvent) {
 			if ev.Image == nil && blobsSeen.Add(1) == 8 {
 				cancel()
@@ -396,7 +394,7 @@ func TestCopyCancelThenResume(t *testing.T) {
 	if rep1.BlobsSent > first || rep1.BlobsSent < first-2 {
 		t.Fatalf("report says %d blobs sent, registry committed %d", rep1.BlobsSent, first)
 	}
-	rep2, err := Copy(context.Background(), testRegistry(), testRegistry(), jobs, CopyOptions{Retry: fastRetry})
+	rep2, err := Copy(context.Background(), testRegistry(), testRegistry(), jobs, Options{Retry: mirrortest.FastRetry})
 	if err != nil {
 		t.Fatalf("resume: %v", err)
 	}
@@ -418,11 +416,11 @@ func TestIncrementalRunMountsFromEarlierRuns(t *testing.T) {
 		return Job{Source: src.Host() + "/" + repo, Digest: p.Digest, Dest: dst.Host() + "/m/" + repo, Tags: []string{"1"}}
 	}
 	reg := testRegistry()
-	if _, err := Copy(context.Background(), reg, reg, []Job{job(first, "team-a/app")}, CopyOptions{Retry: fastRetry}); err != nil {
+	if _, err := Copy(context.Background(), reg, reg, []Job{job(first, "team-a/app")}, Options{Retry: mirrortest.FastRetry}); err != nil {
 		t.Fatal(err)
 	}
 	dst.Reset()
-	rep, err := Copy(context.Background(), reg, reg, []Job{job(first, "team-a/app"), job(second, "team-b/app")}, CopyOptions{Retry: fastRetry})
+	rep, err := Copy(context.Background(), reg, reg, []Job{job(first, "team-a/app"), job(second, "team-b/app")}, Options{Retry: mirrortest.FastRetry})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -434,5 +432,5 @@ func TestIncrementalRunMountsFromEarlierRuns(t *testing.T) {
 	}
 }
 
-// fastRetry10 is fastRetry with ten retries.
-var fastRetry10 = &retry.Policy{Times: 10, Base: fastRetry.Base, Max: fastRetry.Max}
+// fastRetry10 is mirrortest.FastRetry with ten retries.
+var fastRetry10 = &retry.Policy{Times: 10, Base: mirrortest.FastRetry.Base, Max: mirrortest.FastRetry.Max}

@@ -1,4 +1,4 @@
-package mirror
+package transfer
 
 import (
 	"context"
@@ -8,8 +8,6 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-
-	"github.com/opencontainers/go-digest"
 
 	"github.com/airlock-mirror/airlock/internal/imagetest"
 	"github.com/airlock-mirror/airlock/internal/registrytest"
@@ -41,27 +39,11 @@ func TestRedirectSignatureNotInErrors(t *testing.T) {
 	dst := registrytest.Start(t)
 	jobs := []Job{{Source: host + "/a/b", Digest: p.Digest, Dest: dst.Host() + "/a/b", Tags: []string{"1"}}}
 	reg := registry.New(registry.Options{Retry: retry.Retries(0)})
-	rep, err := Copy(context.Background(), reg, reg, jobs, CopyOptions{Retry: retry.Retries(0)})
+	rep, err := Copy(context.Background(), reg, reg, jobs, Options{Retry: retry.Retries(0)})
 	if err == nil || rep.Images[0].Status != StatusFailed {
 		t.Fatalf("copy through a broken CDN succeeded: %v", err)
 	}
 	if strings.Contains(rep.Images[0].Err, "SECRET") || strings.Contains(err.Error(), "SECRET") {
 		t.Errorf("signature in the error: %s", rep.Images[0].Err)
-	}
-}
-
-// Relocating a mirror-to-disk plan with --max-nested-paths can merge two
-// repositories; a tag both would take fails instead of being overwritten.
-func TestRelocateMarksConflicts(t *testing.T) {
-	p := &Plan{Workflow: MirrorToDisk, Images: []PlanImage{
-		{Source: "quay.io/a/b-c:v1", Kind: KindGeneric, Digest: digest.Digest("sha256:" + strings.Repeat("1", 64)), DestRepo: "a/b-c", Tags: []string{"v1"}},
-		{Source: "quay.io/a-b/c:v1", Kind: KindGeneric, Digest: digest.Digest("sha256:" + strings.Repeat("2", 64)), DestRepo: "a-b/c", Tags: []string{"v1"}},
-	}}
-	out, err := p.Relocate("reg.example.com/ns", 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out.Images[0].Error != "" || !strings.Contains(out.Images[1].Error, "already the destination of") {
-		t.Fatalf("conflict not marked: %+v", out.Images)
 	}
 }

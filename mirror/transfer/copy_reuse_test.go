@@ -1,4 +1,4 @@
-package mirror
+package transfer
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/internal/imagetest"
 	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/mirror/internal/mirrortest"
 )
 
 // isUploadPUT matches the commit of a blob upload.
@@ -32,7 +33,7 @@ func TestTransferReusesSessionAfterRefusedCommit(t *testing.T) {
 	})
 	jobs := jobsFor(imgs, src.Host(), p.Host())
 	dst.Reset()
-	rep, err := Copy(ctx, testRegistry(), testRegistry(), jobs, CopyOptions{Retry: fastRetry, ParallelLayers: 1})
+	rep, err := Copy(ctx, testRegistry(), testRegistry(), jobs, Options{Retry: mirrortest.FastRetry, ParallelLayers: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestTransferReplacesAGoneSession(t *testing.T) {
 	}))
 	t.Cleanup(proxy.Close)
 	jobs := jobsFor(imgs, src.Host(), strings.TrimPrefix(proxy.URL, "http://"))
-	if _, err := Copy(ctx, testRegistry(), testRegistry(), jobs, CopyOptions{Retry: fastRetry, ParallelLayers: 1}); err != nil {
+	if _, err := Copy(ctx, testRegistry(), testRegistry(), jobs, Options{Retry: mirrortest.FastRetry, ParallelLayers: 1}); err != nil {
 		t.Fatalf("copy after a gone session: %v", err)
 	}
 	if refused.Load() < 2 {

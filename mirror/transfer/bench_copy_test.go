@@ -1,4 +1,4 @@
-package mirror
+package transfer
 
 import (
 	"context"
@@ -66,7 +66,7 @@ func BenchmarkCopy(b *testing.B) {
 			j.Dest = fmt.Sprintf("%s/run%d/app%d", dst.Host(), n, i%8)
 			run[i] = j
 		}
-		rep, err := Copy(context.Background(), registry.New(registry.Options{}), registry.New(registry.Options{}), run, CopyOptions{})
+		rep, err := Copy(context.Background(), registry.New(registry.Options{}), registry.New(registry.Options{}), run, Options{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package mirror
+package transfer
 
 import (
 	"context"
@@ -85,7 +85,7 @@ func lookKey(j Job) string { return j.Source + "|" + j.Key() }
 // they are done or ctx ends. progress (may be nil) counts each job of jobs as
 // it is done, those looked at before at once.
 func (x *Estimator) Look(ctx context.Context, jobs []Job, progress StageProgress) {
-	count := newCounter(progress, len(jobs))
+	count := NewCounter(progress, len(jobs))
 	var g errgroup.Group
 	g.SetLimit(x.parallel)
 	for _, j := range jobs {
@@ -101,7 +101,7 @@ func (x *Estimator) Look(ctx context.Context, jobs []Job, progress StageProgress
 			g.Go(func() error {
 				select {
 				case <-l.done:
-					count.add(l.err != nil)
+					count.Add(l.err != nil)
 				case <-ctx.Done():
 				}
 				return nil
@@ -113,7 +113,7 @@ func (x *Estimator) Look(ctx context.Context, jobs []Job, progress StageProgress
 			ok, err := x.dst.ManifestExists(ctx, j.Dest, j.Digest.String(), j.Digest)
 			l.present = err == nil && ok
 			l.blobs, l.err = walkBlobs(ctx, x.src, j.Source, j.Digest, 0)
-			count.add(l.err != nil)
+			count.Add(l.err != nil)
 			return nil
 		})
 	}
@@ -313,7 +313,7 @@ type Sizes struct {
 // not nil, is asked first (one manifest check per job, by digest): a job it
 // already holds is not read at the source at all (a no-op re-run reads nothing
 // there) and is marked in Held, so the copy engine need not ask again
-// (CopyOptions.Held). A job whose manifests cannot be read counts with no blobs
+// (Options.Held). A job whose manifests cannot be read counts with no blobs
 // (the copy reports the error). progress, when not nil, is told how many jobs
 // were looked at.
 func Measure(ctx context.Context, src EstimateSource, dst EstimateDestination, jobs []Job, parallel int, progress StageProgress) (*Sizes, error) {
@@ -324,7 +324,7 @@ func Measure(ctx context.Context, src EstimateSource, dst EstimateDestination, j
 	if dst != nil {
 		s.Held = make([]bool, len(jobs))
 	}
-	count := newCounter(progress, len(jobs))
+	count := NewCounter(progress, len(jobs))
 	var g errgroup.Group
 	g.SetLimit(parallel)
 	for i, j := range jobs {
@@ -332,7 +332,7 @@ func Measure(ctx context.Context, src EstimateSource, dst EstimateDestination, j
 			if dst != nil {
 				if ok, err := dst.ManifestExists(ctx, j.Dest, j.Digest.String(), j.Digest); err == nil && ok {
 					s.Held[i] = true
-					count.add(false)
+					count.Add(false)
 					return nil
 				}
 			}
@@ -340,7 +340,7 @@ func Measure(ctx context.Context, src EstimateSource, dst EstimateDestination, j
 			if err == nil {
 				s.PerJob[i] = blobs
 			}
-			count.add(err != nil)
+			count.Add(err != nil)
 			return nil
 		})
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/seed"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
+	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/transfer"
 	"github.com/airlock-mirror/airlock/pipeline"
@@ -113,7 +114,7 @@ func checkMirrored(t *testing.T, res *pipeline.Result, dst *registrytest.Registr
 		t.Fatalf("catalogs: %+v", res.Catalogs)
 	}
 	c := res.Catalogs[0]
-	fc, err := mirror.FetchCatalog(ctx, c.DestRepo+":"+c.Tag, t.TempDir())
+	fc, err := catalogimage.Fetch(ctx, c.DestRepo+":"+c.Tag, t.TempDir(), catalogimage.FetchOptions{})
 	if err != nil {
 		t.Fatalf("pull the rebuilt catalog: %v", err)
 	}

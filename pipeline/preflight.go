@@ -13,6 +13,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/manifests"
 	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 )
@@ -47,7 +48,7 @@ func (r *run) preflight(ctx context.Context) error {
 	}
 	if r.workflow != mirror.DiskToMirror {
 		for _, op := range r.cfg.Mirror.Operators {
-			if strings.HasPrefix(op.Catalog, mirror.OCIPrefix) {
+			if strings.HasPrefix(op.Catalog, catalogimage.OCIPrefix) {
 				continue
 			}
 			if ref, err := oci.ParseReference(op.Catalog); err == nil {

@@ -41,7 +41,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/internal/imagetest"
 	"github.com/airlock-mirror/airlock/internal/sqlitetest"
-	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/prune"
 )
@@ -373,7 +373,7 @@ func (o Options) pushCatalog(ctx context.Context, ref, dir string) (digest.Diges
 		cf.Config.Labels = map[string]string{CatalogLabel: "/configs"}
 		if o.SQLiteIndex {
 			cf.Config.Cmd = []string{"registry", "serve", "--database", "/" + sqliteDBPath}
-			cf.Config.Labels = map[string]string{mirror.CatalogDatabaseLabel: "/" + sqliteDBPath}
+			cf.Config.Labels = map[string]string{catalogimage.DatabaseLabel: "/" + sqliteDBPath}
 		}
 		if img, err = mutate.ConfigFile(img, cf); err != nil {
 			return "", err

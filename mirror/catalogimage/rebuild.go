@@ -1,4 +1,4 @@
-package mirror
+package catalogimage
 
 import (
 	"context"
@@ -22,14 +22,14 @@ import (
 	"github.com/opencontainers/go-digest"
 )
 
-// DefaultCatalogCacheDir is where `opm generate dockerfile` images keep their
+// DefaultCacheDir is where `opm generate dockerfile` images keep their
 // pre-built serve cache; a rebuilt catalog removes it (it no longer matches).
-const DefaultCatalogCacheDir = "/tmp/cache"
+const DefaultCacheDir = "/tmp/cache"
 
 // rebuildEpoch is the modification time of every entry of the pruned-catalog layer.
 var rebuildEpoch = time.Unix(0, 0).UTC()
 
-// RebuildOptions tunes RebuildCatalog.
+// RebuildOptions tunes Rebuild.
 type RebuildOptions struct {
 	// LayoutDir is the OCI image layout the rebuilt catalog is written to. It is
 	// created if missing; an existing layout is reused (blobs it already holds
@@ -42,8 +42,8 @@ type RebuildOptions struct {
 	Logger *slog.Logger
 }
 
-// RebuiltCatalog is a catalog image rebuilt around a pruned catalog.
-type RebuiltCatalog struct {
+// Rebuilt is a catalog image rebuilt around a pruned catalog.
+type Rebuilt struct {
 	// Digest and MediaType describe the top-level manifest (an index when the
 	// source catalog was multi-arch).
 	Digest    digest.Digest
@@ -60,8 +60,8 @@ type RebuiltCatalog struct {
 	LayerDigest digest.Digest
 }
 
-// RebuildCatalog builds a new catalog image from base (the catalog fetched by
-// FetchCatalog) and the pruned catalog in prunedDir: every image of base (every
+// Rebuild builds a new catalog image from base (the catalog fetched by
+// Fetch) and the pruned catalog in prunedDir: every image of base (every
 // platform of a multi-arch index) gets one more layer that replaces the catalog
 // folder (an opaque whiteout plus the pruned files) and deletes the stale opm
 // serve cache (/tmp/cache and any --cache-dir of the command), and its command
@@ -74,13 +74,13 @@ type RebuiltCatalog struct {
 // The result is written to opts.LayoutDir, from where layout.NewSource serves it.
 // A catalog mirrored with `full: true` and no packages is not rebuilt: callers
 // copy the original image.
-func RebuildCatalog(ctx context.Context, base *FetchedCatalog, prunedDir string, opts RebuildOptions) (*RebuiltCatalog, error) {
+func Rebuild(ctx context.Context, base *Fetched, prunedDir string, opts RebuildOptions) (*Rebuilt, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if base == nil || base.Image == nil || base.Label == "" {
-		return nil, errors.New("rebuild catalog: base catalog not fetched (use FetchCatalog first)")
+		return nil, errors.New("rebuild catalog: base catalog not fetched (use Fetch first)")
 	}
 	if opts.LayoutDir == "" {
 		return nil, fmt.Errorf("rebuild catalog %s: no layout directory given", base.Ref)
@@ -118,7 +118,7 @@ func RebuildCatalog(ctx context.Context, base *FetchedCatalog, prunedDir string,
 	log.Debug("pruned catalog layer built", "catalog", base.Ref, "digest", layerDigest)
 
 	b := &rebuilder{label: base.Label, database: base.Database, wipe: wipe, catalogLayer: layer, layers: map[types.MediaType]v1.Layer{}, log: log, ref: base.Ref}
-	out := &RebuiltCatalog{LayoutDir: opts.LayoutDir, Tag: tag, LayerDigest: layerDigest}
+	out := &Rebuilt{LayoutDir: opts.LayoutDir, Tag: tag, LayerDigest: layerDigest}
 	var top mutate.Appendable
 	if base.Index != nil {
 		idx, err := b.index(ctx, base.Index, 0)
@@ -168,7 +168,7 @@ func RebuildCatalog(ctx context.Context, base *FetchedCatalog, prunedDir string,
 
 // readBack fills out.Image or out.Index (with media type and size) from the
 // layout, by out.Digest: objects independent of the base.
-func readBack(lp ggcrlayout.Path, isIndex bool, out *RebuiltCatalog) error {
+func readBack(lp ggcrlayout.Path, isIndex bool, out *Rebuilt) error {
 	h, err := v1.NewHash(out.Digest.String())
 	if err != nil {
 		return err
@@ -200,11 +200,11 @@ func readBack(lp ggcrlayout.Path, isIndex bool, out *RebuiltCatalog) error {
 	return nil
 }
 
-// OpenRebuiltCatalog reopens a catalog image that RebuildCatalog wrote earlier
+// OpenRebuilt reopens a catalog image that Rebuild wrote earlier
 // from base into layoutDir under tag, by its digest: the layout must hold it
 // under that tag with every blob it references, at the right size; otherwise
 // it returns an error (and the caller rebuilds).
-func OpenRebuiltCatalog(base *FetchedCatalog, layoutDir, tag string, d, layerDigest digest.Digest) (*RebuiltCatalog, error) {
+func OpenRebuilt(base *Fetched, layoutDir, tag string, d, layerDigest digest.Digest) (*Rebuilt, error) {
 	if base == nil || base.Image == nil {
 		return nil, errors.New("reopen catalog: base catalog not fetched")
 	}
@@ -216,7 +216,7 @@ func OpenRebuiltCatalog(base *FetchedCatalog, layoutDir, tag string, d, layerDig
 	if !layoutHas(lp, h, tag) {
 		return nil, fmt.Errorf("reopen catalog: %s holds no %s tagged %s", layoutDir, d, tag)
 	}
-	out := &RebuiltCatalog{LayoutDir: layoutDir, Tag: tag, Digest: d, LayerDigest: layerDigest}
+	out := &Rebuilt{LayoutDir: layoutDir, Tag: tag, Digest: d, LayerDigest: layerDigest}
 	if err := readBack(lp, base.Index != nil, out); err != nil {
 		return nil, fmt.Errorf("reopen catalog: %w", err)
 	}
@@ -382,7 +382,7 @@ func (b *rebuilder) image(img v1.Image) (v1.Image, error) {
 	if lbl, db, err := catalogLabel(cfg); err != nil {
 		return nil, err
 	} else if lbl != b.label || db != b.database {
-		return nil, fmt.Errorf("label %s=%s (database %q) differs from the %s (database %q) of the image the catalog was read from", CatalogConfigsLabel, lbl, db, b.label, b.database)
+		return nil, fmt.Errorf("label %s=%s (database %q) differs from the %s (database %q) of the image the catalog was read from", ConfigsLabel, lbl, db, b.label, b.database)
 	}
 	created := cfg.Created
 	if created.IsZero() {
@@ -421,8 +421,8 @@ func (b *rebuilder) image(img v1.Image) (v1.Image, error) {
 		for k, v := range ncfg.Config.Labels {
 			labels[k] = v
 		}
-		delete(labels, CatalogDatabaseLabel)
-		labels[CatalogConfigsLabel] = b.label
+		delete(labels, DatabaseLabel)
+		labels[ConfigsLabel] = b.label
 		ncfg.Config.Labels = labels
 	}
 	return mutate.ConfigFile(out, ncfg)
@@ -454,7 +454,7 @@ func serveCommand(c v1.Config, label string) (entrypoint, cmd []string, err erro
 // cacheDirs returns, sorted, the folders holding a pre-built opm serve cache that
 // the rebuilt image must not keep: /tmp/cache and any --cache-dir of the command.
 func cacheDirs(cfg *v1.ConfigFile, label string) []string {
-	set := map[string]bool{DefaultCatalogCacheDir: true}
+	set := map[string]bool{DefaultCacheDir: true}
 	args := append(append([]string{}, cfg.Config.Entrypoint...), cfg.Config.Cmd...)
 	for i, a := range args {
 		switch {

@@ -1,4 +1,4 @@
-package mirror
+package catalogimage
 
 import (
 	"archive/tar"
@@ -157,7 +157,7 @@ func testCatalogImage(t testing.TB, mt types.MediaType, arch string) v1.Image {
 	}
 	cfg.Config.Entrypoint = []string{"/bin/opm"}
 	cfg.Config.Cmd = []string{"serve", "/configs", "--cache-dir=/tmp/cache"}
-	cfg.Config.Labels = map[string]string{CatalogConfigsLabel: "/configs", "vendor": "example"}
+	cfg.Config.Labels = map[string]string{ConfigsLabel: "/configs", "vendor": "example"}
 	img, err = mutate.ConfigFile(img, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +165,7 @@ func testCatalogImage(t testing.TB, mt types.MediaType, arch string) v1.Image {
 	return img
 }
 
-// wantFullFiles is what FetchCatalog must extract from testCatalogImage.
+// wantFullFiles is what Fetch must extract from testCatalogImage.
 var wantFullFiles = []string{"bar/catalog.yaml", "foo/catalog.json", "hard", "ln", "old/kept.json"}
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
@@ -224,7 +224,7 @@ func TestFetchCatalog(t *testing.T) {
 			ref := reg.Host() + "/ns/catalog-" + kind + ":v1"
 			push(t, ref, img)
 			work := t.TempDir()
-			fc, err := FetchCatalog(ctx, ref, work)
+			fc, err := Fetch(ctx, ref, work, FetchOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -255,7 +255,7 @@ func TestFetchCatalog(t *testing.T) {
 
 			// A second fetch finds the extraction complete and downloads no layer.
 			reg.Reset()
-			fc2, err := FetchCatalog(ctx, "docker://"+ref, work)
+			fc2, err := Fetch(ctx, "docker://"+ref, work, FetchOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -271,7 +271,7 @@ func TestFetchCatalog(t *testing.T) {
 				t.Fatal(err)
 			}
 			os.Remove(filepath.Join(fc.ConfigsDir, "foo", "catalog.json"))
-			fc3, err := FetchCatalog(ctx, ref, work)
+			fc3, err := Fetch(ctx, ref, work, FetchOptions{})
 			if err != nil || fc3.Cached {
 				t.Fatalf("fetch after interruption: cached=%v err=%v", fc3 != nil && fc3.Cached, err)
 			}
@@ -288,7 +288,7 @@ func TestFetchCatalogPinsDigest(t *testing.T) {
 	a := testCatalogImage(t, types.OCIManifestSchema1, "amd64")
 	ref := reg.Host() + "/ns/moving:v1"
 	push(t, ref, a)
-	fc, err := FetchCatalog(ctx, ref, t.TempDir())
+	fc, err := Fetch(ctx, ref, t.TempDir(), FetchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +306,7 @@ func TestFetchCatalogPinsDigest(t *testing.T) {
 		t.Fatalf("fetched image has %d layers (%v), want 3", len(layers), err)
 	}
 	// By digest.
-	fc2, err := FetchCatalog(ctx, fc.PinnedRef(), t.TempDir())
+	fc2, err := Fetch(ctx, fc.PinnedRef(), t.TempDir(), FetchOptions{})
 	if err != nil || fc2.Digest != fc.Digest {
 		t.Fatalf("fetch by digest: %v, %v", fc2, err)
 	}
@@ -344,7 +344,7 @@ func TestFetchCatalogIndex(t *testing.T) {
 	idx := testIndex(t, types.OCIImageIndex)
 	ref := reg.Host() + "/ns/multi:v1"
 	pushIndex(t, ref, idx)
-	fc, err := FetchCatalog(ctx, ref, t.TempDir())
+	fc, err := Fetch(ctx, ref, t.TempDir(), FetchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +362,7 @@ func TestFetchCatalogIndex(t *testing.T) {
 	arm := testCatalogImage(t, types.OCIManifestSchema1, "arm64")
 	only := mutate.AppendManifests(empty.Index, mutate.IndexAddendum{Add: arm, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: "arm64"}}})
 	pushIndex(t, reg.Host()+"/ns/armonly:v1", only)
-	fc, err = FetchCatalog(ctx, reg.Host()+"/ns/armonly:v1", t.TempDir())
+	fc, err = Fetch(ctx, reg.Host()+"/ns/armonly:v1", t.TempDir(), FetchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,7 +388,7 @@ func TestFetchCatalogErrors(t *testing.T) {
 		}
 		return img
 	}
-	fbc := map[string]string{CatalogConfigsLabel: "/configs"}
+	fbc := map[string]string{ConfigsLabel: "/configs"}
 	ok := tarEntry{name: "configs/a.json", body: "{}"}
 	tests := []struct {
 		name    string
@@ -397,9 +397,9 @@ func TestFetchCatalogErrors(t *testing.T) {
 		wantMsg string
 	}{
 		{"no label", build(nil, tarLayer(t, types.OCILayer, ok)), ErrNotFBCImage, "not a file-based catalog image"},
-		{"sqlite without its database", build(map[string]string{CatalogDatabaseLabel: "/database/index.db"}, tarLayer(t, types.OCILayer, ok, tarEntry{name: "database/other", body: "x"})), ErrNotFBCImage, "holds no such file"},
-		{"sqlite at the root", build(map[string]string{CatalogDatabaseLabel: "/index.db"}, tarLayer(t, types.OCILayer, ok)), ErrNotFBCImage, "in a folder"},
-		{"root label", build(map[string]string{CatalogConfigsLabel: "/"}, tarLayer(t, types.OCILayer, ok)), ErrNotFBCImage, "image root"},
+		{"sqlite without its database", build(map[string]string{DatabaseLabel: "/database/index.db"}, tarLayer(t, types.OCILayer, ok, tarEntry{name: "database/other", body: "x"})), ErrNotFBCImage, "holds no such file"},
+		{"sqlite at the root", build(map[string]string{DatabaseLabel: "/index.db"}, tarLayer(t, types.OCILayer, ok)), ErrNotFBCImage, "in a folder"},
+		{"root label", build(map[string]string{ConfigsLabel: "/"}, tarLayer(t, types.OCILayer, ok)), ErrNotFBCImage, "image root"},
 		{"empty folder", build(fbc, tarLayer(t, types.OCILayer, tarEntry{name: "other/a.json"})), ErrNotFBCImage, "no layer holds files there"},
 		{"dotdot", build(fbc, tarLayer(t, types.OCILayer, ok, tarEntry{name: "../evil", body: "x"})), ErrUnsafeLayer, "outside the image root"},
 		{"dotdot in configs", build(fbc, tarLayer(t, types.OCILayer, tarEntry{name: "configs/../../evil", body: "x"})), ErrUnsafeLayer, "outside the image root"},
@@ -413,7 +413,7 @@ func TestFetchCatalogErrors(t *testing.T) {
 			ref := reg.Host() + "/ns/bad:" + strings.Repeat("x", i+1)
 			push(t, ref, tc.img)
 			work := t.TempDir()
-			_, err := FetchCatalog(ctx, ref, work)
+			_, err := Fetch(ctx, ref, work, FetchOptions{})
 			if err == nil || !errors.Is(err, tc.wantIs) || !strings.Contains(err.Error(), tc.wantMsg) || !strings.Contains(err.Error(), ref) {
 				t.Fatalf("error = %v, want %v containing %q and the reference", err, tc.wantIs, tc.wantMsg)
 			}
@@ -428,13 +428,13 @@ func TestFetchCatalogErrors(t *testing.T) {
 		})
 	}
 
-	if _, err := FetchCatalog(ctx, reg.Host()+"/ns/missing:v1", t.TempDir()); err == nil || !strings.Contains(err.Error(), "missing") {
+	if _, err := Fetch(ctx, reg.Host()+"/ns/missing:v1", t.TempDir(), FetchOptions{}); err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Fatalf("missing image: %v", err)
 	}
-	if _, err := FetchCatalog(ctx, "Bad Ref", t.TempDir()); !errors.Is(err, oci.ErrInvalidReference) {
+	if _, err := Fetch(ctx, "Bad Ref", t.TempDir(), FetchOptions{}); !errors.Is(err, oci.ErrInvalidReference) {
 		t.Fatalf("bad reference: %v", err)
 	}
-	if _, err := FetchCatalog(ctx, "oci://"+t.TempDir(), t.TempDir()); !errors.Is(err, oci.ErrInvalidReference) {
+	if _, err := Fetch(ctx, "oci://"+t.TempDir(), t.TempDir(), FetchOptions{}); !errors.Is(err, oci.ErrInvalidReference) {
 		t.Fatalf("oci:// without a layout: %v", err)
 	}
 }
@@ -462,7 +462,7 @@ func TestFetchCatalogOCILayout(t *testing.T) {
 	}
 	work := t.TempDir()
 	for _, tc := range tests {
-		fc, err := FetchCatalog(ctx, tc.ref, work)
+		fc, err := Fetch(ctx, tc.ref, work, FetchOptions{})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.ref, err)
 		}
@@ -476,7 +476,7 @@ func TestFetchCatalogOCILayout(t *testing.T) {
 			t.Errorf("PinnedRef = %s", fc.PinnedRef())
 		}
 	}
-	if _, err := FetchCatalog(ctx, "oci://"+dir+":nope", work); err == nil || !strings.Contains(err.Error(), `no manifest named "nope"`) {
+	if _, err := Fetch(ctx, "oci://"+dir+":nope", work, FetchOptions{}); err == nil || !strings.Contains(err.Error(), `no manifest named "nope"`) {
 		t.Fatalf("unknown tag: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package mirror
+package catalogimage
 
 import (
 	"context"
@@ -22,20 +22,20 @@ import (
 	"github.com/airlock-mirror/airlock/mirror/registry"
 )
 
-// CatalogConfigsLabel is the image-config label of a file-based catalog image that
+// ConfigsLabel is the image-config label of a file-based catalog image that
 // names the folder holding the catalog (conventionally "/configs").
-const CatalogConfigsLabel = "operators.operatorframework.io.index.configs.v1"
+const ConfigsLabel = "operators.operatorframework.io.index.configs.v1"
 
-// CatalogDatabaseLabel is the image-config label of an old SQLite-based catalog
+// DatabaseLabel is the image-config label of an old SQLite-based catalog
 // image (`opm index add`) that names its database file ("/database/index.db").
-const CatalogDatabaseLabel = "operators.operatorframework.io.index.database.v1"
+const DatabaseLabel = "operators.operatorframework.io.index.database.v1"
 
 // sqliteConfigsDir is the catalog folder of the file-based catalog image rebuilt
 // from a SQLite-based one.
 const sqliteConfigsDir = "/configs"
 
 // ErrNotFBCImage is returned (wrapped) when an image is not a file-based catalog
-// image: it has no CatalogConfigsLabel, or nothing under the folder it names.
+// image: it has no ConfigsLabel, or nothing under the folder it names.
 var ErrNotFBCImage = errors.New("not a file-based catalog image")
 
 // ErrUnsafeLayer is returned (wrapped) when a layer of a catalog image holds a
@@ -49,9 +49,9 @@ const OCIPrefix = "oci://"
 // means the extraction finished.
 const completeMarker = "complete.json"
 
-// FetchedCatalog is a catalog image resolved to a digest, with its file-based
+// Fetched is a catalog image resolved to a digest, with its file-based
 // catalog extracted to disk.
-type FetchedCatalog struct {
+type Fetched struct {
 	// Ref is the reference as given ("quay.io/ns/cat:v1", or "oci://PATH").
 	Ref string
 	// Source is the parsed reference; zero for an OCI layout.
@@ -68,11 +68,11 @@ type FetchedCatalog struct {
 	// DatabaseFile to a file-based catalog and sets it.
 	ConfigsDir string
 	// Label is the folder, inside the image, that holds the catalog (the value of
-	// CatalogConfigsLabel, cleaned: "/configs"). For a SQLite-based catalog it is
+	// ConfigsLabel, cleaned: "/configs"). For a SQLite-based catalog it is
 	// the folder the rebuilt file-based catalog image uses ("/configs").
 	Label string
 	// Database is, for a SQLite-based catalog image, the path inside the image of
-	// its database (the value of CatalogDatabaseLabel, cleaned), else "".
+	// its database (the value of DatabaseLabel, cleaned), else "".
 	Database string
 	// DatabaseFile is the extracted database of a SQLite-based catalog, else "".
 	DatabaseFile string
@@ -96,14 +96,14 @@ type FetchedCatalog struct {
 
 // PinnedRef is the catalog's reference by digest: "repo@sha256:…" for a registry,
 // "oci://PATH@sha256:…" for a layout.
-func (c *FetchedCatalog) PinnedRef() string {
+func (c *Fetched) PinnedRef() string {
 	if c.LayoutPath != "" {
 		return OCIPrefix + c.LayoutPath + "@" + c.Digest.String()
 	}
 	return c.Source.Repository() + "@" + c.Digest.String()
 }
 
-// FetchOptions tunes FetchCatalogWithOptions.
+// FetchOptions tunes Fetch.
 type FetchOptions struct {
 	// Registry reads catalog images from registries (credentials, TLS, the retry
 	// policy); nil means a Registry with default options. The whole catalog image
@@ -130,18 +130,13 @@ type FetchOptions struct {
 	OnRestart func()
 }
 
-// FetchCatalog resolves ref (a registry reference, with or without "docker://", or
+// Fetch resolves ref (a registry reference, with or without "docker://", or
 // "oci://PATH" for an OCI image layout) to a digest and extracts its file-based
-// catalog under workDir/catalogs/<name>/<digest-hex>/configs, reading registries
-// with default options. A catalog already extracted by an earlier run is not
-// downloaded again.
-func FetchCatalog(ctx context.Context, ref string, workDir string) (*FetchedCatalog, error) {
-	return FetchCatalogWithOptions(ctx, ref, workDir, FetchOptions{})
-}
-
-// FetchCatalogWithOptions is FetchCatalog with every option. Registry requests
-// are retried by o.Registry's policy; nothing retries the fetch as a whole.
-func FetchCatalogWithOptions(ctx context.Context, ref string, workDir string, o FetchOptions) (*FetchedCatalog, error) {
+// catalog under workDir/catalogs/<name>/<digest-hex>/configs. A catalog already
+// extracted by an earlier run is not downloaded again. The zero FetchOptions
+// read registries with default options. Registry requests are retried by
+// o.Registry's policy; nothing retries the fetch as a whole.
+func Fetch(ctx context.Context, ref string, workDir string, o FetchOptions) (*Fetched, error) {
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -227,7 +222,7 @@ func FetchCatalogWithOptions(ctx context.Context, ref string, workDir string, o 
 	}
 	if db != "" {
 		if st, err := os.Lstat(filepath.Join(tmp, path.Base(db))); err != nil || !st.Mode().IsRegular() {
-			return nil, fmt.Errorf("catalog %s@%s: %w: the label %s names the database %s, but the image holds no such file", ref, fc.Digest, ErrNotFBCImage, CatalogDatabaseLabel, db)
+			return nil, fmt.Errorf("catalog %s@%s: %w: the label %s names the database %s, but the image holds no such file", ref, fc.Digest, ErrNotFBCImage, DatabaseLabel, db)
 		}
 	}
 	if err := os.RemoveAll(extracted); err != nil {
@@ -247,20 +242,20 @@ func FetchCatalogWithOptions(ctx context.Context, ref string, workDir string, o 
 // the cleaned path of its database (the folder is then the one its rebuilt
 // file-based image uses, /configs).
 func catalogLabel(cfg *v1.ConfigFile) (label, database string, err error) {
-	v, ok := cfg.Config.Labels[CatalogConfigsLabel]
+	v, ok := cfg.Config.Labels[ConfigsLabel]
 	if !ok || strings.TrimSpace(v) == "" {
-		if d, sqlite := cfg.Config.Labels[CatalogDatabaseLabel]; sqlite {
+		if d, sqlite := cfg.Config.Labels[DatabaseLabel]; sqlite {
 			db := path.Clean("/" + strings.TrimSpace(d))
 			if strings.TrimSpace(d) == "" || path.Dir(db) == "/" {
-				return "", "", fmt.Errorf("%w: label %s=%q must name a database file in a folder, such as /database/index.db", ErrNotFBCImage, CatalogDatabaseLabel, d)
+				return "", "", fmt.Errorf("%w: label %s=%q must name a database file in a folder, such as /database/index.db", ErrNotFBCImage, DatabaseLabel, d)
 			}
 			return sqliteConfigsDir, db, nil
 		}
-		return "", "", fmt.Errorf("%w: the image config has no label %s (is this an operator catalog image?)", ErrNotFBCImage, CatalogConfigsLabel)
+		return "", "", fmt.Errorf("%w: the image config has no label %s (is this an operator catalog image?)", ErrNotFBCImage, ConfigsLabel)
 	}
 	l := path.Clean("/" + strings.TrimSpace(v))
 	if l == "/" {
-		return "", "", fmt.Errorf("%w: label %s=%q names the image root; expected a folder such as /configs", ErrNotFBCImage, CatalogConfigsLabel, v)
+		return "", "", fmt.Errorf("%w: label %s=%q names the image root; expected a folder such as /configs", ErrNotFBCImage, ConfigsLabel, v)
 	}
 	return l, "", nil
 }
@@ -287,7 +282,7 @@ type catalogMarker struct {
 
 // cacheComplete reports whether an earlier run extracted fc into the folder
 // extracted (below dir) completely.
-func cacheComplete(dir, extracted string, fc *FetchedCatalog) (bool, error) {
+func cacheComplete(dir, extracted string, fc *Fetched) (bool, error) {
 	b, err := os.ReadFile(filepath.Join(dir, completeMarker))
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
@@ -304,7 +299,7 @@ func cacheComplete(dir, extracted string, fc *FetchedCatalog) (bool, error) {
 	return err == nil && st.IsDir(), nil
 }
 
-func writeMarker(dir string, fc *FetchedCatalog) error {
+func writeMarker(dir string, fc *Fetched) error {
 	b, err := json.MarshalIndent(catalogMarker{Ref: fc.Ref, Digest: fc.Digest, Label: fc.Label, Database: fc.Database}, "", "  ")
 	if err != nil {
 		return err
@@ -319,7 +314,7 @@ const (
 
 // extract extracts the catalog folder label of fc.Image into a new temporary
 // folder of dir, which it returns (also on error, for the caller to remove).
-func (fc *FetchedCatalog) extract(ctx context.Context, dir, label string, o FetchOptions, log *slog.Logger) (string, error) {
+func (fc *Fetched) extract(ctx context.Context, dir, label string, o FetchOptions, log *slog.Logger) (string, error) {
 	tmp, err := os.MkdirTemp(dir, ".configs-")
 	if err != nil {
 		return "", err

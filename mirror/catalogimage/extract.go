@@ -1,4 +1,4 @@
-package mirror
+package catalogimage
 
 import (
 	"archive/tar"
@@ -54,7 +54,7 @@ func extractLayers(ctx context.Context, layers []v1.Layer, label, dst string, li
 		}
 	}
 	if !x.found {
-		return fmt.Errorf("%w: the label %s says the catalog is in %s, but no layer holds files there", ErrNotFBCImage, CatalogConfigsLabel, label)
+		return fmt.Errorf("%w: the label %s says the catalog is in %s, but no layer holds files there", ErrNotFBCImage, ConfigsLabel, label)
 	}
 	return nil
 }

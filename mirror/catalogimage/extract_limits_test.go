@@ -1,4 +1,4 @@
-package mirror
+package catalogimage
 
 import (
 	"archive/tar"
@@ -208,7 +208,7 @@ func TestExtractRefusesGzipBomb(t *testing.T) {
 	}
 	cfg, _ := img.ConfigFile()
 	cfg = cfg.DeepCopy()
-	cfg.Config.Labels = map[string]string{CatalogConfigsLabel: "/configs"}
+	cfg.Config.Labels = map[string]string{ConfigsLabel: "/configs"}
 	if img, err = mutate.ConfigFile(img, cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +221,7 @@ func TestExtractRefusesGzipBomb(t *testing.T) {
 	read.Store(0)
 	work := t.TempDir()
 	start := time.Now()
-	_, err = FetchCatalogWithOptions(context.Background(), "oci://"+dir, work, FetchOptions{Logger: discardLogger()})
+	_, err = Fetch(context.Background(), "oci://"+dir, work, FetchOptions{Logger: discardLogger()})
 	elapsed := time.Since(start)
 	if !errors.Is(err, ErrExtractLimit) {
 		t.Fatalf("error = %v, want ErrExtractLimit", err)

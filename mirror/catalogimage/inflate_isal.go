@@ -1,6 +1,6 @@
 //go:build isal && cgo
 
-package mirror
+package catalogimage
 
 /*
 #cgo LDFLAGS: -lisal

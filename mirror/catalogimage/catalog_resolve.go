@@ -1,4 +1,4 @@
-package mirror
+package catalogimage
 
 // Resolving a catalog (or bundle) reference: to a digest, the whole image
 // copied into the workspace's layout (or streamed while it is copied, see
@@ -191,13 +191,13 @@ func copyCatalogImage(ctx context.Context, reg *registry.Client, dst *layout.Des
 // background: the returned Image reads its config and layers as the copy
 // writes them, and the caller must settle (or stop the copy) before it
 // returns.
-func resolveImage(ctx context.Context, ref string, workDir string, o FetchOptions, what string, stream bool) (*FetchedCatalog, string, error) {
+func resolveImage(ctx context.Context, ref string, workDir string, o FetchOptions, what string, stream bool) (*Fetched, string, error) {
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	want := o.platform()
-	fc := &FetchedCatalog{Ref: ref}
+	fc := &Fetched{Ref: ref}
 	var top any // v1.Image or v1.ImageIndex
 	var key string
 	if strings.HasPrefix(ref, OCIPrefix) {
@@ -269,7 +269,7 @@ func resolveImage(ctx context.Context, ref string, workDir string, o FetchOption
 
 // choose sets Image (the platform image for want), Index and Platform from
 // the top-level index or image.
-func (fc *FetchedCatalog) choose(top any, want v1.Platform) error {
+func (fc *Fetched) choose(top any, want v1.Platform) error {
 	switch t := top.(type) {
 	case v1.ImageIndex:
 		img, plat, err := selectPlatformImage(t, want)
@@ -301,7 +301,7 @@ func layoutHolds(ctx context.Context, dir string, d digest.Digest) bool {
 // reports whether every byte read while streaming came from the copy's one
 // committed attempt (clean), so that a failure while reading was the content's,
 // not the transfer's.
-func (fc *FetchedCatalog) settle(want v1.Platform) (clean bool, err error) {
+func (fc *Fetched) settle(want v1.Platform) (clean bool, err error) {
 	if fc.copy == nil {
 		return true, nil
 	}

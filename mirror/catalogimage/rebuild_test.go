@@ -1,4 +1,4 @@
-package mirror
+package catalogimage
 
 import (
 	"archive/tar"
@@ -162,12 +162,12 @@ func TestRebuildCatalog(t *testing.T) {
 			ref := reg.Host() + "/ns/rebuild-" + kind + ":v4.18"
 			push(t, ref, img)
 			work := t.TempDir()
-			fc, err := FetchCatalog(ctx, ref, work)
+			fc, err := Fetch(ctx, ref, work, FetchOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			dir1 := filepath.Join(work, "rebuilt1")
-			r1, err := RebuildCatalog(ctx, fc, "testdata/catalog/pruned", RebuildOptions{LayoutDir: dir1, Logger: discardLogger()})
+			r1, err := Rebuild(ctx, fc, "testdata/catalog/pruned", RebuildOptions{LayoutDir: dir1, Logger: discardLogger()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -180,7 +180,7 @@ func TestRebuildCatalog(t *testing.T) {
 			checkRebuiltImage(t, img, r1.Image, "amd64")
 
 			// Deterministic: another layout, another run, same digest.
-			r2, err := RebuildCatalog(ctx, fc, "testdata/catalog/pruned", RebuildOptions{LayoutDir: filepath.Join(work, "rebuilt2")})
+			r2, err := Rebuild(ctx, fc, "testdata/catalog/pruned", RebuildOptions{LayoutDir: filepath.Join(work, "rebuilt2")})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -188,13 +188,13 @@ func TestRebuildCatalog(t *testing.T) {
 				t.Fatalf("second rebuild gave %s (layer %s), first %s (layer %s)", r2.Digest, r2.LayerDigest, r1.Digest, r1.LayerDigest)
 			}
 			// Again into the same layout: same digest, layout still valid.
-			r3, err := RebuildCatalog(ctx, fc, "testdata/catalog/pruned", RebuildOptions{LayoutDir: dir1})
+			r3, err := Rebuild(ctx, fc, "testdata/catalog/pruned", RebuildOptions{LayoutDir: dir1})
 			if err != nil || r3.Digest != r1.Digest {
 				t.Fatalf("rebuild into the same layout: %v %v", r3, err)
 			}
 			// A different pruned catalog into the same layout replaces the tag and
 			// removes the stale blobs.
-			r4, err := RebuildCatalog(ctx, fc, "testdata/catalog/full", RebuildOptions{LayoutDir: dir1})
+			r4, err := Rebuild(ctx, fc, "testdata/catalog/full", RebuildOptions{LayoutDir: dir1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -217,7 +217,7 @@ func TestRebuildCatalog(t *testing.T) {
 			}
 
 			// The rebuilt catalog fetched back gives the pruned catalog exactly.
-			fb, err := FetchCatalog(ctx, "oci://"+dir1, t.TempDir())
+			fb, err := Fetch(ctx, "oci://"+dir1, t.TempDir(), FetchOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -236,12 +236,12 @@ func TestRebuildCatalogIndex(t *testing.T) {
 			idx := testIndex(t, mt)
 			ref := reg.Host() + "/ns/multi-" + kind + "@" + mirrortest.DigestOf(t, idx)
 			pushIndex(t, ref, idx)
-			fc, err := FetchCatalog(ctx, ref, t.TempDir())
+			fc, err := Fetch(ctx, ref, t.TempDir(), FetchOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			work := t.TempDir()
-			r, err := RebuildCatalog(ctx, fc, "testdata/catalog/pruned", RebuildOptions{LayoutDir: work, Tag: "pruned"})
+			r, err := Rebuild(ctx, fc, "testdata/catalog/pruned", RebuildOptions{LayoutDir: work, Tag: "pruned"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -270,7 +270,7 @@ func TestRebuildCatalogIndex(t *testing.T) {
 				base, _ := idx.Image(bim.Manifests[i].Digest)
 				checkRebuiltImage(t, base, img, d.Platform.Architecture)
 			}
-			r2, err := RebuildCatalog(ctx, fc, "testdata/catalog/pruned", RebuildOptions{LayoutDir: t.TempDir(), Tag: "pruned"})
+			r2, err := Rebuild(ctx, fc, "testdata/catalog/pruned", RebuildOptions{LayoutDir: t.TempDir(), Tag: "pruned"})
 			if err != nil || r2.Digest != r.Digest {
 				t.Fatalf("second rebuild: %v, %v (want %s)", r2, err, r.Digest)
 			}
@@ -286,24 +286,24 @@ func TestRebuildCatalogErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	fc, err := FetchCatalog(ctx, "oci://"+dir, t.TempDir())
+	fc, err := Fetch(ctx, "oci://"+dir, t.TempDir(), FetchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := RebuildCatalog(ctx, nil, "testdata/catalog/pruned", RebuildOptions{LayoutDir: t.TempDir()}); err == nil {
+	if _, err := Rebuild(ctx, nil, "testdata/catalog/pruned", RebuildOptions{LayoutDir: t.TempDir()}); err == nil {
 		t.Error("nil base accepted")
 	}
-	if _, err := RebuildCatalog(ctx, fc, "testdata/catalog/pruned", RebuildOptions{}); err == nil {
+	if _, err := Rebuild(ctx, fc, "testdata/catalog/pruned", RebuildOptions{}); err == nil {
 		t.Error("missing layout dir accepted")
 	}
-	if _, err := RebuildCatalog(ctx, fc, "testdata/nope", RebuildOptions{LayoutDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "testdata/nope") {
+	if _, err := Rebuild(ctx, fc, "testdata/nope", RebuildOptions{LayoutDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "testdata/nope") {
 		t.Errorf("missing pruned dir: %v", err)
 	}
 	pr := t.TempDir()
 	if err := os.Symlink("/etc/passwd", filepath.Join(pr, "link.json")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := RebuildCatalog(ctx, fc, pr, RebuildOptions{LayoutDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+	if _, err := Rebuild(ctx, fc, pr, RebuildOptions{LayoutDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 		t.Errorf("symlink in pruned dir: %v", err)
 	}
 }
@@ -359,7 +359,7 @@ func BenchmarkRebuildLayer(b *testing.B) {
 
 // TestRebuiltCatalogPushedWithCopyEngine runs the catalog path end to end: fetch
 // from a registry, rebuild, push the layout with the copy engine to the destination
-// name CatalogDestination gives, fetch the result back.
+// name mirror.CatalogDestination gives, fetch the result back.
 func TestRebuiltCatalogPushedWithCopyEngine(t *testing.T) {
 	ctx := context.Background()
 	src := startRegistry(t)
@@ -367,21 +367,17 @@ func TestRebuiltCatalogPushedWithCopyEngine(t *testing.T) {
 	idx := testIndex(t, types.OCIImageIndex)
 	ref := src.Host() + "/redhat/redhat-operator-index:v4.18"
 	pushIndex(t, ref, idx)
-	fc, err := FetchCatalog(ctx, ref, t.TempDir())
+	fc, err := Fetch(ctx, ref, t.TempDir(), FetchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := RebuildCatalog(ctx, fc, "testdata/catalog/pruned", RebuildOptions{LayoutDir: filepath.Join(t.TempDir(), "rebuilt")})
+	r, err := Rebuild(ctx, fc, "testdata/catalog/pruned", RebuildOptions{LayoutDir: filepath.Join(t.TempDir(), "rebuilt")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	dest, err := CatalogDestination(ref, dst.Host()+"/mirror", "", "", 2, r.Digest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := dst.Host() + "/mirror/redhat-redhat-operator-index:v4.18"; dest.String() != want {
-		t.Fatalf("destination %s, want %s", dest, want)
-	}
+	// The destination mirror.CatalogDestination gives this catalog with
+	// --max-nested-paths 2 (package mirror tests the naming itself).
+	dest := struct{ Repository, Tag string }{dst.Host() + "/mirror/redhat-redhat-operator-index", "v4.18"}
 	ls, err := layout.NewSource(r.LayoutDir)
 	if err != nil {
 		t.Fatal(err)
@@ -394,7 +390,7 @@ func TestRebuiltCatalogPushedWithCopyEngine(t *testing.T) {
 	if f := rep.Failed(); len(f) != 0 {
 		t.Fatalf("copy failed: %+v", f)
 	}
-	back, err := FetchCatalog(ctx, dest.String(), t.TempDir())
+	back, err := Fetch(ctx, dest.Repository+":"+dest.Tag, t.TempDir(), FetchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,7 +401,7 @@ func TestRebuiltCatalogPushedWithCopyEngine(t *testing.T) {
 		t.Fatalf("pushed catalog holds %v", got)
 	}
 	// Same inputs, new run: same digest, nothing to send.
-	r2, err := RebuildCatalog(ctx, fc, "testdata/catalog/pruned", RebuildOptions{LayoutDir: filepath.Join(t.TempDir(), "again")})
+	r2, err := Rebuild(ctx, fc, "testdata/catalog/pruned", RebuildOptions{LayoutDir: filepath.Join(t.TempDir(), "again")})
 	if err != nil || r2.Digest != r.Digest {
 		t.Fatalf("rebuild again: %v %v", r2, err)
 	}

@@ -1,4 +1,4 @@
-package mirror
+package catalogimage
 
 import (
 	"archive/tar"
@@ -51,7 +51,7 @@ func bigCatalogImage(t testing.TB) (v1.Image, v1.Layer, map[string]string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err = mutate.Config(img, v1.Config{Labels: map[string]string{CatalogConfigsLabel: "/configs"}})
+	img, err = mutate.Config(img, v1.Config{Labels: map[string]string{ConfigsLabel: "/configs"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestFetchCatalogStreamsTheLayer(t *testing.T) {
 	t.Cleanup(proxy.Close)
 	host := strings.TrimPrefix(proxy.URL, "http://")
 
-	fc, err := FetchCatalogWithOptions(context.Background(), host+"/ns/big:v1", t.TempDir(), FetchOptions{
+	fc, err := Fetch(context.Background(), host+"/ns/big:v1", t.TempDir(), FetchOptions{
 		Registry: registry.New(registry.Options{Retry: mirrortest.FastRetry}),
 		OnFile: func(root, rel string) {
 			if rel == "a.json" {
@@ -173,7 +173,7 @@ func TestFetchCatalogStreamRecoversFromBadTransfers(t *testing.T) {
 				Sequence: tc.seq,
 			})
 			var buf syncbuf.Buffer
-			fc, err := FetchCatalogWithOptions(context.Background(), p.Host()+"/ns/big:v1", t.TempDir(), FetchOptions{
+			fc, err := Fetch(context.Background(), p.Host()+"/ns/big:v1", t.TempDir(), FetchOptions{
 				Registry: registry.New(registry.Options{Retry: &retry.Policy{Times: 8, Base: 250 * time.Millisecond, Max: 250 * time.Millisecond}}),
 				Logger:   slog.New(slog.NewTextHandler(&buf, nil)),
 			})

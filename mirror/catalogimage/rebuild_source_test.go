@@ -1,4 +1,4 @@
-package mirror
+package catalogimage
 
 import (
 	"context"
@@ -19,11 +19,11 @@ func TestRebuiltCatalogThroughLayoutSource(t *testing.T) {
 	idx := testIndex(t, types.DockerManifestList)
 	ref := reg.Host() + "/ns/cat:v2"
 	pushIndex(t, ref, idx)
-	fc, err := FetchCatalog(ctx, ref, t.TempDir())
+	fc, err := Fetch(ctx, ref, t.TempDir(), FetchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := RebuildCatalog(ctx, fc, "testdata/catalog/pruned", RebuildOptions{LayoutDir: filepath.Join(t.TempDir(), "rebuilt")})
+	r, err := Rebuild(ctx, fc, "testdata/catalog/pruned", RebuildOptions{LayoutDir: filepath.Join(t.TempDir(), "rebuilt")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestRebuiltCatalogThroughLayoutSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	mirrortest.CopyImage(t, ctx, src, dst, r.Digest.String(), "v2")
-	fb, err := FetchCatalog(ctx, "oci://"+dst.Source().Dir()+":v2", t.TempDir())
+	fb, err := Fetch(ctx, "oci://"+dst.Source().Dir()+":v2", t.TempDir(), FetchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package mirror
+package catalogimage
 
 import (
 	"log/slog"
@@ -7,7 +7,7 @@ import (
 	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
-// NewFetchOptions returns the options FetchCatalogWithOptions needs to read a
+// NewFetchOptions returns the options Fetch needs to read a
 // catalog from a registry: credentials from authFile (--authfile; empty means the
 // default lookup of registry.AuthKeychain), TLS verified unless tlsVerify is false
 // (--src-tls-verify=false, which also allows plain HTTP), and retry the retry

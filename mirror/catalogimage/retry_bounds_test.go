@@ -1,4 +1,4 @@
-package mirror
+package catalogimage
 
 import (
 	"context"
@@ -62,7 +62,7 @@ func TestRetryTimesBoundsAttempts(t *testing.T) {
 					t.Errorf("blob transfer GET attempts %d, want %d", got, n+1)
 				}
 				// A catalog fetch goes through the same client.
-				if _, err := FetchCatalogWithOptions(ctx, repo+":cat", t.TempDir(), FetchOptions{Registry: r}); err == nil {
+				if _, err := Fetch(ctx, repo+":cat", t.TempDir(), FetchOptions{Registry: r}); err == nil {
 					t.Fatal("fetch: no error")
 				}
 				if got := c.Count("GET /v2/ns/app/manifests/cat"); got != n+1 {

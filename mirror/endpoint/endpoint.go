@@ -1,6 +1,10 @@
 // Package endpoint defines what the copy engine reads from (Source: registries, OCI
-// layouts, archives) and writes to (Destination: registries, archives). It is a leaf
-// package so that every endpoint implementation and the engine can share it.
+// layouts, archives) and writes to (Destination: registries, archives), with the
+// few things both sides share: how repositories are named (RepoHost) and the
+// error of a registry found unreachable (ErrRegistryUnreachable), so that the
+// engine never imports an endpoint implementation. It is a leaf package (it
+// imports only oci) so that every endpoint implementation and the engine can
+// share it.
 package endpoint
 
 import (

@@ -172,7 +172,7 @@ func TestRebuildCatalog(t *testing.T) {
 				t.Fatal(err)
 			}
 			if r1.Image == nil || r1.Index != nil || r1.Tag != "v4.18" || r1.MediaType != mt {
-				t.Fatalf("RebuiltCatalog = %+v", r1)
+				t.Fatalf("Rebuilt = %+v", r1)
 			}
 			if r1.Digest.String() != mirrortest.DigestOf(t, r1.Image) {
 				t.Fatalf("Digest %s != image digest %s", r1.Digest, mirrortest.DigestOf(t, r1.Image))
@@ -246,7 +246,7 @@ func TestRebuildCatalogIndex(t *testing.T) {
 				t.Fatal(err)
 			}
 			if r.Index == nil || r.MediaType != mt || r.Tag != "pruned" {
-				t.Fatalf("RebuiltCatalog = %+v", r)
+				t.Fatalf("Rebuilt = %+v", r)
 			}
 			if err := mirrortest.ValidateIndex(r.Index); err != nil {
 				t.Fatal(err)

@@ -40,7 +40,7 @@ func IsDir(p string) bool {
 }
 
 // Source reads images from an OCI image layout directory (index.json,
-// oci-layout, blobs/<alg>/<hex>), such as the one RebuildCatalog writes. The repo
+// oci-layout, blobs/<alg>/<hex>), such as the one catalogimage.Rebuild writes. The repo
 // argument of its methods is ignored: a layout has no repositories. A manifest is
 // named by digest, or by tag: the org.opencontainers.image.ref.name annotation of
 // an index.json entry, either "TAG" or "NAME:TAG".

@@ -314,7 +314,7 @@ func TestCopyCorruptBlobFailsOnlyItsImage(t *testing.T) {
 func checkCorrupt(t *testing.T, jobs []Job, imgs []pushed, bad digest.Digest, dstReg *registry.Client) {
 	rep, err := Copy(context.Background(), testRegistry(), dstReg, jobs, Options{Retry: mirrortest.FastRetry})
 	if !errors.Is(err, ErrFailed) {
-		t.Fatalf("err %v, want ErrCopyFailed", err)
+		t.Fatalf("err %v, want ErrFailed", err)
 	}
 	for i, im := range rep.Images {
 		switch {

@@ -106,7 +106,7 @@ func (c *Fetched) PinnedRef() string {
 // FetchOptions tunes Fetch.
 type FetchOptions struct {
 	// Registry reads catalog images from registries (credentials, TLS, the retry
-	// policy); nil means a Registry with default options. The whole catalog image
+	// policy); nil means a registry.Client with default options. The whole catalog image
 	// (every platform) is copied with the copy engine into an OCI layout in the
 	// work directory (retries, resumed downloads, digests verified) before
 	// anything is read from it; extraction and rebuild then work offline.

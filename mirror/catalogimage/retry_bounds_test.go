@@ -18,7 +18,8 @@ import (
 
 // --retry-times N means at most N+1 attempts of one request, whatever the
 // operation: one manifest GET, one existence check, one blob transfer, a catalog
-// fetch.
+// fetch. (It lives here, the lowest package that sees the registry client,
+// the copy engine and the catalog fetch together.)
 func TestRetryTimesBoundsAttempts(t *testing.T) {
 	d := digest.FromString("x")
 	for _, n := range []int{0, 1, 5} {

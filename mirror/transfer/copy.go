@@ -357,7 +357,7 @@ func (e *copyEngine) copyJob(ctx context.Context, ic *imageCtx) error {
 	}
 	// The top manifest is pushed under its first tag (by digest when it has
 	// none), its other tags after it; every push is checked against the digest
-	// the registry reports (Registry.PutManifest), so an altered body is pushed
+	// the registry reports (registry.Client.PutManifest), so an altered body is pushed
 	// again, never reported. Children of an index are pushed by digest.
 	first := ""
 	if len(job.Tags) > 0 {

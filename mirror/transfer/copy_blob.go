@@ -264,7 +264,7 @@ func (e *copyEngine) transfer(ctx context.Context, srcRepo, dstRepo string, d en
 }
 
 // failureNoter is implemented by endpoints that track unreachable hosts
-// (Registry.NoteFailure).
+// (registry.Client.NoteFailure).
 type failureNoter interface {
 	NoteFailure(ctx context.Context, repo string, err error) error
 }

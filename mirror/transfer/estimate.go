@@ -219,7 +219,7 @@ func (x *Estimator) Estimate(ctx context.Context, jobs []Job, progress StageProg
 }
 
 // repoLister is implemented by destinations that can tell a repository they
-// do not know (Registry.RepositoryKnown).
+// do not know (registry.Client.RepositoryKnown).
 type repoLister interface {
 	RepositoryKnown(ctx context.Context, repo string) (bool, error)
 }

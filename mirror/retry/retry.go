@@ -99,6 +99,8 @@ type Attempts struct {
 
 type attemptsKey struct{}
 
+// FromContext returns the operation in progress that ctx carries (see Do), or
+// nil: a request made under it makes one attempt and lets the operation retry.
 func FromContext(ctx context.Context) *Attempts {
 	a, _ := ctx.Value(attemptsKey{}).(*Attempts)
 	return a

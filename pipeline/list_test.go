@@ -12,7 +12,7 @@ import (
 	"github.com/airlock-mirror/airlock/pipeline"
 )
 
-const listCatalog = "../mirror/testdata/catalog/full"
+const listCatalog = "../mirror/catalogimage/testdata/catalog/full"
 
 func TestListOperators(t *testing.T) {
 	ctx := context.Background()

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/layout"
 )
 
 // SourceMux routes reads to the right source: repositories named
@@ -16,7 +17,7 @@ type SourceMux struct {
 	Default endpoint.Source
 
 	mu      sync.Mutex
-	layouts map[string]*LayoutSource
+	layouts map[string]*layout.Source
 }
 
 var _ endpoint.Source = (*SourceMux)(nil)
@@ -31,12 +32,12 @@ func (m *SourceMux) route(repo string) (endpoint.Source, error) {
 	if s, ok := m.layouts[dir]; ok {
 		return s, nil
 	}
-	s, err := NewLayoutSource(dir)
+	s, err := layout.NewSource(dir)
 	if err != nil {
 		return nil, err
 	}
 	if m.layouts == nil {
-		m.layouts = map[string]*LayoutSource{}
+		m.layouts = map[string]*layout.Source{}
 	}
 	m.layouts[dir] = s
 	return s, nil

@@ -11,6 +11,8 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/oci"
+	"github.com/airlock-mirror/airlock/mirror/transfer"
 )
 
 // Workflow is one of the three ways airlock moves images.
@@ -61,41 +63,7 @@ type PlanRequest struct {
 	Blocked []string
 	// Progress, when set, is told how many of the tag references to resolve
 	// are resolved (or failed) so far.
-	Progress StageProgress
-}
-
-// StageProgress is told, as a stage goes, how many of its total items are done
-// (and how many of those failed). It may be called from several goroutines,
-// never at once.
-type StageProgress func(done, failed, total int)
-
-// counter calls a StageProgress under a lock.
-type counter struct {
-	mu                  sync.Mutex
-	f                   StageProgress
-	done, failed, total int
-}
-
-func newCounter(f StageProgress, total int) *counter {
-	c := &counter{f: f, total: total}
-	if f != nil {
-		f(0, 0, total)
-	}
-	return c
-}
-
-// add counts one item done, failed or not.
-func (c *counter) add(failed bool) {
-	if c.f == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.done++
-	if failed {
-		c.failed++
-	}
-	c.f(c.done, c.failed, c.total)
+	Progress transfer.StageProgress
 }
 
 // Resolver resolves a tag reference to the digest of its manifest.
@@ -161,8 +129,8 @@ type Plan struct {
 }
 
 // Jobs returns the copy jobs of every plannable image, in plan order.
-func (p *Plan) Jobs() []Job {
-	jobs := make([]Job, 0, len(p.Images))
+func (p *Plan) Jobs() []transfer.Job {
+	jobs := make([]transfer.Job, 0, len(p.Images))
 	for _, im := range p.Images {
 		if im.Error != "" || im.Digest == "" {
 			continue
@@ -173,8 +141,8 @@ func (p *Plan) Jobs() []Job {
 }
 
 // Job is what the copy engine does for the image.
-func (im PlanImage) Job() Job {
-	return Job{Source: im.SourceRepo, Digest: im.Digest, Dest: im.DestRepo, Tags: im.Tags}
+func (im PlanImage) Job() transfer.Job {
+	return transfer.Job{Source: im.SourceRepo, Digest: im.Digest, Dest: im.DestRepo, Tags: im.Tags}
 }
 
 // Failed returns the images that could not be planned.
@@ -291,7 +259,7 @@ func PlanImages(ctx context.Context, req PlanRequest, resolve Resolver, parallel
 	for i, ref := range order {
 		w := wants[ref]
 		im := PlanImage{Source: ref, Kind: w.kind, Origins: w.origins}
-		r, err := ParseReference(ref)
+		r, err := oci.ParseReference(ref)
 		if err != nil {
 			im.Error = err.Error()
 			images[i] = im
@@ -332,7 +300,7 @@ func PlanImages(ctx context.Context, req PlanRequest, resolve Resolver, parallel
 			toResolve++
 		}
 	}
-	count := newCounter(req.Progress, toResolve)
+	count := transfer.NewCounter(req.Progress, toResolve)
 	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
 	for i := range images {
@@ -342,7 +310,7 @@ func PlanImages(ctx context.Context, req PlanRequest, resolve Resolver, parallel
 		}
 		if resolve == nil {
 			im.Error = "cannot resolve a tag without a registry"
-			count.add(true)
+			count.Add(true)
 			continue
 		}
 		wg.Add(1)
@@ -352,7 +320,7 @@ func PlanImages(ctx context.Context, req PlanRequest, resolve Resolver, parallel
 			defer func() { <-sem }()
 			ref := im.SourceRepo + ":" + tagOf(im.Source)
 			d, err := resolve.Resolve(ctx, ref)
-			count.add(err != nil)
+			count.Add(err != nil)
 			if err != nil {
 				im.Error = fmt.Sprintf("resolve %s: %v", ref, err)
 				return
@@ -396,7 +364,7 @@ func kindOrder(k ImageKind) int {
 
 // tagOf returns the tag of a reference ("latest" when it has none).
 func tagOf(ref string) string {
-	r, err := ParseReference(ref)
+	r, err := oci.ParseReference(ref)
 	if err != nil || r.Tag == "" {
 		return "latest"
 	}
@@ -407,7 +375,7 @@ func tagOf(ref string) string {
 // a placeholder host stripped again, so that repository paths stay relative.
 const m2dHost = "airlock.archive"
 
-func (p *Plan) imageDest(req PlanRequest, r Reference, target *AdditionalImage) (DestRef, error) {
+func (p *Plan) imageDest(req PlanRequest, r oci.Reference, target *AdditionalImage) (DestRef, error) {
 	path := r.Path
 	tag := r.DestinationTag()
 	if target != nil {

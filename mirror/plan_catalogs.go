@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/opencontainers/go-digest"
 )
 
@@ -20,7 +21,7 @@ type CatalogRequest struct {
 	// TargetCatalog and TargetTag are the configuration's destination overrides.
 	TargetCatalog, TargetTag string
 	// Rebuilt is the pruned catalog image, nil when the catalog is mirrored untouched.
-	Rebuilt *RebuiltCatalog
+	Rebuilt *catalogimage.Rebuilt
 	// SourceRepo is where the untouched catalog is read from when Rebuilt is nil
 	// (a registry repository, or LayoutRepoPrefix+dir for oci:// catalogs).
 	SourceRepo string

@@ -8,6 +8,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 )
 
@@ -27,7 +28,7 @@ func TestPlanImagesThenCatalogsIsNewPlan(t *testing.T) {
 		Workflow: MirrorToMirror, Destination: "127.0.0.1:5000/mirror",
 		Catalogs: []CatalogRequest{
 			{Catalog: "quay.io/ns/index:v1", SourceDigest: digest.FromString("src"), Images: []string{op, "quay.io/ns/rel:2"},
-				Rebuilt: &RebuiltCatalog{Digest: digest.FromString("rebuilt"), MediaType: "application/vnd.oci.image.index.v1+json", LayoutDir: "/ws/image"}},
+				Rebuilt: &catalogimage.Rebuilt{Digest: digest.FromString("rebuilt"), MediaType: "application/vnd.oci.image.index.v1+json", LayoutDir: "/ws/image"}},
 			{Catalog: "quay.io/ns/other:v2", SourceDigest: digest.FromString("other"), SourceRepo: "quay.io/ns/other", Images: []string{op}},
 		},
 		Additional: []AdditionalImage{{Name: "quay.io/x/tool:1"}, {Name: "quay.io/y/thing:3", TargetRepo: "ns/index", TargetTag: "v1"},

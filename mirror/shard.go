@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/airlock-mirror/airlock/mirror/transfer"
 	"github.com/opencontainers/go-digest"
 )
 
@@ -32,16 +33,16 @@ type Shard struct {
 	// Elsewhere are blobs this shard's images use that another shard owns
 	// (sends): digest → the destination repository the owner puts it in. The
 	// copy engine waits for them there and mounts them instead of sending them
-	// again (CopyOptions.Elsewhere).
+	// again (transfer.Options.Elsewhere).
 	Elsewhere map[digest.Digest]string `json:"elsewhere,omitempty"`
 }
 
 // Jobs returns the copy jobs of the shard's images.
-func (s Shard) Jobs(p *Plan) []Job {
-	jobs := make([]Job, 0, len(s.Images))
+func (s Shard) Jobs(p *Plan) []transfer.Job {
+	jobs := make([]transfer.Job, 0, len(s.Images))
 	for _, i := range s.Images {
 		im := p.Images[i]
-		jobs = append(jobs, Job{Source: im.SourceRepo, Digest: im.Digest, Dest: im.DestRepo, Tags: im.Tags})
+		jobs = append(jobs, transfer.Job{Source: im.SourceRepo, Digest: im.Digest, Dest: im.DestRepo, Tags: im.Tags})
 	}
 	return jobs
 }

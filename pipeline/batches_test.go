@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/airlock-mirror/airlock/internal/registrytest"
-	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
+	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/prune"
 )
@@ -268,7 +268,7 @@ func TestDiskToMirrorNarrowedConfig(t *testing.T) {
 		t.Fatalf("the archived catalog was pushed unchanged")
 	}
 	c := res.Catalogs[0]
-	fc, err := mirror.FetchCatalog(context.Background(), c.DestRepo+":"+c.Tag, t.TempDir())
+	fc, err := catalogimage.Fetch(context.Background(), c.DestRepo+":"+c.Tag, t.TempDir(), catalogimage.FetchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

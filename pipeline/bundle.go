@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/airlock-mirror/airlock/internal/atomicfile"
-	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/prune"
 	"github.com/airlock-mirror/airlock/prune/legacy"
 )
@@ -22,7 +22,7 @@ import (
 // temporary folder when empty). The image of the rendered bundle is src as
 // given, as opm render writes it; pinned is its reference by digest ("" for a
 // folder).
-func LoadBundle(ctx context.Context, src, workDir string, fetch mirror.FetchOptions) (info *legacy.BundleInfo, pinned string, err error) {
+func LoadBundle(ctx context.Context, src, workDir string, fetch catalogimage.FetchOptions) (info *legacy.BundleInfo, pinned string, err error) {
 	switch legacy.Detect(src) {
 	case legacy.KindBundleDir:
 		info, err := legacy.RenderBundleDir(src, "")
@@ -39,7 +39,7 @@ func LoadBundle(ctx context.Context, src, workDir string, fetch mirror.FetchOpti
 		defer os.RemoveAll(tmp)
 		workDir = tmp
 	}
-	fb, err := mirror.FetchBundle(ctx, src, workDir, fetch)
+	fb, err := catalogimage.FetchBundle(ctx, src, workDir, fetch)
 	if err != nil {
 		return nil, "", err
 	}
@@ -59,7 +59,7 @@ type RenderOptions struct {
 	Sources []string
 	Format  string
 	WorkDir string
-	Fetch   mirror.FetchOptions
+	Fetch   catalogimage.FetchOptions
 }
 
 // Render writes every source of o, converted to file-based catalog documents,
@@ -95,7 +95,7 @@ func renderImage(ctx context.Context, src string, o RenderOptions, w io.Writer) 
 	if err == nil {
 		return legacy.RenderBundle(ctx, info, w, o.Format)
 	}
-	if !errors.Is(err, mirror.ErrNotBundleImage) {
+	if !errors.Is(err, catalogimage.ErrNotBundleImage) {
 		return err
 	}
 	dir, cleanup, cerr := CatalogDir(ctx, src, work, o.Fetch)
@@ -120,7 +120,7 @@ type AddBundleOptions struct {
 	// Add says where the bundle goes.
 	Add     legacy.AddOptions
 	WorkDir string
-	Fetch   mirror.FetchOptions
+	Fetch   catalogimage.FetchOptions
 }
 
 // AddBundleResult is what AddBundle did.

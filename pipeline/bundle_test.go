@@ -20,7 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/airlock-mirror/airlock/internal/registrytest"
-	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/prune"
 	"github.com/airlock-mirror/airlock/prune/legacy"
@@ -77,7 +77,7 @@ func pushBundle(t *testing.T, ref, dir string, label bool) v1.Hash {
 	cfg = cfg.DeepCopy()
 	cfg.OS, cfg.Architecture = "linux", "amd64"
 	if label {
-		cfg.Config.Labels = map[string]string{mirror.BundlePackageLabel: "demo-operator", "operators.operatorframework.io.bundle.channels.v1": "stable,fast"}
+		cfg.Config.Labels = map[string]string{catalogimage.BundlePackageLabel: "demo-operator", "operators.operatorframework.io.bundle.channels.v1": "stable,fast"}
 	}
 	if img, err = mutate.ConfigFile(img, cfg); err != nil {
 		t.Fatal(err)
@@ -96,7 +96,7 @@ func pushBundle(t *testing.T, ref, dir string, label bool) v1.Hash {
 	return d
 }
 
-func plainFetch() mirror.FetchOptions { return mirror.NewFetchOptions("", false, nil, nil) }
+func plainFetch() catalogimage.FetchOptions { return catalogimage.NewFetchOptions("", false, nil, nil) }
 
 // TestBundleImageRenderAndAdd: a bundle image in a real registry renders as
 // opm render does (the reference as its image) and is added to a catalog
@@ -165,7 +165,7 @@ func TestBundleImageRenderAndAdd(t *testing.T) {
 	other := reg.Host() + "/demo/not-a-bundle:v1"
 	pushBundle(t, other, demoBundleDir, false)
 	err = pipeline.Render(ctx, pipeline.RenderOptions{Sources: []string{other}, Format: "json", Fetch: plainFetch()}, &out)
-	if !errors.Is(err, mirror.ErrNotFBCImage) || !strings.Contains(err.Error(), "neither a bundle image") {
+	if !errors.Is(err, catalogimage.ErrNotFBCImage) || !strings.Contains(err.Error(), "neither a bundle image") {
 		t.Errorf("render of a plain image: %v", err)
 	}
 }

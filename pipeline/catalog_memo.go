@@ -15,7 +15,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/airlock-mirror/airlock/imageset"
-	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/report"
 )
 
@@ -63,7 +63,7 @@ type memoRebuilt struct {
 
 // memoKey identifies the inputs of the catalog stage. It is "" (no memo) when
 // the airlock build cannot be identified.
-func memoKey(fc *mirror.FetchedCatalog, op imageset.Operator) string {
+func memoKey(fc *catalogimage.Fetched, op imageset.Operator) string {
 	build := buildID()
 	if build == "" || fc.Digest == "" {
 		return ""
@@ -99,7 +99,7 @@ var buildID = sync.OnceValue(func() string {
 
 // catalogRoot is the folder of the fetched catalog that holds its extracted
 // (or converted) catalog and the filtered results.
-func catalogRoot(fc *mirror.FetchedCatalog) string {
+func catalogRoot(fc *catalogimage.Fetched) string {
 	if fc.ConfigsDir != "" {
 		return filepath.Dir(fc.ConfigsDir)
 	}
@@ -108,7 +108,7 @@ func catalogRoot(fc *mirror.FetchedCatalog) string {
 
 // readMemo returns the memo at path when it was made for key and what it points
 // at is still there; otherwise nil (and the reason, for the debug log).
-func readMemo(path, key string, fc *mirror.FetchedCatalog) (*catalogMemo, *mirror.RebuiltCatalog, error) {
+func readMemo(path, key string, fc *catalogimage.Fetched) (*catalogMemo, *catalogimage.Rebuilt, error) {
 	if key == "" {
 		return nil, nil, errors.New("no memo key")
 	}
@@ -126,7 +126,7 @@ func readMemo(path, key string, fc *mirror.FetchedCatalog) (*catalogMemo, *mirro
 	if m.Rebuilt == nil {
 		return &m, nil, nil
 	}
-	rb, err := mirror.OpenRebuiltCatalog(fc, m.Rebuilt.LayoutDir, m.Rebuilt.Tag, m.Rebuilt.Digest, m.Rebuilt.LayerDigest)
+	rb, err := catalogimage.OpenRebuilt(fc, m.Rebuilt.LayoutDir, m.Rebuilt.Tag, m.Rebuilt.Digest, m.Rebuilt.LayerDigest)
 	if err != nil {
 		return nil, nil, err
 	}

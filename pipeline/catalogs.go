@@ -13,6 +13,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/prune"
 )
 
@@ -51,7 +52,7 @@ func (r *run) catalogsLater(ctx context.Context) (_ []mirror.CatalogRequest, wai
 			cancel()
 		}
 	}()
-	fo := mirror.FetchOptions{Registry: r.srcRegistry(), Logger: r.log}
+	fo := catalogimage.FetchOptions{Registry: r.srcRegistry(), Logger: r.log}
 	if len(r.cfg.Mirror.Operators) > 0 {
 		r.stage("catalogs")
 	}
@@ -101,14 +102,14 @@ func (r *run) catalogsLater(ctx context.Context) (_ []mirror.CatalogRequest, wai
 // catalog fetches and prunes one catalog. A rebuild it starts runs on: rebuilt
 // waits for it, records the memo and returns the rebuilt image (nil when the
 // catalog was not rebuilt by this call).
-func (r *run) catalog(ctx context.Context, op imageset.Operator, fo mirror.FetchOptions) (*mirror.CatalogRequest, func() (*mirror.RebuiltCatalog, error), error) {
-	none := func() (*mirror.RebuiltCatalog, error) { return nil, nil }
+func (r *run) catalog(ctx context.Context, op imageset.Operator, fo catalogimage.FetchOptions) (*mirror.CatalogRequest, func() (*catalogimage.Rebuilt, error), error) {
+	none := func() (*catalogimage.Rebuilt, error) { return nil, nil }
 	r.log.Info("fetching catalog", "catalog", op.Catalog)
 	// The catalog's files are parsed as they are extracted, on the core the
 	// extraction leaves free.
 	pf := prune.NewPrefetch(ctx, catalogLoadOptions(r.log))
 	fo.OnFile, fo.OnRestart = pf.Add, pf.Forget
-	fc, err := mirror.FetchCatalogWithOptions(ctx, op.Catalog, filepath.Join(r.workDir, "operator-catalogs"), fo)
+	fc, err := catalogimage.Fetch(ctx, op.Catalog, filepath.Join(r.workDir, "operator-catalogs"), fo)
 	if err != nil {
 		pf.Close()
 		return nil, nil, err
@@ -156,7 +157,7 @@ func (r *run) catalog(ctx context.Context, op imageset.Operator, fo mirror.Fetch
 	}
 	m.Key = key
 	r.useMemo(cr, m, nil)
-	return cr, func() (*mirror.RebuiltCatalog, error) {
+	return cr, func() (*catalogimage.Rebuilt, error) {
 		rb, err := rebuilding()
 		if err != nil {
 			return nil, err
@@ -184,8 +185,8 @@ func catalogLoadOptions(log *slog.Logger) prune.LoadOptions {
 // the rebuild returns) is in the memo when it returns. The rebuild is the only
 // user of the pruned catalog from then on; rebuilt waits for it (and is a
 // no-op for a catalog mirrored untouched).
-func (r *run) deriveCatalog(ctx context.Context, op imageset.Operator, fc *mirror.FetchedCatalog, base string, pf *prune.Prefetch) (*catalogMemo, func() (*mirror.RebuiltCatalog, error), error) {
-	none := func() (*mirror.RebuiltCatalog, error) { return nil, nil }
+func (r *run) deriveCatalog(ctx context.Context, op imageset.Operator, fc *catalogimage.Fetched, base string, pf *prune.Prefetch) (*catalogMemo, func() (*catalogimage.Rebuilt, error), error) {
+	none := func() (*catalogimage.Rebuilt, error) { return nil, nil }
 	var cat *prune.Catalog
 	dir, err := fbcDir(ctx, fc, r.log)
 	if err == nil && fc.DatabaseFile == "" {
@@ -225,7 +226,7 @@ func (r *run) deriveCatalog(ctx context.Context, op imageset.Operator, fc *mirro
 		return nil, nil, err
 	}
 	type result struct {
-		rb  *mirror.RebuiltCatalog
+		rb  *catalogimage.Rebuilt
 		err error
 	}
 	done := make(chan result, 1)
@@ -235,7 +236,7 @@ func (r *run) deriveCatalog(ctx context.Context, op imageset.Operator, fc *mirro
 	}()
 	var once sync.Once
 	var res result
-	return m, func() (*mirror.RebuiltCatalog, error) {
+	return m, func() (*catalogimage.Rebuilt, error) {
 		once.Do(func() { res = <-done })
 		return res.rb, res.err
 	}, nil
@@ -243,7 +244,7 @@ func (r *run) deriveCatalog(ctx context.Context, op imageset.Operator, fc *mirro
 
 // useMemo applies what the catalog stage derived (now or in an earlier run) to
 // the request and the run.
-func (r *run) useMemo(cr *mirror.CatalogRequest, m *catalogMemo, rb *mirror.RebuiltCatalog) {
+func (r *run) useMemo(cr *mirror.CatalogRequest, m *catalogMemo, rb *catalogimage.Rebuilt) {
 	cr.Images = append(cr.Images, m.Images...)
 	cr.Packages = append(cr.Packages, m.Packages...)
 	if rb != nil {
@@ -261,7 +262,7 @@ func (r *run) useMemo(cr *mirror.CatalogRequest, m *catalogMemo, rb *mirror.Rebu
 // rebuildPruned writes the pruned catalog to base/configs and rebuilds the
 // catalog image fc with it into the OCI layout base/image, tagged tag (fc's own
 // tag when empty).
-func (r *run) rebuildPruned(ctx context.Context, pruned *prune.Catalog, fc *mirror.FetchedCatalog, base, tag string) (*mirror.RebuiltCatalog, error) {
+func (r *run) rebuildPruned(ctx context.Context, pruned *prune.Catalog, fc *catalogimage.Fetched, base, tag string) (*catalogimage.Rebuilt, error) {
 	prunedDir := filepath.Join(base, "configs")
 	if err := os.RemoveAll(prunedDir); err != nil {
 		return nil, err
@@ -269,7 +270,7 @@ func (r *run) rebuildPruned(ctx context.Context, pruned *prune.Catalog, fc *mirr
 	if err := prune.Write(ctx, pruned, prunedDir, prune.WriteOptions{}); err != nil {
 		return nil, err
 	}
-	return mirror.RebuildCatalog(ctx, fc, prunedDir, mirror.RebuildOptions{LayoutDir: filepath.Join(base, "image"), Tag: tag, Logger: r.log})
+	return catalogimage.Rebuild(ctx, fc, prunedDir, catalogimage.RebuildOptions{LayoutDir: filepath.Join(base, "image"), Tag: tag, Logger: r.log})
 }
 
 // catalogImages lists the images c names, its packages and the warnings about

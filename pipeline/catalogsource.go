@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/prune/legacy"
 )
 
@@ -18,7 +18,7 @@ import (
 // workDir (kept there for the next run; a temporary folder when workDir is
 // empty) and extracted, its database converted. cleanup removes what only
 // this call needed.
-func CatalogDir(ctx context.Context, src, workDir string, fetch mirror.FetchOptions) (dir string, cleanup func(), err error) {
+func CatalogDir(ctx context.Context, src, workDir string, fetch catalogimage.FetchOptions) (dir string, cleanup func(), err error) {
 	log := fetch.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -40,7 +40,7 @@ func CatalogDir(ctx context.Context, src, workDir string, fetch mirror.FetchOpti
 		}
 		workDir, cleanup = tmp, func() { os.RemoveAll(tmp) }
 	}
-	fc, err := mirror.FetchCatalogWithOptions(ctx, src, workDir, fetch)
+	fc, err := catalogimage.Fetch(ctx, src, workDir, fetch)
 	if err == nil {
 		dir, err = fbcDir(ctx, fc, log)
 	}

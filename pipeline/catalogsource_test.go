@@ -11,7 +11,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/internal/registrytest"
 	"github.com/airlock-mirror/airlock/internal/seed"
-	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/prune/graph"
 )
@@ -28,7 +28,7 @@ func TestGraphOfCatalogImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := writeCfg(t, "apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  operators:\n  - catalog: "+res.Catalog+"\n    packages:\n    - name: demo-operator\n      minVersion: 1.1.0\n")
-	fetch := mirror.NewFetchOptions("", false, nil, nil)
+	fetch := catalogimage.NewFetchOptions("", false, nil, nil)
 	draw := func(src string) string {
 		t.Helper()
 		var out bytes.Buffer

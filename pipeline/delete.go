@@ -13,6 +13,8 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/registry"
+	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
 // DeleteOptions are the delete command's inputs.
@@ -34,7 +36,7 @@ type DeleteOptions struct {
 	DestTLSVerify bool
 	RetryTimes    int
 	// Retry, when set, replaces the policy RetryTimes makes.
-	Retry  *mirror.RetryPolicy
+	Retry  *retry.Policy
 	Logger *slog.Logger
 }
 
@@ -62,13 +64,13 @@ func Delete(ctx context.Context, o DeleteOptions) (*DeleteResult, error) {
 	if !ok || dest == "" || strings.HasPrefix(dest, "/") {
 		return nil, fmt.Errorf("destination %q must be docker://REGISTRY[:PORT]/NAMESPACE, the one the mirror runs wrote to", o.Destination)
 	}
-	retry := o.Retry
-	if retry == nil {
-		retry = mirror.Retries(o.RetryTimes)
+	policy := o.Retry
+	if policy == nil {
+		policy = retry.Retries(o.RetryTimes)
 	}
-	reg := mirror.NewRegistry(mirror.RegistryOptions{
+	reg := registry.New(registry.Options{
 		AuthFile: o.AuthFile, SkipTLSVerify: !o.DestTLSVerify, TLSFlag: "--dest-tls-verify=false",
-		Retry: retry, Logger: o.Logger,
+		Retry: policy, Logger: o.Logger,
 	})
 	if o.Generate {
 		if o.PlanFile != "" {

@@ -13,9 +13,10 @@ import (
 
 	"github.com/airlock-mirror/airlock/manifests"
 	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/registry"
 )
 
-func executeDelete(ctx context.Context, o DeleteOptions, dest string, reg *mirror.Registry) (*DeleteResult, error) {
+func executeDelete(ctx context.Context, o DeleteOptions, dest string, reg *registry.Client) (*DeleteResult, error) {
 	wd, err := planWorkDir(o)
 	if err != nil {
 		return nil, err
@@ -107,7 +108,7 @@ func executeDelete(ctx context.Context, o DeleteOptions, dest string, reg *mirro
 		}
 		for _, t := range m.Tags {
 			found, err := reg.DeleteTag(ctx, m.Repository, t)
-			if errors.Is(err, mirror.ErrDeleteUnsupported) {
+			if errors.Is(err, registry.ErrDeleteUnsupported) {
 				break // the registry drops the tags with the manifest
 			}
 			if err != nil {

@@ -12,11 +12,12 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/airlock-mirror/airlock/imageset"
-	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/oci"
+	"github.com/airlock-mirror/airlock/mirror/registry"
+	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
-func generateDelete(ctx context.Context, o DeleteOptions, dest string, reg *mirror.Registry) (*DeleteResult, error) {
+func generateDelete(ctx context.Context, o DeleteOptions, dest string, reg *registry.Client) (*DeleteResult, error) {
 	if o.Workspace == "" {
 		return nil, errors.New("--generate needs --workspace file://DIR: the workspace of the mirror runs, whose history says what is in the registry and why")
 	}
@@ -84,7 +85,7 @@ func generateDelete(ctx context.Context, o DeleteOptions, dest string, reg *mirr
 // repoState is what a repository's tags point at.
 type repoState map[string]digest.Digest // tag → digest
 
-func readRepoState(ctx context.Context, reg *mirror.Registry, repo string) (repoState, error) {
+func readRepoState(ctx context.Context, reg *registry.Client, repo string) (repoState, error) {
 	tags, err := reg.Tags(ctx, repo)
 	if err != nil {
 		return nil, err
@@ -93,7 +94,7 @@ func readRepoState(ctx context.Context, reg *mirror.Registry, repo string) (repo
 	for _, t := range tags {
 		d, err := reg.Resolve(ctx, repo+":"+t)
 		if err != nil {
-			var se *mirror.HTTPStatusError
+			var se *retry.StatusError
 			if errors.As(err, &se) && se.StatusCode == 404 {
 				continue // deleted meanwhile
 			}
@@ -118,7 +119,7 @@ func (st repoState) tagsOf(d digest.Digest) []string {
 // resolveCandidates checks each candidate against the registry (still there,
 // its tags all airlock's), adds the platform manifests of indexes nothing else
 // uses, and fills the plan.
-func resolveCandidates(ctx context.Context, reg *mirror.Registry, inv *inventory, cands []*candidate, plan *DeletePlan) error {
+func resolveCandidates(ctx context.Context, reg *registry.Client, inv *inventory, cands []*candidate, plan *DeletePlan) error {
 	byRepo := map[string][]*candidate{}
 	var repos []string
 	for _, c := range cands {
@@ -169,7 +170,7 @@ func resolveCandidates(ctx context.Context, reg *mirror.Registry, inv *inventory
 			}
 			kids, err := reg.ManifestChildren(ctx, repo, e.digest)
 			if err != nil {
-				var se *mirror.HTTPStatusError
+				var se *retry.StatusError
 				if errors.As(err, &se) && se.StatusCode == 404 {
 					continue
 				}

@@ -13,7 +13,9 @@ import (
 
 	"github.com/airlock-mirror/airlock/internal/imagetest"
 	"github.com/airlock-mirror/airlock/internal/registrytest"
-	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/retry"
+	"github.com/airlock-mirror/airlock/mirror/transfer"
 	"github.com/airlock-mirror/airlock/pipeline"
 )
 
@@ -32,14 +34,14 @@ func TestUnreachableRegistryFailsFast(t *testing.T) {
 		{"source image", "  additionalImages:\n  - name: " + dead + "/ns/img:1\n", "docker://" + src.Host() + "/mirror"},
 	}
 	for _, tc := range cases {
-		for _, retries := range []int{0, mirror.DefaultRetryTimes} {
+		for _, retries := range []int{0, retry.DefaultTimes} {
 			t.Run(tc.name, func(t *testing.T) {
 				o := opts(writeCfg(t, "apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n"+tc.cfg))
 				o.RetryTimes = retries
 				o.Destination = tc.dest
 				o.Workspace = "file://" + t.TempDir()
 				res, err := pipeline.Mirror(context.Background(), o)
-				if !errors.Is(err, mirror.ErrRegistryUnreachable) {
+				if !errors.Is(err, endpoint.ErrRegistryUnreachable) {
 					t.Fatalf("err = %v, want the registry reported unreachable", err)
 				}
 				if want := "connection refused: is a registry listening on " + dead + "?"; !strings.Contains(err.Error(), want) {
@@ -66,14 +68,14 @@ func TestDestinationDiesMidRun(t *testing.T) {
 	}
 	dst := registrytest.Start(t)
 	o := opts(writeCfg(t, "apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  additionalImages:\n"+strings.Join(lines, "\n")+"\n"))
-	o.Retry = &mirror.RetryPolicy{Times: 3, Base: 5 * time.Millisecond, Max: 20 * time.Millisecond}
+	o.Retry = &retry.Policy{Times: 3, Base: 5 * time.Millisecond, Max: 20 * time.Millisecond}
 	o.ParallelImages = 2
 	o.Destination = "docker://" + dst.Host() + "/mirror"
 	o.Workspace = "file://" + t.TempDir()
 	var once sync.Once
 	o.Progress = func(pipeline.Progress) { once.Do(dst.Stop) }
 	res, err := pipeline.Mirror(context.Background(), o)
-	if !errors.Is(err, mirror.ErrRegistryUnreachable) {
+	if !errors.Is(err, endpoint.ErrRegistryUnreachable) {
 		t.Fatalf("err = %v, want the destination reported unreachable", err)
 	}
 	if res == nil || res.Failed == 0 {
@@ -128,7 +130,7 @@ func TestCatalogImagesOnDeadRegistry(t *testing.T) {
 			continue
 		}
 		onDead++
-		if im.Status != mirror.StatusFailed || !strings.Contains(im.Error, "registry unreachable: "+dead) {
+		if im.Status != transfer.StatusFailed || !strings.Contains(im.Error, "registry unreachable: "+dead) {
 			t.Errorf("%s: status %q, error %q; want failed, the registry named unreachable", im.Source, im.Status, im.Error)
 		}
 	}

@@ -22,7 +22,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/imagetest"
 	"github.com/airlock-mirror/airlock/internal/registrytest"
 	"github.com/airlock-mirror/airlock/internal/seed"
-	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/retry"
 	"github.com/airlock-mirror/airlock/pipeline"
 )
 
@@ -293,6 +293,6 @@ func failures(res *pipeline.Result) string {
 // the suite measures retries, not sleeps.
 func faultOpts(cfg string) pipeline.Options {
 	o := opts(cfg)
-	o.Retry = &mirror.RetryPolicy{Times: mirror.DefaultRetryTimes, Base: 2 * time.Millisecond, Max: 20 * time.Millisecond}
+	o.Retry = &retry.Policy{Times: retry.DefaultTimes, Base: 2 * time.Millisecond, Max: 20 * time.Millisecond}
 	return o
 }

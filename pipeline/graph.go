@@ -5,7 +5,7 @@ import (
 	"io"
 
 	"github.com/airlock-mirror/airlock/imageset"
-	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/prune/graph"
 )
 
@@ -15,7 +15,7 @@ import (
 // into workDir). With configPath, the configuration's entry for the catalog
 // (SelectOperator, as catalog prune picks it) colours what it keeps, prunes
 // and pulls in as dependencies.
-func GraphDir(ctx context.Context, configPath string, opts graph.DrawOptions, fetch mirror.FetchOptions, workDir string, stdout io.Writer) error {
+func GraphDir(ctx context.Context, configPath string, opts graph.DrawOptions, fetch catalogimage.FetchOptions, workDir string, stdout io.Writer) error {
 	if configPath != "" {
 		cfg, err := imageset.LoadFile(configPath)
 		if err != nil {

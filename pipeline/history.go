@@ -18,6 +18,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/internal/atomicfile"
 	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/transfer"
 	"github.com/airlock-mirror/airlock/prune"
 )
 
@@ -85,7 +86,7 @@ type HistoryImage struct {
 
 // Mirrored reports whether the image is at the destination after the run.
 func (h HistoryImage) Mirrored() bool {
-	return h.Status != mirror.StatusFailed && h.Status != statusNotRun && h.Status != "planned" && h.Status != ""
+	return h.Status != transfer.StatusFailed && h.Status != statusNotRun && h.Status != "planned" && h.Status != ""
 }
 
 // Want is one reason an image was mirrored: a bundle of a catalog's package, a

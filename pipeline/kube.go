@@ -13,6 +13,11 @@ import (
 	"github.com/airlock-mirror/airlock/internal/humanize"
 	"github.com/airlock-mirror/airlock/kube"
 	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/layout"
+	"github.com/airlock-mirror/airlock/mirror/oci"
+	"github.com/airlock-mirror/airlock/mirror/registry"
+	"github.com/airlock-mirror/airlock/mirror/retry"
+	"github.com/airlock-mirror/airlock/mirror/transfer"
 )
 
 // KubeJobOptions are airlock kube job's inputs: kube.JobOptions, with the
@@ -98,14 +103,14 @@ type KubeImageResult struct {
 }
 
 // KubeImage builds a minimal image holding the airlock binary (no container
-// engine needed, mirror.BuildBinaryImage) and pushes it through the copy
+// engine needed, layout.BuildBinaryImage) and pushes it through the copy
 // engine, so that the Job can run in a cluster that reaches only the mirror
 // registry.
 func KubeImage(ctx context.Context, o KubeImageOptions) (*KubeImageResult, error) {
 	if !strings.HasPrefix(o.Destination, "docker://") {
 		return nil, fmt.Errorf("destination %q must be docker://REGISTRY/REPOSITORY[:TAG]", o.Destination)
 	}
-	ref, err := mirror.ParseReference(o.Destination)
+	ref, err := oci.ParseReference(o.Destination)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +129,7 @@ func KubeImage(ctx context.Context, o KubeImageOptions) (*KubeImageResult, error
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	img, err := mirror.BuildBinaryImage(tmp, mirror.BinaryImageOptions{
+	img, err := layout.BuildBinaryImage(tmp, layout.BinaryImageOptions{
 		Binary: o.Binary, Entrypoint: "/airlock", Tag: tag, Arch: o.Arch,
 		Labels: map[string]string{
 			"org.opencontainers.image.title":   "airlock",
@@ -139,13 +144,13 @@ func KubeImage(ctx context.Context, o KubeImageOptions) (*KubeImageResult, error
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	retry := mirror.Retries(o.RetryTimes)
-	dst := mirror.NewRegistry(mirror.RegistryOptions{AuthFile: o.AuthFile, SkipTLSVerify: !o.DestTLSVerify, TLSFlag: "--dest-tls-verify=false", Retry: retry, Logger: log})
+	policy := retry.Retries(o.RetryTimes)
+	dst := registry.New(registry.Options{AuthFile: o.AuthFile, SkipTLSVerify: !o.DestTLSVerify, TLSFlag: "--dest-tls-verify=false", Retry: policy, Logger: log})
 	if err := dst.Probe(ctx, ref.Repository(), true); err != nil {
 		return nil, fmt.Errorf("destination registry: %w", err)
 	}
-	job := mirror.Job{Source: mirror.LayoutRepoPrefix + img.LayoutDir, Digest: img.Digest, Dest: ref.Repository(), Tags: []string{tag}}
-	rep, err := mirror.Copy(ctx, &mirror.SourceMux{Default: dst}, dst, []mirror.Job{job}, mirror.CopyOptions{Retry: retry, Logger: log})
+	job := transfer.Job{Source: mirror.LayoutRepoPrefix + img.LayoutDir, Digest: img.Digest, Dest: ref.Repository(), Tags: []string{tag}}
+	rep, err := transfer.Copy(ctx, &mirror.SourceMux{Default: dst}, dst, []transfer.Job{job}, transfer.Options{Retry: policy, Logger: log})
 	if err != nil {
 		return nil, err
 	}

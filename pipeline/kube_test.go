@@ -23,6 +23,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/registrytest"
 	"github.com/airlock-mirror/airlock/kube"
 	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/layout"
 	"github.com/airlock-mirror/airlock/pipeline"
 )
 
@@ -110,7 +111,7 @@ func TestKubeImage(t *testing.T) {
 	}
 
 	o.Binary = src // not an executable
-	if _, err := pipeline.KubeImage(context.Background(), o); !errors.Is(err, mirror.ErrNotStatic) {
+	if _, err := pipeline.KubeImage(context.Background(), o); !errors.Is(err, layout.ErrNotStatic) {
 		t.Errorf("a Go source file as the binary: got %v, want ErrNotStatic", err)
 	}
 }

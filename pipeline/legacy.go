@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/prune"
 	"github.com/airlock-mirror/airlock/prune/legacy"
 )
@@ -20,7 +20,7 @@ const convertedMarker = "converted.json"
 // is converted first (legacy.ConvertSQLite) next to its extracted database; the
 // conversion is kept for the next run of the same catalog digest. It sets
 // fc.ConfigsDir.
-func fbcDir(ctx context.Context, fc *mirror.FetchedCatalog, log *slog.Logger) (string, error) {
+func fbcDir(ctx context.Context, fc *catalogimage.Fetched, log *slog.Logger) (string, error) {
 	if fc.DatabaseFile == "" {
 		return fc.ConfigsDir, nil
 	}

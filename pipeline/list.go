@@ -9,7 +9,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
-	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/prune"
 	"github.com/airlock-mirror/airlock/prune/legacy"
 )
@@ -26,8 +26,8 @@ type ListOperatorsOptions struct {
 	// WorkDir is where a fetched catalog is extracted and cached; empty means a
 	// temporary folder removed before returning.
 	WorkDir string
-	// Fetch holds registry access options (see mirror.NewFetchOptions).
-	Fetch mirror.FetchOptions
+	// Fetch holds registry access options (see catalogimage.NewFetchOptions).
+	Fetch catalogimage.FetchOptions
 }
 
 // OperatorList is a catalog summary with the digest the catalog resolved to ("" for
@@ -49,7 +49,7 @@ func ListOperators(ctx context.Context, o ListOperatorsOptions) (*OperatorList, 
 	if err != nil {
 		return nil, err
 	}
-	if local && !strings.HasPrefix(o.Catalog, mirror.OCIPrefix) {
+	if local && !strings.HasPrefix(o.Catalog, catalogimage.OCIPrefix) {
 		defer cleanup()
 	} else {
 		work := o.WorkDir
@@ -61,7 +61,7 @@ func ListOperators(ctx context.Context, o ListOperatorsOptions) (*OperatorList, 
 			defer os.RemoveAll(tmp)
 			work = tmp
 		}
-		fc, err := mirror.FetchCatalogWithOptions(ctx, o.Catalog, work, o.Fetch)
+		fc, err := catalogimage.Fetch(ctx, o.Catalog, work, o.Fetch)
 		if err != nil {
 			return nil, err
 		}

@@ -8,11 +8,11 @@ import (
 
 	"github.com/airlock-mirror/airlock/internal/registrytest"
 	"github.com/airlock-mirror/airlock/internal/seed"
-	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/pipeline"
 )
 
-const listCatalog = "../mirror/testdata/catalog/full"
+const listCatalog = "../mirror/catalogimage/testdata/catalog/full"
 
 func TestListOperators(t *testing.T) {
 	ctx := context.Background()
@@ -53,7 +53,7 @@ foo.v2.0.0-rc.1 (head)  2.0.0-rc.1  foo.v1.2.0
 	for _, src := range []string{listCatalog, ref} {
 		for _, tc := range tests {
 			t.Run(src+"/"+tc.name, func(t *testing.T) {
-				l, err := pipeline.ListOperators(ctx, pipeline.ListOperatorsOptions{Catalog: src, Package: tc.pkg, Channel: tc.ch, Fetch: mirror.NewFetchOptions("", true, nil, nil)})
+				l, err := pipeline.ListOperators(ctx, pipeline.ListOperatorsOptions{Catalog: src, Package: tc.pkg, Channel: tc.ch, Fetch: catalogimage.NewFetchOptions("", true, nil, nil)})
 				if tc.wantErr != "" {
 					if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 						t.Fatalf("error = %v, want %q", err, tc.wantErr)
@@ -76,7 +76,7 @@ foo.v2.0.0-rc.1 (head)  2.0.0-rc.1  foo.v1.2.0
 			})
 		}
 	}
-	if _, err := pipeline.ListOperators(ctx, pipeline.ListOperatorsOptions{Catalog: reg.Host() + "/ns/absent:v1", Fetch: mirror.NewFetchOptions("", true, nil, nil)}); err == nil {
+	if _, err := pipeline.ListOperators(ctx, pipeline.ListOperatorsOptions{Catalog: reg.Host() + "/ns/absent:v1", Fetch: catalogimage.NewFetchOptions("", true, nil, nil)}); err == nil {
 		t.Fatal("absent catalog listed")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/atomicfile"
 	"github.com/airlock-mirror/airlock/manifests"
 	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/transfer"
 )
 
 // writePlan writes plan.json and mapping.txt.
@@ -29,7 +30,7 @@ const statusNotRun = "not run"
 // writeResults fills Result.Images from the plan and the copy report and writes
 // results.json.
 func (r *run) writeResults() error {
-	status := map[string]mirror.ImageResult{}
+	status := map[string]transfer.ImageResult{}
 	if r.res.Copy != nil {
 		for _, ir := range r.res.Copy.Images {
 			status[ir.Job.Key()] = ir
@@ -41,10 +42,10 @@ func (r *run) writeResults() error {
 		out := ImageOutcome{Source: im.Source, Kind: im.Kind, Digest: im.Digest.String(), Destination: im.Destination()}
 		switch {
 		case im.Error != "":
-			out.Status, out.Error = mirror.StatusFailed, im.Error
+			out.Status, out.Error = transfer.StatusFailed, im.Error
 		case r.res.DryRun != nil && r.res.DryRun.Unreadable[im.Job().Key()] != "":
 			// The dry run could not read it at the source: the copy would fail.
-			out.Status, out.Error = mirror.StatusFailed, r.res.DryRun.Unreadable[im.Job().Key()]
+			out.Status, out.Error = transfer.StatusFailed, r.res.DryRun.Unreadable[im.Job().Key()]
 		case r.res.Copy == nil:
 			out.Status = "planned"
 		default:
@@ -54,7 +55,7 @@ func (r *run) writeResults() error {
 				out.Status = statusNotRun
 			}
 		}
-		if out.Status == mirror.StatusFailed || out.Status == statusNotRun {
+		if out.Status == transfer.StatusFailed || out.Status == statusNotRun {
 			r.res.Failed++
 		}
 		r.res.Images = append(r.res.Images, out)
@@ -71,7 +72,7 @@ func (r *run) clusterResources() error {
 	ok := map[string]bool{}
 	if r.res.Copy != nil {
 		for _, ir := range r.res.Copy.Images {
-			if ir.Status != mirror.StatusFailed {
+			if ir.Status != transfer.StatusFailed {
 				ok[ir.Job.Key()] = true
 			}
 		}

@@ -21,6 +21,9 @@ import (
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/registry"
+	"github.com/airlock-mirror/airlock/mirror/retry"
+	"github.com/airlock-mirror/airlock/mirror/transfer"
 )
 
 // Options are the mirror command's inputs.
@@ -58,7 +61,7 @@ type Options struct {
 	// registry request (0: none).
 	ParallelImages, ParallelLayers, RetryTimes int
 	// Retry, when set, replaces the policy RetryTimes makes (its backoff too).
-	Retry *mirror.RetryPolicy
+	Retry *retry.Policy
 	// SinceArchive (mirror-to-disk) ships only what the archive in that directory
 	// did not carry, instead of what the workspace state says.
 	SinceArchive string
@@ -78,10 +81,10 @@ type Options struct {
 
 // Result is what a run did.
 type Result struct {
-	Workflow   mirror.Workflow    `json:"workflow"`
-	WorkingDir string             `json:"workingDir"`
-	Plan       *mirror.Plan       `json:"-"`
-	Copy       *mirror.CopyReport `json:"-"`
+	Workflow   mirror.Workflow  `json:"workflow"`
+	WorkingDir string           `json:"workingDir"`
+	Plan       *mirror.Plan     `json:"-"`
+	Copy       *transfer.Report `json:"-"`
 	// Images is one line per planned image with its outcome (results.json).
 	Images []ImageOutcome `json:"images"`
 	// Catalogs are the mirrored catalogs.
@@ -100,7 +103,7 @@ type Result struct {
 	// Archive describes the archive written (mirror-to-disk).
 	Archive *ArchiveSummary `json:"archive,omitempty"`
 	// DryRun holds the dry run's findings.
-	DryRun *mirror.Estimate `json:"dryRun,omitempty"`
+	DryRun *transfer.Estimate `json:"dryRun,omitempty"`
 	// Shard describes the shard a --shard run copied.
 	Shard *ShardInfo `json:"shard,omitempty"`
 	// Interrupted is true when the run was cancelled (Ctrl-C) before it finished.
@@ -172,14 +175,14 @@ type run struct {
 	workspace string
 	dest      string // REGISTRY/NS for registry workflows
 	res       *Result
-	src, dst  *mirror.Registry           // made once by srcRegistry and destRegistry
+	src, dst  *registry.Client           // made once by srcRegistry and destRegistry
 	templates map[string]catalogTemplate // by catalog, read by preflight
 	rep       reporter                   // what report.html shows (report.go)
 	// wants says why each image a catalog names is wanted (the history).
 	wants map[string][]Want
 	// est is the dry run's comparison when it starts during planning;
 	// looking waits for the reading planning started (stopping it first).
-	est     *mirror.Estimator
+	est     *transfer.Estimator
 	looking func(stop bool)
 }
 
@@ -326,7 +329,7 @@ func (r *run) stage(s string) {
 // retry is --retry-times as the retry policy of every registry operation.
 // stageProgress reports a counting stage (planning, the dry run, measuring)
 // as Progress in images; nil when nobody listens.
-func (r *run) stageProgress(stage string) mirror.StageProgress {
+func (r *run) stageProgress(stage string) transfer.StageProgress {
 	if r.opts.Progress == nil {
 		return nil
 	}
@@ -335,15 +338,15 @@ func (r *run) stageProgress(stage string) mirror.StageProgress {
 	}
 }
 
-func (r *run) retry() *mirror.RetryPolicy {
+func (r *run) retry() *retry.Policy {
 	if r.opts.Retry != nil {
 		return r.opts.Retry
 	}
-	return mirror.Retries(r.opts.RetryTimes)
+	return retry.Retries(r.opts.RetryTimes)
 }
 
-func (r *run) registry(tlsVerify bool, flag string) *mirror.Registry {
-	return mirror.NewRegistry(mirror.RegistryOptions{
+func (r *run) registry(tlsVerify bool, flag string) *registry.Client {
+	return registry.New(registry.Options{
 		AuthFile: r.opts.AuthFile, SkipTLSVerify: !tlsVerify, TLSFlag: flag,
 		Retry: r.retry(), Logger: r.log,
 	})
@@ -351,22 +354,22 @@ func (r *run) registry(tlsVerify bool, flag string) *mirror.Registry {
 
 // srcRegistry and destRegistry are the run's two registry clients, made once:
 // the hosts each found unreachable are remembered for the whole run.
-func (r *run) srcRegistry() *mirror.Registry {
+func (r *run) srcRegistry() *registry.Client {
 	if r.src == nil {
 		r.src = r.registry(r.opts.SrcTLSVerify, "--src-tls-verify=false")
 	}
 	return r.src
 }
 
-func (r *run) destRegistry() *mirror.Registry {
+func (r *run) destRegistry() *registry.Client {
 	if r.dst == nil {
 		r.dst = r.registry(r.opts.DestTLSVerify, "--dest-tls-verify=false")
 	}
 	return r.dst
 }
 
-func (r *run) copyOptions(progress func(mirror.ProgressEvent)) mirror.CopyOptions {
-	return mirror.CopyOptions{
+func (r *run) copyOptions(progress func(transfer.ProgressEvent)) transfer.Options {
+	return transfer.Options{
 		ParallelImages: r.opts.ParallelImages, ParallelLayers: r.opts.ParallelLayers,
 		Retry: r.retry(), Logger: r.log, Progress: progress,
 	}
@@ -374,13 +377,13 @@ func (r *run) copyOptions(progress func(mirror.ProgressEvent)) mirror.CopyOption
 
 // copy copies the plan's jobs from src to dst, measuring them first for the
 // progress totals.
-func (r *run) copy(ctx context.Context, src endpoint.Source, dst endpoint.Destination) (*mirror.CopyReport, error) {
+func (r *run) copy(ctx context.Context, src endpoint.Source, dst endpoint.Destination) (*transfer.Report, error) {
 	return r.copyJobs(ctx, src, dst, r.res.Plan.Jobs(), nil)
 }
 
 // copyJobs copies jobs from src to dst; blobs in elsewhere are sent by another
-// shard (mirror.CopyOptions.Elsewhere).
-func (r *run) copyJobs(ctx context.Context, src endpoint.Source, dst endpoint.Destination, jobs []mirror.Job, elsewhere map[digest.Digest]string) (*mirror.CopyReport, error) {
+// shard (transfer.Options.Elsewhere).
+func (r *run) copyJobs(ctx context.Context, src endpoint.Source, dst endpoint.Destination, jobs []transfer.Job, elsewhere map[digest.Digest]string) (*transfer.Report, error) {
 	memo := newMemoSource(src)
 	progress, held, err := r.track(ctx, memo, dst, jobs)
 	if err != nil {
@@ -389,12 +392,12 @@ func (r *run) copyJobs(ctx context.Context, src endpoint.Source, dst endpoint.De
 	o := r.copyOptions(progress)
 	o.Held = held
 	o.Elsewhere = elsewhere
-	rep, err := mirror.Copy(ctx, memo, dst, jobs, o)
+	rep, err := transfer.Copy(ctx, memo, dst, jobs, o)
 	r.setCopy(rep)
 	if ctx.Err() != nil {
 		return rep, ctx.Err()
 	}
-	if errors.Is(err, mirror.ErrRegistryUnreachable) {
+	if errors.Is(err, endpoint.ErrRegistryUnreachable) {
 		return rep, err
 	}
 	return rep, nil // other failures are in the report
@@ -403,7 +406,7 @@ func (r *run) copyJobs(ctx context.Context, src endpoint.Source, dst endpoint.De
 // plan resolves the images the catalogs name while the last catalog is still
 // being rebuilt (rebuilt waits for it), then adds the catalogs. With est, the
 // dry run's reading of the images runs meanwhile too.
-func (r *run) plan(ctx context.Context, src *mirror.Registry, cats []mirror.CatalogRequest, rebuilt func() error, est *mirror.Estimator) error {
+func (r *run) plan(ctx context.Context, src *registry.Client, cats []mirror.CatalogRequest, rebuilt func() error, est *transfer.Estimator) error {
 	r.stage("plan")
 	req := mirror.PlanRequest{
 		Workflow: r.workflow, Destination: r.dest, MaxNestedPaths: r.opts.MaxNestedPaths,
@@ -462,11 +465,11 @@ func (r *run) setPlan(p *mirror.Plan) {
 //
 // A dry run passes the destination it will compare with (nil otherwise): the
 // comparison starts reading while the catalogs are rebuilt (r.est).
-func (r *run) planSources(ctx context.Context, dryRunDest mirror.EstimateDestination) (*mirror.SourceMux, error) {
+func (r *run) planSources(ctx context.Context, dryRunDest transfer.EstimateDestination) (*mirror.SourceMux, error) {
 	src := r.srcRegistry()
 	mux := &mirror.SourceMux{Default: src}
 	if dryRunDest != nil {
-		r.est = mirror.NewEstimator(mux, dryRunDest, dryRunParallel)
+		r.est = transfer.NewEstimator(mux, dryRunDest, dryRunParallel)
 	}
 	cats, rebuilt, err := r.catalogsLater(ctx)
 	if err != nil {
@@ -491,7 +494,7 @@ func (r *run) mirrorToMirror(ctx context.Context) error {
 		return r.shard(ctx)
 	}
 	dst := r.destRegistry()
-	var dryRunDest mirror.EstimateDestination
+	var dryRunDest transfer.EstimateDestination
 	if r.opts.DryRun && !r.opts.PlanOnly {
 		dryRunDest = dst
 	}
@@ -511,7 +514,7 @@ func (r *run) mirrorToMirror(ctx context.Context) error {
 	return r.clusterResources()
 }
 
-func (r *run) setCopy(rep *mirror.CopyReport) {
+func (r *run) setCopy(rep *transfer.Report) {
 	if rep == nil {
 		return
 	}
@@ -526,11 +529,11 @@ func (r *run) setCopy(rep *mirror.CopyReport) {
 // at 8, 2.7-2.8 s at 32, under load).
 const dryRunParallel = 32
 
-func (r *run) dryRun(ctx context.Context, src mirror.EstimateSource, dst mirror.EstimateDestination) error {
+func (r *run) dryRun(ctx context.Context, src transfer.EstimateSource, dst transfer.EstimateDestination) error {
 	r.stage("dry-run")
 	x := r.est
 	if x == nil {
-		x = mirror.NewEstimator(src, dst, dryRunParallel)
+		x = transfer.NewEstimator(src, dst, dryRunParallel)
 	}
 	est, err := x.Estimate(ctx, r.res.Plan.Jobs(), r.stageProgress("dry-run"))
 	if r.looking != nil {

@@ -18,6 +18,9 @@ import (
 	"github.com/airlock-mirror/airlock/internal/seed"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
+	"github.com/airlock-mirror/airlock/mirror/catalogimage"
+	"github.com/airlock-mirror/airlock/mirror/registry"
+	"github.com/airlock-mirror/airlock/mirror/transfer"
 	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/prune"
 )
@@ -80,7 +83,7 @@ func opts(cfgPath string) pipeline.Options {
 // that the rebuilt catalog pulls, validates and names only mirrored images.
 func checkMirrored(t *testing.T, res *pipeline.Result, dst *registrytest.Registry) {
 	t.Helper()
-	reg := mirror.NewRegistry(mirror.RegistryOptions{})
+	reg := registry.New(registry.Options{})
 	ctx := context.Background()
 	mirrored := map[string]bool{}
 	for _, im := range res.Plan.Images {
@@ -111,7 +114,7 @@ func checkMirrored(t *testing.T, res *pipeline.Result, dst *registrytest.Registr
 		t.Fatalf("catalogs: %+v", res.Catalogs)
 	}
 	c := res.Catalogs[0]
-	fc, err := mirror.FetchCatalog(ctx, c.DestRepo+":"+c.Tag, t.TempDir())
+	fc, err := catalogimage.Fetch(ctx, c.DestRepo+":"+c.Tag, t.TempDir(), catalogimage.FetchOptions{})
 	if err != nil {
 		t.Fatalf("pull the rebuilt catalog: %v", err)
 	}
@@ -400,7 +403,7 @@ func TestResultsJSON(t *testing.T) {
 		t.Fatalf("results.json: %d images, %d failed", len(r.Images), r.Failed)
 	}
 	for _, im := range r.Images {
-		if im.Status != mirror.StatusCopied && im.Status != mirror.StatusSkipped {
+		if im.Status != transfer.StatusCopied && im.Status != transfer.StatusSkipped {
 			t.Errorf("%s: status %s", im.Source, im.Status)
 		}
 		if _, err := name.ParseReference(im.Destination); err != nil {
@@ -447,10 +450,10 @@ mirror:
 	for _, im := range res.Images {
 		switch {
 		case strings.Contains(im.Source, "/tools/absent"):
-			if im.Status != mirror.StatusFailed || im.Error == "" {
+			if im.Status != transfer.StatusFailed || im.Error == "" {
 				t.Errorf("absent image: %+v", im)
 			}
-		case im.Status != mirror.StatusCopied:
+		case im.Status != transfer.StatusCopied:
 			t.Errorf("%s: %s %s", im.Source, im.Status, im.Error)
 		}
 	}
@@ -508,7 +511,7 @@ func TestDestinationConflict(t *testing.T) {
 		t.Fatalf("err %v, failed %d: want one conflicting image", err, res.Failed)
 	}
 	for _, im := range res.Images {
-		if im.Status == mirror.StatusFailed && !strings.Contains(im.Error, "already the destination of") {
+		if im.Status == transfer.StatusFailed && !strings.Contains(im.Error, "already the destination of") {
 			t.Errorf("%s failed with %q", im.Source, im.Error)
 		}
 	}

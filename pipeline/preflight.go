@@ -13,6 +13,9 @@ import (
 
 	"github.com/airlock-mirror/airlock/manifests"
 	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/catalogimage"
+	"github.com/airlock-mirror/airlock/mirror/oci"
+	"github.com/airlock-mirror/airlock/mirror/registry"
 )
 
 // catalogTemplate is a targetCatalogSourceTemplate read (and checked) before the
@@ -34,7 +37,7 @@ func (r *run) preflight(ctx context.Context) error {
 	}
 	seen := map[string]bool{}
 	var probes []probe
-	add := func(reg *mirror.Registry, repo string, push bool, what string) {
+	add := func(reg *registry.Client, repo string, push bool, what string) {
 		host, _, _ := strings.Cut(repo, "/")
 		key := fmt.Sprint(host, push)
 		if seen[key] {
@@ -45,15 +48,15 @@ func (r *run) preflight(ctx context.Context) error {
 	}
 	if r.workflow != mirror.DiskToMirror {
 		for _, op := range r.cfg.Mirror.Operators {
-			if strings.HasPrefix(op.Catalog, mirror.OCIPrefix) {
+			if strings.HasPrefix(op.Catalog, catalogimage.OCIPrefix) {
 				continue
 			}
-			if ref, err := mirror.ParseReference(op.Catalog); err == nil {
+			if ref, err := oci.ParseReference(op.Catalog); err == nil {
 				add(r.srcRegistry(), ref.Repository(), false, "source registry of catalog "+op.Catalog)
 			}
 		}
 		for _, im := range r.cfg.Mirror.AdditionalImages {
-			if ref, err := mirror.ParseReference(im.Name); err == nil {
+			if ref, err := oci.ParseReference(im.Name); err == nil {
 				add(r.srcRegistry(), ref.Repository(), false, "source registry of image "+im.Name)
 			}
 		}
@@ -73,7 +76,7 @@ func (r *run) preflight(ctx context.Context) error {
 // probe is one registry check: reach repo's host with the credentials, for
 // push when push is set.
 type probe struct {
-	reg  *mirror.Registry
+	reg  *registry.Client
 	repo string
 	push bool
 	what string
@@ -103,11 +106,11 @@ func probeAll(ctx context.Context, probes []probe) []error {
 // the configuration's images live on, once each and concurrently. A host that
 // cannot be reached is reported once, here, and its images then fail at once
 // instead of each waiting through retries; the others are planned as usual.
-func (r *run) probeImageHosts(ctx context.Context, src *mirror.Registry, refs []string) {
+func (r *run) probeImageHosts(ctx context.Context, src *registry.Client, refs []string) {
 	count := map[string]int{}
 	var probes []probe
 	for _, ref := range refs {
-		p, err := mirror.ParseReference(ref)
+		p, err := oci.ParseReference(ref)
 		if err != nil {
 			continue
 		}

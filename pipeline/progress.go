@@ -6,8 +6,8 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
-	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/transfer"
 )
 
 // Progress is what a run has done of its copy stage, measured against totals
@@ -34,7 +34,7 @@ type tracker struct {
 // track reads the manifests of jobs at src for the totals (stage "measure"),
 // reports the start of the copy, and returns the callback for the copy engine.
 // The copy then reads the manifests from src's memory, not from the source again.
-func (r *run) track(ctx context.Context, src *memoSource, dst endpoint.Destination, jobs []mirror.Job) (func(mirror.ProgressEvent), []bool, error) {
+func (r *run) track(ctx context.Context, src *memoSource, dst endpoint.Destination, jobs []transfer.Job) (func(transfer.ProgressEvent), []bool, error) {
 	defer src.stopFilling()
 	if len(jobs) == 0 {
 		return nil, nil, nil // nothing to copy: no stage, no bar
@@ -44,7 +44,7 @@ func (r *run) track(ctx context.Context, src *memoSource, dst endpoint.Destinati
 		return nil, nil, nil
 	}
 	r.stage("measure")
-	s, err := mirror.Measure(ctx, src, dst, jobs, 16, r.stageProgress("measure"))
+	s, err := transfer.Measure(ctx, src, dst, jobs, 16, r.stageProgress("measure"))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -72,14 +72,14 @@ func (t *tracker) mark(d digest.Digest) {
 	t.p.BytesDone += size
 }
 
-func (t *tracker) event(ev mirror.ProgressEvent) {
+func (t *tracker) event(ev transfer.ProgressEvent) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if ev.Blob != nil {
 		t.mark(ev.Blob.Digest)
 	}
 	if ev.Image != nil {
-		if ev.Image.Status != mirror.StatusFailed {
+		if ev.Image.Status != transfer.StatusFailed {
 			// An image already at the destination is skipped whole: its blobs
 			// are there too.
 			for _, b := range t.perJob[ev.Image.Job.Key()] {

@@ -11,9 +11,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/airlock-mirror/airlock/imageset"
-	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
+	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/layout"
+	"github.com/airlock-mirror/airlock/mirror/transfer"
 	"github.com/airlock-mirror/airlock/prune"
 )
 
@@ -26,7 +28,7 @@ type reselected struct {
 }
 
 type narrowedCatalog struct {
-	rebuilt  *mirror.RebuiltCatalog
+	rebuilt  *catalogimage.Rebuilt
 	packages []string
 	// images are the references the re-pruned catalog names.
 	images map[string]bool
@@ -79,18 +81,18 @@ func (r *run) reselect(ctx context.Context, ar endpoint.Source, c archive.Catalo
 
 // archivedCatalog copies the catalog image c out of the archive into the
 // workspace (an OCI layout) and loads its file-based catalog.
-func (r *run) archivedCatalog(ctx context.Context, ar endpoint.Source, c archive.CatalogRecord) (*mirror.FetchedCatalog, *prune.Catalog, error) {
+func (r *run) archivedCatalog(ctx context.Context, ar endpoint.Source, c archive.CatalogRecord) (*catalogimage.Fetched, *prune.Catalog, error) {
 	const tag = "archived"
 	dir := filepath.Join(r.workDir, "archived-catalogs", c.Digest.Encoded(), "image")
-	dst, err := mirror.NewLayoutDestination(dir)
+	dst, err := layout.NewDestination(dir)
 	if err != nil {
 		return nil, nil, err
 	}
-	job := mirror.Job{Source: c.Destination, Digest: c.Digest, Dest: "catalog", Tags: []string{tag}}
-	if _, err := mirror.Copy(ctx, ar, dst, []mirror.Job{job}, mirror.CopyOptions{Logger: r.log}); err != nil {
+	job := transfer.Job{Source: c.Destination, Digest: c.Digest, Dest: "catalog", Tags: []string{tag}}
+	if _, err := transfer.Copy(ctx, ar, dst, []transfer.Job{job}, transfer.Options{Logger: r.log}); err != nil {
 		return nil, nil, err
 	}
-	fc, err := mirror.FetchCatalogWithOptions(ctx, mirror.OCIPrefix+dir+":"+tag, filepath.Join(r.workDir, "operator-catalogs"), mirror.FetchOptions{Logger: r.log})
+	fc, err := catalogimage.Fetch(ctx, catalogimage.OCIPrefix+dir+":"+tag, filepath.Join(r.workDir, "operator-catalogs"), catalogimage.FetchOptions{Logger: r.log})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/registrytest"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
+	"github.com/airlock-mirror/airlock/mirror/transfer"
 	"github.com/airlock-mirror/airlock/pipeline"
 )
 
@@ -122,7 +123,7 @@ func TestFailedCatalogGetsNoCatalogSource(t *testing.T) {
 	var catalogFailed bool
 	for _, im := range res.Images {
 		if im.Kind == mirror.KindCatalog {
-			catalogFailed = im.Status == mirror.StatusFailed
+			catalogFailed = im.Status == transfer.StatusFailed
 		}
 	}
 	if !catalogFailed {

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/transfer"
 )
 
 // ShardInfo describes what a shard run (--plan FILE --shard I/N) was given.
@@ -155,11 +156,11 @@ func (r *run) loadPlanFor() (*mirror.Plan, error) {
 
 // recordBlobs reads the manifests of every shardable image of the plan and
 // records their blobs in it, for --plan-only.
-func (r *run) recordBlobs(ctx context.Context, src mirror.EstimateSource) error {
+func (r *run) recordBlobs(ctx context.Context, src transfer.EstimateSource) error {
 	r.stage("measure")
 	p := r.res.Plan
 	var idx []int
-	var jobs []mirror.Job
+	var jobs []transfer.Job
 	for i, im := range p.Images {
 		if !mirror.Shardable(im) {
 			continue
@@ -167,7 +168,7 @@ func (r *run) recordBlobs(ctx context.Context, src mirror.EstimateSource) error 
 		idx = append(idx, i)
 		jobs = append(jobs, im.Job())
 	}
-	s, err := mirror.Measure(ctx, src, nil, jobs, 16, r.stageProgress("measure"))
+	s, err := transfer.Measure(ctx, src, nil, jobs, 16, r.stageProgress("measure"))
 	if err != nil {
 		return err
 	}
@@ -246,10 +247,10 @@ func (r *run) finish(ctx context.Context) error {
 	if len(missing) > 0 {
 		return r.missingError(missing, "are not at the destination yet, so no catalog was pushed")
 	}
-	var jobs []mirror.Job
+	var jobs []transfer.Job
 	for _, im := range p.Images {
 		if im.Kind == mirror.KindCatalog && im.Error == "" {
-			jobs = append(jobs, mirror.Job{Source: im.SourceRepo, Digest: im.Digest, Dest: im.DestRepo, Tags: im.Tags})
+			jobs = append(jobs, transfer.Job{Source: im.SourceRepo, Digest: im.Digest, Dest: im.DestRepo, Tags: im.Tags})
 		}
 	}
 	rep, err := r.copyJobs(ctx, &mirror.SourceMux{Default: r.srcRegistry()}, dst, jobs, nil)
@@ -259,7 +260,7 @@ func (r *run) finish(ctx context.Context) error {
 	for _, im := range p.Images {
 		if mirror.Shardable(im) {
 			// Verified at the destination above.
-			rep.Images = append(rep.Images, mirror.ImageResult{Job: mirror.Job{Source: im.SourceRepo, Digest: im.Digest, Dest: im.DestRepo, Tags: im.Tags}, Status: mirror.StatusSkipped})
+			rep.Images = append(rep.Images, transfer.ImageResult{Job: transfer.Job{Source: im.SourceRepo, Digest: im.Digest, Dest: im.DestRepo, Tags: im.Tags}, Status: transfer.StatusSkipped})
 		}
 	}
 	r.setCopy(rep)
@@ -304,7 +305,7 @@ func matchCatalogs(p *mirror.Plan, cats []mirror.CatalogRequest, planFile string
 
 // missingAt returns the shardable images of p the destination does not hold by
 // digest (and under each of their tags), as "destination@digest" lines, sorted.
-func (r *run) missingAt(ctx context.Context, p *mirror.Plan, dst mirror.EstimateDestination) ([]string, error) {
+func (r *run) missingAt(ctx context.Context, p *mirror.Plan, dst transfer.EstimateDestination) ([]string, error) {
 	var g errgroup.Group
 	g.SetLimit(16)
 	gaps := make([]string, len(p.Images))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
+	"github.com/airlock-mirror/airlock/mirror/transfer"
 )
 
 // Sharded mirror-to-disk: every shard writes its own chunks and record into the
@@ -41,9 +42,9 @@ func (r *run) diskShard(ctx context.Context, src *mirror.SourceMux, sh mirror.Sh
 			return err
 		}
 		r.log.Info("this shard already finished: nothing to write", "shard", part, "batch", dir)
-		rep := &mirror.CopyReport{}
+		rep := &transfer.Report{}
 		for _, j := range sub.Jobs() {
-			rep.Images = append(rep.Images, mirror.ImageResult{Job: j, Status: mirror.StatusSkipped})
+			rep.Images = append(rep.Images, transfer.ImageResult{Job: j, Status: transfer.StatusSkipped})
 		}
 		r.setCopy(rep)
 		r.res.Archive = shardSummary(dir, rec, true)
@@ -154,7 +155,7 @@ func (r *run) diskFinish(ctx context.Context) error {
 		return err
 	}
 	defer w.Close()
-	var jobs []mirror.Job
+	var jobs []transfer.Job
 	for _, im := range p.Images {
 		if im.Kind == mirror.KindCatalog && im.Error == "" {
 			jobs = append(jobs, im.Job())
@@ -181,14 +182,14 @@ func (r *run) diskFinish(ctx context.Context) error {
 
 // finishedDisk records the assembled archive; the shards' images count as
 // present (the shards wrote them).
-func (r *run) finishedDisk(state *archive.State, m *archive.Manifest, dir string, rep *mirror.CopyReport) error {
+func (r *run) finishedDisk(state *archive.State, m *archive.Manifest, dir string, rep *transfer.Report) error {
 	all := rep == nil // an interrupted --finish completed: everything was written before
 	if all {
-		rep = &mirror.CopyReport{}
+		rep = &transfer.Report{}
 	}
 	for _, im := range r.res.Plan.Images {
 		if mirror.Shardable(im) || (all && im.Error == "" && im.Digest != "") {
-			rep.Images = append(rep.Images, mirror.ImageResult{Job: im.Job(), Status: mirror.StatusSkipped})
+			rep.Images = append(rep.Images, transfer.ImageResult{Job: im.Job(), Status: transfer.StatusSkipped})
 		}
 	}
 	r.setCopy(rep)

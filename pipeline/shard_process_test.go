@@ -23,6 +23,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/registrytest"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
+	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/pipeline"
 )
 
@@ -300,7 +301,7 @@ func shardedM2M(t *testing.T, cfg string, n int) {
 	if out, err := finish(); err != nil {
 		t.Fatalf("--finish after every shard: %v\n%s", err, out)
 	}
-	reg := mirror.NewRegistry(mirror.RegistryOptions{})
+	reg := registry.New(registry.Options{})
 	for _, im := range plan.Images {
 		if im.Error != "" {
 			continue
@@ -417,7 +418,7 @@ func shardedM2D(t *testing.T, cfg string, n int) {
 	}
 	var loaded mirror.Plan
 	readJSON(t, filepath.Join(ws, "working-dir", pipeline.PlanFileName), &loaded)
-	reg := mirror.NewRegistry(mirror.RegistryOptions{})
+	reg := registry.New(registry.Options{})
 	count := 0
 	for _, im := range loaded.Images {
 		count++

@@ -13,6 +13,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/imagetest"
 	"github.com/airlock-mirror/airlock/internal/registrytest"
 	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/pipeline"
 )
 
@@ -148,7 +149,7 @@ func TestShardedMirror(t *testing.T) {
 			if c := dst.Counts(); c.ByPath["PUT manifest"] > 0 {
 				for _, im := range plan.Images {
 					if im.Kind == mirror.KindCatalog {
-						if ok, _ := mirror.NewRegistry(mirror.RegistryOptions{}).ManifestExists(ctx, im.DestRepo, im.Digest.String(), im.Digest); ok {
+						if ok, _ := registry.New(registry.Options{}).ManifestExists(ctx, im.DestRepo, im.Digest.String(), im.Digest); ok {
 							t.Errorf("the refused --finish pushed catalog %s", im.DestRepo)
 						}
 					}

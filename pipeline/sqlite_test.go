@@ -15,7 +15,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/imagetest"
 	"github.com/airlock-mirror/airlock/internal/registrytest"
 	"github.com/airlock-mirror/airlock/internal/seed"
-	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/prune"
 )
@@ -82,7 +82,7 @@ func checkSQLiteRebuilt(t *testing.T, res *pipeline.Result, dst *registrytest.Re
 	checkMirrored(t, res, dst)
 	c := res.Catalogs[0]
 	ctx := context.Background()
-	fc, err := mirror.FetchCatalog(ctx, c.DestRepo+":"+c.Tag, t.TempDir())
+	fc, err := catalogimage.Fetch(ctx, c.DestRepo+":"+c.Tag, t.TempDir(), catalogimage.FetchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func checkSQLiteRebuilt(t *testing.T, res *pipeline.Result, dst *registrytest.Re
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := cfg.Config.Labels[mirror.CatalogDatabaseLabel]; ok {
+	if _, ok := cfg.Config.Labels[catalogimage.DatabaseLabel]; ok {
 		t.Errorf("rebuilt catalog keeps the database label: %v", cfg.Config.Labels)
 	}
 	if got := strings.Join(append(cfg.Config.Entrypoint, cfg.Config.Cmd...), " "); got != "/bin/opm serve /configs" {

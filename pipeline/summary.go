@@ -9,6 +9,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/internal/humanize"
 	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/transfer"
 )
 
 // ImageCounts sorts the planned images by outcome.
@@ -31,13 +32,13 @@ func (r *Result) Counts() ImageCounts {
 	c := ImageCounts{Planned: len(r.Images), Blocked: len(r.Blocked)}
 	for _, im := range r.Images {
 		switch {
-		case im.Status == mirror.StatusCopied:
+		case im.Status == transfer.StatusCopied:
 			c.Copied++
-		case im.Status == mirror.StatusSkipped:
+		case im.Status == transfer.StatusSkipped:
 			c.Present++
 		case r.Interrupted && notFinished(im):
 			c.NotDone++
-		case im.Status == mirror.StatusFailed, im.Status == statusNotRun:
+		case im.Status == transfer.StatusFailed, im.Status == statusNotRun:
 			c.Failed++
 		}
 	}
@@ -182,7 +183,7 @@ func (r *Result) WriteSummary(w io.Writer) {
 		fmt.Fprintf(w, "  failed:\n")
 		n := 0
 		for _, im := range r.Images {
-			if (im.Status == mirror.StatusFailed || im.Status == statusNotRun) && !(r.Interrupted && notFinished(im)) {
+			if (im.Status == transfer.StatusFailed || im.Status == statusNotRun) && !(r.Interrupted && notFinished(im)) {
 				if n++; n > 20 {
 					fmt.Fprintf(w, "    … and %d more in %s\n", c.Failed-20, filepath.Join(r.WorkingDir, "results.json"))
 					break

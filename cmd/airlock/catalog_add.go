@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/pipeline"
 )
 
@@ -52,7 +52,7 @@ would break any opm validate rule. The catalog is rewritten deterministically (o
 			} else if o.Add.Skips == nil {
 				o.Add.Skips = []string{}
 			}
-			o.Fetch = mirror.NewFetchOptions(authFile, tlsVerify, nil, log)
+			o.Fetch = catalogimage.NewFetchOptions(authFile, tlsVerify, nil, log)
 			res, err := pipeline.AddBundle(cmd.Context(), o)
 			if err != nil {
 				return err

@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/prune/graph"
 )
@@ -46,7 +46,7 @@ bundled with the Graphviz library draws PNG edges wrongly).`,
 				return err
 			}
 			opts.Dir, opts.Logger = args[0], log
-			return pipeline.GraphDir(cmd.Context(), configPath, opts, mirror.NewFetchOptions(authFile, tlsVerify, nil, log), workDir, cmd.OutOrStdout())
+			return pipeline.GraphDir(cmd.Context(), configPath, opts, catalogimage.NewFetchOptions(authFile, tlsVerify, nil, log), workDir, cmd.OutOrStdout())
 		},
 	}
 	f := cmd.Flags()

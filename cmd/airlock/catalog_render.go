@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/prune/legacy"
 )
@@ -71,7 +71,7 @@ olm.channel documents to build a catalog, or use "airlock catalog add".`,
 			}
 			return pipeline.Render(cmd.Context(), pipeline.RenderOptions{
 				Sources: args, Format: output, WorkDir: workDir,
-				Fetch: mirror.NewFetchOptions(authFile, tlsVerify, nil, log),
+				Fetch: catalogimage.NewFetchOptions(authFile, tlsVerify, nil, log),
 			}, cmd.OutOrStdout())
 		},
 	}

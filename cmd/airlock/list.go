@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/pipeline"
 )
 
@@ -39,7 +39,7 @@ With --package and --channel: the channel's bundles, by version, and what each r
 			if err != nil {
 				return err
 			}
-			o.Fetch = mirror.NewFetchOptions(authFile, tlsVerify, nil, log)
+			o.Fetch = catalogimage.NewFetchOptions(authFile, tlsVerify, nil, log)
 			l, err := pipeline.ListOperators(cmd.Context(), o)
 			if err != nil {
 				return err

@@ -30,8 +30,9 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/airlock-mirror/airlock/internal/demo"
-	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/registry"
+	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
 // When AIRLOCK_TEST_RUN_MAIN=1 the test binary behaves as the airlock binary,
@@ -257,7 +258,7 @@ func TestRegistryServeTLSHtpasswd(t *testing.T) {
 	}
 
 	// Pull with airlock's registry client.
-	client := mirror.NewRegistry(mirror.RegistryOptions{AuthFile: good, RootCAs: pool, Retry: mirror.Retries(0)})
+	client := registry.New(registry.Options{AuthFile: good, RootCAs: pool, Retry: retry.Retries(0)})
 	m, err := client.Manifest(ctx, reg.host+"/tools/support-tools", "1.4")
 	if err != nil {
 		t.Fatalf("pull through TLS + htpasswd: %v", err)
@@ -289,7 +290,7 @@ func TestRegistryServeTLSHtpasswd(t *testing.T) {
 	}
 
 	// Wrong password, no password, no trust: refused.
-	wrong := mirror.NewRegistry(mirror.RegistryOptions{AuthFile: bad, RootCAs: pool, Retry: mirror.Retries(0)})
+	wrong := registry.New(registry.Options{AuthFile: bad, RootCAs: pool, Retry: retry.Retries(0)})
 	if _, err := wrong.Manifest(ctx, reg.host+"/tools/support-tools", "1.4"); err == nil {
 		t.Fatal("wrong password accepted")
 	}
@@ -301,7 +302,7 @@ func TestRegistryServeTLSHtpasswd(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized || resp.Header.Get("WWW-Authenticate") == "" {
 		t.Fatalf("anonymous /v2/: %d %q, want 401 with a challenge", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
 	}
-	untrusted := mirror.NewRegistry(mirror.RegistryOptions{AuthFile: good, Retry: mirror.Retries(0)})
+	untrusted := registry.New(registry.Options{AuthFile: good, Retry: retry.Retries(0)})
 	if _, err := untrusted.Manifest(ctx, reg.host+"/tools/support-tools", "1.4"); err == nil {
 		t.Fatal("self-signed certificate accepted without RootCAs")
 	}
@@ -394,7 +395,7 @@ func TestDemoScript(t *testing.T) {
 
 	// The mirror registry's storage holds what the demo says: serve it again.
 	reg := serve(t, "--root", filepath.Join(work, "mirror"), "--addr", "127.0.0.1:0")
-	client := mirror.NewRegistry(mirror.RegistryOptions{Retry: mirror.Retries(0)})
+	client := registry.New(registry.Options{Retry: retry.Retries(0)})
 	for _, ref := range []struct {
 		repo, tag string
 		want      bool

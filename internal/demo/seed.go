@@ -15,7 +15,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/airlock-mirror/airlock/internal/seed"
-	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/registry"
 )
 
 // SeedOptions says what to seed and how to reach the registry.
@@ -81,10 +81,10 @@ func Seed(ctx context.Context, o SeedOptions) (*SeedResult, error) {
 		return nil, errors.New("seed: --catalog-dir needs --catalog-repo, the repository of the catalog image (e.g. demo/demo-index)")
 	}
 	// Seeding writes generated images with go-containerregistry's remote package
-	// (a development tool, not the mirror path, which uses mirror.Registry only).
+	// (a development tool, not the mirror path, which uses registry.Client only).
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: !o.TLSVerify} //nolint:gosec // --tls-verify=false
-	ropts := []remote.Option{remote.WithAuthFromKeychain(mirror.AuthKeychain(o.AuthFile)), remote.WithTransport(tr), remote.WithUserAgent("airlock")}
+	ropts := []remote.Option{remote.WithAuthFromKeychain(registry.AuthKeychain(o.AuthFile)), remote.WithTransport(tr), remote.WithUserAgent("airlock")}
 	r, err := seed.Seed(ctx, seed.Options{
 		Registry: o.Registry, CatalogDir: o.CatalogDir, CatalogRepo: o.CatalogRepo,
 		CatalogTag: o.CatalogTag, CatalogPlatforms: o.CatalogPlatforms, MultiArchEvery: o.MultiArchEvery,

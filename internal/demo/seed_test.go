@@ -10,7 +10,8 @@ import (
 
 	"github.com/airlock-mirror/airlock/internal/demo"
 	"github.com/airlock-mirror/airlock/internal/registrytest"
-	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/registry"
+	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
 func TestSeed(t *testing.T) {
@@ -55,7 +56,7 @@ func TestSeed(t *testing.T) {
 			if len(res.Images) != tc.images || (res.Catalog != nil) != tc.catalog {
 				t.Fatalf("seeded %d extra images, catalog %v", len(res.Images), res.Catalog != nil)
 			}
-			client := mirror.NewRegistry(mirror.RegistryOptions{RootCAs: reg.CertPool(), Retry: mirror.Retries(0)})
+			client := registry.New(registry.Options{RootCAs: reg.CertPool(), Retry: retry.Retries(0)})
 			for src, seeded := range res.Images {
 				if !strings.HasPrefix(seeded, reg.Host()+"/") {
 					t.Errorf("%s seeded as %s", src, seeded)

@@ -41,7 +41,8 @@ import (
 
 	"github.com/airlock-mirror/airlock/internal/imagetest"
 	"github.com/airlock-mirror/airlock/internal/sqlitetest"
-	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/catalogimage"
+	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/prune"
 )
 
@@ -250,7 +251,7 @@ func hash64(s string) uint64 {
 // pushImage builds the image standing for ref and pushes it; it returns the
 // reference the rewritten catalog uses.
 func (o Options) pushImage(ctx context.Context, ref string) (string, digest.Digest, error) {
-	r, err := mirror.ParseReference(ref)
+	r, err := oci.ParseReference(ref)
 	if err != nil {
 		return "", "", err
 	}
@@ -372,7 +373,7 @@ func (o Options) pushCatalog(ctx context.Context, ref, dir string) (digest.Diges
 		cf.Config.Labels = map[string]string{CatalogLabel: "/configs"}
 		if o.SQLiteIndex {
 			cf.Config.Cmd = []string{"registry", "serve", "--database", "/" + sqliteDBPath}
-			cf.Config.Labels = map[string]string{mirror.CatalogDatabaseLabel: "/" + sqliteDBPath}
+			cf.Config.Labels = map[string]string{catalogimage.DatabaseLabel: "/" + sqliteDBPath}
 		}
 		if img, err = mutate.ConfigFile(img, cf); err != nil {
 			return "", err

@@ -1,16 +1,29 @@
 // Package endpoint defines what the copy engine reads from (Source: registries, OCI
-// layouts, archives) and writes to (Destination: registries, archives). It is a leaf
-// package so that every endpoint implementation and the engine can share it.
+// layouts, archives) and writes to (Destination: registries, archives), with the
+// few things both sides share: how repositories are named (RepoHost) and the
+// error of a registry found unreachable (ErrRegistryUnreachable), so that the
+// engine never imports an endpoint implementation. It is a leaf package (it
+// imports only oci) so that every endpoint implementation and the engine can
+// share it.
 package endpoint
 
 import (
 	"context"
+	"errors"
 	"io"
+	"strings"
 
 	"github.com/opencontainers/go-digest"
 
 	"github.com/airlock-mirror/airlock/mirror/oci"
 )
+
+// ErrRegistryUnreachable is returned (wrapped) once a registry host could not be
+// reached after the retries of an operation: the connection was refused, the name
+// does not resolve, TLS fails, or nothing answers. Later operations on that host
+// fail at once with it, so a registry that is down ends the run after the retries
+// of its first failure instead of failing every remaining image one by one.
+var ErrRegistryUnreachable = errors.New("registry unreachable")
 
 // Descriptor and Manifest are the OCI vocabulary's (package oci); they are
 // named here too so that endpoint implementations read naturally.
@@ -75,4 +88,13 @@ type BlobUpload interface {
 type ReusableUpload interface {
 	BlobUpload
 	Reusable() bool
+}
+
+// RepoHost is the registry host of a repository named as Sources and
+// Destinations name them ("quay.io/ns/name" → "quay.io").
+func RepoHost(repo string) string {
+	if i := strings.IndexByte(repo, '/'); i > 0 {
+		return repo[:i]
+	}
+	return repo
 }

@@ -1,9 +1,12 @@
 // Package oci is airlock's one vocabulary for OCI and Docker image formats: media
-// types, descriptors, manifest and index parsing (what a manifest references), and
-// the digest-verifying reader. The copy engine, the registry and layout endpoints,
-// the archive and the catalog rebuild all use it; nothing else parses manifests.
+// types, descriptors, manifest and index parsing (what a manifest references), the
+// digest-verifying reader, and image references (parsing "[registry/]path[:tag][@digest]",
+// digest tags). The copy engine, the registry and layout endpoints, the archive
+// and the catalog rebuild all use it; nothing else parses manifests.
 //
-// It is a leaf package: it imports only the standard library and go-digest.
+// It is a leaf package: it imports only the standard library, go-digest and
+// distribution/reference (the reference grammar). It knows nothing about where
+// images go (destination naming is package mirror's).
 package oci
 
 import (
@@ -64,3 +67,6 @@ func IsManifestType(mt string) bool {
 	}
 	return false
 }
+
+// AnnotationRefName names a manifest in an OCI layout's index.json.
+const AnnotationRefName = "org.opencontainers.image.ref.name"

@@ -1,0 +1,361 @@
+// Package registry is airlock's one registry client (Client): the registry
+// HTTP API (manifests, blobs with resumable reads and streaming uploads,
+// mounts, tags, deletes), auth (auth.json, docker config, registries.conf
+// credentials), TLS and plain-HTTP rules, per-host request limits, probing a
+// registry before a run, and remembering hosts found unreachable. Every request
+// runs under the one retry policy (package retry) and has a deadline.
+//
+// A Client is an endpoint.Source and an endpoint.Destination. It knows nothing
+// about the copy engine, plans, catalogs or archives.
+package registry
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/retry"
+)
+
+// Options configures a registry endpoint. The zero value is secure: TLS
+// verified, credentials from the default lookup, retry.DefaultTimes retries.
+type Options struct {
+	// AuthFile is --authfile; empty means the default lookup (see AuthKeychain).
+	AuthFile string
+	// Keychain overrides the auth file lookup when set.
+	Keychain authn.Keychain
+	// SkipTLSVerify is --src-tls-verify=false / --dest-tls-verify=false: do not
+	// verify certificates, and allow plain HTTP. Plain HTTP is otherwise allowed
+	// only for localhost and loopback addresses.
+	SkipTLSVerify bool
+	// TLSFlag is the flag that turns TLS verification off for this registry
+	// ("--dest-tls-verify=false"), named in errors about TLS.
+	TLSFlag string
+	// RootCAs, when set, replaces the system trust store.
+	RootCAs *x509.CertPool
+	// Retry is the retry policy (--retry-times); nil means retry.DefaultTimes.
+	Retry *retry.Policy
+	// MaxRequestsPerHost bounds concurrent requests to one registry host (default
+	// 16). Streaming uploads are bounded by the copy engine instead.
+	MaxRequestsPerHost int
+	// MonolithicMax: blobs up to this size are uploaded in one PUT (default 4 MiB);
+	// bigger blobs are streamed with PATCH then committed with PUT.
+	MonolithicMax int64
+	// Transport is the base HTTP transport (default: a tuned clone of
+	// http.DefaultTransport).
+	Transport http.RoundTripper
+	// UserAgent is sent with every request (default "airlock").
+	UserAgent string
+	// Logger receives retry notices at debug level; nil discards.
+	Logger *slog.Logger
+}
+
+// Client is an endpoint.Source and endpoint.Destination for any registry host.
+// Repositories are full names: "quay.io/ns/name", "127.0.0.1:5000/a/b".
+type Client struct {
+	opts     Options
+	policy   retry.Policy
+	keychain authn.Keychain
+	base     http.RoundTripper
+	log      *slog.Logger
+
+	mu    sync.Mutex
+	hosts map[string]*regHost // by host + credential fingerprint + repository group
+
+	repoKey   map[string]string              // repository + host key → key in hosts
+	groupFill map[string]int                 // host key → repositories in its current group
+	groupNo   map[string]int                 // host key → current group number
+	sems      map[string]chan struct{}       // by host
+	creds     map[string]authn.Authenticator // by repo
+	down      map[string]error               // hosts found unreachable this run
+	probed    map[string]bool                // hosts (and push or pull) probed successfully
+	mounts    map[string]bool                // hosts that answered a mount with 201 this run
+}
+
+// Policy is the retry policy of the client's operations, for work it hands
+// to another engine (the copy engine copying a catalog image).
+func (r *Client) Policy() retry.Policy { return r.policy }
+
+// reposPerTransport bounds how many repositories share one authenticated
+// transport (and so the scopes of its token requests).
+const reposPerTransport = 32
+
+type regHost struct {
+	mu     sync.Mutex
+	rt     http.RoundTripper
+	client *http.Client
+	reg    name.Registry
+}
+
+var (
+	_ endpoint.Source      = (*Client)(nil)
+	_ endpoint.Destination = (*Client)(nil)
+)
+
+// New returns a registry endpoint.
+func New(opts Options) *Client {
+	p := retry.OrDefault(opts.Retry)
+	if opts.MaxRequestsPerHost <= 0 {
+		opts.MaxRequestsPerHost = 16
+	}
+	if opts.MonolithicMax <= 0 {
+		opts.MonolithicMax = 4 << 20
+	}
+	if opts.UserAgent == "" {
+		opts.UserAgent = "airlock"
+	}
+	kc := opts.Keychain
+	if kc == nil {
+		kc = AuthKeychain(opts.AuthFile)
+	}
+	base := opts.Transport
+	if base == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = 64
+		t.MaxIdleConns = 256
+		t.TLSClientConfig = &tls.Config{
+			MinVersion:         tls.VersionTLS12,
+			InsecureSkipVerify: opts.SkipTLSVerify, //nolint:gosec // explicit --tls-verify=false
+			RootCAs:            opts.RootCAs,
+		}
+		base = t
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	r := &Client{
+		opts: opts, policy: p, keychain: kc, log: log,
+		hosts: map[string]*regHost{}, repoKey: map[string]string{}, groupFill: map[string]int{}, groupNo: map[string]int{}, sems: map[string]chan struct{}{}, creds: map[string]authn.Authenticator{}, down: map[string]error{}, probed: map[string]bool{}, mounts: map[string]bool{},
+	}
+	// The transport never retries: retries belong to the operations (see
+	// retry.Policy), so that one request is never retried by two layers.
+	r.base = &schemeGuard{inner: base, allow: r.allowHTTP}
+	return r
+}
+
+// allowHTTP reports whether plain HTTP may be used for host.
+func (r *Client) allowHTTP(host string) bool {
+	return r.opts.SkipTLSVerify || isLoopbackHost(host)
+}
+
+func isLoopbackHost(host string) bool {
+	h := host
+	if hh, _, err := net.SplitHostPort(host); err == nil {
+		h = hh
+	}
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(h, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// schemeGuard refuses plain-HTTP requests to hosts where TLS is required.
+type schemeGuard struct {
+	inner http.RoundTripper
+	allow func(host string) bool
+}
+
+func (g *schemeGuard) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Scheme == "http" && !g.allow(req.URL.Host) {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, retry.Permanent(fmt.Errorf("refusing plain HTTP to %s: TLS verification is on (use --src-tls-verify=false or --dest-tls-verify=false for an insecure registry)", req.URL.Host))
+	}
+	return g.inner.RoundTrip(req)
+}
+
+// splitRepo splits "host/path" into host and path.
+func splitRepo(repo string) (host, path string, err error) {
+	i := strings.IndexByte(repo, '/')
+	if i <= 0 || i == len(repo)-1 {
+		return "", "", fmt.Errorf("repository %q: want host/path (for example quay.io/ns/name)", repo)
+	}
+	host, path = repo[:i], repo[i+1:]
+	if host == "docker.io" && !strings.Contains(path, "/") {
+		path = "library/" + path
+	}
+	return host, path, nil
+}
+
+func (r *Client) authFor(host, repo string) (authn.Authenticator, error) {
+	r.mu.Lock()
+	a, ok := r.creds[repo]
+	r.mu.Unlock()
+	if ok {
+		return a, nil
+	}
+	a, err := r.keychain.Resolve(repoResource{host: host, repo: repo})
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.creds[repo] = a
+	r.mu.Unlock()
+	return a, nil
+}
+
+func authFingerprint(a authn.Authenticator) string {
+	cfg, err := a.Authorization()
+	if err != nil || cfg == nil {
+		return "anonymous"
+	}
+	h := sha256.Sum256([]byte(cfg.Username + "\x00" + cfg.Password + "\x00" + cfg.Auth + "\x00" + cfg.IdentityToken + "\x00" + cfg.RegistryToken))
+	return hex.EncodeToString(h[:8])
+}
+
+// client returns the authenticated HTTP client for repo (one per host and
+// credential, created on first use: ping, then token exchange).
+func (r *Client) client(ctx context.Context, repo string, push bool) (*http.Client, string, string, error) {
+	host, path, err := splitRepo(repo)
+	if err != nil {
+		return nil, "", "", err
+	}
+	auth, err := r.authFor(host, repo)
+	if err != nil {
+		return nil, "", "", err
+	}
+	// Repositories of one host share a transport (connections, tokens) in groups:
+	// a bearer transport adds every repository it meets to the scopes of its
+	// token requests, which would grow without bound over the hundreds of
+	// repositories a catalog names on one registry.
+	hk := host + "\x00" + authFingerprint(auth)
+	r.mu.Lock()
+	key, ok := r.repoKey[repo+"\x00"+hk]
+	if !ok {
+		if r.groupFill[hk] >= reposPerTransport {
+			r.groupNo[hk]++
+			r.groupFill[hk] = 0
+		}
+		r.groupFill[hk]++
+		key = fmt.Sprintf("%s\x00%d", hk, r.groupNo[hk])
+		r.repoKey[repo+"\x00"+hk] = key
+	}
+	h := r.hosts[key]
+	if h == nil {
+		h = &regHost{}
+		r.hosts[key] = h
+	}
+	sem := r.sems[host]
+	if sem == nil {
+		sem = make(chan struct{}, r.opts.MaxRequestsPerHost)
+		r.sems[host] = sem
+	}
+	r.mu.Unlock()
+
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.client == nil {
+		var nopts []name.Option
+		if r.allowHTTP(host) {
+			nopts = append(nopts, name.Insecure)
+		}
+		reg, err := name.NewRegistry(host, nopts...)
+		if err != nil {
+			return nil, "", "", fmt.Errorf("registry host %q: %w", host, err)
+		}
+		scopes := []string{"repository:" + path + ":pull"}
+		if push {
+			scopes = []string{"repository:" + path + ":push,pull"}
+		}
+		rt, err := transport.NewWithContext(ctx, reg, auth, transport.NewUserAgent(r.base, r.opts.UserAgent), scopes)
+		if err != nil {
+			return nil, "", "", fmt.Errorf("connect to registry %s: %w", host, err)
+		}
+		h.reg = reg
+		h.rt = rt
+		h.client = &http.Client{Transport: &hostLimiter{inner: rt, sem: sem}}
+	}
+	base := h.reg.Scheme() + "://" + h.reg.RegistryStr() + "/v2/" + path
+	return h.client, base, path, nil
+}
+
+// hostLimiter bounds in-flight requests to one host: a slot is held until the
+// response headers arrive. Streaming uploads (a body without GetBody) are not
+// limited here, so that an upload reading from another request never waits for a
+// slot (no deadlock); the copy engine bounds those.
+type hostLimiter struct {
+	inner http.RoundTripper
+	sem   chan struct{}
+}
+
+func (l *hostLimiter) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
+		return l.inner.RoundTrip(req)
+	}
+	select {
+	case l.sem <- struct{}{}:
+	case <-req.Context().Done():
+		return nil, req.Context().Err()
+	}
+	defer func() { <-l.sem }()
+	return l.inner.RoundTrip(req)
+}
+
+func redactURL(u *url.URL) string {
+	c := *u
+	c.User = nil
+	c.RawQuery = ""
+	return c.String()
+}
+
+// statusError reads a bounded part of resp's body into an *retry.StatusError.
+func statusError(resp *http.Response) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	return retry.NewStatusError(resp.Request.Method, redactURL(resp.Request.URL), resp.StatusCode, strings.TrimSpace(string(b)), resp.Header.Get("Retry-After"))
+}
+
+func (r *Client) do(ctx context.Context, c *http.Client, method, u string, body []byte, hdr map[string]string) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.Do(req)
+	return resp, redactErr(err)
+}
+
+// redactErr strips credentials and query strings (pre-signed CDN redirects carry
+// signatures there) from the URL of a transport error, so that no secret reaches a
+// log, an error message or results.json.
+func redactErr(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			ue.URL = redactURL(u)
+		} else {
+			ue.URL = "(unparsable URL)"
+		}
+	}
+	return err
+}
+
+func drain(resp *http.Response) {
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+}

@@ -1,0 +1,173 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/mirror/oci"
+	"github.com/airlock-mirror/airlock/mirror/retry"
+)
+
+// ErrDeleteUnsupported is returned when a registry refuses deletes (Distribution
+// without storage.delete.enabled answers 405 UNSUPPORTED).
+var ErrDeleteUnsupported = errors.New("the registry does not allow deletes")
+
+// maxTagPages bounds the pages of one tags/list walk.
+const maxTagPages = 10000
+
+// Tags lists the tags of repo (tags/list, following Link pagination). A
+// repository the registry does not know has no tags.
+func (r *Client) Tags(ctx context.Context, repo string) ([]string, error) {
+	var tags []string
+	next := ""
+	for page := 0; page < maxTagPages; page++ {
+		var body struct {
+			Tags []string `json:"tags"`
+		}
+		link := ""
+		gone := false
+		err := r.op(ctx, repo, "list tags of "+repo, func(ctx context.Context) error {
+			c, base, _, err := r.client(ctx, repo, false)
+			if err != nil {
+				return err
+			}
+			u := base + "/tags/list"
+			if next != "" {
+				u = next
+				if !strings.Contains(next, "://") {
+					bu, perr := url.Parse(base)
+					if perr != nil {
+						return perr
+					}
+					nu, perr := bu.Parse(next)
+					if perr != nil {
+						return perr
+					}
+					u = nu.String()
+				}
+			}
+			resp, err := r.do(ctx, c, http.MethodGet, u, nil, nil)
+			if err != nil {
+				return err
+			}
+			defer drain(resp)
+			if resp.StatusCode == http.StatusNotFound {
+				gone = true
+				return nil
+			}
+			if resp.StatusCode != http.StatusOK {
+				return statusError(resp)
+			}
+			body.Tags = nil
+			if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&body); err != nil {
+				return fmt.Errorf("decode tags/list: %w", err)
+			}
+			link = nextLink(resp.Header.Get("Link"))
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list tags of %s: %w", repo, err)
+		}
+		if gone {
+			return nil, nil
+		}
+		tags = append(tags, body.Tags...)
+		if link == "" {
+			return tags, nil
+		}
+		next = link
+	}
+	return nil, fmt.Errorf("list tags of %s: more than %d pages", repo, maxTagPages)
+}
+
+// nextLink extracts the URL of a `Link: <URL>; rel="next"` header.
+func nextLink(h string) string {
+	for _, part := range strings.Split(h, ",") {
+		part = strings.TrimSpace(part)
+		if !strings.Contains(part, `rel="next"`) {
+			continue
+		}
+		if i, j := strings.Index(part, "<"), strings.Index(part, ">"); i >= 0 && j > i {
+			return part[i+1 : j]
+		}
+	}
+	return ""
+}
+
+// DeleteTag removes one tag of repo (DELETE /v2/REPO/manifests/TAG, supported
+// by Distribution 3). It reports false when the tag did not exist. A registry
+// that cannot delete tags alone answers with an error wrapping
+// ErrDeleteUnsupported; deleting the manifest by digest removes its tags there.
+func (r *Client) DeleteTag(ctx context.Context, repo, tag string) (bool, error) {
+	return r.deleteManifestRef(ctx, repo, tag)
+}
+
+// DeleteManifest deletes the manifest d of repo by digest (DELETE
+// /v2/REPO/manifests/DIGEST). The registry also drops the tags still pointing
+// at it; the blobs stay until the registry's garbage collection. It reports false
+// when the manifest was not there.
+func (r *Client) DeleteManifest(ctx context.Context, repo string, d digest.Digest) (bool, error) {
+	if err := d.Validate(); err != nil {
+		return false, fmt.Errorf("delete manifest %s@%s: %w", repo, d, err)
+	}
+	return r.deleteManifestRef(ctx, repo, d.String())
+}
+
+func (r *Client) deleteManifestRef(ctx context.Context, repo, reference string) (bool, error) {
+	found := true
+	err := r.op(ctx, repo, "delete manifest "+repo+":"+reference, func(ctx context.Context) error {
+		c, base, _, err := r.client(ctx, repo, true)
+		if err != nil {
+			return err
+		}
+		resp, err := r.do(ctx, c, http.MethodDelete, base+"/manifests/"+reference, nil, nil)
+		if err != nil {
+			return err
+		}
+		defer drain(resp)
+		switch resp.StatusCode {
+		case http.StatusAccepted, http.StatusOK, http.StatusNoContent:
+			found = true
+			return nil
+		case http.StatusNotFound:
+			found = false
+			return nil
+		case http.StatusMethodNotAllowed:
+			return retry.Permanent(fmt.Errorf("%w: %w", ErrDeleteUnsupported, statusError(resp)))
+		}
+		return statusError(resp)
+	})
+	if err != nil {
+		return false, fmt.Errorf("delete %s:%s: %w", repo, reference, err)
+	}
+	return found, nil
+}
+
+// ManifestChildren lists the manifests an index (or manifest list) in repo
+// refers to; an image manifest has none.
+func (r *Client) ManifestChildren(ctx context.Context, repo string, d digest.Digest) ([]digest.Digest, error) {
+	m, err := r.Manifest(ctx, repo, d.String())
+	if err != nil {
+		return nil, err
+	}
+	if !oci.IsIndex(m.MediaType) {
+		return nil, nil
+	}
+	refs, err := oci.Parse(oci.Manifest(m))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]digest.Digest, 0, len(refs.Manifests))
+	for _, c := range refs.Manifests {
+		out = append(out, c.Digest)
+	}
+	return out, nil
+}

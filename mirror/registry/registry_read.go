@@ -1,0 +1,286 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/oci"
+	"github.com/airlock-mirror/airlock/mirror/retry"
+)
+
+// Manifest implements endpoint.Source. A manifest fetched by digest is verified;
+// one altered or cut in transit is fetched again under the retry policy.
+func (r *Client) Manifest(ctx context.Context, repo, reference string) (endpoint.Manifest, error) {
+	var m endpoint.Manifest
+	err := r.op(ctx, repo, "get manifest "+repo+":"+reference, func(ctx context.Context) error {
+		c, base, _, err := r.client(ctx, repo, false)
+		if err != nil {
+			return err
+		}
+		resp, err := r.do(ctx, c, http.MethodGet, base+"/manifests/"+reference, nil, map[string]string{"Accept": oci.ManifestAccept})
+		if err != nil {
+			return err
+		}
+		defer drain(resp)
+		if resp.StatusCode != http.StatusOK {
+			return statusError(resp)
+		}
+		raw, err := io.ReadAll(io.LimitReader(resp.Body, oci.MaxManifestSize+1))
+		if err != nil {
+			return err
+		}
+		if len(raw) > oci.MaxManifestSize {
+			return fmt.Errorf("manifest %s@%s is larger than %d bytes", repo, reference, oci.MaxManifestSize)
+		}
+		m = endpoint.Manifest{Raw: raw, Digest: digest.FromBytes(raw), MediaType: oci.MediaTypeOf(resp.Header.Get("Content-Type"), raw)}
+		if want, perr := digest.Parse(reference); perr == nil && want != m.Digest {
+			return fmt.Errorf("content has digest %s: %w", m.Digest, oci.ErrDigestMismatch)
+		}
+		// By tag, the registry's own digest is what the body must match: a
+		// manifest cut or altered on the way would otherwise be taken for a
+		// different image.
+		if said, perr := digest.Parse(resp.Header.Get("Docker-Content-Digest")); perr == nil && said != m.Digest {
+			return fmt.Errorf("content has digest %s, the registry said %s: %w", m.Digest, said, oci.ErrDigestMismatch)
+		}
+		return nil
+	})
+	if err != nil {
+		return endpoint.Manifest{}, fmt.Errorf("get manifest %s:%s: %w", repo, reference, err)
+	}
+	return m, nil
+}
+
+// Blob implements endpoint.Source. When the connection breaks or the body ends
+// early, the reader resumes with a Range request; each resumption is an attempt
+// of the operation the read belongs to (a blob transfer), so the retry policy
+// bounds them too. The caller verifies the digest.
+func (r *Client) Blob(ctx context.Context, repo string, d endpoint.Descriptor) (io.ReadCloser, error) {
+	br := &regBlobReader{ctx: ctx, r: r, repo: repo, d: d, attempts: retry.FromContext(ctx)}
+	if br.attempts == nil {
+		br.attempts = retry.NewAttempts(r.policy, r.log)
+	}
+	err := r.op(ctx, repo, "get blob "+repo+"@"+d.Digest.String(), func(ctx context.Context) error {
+		c, base, _, err := r.client(ctx, repo, false)
+		if err != nil {
+			return err
+		}
+		br.c, br.url = c, base+"/blobs/"+d.Digest.String()
+		return br.open()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get blob %s@%s: %w", repo, d.Digest, err)
+	}
+	return br, nil
+}
+
+type regBlobReader struct {
+	ctx      context.Context
+	r        *Client
+	c        *http.Client
+	url      string
+	repo     string
+	d        endpoint.Descriptor
+	body     io.ReadCloser
+	off      int64
+	attempts *retry.Attempts
+}
+
+// open makes one request for the rest of the blob (from b.off).
+func (b *regBlobReader) open() error {
+	hdr := map[string]string{}
+	if b.off > 0 {
+		hdr["Range"] = "bytes=" + strconv.FormatInt(b.off, 10) + "-"
+	}
+	resp, err := b.r.do(b.ctx, b.c, http.MethodGet, b.url, nil, hdr)
+	if err != nil {
+		return err
+	}
+	switch {
+	case resp.StatusCode == http.StatusOK:
+		if b.off > 0 { // server ignored Range: skip what we already have
+			if _, err := io.CopyN(io.Discard, resp.Body, b.off); err != nil {
+				resp.Body.Close()
+				return err
+			}
+		}
+	case resp.StatusCode == http.StatusPartialContent && b.off > 0:
+		if !strings.HasPrefix(resp.Header.Get("Content-Range"), "bytes "+strconv.FormatInt(b.off, 10)+"-") {
+			resp.Body.Close()
+			return fmt.Errorf("resume blob at byte %d: unexpected Content-Range %q", b.off, resp.Header.Get("Content-Range"))
+		}
+	default:
+		defer drain(resp)
+		return statusError(resp)
+	}
+	b.body = resp.Body
+	return nil
+}
+
+func (b *regBlobReader) Read(p []byte) (int, error) {
+	for {
+		if b.body == nil {
+			if err := b.open(); err != nil {
+				if !b.attempts.Again(b.ctx, err, "resume blob "+b.repo+"@"+b.d.Digest.String()) {
+					return 0, fmt.Errorf("read blob %s@%s at byte %d: %w", b.repo, b.d.Digest, b.off, err)
+				}
+				continue
+			}
+		}
+		n, err := b.body.Read(p)
+		b.off += int64(n)
+		if b.d.Size > 0 && b.off > b.d.Size {
+			return n, fmt.Errorf("blob %s@%s is longer than its declared %d bytes: %w", b.repo, b.d.Digest, b.d.Size, oci.ErrDigestMismatch)
+		}
+		if err == io.EOF && b.d.Size > 0 && b.off < b.d.Size {
+			err = retry.ErrShortBody
+		}
+		if err == nil || err == io.EOF {
+			return n, err
+		}
+		// Broken stream: resume from b.off, as another attempt.
+		b.body.Close()
+		b.body = nil
+		if !b.attempts.Again(b.ctx, err, "resume blob "+b.repo+"@"+b.d.Digest.String()) {
+			return n, fmt.Errorf("read blob %s@%s at byte %d: %w", b.repo, b.d.Digest, b.off, err)
+		}
+		b.r.log.Debug("resuming blob download", "repo", b.repo, "digest", b.d.Digest, "offset", b.off, "reason", err.Error())
+		if n > 0 {
+			return n, nil
+		}
+	}
+}
+
+func (b *regBlobReader) Close() error {
+	if b.body != nil {
+		return b.body.Close()
+	}
+	return nil
+}
+
+// ManifestExists implements endpoint.Destination (HEAD, GET when the registry
+// does not return a digest for a tag).
+func (r *Client) ManifestExists(ctx context.Context, repo, reference string, d digest.Digest) (bool, error) {
+	desc, err := r.head(ctx, repo, reference)
+	if err != nil {
+		var se *retry.StatusError
+		if errors.As(err, &se) && se.StatusCode == http.StatusNotFound {
+			return false, nil
+		}
+		return false, err
+	}
+	return desc.Digest == d, nil
+}
+
+// RepositoryKnown reports whether the registry knows repo: false only when it
+// answers a tag listing with 404 NAME_UNKNOWN (the distribution spec's code for
+// a repository it does not hold); any other answer counts as known.
+func (r *Client) RepositoryKnown(ctx context.Context, repo string) (bool, error) {
+	known := true
+	err := r.op(ctx, repo, "list tags of "+repo, func(ctx context.Context) error {
+		c, base, _, err := r.client(ctx, repo, false)
+		if err != nil {
+			return err
+		}
+		resp, err := r.do(ctx, c, http.MethodGet, base+"/tags/list?n=1", nil, nil)
+		if err != nil {
+			return err
+		}
+		defer drain(resp)
+		switch resp.StatusCode {
+		case http.StatusOK:
+			known = true
+			return nil
+		case http.StatusNotFound:
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+			known = !strings.Contains(string(b), "NAME_UNKNOWN")
+			return nil
+		}
+		return statusError(resp)
+	})
+	return known, err
+}
+
+// head returns the descriptor of repo:reference (HEAD, GET fallback).
+func (r *Client) head(ctx context.Context, repo, reference string) (endpoint.Descriptor, error) {
+	var out endpoint.Descriptor
+	fallback := false
+	err := r.op(ctx, repo, "check manifest "+repo+":"+reference, func(ctx context.Context) error {
+		c, base, _, err := r.client(ctx, repo, false)
+		if err != nil {
+			return err
+		}
+		resp, err := r.do(ctx, c, http.MethodHead, base+"/manifests/"+reference, nil, map[string]string{"Accept": oci.ManifestAccept})
+		if err != nil {
+			return err
+		}
+		drain(resp)
+		switch resp.StatusCode {
+		case http.StatusNotFound:
+			return &retry.StatusError{Method: http.MethodHead, URL: redactURL(resp.Request.URL), StatusCode: http.StatusNotFound}
+		case http.StatusOK:
+			dg, derr := digest.Parse(resp.Header.Get("Docker-Content-Digest"))
+			mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+			if derr == nil && mt != "" && resp.ContentLength > 0 {
+				out = endpoint.Descriptor{MediaType: mt, Digest: dg, Size: resp.ContentLength}
+				return nil
+			}
+			fallback = true
+			return nil
+		}
+		return statusError(resp)
+	})
+	if err != nil {
+		return endpoint.Descriptor{}, fmt.Errorf("check manifest %s:%s: %w", repo, reference, err)
+	}
+	if !fallback {
+		return out, nil
+	}
+	m, err := r.Manifest(ctx, repo, reference)
+	if err != nil {
+		return endpoint.Descriptor{}, err
+	}
+	return endpoint.Descriptor{MediaType: m.MediaType, Digest: m.Digest, Size: int64(len(m.Raw))}, nil
+}
+
+// Resolve returns the descriptor of an image reference ("host/path:tag" or
+// "host/path@sha256:..."): a HEAD by tag, with a GET fallback.
+func (r *Client) Resolve(ctx context.Context, ref string) (endpoint.Descriptor, error) {
+	repo, reference, err := splitImageRef(ref)
+	if err != nil {
+		return endpoint.Descriptor{}, err
+	}
+	return r.head(ctx, repo, reference) // its errors name the reference
+}
+
+// splitImageRef splits "host/path:tag", "host/path@digest" or
+// "host/path:tag@digest" (the digest wins) into repository and reference.
+func splitImageRef(ref string) (repo, reference string, err error) {
+	if i := strings.Index(ref, "@"); i >= 0 {
+		dg, derr := digest.Parse(ref[i+1:])
+		if derr != nil {
+			return "", "", fmt.Errorf("image reference %q: bad digest: %w", ref, derr)
+		}
+		repo = ref[:i]
+		if j := strings.LastIndex(repo, ":"); j > strings.LastIndex(repo, "/") {
+			repo = repo[:j]
+		}
+		return repo, dg.String(), nil
+	}
+	j := strings.LastIndex(ref, ":")
+	if j <= strings.LastIndex(ref, "/") {
+		return ref, "latest", nil
+	}
+	if _, _, err := splitRepo(ref[:j]); err != nil {
+		return "", "", err
+	}
+	return ref[:j], ref[j+1:], nil
+}

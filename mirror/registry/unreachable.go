@@ -1,0 +1,214 @@
+package registry
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"syscall"
+
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/retry"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+)
+
+// ErrAuth is returned (wrapped) by Probe when a registry refuses the
+// credentials (or asks for some and none are configured).
+var ErrAuth = errors.New("registry refused the credentials")
+
+// op runs one registry operation on repo under the retry policy. An operation
+// that ends failing to connect marks the host unreachable (see
+// endpoint.ErrRegistryUnreachable).
+func (r *Client) op(ctx context.Context, repo, what string, f func(ctx context.Context) error) error {
+	host := endpoint.RepoHost(repo)
+	if err := r.hostDown(host); err != nil {
+		return err
+	}
+	nested := retry.FromContext(ctx) != nil
+	err := r.policy.Do(ctx, r.log, what, f)
+	if err != nil && !nested {
+		return r.NoteFailure(ctx, repo, err)
+	}
+	return err
+}
+
+// NoteFailure is told the final error of an operation on repo (the copy engine
+// calls it after a blob transfer failed for good). When the error is a failure to
+// connect, the host is marked unreachable and the returned error says so with
+// the fix; otherwise err is returned unchanged.
+func (r *Client) NoteFailure(ctx context.Context, repo string, err error) error {
+	if err == nil || ctx.Err() != nil || errors.Is(err, endpoint.ErrRegistryUnreachable) || !connectFailure(err) {
+		return err
+	}
+	host := endpoint.RepoHost(repo)
+	var ue *url.Error
+	if !errors.As(err, &ue) {
+		return err
+	}
+	if u, perr := url.Parse(ue.URL); perr != nil || !strings.EqualFold(u.Host, host) {
+		return err // another host failed (the other side of a transfer, a token server)
+	}
+	down := fmt.Errorf("%w: %s: %s", endpoint.ErrRegistryUnreachable, host, explainConnect(err, host, r.tlsHint()))
+	r.mu.Lock()
+	if prev, ok := r.down[host]; ok {
+		down = prev
+	} else {
+		r.down[host] = down
+	}
+	r.mu.Unlock()
+	return down
+}
+
+func (r *Client) hostDown(host string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.down[host]
+}
+
+func (r *Client) tlsHint() string {
+	if r.opts.TLSFlag != "" {
+		return r.opts.TLSFlag
+	}
+	return "--src-tls-verify=false or --dest-tls-verify=false"
+}
+
+// connectFailure reports errors that mean the registry cannot be reached at all
+// (as opposed to a flaky answer): refused or unroutable connections, unknown
+// hosts, TLS failures, dial timeouts.
+func connectFailure(err error) bool {
+	// A registry that answered (even with an error status) was reached; for a
+	// loopback registry the ping tries HTTPS and HTTP together, and the HTTPS
+	// attempt's TLS error must not hide the HTTP attempt's answer.
+	// (A 400 to the HTTP half is an HTTPS-only registry: the TLS error counts.)
+	var te *transport.Error
+	var se *retry.StatusError
+	if (errors.As(err, &te) && te.StatusCode != http.StatusBadRequest) || errors.As(err, &se) {
+		return false
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) {
+		return true
+	}
+	if retry.IsPermanentNetError(err) {
+		return true
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "dial" {
+		return true
+	}
+	var tv *tls.CertificateVerificationError
+	return errors.As(err, &tv)
+}
+
+// explainConnect turns a connection failure into one sentence naming the cause
+// and the fix.
+func explainConnect(err error, host, tlsFlag string) string {
+	var dns *net.DNSError
+	var ua x509.UnknownAuthorityError
+	var hn x509.HostnameError
+	var rh tls.RecordHeaderError
+	var oe *net.OpError
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Sprintf("connection refused: is a registry listening on %s?", host)
+	case errors.As(err, &dns):
+		return fmt.Sprintf("cannot resolve %q: check the registry name (and the DNS or /etc/hosts of this machine)", dns.Name)
+	case errors.As(err, &rh) || strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
+		return fmt.Sprintf("the registry speaks plain HTTP, not HTTPS: use %s for a registry without TLS", tlsFlag)
+	case errors.As(err, &ua), errors.As(err, &hn):
+		return fmt.Sprintf("x509: %v: add its CA to the system trust store, or use %s to skip verification", err, tlsFlag)
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return fmt.Sprintf("no route to %s: check the network between this machine and the registry", host)
+	case errors.As(err, &oe) && oe.Timeout():
+		return fmt.Sprintf("no answer from %s in time: is the registry up, and is a firewall dropping the connection?", host)
+	}
+	return err.Error()
+}
+
+// explainStatus describes a failed /v2/ probe answer.
+func explainStatus(code int, host string) string {
+	switch code {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return fmt.Sprintf("%d %s: the registry refused the credentials: log in (podman login %s) or pass --authfile with credentials for it", code, http.StatusText(code), host)
+	case http.StatusNotFound:
+		return fmt.Sprintf("404 on /v2/: %s does not serve the registry API at this address", host)
+	}
+	return fmt.Sprintf("%d %s", code, http.StatusText(code))
+}
+
+// Probe checks, once, that the registry holding repo answers the registry API and
+// accepts the configured credentials (ping, then the token exchange, then an
+// authenticated GET /v2/), with push access when push is set. It retries only
+// what a retry can fix (5xx, 429, resets); a refused connection, an unknown host,
+// a TLS mismatch or refused credentials fail at once with an error that names the
+// registry, the cause and the fix.
+//
+// A host probed successfully is not probed again by the same Client.
+func (r *Client) Probe(ctx context.Context, repo string, push bool) error {
+	host := endpoint.RepoHost(repo)
+	if err := r.hostDown(host); err != nil {
+		return err
+	}
+	key := fmt.Sprint(host, push)
+	r.mu.Lock()
+	done := r.probed[key]
+	r.mu.Unlock()
+	if done {
+		return nil
+	}
+	err := r.probe(ctx, repo, push)
+	if err == nil {
+		r.mu.Lock()
+		r.probed[key] = true
+		r.mu.Unlock()
+	}
+	return err
+}
+
+func (r *Client) probe(ctx context.Context, repo string, push bool) error {
+	host := endpoint.RepoHost(repo)
+	err := r.policy.Do(ctx, r.log, "probe "+host, func(ctx context.Context) error {
+		c, base, _, err := r.client(ctx, repo, push)
+		if err != nil {
+			if connectFailure(err) {
+				return retry.Permanent(err) // another attempt would only delay the answer
+			}
+			return err
+		}
+		root := base[:strings.Index(base, "/v2/")+len("/v2/")]
+		resp, err := r.do(ctx, c, http.MethodGet, root, nil, nil)
+		if err != nil {
+			if connectFailure(err) {
+				return retry.Permanent(err)
+			}
+			return err
+		}
+		defer drain(resp)
+		if resp.StatusCode != http.StatusOK {
+			return statusError(resp)
+		}
+		return nil
+	})
+	if err == nil {
+		return nil
+	}
+	var se *retry.StatusError
+	var te *transport.Error
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.As(err, &se) && (se.StatusCode == http.StatusUnauthorized || se.StatusCode == http.StatusForbidden):
+		return fmt.Errorf("%w: %s: %s", ErrAuth, host, explainStatus(se.StatusCode, host))
+	case errors.As(err, &te) && (te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden):
+		return fmt.Errorf("%w: %s: %s", ErrAuth, host, explainStatus(te.StatusCode, host))
+	case errors.As(err, &se):
+		return fmt.Errorf("%w: %s: %s", endpoint.ErrRegistryUnreachable, host, explainStatus(se.StatusCode, host))
+	case connectFailure(err):
+		return r.NoteFailure(ctx, repo, err)
+	}
+	return fmt.Errorf("%w: %s: %v", endpoint.ErrRegistryUnreachable, host, err)
+}

@@ -1,0 +1,492 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/oci"
+	"github.com/airlock-mirror/airlock/mirror/retry"
+)
+
+// ErrFailed is returned (wrapped) by Copy when at least one image failed; the
+// report says which and why.
+var ErrFailed = errors.New("some images were not copied")
+
+// Job is one image to copy: the manifest Digest of repository Source at the
+// source, to repository Dest at the destination, then tagged with Tags.
+type Job struct {
+	Source string        `json:"source"`
+	Digest digest.Digest `json:"digest"`
+	Dest   string        `json:"dest"`
+	Tags   []string      `json:"tags,omitempty"`
+}
+
+// Key names the job in maps: "DEST@DIGEST".
+func (j Job) Key() string { return j.Dest + "@" + j.Digest.String() }
+
+// Options tunes Copy. Zero values take the defaults.
+type Options struct {
+	// ParallelImages is --parallel-images: images copied at once (default 4).
+	ParallelImages int
+	// ParallelLayers is --parallel-layers: blobs of one image transferred at once
+	// (default 5).
+	ParallelLayers int
+	// MaxPerRegistry bounds blob transfers touching one registry host at once,
+	// across all images (default 2 × ParallelLayers). Hosts are taken from the
+	// repository names ("host/path").
+	MaxPerRegistry int
+	// Retry is the policy for whole blob transfers (--retry-times): a transfer
+	// that broke or failed verification in either direction is restarted from a
+	// fresh source read. nil means retry.DefaultTimes.
+	Retry *retry.Policy
+	// Logger receives debug and warning lines; nil discards.
+	Logger *slog.Logger
+	// Held, when set, says (by job index) whether the destination holds each
+	// job's manifest, as the caller just asked it (Measure's Sizes.Held): the
+	// engine does not ask again.
+	Held []bool
+	// Progress, when set, is called (serially) after each blob and image.
+	Progress func(ProgressEvent)
+	// Elsewhere are blobs another worker (a shard of the same plan) sends to the
+	// same destination: digest → the repository it puts the blob in. Instead of
+	// sending such a blob, the engine waits (up to ElsewhereWait) until that
+	// repository holds it and mounts it from there; only when the wait runs out
+	// (the other worker died) does it send the blob itself.
+	Elsewhere map[digest.Digest]string
+	// ElsewhereWait bounds the wait for one Elsewhere blob (default 30 minutes).
+	ElsewhereWait time.Duration
+}
+
+// ProgressEvent reports progress. BytesTotal grows as manifests are discovered.
+type ProgressEvent struct {
+	ImagesDone, ImagesTotal int
+	ImagesFailed            int
+	BytesDone, BytesTotal   int64
+	// Image is the job that just finished (nil for blob events).
+	Image *ImageResult
+	// Blob is the blob that just became present at the destination (sent,
+	// mounted or already there); nil for image events.
+	Blob *endpoint.Descriptor
+}
+
+// Image statuses.
+const (
+	StatusCopied  = "copied"
+	StatusSkipped = "skipped"
+	StatusFailed  = "failed"
+)
+
+// ImageResult is the outcome of one job.
+type ImageResult struct {
+	Job       Job    `json:"job"`
+	Status    string `json:"status"`
+	Err       string `json:"error,omitempty"`
+	BytesSent int64  `json:"bytesSent"`
+}
+
+// Report is what Copy did. It is JSON-serialisable.
+type Report struct {
+	Images        []ImageResult `json:"images"`
+	BlobsSent     int64         `json:"blobsSent"`
+	BlobsMounted  int64         `json:"blobsMounted"`
+	BlobsSkipped  int64         `json:"blobsSkipped"`
+	BytesSent     int64         `json:"bytesSent"`
+	ManifestsSent int64         `json:"manifestsSent"`
+	Duration      time.Duration `json:"duration"`
+}
+
+// Failed returns the results of the failed jobs.
+func (r *Report) Failed() []ImageResult {
+	var out []ImageResult
+	for _, im := range r.Images {
+		if im.Status == StatusFailed {
+			out = append(out, im)
+		}
+	}
+	return out
+}
+
+// Copy copies every job's manifest (with its children, configs and layers) from
+// src to dst. Guarantees:
+//   - each blob digest is transferred at most once per run, never twice at once;
+//     later repositories of the same destination get it by cross-repository mount
+//     (upload only if the mount is refused);
+//   - blobs and manifests already at the destination are not sent again;
+//   - when source and destination repositories are on the same host, blobs are
+//     mounted from the source repository;
+//   - every byte is verified against its digest before it is committed;
+//   - a manifest is pushed only after all its blobs and children, tags last;
+//   - one image's failure does not stop the others; the report says what failed;
+//   - cancelling ctx stops promptly; running again copies only what is missing.
+//
+// Foreign (non-distributable) layers with URLs are not copied. The returned error
+// wraps ErrFailed when an image failed, or is ctx's error when cancelled; the
+// report is always returned.
+func Copy(ctx context.Context, src endpoint.Source, dst endpoint.Destination, jobs []Job, opts Options) (*Report, error) {
+	start := time.Now()
+	e := newCopyEngine(src, dst, opts)
+	e.imagesTotal = len(jobs)
+	e.jobs = jobs
+	for i, held := range opts.Held {
+		if i >= len(jobs) {
+			break
+		}
+		rd := repoDigest{jobs[i].Dest, jobs[i].Digest}
+		e.holds[rd] = held
+		if held {
+			h := endpoint.RepoHost(rd.repo)
+			e.toWalk[h] = append(e.toWalk[h], rd)
+		}
+	}
+	report := &Report{Images: make([]ImageResult, len(jobs))}
+	// A registry found unreachable stops the run: the images not started yet are
+	// not tried one by one against it.
+	rctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	var g errgroup.Group
+	g.SetLimit(e.opts.ParallelImages)
+	for i, job := range jobs {
+		report.Images[i] = ImageResult{Job: job}
+		res := &report.Images[i]
+		if rctx.Err() != nil {
+			res.Status, res.Err = StatusFailed, "not started: "+context.Cause(rctx).Error()
+			continue
+		}
+		g.Go(func() error {
+			if err := e.copyImage(rctx, res); errors.Is(err, endpoint.ErrRegistryUnreachable) {
+				stop(err)
+			}
+			e.imageDone(res)
+			return nil
+		})
+	}
+	_ = g.Wait()
+	report.BlobsSent = e.blobsSent.Load()
+	report.BlobsMounted = e.blobsMounted.Load()
+	report.BlobsSkipped = e.blobsSkipped.Load()
+	report.BytesSent = e.bytesSent.Load()
+	report.ManifestsSent = e.manifestsSent.Load()
+	report.Duration = time.Since(start)
+	if err := ctx.Err(); err != nil {
+		return report, err
+	}
+	if cause := context.Cause(rctx); errors.Is(cause, endpoint.ErrRegistryUnreachable) {
+		return report, fmt.Errorf("%d of %d images not copied: %w", len(report.Failed()), len(jobs), cause)
+	}
+	if n := len(report.Failed()); n > 0 {
+		return report, fmt.Errorf("%d of %d images failed (first: %s: %s): %w", n, len(jobs), report.Failed()[0].Job.Source, report.Failed()[0].Err, ErrFailed)
+	}
+	return report, nil
+}
+
+type copyEngine struct {
+	src    endpoint.Source
+	dst    endpoint.Destination
+	opts   Options
+	policy retry.Policy
+	log    *slog.Logger
+
+	mu        sync.Mutex
+	blobs     map[string]*copyFlight          // dest repo + digest → "present in that repo"
+	manifests map[string]*copyFlight          // dest repo + digest → manifest (and children) present
+	digestMu  map[digest.Digest]chan struct{} // one byte transfer per digest at a time
+	present   map[digest.Digest][]string      // dest repos known to hold the digest
+	hostSems  map[string]chan struct{}
+
+	// Manifests the destination already holds are not read unless a new blob
+	// has no repository to be mounted from (see destHolds, discoverPresent).
+	walkMu    sync.Mutex              // one discovery at a time
+	holds     map[repoDigest]bool     // destination holds this manifest (asked once)
+	toWalk    map[string][]repoDigest // by host: held manifests not read yet
+	walked    map[repoDigest]bool     // manifests read for discovery
+	jobs      []Job                   // every image of the run
+	jobCursor int                     // jobs[:jobCursor] were looked at by discovery
+
+	blobsSent, blobsMounted, blobsSkipped, bytesSent, manifestsSent atomic.Int64
+
+	progMu                              sync.Mutex
+	imagesTotal, imagesDone, imagesFail int
+	bytesDone, bytesTotal               int64
+	seenTotal, seenDone                 map[digest.Digest]bool
+}
+
+type copyFlight struct {
+	done chan struct{}
+	err  error
+	sent bool // this flight transferred bytes or pushed a manifest
+}
+
+func newCopyEngine(src endpoint.Source, dst endpoint.Destination, opts Options) *copyEngine {
+	if opts.ParallelImages <= 0 {
+		opts.ParallelImages = 4
+	}
+	if opts.ParallelLayers <= 0 {
+		opts.ParallelLayers = 5
+	}
+	if opts.MaxPerRegistry <= 0 {
+		opts.MaxPerRegistry = 2 * opts.ParallelLayers
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &copyEngine{
+		src: src, dst: dst, opts: opts, policy: retry.OrDefault(opts.Retry), log: log,
+		blobs: map[string]*copyFlight{}, manifests: map[string]*copyFlight{},
+		digestMu: map[digest.Digest]chan struct{}{}, present: map[digest.Digest][]string{},
+		hostSems: map[string]chan struct{}{}, seenTotal: map[digest.Digest]bool{}, seenDone: map[digest.Digest]bool{},
+		walked: map[repoDigest]bool{}, holds: map[repoDigest]bool{}, toWalk: map[string][]repoDigest{},
+	}
+}
+
+type repoDigest struct {
+	repo string
+	d    digest.Digest
+}
+
+// flight runs f once per key; other callers wait for (and share) its result.
+func (e *copyEngine) flight(ctx context.Context, m map[string]*copyFlight, key string, f func() (bool, error)) (leader bool, sent bool, err error) {
+	e.mu.Lock()
+	fl, ok := m[key]
+	if !ok {
+		fl = &copyFlight{done: make(chan struct{})}
+		m[key] = fl
+	}
+	e.mu.Unlock()
+	if ok {
+		select {
+		case <-fl.done:
+			return false, false, fl.err
+		case <-ctx.Done():
+			return false, false, ctx.Err()
+		}
+	}
+	fl.sent, fl.err = f()
+	if fl.err != nil && ctx.Err() != nil {
+		// Cancelled: do not cache, a later caller (none in this run) may retry.
+		e.mu.Lock()
+		delete(m, key)
+		e.mu.Unlock()
+	}
+	close(fl.done)
+	return true, fl.sent, fl.err
+}
+
+func (e *copyEngine) imageDone(res *ImageResult) {
+	e.progMu.Lock()
+	defer e.progMu.Unlock()
+	e.imagesDone++
+	if res.Status == StatusFailed {
+		e.imagesFail++
+		e.log.Warn("image copy failed", "source", res.Job.Source+"@"+res.Job.Digest.String(), "dest", res.Job.Dest, "error", res.Err)
+	}
+	if e.opts.Progress != nil {
+		r := *res
+		e.opts.Progress(ProgressEvent{ImagesDone: e.imagesDone, ImagesTotal: e.imagesTotal, ImagesFailed: e.imagesFail,
+			BytesDone: e.bytesDone, BytesTotal: e.bytesTotal, Image: &r})
+	}
+}
+
+func (e *copyEngine) addTotal(blobs []endpoint.Descriptor) {
+	e.progMu.Lock()
+	defer e.progMu.Unlock()
+	for _, b := range blobs {
+		if !e.seenTotal[b.Digest] {
+			e.seenTotal[b.Digest] = true
+			e.bytesTotal += b.Size
+		}
+	}
+}
+
+func (e *copyEngine) blobDone(d endpoint.Descriptor) {
+	e.progMu.Lock()
+	defer e.progMu.Unlock()
+	if e.seenDone[d.Digest] {
+		return
+	}
+	e.seenDone[d.Digest] = true
+	e.bytesDone += d.Size
+	if e.opts.Progress != nil {
+		e.opts.Progress(ProgressEvent{ImagesDone: e.imagesDone, ImagesTotal: e.imagesTotal, ImagesFailed: e.imagesFail,
+			BytesDone: e.bytesDone, BytesTotal: e.bytesTotal, Blob: &d})
+	}
+}
+
+// imageCtx carries per-image accounting.
+type imageCtx struct {
+	job   Job
+	sent  atomic.Bool
+	bytes atomic.Int64
+}
+
+func (e *copyEngine) copyImage(ctx context.Context, res *ImageResult) error {
+	job := res.Job
+	ic := &imageCtx{job: job}
+	err := e.copyJob(ctx, ic)
+	res.BytesSent = ic.bytes.Load()
+	switch {
+	case err != nil && ctx.Err() != nil && context.Cause(ctx) != ctx.Err():
+		res.Status, res.Err = StatusFailed, "not finished: "+context.Cause(ctx).Error()
+	case err != nil:
+		res.Status, res.Err = StatusFailed, err.Error()
+	case ic.sent.Load():
+		res.Status = StatusCopied
+	default:
+		res.Status = StatusSkipped
+	}
+	return err
+}
+
+func (e *copyEngine) copyJob(ctx context.Context, ic *imageCtx) error {
+	job := ic.job
+	if err := job.Digest.Validate(); err != nil {
+		return fmt.Errorf("image %s: bad digest %q: %w", job.Source, job.Digest, err)
+	}
+	if job.Source == "" || job.Dest == "" {
+		return fmt.Errorf("image %s@%s: source and destination repositories are required", job.Source, job.Digest)
+	}
+	// The top manifest is pushed under its first tag (by digest when it has
+	// none), its other tags after it; every push is checked against the digest
+	// the registry reports (registry.Client.PutManifest), so an altered body is pushed
+	// again, never reported. Children of an index are pushed by digest.
+	first := ""
+	if len(job.Tags) > 0 {
+		first = job.Tags[0]
+	}
+	m, tagged, err := e.copyManifest(ctx, ic, job.Digest, "", first)
+	if err != nil {
+		return err
+	}
+	// A manifest this run just pushed has no tags worth checking; first is
+	// done unless the registry refused it (then it is tried again below, and
+	// its refusal is this job's error).
+	fresh := m != nil
+	for _, tag := range job.Tags {
+		if fresh && tagged && tag == first {
+			continue
+		}
+		if !fresh {
+			ok, err := e.dst.ManifestExists(ctx, job.Dest, tag, job.Digest)
+			if err != nil {
+				return fmt.Errorf("tag %s:%s: %w", job.Dest, tag, err)
+			}
+			if ok {
+				continue
+			}
+		}
+		if m == nil {
+			mm, err := e.src.Manifest(ctx, job.Source, job.Digest.String())
+			if err != nil {
+				return err
+			}
+			if mm.Digest != job.Digest {
+				return fmt.Errorf("manifest %s@%s: source returned %s: %w", job.Source, job.Digest, mm.Digest, oci.ErrDigestMismatch)
+			}
+			m = &mm
+		}
+		if err := e.dst.PutManifest(ctx, job.Dest, tag, *m); err != nil {
+			return fmt.Errorf("tag %s:%s: %w", job.Dest, tag, err)
+		}
+		e.manifestsSent.Add(1)
+		ic.sent.Store(true)
+	}
+	return nil
+}
+
+// copyManifest makes sure manifest d (and everything it references) is in the
+// job's destination repository, pushed under tag (by digest when tag is empty).
+// It returns the manifest when it had to push it, and whether it went in under
+// tag: a tag the registry refuses for good (a 4xx: an immutable tag, a tag
+// policy) does not keep the manifest out, it is pushed by digest for the other
+// jobs and indexes that share it.
+func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Digest, parent, tag string) (*endpoint.Manifest, bool, error) {
+	job := ic.job
+	var got *endpoint.Manifest
+	tagged := tag != ""
+	_, _, err := e.flight(ctx, e.manifests, job.Dest+"@"+d.String(), func() (bool, error) {
+		ok, err := e.destHolds(ctx, repoDigest{job.Dest, d})
+		if err != nil {
+			return false, err
+		}
+		if ok {
+			return false, nil
+		}
+		m, err := e.src.Manifest(ctx, job.Source, d.String())
+		if err != nil {
+			return false, err
+		}
+		if m.Digest == "" {
+			m.Digest = digest.FromBytes(m.Raw)
+		}
+		if m.Digest != d || digest.FromBytes(m.Raw) != d {
+			return false, fmt.Errorf("manifest %s@%s: content has digest %s: %w", job.Source, d, digest.FromBytes(m.Raw), oci.ErrDigestMismatch)
+		}
+		refs, err := oci.Parse(m)
+		if err != nil {
+			return false, fmt.Errorf("manifest %s@%s%s: %w", job.Source, d, parent, err)
+		}
+		e.addTotal(refs.Blobs)
+		// Children first (index), then blobs, each bounded by ParallelLayers.
+		if err := e.forEach(ctx, len(refs.Manifests), func(i int) error {
+			_, _, err := e.copyManifest(ctx, ic, refs.Manifests[i].Digest, " (child of "+d.String()+")", "")
+			return err
+		}); err != nil {
+			return false, err
+		}
+		if err := e.forEach(ctx, len(refs.Blobs), func(i int) error {
+			return e.ensureBlob(ctx, ic, refs.Blobs[i])
+		}); err != nil {
+			return false, err
+		}
+		ref := tag
+		if ref == "" {
+			ref = d.String()
+		}
+		if err := e.dst.PutManifest(ctx, job.Dest, ref, m); err != nil {
+			if tag == "" || !refusedForGood(err) || e.dst.PutManifest(ctx, job.Dest, d.String(), m) != nil {
+				return false, err
+			}
+			tagged = false
+		}
+		e.manifestsSent.Add(1)
+		ic.sent.Store(true)
+		got = &m
+		return true, nil
+	})
+	return got, tagged && got != nil, err
+}
+
+// refusedForGood reports whether err is a registry's 4xx answer that another
+// attempt would not change (not 408 or 429, and not a body altered on the way).
+func refusedForGood(err error) bool {
+	var se *retry.StatusError
+	if !errors.As(err, &se) || errors.Is(err, retry.ErrContentRejected) {
+		return false
+	}
+	return se.StatusCode >= 400 && se.StatusCode < 500 && se.StatusCode != http.StatusRequestTimeout && se.StatusCode != http.StatusTooManyRequests
+}
+
+// forEach runs f(0..n-1) with at most ParallelLayers at once; the first error is
+// returned after the others have finished (siblings are not cancelled, so that
+// shared blobs still land for other images).
+func (e *copyEngine) forEach(ctx context.Context, n int, f func(int) error) error {
+	var g errgroup.Group
+	g.SetLimit(e.opts.ParallelLayers)
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		g.Go(func() error { return f(i) })
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return ctx.Err()
+}

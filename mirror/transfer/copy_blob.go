@@ -1,0 +1,323 @@
+package transfer
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/oci"
+)
+
+// ensureBlob makes sure blob d is in the job's destination repository: mount it
+// from a repository known to hold it, else ask the destination (one request for
+// a registry: see endpoint.Uploader) and, when it does not hold d, look for a
+// repository to mount from among the manifests it holds, and only then transfer
+// it. One digest is handled by one image at a time, so that later images mount
+// what an earlier one sent.
+func (e *copyEngine) ensureBlob(ctx context.Context, ic *imageCtx, d endpoint.Descriptor) error {
+	job := ic.job
+	_, _, err := e.flight(ctx, e.blobs, job.Dest+"@"+d.Digest.String(), func() (bool, error) {
+		unlock, err := e.lockDigest(ctx, d.Digest)
+		if err != nil {
+			return false, err
+		}
+		defer unlock()
+		tried := map[string]bool{}
+		from := e.mountCandidates(d.Digest, job.Dest, job.Source)
+		known := len(from) > 0
+		if repo, ok := e.opts.Elsewhere[d.Digest]; ok && e.awaitElsewhere(ctx, repo, d) {
+			if repo == job.Dest {
+				// The other worker put it into this very repository.
+				e.blobPresent(d, job.Dest, &e.blobsSkipped)
+				return false, nil
+			}
+			from = append([]string{repo}, from...)
+		}
+		if e.mountFrom(ctx, job, d, from, tried) {
+			return false, nil
+		}
+		up, err := startBlob(ctx, e.dst, job.Dest, d)
+		if err != nil {
+			return false, err
+		}
+		if up == nil {
+			e.blobPresent(d, job.Dest, &e.blobsSkipped)
+			return false, nil
+		}
+		if !known {
+			// Nothing known this run: an earlier run may have put d in another
+			// repository of this host.
+			e.discoverPresent(ctx, d.Digest, endpoint.RepoHost(job.Dest))
+			if e.mountFrom(ctx, job, d, e.mountCandidates(d.Digest, job.Dest, job.Source), tried) {
+				up.Cancel(ctx)
+				return false, nil
+			}
+		}
+		if err := e.transfer(ctx, job.Source, job.Dest, d, up); err != nil {
+			return false, err
+		}
+		e.blobPresent(d, job.Dest, &e.blobsSent)
+		e.bytesSent.Add(d.Size)
+		ic.bytes.Add(d.Size)
+		ic.sent.Store(true)
+		return true, nil
+	})
+	return err
+}
+
+// mountFrom mounts d into the job's destination repository from the first of
+// from that works (skipping those in tried, and recording the others there).
+func (e *copyEngine) mountFrom(ctx context.Context, job Job, d endpoint.Descriptor, from []string, tried map[string]bool) bool {
+	for _, f := range from {
+		if tried[f] {
+			continue
+		}
+		tried[f] = true
+		ok, err := e.dst.MountBlob(ctx, job.Dest, f, d)
+		if err != nil {
+			e.log.Debug("mount failed, will upload", "digest", d.Digest, "repo", job.Dest, "from", f, "error", err)
+			continue
+		}
+		if ok {
+			e.blobPresent(d, job.Dest, &e.blobsMounted)
+			return true
+		}
+	}
+	return false
+}
+
+// blobPresent records that repo now holds d, counting how in counter.
+func (e *copyEngine) blobPresent(d endpoint.Descriptor, repo string, counter *atomic.Int64) {
+	e.markPresent(d.Digest, repo)
+	counter.Add(1)
+	e.blobDone(d)
+}
+
+// startBlob opens the upload of d into repo, or returns nil when repo holds d:
+// with one request on destinations that can tell (endpoint.Uploader), else by
+// asking BlobExists first.
+func startBlob(ctx context.Context, dst endpoint.Destination, repo string, d endpoint.Descriptor) (endpoint.BlobUpload, error) {
+	if u, ok := dst.(endpoint.Uploader); ok {
+		return u.StartBlob(ctx, repo, d)
+	}
+	ok, err := dst.BlobExists(ctx, repo, d)
+	if err != nil || ok {
+		return nil, err
+	}
+	return putLater{dst, repo, d}, nil
+}
+
+// putLater is the upload of a destination without endpoint.Uploader: PutBlob.
+type putLater struct {
+	dst  endpoint.Destination
+	repo string
+	d    endpoint.Descriptor
+}
+
+func (p putLater) Write(ctx context.Context, r io.Reader) error {
+	return p.dst.PutBlob(ctx, p.repo, p.d, r)
+}
+
+func (p putLater) Cancel(context.Context) {}
+
+func (e *copyEngine) markPresent(d digest.Digest, repo string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, r := range e.present[d] {
+		if r == repo {
+			return
+		}
+	}
+	e.present[d] = append(e.present[d], repo)
+}
+
+// presentOn reports whether some repository on host is known to hold d.
+func (e *copyEngine) presentOn(d digest.Digest, host string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, r := range e.present[d] {
+		if endpoint.RepoHost(r) == host {
+			return true
+		}
+	}
+	return false
+}
+
+// mountCandidates lists destination repositories on repo's host known to hold d,
+// and the source repository when it is on the same host.
+func (e *copyEngine) mountCandidates(d digest.Digest, repo, srcRepo string) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	host := endpoint.RepoHost(repo)
+	var out []string
+	for _, r := range e.present[d] {
+		if r != repo && endpoint.RepoHost(r) == host {
+			out = append(out, r)
+			if len(out) == 2 {
+				break
+			}
+		}
+	}
+	if srcRepo != repo && endpoint.RepoHost(srcRepo) == host && strings.Contains(srcRepo, "/") {
+		out = append(out, srcRepo)
+	}
+	return out
+}
+
+func (e *copyEngine) lockDigest(ctx context.Context, d digest.Digest) (func(), error) {
+	e.mu.Lock()
+	ch := e.digestMu[d]
+	if ch == nil {
+		ch = make(chan struct{}, 1)
+		e.digestMu[d] = ch
+	}
+	e.mu.Unlock()
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// acquireHosts takes a transfer slot on each distinct host, in sorted order so
+// that two transfers never wait on each other.
+func (e *copyEngine) acquireHosts(ctx context.Context, hosts ...string) (func(), error) {
+	sort.Strings(hosts)
+	var held []chan struct{}
+	release := func() {
+		for _, ch := range held {
+			<-ch
+		}
+	}
+	for i, h := range hosts {
+		if i > 0 && hosts[i-1] == h {
+			continue
+		}
+		e.mu.Lock()
+		ch := e.hostSems[h]
+		if ch == nil {
+			ch = make(chan struct{}, e.opts.MaxPerRegistry)
+			e.hostSems[h] = ch
+		}
+		e.mu.Unlock()
+		select {
+		case ch <- struct{}{}:
+			held = append(held, ch)
+		case <-ctx.Done():
+			release()
+			return nil, ctx.Err()
+		}
+	}
+	return release, nil
+}
+
+// transfer reads d from the source and writes it to the destination, verified,
+// as one operation under the retry policy: a transfer that breaks, or whose
+// content fails verification on either side, is restarted from a fresh source
+// read (a read that breaks midway resumes with a Range request, as an attempt
+// of the same operation). The first attempt writes into up; later ones open a
+// new upload (and stop there if an earlier attempt did land the blob).
+func (e *copyEngine) transfer(ctx context.Context, srcRepo, dstRepo string, d endpoint.Descriptor, up endpoint.BlobUpload) error {
+	release, err := e.acquireHosts(ctx, endpoint.RepoHost(srcRepo), endpoint.RepoHost(dstRepo))
+	if err != nil {
+		if up != nil {
+			up.Cancel(ctx)
+		}
+		return err
+	}
+	defer release()
+	err = e.policy.Do(ctx, e.log, "copy blob "+d.Digest.String()+" to "+dstRepo, func(ctx context.Context) error {
+		if up == nil {
+			var err error
+			if up, err = startBlob(ctx, e.dst, dstRepo, d); err != nil || up == nil {
+				return err
+			}
+		}
+		cur := up
+		up = nil
+		err := e.transferOnce(ctx, srcRepo, d, cur)
+		if ru, ok := cur.(endpoint.ReusableUpload); ok && err != nil && ru.Reusable() {
+			up = cur // the next attempt writes into the same session
+		}
+		return err
+	})
+	if up != nil {
+		up.Cancel(ctx) // kept for an attempt that did not come
+	}
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	err = noteFailure(ctx, e.src, srcRepo, err)
+	err = noteFailure(ctx, e.dst, dstRepo, err)
+	return fmt.Errorf("copy blob %s from %s to %s: %w", d.Digest, srcRepo, dstRepo, err)
+}
+
+// failureNoter is implemented by endpoints that track unreachable hosts
+// (registry.Client.NoteFailure).
+type failureNoter interface {
+	NoteFailure(ctx context.Context, repo string, err error) error
+}
+
+func noteFailure(ctx context.Context, ep any, repo string, err error) error {
+	if n, ok := ep.(failureNoter); ok {
+		return n.NoteFailure(ctx, repo, err)
+	}
+	return err
+}
+
+func (e *copyEngine) transferOnce(ctx context.Context, srcRepo string, d endpoint.Descriptor, up endpoint.BlobUpload) error {
+	rc, err := e.src.Blob(ctx, srcRepo, d)
+	if err != nil {
+		up.Cancel(ctx)
+		return err
+	}
+	defer rc.Close()
+	v := oci.NewVerifier(rc, d)
+	if err := up.Write(ctx, v); err != nil {
+		return err
+	}
+	if !v.Verified() {
+		// A destination that stopped reading early: nothing proves the content.
+		return fmt.Errorf("destination accepted blob %s after %d of %d bytes: %w", d.Digest, v.N(), d.Size, oci.ErrDigestMismatch)
+	}
+	return nil
+}
+
+// awaitElsewhere waits until repo (where another worker sends d) holds d, polling
+// with backoff, for at most ElsewhereWait. It reports whether d arrived.
+func (e *copyEngine) awaitElsewhere(ctx context.Context, repo string, d endpoint.Descriptor) bool {
+	limit := e.opts.ElsewhereWait
+	if limit <= 0 {
+		limit = 30 * time.Minute
+	}
+	deadline := time.Now().Add(limit)
+	wait := 100 * time.Millisecond
+	for {
+		if ok, err := e.dst.BlobExists(ctx, repo, d); err == nil && ok {
+			return true
+		}
+		if time.Now().Add(wait).After(deadline) {
+			e.log.Warn("a blob another shard sends did not arrive: sending it from here", "digest", d.Digest, "repo", repo, "waited", limit)
+			return false
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}

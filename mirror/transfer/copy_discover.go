@@ -1,0 +1,112 @@
+package transfer
+
+import (
+	"context"
+
+	"github.com/opencontainers/go-digest"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/oci"
+)
+
+// destHolds reports whether the destination holds manifest rd (by digest),
+// asking at most once per run. Manifests it already holds are queued for
+// discoverPresent, which reads them only if a blob needs a repository to be
+// mounted from.
+func (e *copyEngine) destHolds(ctx context.Context, rd repoDigest) (bool, error) {
+	e.mu.Lock()
+	v, ok := e.holds[rd]
+	e.mu.Unlock()
+	if ok {
+		return v, nil
+	}
+	held, err := e.dst.ManifestExists(ctx, rd.repo, rd.d.String(), rd.d)
+	if err != nil {
+		return false, err
+	}
+	e.mu.Lock()
+	if _, ok := e.holds[rd]; !ok {
+		e.holds[rd] = held
+		if held {
+			h := endpoint.RepoHost(rd.repo)
+			e.toWalk[h] = append(e.toWalk[h], rd)
+		}
+	}
+	e.mu.Unlock()
+	return held, nil
+}
+
+// discoverBatch is how many images discoverPresent asks the destination about at
+// once.
+const discoverBatch = 16
+
+// discoverPresent looks for blob d on host among the manifests the destination
+// already holds: first those this run found there, then the images of the run
+// not looked at yet (asking the destination whether it holds each, once). It
+// stops as soon as a repository on host is known to hold d. Each manifest is
+// read at most once per run. So a blob an earlier run put in another repository
+// is mounted, never sent again, whatever order the images are processed in. It
+// needs a destination that can also be read (a registry); others have nothing to
+// find.
+func (e *copyEngine) discoverPresent(ctx context.Context, d digest.Digest, host string) {
+	rd, ok := e.dst.(endpoint.Source)
+	if !ok {
+		return
+	}
+	e.walkMu.Lock()
+	defer e.walkMu.Unlock()
+	for !e.presentOn(d, host) && ctx.Err() == nil {
+		e.mu.Lock()
+		var next repoDigest
+		found := false
+		for q := e.toWalk[host]; len(q) > 0 && !found; q = e.toWalk[host] {
+			next, e.toWalk[host] = q[0], q[1:]
+			found = !e.walked[next]
+			e.walked[next] = true
+		}
+		var batch []Job
+		if !found {
+			for e.jobCursor < len(e.jobs) && len(batch) < discoverBatch {
+				if j := e.jobs[e.jobCursor]; endpoint.RepoHost(j.Dest) == host {
+					batch = append(batch, j)
+				}
+				e.jobCursor++
+			}
+		}
+		e.mu.Unlock()
+		switch {
+		case found:
+			m, err := rd.Manifest(ctx, next.repo, next.d.String())
+			if err != nil {
+				e.log.Debug("cannot read a destination manifest to find mountable blobs", "repo", next.repo, "digest", next.d, "error", err)
+				continue
+			}
+			refs, err := oci.Parse(m)
+			if err != nil {
+				continue
+			}
+			for _, b := range refs.Blobs {
+				e.markPresent(b.Digest, next.repo)
+			}
+			e.mu.Lock()
+			for _, c := range refs.Manifests {
+				e.toWalk[host] = append(e.toWalk[host], repoDigest{next.repo, c.Digest})
+			}
+			e.mu.Unlock()
+		case len(batch) > 0:
+			var g errgroup.Group
+			for _, j := range batch {
+				g.Go(func() error {
+					if _, err := e.destHolds(ctx, repoDigest{j.Dest, j.Digest}); err != nil {
+						e.log.Debug("cannot check a destination manifest to find mountable blobs", "repo", j.Dest, "digest", j.Digest, "error", err)
+					}
+					return nil
+				})
+			}
+			_ = g.Wait()
+		default:
+			return
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/workspace"
 )
 
 // DeleteOptions are the delete command's inputs.
@@ -41,13 +42,13 @@ type DeleteOptions struct {
 // DeleteResult is what a delete command did.
 type DeleteResult struct {
 	// PlanFile is the plan written (Generate) or executed.
-	PlanFile string      `json:"planFile"`
-	Plan     *DeletePlan `json:"plan,omitempty"`
+	PlanFile string                `json:"planFile"`
+	Plan     *workspace.DeletePlan `json:"plan,omitempty"`
 	// Deleted are the manifests removed; AlreadyGone those the registry no
 	// longer had.
-	Deleted     []HistoryDelete `json:"deleted,omitempty"`
-	AlreadyGone []HistoryDelete `json:"alreadyGone,omitempty"`
-	TagsDeleted int             `json:"tagsDeleted,omitempty"`
+	Deleted     []workspace.HistoryDelete `json:"deleted,omitempty"`
+	AlreadyGone []workspace.HistoryDelete `json:"alreadyGone,omitempty"`
+	TagsDeleted int                       `json:"tagsDeleted,omitempty"`
 	// ClusterResources are the files rewritten without what was deleted.
 	ClusterResources []string `json:"clusterResources,omitempty"`
 }
@@ -95,7 +96,7 @@ type inventory struct {
 	// current are the wants of the current selections: the latest run of each
 	// configuration file at this destination.
 	current     map[string][]runWant
-	currentRuns []HistoryRun
+	currentRuns []workspace.HistoryRun
 	// tags are the tags airlock put in each repository.
 	tags    map[string]map[string]bool
 	lastSeq int
@@ -113,10 +114,10 @@ type invEntry struct {
 
 type runWant struct {
 	seq int
-	w   Want
+	w   workspace.Want
 }
 
-func buildInventory(h *History, dest string) *inventory {
+func buildInventory(h *workspace.History, dest string) *inventory {
 	inv := &inventory{dest: dest, present: map[string]*invEntry{}, wants: map[string][]runWant{}, current: map[string][]runWant{}, tags: map[string]map[string]bool{}}
 	latest := map[string]int{} // config path → index of its latest run
 	for i, run := range h.Runs {
@@ -125,15 +126,15 @@ func buildInventory(h *History, dest string) *inventory {
 		}
 		inv.lastSeq = run.Seq
 		switch run.Kind {
-		case RunDelete:
+		case workspace.RunDelete:
 			for _, d := range run.Deleted {
-				delete(inv.present, imageKey(d.Repository, d.Digest))
+				delete(inv.present, workspace.ImageKey(d.Repository, d.Digest))
 			}
-		case RunMirror:
+		case workspace.RunMirror:
 			inv.runs++
 			latest[run.ConfigPath] = i
 			for _, im := range run.Images {
-				k := imageKey(im.Repository, im.Digest)
+				k := workspace.ImageKey(im.Repository, im.Digest)
 				for _, w := range im.WantedBy {
 					inv.wants[k] = append(inv.wants[k], runWant{run.Seq, w})
 				}
@@ -160,7 +161,7 @@ func buildInventory(h *History, dest string) *inventory {
 		run := h.Runs[i]
 		inv.currentRuns = append(inv.currentRuns, run)
 		for _, im := range run.Images {
-			k := imageKey(im.Repository, im.Digest)
+			k := workspace.ImageKey(im.Repository, im.Digest)
 			for _, w := range im.WantedBy {
 				inv.current[k] = append(inv.current[k], runWant{run.Seq, w})
 			}
@@ -202,7 +203,7 @@ func wantList(ws []runWant) string {
 
 // planWorkDir finds the workspace of a plan file: --workspace, else the
 // working-dir the file is in (DIR/working-dir/delete/delete-images.yaml).
-func planWorkDir(o DeleteOptions) (string, error) {
+func planWorkDir(o DeleteOptions) (workspace.Dir, error) {
 	if o.Workspace != "" {
 		return workingDir(o.Workspace)
 	}
@@ -211,8 +212,8 @@ func planWorkDir(o DeleteOptions) (string, error) {
 		return "", err
 	}
 	d := filepath.Dir(abs)
-	if filepath.Base(d) == deleteDirName && filepath.Base(filepath.Dir(d)) == "working-dir" {
-		return filepath.Dir(d), nil
+	if filepath.Base(d) == workspace.DeleteDirName && filepath.Base(filepath.Dir(d)) == workspace.WorkingDirName {
+		return workspace.Dir(filepath.Dir(d)), nil
 	}
 	return "", fmt.Errorf("%s is not inside a workspace (DIR/working-dir/delete/): give --workspace file://DIR, the workspace the plan was generated in", o.PlanFile)
 }
@@ -235,10 +236,10 @@ func (r *DeleteResult) WriteText(w io.Writer, executed bool) {
 			if m.ChildOf != "" {
 				what = "platform image of " + m.ChildOf.String()
 			}
-			fmt.Fprintf(w, "  - %s  %s\n", imageKey(m.Repository, m.Digest), what)
+			fmt.Fprintf(w, "  - %s  %s\n", workspace.ImageKey(m.Repository, m.Digest), what)
 		}
 		for _, k := range p.Kept {
-			fmt.Fprintf(w, "  = %s  %s\n", imageKey(k.Repository, k.Digest), strings.Join(k.Why, "; "))
+			fmt.Fprintf(w, "  = %s  %s\n", workspace.ImageKey(k.Repository, k.Digest), strings.Join(k.Why, "; "))
 		}
 		fmt.Fprintf(w, "review it, then: airlock delete --delete-yaml-file %s docker://%s\n", r.PlanFile, p.Destination)
 		return

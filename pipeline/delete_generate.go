@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/oci"
+	"github.com/airlock-mirror/airlock/workspace"
 )
 
 func generateDelete(ctx context.Context, o DeleteOptions, dest string, reg *mirror.Registry) (*DeleteResult, error) {
@@ -24,7 +24,7 @@ func generateDelete(ctx context.Context, o DeleteOptions, dest string, reg *mirr
 	if err != nil {
 		return nil, err
 	}
-	h, err := readHistory(wd)
+	h, err := workspace.ReadHistory(wd)
 	if err != nil {
 		return nil, err
 	}
@@ -42,11 +42,11 @@ func generateDelete(ctx context.Context, o DeleteOptions, dest string, reg *mirr
 		if len(dests) > 0 {
 			hint = "it records runs to " + strings.Join(dests, ", ")
 		}
-		return nil, fmt.Errorf("the workspace %s records no mirror run to %s (%s): give the destination and --workspace of the mirror runs", filepath.Dir(wd), dest, hint)
+		return nil, fmt.Errorf("the workspace %s records no mirror run to %s (%s): give the destination and --workspace of the mirror runs", wd.Workspace(), dest, hint)
 	}
-	plan := &DeletePlan{
-		APIVersion: DeletePlanAPIVersion, Kind: DeletePlanKind, Destination: dest,
-		Generated: time.Now().UTC().Truncate(time.Second), HistoryRun: inv.lastSeq, AfterDelete: afterDeleteNote,
+	plan := &workspace.DeletePlan{
+		APIVersion: workspace.DeletePlanAPIVersion, Kind: workspace.DeletePlanKind, Destination: dest,
+		Generated: time.Now().UTC().Truncate(time.Second), HistoryRun: inv.lastSeq, AfterDelete: workspace.AfterDeleteNote,
 	}
 	var cands []*candidate
 	switch {
@@ -74,7 +74,7 @@ func generateDelete(ctx context.Context, o DeleteOptions, dest string, reg *mirr
 	if err := resolveCandidates(ctx, reg, inv, cands, plan); err != nil {
 		return nil, err
 	}
-	path, err := writeDeletePlan(wd, plan)
+	path, err := workspace.WriteDeletePlan(wd, plan)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +118,7 @@ func (st repoState) tagsOf(d digest.Digest) []string {
 // resolveCandidates checks each candidate against the registry (still there,
 // its tags all airlock's), adds the platform manifests of indexes nothing else
 // uses, and fills the plan.
-func resolveCandidates(ctx context.Context, reg *mirror.Registry, inv *inventory, cands []*candidate, plan *DeletePlan) error {
+func resolveCandidates(ctx context.Context, reg *mirror.Registry, inv *inventory, cands []*candidate, plan *workspace.DeletePlan) error {
 	byRepo := map[string][]*candidate{}
 	var repos []string
 	for _, c := range cands {
@@ -134,7 +134,7 @@ func resolveCandidates(ctx context.Context, reg *mirror.Registry, inv *inventory
 			return err
 		}
 		planned := map[digest.Digest]bool{}
-		var entries []PlannedManifest
+		var entries []workspace.PlannedManifest
 		for _, c := range byRepo[repo] {
 			ok, err := reg.ManifestExists(ctx, repo, c.e.digest.String(), c.e.digest)
 			if err != nil {
@@ -145,12 +145,12 @@ func resolveCandidates(ctx context.Context, reg *mirror.Registry, inv *inventory
 			}
 			tags := st.tagsOf(c.e.digest)
 			if foreign := notOurs(tags, inv.tags[repo]); len(foreign) > 0 {
-				plan.Kept = append(plan.Kept, KeptManifest{Repository: repo, Digest: c.e.digest, Source: c.e.source, Why: append(c.why,
+				plan.Kept = append(plan.Kept, workspace.KeptManifest{Repository: repo, Digest: c.e.digest, Source: c.e.source, Why: append(c.why,
 					fmt.Sprintf("tag(s) %s point at it and airlock never pushed them: delete them by hand first if it must go", strings.Join(foreign, ", ")))})
 				continue
 			}
 			planned[c.e.digest] = true
-			entries = append(entries, PlannedManifest{Repository: repo, Digest: c.e.digest, MediaType: c.e.mediaType, Tags: tags, Source: c.e.source, Kind: c.e.kind, Why: c.why})
+			entries = append(entries, workspace.PlannedManifest{Repository: repo, Digest: c.e.digest, MediaType: c.e.mediaType, Tags: tags, Source: c.e.source, Kind: c.e.kind, Why: c.why})
 		}
 		if len(entries) == 0 {
 			continue
@@ -179,7 +179,7 @@ func resolveCandidates(ctx context.Context, reg *mirror.Registry, inv *inventory
 				keep[d] = true
 			}
 		}
-		var children []PlannedManifest
+		var children []workspace.PlannedManifest
 		for _, pm := range entries {
 			if pm.MediaType != "" && !oci.IsIndex(pm.MediaType) {
 				continue
@@ -197,7 +197,7 @@ func resolveCandidates(ctx context.Context, reg *mirror.Registry, inv *inventory
 					continue
 				}
 				planned[d] = true
-				children = append(children, PlannedManifest{Repository: repo, Digest: d, Tags: tags, Source: pm.Source, Kind: pm.Kind, ChildOf: pm.Digest,
+				children = append(children, workspace.PlannedManifest{Repository: repo, Digest: d, Tags: tags, Source: pm.Source, Kind: pm.Kind, ChildOf: pm.Digest,
 					Why: []string{"a platform image of " + pm.Digest.String() + ", which is deleted; no manifest that stays uses it"}})
 			}
 		}

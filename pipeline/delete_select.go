@@ -5,6 +5,7 @@ import (
 	"regexp"
 
 	"github.com/airlock-mirror/airlock/imageset"
+	"github.com/airlock-mirror/airlock/workspace"
 )
 
 type candidate struct {
@@ -12,7 +13,7 @@ type candidate struct {
 	why []string
 }
 
-func staleCandidates(inv *inventory, plan *DeletePlan) []*candidate {
+func staleCandidates(inv *inventory, plan *workspace.DeletePlan) []*candidate {
 	var out []*candidate
 	for _, k := range inv.keys() {
 		e := inv.present[k]
@@ -33,7 +34,7 @@ func staleCandidates(inv *inventory, plan *DeletePlan) []*candidate {
 			}
 		}
 		if len(lost) > 0 {
-			plan.Kept = append(plan.Kept, KeptManifest{Repository: e.repo, Digest: e.digest, Source: e.source, Why: []string{
+			plan.Kept = append(plan.Kept, workspace.KeptManifest{Repository: e.repo, Digest: e.digest, Source: e.source, Why: []string{
 				"no longer wanted as " + wantList(lost),
 				fmt.Sprintf("still wanted by run %d as %s", cur[0].seq, wantList(cur)),
 			}})
@@ -55,7 +56,7 @@ func lastWants(ws []runWant, seq int) []runWant {
 	return out
 }
 
-func configCandidates(inv *inventory, cfg *imageset.DeleteImageSetConfiguration, plan *DeletePlan) ([]*candidate, error) {
+func configCandidates(inv *inventory, cfg *imageset.DeleteImageSetConfiguration, plan *workspace.DeletePlan) ([]*candidate, error) {
 	blocked, err := cfg.BlockedPatterns()
 	if err != nil {
 		return nil, err
@@ -74,7 +75,7 @@ func configCandidates(inv *inventory, cfg *imageset.DeleteImageSetConfiguration,
 			continue
 		}
 		if re := firstMatch(blocked, e.source, e.repo); re != "" {
-			plan.Kept = append(plan.Kept, KeptManifest{Repository: e.repo, Digest: e.digest, Source: e.source, Why: []string{"delete.blockedImages " + re + " protects it"}})
+			plan.Kept = append(plan.Kept, workspace.KeptManifest{Repository: e.repo, Digest: e.digest, Source: e.source, Why: []string{"delete.blockedImages " + re + " protects it"}})
 			continue
 		}
 		var still []runWant
@@ -84,7 +85,7 @@ func configCandidates(inv *inventory, cfg *imageset.DeleteImageSetConfiguration,
 			}
 		}
 		if len(still) > 0 {
-			plan.Kept = append(plan.Kept, KeptManifest{Repository: e.repo, Digest: e.digest, Source: e.source, Why: []string{
+			plan.Kept = append(plan.Kept, workspace.KeptManifest{Repository: e.repo, Digest: e.digest, Source: e.source, Why: []string{
 				"the delete configuration names it as " + wantList(matched),
 				fmt.Sprintf("still wanted by run %d as %s", still[0].seq, wantList(still)),
 			}})
@@ -112,16 +113,16 @@ type deleteMatcher struct {
 	cfg *imageset.DeleteImageSetConfiguration
 }
 
-func (m deleteMatcher) match(w Want) bool {
+func (m deleteMatcher) match(w workspace.Want) bool {
 	switch w.Kind {
-	case WantAdditional:
+	case workspace.WantAdditional:
 		for _, im := range m.cfg.Delete.AdditionalImages {
 			if im.Ref() == w.Image {
 				return true
 			}
 		}
 		return false
-	case WantCatalog:
+	case workspace.WantCatalog:
 		for _, op := range m.cfg.Delete.Operators {
 			if op.Catalog == w.Catalog && len(op.Packages) == 0 {
 				return true
@@ -149,7 +150,7 @@ func (m deleteMatcher) match(w Want) bool {
 }
 
 // bundleSelected reports whether the package entry p names the bundle of w.
-func bundleSelected(p imageset.IncludePackage, w Want) bool {
+func bundleSelected(p imageset.IncludePackage, w workspace.Want) bool {
 	if len(p.SelectedBundles) > 0 {
 		for _, b := range p.SelectedBundles {
 			if b.Name == w.Bundle {

@@ -21,6 +21,7 @@ import (
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/workspace"
 )
 
 // Options are the mirror command's inputs.
@@ -33,7 +34,7 @@ type Options struct {
 	// From is --from file://DIR (disk-to-mirror).
 	From string
 	// Workspace is --workspace file://DIR: mirror-to-mirror's working files, and
-	// disk-to-mirror's (default DefaultWorkspace in the current directory; nothing
+	// disk-to-mirror's (default workspace.DefaultName in the current directory; nothing
 	// is ever written into the archive folder).
 	Workspace string
 	// DryRun plans only: mapping.txt, missing.txt and the bytes to send.
@@ -146,10 +147,6 @@ type ArchiveSummary struct {
 	Sharded bool   `json:"sharded,omitempty"`
 }
 
-// DefaultWorkspace is disk-to-mirror's working folder when --workspace is not
-// given, relative to the current directory.
-const DefaultWorkspace = "airlock-workspace"
-
 // within reports whether path p is dir or inside it.
 func within(p, dir string) bool {
 	rel, err := filepath.Rel(dir, p)
@@ -165,10 +162,10 @@ type run struct {
 	log      *slog.Logger
 	cfg      *imageset.ImageSetConfiguration
 	workflow mirror.Workflow
-	workDir  string // DIR/working-dir
-	topDir   string // DIR (archive target for mirror-to-disk, archive for disk-to-mirror)
+	workDir  workspace.Dir // DIR/working-dir
+	topDir   string        // DIR (archive target for mirror-to-disk, archive for disk-to-mirror)
 	// workspace holds working-dir: the target (mirror-to-disk), --workspace
-	// (mirror-to-mirror, disk-to-mirror; default DefaultWorkspace).
+	// (mirror-to-mirror, disk-to-mirror; default workspace.DefaultName).
 	workspace string
 	dest      string // REGISTRY/NS for registry workflows
 	res       *Result
@@ -176,7 +173,7 @@ type run struct {
 	templates map[string]catalogTemplate // by catalog, read by preflight
 	rep       reporter                   // what report.html shows (report.go)
 	// wants says why each image a catalog names is wanted (the history).
-	wants map[string][]Want
+	wants map[string][]workspace.Want
 	// est is the dry run's comparison when it starts during planning;
 	// looking waits for the reading planning started (stopping it first).
 	est     *mirror.Estimator
@@ -225,7 +222,7 @@ func Mirror(ctx context.Context, opts Options) (*Result, error) {
 		return r.res, err
 	}
 	if r.res.Failed > 0 {
-		return r.res, fmt.Errorf("%w: %d image(s) failed, listed in %s; run the same command again to retry only what is missing", ErrIncomplete, r.res.Failed, filepath.Join(r.workDir, "results.json"))
+		return r.res, fmt.Errorf("%w: %d image(s) failed, listed in %s; run the same command again to retry only what is missing", ErrIncomplete, r.res.Failed, r.workDir.ResultsPath())
 	}
 	return r.res, nil
 }
@@ -236,6 +233,15 @@ func fileDir(s, flag string) (string, error) {
 		return "", fmt.Errorf("%s %q must be file://DIR", flag, s)
 	}
 	return filepath.Clean(p), nil
+}
+
+// workingDir returns DIR/working-dir of a --workspace file://DIR.
+func workingDir(ws string) (workspace.Dir, error) {
+	dir, err := fileDir(ws, "--workspace")
+	if err != nil {
+		return "", err
+	}
+	return workspace.Open(dir)
 }
 
 func (r *run) setup() error {
@@ -262,7 +268,7 @@ func (r *run) setup() error {
 		// The archive may be on read-only media: nothing is written into it. The
 		// working files go to --workspace, by default a folder in the current
 		// directory.
-		ws := DefaultWorkspace
+		ws := workspace.DefaultName
 		if o.Workspace != "" {
 			if ws, err = fileDir(o.Workspace, "--workspace"); err != nil {
 				return err
@@ -302,16 +308,16 @@ func (r *run) setup() error {
 	if err := r.checkSharding(); err != nil {
 		return err
 	}
-	r.workDir = filepath.Join(r.workspace, "working-dir")
+	r.workDir = workspace.At(r.workspace)
 	if r.workflow == mirror.MirrorToDisk && o.PlanFile != "" && !o.Finish {
 		// Shards of one archive share the target: each keeps its working
 		// files (its part of the plan, results, report) apart.
-		r.workDir = filepath.Join(r.workDir, "shards", archive.ShardPart(o.Shard, o.Shards))
+		r.workDir = r.workDir.Shard(archive.ShardPart(o.Shard, o.Shards))
 	}
-	if err := os.MkdirAll(r.workDir, 0o755); err != nil {
+	if err := os.MkdirAll(r.workDir.Path(), 0o755); err != nil {
 		return fmt.Errorf("create working directory: %w", err)
 	}
-	r.res = &Result{Workflow: r.workflow, WorkingDir: r.workDir}
+	r.res = &Result{Workflow: r.workflow, WorkingDir: r.workDir.Path()}
 	return nil
 }
 
@@ -540,11 +546,10 @@ func (r *run) dryRun(ctx context.Context, src mirror.EstimateSource, dst mirror.
 		return err
 	}
 	r.res.DryRun = est
-	dir := filepath.Join(r.workDir, "dry-run")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(r.workDir.DryRunDir(), 0o755); err != nil {
 		return err
 	}
-	if err := writeLines(filepath.Join(dir, "mapping.txt"), r.res.Plan.Mapping()); err != nil {
+	if err := writeLines(r.workDir.DryRunMappingPath(), r.res.Plan.Mapping()); err != nil {
 		return err
 	}
 	var miss []string
@@ -552,7 +557,7 @@ func (r *run) dryRun(ctx context.Context, src mirror.EstimateSource, dst mirror.
 		miss = append(miss, j.Source+"@"+j.Digest.String()+"="+j.Dest)
 	}
 	sort.Strings(miss)
-	if err := writeLines(filepath.Join(dir, "missing.txt"), miss); err != nil {
+	if err := writeLines(r.workDir.DryRunMissingPath(), miss); err != nil {
 		return err
 	}
 	// No cluster resources: nothing was mirrored for them to point at.

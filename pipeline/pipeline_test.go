@@ -20,6 +20,7 @@ import (
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/prune"
+	"github.com/airlock-mirror/airlock/workspace"
 )
 
 // e2eCatalog is oc-mirror's own end-to-end test index: three packages (foo needs
@@ -194,7 +195,7 @@ func TestMirrorToMirror(t *testing.T) {
 		if im.Kind == mirror.KindOperator && (len(im.WantedBy) == 0 || im.WantedBy[0].Package == "" || im.WantedBy[0].Bundle == "") {
 			t.Errorf("%s: wanted by %+v, want its package and bundle", im.Source, im.WantedBy)
 		}
-		if im.Kind == mirror.KindGeneric && (len(im.WantedBy) != 1 || im.WantedBy[0].Kind != pipeline.WantAdditional) {
+		if im.Kind == mirror.KindGeneric && (len(im.WantedBy) != 1 || im.WantedBy[0].Kind != workspace.WantAdditional) {
 			t.Errorf("%s: wanted by %+v, want additionalImages", im.Source, im.WantedBy)
 		}
 	}

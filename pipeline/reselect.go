@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/prune"
+	"github.com/airlock-mirror/airlock/workspace"
 )
 
 // reselected is one archived catalog after the configuration was applied again.
@@ -59,7 +59,7 @@ func (r *run) reselect(ctx context.Context, ar endpoint.Source, c archive.Catalo
 	if sameBundles(pruned, cat) {
 		return out, nil, nil
 	}
-	base := filepath.Join(r.workDir, "archived-catalogs", c.Digest.Encoded(), "filtered", filterHash(op))
+	base := workspace.Filtered(r.workDir.ArchivedCatalogDir(c.Digest.Encoded()), filterHash(op))
 	rb, err := r.rebuildPruned(ctx, pruned, fc, base, c.Tag)
 	if err != nil {
 		return nil, nil, err
@@ -81,7 +81,7 @@ func (r *run) reselect(ctx context.Context, ar endpoint.Source, c archive.Catalo
 // workspace (an OCI layout) and loads its file-based catalog.
 func (r *run) archivedCatalog(ctx context.Context, ar endpoint.Source, c archive.CatalogRecord) (*mirror.FetchedCatalog, *prune.Catalog, error) {
 	const tag = "archived"
-	dir := filepath.Join(r.workDir, "archived-catalogs", c.Digest.Encoded(), "image")
+	dir := r.workDir.ArchivedCatalogImageDir(c.Digest.Encoded())
 	dst, err := mirror.NewLayoutDestination(dir)
 	if err != nil {
 		return nil, nil, err
@@ -90,7 +90,7 @@ func (r *run) archivedCatalog(ctx context.Context, ar endpoint.Source, c archive
 	if _, err := mirror.Copy(ctx, ar, dst, []mirror.Job{job}, mirror.CopyOptions{Logger: r.log}); err != nil {
 		return nil, nil, err
 	}
-	fc, err := mirror.FetchCatalogWithOptions(ctx, mirror.OCIPrefix+dir+":"+tag, filepath.Join(r.workDir, "operator-catalogs"), mirror.FetchOptions{Logger: r.log})
+	fc, err := mirror.FetchCatalogWithOptions(ctx, mirror.OCIPrefix+dir+":"+tag, r.workDir.OperatorCatalogsDir(), mirror.FetchOptions{Logger: r.log})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/registrytest"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/pipeline"
+	"github.com/airlock-mirror/airlock/workspace"
 )
 
 // shardConfig is the e2e catalog (package foo) and additional images in two
@@ -81,7 +82,7 @@ func TestShardedMirror(t *testing.T) {
 			if c := dst.Counts(); c.UploadPOST+c.ManifestPUT != 0 {
 				t.Fatalf("--plan-only wrote to the destination: %+v", c)
 			}
-			planFile := filepath.Join(planRes.WorkingDir, pipeline.PlanFileName)
+			planFile := workspace.Dir(planRes.WorkingDir).PlanPath()
 			plan, part, err := pipeline.PartitionFile(planFile, n)
 			if err != nil {
 				t.Fatal(err)
@@ -223,7 +224,7 @@ func TestShardedMirrorRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	planFile := filepath.Join(res.WorkingDir, pipeline.PlanFileName)
+	planFile := workspace.Dir(res.WorkingDir).PlanPath()
 
 	other := t.TempDir()
 	otherCfg := e.config(t, "    - name: bar")
@@ -278,7 +279,7 @@ func TestShardedDiskRefuses(t *testing.T) {
 	if _, err := pipeline.Mirror(ctx, po); err != nil {
 		t.Fatal(err)
 	}
-	planFile := filepath.Join(target, "working-dir", pipeline.PlanFileName)
+	planFile := workspace.At(target).PlanPath()
 	shard := func(i, n int) (*pipeline.Result, error) {
 		o := base
 		o.PlanFile, o.Shard, o.Shards = planFile, i, n

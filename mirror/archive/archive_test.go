@@ -14,9 +14,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/opencontainers/go-digest"
+
 	"github.com/airlock-mirror/airlock/internal/syncbuf"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
-	"github.com/opencontainers/go-digest"
 )
 
 func TestRoundTrip(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/airlock-mirror/airlock/internal/gen/workload/workload"
-	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 )
 
 // The test binary doubles as a child process that allocates memory.

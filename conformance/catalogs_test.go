@@ -9,8 +9,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/internal/fixtures"
 	"github.com/airlock-mirror/airlock/internal/gen/catalog/gen"
+	"github.com/airlock-mirror/airlock/internal/testutil/fixtures"
 )
 
 // source is one catalog the differential tests run on.

@@ -11,15 +11,16 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
-	"github.com/airlock-mirror/airlock/internal/imagetest"
-	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/internal/fakeimage"
+	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 )
 
 // A registry redirecting blob downloads to a pre-signed CDN URL that fails: the
 // error in the report must not carry the URL's signature.
 func TestRedirectSignatureNotInErrors(t *testing.T) {
 	be := registrytest.Start(t)
-	p := imagetest.MustPush(t, be.Host()+"/a/b:1", imagetest.Spec{Seed: 1, Layers: 1})
+	p := imagetest.MustPush(t, be.Host()+"/a/b:1", fakeimage.Spec{Seed: 1, Layers: 1})
 	cdn := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, _, _ := w.(http.Hijacker).Hijack()
 		c.Close()

@@ -15,8 +15,8 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/airlock-mirror/airlock/internal/registryserver"
-	"github.com/airlock-mirror/airlock/internal/registrytest"
 	"github.com/airlock-mirror/airlock/internal/seed"
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/workspace"
 )

@@ -13,9 +13,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/airlock-mirror/airlock/internal/imagetest"
-	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/internal/fakeimage"
 	"github.com/airlock-mirror/airlock/internal/seed"
+	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/pipeline"
@@ -48,7 +49,7 @@ func setup(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	extra := src.Host() + "/tools/debug:1.0"
-	p := imagetest.MustPush(t, extra, imagetest.Spec{Seed: 99, Layers: 2, Platforms: []string{"linux/amd64", "linux/arm64"}})
+	p := imagetest.MustPush(t, extra, fakeimage.Spec{Seed: 99, Layers: 2, Platforms: []string{"linux/amd64", "linux/arm64"}})
 	return &env{src: src, seeded: res, extra: extra, extraHash: p.Digest.String()}
 }
 
@@ -478,7 +479,7 @@ func TestFlakySource(t *testing.T) {
 		t.Fatal(err)
 	}
 	extra := proxy.Host() + "/tools/debug:1.0"
-	imagetest.MustPush(t, extra, imagetest.Spec{Seed: 5, Layers: 2, LayerSize: 64 << 10})
+	imagetest.MustPush(t, extra, fakeimage.Spec{Seed: 5, Layers: 2, LayerSize: 64 << 10})
 	e := &env{src: src, seeded: res, extra: extra}
 	dst := registrytest.Start(t)
 	o := opts(e.config(t, "    - name: foo\n    - name: baz"))

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/airlock-mirror/airlock/internal/browser"
-	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/report"
 	"github.com/airlock-mirror/airlock/workspace"

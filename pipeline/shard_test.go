@@ -10,8 +10,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/internal/imagetest"
-	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/internal/fakeimage"
+	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/workspace"
@@ -27,12 +28,12 @@ func shardConfig(t *testing.T, e *env) string {
 		// Two by two in one repository: a shard may wait for a blob in the
 		// repository its own image goes to.
 		ref := fmt.Sprintf("%s/apps/big%d:1.%d", e.src.Host(), i/2, i)
-		imagetest.MustPush(t, ref, imagetest.Spec{Seed: uint64(200 + i), BaseSeed: 7, BaseLayers: 3, Layers: 1, LayerSize: 8 << 10})
+		imagetest.MustPush(t, ref, fakeimage.Spec{Seed: uint64(200 + i), BaseSeed: 7, BaseLayers: 3, Layers: 1, LayerSize: 8 << 10})
 		fmt.Fprintf(&extra, "  - name: %s\n", ref)
 	}
 	for i := range 2 {
 		ref := fmt.Sprintf("%s/apps/small%d:1.0", e.src.Host(), i)
-		imagetest.MustPush(t, ref, imagetest.Spec{Seed: uint64(300 + i), BaseSeed: 8, BaseLayers: 1, Layers: 1})
+		imagetest.MustPush(t, ref, fakeimage.Spec{Seed: uint64(300 + i), BaseSeed: 8, BaseLayers: 1, Layers: 1})
 		fmt.Fprintf(&extra, "  - name: %s\n", ref)
 	}
 	cfg := fmt.Sprintf(`apiVersion: mirror.openshift.io/v2alpha1

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/airlock-mirror/airlock/internal/browser"
-	"github.com/airlock-mirror/airlock/internal/fixtures"
+	"github.com/airlock-mirror/airlock/internal/testutil/fixtures"
 	"github.com/airlock-mirror/airlock/prune"
 	"github.com/airlock-mirror/airlock/prune/graph"
 )

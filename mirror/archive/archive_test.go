@@ -16,7 +16,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
-	"github.com/airlock-mirror/airlock/internal/syncbuf"
+	"github.com/airlock-mirror/airlock/internal/testutil/syncbuf"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 )
 

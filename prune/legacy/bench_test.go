@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/internal/sqlitetest"
+	"github.com/airlock-mirror/airlock/internal/sqliteindex"
 	"github.com/airlock-mirror/airlock/prune"
 )
 
@@ -124,7 +124,7 @@ func TestWriteSQLiteBench(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sqlitetest.Write(context.Background(), c, to); err != nil {
+	if err := sqliteindex.Write(context.Background(), c, to); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-mirror/airlock/internal/gen/workload/workload"
+	"github.com/airlock-mirror/airlock/bench/workload"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 )
 

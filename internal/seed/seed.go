@@ -76,7 +76,7 @@ type Options struct {
 	Images []string
 	// SQLiteIndex packs the catalog as an old `opm index add` image instead: the
 	// rewritten catalog as a SQLite database at /database/index.db (see
-	// internal/sqlitetest), the label operators.operatorframework.io.index.database.v1,
+	// internal/sqliteindex), the label operators.operatorframework.io.index.database.v1,
 	// the command `opm registry serve --database /database/index.db`.
 	SQLiteIndex bool
 }

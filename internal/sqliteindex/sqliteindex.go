@@ -4,6 +4,9 @@
 // and benchmarks use them; the conversion in prune/legacy reads them back. The channel graph
 // is stored the way opm's loader stored it (a head entry at depth 0, the
 // replaces chain below it, and for each skip a synthetic pair of entries).
+//
+// It knows the catalog model (prune) and the database schema only: not
+// registries, images or how the pipeline uses a database.
 package sqliteindex
 
 import (

@@ -71,6 +71,11 @@ const (
 	StatusPlanned = "planned"
 )
 
+// statusFailed is the copy engine's failed status as history records hold it:
+// the records are a file format, read back by later versions, so the word is
+// kept here rather than taken from the engine (a test checks they agree).
+const statusFailed = "failed"
+
 // HistoryImage is one image a run selected.
 type HistoryImage struct {
 	// Repository and Digest are where it is at the destination.
@@ -89,7 +94,7 @@ type HistoryImage struct {
 
 // Mirrored reports whether the image is at the destination after the run.
 func (h HistoryImage) Mirrored() bool {
-	return h.Status != mirror.StatusFailed && h.Status != StatusNotRun && h.Status != StatusPlanned && h.Status != ""
+	return h.Status != statusFailed && h.Status != StatusNotRun && h.Status != StatusPlanned && h.Status != ""
 }
 
 // Destination is "repo:firstTag", or "repo@digest" without a tag.

@@ -3,7 +3,22 @@ package workspace
 import (
 	"sync"
 	"testing"
+
+	"github.com/airlock-mirror/airlock/mirror"
 )
+
+// The history records the copy engine's statuses; the word for a failure must
+// stay the engine's.
+func TestStatusFailedIsTheEngines(t *testing.T) {
+	if statusFailed != mirror.StatusFailed {
+		t.Fatalf("statusFailed %q, the copy engine says %q", statusFailed, mirror.StatusFailed)
+	}
+	for status, want := range map[string]bool{mirror.StatusCopied: true, mirror.StatusSkipped: true, mirror.StatusFailed: false, StatusNotRun: false, StatusPlanned: false, "": false} {
+		if got := (HistoryImage{Status: status}).Mirrored(); got != want {
+			t.Errorf("Mirrored with status %q = %v, want %v", status, got, want)
+		}
+	}
+}
 
 // Concurrent runs never overwrite each other's history record.
 func TestAppendHistoryConcurrent(t *testing.T) {

@@ -11,10 +11,10 @@
 //
 // workspace must not know how a run is orchestrated (package pipeline), how
 // images are copied (the copy engine) or how catalogs are filtered (prune): it
-// reads and writes records. It depends on package mirror only for the plan's
-// vocabulary the history records (workflow, image kind, the plan's catalogs,
-// the failed status) and on mirror/archive for the batch identities of
-// loaded.json.
+// reads and writes records. It depends on package mirror (the plan, not the
+// copy engine) only for the plan's vocabulary the history records (workflow,
+// image kind, the plan's catalogs), and on mirror/archive for the batch
+// identities of loaded.json.
 package workspace
 
 import "path/filepath"

@@ -10,8 +10,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/opencontainers/go-digest"
-
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/workspace"
 )
@@ -86,112 +84,21 @@ func Delete(ctx context.Context, o DeleteOptions) (*DeleteResult, error) {
 	return executeDelete(ctx, o, dest, reg)
 }
 
-// inventory is what the history says of one destination.
-type inventory struct {
-	dest string
-	// present are the manifests airlock put there and did not delete since.
-	present map[string]*invEntry
-	// wants are every reason any run selected each manifest.
-	wants map[string][]runWant
-	// current are the wants of the current selections: the latest run of each
-	// configuration file at this destination.
-	current     map[string][]runWant
-	currentRuns []workspace.HistoryRun
-	// tags are the tags airlock put in each repository.
-	tags    map[string]map[string]bool
-	lastSeq int
-	runs    int
-}
-
-type invEntry struct {
-	repo      string
-	digest    digest.Digest
-	mediaType string
-	source    string
-	kind      mirror.ImageKind
-	lastRun   int
-}
-
-type runWant struct {
-	seq int
-	w   workspace.Want
-}
-
-func buildInventory(h *workspace.History, dest string) *inventory {
-	inv := &inventory{dest: dest, present: map[string]*invEntry{}, wants: map[string][]runWant{}, current: map[string][]runWant{}, tags: map[string]map[string]bool{}}
-	latest := map[string]int{} // config path → index of its latest run
-	for i, run := range h.Runs {
-		if run.Destination != dest {
-			continue
-		}
-		inv.lastSeq = run.Seq
-		switch run.Kind {
-		case workspace.RunDelete:
-			for _, d := range run.Deleted {
-				delete(inv.present, workspace.ImageKey(d.Repository, d.Digest))
-			}
-		case workspace.RunMirror:
-			inv.runs++
-			latest[run.ConfigPath] = i
-			for _, im := range run.Images {
-				k := workspace.ImageKey(im.Repository, im.Digest)
-				for _, w := range im.WantedBy {
-					inv.wants[k] = append(inv.wants[k], runWant{run.Seq, w})
-				}
-				if inv.tags[im.Repository] == nil {
-					inv.tags[im.Repository] = map[string]bool{}
-				}
-				for _, t := range im.Tags {
-					inv.tags[im.Repository][t] = true
-				}
-				if im.Mirrored() {
-					inv.present[k] = &invEntry{repo: im.Repository, digest: im.Digest, mediaType: im.MediaType, source: im.Source, kind: im.Kind, lastRun: run.Seq}
-				} else if e := inv.present[k]; e != nil {
-					e.lastRun = run.Seq
-				}
-			}
-		}
-	}
-	var idx []int
-	for _, i := range latest {
-		idx = append(idx, i)
-	}
-	sort.Ints(idx)
-	for _, i := range idx {
-		run := h.Runs[i]
-		inv.currentRuns = append(inv.currentRuns, run)
-		for _, im := range run.Images {
-			k := workspace.ImageKey(im.Repository, im.Digest)
-			for _, w := range im.WantedBy {
-				inv.current[k] = append(inv.current[k], runWant{run.Seq, w})
-			}
-		}
-	}
-	return inv
-}
-
-func (inv *inventory) keys() []string {
-	out := make([]string, 0, len(inv.present))
-	for k := range inv.present {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func (inv *inventory) currentDesc() string {
+// currentDesc names the runs of the current selections.
+func currentDesc(inv *workspace.Inventory) string {
 	var parts []string
-	for _, r := range inv.currentRuns {
+	for _, r := range inv.CurrentRuns {
 		parts = append(parts, fmt.Sprintf("run %d (%s)", r.Seq, r.ConfigPath))
 	}
 	return strings.Join(parts, ", ")
 }
 
-func wantList(ws []runWant) string {
+// wantList lists the wants, each once, sorted.
+func wantList(ws []workspace.RunWant) string {
 	seen := map[string]bool{}
 	var out []string
 	for _, w := range ws {
-		s := w.w.String()
+		s := w.Want.String()
 		if !seen[s] {
 			seen[s] = true
 			out = append(out, s)

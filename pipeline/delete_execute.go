@@ -179,7 +179,7 @@ func regenerateClusterResources(wd workspace.Dir, dest string) ([]string, error)
 	if err != nil {
 		return nil, err
 	}
-	inv := buildInventory(h, dest)
+	inv := h.Inventory(dest)
 	var last *workspace.HistoryRun
 	for i := range h.Runs {
 		if h.Runs[i].Destination == dest && h.Runs[i].Kind == workspace.RunMirror {
@@ -191,14 +191,14 @@ func regenerateClusterResources(wd workspace.Dir, dest string) ([]string, error)
 	}
 	var images []manifests.Image
 	for _, im := range last.Images {
-		if im.Kind == mirror.KindCatalog || inv.present[workspace.ImageKey(im.Repository, im.Digest)] == nil {
+		if im.Kind == mirror.KindCatalog || inv.Present[workspace.ImageKey(im.Repository, im.Digest)] == nil {
 			continue
 		}
 		images = append(images, manifests.Image{Source: im.Source, Destination: im.Destination(), Digest: im.Digest.String(), Kind: manifests.Kind(im.Kind)})
 	}
 	var catalogs []manifests.Catalog
 	for _, c := range last.Catalogs {
-		if c.DestRepo == "" || inv.present[workspace.ImageKey(c.DestRepo, c.Digest)] == nil {
+		if c.DestRepo == "" || inv.Present[workspace.ImageKey(c.DestRepo, c.Digest)] == nil {
 			continue
 		}
 		mc := manifests.Catalog{Source: c.Catalog, Destination: c.DestRepo + ":" + c.Tag, Digest: c.Digest.String()}

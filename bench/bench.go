@@ -31,7 +31,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/airlock-mirror/airlock/internal/gen/workload/workload"
+	"github.com/airlock-mirror/airlock/bench/workload"
 )
 
 // Config says what to measure.

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-mirror/airlock/internal/gen/workload/workload"
-	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/bench/workload"
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 )
 
 // The test binary doubles as a child process that allocates memory.

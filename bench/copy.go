@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/airlock-mirror/airlock/internal/gen/workload/workload"
+	"github.com/airlock-mirror/airlock/bench/workload"
 )
 
 // copyRun is one measured copy.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/airlock-mirror/airlock/pipeline"
+	"github.com/airlock-mirror/airlock/workspace"
 )
 
 // shardInput is what the shard rows need from the copy section.
@@ -53,7 +54,7 @@ func runShards(ctx context.Context, in shardInput) ([]Row, error) {
 	if err != nil || m.Exit != 0 {
 		return rows, fmt.Errorf("--plan-only: %v %s", err, lastLine(m.Stderr))
 	}
-	planA := filepath.Join(in.work, "shard-plan", "working-dir", pipeline.PlanFileName)
+	planA := workspace.At(filepath.Join(in.work, "shard-plan")).PlanPath()
 	rows = append(rows, Row{Name: "airlock mirror --plan-only (reads every manifest)", Input: in.input, Wall: m.Wall, RSS: m.MaxRSS, CPU: m.CPU()})
 	// The pod on the other node reaches the registry through the other replica.
 	raw, err := os.ReadFile(planA)

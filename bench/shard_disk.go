@@ -8,6 +8,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/pipeline"
+	"github.com/airlock-mirror/airlock/workspace"
 )
 
 // runDiskShards measures a mirror-to-disk plan written by 2 shards running at
@@ -29,7 +30,7 @@ func runDiskShards(ctx context.Context, in shardInput, single time.Duration) ([]
 	if err != nil || m.Exit != 0 {
 		return rows, fmt.Errorf("--plan-only: %v %s", err, lastLine(m.Stderr))
 	}
-	plan := filepath.Join(target, "working-dir", pipeline.PlanFileName)
+	plan := workspace.At(target).PlanPath()
 	rows = append(rows, Row{Name: "airlock mirror --plan-only file:// (reads every manifest)", Input: in.input, Wall: m.Wall, RSS: m.MaxRSS, CPU: m.CPU()})
 	_, part, err := pipeline.PartitionFile(plan, 2)
 	if err != nil {

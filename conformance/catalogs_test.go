@@ -9,8 +9,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/internal/fixtures"
 	"github.com/airlock-mirror/airlock/internal/gen/catalog/gen"
+	"github.com/airlock-mirror/airlock/internal/testutil/fixtures"
 )
 
 // source is one catalog the differential tests run on.
@@ -29,7 +29,7 @@ const (
 	demoCatalogDir = "../testdata/demo/catalog"
 )
 
-// realCatalogsDir holds the team's shared real catalogs (internal/fixtures: a
+// realCatalogsDir holds the team's shared real catalogs (internal/testutil/fixtures: a
 // shared/fixtures beside the repository or one of its parents, so a git
 // worktree finds them too, or $AIRLOCK_FIXTURES).
 var realCatalogsDir = fixtures.RealCatalogs()

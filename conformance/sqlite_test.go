@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
 	"encoding/base64"
 	"os"
@@ -15,7 +16,8 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/property"
 	"github.com/operator-framework/operator-registry/pkg/sqlite"
 
-	"github.com/airlock-mirror/airlock/internal/legacytest"
+	"github.com/airlock-mirror/airlock/internal/testutil/legacytest"
+	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/prune"
 	"github.com/airlock-mirror/airlock/prune/legacy"
 )
@@ -127,8 +129,22 @@ func comparePruneDB(t *testing.T, db string) {
 		if err := os.WriteFile(cfg, []byte(isc), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("pruned %s directly and converted whole: %d bundles kept, the same", name, legacytest.ComparePrune(t, db, cfg))
+		t.Logf("pruned %s directly and converted whole: %d bundles kept, the same", name, legacytest.ComparePrune(t, db, cfg, pruneBothWays))
 	}
+}
+
+// pruneBothWays is legacytest.Prune with pipeline's two ways.
+func pruneBothWays(ctx context.Context, config, db, dir, out string) (*prune.Explanation, error) {
+	o := pipeline.PruneOptions{ConfigPath: config, Source: db, Dir: dir, OutDir: out}
+	f := pipeline.PruneLocal
+	if dir != "" {
+		f = pipeline.PruneDir
+	}
+	r, err := f(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return r.Explanation, nil
 }
 
 // compareConverted compares airlock's conversion of src in out with opm's

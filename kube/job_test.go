@@ -13,7 +13,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/airlock-mirror/airlock/internal/golden"
+	"github.com/airlock-mirror/airlock/internal/testutil/golden"
 )
 
 func testOptions(t *testing.T) JobOptions {

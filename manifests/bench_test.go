@@ -2,13 +2,14 @@ package manifests
 
 import (
 	"fmt"
-	"github.com/airlock-mirror/airlock/internal/fixtures"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/airlock-mirror/airlock/internal/testutil/fixtures"
 )
 
 // realCatalogRoot is a real file-based catalog shared by the team (outside the module);

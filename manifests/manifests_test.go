@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/internal/golden"
+	"github.com/airlock-mirror/airlock/internal/testutil/golden"
 )
 
 // dg returns a deterministic sha256 digest for a seed string.

@@ -17,6 +17,7 @@ import (
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/report"
+	"github.com/airlock-mirror/airlock/workspace"
 )
 
 // The catalog stage is a pure function of three inputs: the catalog image (its
@@ -29,9 +30,6 @@ import (
 // memo, milliseconds). The memo is written last, after everything it points at,
 // and removed before anything it points at is rewritten; the rebuilt image is
 // checked blob by blob in its layout before the memo is trusted.
-
-// memoFile is the memo's name in the filtered catalog's folder.
-const memoFile = "catalog-memo.json"
 
 // memoVersion changes when the memo's content changes meaning.
 const memoVersion = 1
@@ -46,7 +44,7 @@ type catalogMemo struct {
 	// Warnings are what the stage added to the run's warnings, in order.
 	Warnings []string `json:"warnings,omitempty"`
 	// Wants is what the history records about each image.
-	Wants map[string][]Want `json:"wants,omitempty"`
+	Wants map[string][]workspace.Want `json:"wants,omitempty"`
 	// Report is the catalog's entry of report.json as the stage made it.
 	Report *report.Catalog `json:"report,omitempty"`
 	// Rebuilt locates the rebuilt catalog image; nil when the catalog is

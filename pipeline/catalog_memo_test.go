@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/internal/registrytest"
-	"github.com/airlock-mirror/airlock/internal/syncbuf"
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/internal/testutil/syncbuf"
 	"github.com/airlock-mirror/airlock/pipeline"
 )
 

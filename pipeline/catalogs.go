@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sync"
 
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/prune"
+	"github.com/airlock-mirror/airlock/workspace"
 )
 
 // filterHash identifies what an operator entry selects (not where it goes), so a
@@ -109,7 +109,7 @@ func (r *run) catalog(ctx context.Context, op imageset.Operator, fo catalogimage
 	// extraction leaves free.
 	pf := prune.NewPrefetch(ctx, catalogLoadOptions(r.log))
 	fo.OnFile, fo.OnRestart = pf.Add, pf.Forget
-	fc, err := catalogimage.Fetch(ctx, op.Catalog, filepath.Join(r.workDir, "operator-catalogs"), fo)
+	fc, err := catalogimage.Fetch(ctx, op.Catalog, r.workDir.OperatorCatalogsDir(), fo)
 	if err != nil {
 		pf.Close()
 		return nil, nil, err
@@ -131,8 +131,8 @@ func (r *run) catalog(ctx context.Context, op imageset.Operator, fo catalogimage
 			cr.SourceRepo = fc.Source.Repository()
 		}
 	}
-	base := filepath.Join(catalogRoot(fc), "filtered", filterHash(op))
-	memoPath := filepath.Join(base, memoFile)
+	base := workspace.Filtered(catalogRoot(fc), filterHash(op))
+	memoPath := base.MemoPath()
 	key := memoKey(fc, op)
 	m, rb, err := readMemo(memoPath, key, fc)
 	if err == nil {
@@ -185,7 +185,7 @@ func catalogLoadOptions(log *slog.Logger) prune.LoadOptions {
 // the rebuild returns) is in the memo when it returns. The rebuild is the only
 // user of the pruned catalog from then on; rebuilt waits for it (and is a
 // no-op for a catalog mirrored untouched).
-func (r *run) deriveCatalog(ctx context.Context, op imageset.Operator, fc *catalogimage.Fetched, base string, pf *prune.Prefetch) (*catalogMemo, func() (*catalogimage.Rebuilt, error), error) {
+func (r *run) deriveCatalog(ctx context.Context, op imageset.Operator, fc *catalogimage.Fetched, base workspace.FilteredCatalog, pf *prune.Prefetch) (*catalogMemo, func() (*catalogimage.Rebuilt, error), error) {
 	none := func() (*catalogimage.Rebuilt, error) { return nil, nil }
 	var cat *prune.Catalog
 	dir, err := fbcDir(ctx, fc, r.log)
@@ -252,25 +252,25 @@ func (r *run) useMemo(cr *mirror.CatalogRequest, m *catalogMemo, rb *catalogimag
 	}
 	r.res.Warnings = append(r.res.Warnings, m.Warnings...)
 	if r.wants == nil {
-		r.wants = map[string][]Want{}
+		r.wants = map[string][]workspace.Want{}
 	}
 	for img, ws := range m.Wants {
 		r.wants[img] = append(r.wants[img], ws...)
 	}
 }
 
-// rebuildPruned writes the pruned catalog to base/configs and rebuilds the
-// catalog image fc with it into the OCI layout base/image, tagged tag (fc's own
-// tag when empty).
-func (r *run) rebuildPruned(ctx context.Context, pruned *prune.Catalog, fc *catalogimage.Fetched, base, tag string) (*catalogimage.Rebuilt, error) {
-	prunedDir := filepath.Join(base, "configs")
+// rebuildPruned writes the pruned catalog to base's configs and rebuilds the
+// catalog image fc with it into base's OCI layout, tagged tag (fc's own tag
+// when empty).
+func (r *run) rebuildPruned(ctx context.Context, pruned *prune.Catalog, fc *catalogimage.Fetched, base workspace.FilteredCatalog, tag string) (*catalogimage.Rebuilt, error) {
+	prunedDir := base.ConfigsDir()
 	if err := os.RemoveAll(prunedDir); err != nil {
 		return nil, err
 	}
 	if err := prune.Write(ctx, pruned, prunedDir, prune.WriteOptions{}); err != nil {
 		return nil, err
 	}
-	return catalogimage.Rebuild(ctx, fc, prunedDir, catalogimage.RebuildOptions{LayoutDir: filepath.Join(base, "image"), Tag: tag, Logger: r.log})
+	return catalogimage.Rebuild(ctx, fc, prunedDir, catalogimage.RebuildOptions{LayoutDir: base.ImageDir(), Tag: tag, Logger: r.log})
 }
 
 // catalogImages lists the images c names, its packages and the warnings about

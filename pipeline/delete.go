@@ -10,11 +10,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/opencontainers/go-digest"
-
-	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/retry"
+	"github.com/airlock-mirror/airlock/workspace"
 )
 
 // DeleteOptions are the delete command's inputs.
@@ -43,13 +41,13 @@ type DeleteOptions struct {
 // DeleteResult is what a delete command did.
 type DeleteResult struct {
 	// PlanFile is the plan written (Generate) or executed.
-	PlanFile string      `json:"planFile"`
-	Plan     *DeletePlan `json:"plan,omitempty"`
+	PlanFile string                `json:"planFile"`
+	Plan     *workspace.DeletePlan `json:"plan,omitempty"`
 	// Deleted are the manifests removed; AlreadyGone those the registry no
 	// longer had.
-	Deleted     []HistoryDelete `json:"deleted,omitempty"`
-	AlreadyGone []HistoryDelete `json:"alreadyGone,omitempty"`
-	TagsDeleted int             `json:"tagsDeleted,omitempty"`
+	Deleted     []workspace.HistoryDelete `json:"deleted,omitempty"`
+	AlreadyGone []workspace.HistoryDelete `json:"alreadyGone,omitempty"`
+	TagsDeleted int                       `json:"tagsDeleted,omitempty"`
 	// ClusterResources are the files rewritten without what was deleted.
 	ClusterResources []string `json:"clusterResources,omitempty"`
 }
@@ -87,112 +85,21 @@ func Delete(ctx context.Context, o DeleteOptions) (*DeleteResult, error) {
 	return executeDelete(ctx, o, dest, reg)
 }
 
-// inventory is what the history says of one destination.
-type inventory struct {
-	dest string
-	// present are the manifests airlock put there and did not delete since.
-	present map[string]*invEntry
-	// wants are every reason any run selected each manifest.
-	wants map[string][]runWant
-	// current are the wants of the current selections: the latest run of each
-	// configuration file at this destination.
-	current     map[string][]runWant
-	currentRuns []HistoryRun
-	// tags are the tags airlock put in each repository.
-	tags    map[string]map[string]bool
-	lastSeq int
-	runs    int
-}
-
-type invEntry struct {
-	repo      string
-	digest    digest.Digest
-	mediaType string
-	source    string
-	kind      mirror.ImageKind
-	lastRun   int
-}
-
-type runWant struct {
-	seq int
-	w   Want
-}
-
-func buildInventory(h *History, dest string) *inventory {
-	inv := &inventory{dest: dest, present: map[string]*invEntry{}, wants: map[string][]runWant{}, current: map[string][]runWant{}, tags: map[string]map[string]bool{}}
-	latest := map[string]int{} // config path → index of its latest run
-	for i, run := range h.Runs {
-		if run.Destination != dest {
-			continue
-		}
-		inv.lastSeq = run.Seq
-		switch run.Kind {
-		case RunDelete:
-			for _, d := range run.Deleted {
-				delete(inv.present, imageKey(d.Repository, d.Digest))
-			}
-		case RunMirror:
-			inv.runs++
-			latest[run.ConfigPath] = i
-			for _, im := range run.Images {
-				k := imageKey(im.Repository, im.Digest)
-				for _, w := range im.WantedBy {
-					inv.wants[k] = append(inv.wants[k], runWant{run.Seq, w})
-				}
-				if inv.tags[im.Repository] == nil {
-					inv.tags[im.Repository] = map[string]bool{}
-				}
-				for _, t := range im.Tags {
-					inv.tags[im.Repository][t] = true
-				}
-				if im.Mirrored() {
-					inv.present[k] = &invEntry{repo: im.Repository, digest: im.Digest, mediaType: im.MediaType, source: im.Source, kind: im.Kind, lastRun: run.Seq}
-				} else if e := inv.present[k]; e != nil {
-					e.lastRun = run.Seq
-				}
-			}
-		}
-	}
-	var idx []int
-	for _, i := range latest {
-		idx = append(idx, i)
-	}
-	sort.Ints(idx)
-	for _, i := range idx {
-		run := h.Runs[i]
-		inv.currentRuns = append(inv.currentRuns, run)
-		for _, im := range run.Images {
-			k := imageKey(im.Repository, im.Digest)
-			for _, w := range im.WantedBy {
-				inv.current[k] = append(inv.current[k], runWant{run.Seq, w})
-			}
-		}
-	}
-	return inv
-}
-
-func (inv *inventory) keys() []string {
-	out := make([]string, 0, len(inv.present))
-	for k := range inv.present {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func (inv *inventory) currentDesc() string {
+// currentDesc names the runs of the current selections.
+func currentDesc(inv *workspace.Inventory) string {
 	var parts []string
-	for _, r := range inv.currentRuns {
+	for _, r := range inv.CurrentRuns {
 		parts = append(parts, fmt.Sprintf("run %d (%s)", r.Seq, r.ConfigPath))
 	}
 	return strings.Join(parts, ", ")
 }
 
-func wantList(ws []runWant) string {
+// wantList lists the wants, each once, sorted.
+func wantList(ws []workspace.RunWant) string {
 	seen := map[string]bool{}
 	var out []string
 	for _, w := range ws {
-		s := w.w.String()
+		s := w.Want.String()
 		if !seen[s] {
 			seen[s] = true
 			out = append(out, s)
@@ -204,7 +111,7 @@ func wantList(ws []runWant) string {
 
 // planWorkDir finds the workspace of a plan file: --workspace, else the
 // working-dir the file is in (DIR/working-dir/delete/delete-images.yaml).
-func planWorkDir(o DeleteOptions) (string, error) {
+func planWorkDir(o DeleteOptions) (workspace.Dir, error) {
 	if o.Workspace != "" {
 		return workingDir(o.Workspace)
 	}
@@ -213,8 +120,8 @@ func planWorkDir(o DeleteOptions) (string, error) {
 		return "", err
 	}
 	d := filepath.Dir(abs)
-	if filepath.Base(d) == deleteDirName && filepath.Base(filepath.Dir(d)) == "working-dir" {
-		return filepath.Dir(d), nil
+	if filepath.Base(d) == workspace.DeleteDirName && filepath.Base(filepath.Dir(d)) == workspace.WorkingDirName {
+		return workspace.Dir(filepath.Dir(d)), nil
 	}
 	return "", fmt.Errorf("%s is not inside a workspace (DIR/working-dir/delete/): give --workspace file://DIR, the workspace the plan was generated in", o.PlanFile)
 }
@@ -237,10 +144,10 @@ func (r *DeleteResult) WriteText(w io.Writer, executed bool) {
 			if m.ChildOf != "" {
 				what = "platform image of " + m.ChildOf.String()
 			}
-			fmt.Fprintf(w, "  - %s  %s\n", imageKey(m.Repository, m.Digest), what)
+			fmt.Fprintf(w, "  - %s  %s\n", workspace.ImageKey(m.Repository, m.Digest), what)
 		}
 		for _, k := range p.Kept {
-			fmt.Fprintf(w, "  = %s  %s\n", imageKey(k.Repository, k.Digest), strings.Join(k.Why, "; "))
+			fmt.Fprintf(w, "  = %s  %s\n", workspace.ImageKey(k.Repository, k.Digest), strings.Join(k.Why, "; "))
 		}
 		fmt.Fprintf(w, "review it, then: airlock delete --delete-yaml-file %s docker://%s\n", r.PlanFile, p.Destination)
 		return

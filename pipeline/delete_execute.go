@@ -14,6 +14,7 @@ import (
 	"github.com/airlock-mirror/airlock/manifests"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/registry"
+	"github.com/airlock-mirror/airlock/workspace"
 )
 
 func executeDelete(ctx context.Context, o DeleteOptions, dest string, reg *registry.Client) (*DeleteResult, error) {
@@ -25,24 +26,24 @@ func executeDelete(ctx context.Context, o DeleteOptions, dest string, reg *regis
 	if err != nil {
 		return nil, fmt.Errorf("open the delete plan: %w", err)
 	}
-	plan, err := readPlan(f, o.PlanFile)
+	plan, err := workspace.ReadDeletePlan(f, o.PlanFile)
 	f.Close()
 	if err != nil {
 		return nil, err
 	}
-	if err := checkPlan(plan, o.PlanFile, wd, dest); err != nil {
+	if err := workspace.CheckDeletePlan(plan, o.PlanFile, wd, dest); err != nil {
 		return nil, err
 	}
 	res := &DeleteResult{PlanFile: o.PlanFile, Plan: plan}
 	// Nothing is deleted unless the registry and the history are as the plan
 	// saw them.
-	h, err := readHistory(wd)
+	h, err := workspace.ReadHistory(wd)
 	if err != nil {
 		return nil, err
 	}
 	planned := map[string]bool{}
 	for _, m := range plan.Manifests {
-		planned[imageKey(m.Repository, m.Digest)] = true
+		planned[workspace.ImageKey(m.Repository, m.Digest)] = true
 	}
 	var changes []string
 	for _, run := range h.Runs {
@@ -50,11 +51,11 @@ func executeDelete(ctx context.Context, o DeleteOptions, dest string, reg *regis
 			continue
 		}
 		for _, im := range run.Images {
-			if k := imageKey(im.Repository, im.Digest); planned[k] {
+			if k := workspace.ImageKey(im.Repository, im.Digest); planned[k] {
 				changes = append(changes, fmt.Sprintf("run %d (after the plan) mirrored %s again", run.Seq, k))
 			}
 		}
-		if run.Kind == RunDelete && run.Plan == plan.PlanID {
+		if run.Kind == workspace.RunDelete && run.Plan == plan.PlanID {
 			changes = append(changes, fmt.Sprintf("run %d already executed this plan", run.Seq))
 		}
 	}
@@ -97,7 +98,7 @@ func executeDelete(ctx context.Context, o DeleteOptions, dest string, reg *regis
 	if len(changes) > 0 {
 		sort.Strings(changes)
 		return nil, fmt.Errorf("%w: the registry changed since plan %s was made (%s, history run %d):\n  - %s\nnothing was deleted; generate a new plan with airlock delete --generate and review it",
-			ErrPlanRefused, plan.PlanID, plan.Generated.Format(time.RFC3339), plan.HistoryRun, strings.Join(changes, "\n  - "))
+			workspace.ErrPlanRefused, plan.PlanID, plan.Generated.Format(time.RFC3339), plan.HistoryRun, strings.Join(changes, "\n  - "))
 	}
 
 	// Tags first, then manifests by digest, indexes before their platform images.
@@ -139,7 +140,7 @@ func executeDelete(ctx context.Context, o DeleteOptions, dest string, reg *regis
 			break
 		}
 		m := plan.Manifests[i]
-		hd := HistoryDelete{Repository: m.Repository, Digest: m.Digest, Tags: m.Tags}
+		hd := workspace.HistoryDelete{Repository: m.Repository, Digest: m.Digest, Tags: m.Tags}
 		if gone[i] {
 			res.AlreadyGone = append(res.AlreadyGone, hd)
 			continue
@@ -156,9 +157,9 @@ func executeDelete(ctx context.Context, o DeleteOptions, dest string, reg *regis
 		}
 	}
 	// What was deleted is recorded even when the run stopped half-way.
-	hr := HistoryRun{Kind: RunDelete, Time: time.Now().UTC(), Destination: dest, Plan: plan.PlanID, Complete: runErr == nil,
-		Deleted: append(append([]HistoryDelete(nil), res.Deleted...), res.AlreadyGone...)}
-	if _, err := appendHistory(wd, hr); err != nil && runErr == nil {
+	hr := workspace.HistoryRun{Kind: workspace.RunDelete, Time: time.Now().UTC(), Destination: dest, Plan: plan.PlanID, Complete: runErr == nil,
+		Deleted: append(append([]workspace.HistoryDelete(nil), res.Deleted...), res.AlreadyGone...)}
+	if _, err := workspace.AppendHistory(wd, hr); err != nil && runErr == nil {
 		runErr = err
 	}
 	if runErr != nil {
@@ -172,25 +173,17 @@ func executeDelete(ctx context.Context, o DeleteOptions, dest string, reg *regis
 	return res, nil
 }
 
-// destination is "repo:firstTag", or "repo@digest" without a tag.
-func (h HistoryImage) destination() string {
-	if len(h.Tags) > 0 {
-		return h.Repository + ":" + h.Tags[0]
-	}
-	return imageKey(h.Repository, h.Digest)
-}
-
 // regenerateClusterResources rewrites working-dir/cluster-resources from the
 // latest mirror run to dest, without what was deleted since.
-func regenerateClusterResources(wd, dest string) ([]string, error) {
-	h, err := readHistory(wd)
+func regenerateClusterResources(wd workspace.Dir, dest string) ([]string, error) {
+	h, err := workspace.ReadHistory(wd)
 	if err != nil {
 		return nil, err
 	}
-	inv := buildInventory(h, dest)
-	var last *HistoryRun
+	inv := h.Inventory(dest)
+	var last *workspace.HistoryRun
 	for i := range h.Runs {
-		if h.Runs[i].Destination == dest && h.Runs[i].Kind == RunMirror {
+		if h.Runs[i].Destination == dest && h.Runs[i].Kind == workspace.RunMirror {
 			last = &h.Runs[i]
 		}
 	}
@@ -199,14 +192,14 @@ func regenerateClusterResources(wd, dest string) ([]string, error) {
 	}
 	var images []manifests.Image
 	for _, im := range last.Images {
-		if im.Kind == mirror.KindCatalog || inv.present[imageKey(im.Repository, im.Digest)] == nil {
+		if im.Kind == mirror.KindCatalog || inv.Present[workspace.ImageKey(im.Repository, im.Digest)] == nil {
 			continue
 		}
-		images = append(images, manifests.Image{Source: im.Source, Destination: im.destination(), Digest: im.Digest.String(), Kind: manifests.Kind(im.Kind)})
+		images = append(images, manifests.Image{Source: im.Source, Destination: im.Destination(), Digest: im.Digest.String(), Kind: manifests.Kind(im.Kind)})
 	}
 	var catalogs []manifests.Catalog
 	for _, c := range last.Catalogs {
-		if c.DestRepo == "" || inv.present[imageKey(c.DestRepo, c.Digest)] == nil {
+		if c.DestRepo == "" || inv.Present[workspace.ImageKey(c.DestRepo, c.Digest)] == nil {
 			continue
 		}
 		mc := manifests.Catalog{Source: c.Catalog, Destination: c.DestRepo + ":" + c.Tag, Digest: c.Digest.String()}
@@ -221,7 +214,7 @@ func regenerateClusterResources(wd, dest string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(wd, "cluster-resources")
+	dir := wd.ClusterResourcesDir()
 	if err := set.Write(dir); err != nil {
 		return nil, err
 	}

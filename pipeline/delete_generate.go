@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/retry"
+	"github.com/airlock-mirror/airlock/workspace"
 )
 
 func generateDelete(ctx context.Context, o DeleteOptions, dest string, reg *registry.Client) (*DeleteResult, error) {
@@ -25,12 +25,12 @@ func generateDelete(ctx context.Context, o DeleteOptions, dest string, reg *regi
 	if err != nil {
 		return nil, err
 	}
-	h, err := readHistory(wd)
+	h, err := workspace.ReadHistory(wd)
 	if err != nil {
 		return nil, err
 	}
-	inv := buildInventory(h, dest)
-	if inv.runs == 0 {
+	inv := h.Inventory(dest)
+	if inv.Runs == 0 {
 		var dests []string
 		seen := map[string]bool{}
 		for _, r := range h.Runs {
@@ -43,18 +43,18 @@ func generateDelete(ctx context.Context, o DeleteOptions, dest string, reg *regi
 		if len(dests) > 0 {
 			hint = "it records runs to " + strings.Join(dests, ", ")
 		}
-		return nil, fmt.Errorf("the workspace %s records no mirror run to %s (%s): give the destination and --workspace of the mirror runs", filepath.Dir(wd), dest, hint)
+		return nil, fmt.Errorf("the workspace %s records no mirror run to %s (%s): give the destination and --workspace of the mirror runs", wd.Workspace(), dest, hint)
 	}
-	plan := &DeletePlan{
-		APIVersion: DeletePlanAPIVersion, Kind: DeletePlanKind, Destination: dest,
-		Generated: time.Now().UTC().Truncate(time.Second), HistoryRun: inv.lastSeq, AfterDelete: afterDeleteNote,
+	plan := &workspace.DeletePlan{
+		APIVersion: workspace.DeletePlanAPIVersion, Kind: workspace.DeletePlanKind, Destination: dest,
+		Generated: time.Now().UTC().Truncate(time.Second), HistoryRun: inv.LastSeq, AfterDelete: workspace.AfterDeleteNote,
 	}
 	var cands []*candidate
 	switch {
 	case o.Stale && o.ConfigPath != "":
 		return nil, errors.New("--stale plans what no current selection wants, -c what a DeleteImageSetConfiguration names: give one of them")
 	case o.Stale:
-		plan.Reason = "stale: mirrored by earlier runs, wanted by no current selection (" + inv.currentDesc() + ")"
+		plan.Reason = "stale: mirrored by earlier runs, wanted by no current selection (" + currentDesc(inv) + ")"
 		cands = staleCandidates(inv, plan)
 	case o.ConfigPath != "":
 		cfg, err := imageset.LoadDeleteFile(o.ConfigPath)
@@ -75,7 +75,7 @@ func generateDelete(ctx context.Context, o DeleteOptions, dest string, reg *regi
 	if err := resolveCandidates(ctx, reg, inv, cands, plan); err != nil {
 		return nil, err
 	}
-	path, err := writeDeletePlan(wd, plan)
+	path, err := workspace.WriteDeletePlan(wd, plan)
 	if err != nil {
 		return nil, err
 	}
@@ -119,14 +119,14 @@ func (st repoState) tagsOf(d digest.Digest) []string {
 // resolveCandidates checks each candidate against the registry (still there,
 // its tags all airlock's), adds the platform manifests of indexes nothing else
 // uses, and fills the plan.
-func resolveCandidates(ctx context.Context, reg *registry.Client, inv *inventory, cands []*candidate, plan *DeletePlan) error {
+func resolveCandidates(ctx context.Context, reg *registry.Client, inv *workspace.Inventory, cands []*candidate, plan *workspace.DeletePlan) error {
 	byRepo := map[string][]*candidate{}
 	var repos []string
 	for _, c := range cands {
-		if byRepo[c.e.repo] == nil {
-			repos = append(repos, c.e.repo)
+		if byRepo[c.e.Repo] == nil {
+			repos = append(repos, c.e.Repo)
 		}
-		byRepo[c.e.repo] = append(byRepo[c.e.repo], c)
+		byRepo[c.e.Repo] = append(byRepo[c.e.Repo], c)
 	}
 	sort.Strings(repos)
 	for _, repo := range repos {
@@ -135,23 +135,23 @@ func resolveCandidates(ctx context.Context, reg *registry.Client, inv *inventory
 			return err
 		}
 		planned := map[digest.Digest]bool{}
-		var entries []PlannedManifest
+		var entries []workspace.PlannedManifest
 		for _, c := range byRepo[repo] {
-			ok, err := reg.ManifestExists(ctx, repo, c.e.digest.String(), c.e.digest)
+			ok, err := reg.ManifestExists(ctx, repo, c.e.Digest.String(), c.e.Digest)
 			if err != nil {
 				return err
 			}
 			if !ok {
 				continue // no longer in the registry: nothing to delete
 			}
-			tags := st.tagsOf(c.e.digest)
-			if foreign := notOurs(tags, inv.tags[repo]); len(foreign) > 0 {
-				plan.Kept = append(plan.Kept, KeptManifest{Repository: repo, Digest: c.e.digest, Source: c.e.source, Why: append(c.why,
+			tags := st.tagsOf(c.e.Digest)
+			if foreign := notOurs(tags, inv.Tags[repo]); len(foreign) > 0 {
+				plan.Kept = append(plan.Kept, workspace.KeptManifest{Repository: repo, Digest: c.e.Digest, Source: c.e.Source, Why: append(c.why,
 					fmt.Sprintf("tag(s) %s point at it and airlock never pushed them: delete them by hand first if it must go", strings.Join(foreign, ", ")))})
 				continue
 			}
-			planned[c.e.digest] = true
-			entries = append(entries, PlannedManifest{Repository: repo, Digest: c.e.digest, MediaType: c.e.mediaType, Tags: tags, Source: c.e.source, Kind: c.e.kind, Why: c.why})
+			planned[c.e.Digest] = true
+			entries = append(entries, workspace.PlannedManifest{Repository: repo, Digest: c.e.Digest, MediaType: c.e.MediaType, Tags: tags, Source: c.e.Source, Kind: c.e.Kind, Why: c.why})
 		}
 		if len(entries) == 0 {
 			continue
@@ -160,15 +160,15 @@ func resolveCandidates(ctx context.Context, reg *registry.Client, inv *inventory
 		// stays (any other index of the repository, or an image recorded itself)
 		// uses them.
 		keep := map[digest.Digest]bool{}
-		for k, e := range inv.present {
-			if e.repo != repo || planned[e.digest] {
+		for k, e := range inv.Present {
+			if e.Repo != repo || planned[e.Digest] {
 				continue
 			}
-			keep[e.digest] = true
-			if e.mediaType != "" && !oci.IsIndex(e.mediaType) {
+			keep[e.Digest] = true
+			if e.MediaType != "" && !oci.IsIndex(e.MediaType) {
 				continue
 			}
-			kids, err := reg.ManifestChildren(ctx, repo, e.digest)
+			kids, err := reg.ManifestChildren(ctx, repo, e.Digest)
 			if err != nil {
 				var se *retry.StatusError
 				if errors.As(err, &se) && se.StatusCode == 404 {
@@ -180,7 +180,7 @@ func resolveCandidates(ctx context.Context, reg *registry.Client, inv *inventory
 				keep[d] = true
 			}
 		}
-		var children []PlannedManifest
+		var children []workspace.PlannedManifest
 		for _, pm := range entries {
 			if pm.MediaType != "" && !oci.IsIndex(pm.MediaType) {
 				continue
@@ -194,11 +194,11 @@ func resolveCandidates(ctx context.Context, reg *registry.Client, inv *inventory
 					continue
 				}
 				tags := st.tagsOf(d)
-				if len(notOurs(tags, inv.tags[repo])) > 0 {
+				if len(notOurs(tags, inv.Tags[repo])) > 0 {
 					continue
 				}
 				planned[d] = true
-				children = append(children, PlannedManifest{Repository: repo, Digest: d, Tags: tags, Source: pm.Source, Kind: pm.Kind, ChildOf: pm.Digest,
+				children = append(children, workspace.PlannedManifest{Repository: repo, Digest: d, Tags: tags, Source: pm.Source, Kind: pm.Kind, ChildOf: pm.Digest,
 					Why: []string{"a platform image of " + pm.Digest.String() + ", which is deleted; no manifest that stays uses it"}})
 			}
 		}

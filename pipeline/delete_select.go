@@ -5,47 +5,48 @@ import (
 	"regexp"
 
 	"github.com/airlock-mirror/airlock/imageset"
+	"github.com/airlock-mirror/airlock/workspace"
 )
 
 type candidate struct {
-	e   *invEntry
+	e   *workspace.InventoryEntry
 	why []string
 }
 
-func staleCandidates(inv *inventory, plan *DeletePlan) []*candidate {
+func staleCandidates(inv *workspace.Inventory, plan *workspace.DeletePlan) []*candidate {
 	var out []*candidate
-	for _, k := range inv.keys() {
-		e := inv.present[k]
-		cur := inv.current[k]
+	for _, k := range inv.Keys() {
+		e := inv.Present[k]
+		cur := inv.Current[k]
 		if len(cur) == 0 {
-			out = append(out, &candidate{e: e, why: []string{fmt.Sprintf("last selected by run %d as %s; no current selection wants it", e.lastRun, wantList(lastWants(inv.wants[k], e.lastRun)))}})
+			out = append(out, &candidate{e: e, why: []string{fmt.Sprintf("last selected by run %d as %s; no current selection wants it", e.LastRun, wantList(lastWants(inv.Wants[k], e.LastRun)))}})
 			continue
 		}
 		// Still wanted: worth saying when it lost a reason on the way.
 		curKeys := map[string]bool{}
 		for _, w := range cur {
-			curKeys[w.w.Key()] = true
+			curKeys[w.Want.Key()] = true
 		}
-		var lost []runWant
-		for _, w := range inv.wants[k] {
-			if !curKeys[w.w.Key()] {
+		var lost []workspace.RunWant
+		for _, w := range inv.Wants[k] {
+			if !curKeys[w.Want.Key()] {
 				lost = append(lost, w)
 			}
 		}
 		if len(lost) > 0 {
-			plan.Kept = append(plan.Kept, KeptManifest{Repository: e.repo, Digest: e.digest, Source: e.source, Why: []string{
+			plan.Kept = append(plan.Kept, workspace.KeptManifest{Repository: e.Repo, Digest: e.Digest, Source: e.Source, Why: []string{
 				"no longer wanted as " + wantList(lost),
-				fmt.Sprintf("still wanted by run %d as %s", cur[0].seq, wantList(cur)),
+				fmt.Sprintf("still wanted by run %d as %s", cur[0].Seq, wantList(cur)),
 			}})
 		}
 	}
 	return out
 }
 
-func lastWants(ws []runWant, seq int) []runWant {
-	var out []runWant
+func lastWants(ws []workspace.RunWant, seq int) []workspace.RunWant {
+	var out []workspace.RunWant
 	for _, w := range ws {
-		if w.seq == seq {
+		if w.Seq == seq {
 			out = append(out, w)
 		}
 	}
@@ -55,38 +56,38 @@ func lastWants(ws []runWant, seq int) []runWant {
 	return out
 }
 
-func configCandidates(inv *inventory, cfg *imageset.DeleteImageSetConfiguration, plan *DeletePlan) ([]*candidate, error) {
+func configCandidates(inv *workspace.Inventory, cfg *imageset.DeleteImageSetConfiguration, plan *workspace.DeletePlan) ([]*candidate, error) {
 	blocked, err := cfg.BlockedPatterns()
 	if err != nil {
 		return nil, err
 	}
 	m := deleteMatcher{cfg: cfg}
 	var out []*candidate
-	for _, k := range inv.keys() {
-		e := inv.present[k]
-		var matched []runWant
-		for _, w := range inv.wants[k] {
-			if m.match(w.w) {
+	for _, k := range inv.Keys() {
+		e := inv.Present[k]
+		var matched []workspace.RunWant
+		for _, w := range inv.Wants[k] {
+			if m.match(w.Want) {
 				matched = append(matched, w)
 			}
 		}
 		if len(matched) == 0 {
 			continue
 		}
-		if re := firstMatch(blocked, e.source, e.repo); re != "" {
-			plan.Kept = append(plan.Kept, KeptManifest{Repository: e.repo, Digest: e.digest, Source: e.source, Why: []string{"delete.blockedImages " + re + " protects it"}})
+		if re := firstMatch(blocked, e.Source, e.Repo); re != "" {
+			plan.Kept = append(plan.Kept, workspace.KeptManifest{Repository: e.Repo, Digest: e.Digest, Source: e.Source, Why: []string{"delete.blockedImages " + re + " protects it"}})
 			continue
 		}
-		var still []runWant
-		for _, w := range inv.current[k] {
-			if !m.match(w.w) {
+		var still []workspace.RunWant
+		for _, w := range inv.Current[k] {
+			if !m.match(w.Want) {
 				still = append(still, w)
 			}
 		}
 		if len(still) > 0 {
-			plan.Kept = append(plan.Kept, KeptManifest{Repository: e.repo, Digest: e.digest, Source: e.source, Why: []string{
+			plan.Kept = append(plan.Kept, workspace.KeptManifest{Repository: e.Repo, Digest: e.Digest, Source: e.Source, Why: []string{
 				"the delete configuration names it as " + wantList(matched),
-				fmt.Sprintf("still wanted by run %d as %s", still[0].seq, wantList(still)),
+				fmt.Sprintf("still wanted by run %d as %s", still[0].Seq, wantList(still)),
 			}})
 			continue
 		}
@@ -112,16 +113,16 @@ type deleteMatcher struct {
 	cfg *imageset.DeleteImageSetConfiguration
 }
 
-func (m deleteMatcher) match(w Want) bool {
+func (m deleteMatcher) match(w workspace.Want) bool {
 	switch w.Kind {
-	case WantAdditional:
+	case workspace.WantAdditional:
 		for _, im := range m.cfg.Delete.AdditionalImages {
 			if im.Ref() == w.Image {
 				return true
 			}
 		}
 		return false
-	case WantCatalog:
+	case workspace.WantCatalog:
 		for _, op := range m.cfg.Delete.Operators {
 			if op.Catalog == w.Catalog && len(op.Packages) == 0 {
 				return true
@@ -149,7 +150,7 @@ func (m deleteMatcher) match(w Want) bool {
 }
 
 // bundleSelected reports whether the package entry p names the bundle of w.
-func bundleSelected(p imageset.IncludePackage, w Want) bool {
+func bundleSelected(p imageset.IncludePackage, w workspace.Want) bool {
 	if len(p.SelectedBundles) > 0 {
 		for _, b := range p.SelectedBundles {
 			if b.Name == w.Bundle {

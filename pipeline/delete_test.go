@@ -15,9 +15,10 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/airlock-mirror/airlock/internal/registryserver"
-	"github.com/airlock-mirror/airlock/internal/registrytest"
 	"github.com/airlock-mirror/airlock/internal/seed"
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/pipeline"
+	"github.com/airlock-mirror/airlock/workspace"
 )
 
 // The monthly routine of a disconnected site, against a real Distribution
@@ -251,12 +252,12 @@ delete:
 			t.Errorf("%s: err = %v, want %q", e.name, err, e.want)
 		}
 	}
-	if _, err := pipeline.Delete(ctx, pipeline.DeleteOptions{PlanFile: plan.PlanFile, Destination: "docker://" + src.Host() + "/mirror", DestTLSVerify: true}); !errors.Is(err, pipeline.ErrPlanRefused) {
+	if _, err := pipeline.Delete(ctx, pipeline.DeleteOptions{PlanFile: plan.PlanFile, Destination: "docker://" + src.Host() + "/mirror", DestTLSVerify: true}); !errors.Is(err, workspace.ErrPlanRefused) {
 		t.Errorf("plan run against another registry: %v", err)
 	}
 
 	// A registry changed since the plan: a new tag on a planned manifest.
-	var victim pipeline.PlannedManifest
+	var victim workspace.PlannedManifest
 	for _, m := range plan.Plan.Manifests {
 		if m.ChildOf == "" {
 			victim = m
@@ -270,7 +271,7 @@ delete:
 	if code := raw.send(http.MethodPut, repoPath(victim.Repository), "pinned-by-someone", mraw, mt.MediaType); code != http.StatusCreated {
 		t.Fatalf("tag a planned manifest: %d", code)
 	}
-	if _, err := pipeline.Delete(ctx, pipeline.DeleteOptions{PlanFile: plan.PlanFile, Destination: "docker://" + dest, DestTLSVerify: true}); !errors.Is(err, pipeline.ErrPlanRefused) || !strings.Contains(err.Error(), "pinned-by-someone") {
+	if _, err := pipeline.Delete(ctx, pipeline.DeleteOptions{PlanFile: plan.PlanFile, Destination: "docker://" + dest, DestTLSVerify: true}); !errors.Is(err, workspace.ErrPlanRefused) || !strings.Contains(err.Error(), "pinned-by-someone") {
 		t.Fatalf("a plan against a changed registry: %v", err)
 	}
 	if code := raw.send(http.MethodDelete, repoPath(victim.Repository), "pinned-by-someone", nil, ""); code != http.StatusAccepted {
@@ -304,7 +305,7 @@ delete:
 	if len(res.Deleted) != len(plan.Plan.Manifests) {
 		t.Errorf("deleted %d manifests, planned %d", len(res.Deleted), len(plan.Plan.Manifests))
 	}
-	if _, err := pipeline.Delete(ctx, pipeline.DeleteOptions{PlanFile: plan.PlanFile, Destination: "docker://" + dest, DestTLSVerify: true}); !errors.Is(err, pipeline.ErrPlanRefused) {
+	if _, err := pipeline.Delete(ctx, pipeline.DeleteOptions{PlanFile: plan.PlanFile, Destination: "docker://" + dest, DestTLSVerify: true}); !errors.Is(err, workspace.ErrPlanRefused) {
 		t.Errorf("a plan executed twice: %v", err)
 	}
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/workspace"
 )
 
 func (r *run) mirrorToDisk(ctx context.Context) error {
@@ -96,7 +96,7 @@ func (r *run) archiveWritten(state *archive.State, m *archive.Manifest, dir stri
 // archives shipped (none with --full; --since-archive's instead of the state's)
 // and the batches the next one builds on.
 func (r *run) archiveBase() (*archive.State, archive.ShippedSet, []archive.BatchRef, error) {
-	state, err := archive.LoadState(filepath.Join(r.workspace, "working-dir", archive.StateFileName))
+	state, err := archive.LoadState(workspace.At(r.workspace).ArchiveStatePath())
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -155,11 +155,11 @@ func (r *run) diskToMirror(ctx context.Context) error {
 	}
 	defer ar.Close()
 	m := ar.ArchiveManifest()
-	loaded, err := loadRecord(r.workDir)
+	loaded, err := workspace.ReadLoaded(r.workDir)
 	if err != nil {
 		return err
 	}
-	if err := loaded.checkOrder(m, r.dest); err != nil {
+	if err := loaded.CheckOrder(m, r.dest); err != nil {
 		return err
 	}
 	dst := r.destRegistry()
@@ -204,7 +204,7 @@ func (r *run) diskToMirror(ctx context.Context) error {
 		return err
 	}
 	if len(rep.Failed()) == 0 && len(p.Failed()) == 0 {
-		if err := loaded.add(r.workDir, m, dir, r.dest); err != nil {
+		if err := loaded.Add(m, dir, r.dest); err != nil {
 			return err
 		}
 	}

@@ -11,8 +11,9 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/crane"
 
-	"github.com/airlock-mirror/airlock/internal/imagetest"
-	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/internal/fakeimage"
+	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 	"github.com/airlock-mirror/airlock/mirror/transfer"
@@ -24,7 +25,7 @@ import (
 func TestUnreachableRegistryFailsFast(t *testing.T) {
 	src := registrytest.Start(t)
 	ref := src.Host() + "/apps/one:1.0"
-	imagetest.MustPush(t, ref, imagetest.Spec{Seed: 1, Layers: 1})
+	imagetest.MustPush(t, ref, fakeimage.Spec{Seed: 1, Layers: 1})
 	dead := registrytest.ClosedAddr(t)
 	cases := []struct {
 		name, cfg, dest string
@@ -63,7 +64,7 @@ func TestDestinationDiesMidRun(t *testing.T) {
 	var lines []string
 	for i := 0; i < 24; i++ {
 		ref := src.Host() + "/apps/a" + string(rune('a'+i)) + ":1.0"
-		imagetest.MustPush(t, ref, imagetest.Spec{Seed: uint64(200 + i), Layers: 2, LayerSize: 32 << 10})
+		imagetest.MustPush(t, ref, fakeimage.Spec{Seed: uint64(200 + i), Layers: 2, LayerSize: 32 << 10})
 		lines = append(lines, "  - name: "+ref)
 	}
 	dst := registrytest.Start(t)

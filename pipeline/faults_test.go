@@ -19,9 +19,10 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/airlock-mirror/airlock/internal/imagetest"
-	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/internal/fakeimage"
 	"github.com/airlock-mirror/airlock/internal/seed"
+	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 	"github.com/airlock-mirror/airlock/pipeline"
 )
@@ -69,7 +70,7 @@ func newFaultSource(t *testing.T, kind registrytest.Fault, seedN uint64) *faultS
 	var extra []string
 	for i := 0; i < 6; i++ {
 		ref := fmt.Sprintf("%s/tools/t%d:1.0", proxy.Host(), i)
-		imagetest.MustPush(t, ref, imagetest.Spec{Seed: 500 + uint64(i), BaseSeed: 3, BaseLayers: 2, Layers: 1, LayerSize: 64 << 10})
+		imagetest.MustPush(t, ref, fakeimage.Spec{Seed: 500 + uint64(i), BaseSeed: 3, BaseLayers: 2, Layers: 1, LayerSize: 64 << 10})
 		extra = append(extra, "  - name: "+ref)
 	}
 	cfg := fmt.Sprintf("apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  operators:\n  - catalog: %s\n  additionalImages:\n%s\n",

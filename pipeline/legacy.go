@@ -10,11 +10,8 @@ import (
 	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/prune"
 	"github.com/airlock-mirror/airlock/prune/legacy"
+	"github.com/airlock-mirror/airlock/workspace"
 )
-
-// convertedMarker is written next to a catalog converted from a SQLite database
-// once the conversion is complete.
-const convertedMarker = "converted.json"
 
 // fbcDir returns the folder of fc's file-based catalog. A SQLite-based catalog
 // is converted first (legacy.ConvertSQLite) next to its extracted database; the
@@ -25,8 +22,10 @@ func fbcDir(ctx context.Context, fc *catalogimage.Fetched, log *slog.Logger) (st
 		return fc.ConfigsDir, nil
 	}
 	base := filepath.Dir(filepath.Dir(fc.DatabaseFile))
-	dir := filepath.Join(base, "configs")
-	marker := filepath.Join(base, convertedMarker)
+	// A marker is written next to the converted catalog once the conversion
+	// is complete.
+	dir := filepath.Join(base, workspace.ConfigsDirName)
+	marker := filepath.Join(base, workspace.ConvertedFile)
 	if _, err := os.Stat(marker); err == nil {
 		if st, err := os.Stat(dir); err == nil && st.IsDir() {
 			fc.ConfigsDir = dir
@@ -42,7 +41,7 @@ func fbcDir(ctx context.Context, fc *catalogimage.Fetched, log *slog.Logger) (st
 		return "", err
 	}
 	defer os.RemoveAll(tmp)
-	out := filepath.Join(tmp, "configs")
+	out := filepath.Join(tmp, workspace.ConfigsDirName)
 	st, err := legacy.ConvertSQLite(ctx, fc.DatabaseFile, out, legacy.SQLiteOptions{Logger: log})
 	if err != nil {
 		return "", fmt.Errorf("catalog %s: converting its SQLite database %s: %w", fc.Ref, fc.Database, err)

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/internal/legacytest"
-	"github.com/airlock-mirror/airlock/internal/sqlitetest"
+	"github.com/airlock-mirror/airlock/internal/sqliteindex"
+	"github.com/airlock-mirror/airlock/internal/testutil/legacytest"
 	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/prune"
 	"github.com/airlock-mirror/airlock/prune/legacy"
@@ -46,7 +46,7 @@ func TestPruneSQLiteDirect(t *testing.T) {
 			t.Fatal(err)
 		}
 		dbs[name] = filepath.Join(t.TempDir(), name+".db")
-		if err := sqlitetest.Write(context.Background(), c, dbs[name]); err != nil {
+		if err := sqliteindex.Write(context.Background(), c, dbs[name]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -57,7 +57,7 @@ func TestPruneSQLiteDirect(t *testing.T) {
 			if err := os.WriteFile(cfg, []byte(isc), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if got := legacytest.ComparePrune(t, dbs[e.catalog], cfg); got != e.kept {
+			if got := legacytest.ComparePrune(t, dbs[e.catalog], cfg, pruneBothWays); got != e.kept {
 				t.Errorf("kept %d bundles, want %d", got, e.kept)
 			}
 		})
@@ -82,7 +82,7 @@ func TestPruneSQLiteDamagedManifests(t *testing.T) {
 				t.Fatal(err)
 			}
 			db := filepath.Join(t.TempDir(), "index.db")
-			if err := sqlitetest.Write(context.Background(), c, db); err != nil {
+			if err := sqliteindex.Write(context.Background(), c, db); err != nil {
 				t.Fatal(err)
 			}
 			sdb, err := sql.Open("sqlite", "file:"+db)
@@ -111,4 +111,18 @@ func TestPruneSQLiteDamagedManifests(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pruneBothWays is legacytest.Prune with pipeline's two ways.
+func pruneBothWays(ctx context.Context, config, db, dir, out string) (*prune.Explanation, error) {
+	o := pipeline.PruneOptions{ConfigPath: config, Source: db, Dir: dir, OutDir: out}
+	f := pipeline.PruneLocal
+	if dir != "" {
+		f = pipeline.PruneDir
+	}
+	r, err := f(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	return r.Explanation, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/airlock-mirror/airlock/manifests"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/transfer"
+	"github.com/airlock-mirror/airlock/workspace"
 )
 
 // writePlan writes plan.json and mapping.txt.
@@ -18,14 +19,11 @@ func (r *run) writePlan() error {
 	if err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(r.workDir, "plan.json"), append(b, '\n')); err != nil {
+	if err := writeFile(r.workDir.PlanPath(), append(b, '\n')); err != nil {
 		return err
 	}
-	return writeLines(filepath.Join(r.workDir, "mapping.txt"), r.res.Plan.Mapping())
+	return writeLines(r.workDir.MappingPath(), r.res.Plan.Mapping())
 }
-
-// statusNotRun is the outcome of an image the copy never reached.
-const statusNotRun = "not run"
 
 // writeResults fills Result.Images from the plan and the copy report and writes
 // results.json.
@@ -47,15 +45,15 @@ func (r *run) writeResults() error {
 			// The dry run could not read it at the source: the copy would fail.
 			out.Status, out.Error = transfer.StatusFailed, r.res.DryRun.Unreadable[im.Job().Key()]
 		case r.res.Copy == nil:
-			out.Status = "planned"
+			out.Status = workspace.StatusPlanned
 		default:
 			if ir, ok := status[im.Job().Key()]; ok {
 				out.Status, out.Error = ir.Status, ir.Err
 			} else {
-				out.Status = statusNotRun
+				out.Status = workspace.StatusNotRun
 			}
 		}
-		if out.Status == transfer.StatusFailed || out.Status == statusNotRun {
+		if out.Status == transfer.StatusFailed || out.Status == workspace.StatusNotRun {
 			r.res.Failed++
 		}
 		r.res.Images = append(r.res.Images, out)
@@ -64,7 +62,7 @@ func (r *run) writeResults() error {
 	if err != nil {
 		return err
 	}
-	return writeFile(filepath.Join(r.workDir, "results.json"), append(b, '\n'))
+	return writeFile(r.workDir.ResultsPath(), append(b, '\n'))
 }
 
 // clusterResources writes working-dir/cluster-resources from what was mirrored.
@@ -119,7 +117,7 @@ func (r *run) clusterResources() error {
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(r.workDir, "cluster-resources")
+	dir := r.workDir.ClusterResourcesDir()
 	if err := set.Write(dir); err != nil {
 		return err
 	}

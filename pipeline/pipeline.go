@@ -10,9 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -24,6 +22,7 @@ import (
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 	"github.com/airlock-mirror/airlock/mirror/transfer"
+	"github.com/airlock-mirror/airlock/workspace"
 )
 
 // Options are the mirror command's inputs.
@@ -36,7 +35,7 @@ type Options struct {
 	// From is --from file://DIR (disk-to-mirror).
 	From string
 	// Workspace is --workspace file://DIR: mirror-to-mirror's working files, and
-	// disk-to-mirror's (default DefaultWorkspace in the current directory; nothing
+	// disk-to-mirror's (default workspace.DefaultName in the current directory; nothing
 	// is ever written into the archive folder).
 	Workspace string
 	// DryRun plans only: mapping.txt, missing.txt and the bytes to send.
@@ -149,16 +148,6 @@ type ArchiveSummary struct {
 	Sharded bool   `json:"sharded,omitempty"`
 }
 
-// DefaultWorkspace is disk-to-mirror's working folder when --workspace is not
-// given, relative to the current directory.
-const DefaultWorkspace = "airlock-workspace"
-
-// within reports whether path p is dir or inside it.
-func within(p, dir string) bool {
-	rel, err := filepath.Rel(dir, p)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
-}
-
 // ErrIncomplete is wrapped by the error Mirror returns when some images were not
 // mirrored; the Result says which.
 var ErrIncomplete = errors.New("not everything was mirrored")
@@ -168,10 +157,10 @@ type run struct {
 	log      *slog.Logger
 	cfg      *imageset.ImageSetConfiguration
 	workflow mirror.Workflow
-	workDir  string // DIR/working-dir
-	topDir   string // DIR (archive target for mirror-to-disk, archive for disk-to-mirror)
+	workDir  workspace.Dir // DIR/working-dir
+	topDir   string        // DIR (archive target for mirror-to-disk, archive for disk-to-mirror)
 	// workspace holds working-dir: the target (mirror-to-disk), --workspace
-	// (mirror-to-mirror, disk-to-mirror; default DefaultWorkspace).
+	// (mirror-to-mirror, disk-to-mirror; default workspace.DefaultName).
 	workspace string
 	dest      string // REGISTRY/NS for registry workflows
 	res       *Result
@@ -179,7 +168,7 @@ type run struct {
 	templates map[string]catalogTemplate // by catalog, read by preflight
 	rep       reporter                   // what report.html shows (report.go)
 	// wants says why each image a catalog names is wanted (the history).
-	wants map[string][]Want
+	wants map[string][]workspace.Want
 	// est is the dry run's comparison when it starts during planning;
 	// looking waits for the reading planning started (stopping it first).
 	est     *transfer.Estimator
@@ -228,94 +217,9 @@ func Mirror(ctx context.Context, opts Options) (*Result, error) {
 		return r.res, err
 	}
 	if r.res.Failed > 0 {
-		return r.res, fmt.Errorf("%w: %d image(s) failed, listed in %s; run the same command again to retry only what is missing", ErrIncomplete, r.res.Failed, filepath.Join(r.workDir, "results.json"))
+		return r.res, fmt.Errorf("%w: %d image(s) failed, listed in %s; run the same command again to retry only what is missing", ErrIncomplete, r.res.Failed, r.workDir.ResultsPath())
 	}
 	return r.res, nil
-}
-
-func fileDir(s, flag string) (string, error) {
-	p, ok := strings.CutPrefix(s, "file://")
-	if !ok || p == "" {
-		return "", fmt.Errorf("%s %q must be file://DIR", flag, s)
-	}
-	return filepath.Clean(p), nil
-}
-
-func (r *run) setup() error {
-	o := r.opts
-	if o.ConfigPath == "" {
-		return errors.New("no ImageSetConfiguration given: use -c imageset.yaml")
-	}
-	cfg, err := imageset.LoadFile(o.ConfigPath)
-	if err != nil {
-		return err
-	}
-	r.cfg = cfg
-	switch {
-	case o.From != "":
-		if !strings.HasPrefix(o.Destination, "docker://") {
-			return fmt.Errorf("disk-to-mirror needs a registry destination docker://REGISTRY/NAMESPACE, got %q", o.Destination)
-		}
-		dir, err := fileDir(o.From, "--from")
-		if err != nil {
-			return err
-		}
-		r.workflow, r.topDir = mirror.DiskToMirror, dir
-		r.dest = strings.TrimPrefix(o.Destination, "docker://")
-		// The archive may be on read-only media: nothing is written into it. The
-		// working files go to --workspace, by default a folder in the current
-		// directory.
-		ws := DefaultWorkspace
-		if o.Workspace != "" {
-			if ws, err = fileDir(o.Workspace, "--workspace"); err != nil {
-				return err
-			}
-		}
-		if r.workspace, err = filepath.Abs(ws); err != nil {
-			return err
-		}
-		if archAbs, err := filepath.Abs(dir); err == nil && within(r.workspace, archAbs) {
-			return fmt.Errorf("--workspace %s is inside the archive folder %s: disk-to-mirror writes nothing into the archive (it may be read-only media); choose another folder", r.workspace, dir)
-		}
-	case strings.HasPrefix(o.Destination, "file://"):
-		if o.Workspace != "" {
-			return errors.New("--workspace is for mirror-to-mirror; mirror-to-disk writes its working-dir inside the file:// destination")
-		}
-		dir, err := fileDir(o.Destination, "destination")
-		if err != nil {
-			return err
-		}
-		r.workflow, r.topDir, r.workspace = mirror.MirrorToDisk, dir, dir
-	case strings.HasPrefix(o.Destination, "docker://"):
-		if o.Workspace == "" {
-			return errors.New("mirror-to-mirror needs --workspace file://DIR for its working files (or use --from file://DIR for disk-to-mirror)")
-		}
-		dir, err := fileDir(o.Workspace, "--workspace")
-		if err != nil {
-			return err
-		}
-		r.workflow, r.topDir, r.workspace = mirror.MirrorToMirror, dir, dir
-		r.dest = strings.TrimPrefix(o.Destination, "docker://")
-	default:
-		return fmt.Errorf("destination %q must be docker://REGISTRY[:PORT]/NAMESPACE or file://DIR", o.Destination)
-	}
-	if r.workflow != mirror.MirrorToDisk && (o.SinceArchive != "" || o.Full) {
-		return errors.New("--since-archive and --full apply to mirror-to-disk only")
-	}
-	if err := r.checkSharding(); err != nil {
-		return err
-	}
-	r.workDir = filepath.Join(r.workspace, "working-dir")
-	if r.workflow == mirror.MirrorToDisk && o.PlanFile != "" && !o.Finish {
-		// Shards of one archive share the target: each keeps its working
-		// files (its part of the plan, results, report) apart.
-		r.workDir = filepath.Join(r.workDir, "shards", archive.ShardPart(o.Shard, o.Shards))
-	}
-	if err := os.MkdirAll(r.workDir, 0o755); err != nil {
-		return fmt.Errorf("create working directory: %w", err)
-	}
-	r.res = &Result{Workflow: r.workflow, WorkingDir: r.workDir}
-	return nil
 }
 
 func (r *run) stage(s string) {
@@ -543,11 +447,10 @@ func (r *run) dryRun(ctx context.Context, src transfer.EstimateSource, dst trans
 		return err
 	}
 	r.res.DryRun = est
-	dir := filepath.Join(r.workDir, "dry-run")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(r.workDir.DryRunDir(), 0o755); err != nil {
 		return err
 	}
-	if err := writeLines(filepath.Join(dir, "mapping.txt"), r.res.Plan.Mapping()); err != nil {
+	if err := writeLines(r.workDir.DryRunMappingPath(), r.res.Plan.Mapping()); err != nil {
 		return err
 	}
 	var miss []string
@@ -555,7 +458,7 @@ func (r *run) dryRun(ctx context.Context, src transfer.EstimateSource, dst trans
 		miss = append(miss, j.Source+"@"+j.Digest.String()+"="+j.Dest)
 	}
 	sort.Strings(miss)
-	if err := writeLines(filepath.Join(dir, "missing.txt"), miss); err != nil {
+	if err := writeLines(r.workDir.DryRunMissingPath(), miss); err != nil {
 		return err
 	}
 	// No cluster resources: nothing was mirrored for them to point at.

@@ -3,6 +3,9 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"time"
 
@@ -10,6 +13,7 @@ import (
 	"github.com/airlock-mirror/airlock/prune"
 	"github.com/airlock-mirror/airlock/prune/graph"
 	"github.com/airlock-mirror/airlock/report"
+	"github.com/airlock-mirror/airlock/workspace"
 )
 
 // maxGraphs is the most packages of one catalog the report draws: a catalog
@@ -130,5 +134,23 @@ func (r *run) writeReport(runErr error) error {
 	if a := res.Archive; a != nil {
 		out.Archive = &report.Archive{Dir: a.Dir, ID: a.ArchiveID, Chunks: a.Chunks, Blobs: a.Blobs, Bytes: a.Bytes, ReliesOn: a.ReliesOn, Incremental: a.Incremental}
 	}
-	return report.Save(r.workDir, out)
+	return report.Save(r.workDir.ReportDataPath(), r.workDir.ReportHTMLPath(), out)
+}
+
+// RegenerateReport writes report.html again from the report.json of dir, which
+// is a working directory or the directory holding one (the mirror destination
+// or workspace) (airlock report). It returns the path of the page.
+func RegenerateReport(dir string) (string, error) {
+	wd := workspace.Dir(dir)
+	if _, err := os.Stat(wd.ReportDataPath()); errors.Is(err, fs.ErrNotExist) {
+		wd = workspace.At(dir)
+	}
+	err := report.Regenerate(wd.ReportDataPath(), wd.ReportHTMLPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("%s has no %s (nor %s/%s): pass the directory of a mirror run (its file:// destination or --workspace) after airlock mirror has run there", dir, workspace.ReportDataFile, workspace.WorkingDirName, workspace.ReportDataFile)
+	}
+	if err != nil {
+		return "", err
+	}
+	return wd.ReportHTMLPath(), nil
 }

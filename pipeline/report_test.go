@@ -12,9 +12,10 @@ import (
 	"testing"
 
 	"github.com/airlock-mirror/airlock/internal/browser"
-	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/report"
+	"github.com/airlock-mirror/airlock/workspace"
 )
 
 // TestReportMirrorToDisk: a mirror-to-disk run writes report.html with the kept
@@ -30,7 +31,7 @@ func TestReportMirrorToDisk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	page := filepath.Join(res.WorkingDir, report.HTMLFile)
+	page := workspace.Dir(res.WorkingDir).ReportHTMLPath()
 	first, err := os.ReadFile(page)
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +46,7 @@ func TestReportMirrorToDisk(t *testing.T) {
 		}
 	}
 	var rec report.Run
-	b, _ := os.ReadFile(filepath.Join(res.WorkingDir, report.DataFile))
+	b, _ := os.ReadFile(workspace.Dir(res.WorkingDir).ReportDataPath())
 	if err := json.Unmarshal(b, &rec); err != nil {
 		t.Fatal(err)
 	}
@@ -54,8 +55,11 @@ func TestReportMirrorToDisk(t *testing.T) {
 	}
 	// Regenerating from report.json gives the same page.
 	os.Remove(page)
-	if _, err := report.Regenerate(dir); err != nil {
+	if _, err := pipeline.RegenerateReport(dir); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := pipeline.RegenerateReport(t.TempDir()); err == nil || !strings.Contains(err.Error(), "has no report.json") {
+		t.Errorf("empty dir: %v", err)
 	}
 	again, _ := os.ReadFile(page)
 	if !bytes.Equal(first, again) {
@@ -88,7 +92,7 @@ mirror:
 	if !errors.Is(err, pipeline.ErrIncomplete) {
 		t.Fatalf("error %v, want ErrIncomplete", err)
 	}
-	b, err := os.ReadFile(filepath.Join(res.WorkingDir, report.HTMLFile))
+	b, err := os.ReadFile(workspace.Dir(res.WorkingDir).ReportHTMLPath())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/airlock-mirror/airlock/mirror/layout"
 	"github.com/airlock-mirror/airlock/mirror/transfer"
 	"github.com/airlock-mirror/airlock/prune"
+	"github.com/airlock-mirror/airlock/workspace"
 )
 
 // reselected is one archived catalog after the configuration was applied again.
@@ -61,7 +61,7 @@ func (r *run) reselect(ctx context.Context, ar endpoint.Source, c archive.Catalo
 	if sameBundles(pruned, cat) {
 		return out, nil, nil
 	}
-	base := filepath.Join(r.workDir, "archived-catalogs", c.Digest.Encoded(), "filtered", filterHash(op))
+	base := workspace.Filtered(r.workDir.ArchivedCatalogDir(c.Digest.Encoded()), filterHash(op))
 	rb, err := r.rebuildPruned(ctx, pruned, fc, base, c.Tag)
 	if err != nil {
 		return nil, nil, err
@@ -83,7 +83,7 @@ func (r *run) reselect(ctx context.Context, ar endpoint.Source, c archive.Catalo
 // workspace (an OCI layout) and loads its file-based catalog.
 func (r *run) archivedCatalog(ctx context.Context, ar endpoint.Source, c archive.CatalogRecord) (*catalogimage.Fetched, *prune.Catalog, error) {
 	const tag = "archived"
-	dir := filepath.Join(r.workDir, "archived-catalogs", c.Digest.Encoded(), "image")
+	dir := r.workDir.ArchivedCatalogImageDir(c.Digest.Encoded())
 	dst, err := layout.NewDestination(dir)
 	if err != nil {
 		return nil, nil, err
@@ -92,7 +92,7 @@ func (r *run) archivedCatalog(ctx context.Context, ar endpoint.Source, c archive
 	if _, err := transfer.Copy(ctx, ar, dst, []transfer.Job{job}, transfer.Options{Logger: r.log}); err != nil {
 		return nil, nil, err
 	}
-	fc, err := catalogimage.Fetch(ctx, catalogimage.OCIPrefix+dir+":"+tag, filepath.Join(r.workDir, "operator-catalogs"), catalogimage.FetchOptions{Logger: r.log})
+	fc, err := catalogimage.Fetch(ctx, catalogimage.OCIPrefix+dir+":"+tag, r.workDir.OperatorCatalogsDir(), catalogimage.FetchOptions{Logger: r.log})
 	if err != nil {
 		return nil, nil, err
 	}

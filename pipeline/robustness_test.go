@@ -13,8 +13,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/internal/imagetest"
-	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/internal/fakeimage"
+	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/mirror/transfer"
@@ -54,7 +55,7 @@ func TestMirrorToDiskSharedLayersAcrossNamespaces(t *testing.T) {
 	var lines []string
 	for i := 0; i < 8; i++ {
 		ref := fmt.Sprintf("%s/ns%d/img:1.0", src.Host(), i)
-		imagetest.MustPush(t, ref, imagetest.Spec{Seed: uint64(100 + i), BaseSeed: 7, BaseLayers: 3, Layers: 1, LayerSize: 256 << 10})
+		imagetest.MustPush(t, ref, fakeimage.Spec{Seed: uint64(100 + i), BaseSeed: 7, BaseLayers: 3, Layers: 1, LayerSize: 256 << 10})
 		lines = append(lines, "  - name: "+ref)
 	}
 	cfg := writeCfg(t, "apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  additionalImages:\n"+strings.Join(lines, "\n")+"\n")
@@ -78,8 +79,8 @@ func TestMirrorToDiskSharedLayersAcrossNamespaces(t *testing.T) {
 // archive is written.
 func TestMirrorToDiskFailedImage(t *testing.T) {
 	src := registrytest.Start(t)
-	imagetest.MustPush(t, src.Host()+"/tools/good:1.0", imagetest.Spec{Seed: 1, Layers: 1})
-	bad := imagetest.MustPush(t, src.Host()+"/tools/bad:1.0", imagetest.Spec{Seed: 2, Layers: 1})
+	imagetest.MustPush(t, src.Host()+"/tools/good:1.0", fakeimage.Spec{Seed: 1, Layers: 1})
+	bad := imagetest.MustPush(t, src.Host()+"/tools/bad:1.0", fakeimage.Spec{Seed: 2, Layers: 1})
 	badBlob := bad.Blobs[0].String()
 	ph := proxyTo(t, src.Host(), func(r *http.Request) int {
 		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/blobs/"+badBlob) {

@@ -10,7 +10,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -33,9 +32,6 @@ type ShardInfo struct {
 	// WaitsFor counts blobs another shard sends that this one mounts.
 	WaitsFor int `json:"waitsFor,omitempty"`
 }
-
-// PlanFileName is the plan --plan-only writes into working-dir.
-const PlanFileName = "plan.json"
 
 // LoadPlan reads a plan written by --plan-only: plain JSON or gzip-compressed,
 // in path or, when there is no such file, split in parts path.000, path.001…
@@ -344,7 +340,7 @@ func (r *run) missingAt(ctx context.Context, p *mirror.Plan, dst transfer.Estima
 // missingError writes missing.txt and says which images keep --finish from
 // pushing the catalogs.
 func (r *run) missingError(missing []string, why string) error {
-	path := filepath.Join(r.workDir, "missing.txt")
+	path := r.workDir.MissingPath()
 	if err := writeLines(path, missing); err != nil {
 		return err
 	}

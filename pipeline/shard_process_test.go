@@ -20,11 +20,12 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
-	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/pipeline"
+	"github.com/airlock-mirror/airlock/workspace"
 )
 
 var (
@@ -239,7 +240,7 @@ func shardedM2M(t *testing.T, cfg string, n int) {
 	if out, err := runAirlock(t, "mirror", "-c", cfg, "--plan-only", "--workspace", "file://"+planWS, dest); err != nil {
 		t.Fatalf("--plan-only: %v\n%s", err, out)
 	}
-	planFile := filepath.Join(planWS, "working-dir", pipeline.PlanFileName)
+	planFile := workspace.At(planWS).PlanPath()
 	plan, part, err := pipeline.PartitionFile(planFile, n)
 	if err != nil {
 		t.Fatal(err)
@@ -292,7 +293,7 @@ func shardedM2M(t *testing.T, cfg string, n int) {
 	}
 	var files []string
 	for i := range n {
-		files = append(files, filepath.Join(shardWS[i], "working-dir", pipeline.PlanFileName))
+		files = append(files, workspace.At(shardWS[i]).PlanPath())
 	}
 	checkUnion(t, plan, files)
 	if got := dst.Counts().BytesUploaded; got != part.UniqueBytes {
@@ -330,7 +331,7 @@ func shardedM2D(t *testing.T, cfg string, n int) {
 	if out, err := runAirlock(t, "mirror", "-c", cfg, "--plan-only", dest); err != nil {
 		t.Fatalf("--plan-only: %v\n%s", err, out)
 	}
-	planFile := filepath.Join(target, "working-dir", pipeline.PlanFileName)
+	planFile := workspace.At(target).PlanPath()
 	plan, part, err := pipeline.PartitionFile(planFile, n)
 	if err != nil {
 		t.Fatal(err)
@@ -398,7 +399,7 @@ func shardedM2D(t *testing.T, cfg string, n int) {
 	}
 	var files []string
 	for i := range n {
-		files = append(files, filepath.Join(target, "working-dir", "shards", archive.ShardPart(i, n), pipeline.PlanFileName))
+		files = append(files, workspace.At(target).Shard(archive.ShardPart(i, n)).PlanPath())
 	}
 	checkUnion(t, plan, files)
 	if out, err := finish(); err != nil {
@@ -417,7 +418,7 @@ func shardedM2D(t *testing.T, cfg string, n int) {
 		t.Fatalf("disk-to-mirror: %v\n%s", err, out)
 	}
 	var loaded mirror.Plan
-	readJSON(t, filepath.Join(ws, "working-dir", pipeline.PlanFileName), &loaded)
+	readJSON(t, workspace.At(ws).PlanPath(), &loaded)
 	reg := registry.New(registry.Options{})
 	count := 0
 	for _, im := range loaded.Images {

@@ -10,11 +10,13 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/internal/imagetest"
-	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/internal/fakeimage"
+	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/pipeline"
+	"github.com/airlock-mirror/airlock/workspace"
 )
 
 // shardConfig is the e2e catalog (package foo) and additional images in two
@@ -27,12 +29,12 @@ func shardConfig(t *testing.T, e *env) string {
 		// Two by two in one repository: a shard may wait for a blob in the
 		// repository its own image goes to.
 		ref := fmt.Sprintf("%s/apps/big%d:1.%d", e.src.Host(), i/2, i)
-		imagetest.MustPush(t, ref, imagetest.Spec{Seed: uint64(200 + i), BaseSeed: 7, BaseLayers: 3, Layers: 1, LayerSize: 8 << 10})
+		imagetest.MustPush(t, ref, fakeimage.Spec{Seed: uint64(200 + i), BaseSeed: 7, BaseLayers: 3, Layers: 1, LayerSize: 8 << 10})
 		fmt.Fprintf(&extra, "  - name: %s\n", ref)
 	}
 	for i := range 2 {
 		ref := fmt.Sprintf("%s/apps/small%d:1.0", e.src.Host(), i)
-		imagetest.MustPush(t, ref, imagetest.Spec{Seed: uint64(300 + i), BaseSeed: 8, BaseLayers: 1, Layers: 1})
+		imagetest.MustPush(t, ref, fakeimage.Spec{Seed: uint64(300 + i), BaseSeed: 8, BaseLayers: 1, Layers: 1})
 		fmt.Fprintf(&extra, "  - name: %s\n", ref)
 	}
 	cfg := fmt.Sprintf(`apiVersion: mirror.openshift.io/v2alpha1
@@ -82,7 +84,7 @@ func TestShardedMirror(t *testing.T) {
 			if c := dst.Counts(); c.UploadPOST+c.ManifestPUT != 0 {
 				t.Fatalf("--plan-only wrote to the destination: %+v", c)
 			}
-			planFile := filepath.Join(planRes.WorkingDir, pipeline.PlanFileName)
+			planFile := workspace.Dir(planRes.WorkingDir).PlanPath()
 			plan, part, err := pipeline.PartitionFile(planFile, n)
 			if err != nil {
 				t.Fatal(err)
@@ -224,7 +226,7 @@ func TestShardedMirrorRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	planFile := filepath.Join(res.WorkingDir, pipeline.PlanFileName)
+	planFile := workspace.Dir(res.WorkingDir).PlanPath()
 
 	other := t.TempDir()
 	otherCfg := e.config(t, "    - name: bar")
@@ -279,7 +281,7 @@ func TestShardedDiskRefuses(t *testing.T) {
 	if _, err := pipeline.Mirror(ctx, po); err != nil {
 		t.Fatal(err)
 	}
-	planFile := filepath.Join(target, "working-dir", pipeline.PlanFileName)
+	planFile := workspace.At(target).PlanPath()
 	shard := func(i, n int) (*pipeline.Result, error) {
 		o := base
 		o.PlanFile, o.Shard, o.Shards = planFile, i, n

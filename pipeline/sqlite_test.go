@@ -12,9 +12,10 @@ import (
 	"testing"
 
 	"github.com/airlock-mirror/airlock/imageset"
-	"github.com/airlock-mirror/airlock/internal/imagetest"
-	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/internal/fakeimage"
 	"github.com/airlock-mirror/airlock/internal/seed"
+	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/prune"
@@ -36,7 +37,7 @@ func setupSQLite(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	extra := src.Host() + "/tools/debug:1.0"
-	p := imagetest.MustPush(t, extra, imagetest.Spec{Seed: 99, Layers: 2})
+	p := imagetest.MustPush(t, extra, fakeimage.Spec{Seed: 99, Layers: 2})
 	return &env{src: src, seeded: res, extra: extra, extraHash: p.Digest.String()}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/humanize"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/transfer"
+	"github.com/airlock-mirror/airlock/workspace"
 )
 
 // ImageCounts sorts the planned images by outcome.
@@ -38,7 +39,7 @@ func (r *Result) Counts() ImageCounts {
 			c.Present++
 		case r.Interrupted && notFinished(im):
 			c.NotDone++
-		case im.Status == transfer.StatusFailed, im.Status == statusNotRun:
+		case im.Status == transfer.StatusFailed, im.Status == workspace.StatusNotRun:
 			c.Failed++
 		}
 	}
@@ -47,7 +48,7 @@ func (r *Result) Counts() ImageCounts {
 
 // notFinished reports whether an image failed only because the run was interrupted.
 func notFinished(im ImageOutcome) bool {
-	return im.Status == statusNotRun || strings.Contains(im.Error, "context canceled") || strings.HasPrefix(im.Error, "not started")
+	return im.Status == workspace.StatusNotRun || strings.Contains(im.Error, "context canceled") || strings.HasPrefix(im.Error, "not started")
 }
 
 func plural(n int, one, many string) string {
@@ -167,25 +168,25 @@ func (r *Result) WriteSummary(w io.Writer) {
 		fmt.Fprintf(w, "  archive:   not written; run the same command again to finish the unfinished batch\n")
 	}
 	if len(r.ClusterResources) > 0 {
-		fmt.Fprintf(w, "  cluster resources (oc apply -f %s):\n", filepath.Join(r.WorkingDir, "cluster-resources"))
+		fmt.Fprintf(w, "  cluster resources (oc apply -f %s):\n", workspace.Dir(r.WorkingDir).ClusterResourcesDir())
 		for _, f := range r.ClusterResources {
 			fmt.Fprintf(w, "    %s\n", filepath.Base(f))
 		}
 	}
 	if r.DryRun != nil {
-		fmt.Fprintf(w, "  files:     %s, missing.txt\n", filepath.Join(r.WorkingDir, "dry-run", "mapping.txt"))
+		fmt.Fprintf(w, "  files:     %s, %s\n", workspace.Dir(r.WorkingDir).DryRunMappingPath(), workspace.MissingFile)
 	}
-	fmt.Fprintf(w, "  records:   %s\n", filepath.Join(r.WorkingDir, "results.json"))
+	fmt.Fprintf(w, "  records:   %s\n", workspace.Dir(r.WorkingDir).ResultsPath())
 	if r.Workflow == mirror.DiskToMirror {
-		fmt.Fprintf(w, "  workspace: %s (working files; nothing was written into the archive folder)\n", filepath.Dir(r.WorkingDir))
+		fmt.Fprintf(w, "  workspace: %s (working files; nothing was written into the archive folder)\n", workspace.Dir(r.WorkingDir).Workspace())
 	}
 	if c.Failed > 0 {
 		fmt.Fprintf(w, "  failed:\n")
 		n := 0
 		for _, im := range r.Images {
-			if (im.Status == transfer.StatusFailed || im.Status == statusNotRun) && !(r.Interrupted && notFinished(im)) {
+			if (im.Status == transfer.StatusFailed || im.Status == workspace.StatusNotRun) && !(r.Interrupted && notFinished(im)) {
 				if n++; n > 20 {
-					fmt.Fprintf(w, "    … and %d more in %s\n", c.Failed-20, filepath.Join(r.WorkingDir, "results.json"))
+					fmt.Fprintf(w, "    … and %d more in %s\n", c.Failed-20, workspace.Dir(r.WorkingDir).ResultsPath())
 					break
 				}
 				fmt.Fprintf(w, "    %s: %s\n", im.Source, im.Error)

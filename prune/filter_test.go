@@ -12,8 +12,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/internal/fixtures"
-	"github.com/airlock-mirror/airlock/internal/golden"
+	"github.com/airlock-mirror/airlock/internal/testutil/fixtures"
+	"github.com/airlock-mirror/airlock/internal/testutil/golden"
 
 	"github.com/blang/semver/v4"
 

@@ -5,13 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/airlock-mirror/airlock/internal/fixtures"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/airlock-mirror/airlock/internal/testutil/fixtures"
 )
 
 // realCatalogs are the catalog roots of ../shared/fixtures/real-catalogs (see

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/airlock-mirror/airlock/internal/fixtures"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -15,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/airlock-mirror/airlock/internal/testutil/fixtures"
 )
 
 // pkgProp returns an olm.package property.

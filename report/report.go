@@ -10,22 +10,13 @@ package report
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"time"
 
 	"github.com/airlock-mirror/airlock/prune"
-)
-
-// File names in the working directory.
-const (
-	DataFile = "report.json"
-	HTMLFile = "report.html"
 )
 
 // Run is everything the report shows about one run.
@@ -132,42 +123,33 @@ func (r *Run) Sort() {
 	sort.Strings(r.Blocked)
 }
 
-// Save writes r as workDir/report.json and the page as workDir/report.html.
-func Save(workDir string, r *Run) error {
+// Save writes r as JSON to dataPath (the working directory's report.json) and
+// the page to htmlPath (report.html).
+func Save(dataPath, htmlPath string, r *Run) error {
 	r.Sort()
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(workDir, DataFile), append(b, '\n')); err != nil {
+	if err := writeFile(dataPath, append(b, '\n')); err != nil {
 		return err
 	}
-	return writeHTML(filepath.Join(workDir, HTMLFile), r)
+	return writeHTML(htmlPath, r)
 }
 
-// Regenerate writes report.html again from the report.json of dir, which is a
-// working directory or the directory holding one (the mirror destination or
-// workspace). It returns the path of the page.
-func Regenerate(dir string) (string, error) {
-	workDir := dir
-	if _, err := os.Stat(filepath.Join(dir, DataFile)); errors.Is(err, fs.ErrNotExist) {
-		workDir = filepath.Join(dir, "working-dir")
-	}
-	path := filepath.Join(workDir, DataFile)
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("%s has no %s (nor working-dir/%s): pass the directory of a mirror run (its file:// destination or --workspace) after airlock mirror has run there", dir, DataFile, DataFile)
-	}
+// Regenerate writes the page to htmlPath again from the run Save wrote to
+// dataPath. A missing dataPath is an error wrapping fs.ErrNotExist.
+func Regenerate(dataPath, htmlPath string) error {
+	b, err := os.ReadFile(dataPath)
 	if err != nil {
-		return "", err
+		return err
 	}
 	var r Run
 	if err := json.Unmarshal(b, &r); err != nil {
-		return "", fmt.Errorf("%s: %w: run airlock mirror again to record it anew", path, err)
+		return fmt.Errorf("%s: %w: run airlock mirror again to record it anew", dataPath, err)
 	}
 	r.Sort()
-	out := filepath.Join(workDir, HTMLFile)
-	return out, writeHTML(out, &r)
+	return writeHTML(htmlPath, &r)
 }
 
 func writeHTML(path string, r *Run) error {

@@ -3,7 +3,9 @@ package report
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,7 +13,7 @@ import (
 	"time"
 
 	"github.com/airlock-mirror/airlock/internal/browser"
-	"github.com/airlock-mirror/airlock/internal/fixtures"
+	"github.com/airlock-mirror/airlock/internal/testutil/fixtures"
 	"github.com/airlock-mirror/airlock/prune"
 	"github.com/airlock-mirror/airlock/prune/graph"
 )
@@ -90,11 +92,12 @@ func TestReportDeterministic(t *testing.T) {
 
 func TestRegenerateErrors(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := Regenerate(dir); err == nil || !strings.Contains(err.Error(), "has no report.json") {
+	data, page := filepath.Join(dir, "report.json"), filepath.Join(dir, "report.html")
+	if err := Regenerate(data, page); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("empty dir: %v", err)
 	}
-	os.WriteFile(filepath.Join(dir, DataFile), []byte("{"), 0o644)
-	if _, err := Regenerate(dir); err == nil || !strings.Contains(err.Error(), "run airlock mirror again") {
+	os.WriteFile(data, []byte("{"), 0o644)
+	if err := Regenerate(data, page); err == nil || !strings.Contains(err.Error(), "run airlock mirror again") {
 		t.Errorf("corrupt report.json: %v", err)
 	}
 }
@@ -108,10 +111,11 @@ func TestReportInBrowser(t *testing.T) {
 		t.Skip("no chromium (apt-get install chromium)")
 	}
 	dir := t.TempDir()
-	if err := Save(dir, bigRun(t, 500)); err != nil {
+	page := filepath.Join(dir, "report.html")
+	if err := Save(filepath.Join(dir, "report.json"), page, bigRun(t, 500)); err != nil {
 		t.Fatal(err)
 	}
-	r, err := browser.Open(context.Background(), bin, filepath.Join(dir, HTMLFile), browser.Options{Eval: `document.querySelectorAll("svg g.node").length`})
+	r, err := browser.Open(context.Background(), bin, page, browser.Options{Eval: `document.querySelectorAll("svg g.node").length`})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +133,7 @@ func BenchmarkReport500(b *testing.B) {
 	dir := b.TempDir()
 	b.ResetTimer()
 	for b.Loop() {
-		if err := Save(dir, r); err != nil {
+		if err := Save(filepath.Join(dir, "report.json"), filepath.Join(dir, "report.html"), r); err != nil {
 			b.Fatal(err)
 		}
 	}

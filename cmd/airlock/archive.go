@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/spf13/cobra"
+
+	"github.com/airlock-mirror/airlock/mirror/archive"
 )
 
 func init() {

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/spf13/cobra"
+
 	"github.com/airlock-mirror/airlock/prune"
 	"github.com/airlock-mirror/airlock/prune/legacy"
-	"github.com/spf13/cobra"
 )
 
 func init() { registerUnder("catalog", newCatalogValidateCmd) }

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-mirror/airlock/pipeline"
+	"github.com/airlock-mirror/airlock/workspace"
 )
 
 func init() { register(newDeleteCmd) }
@@ -52,7 +53,7 @@ garbage collection: airlock registry gc --root DIR for airlock registry serve.`,
 			if res != nil {
 				res.WriteText(cmd.OutOrStdout(), !o.Generate)
 			}
-			if err != nil && errors.Is(err, pipeline.ErrPlanRefused) {
+			if err != nil && errors.Is(err, workspace.ErrPlanRefused) {
 				return &exitError{code: 3, msg: err.Error()}
 			}
 			return err

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/airlock-mirror/airlock/internal/humanize"
+	"github.com/airlock-mirror/airlock/workspace"
 
 	"github.com/spf13/cobra"
 
@@ -99,7 +100,7 @@ failed (they are listed in working-dir/results.json), 130 when interrupted.`,
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.ConfigPath, "config", "c", "", "ImageSetConfiguration file (required)")
-	f.StringVar(&o.Workspace, "workspace", "", "file://DIR for working files: mirror-to-mirror (required), disk-to-mirror (default ./"+pipeline.DefaultWorkspace+")")
+	f.StringVar(&o.Workspace, "workspace", "", "file://DIR for working files: mirror-to-mirror (required), disk-to-mirror (default ./"+workspace.DefaultName+")")
 	f.StringVar(&o.From, "from", "", "file://DIR: a batch folder of a mirror-to-disk target, to load (disk-to-mirror)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "plan only: write mapping.txt, missing.txt and the bytes to send")
 	f.IntVar(&o.MaxNestedPaths, "max-nested-paths", 0, "flatten destination paths deeper than N components (0: no limit); forces repository-scoped mirror sets")
@@ -170,7 +171,7 @@ func writePlanSummary(w io.Writer, res *pipeline.Result) {
 		}
 	}
 	fmt.Fprintf(w, "plan written to %s: %d images (%d blobs, %s) and %d catalog(s); %d image(s) could not be planned\n",
-		res.WorkingDir+"/plan.json", images, len(seen), humanize.Bytes(bytes), len(res.Plan.Catalogs), failed)
+		workspace.Dir(res.WorkingDir).PlanPath(), images, len(seen), humanize.Bytes(bytes), len(res.Plan.Catalogs), failed)
 }
 
 // printFiles writes the YAML files as one stream.

@@ -20,8 +20,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/airlock-mirror/airlock/internal/imagetest"
-	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/internal/fakeimage"
+	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 )
 
 // openPTY opens a pseudo-terminal pair of cols×rows.
@@ -143,7 +144,7 @@ func TestProgressOnTerminal(t *testing.T) {
 	const images = 8
 	for i := range images {
 		ref := fmt.Sprintf("/tools/app%d:1.0", i)
-		imagetest.MustPush(t, src.Host()+ref, imagetest.Spec{Seed: uint64(100 + i), Layers: 3, LayerSize: 256 << 10})
+		imagetest.MustPush(t, src.Host()+ref, fakeimage.Spec{Seed: uint64(100 + i), Layers: 3, LayerSize: 256 << 10})
 		fmt.Fprintf(&cfg, "  - name: %s%s\n", srcHost, ref)
 	}
 	dir := t.TempDir()

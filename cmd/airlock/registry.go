@@ -7,9 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/airlock-mirror/airlock/internal/demo"
 	"github.com/airlock-mirror/airlock/internal/humanize"
 	"github.com/airlock-mirror/airlock/internal/registryserver"
+	"github.com/airlock-mirror/airlock/internal/seed"
 )
 
 func init() {
@@ -122,7 +122,7 @@ logs a warning: anyone who can reach it can read and write images.
 }
 
 func newRegistrySeedCmd() *cobra.Command {
-	o := demo.SeedOptions{TLSVerify: true}
+	o := seed.RunOptions{TLSVerify: true}
 	cmd := &cobra.Command{
 		Use:   "seed --registry HOST:PORT --catalog-dir DIR --catalog-repo REPO",
 		Short: "Fill a registry with a catalog and a small stand-in image for every image it names",
@@ -148,7 +148,7 @@ and what the registry already has is not sent again.`,
 				return err
 			}
 			o.Logger = log
-			res, err := demo.Seed(cmd.Context(), o)
+			res, err := seed.Run(cmd.Context(), o)
 			if err != nil {
 				return err
 			}

@@ -29,7 +29,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/airlock-mirror/airlock/internal/demo"
+	"github.com/airlock-mirror/airlock/internal/seed"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/retry"
@@ -245,7 +245,7 @@ func TestRegistryServeTLSHtpasswd(t *testing.T) {
 	tlsTransport := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
 
 	// Push: a catalog and the images it names, plus an extra image.
-	res, err := demo.Seed(ctx, demo.SeedOptions{
+	res, err := seed.Run(ctx, seed.RunOptions{
 		Registry: reg.host, CatalogDir: "../../testdata/demo/catalog", CatalogRepo: "airlock-demo/demo-index",
 		Images: []string{"registry.example.com/tools/support-tools:1.4"}, TLSVerify: true, AuthFile: good,
 		WorkDir: filepath.Join(dir, "seed"), Remote: []remote.Option{remote.WithTransport(tlsTransport)},
@@ -307,7 +307,7 @@ func TestRegistryServeTLSHtpasswd(t *testing.T) {
 		t.Fatal("self-signed certificate accepted without RootCAs")
 	}
 	// A wrong push is refused too.
-	if _, err := demo.Seed(ctx, demo.SeedOptions{Registry: reg.host, Images: []string{"x.io/a/b:1"}, TLSVerify: true, AuthFile: bad,
+	if _, err := seed.Run(ctx, seed.RunOptions{Registry: reg.host, Images: []string{"x.io/a/b:1"}, TLSVerify: true, AuthFile: bad,
 		Remote: []remote.Option{remote.WithTransport(tlsTransport)}}); err == nil {
 		t.Fatal("push with a wrong password accepted")
 	}

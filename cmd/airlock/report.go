@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/airlock-mirror/airlock/report"
+	"github.com/airlock-mirror/airlock/pipeline"
 )
 
 func init() { register(newReportCmd) }
@@ -25,7 +25,7 @@ file:// destination, its --workspace, or the working-dir itself.`,
 		Example: `  airlock report ./mirror        # after airlock mirror -c isc.yaml file://./mirror`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			path, err := report.Regenerate(args[0])
+			path, err := pipeline.RegenerateReport(args[0])
 			if err != nil {
 				return err
 			}

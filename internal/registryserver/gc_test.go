@@ -12,7 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-mirror/airlock/internal/imagetest"
+	"github.com/airlock-mirror/airlock/internal/fakeimage"
+	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
 )
 
 // Deleting one of two images through the API, then collecting, frees exactly
@@ -27,8 +28,8 @@ func TestGarbageCollect(t *testing.T) {
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
-	keep := imagetest.MustPush(t, host+"/ns/keep:v1", imagetest.Spec{Seed: 1, Layers: 2, LayerSize: 4096})
-	gone := imagetest.MustPush(t, host+"/ns/gone:v1", imagetest.Spec{Seed: 2, Layers: 2, LayerSize: 4096})
+	keep := imagetest.MustPush(t, host+"/ns/keep:v1", fakeimage.Spec{Seed: 1, Layers: 2, LayerSize: 4096})
+	gone := imagetest.MustPush(t, host+"/ns/gone:v1", fakeimage.Spec{Seed: 2, Layers: 2, LayerSize: 4096})
 	raw, code := get(t, srv.URL+"/v2/ns/gone/manifests/"+gone.Digest.String(), gone.MediaType)
 	if code != http.StatusOK {
 		t.Fatalf("get manifest: %d", code)
@@ -116,7 +117,7 @@ func TestGarbageCollectRefusesServedStorage(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx) }()
 	url := <-ready
-	imagetest.MustPush(t, strings.TrimPrefix(url, "http://")+"/ns/a:v1", imagetest.Spec{Seed: 1, Layers: 1})
+	imagetest.MustPush(t, strings.TrimPrefix(url, "http://")+"/ns/a:v1", fakeimage.Spec{Seed: 1, Layers: 1})
 	if _, err := GarbageCollect(context.Background(), root, true); err == nil || !strings.Contains(err.Error(), "stop it first") {
 		t.Fatalf("gc of a served storage: %v", err)
 	}

@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/airlock-mirror/airlock/internal/syncbuf"
+	"github.com/airlock-mirror/airlock/internal/testutil/syncbuf"
 )
 
 func bcryptHash(t testing.TB, password string) string {

@@ -1,7 +1,7 @@
 // Package registryserver runs an embedded CNCF distribution registry (the same code
 // as the docker "registry" image) in process: in-memory or filesystem storage,
 // optional TLS and optional HTTP basic authentication. It backs the test fixtures of
-// internal/registrytest and `airlock registry serve`.
+// internal/testutil/registrytest and `airlock registry serve`.
 package registryserver
 
 import (

@@ -14,9 +14,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/internal/syncbuf"
-	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/internal/testutil/syncbuf"
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
 )
 
 func TestRoundTrip(t *testing.T) {

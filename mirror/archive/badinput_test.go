@@ -11,8 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
 )
 
 // craftChunk builds a tar with one entry described by hdr and data.

@@ -14,9 +14,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/opencontainers/go-digest"
+
 	"github.com/airlock-mirror/airlock/internal/atomicfile"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
-	"github.com/opencontainers/go-digest"
 )
 
 // plannedBlob is a blob placed in a chunk by the layout.

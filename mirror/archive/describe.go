@@ -2,11 +2,12 @@ package archive
 
 import (
 	"fmt"
-	"github.com/airlock-mirror/airlock/internal/humanize"
 	"io"
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/airlock-mirror/airlock/internal/humanize"
 )
 
 // Description summarises an archive for `airlock archive describe`.

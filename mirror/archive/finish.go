@@ -14,8 +14,9 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/mirror/oci"
 )
 
 func sortedKeys(m map[string]struct{}) []string {

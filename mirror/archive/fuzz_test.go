@@ -7,8 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
 )
 
 // fuzzSeed returns the bytes of a valid one-chunk archive with a few small blobs.

@@ -12,8 +12,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
 )
 
 const (

@@ -10,9 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/opencontainers/go-digest"
+
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/oci"
-	"github.com/opencontainers/go-digest"
 )
 
 // Reader reads an archive. It implements endpoint.Source: manifests and blobs are

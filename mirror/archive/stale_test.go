@@ -8,8 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
 )
 
 // digestsOf returns the digests of the blobs and manifests of imgs.
@@ -41,7 +42,7 @@ func TestStaleStagingLeftOut(t *testing.T) {
 	// base is an earlier archive holding imgs[1] (which shares the base layer with
 	// every other image), for the incremental cases.
 	baseDir := t.TempDir()
-	baseState, err := LoadState(filepath.Join(t.TempDir(), StateFileName))
+	baseState, err := LoadState(filepath.Join(t.TempDir(), "archive-state.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +127,7 @@ func TestStaleStagingLeftOut(t *testing.T) {
 			}
 
 			// The state records exactly the blobs a clean run ships.
-			st, err := LoadState(filepath.Join(t.TempDir(), StateFileName))
+			st, err := LoadState(filepath.Join(t.TempDir(), "archive-state.json"))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -15,9 +15,6 @@ import (
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 )
 
-// StateFileName is the suggested name of the state file in the workspace.
-const StateFileName = "archive-state.json"
-
 // ShippedSet is the set of blobs that earlier archives carried, each with the
 // archive that shipped it. A Writer given a ShippedSet does not write those blobs.
 type ShippedSet map[digest.Digest]Origin

@@ -15,9 +15,10 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/opencontainers/go-digest"
+
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/oci"
-	"github.com/opencontainers/go-digest"
 )
 
 // stagingDirName is the hidden directory inside the archive directory where the

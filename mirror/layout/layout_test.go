@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/opencontainers/go-digest"
 
-	"github.com/airlock-mirror/airlock/internal/imagetest"
+	"github.com/airlock-mirror/airlock/internal/fakeimage"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/internal/mirrortest"
 	"github.com/airlock-mirror/airlock/mirror/oci"
@@ -23,7 +23,7 @@ import (
 func TestLayoutSourceAndDestination(t *testing.T) {
 	ctx := context.Background()
 	srcDir := filepath.Join(t.TempDir(), "src")
-	idx, err := imagetest.Index(imagetest.Spec{Seed: 1, Layers: 2, OCI: true, Platforms: []string{"linux/amd64", "linux/arm64"}})
+	idx, err := fakeimage.Index(fakeimage.Spec{Seed: 1, Layers: 2, OCI: true, Platforms: []string{"linux/amd64", "linux/arm64"}})
 	if err != nil {
 		t.Fatal(err)
 	}

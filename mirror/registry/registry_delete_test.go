@@ -9,8 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/internal/imagetest"
-	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/internal/fakeimage"
+	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 )
@@ -19,8 +20,8 @@ func TestRegistryDeletes(t *testing.T) {
 	ctx := context.Background()
 	reg := registrytest.Start(t)
 	repo := reg.Host() + "/ns/app"
-	idx := imagetest.MustPush(t, repo+":v1", imagetest.Spec{Seed: 1, Layers: 1, Platforms: []string{"linux/amd64", "linux/arm64"}})
-	img := imagetest.MustPush(t, repo+":v2", imagetest.Spec{Seed: 2, Layers: 1})
+	idx := imagetest.MustPush(t, repo+":v1", fakeimage.Spec{Seed: 1, Layers: 1, Platforms: []string{"linux/amd64", "linux/arm64"}})
+	img := imagetest.MustPush(t, repo+":v2", fakeimage.Spec{Seed: 2, Layers: 1})
 	c := registry.New(registry.Options{Retry: retry.Retries(0)})
 
 	tags, err := c.Tags(ctx, repo)

@@ -17,8 +17,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/opencontainers/go-digest"
 
-	"github.com/airlock-mirror/airlock/internal/imagetest"
-	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/internal/fakeimage"
+	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/internal/mirrortest"
 	"github.com/airlock-mirror/airlock/mirror/oci"
@@ -28,7 +29,7 @@ import (
 func TestRegistryAuthFileAndTLS(t *testing.T) {
 	reg := registrytest.Start(t, registrytest.WithTLS(), registrytest.WithBasicAuth("alice", "s3cret-pw"))
 	tr := &http.Transport{TLSClientConfig: reg.TLSConfig()}
-	p := imagetest.MustPush(t, reg.Host()+"/sec/app:1", imagetest.Spec{Seed: 1, Layers: 1},
+	p := imagetest.MustPush(t, reg.Host()+"/sec/app:1", fakeimage.Spec{Seed: 1, Layers: 1},
 		remote.WithTransport(tr), remote.WithAuth(&authn.Basic{Username: "alice", Password: "s3cret-pw"}))
 	dir := t.TempDir()
 	authFile := filepath.Join(dir, "auth.json")
@@ -95,7 +96,7 @@ func TestRegistryRefusesPlainHTTPWithTLSVerify(t *testing.T) {
 
 func TestRegistryBlobResumesAndRetryAfter(t *testing.T) {
 	reg := registrytest.Start(t)
-	p := imagetest.MustPush(t, reg.Host()+"/r/a:1", imagetest.Spec{Seed: 5, Layers: 1, LayerSize: 256 << 10})
+	p := imagetest.MustPush(t, reg.Host()+"/r/a:1", fakeimage.Spec{Seed: 5, Layers: 1, LayerSize: 256 << 10})
 	m, err := New(Options{Retry: mirrortest.FastRetry}).Manifest(context.Background(), reg.Host()+"/r/a", p.Digest.String())
 	if err != nil {
 		t.Fatal(err)

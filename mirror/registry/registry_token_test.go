@@ -11,8 +11,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/internal/imagetest"
-	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/internal/fakeimage"
+	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 )
 
@@ -65,7 +66,7 @@ func startTokenRegistry(t *testing.T, backend string) *tokenRegistry {
 // scopes do not pile up in one transport.
 func TestTokenScopesStayBounded(t *testing.T) {
 	be := registrytest.Start(t)
-	p := imagetest.MustPush(t, be.Host()+"/a/b:1", imagetest.Spec{Seed: 1, Layers: 1})
+	p := imagetest.MustPush(t, be.Host()+"/a/b:1", fakeimage.Spec{Seed: 1, Layers: 1})
 	tr := startTokenRegistry(t, be.URL())
 	host := strings.TrimPrefix(tr.srv.URL, "http://")
 	reg := New(Options{})

@@ -7,8 +7,9 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/internal/imagetest"
-	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/internal/fakeimage"
+	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 )
@@ -35,7 +36,7 @@ func BenchmarkCopy(b *testing.B) {
 	var uniqueBytes int64
 	for i := 0; i < images; i++ {
 		repo := fmt.Sprintf("%s/bench/app%d", src.Host(), i%8)
-		spec := imagetest.Spec{Seed: uint64(i + 1), BaseSeed: uint64(i % 4), BaseLayers: 3, Layers: 2, LayerSize: layerKB << 10, OCI: i%2 == 0}
+		spec := fakeimage.Spec{Seed: uint64(i + 1), BaseSeed: uint64(i % 4), BaseLayers: 3, Layers: 2, LayerSize: layerKB << 10, OCI: i%2 == 0}
 		p, err := imagetest.Push(context.Background(), fmt.Sprintf("%s:v%d", repo, i), spec)
 		if err != nil {
 			b.Fatal(err)

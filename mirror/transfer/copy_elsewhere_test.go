@@ -8,8 +8,8 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
-	"github.com/airlock-mirror/airlock/internal/imagetest"
-	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/internal/fakeimage"
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/mirror/internal/mirrortest"
 )
 
@@ -20,8 +20,8 @@ import (
 // out and the run sends it itself.
 func TestCopyElsewhere(t *testing.T) {
 	src := registrytest.Start(t)
-	imgs := pushImages(t, src.Host(), 2, 2, func(i int) imagetest.Spec {
-		return imagetest.Spec{Seed: uint64(40 + i), BaseSeed: 4, BaseLayers: 1, Layers: 1, LayerSize: 4096}
+	imgs := pushImages(t, src.Host(), 2, 2, func(i int) fakeimage.Spec {
+		return fakeimage.Spec{Seed: uint64(40 + i), BaseSeed: 4, BaseLayers: 1, Layers: 1, LayerSize: 4096}
 	})
 	base := map[digest.Digest]bool{}
 	for _, b := range imgs[0].Blobs {

@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/internal/imagetest"
-	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/internal/fakeimage"
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/mirror/internal/mirrortest"
 )
 
@@ -26,7 +26,7 @@ func isUploadPUT(r *http.Request) bool {
 func TestTransferReusesSessionAfterRefusedCommit(t *testing.T) {
 	ctx := context.Background()
 	src, dst := registrytest.Start(t), registrytest.Start(t)
-	imgs := pushImages(t, src.Host(), 1, 1, func(i int) imagetest.Spec { return imagetest.Spec{Seed: 11, Layers: 2} })
+	imgs := pushImages(t, src.Host(), 1, 1, func(i int) fakeimage.Spec { return fakeimage.Spec{Seed: 11, Layers: 2} })
 	p := registrytest.NewFaultProxy(t, dst.Host(), registrytest.FaultPlan{
 		Match:    isUploadPUT,
 		Sequence: []registrytest.Fault{registrytest.Unavailable, registrytest.Unavailable, registrytest.Unavailable},
@@ -52,7 +52,7 @@ func TestTransferReusesSessionAfterRefusedCommit(t *testing.T) {
 func TestTransferReplacesAGoneSession(t *testing.T) {
 	ctx := context.Background()
 	src, dst := registrytest.Start(t), registrytest.Start(t)
-	imgs := pushImages(t, src.Host(), 1, 1, func(i int) imagetest.Spec { return imagetest.Spec{Seed: 12, Layers: 1} })
+	imgs := pushImages(t, src.Host(), 1, 1, func(i int) fakeimage.Spec { return fakeimage.Spec{Seed: 12, Layers: 1} })
 	target, _ := url.Parse(dst.URL())
 	rp := httputil.NewSingleHostReverseProxy(target)
 	var refused atomic.Int64

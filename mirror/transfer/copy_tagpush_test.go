@@ -16,8 +16,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/airlock-mirror/airlock/internal/imagetest"
-	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/internal/fakeimage"
+	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/mirror/internal/mirrortest"
 )
 
@@ -55,7 +56,7 @@ func alteringProxy(t *testing.T, target string, n int32) (host string, altered *
 func TestCopyPushesUnderTagAndReplacesAlteredManifest(t *testing.T) {
 	src := registrytest.Start(t)
 	dst := registrytest.Start(t)
-	p := imagetest.MustPush(t, src.Host()+"/tagpush/app:1.0", imagetest.Spec{Seed: 7, Layers: 2, LayerSize: 512})
+	p := imagetest.MustPush(t, src.Host()+"/tagpush/app:1.0", fakeimage.Spec{Seed: 7, Layers: 2, LayerSize: 512})
 	for _, alter := range []int32{0, 2} {
 		proxy, altered := alteringProxy(t, dst.Host(), alter)
 		dest := proxy + "/m/tagpush/app" + strconv.Itoa(int(alter))
@@ -92,7 +93,7 @@ func TestCopyPushesUnderTagAndReplacesAlteredManifest(t *testing.T) {
 func TestCopyRefusedTagFailsOnlyItsJob(t *testing.T) {
 	src := registrytest.Start(t)
 	dst := registrytest.Start(t)
-	p := imagetest.MustPush(t, src.Host()+"/tagpush/shared:1.0", imagetest.Spec{Seed: 11, Layers: 1, LayerSize: 256})
+	p := imagetest.MustPush(t, src.Host()+"/tagpush/shared:1.0", fakeimage.Spec{Seed: 11, Layers: 1, LayerSize: 256})
 	u, _ := url.Parse("http://" + dst.Host())
 	rp := httputil.NewSingleHostReverseProxy(u)
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

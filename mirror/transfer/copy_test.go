@@ -14,8 +14,9 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
-	"github.com/airlock-mirror/airlock/internal/imagetest"
-	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/internal/fakeimage"
+	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/internal/mirrortest"
 	"github.com/airlock-mirror/airlock/mirror/oci"
@@ -33,7 +34,7 @@ type pushed struct {
 	repo, tag string
 }
 
-func pushImages(t *testing.T, host string, n, repos int, spec func(i int) imagetest.Spec) []pushed {
+func pushImages(t *testing.T, host string, n, repos int, spec func(i int) fakeimage.Spec) []pushed {
 	t.Helper()
 	var out []pushed
 	for i := 0; i < n; i++ {
@@ -129,12 +130,12 @@ func TestCopyImageKinds(t *testing.T) {
 	dst := registrytest.Start(t)
 	cases := []struct {
 		name string
-		spec imagetest.Spec
+		spec fakeimage.Spec
 	}{
-		{"docker-single", imagetest.Spec{Seed: 1, BaseSeed: 1, BaseLayers: 1, Layers: 2}},
-		{"oci-single", imagetest.Spec{Seed: 2, BaseSeed: 1, BaseLayers: 1, Layers: 2, OCI: true}},
-		{"docker-multiarch", imagetest.Spec{Seed: 3, BaseSeed: 2, BaseLayers: 2, Layers: 1, Platforms: []string{"linux/amd64", "linux/arm64"}}},
-		{"oci-multiarch", imagetest.Spec{Seed: 4, BaseSeed: 2, BaseLayers: 2, Layers: 1, OCI: true, Platforms: []string{"linux/amd64", "linux/arm64"}}},
+		{"docker-single", fakeimage.Spec{Seed: 1, BaseSeed: 1, BaseLayers: 1, Layers: 2}},
+		{"oci-single", fakeimage.Spec{Seed: 2, BaseSeed: 1, BaseLayers: 1, Layers: 2, OCI: true}},
+		{"docker-multiarch", fakeimage.Spec{Seed: 3, BaseSeed: 2, BaseLayers: 2, Layers: 1, Platforms: []string{"linux/amd64", "linux/arm64"}}},
+		{"oci-multiarch", fakeimage.Spec{Seed: 4, BaseSeed: 2, BaseLayers: 2, Layers: 1, OCI: true, Platforms: []string{"linux/amd64", "linux/arm64"}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -165,8 +166,8 @@ func TestCopyImageKinds(t *testing.T) {
 func TestCopySharedLayersOnceThenNothing(t *testing.T) {
 	src := registrytest.Start(t)
 	dst := registrytest.Start(t)
-	imgs := pushImages(t, src.Host(), 12, 4, func(i int) imagetest.Spec {
-		s := imagetest.Spec{Seed: uint64(100 + i), BaseSeed: uint64(i % 2), BaseLayers: 3, Layers: 2, LayerSize: 2048, OCI: i%3 == 0}
+	imgs := pushImages(t, src.Host(), 12, 4, func(i int) fakeimage.Spec {
+		s := fakeimage.Spec{Seed: uint64(100 + i), BaseSeed: uint64(i % 2), BaseLayers: 3, Layers: 2, LayerSize: 2048, OCI: i%3 == 0}
 		if i%4 == 1 {
 			s.Platforms = []string{"linux/amd64", "linux/arm64"}
 		}
@@ -227,8 +228,8 @@ func TestCopySharedLayersOnceThenNothing(t *testing.T) {
 
 func TestCopySameRegistryMountsFromSource(t *testing.T) {
 	reg := registrytest.Start(t)
-	imgs := pushImages(t, reg.Host(), 3, 3, func(i int) imagetest.Spec {
-		return imagetest.Spec{Seed: uint64(i), BaseSeed: 9, BaseLayers: 2, Layers: 1}
+	imgs := pushImages(t, reg.Host(), 3, 3, func(i int) fakeimage.Spec {
+		return fakeimage.Spec{Seed: uint64(i), BaseSeed: 9, BaseLayers: 2, Layers: 1}
 	})
 	jobs := jobsFor(imgs, reg.Host(), reg.Host())
 	reg.Reset()
@@ -249,8 +250,8 @@ func TestCopySameRegistryMountsFromSource(t *testing.T) {
 func TestCopyThroughFaults(t *testing.T) {
 	src := registrytest.Start(t)
 	dst := registrytest.Start(t)
-	imgs := pushImages(t, src.Host(), 6, 2, func(i int) imagetest.Spec {
-		return imagetest.Spec{Seed: uint64(200 + i), BaseSeed: 5, BaseLayers: 2, Layers: 2, LayerSize: 64 << 10}
+	imgs := pushImages(t, src.Host(), 6, 2, func(i int) fakeimage.Spec {
+		return fakeimage.Spec{Seed: uint64(200 + i), BaseSeed: 5, BaseLayers: 2, Layers: 2, LayerSize: 64 << 10}
 	})
 	everything := func(r *http.Request) bool {
 		k := registrytest.PathKind(r.URL.Path)
@@ -287,8 +288,8 @@ func TestCopyThroughFaults(t *testing.T) {
 func TestCopyCorruptBlobFailsOnlyItsImage(t *testing.T) {
 	src := registrytest.Start(t)
 	dst := registrytest.Start(t)
-	imgs := pushImages(t, src.Host(), 4, 4, func(i int) imagetest.Spec {
-		return imagetest.Spec{Seed: uint64(300 + i), BaseSeed: 7, BaseLayers: 1, Layers: 1, LayerSize: 16 << 10}
+	imgs := pushImages(t, src.Host(), 4, 4, func(i int) fakeimage.Spec {
+		return fakeimage.Spec{Seed: uint64(300 + i), BaseSeed: 7, BaseLayers: 1, Layers: 1, LayerSize: 16 << 10}
 	})
 	// A blob only image 2 has gets one byte flipped on every read.
 	var bad digest.Digest
@@ -367,8 +368,8 @@ func settledCommits(reg *registrytest.Registry) int64 {
 func TestCopyCancelThenResume(t *testing.T) {
 	src := registrytest.Start(t)
 	dst := registrytest.Start(t)
-	imgs := pushImages(t, src.Host(), 10, 3, func(i int) imagetest.Spec {
-		return imagetest.Spec{Seed: uint64(400 + i), BaseSeed: uint64(i % 3), BaseLayers: 2, Layers: 2, LayerSize: 32 << 10}
+	imgs := pushImages(t, src.Host(), 10, 3, func(i int) fakeimage.Spec {
+		return fakeimage.Spec{Seed: uint64(400 + i), BaseSeed: uint64(i % 3), BaseLayers: 2, Layers: 2, LayerSize: 32 << 10}
 	})
 	jobs := jobsFor(imgs, src.Host(), dst.Host())
 	ctx, cancel := context.WithCancel(context.Background())
@@ -410,8 +411,8 @@ func TestCopyCancelThenResume(t *testing.T) {
 // mounts those layers instead of uploading them again.
 func TestIncrementalRunMountsFromEarlierRuns(t *testing.T) {
 	src, dst := registrytest.Start(t), registrytest.Start(t)
-	first := imagetest.MustPush(t, src.Host()+"/team-a/app:1", imagetest.Spec{Seed: 1, BaseSeed: 9, BaseLayers: 3, Layers: 1})
-	second := imagetest.MustPush(t, src.Host()+"/team-b/app:1", imagetest.Spec{Seed: 2, BaseSeed: 9, BaseLayers: 3, Layers: 1})
+	first := imagetest.MustPush(t, src.Host()+"/team-a/app:1", fakeimage.Spec{Seed: 1, BaseSeed: 9, BaseLayers: 3, Layers: 1})
+	second := imagetest.MustPush(t, src.Host()+"/team-b/app:1", fakeimage.Spec{Seed: 2, BaseSeed: 9, BaseLayers: 3, Layers: 1})
 	job := func(p imagetest.Pushed, repo string) Job {
 		return Job{Source: src.Host() + "/" + repo, Digest: p.Digest, Dest: dst.Host() + "/m/" + repo, Tags: []string{"1"}}
 	}

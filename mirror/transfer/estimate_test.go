@@ -8,8 +8,9 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
-	"github.com/airlock-mirror/airlock/internal/imagetest"
-	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/internal/fakeimage"
+	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/internal/mirrortest"
 	"github.com/airlock-mirror/airlock/mirror/registry"
@@ -34,8 +35,8 @@ func TestEstimatePlanSkipsUnknownRepositories(t *testing.T) {
 	ctx := context.Background()
 	src, dst := registrytest.Start(t), registrytest.Start(t)
 	// 12 images in 4 repositories, sharing a base layer.
-	imgs := pushImages(t, src.Host(), 12, 4, func(i int) imagetest.Spec {
-		return imagetest.Spec{Seed: uint64(i + 1), BaseSeed: 7, BaseLayers: 1, Layers: 2}
+	imgs := pushImages(t, src.Host(), 12, 4, func(i int) fakeimage.Spec {
+		return fakeimage.Spec{Seed: uint64(i + 1), BaseSeed: 7, BaseLayers: 1, Layers: 2}
 	})
 	jobs := jobsFor(imgs, src.Host(), dst.Host())
 	// The destination holds two images of one repository (and so that
@@ -54,7 +55,7 @@ func TestEstimatePlanSkipsUnknownRepositories(t *testing.T) {
 	if known, err := testRegistry().RepositoryKnown(ctx, jobs[3].Dest); err != nil || known {
 		t.Fatalf("RepositoryKnown(a repository without tags) = %v, %v; this test expects Distribution's NAME_UNKNOWN", known, err)
 	}
-	imagetest.MustPush(t, jobs[2].Dest+":other", imagetest.Spec{Seed: 99, Layers: 1})
+	imagetest.MustPush(t, jobs[2].Dest+":other", fakeimage.Spec{Seed: 99, Layers: 1})
 
 	dst.Reset()
 	plain, err := EstimatePlan(ctx, testRegistry(), plainDestination{testRegistry()}, jobs, 4, nil)
@@ -105,8 +106,8 @@ func TestEstimatePlanSkipsUnknownRepositories(t *testing.T) {
 func TestEstimatorLooksEarlyOnce(t *testing.T) {
 	ctx := context.Background()
 	src, dst := registrytest.Start(t), registrytest.Start(t)
-	imgs := pushImages(t, src.Host(), 10, 3, func(i int) imagetest.Spec {
-		return imagetest.Spec{Seed: uint64(i + 40), BaseSeed: 3, BaseLayers: 1, Layers: 1}
+	imgs := pushImages(t, src.Host(), 10, 3, func(i int) fakeimage.Spec {
+		return fakeimage.Spec{Seed: uint64(i + 40), BaseSeed: 3, BaseLayers: 1, Layers: 1}
 	})
 	jobs := jobsFor(imgs, src.Host(), dst.Host())
 	if _, err := Copy(ctx, testRegistry(), testRegistry(), jobs[:3], Options{Retry: mirrortest.FastRetry}); err != nil {

@@ -9,8 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/internal/imagetest"
-	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/internal/fakeimage"
+	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 )
@@ -19,7 +20,7 @@ import (
 // error in the report must not carry the URL's signature.
 func TestRedirectSignatureNotInErrors(t *testing.T) {
 	be := registrytest.Start(t)
-	p := imagetest.MustPush(t, be.Host()+"/a/b:1", imagetest.Spec{Seed: 1, Layers: 1})
+	p := imagetest.MustPush(t, be.Host()+"/a/b:1", fakeimage.Spec{Seed: 1, Layers: 1})
 	cdn := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, _, _ := w.(http.Hijacker).Hijack()
 		c.Close()

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/internal/fixtures"
+	"github.com/airlock-mirror/airlock/internal/testutil/fixtures"
 )
 
 // largestPackage is the package of shared/fixtures/large with the most channel

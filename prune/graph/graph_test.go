@@ -14,8 +14,8 @@ import (
 
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/internal/browser"
-	"github.com/airlock-mirror/airlock/internal/fixtures"
-	"github.com/airlock-mirror/airlock/internal/golden"
+	"github.com/airlock-mirror/airlock/internal/testutil/fixtures"
+	"github.com/airlock-mirror/airlock/internal/testutil/golden"
 	"github.com/airlock-mirror/airlock/prune"
 )
 

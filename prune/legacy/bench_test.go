@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/internal/sqlitetest"
+	"github.com/airlock-mirror/airlock/internal/sqliteindex"
 	"github.com/airlock-mirror/airlock/prune"
 )
 
@@ -112,7 +112,7 @@ func BenchmarkConvertManifests(b *testing.B) {
 
 // TestWriteSQLiteBench writes the file-based catalog folder
 // $AIRLOCK_WRITE_SQLITE_FROM as a SQLite index database at
-// $AIRLOCK_WRITE_SQLITE_TO with internal/sqlitetest (minutes, where opm's own
+// $AIRLOCK_WRITE_SQLITE_TO with internal/sqliteindex (minutes, where opm's own
 // loader in conformance's TestBuildSQLiteDB takes half an hour for the large
 // fixture): a quick database for profiling; the published figures use opm's.
 func TestWriteSQLiteBench(t *testing.T) {
@@ -124,7 +124,7 @@ func TestWriteSQLiteBench(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sqlitetest.Write(context.Background(), c, to); err != nil {
+	if err := sqliteindex.Write(context.Background(), c, to); err != nil {
 		t.Fatal(err)
 	}
 }

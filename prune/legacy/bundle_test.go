@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/internal/golden"
+	"github.com/airlock-mirror/airlock/internal/testutil/golden"
 )
 
 const demoBundle = "testdata/bundles/demo-operator.v0.4.0"

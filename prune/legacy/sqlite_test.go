@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/internal/sqlitetest"
+	"github.com/airlock-mirror/airlock/internal/sqliteindex"
 	"github.com/airlock-mirror/airlock/prune"
 )
 
@@ -32,7 +32,7 @@ func loadDemo(t testing.TB) *prune.Catalog {
 func demoDB(t testing.TB) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "index.db")
-	if err := sqlitetest.Write(context.Background(), loadDemo(t), p); err != nil {
+	if err := sqliteindex.Write(context.Background(), loadDemo(t), p); err != nil {
 		t.Fatal(err)
 	}
 	return p

@@ -27,7 +27,7 @@ import (
 	"syscall"
 
 	"github.com/airlock-mirror/airlock/bench"
-	"github.com/airlock-mirror/airlock/internal/gen/workload/workload"
+	"github.com/airlock-mirror/airlock/bench/workload"
 )
 
 func main() {

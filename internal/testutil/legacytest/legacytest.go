@@ -2,7 +2,8 @@
 // directly (pipeline.PruneLocal, which converts only the bundles it keeps)
 // gives what converting it whole (legacy.ConvertSQLite) and pruning the result
 // (pipeline.PruneDir) gives: the same files, byte for byte, the same
-// explanation, or the same refusal.
+// explanation, or the same refusal. The caller passes the two ways in as a
+// Prune: nothing under internal imports pipeline.
 package legacytest
 
 import (
@@ -13,14 +14,19 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/pipeline"
+	"github.com/airlock-mirror/airlock/prune"
 	"github.com/airlock-mirror/airlock/prune/legacy"
 )
+
+// Prune prunes with the ImageSetConfiguration config into out: the file-based
+// catalog dir (db converted whole) when dir is set (pipeline.PruneDir), else
+// the SQLite database db directly (pipeline.PruneLocal).
+type Prune func(ctx context.Context, config, db, dir, out string) (*prune.Explanation, error)
 
 // ComparePrune prunes the database db with the ImageSetConfiguration config
 // both ways and fails t when the results differ. It returns the number of
 // bundles kept (-1 when both ways refuse).
-func ComparePrune(t testing.TB, db, config string) int {
+func ComparePrune(t testing.TB, db, config string, pruneWith Prune) int {
 	t.Helper()
 	ctx := context.Background()
 	tmp := t.TempDir()
@@ -29,8 +35,8 @@ func ComparePrune(t testing.TB, db, config string) int {
 	if _, err := legacy.ConvertSQLite(ctx, db, converted, legacy.SQLiteOptions{}); err != nil {
 		t.Fatalf("converting %s: %v", db, err)
 	}
-	want, werr := pipeline.PruneDir(ctx, pipeline.PruneOptions{ConfigPath: config, Source: db, Dir: converted, OutDir: whole})
-	got, gerr := pipeline.PruneLocal(ctx, pipeline.PruneOptions{ConfigPath: config, Source: db, OutDir: direct})
+	want, werr := pruneWith(ctx, config, db, converted, whole)
+	got, gerr := pruneWith(ctx, config, db, "", direct)
 	if (werr != nil) != (gerr != nil) || (werr != nil && werr.Error() != gerr.Error()) {
 		t.Fatalf("pruning %s with %s:\nconverted whole: %v\ndirectly:        %v", db, config, werr, gerr)
 	}
@@ -39,10 +45,10 @@ func ComparePrune(t testing.TB, db, config string) int {
 		return -1
 	}
 	var we, ge bytes.Buffer
-	if err := want.Explanation.WriteText(&we); err != nil {
+	if err := want.WriteText(&we); err != nil {
 		t.Fatal(err)
 	}
-	if err := got.Explanation.WriteText(&ge); err != nil {
+	if err := got.WriteText(&ge); err != nil {
 		t.Fatal(err)
 	}
 	if we.String() != ge.String() {
@@ -63,7 +69,7 @@ func ComparePrune(t testing.TB, db, config string) int {
 			t.Errorf("%s: written directly, not when converted whole", name)
 		}
 	}
-	_, _, bundles := got.Explanation.Counts()
+	_, _, bundles := got.Counts()
 	return bundles
 }
 

@@ -1,4 +1,4 @@
-package pipeline
+package workspace
 
 import (
 	"bytes"
@@ -32,9 +32,6 @@ import (
 const (
 	DeletePlanAPIVersion = "airlock.io/v1alpha1"
 	DeletePlanKind       = "DeletePlan"
-	deleteDirName        = "delete"
-	DeletePlanFileName   = "delete-images.yaml"
-	plansDirName         = "plans"
 )
 
 // DeletePlan is delete-images.yaml.
@@ -84,13 +81,14 @@ type KeptManifest struct {
 	Why        []string      `json:"why" yaml:"why"`
 }
 
-// afterDeleteNote is the plan's note on reclaiming space.
-const afterDeleteNote = `Deleting removes manifests and tags; the registry frees their blobs only in its garbage collection:
+// AfterDeleteNote is the plan's note on reclaiming space.
+const AfterDeleteNote = `Deleting removes manifests and tags; the registry frees their blobs only in its garbage collection:
 airlock registry serve: stop it, then airlock registry gc --root DIR (--dry-run first);
 CNCF Distribution (registry:2/3): registry garbage-collect /etc/docker/registry/config.yml with the registry read-only or stopped;
 Harbor: Administration > Clean Up > GC; Quay: garbage collection runs by itself; Nexus, Artifactory: their cleanup tasks.`
 
-func (p *DeletePlan) id() string {
+// ID is "sha256:" + the SHA-256 of the plan with PlanID empty.
+func (p *DeletePlan) ID() string {
 	c := *p
 	c.PlanID = ""
 	b, _ := marshalPlan(&c)
@@ -111,9 +109,9 @@ func marshalPlan(p *DeletePlan) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// readPlan decodes a plan file strictly (unknown fields are errors) and notes the
-// line of every manifest entry.
-func readPlan(r io.Reader, name string) (*DeletePlan, error) {
+// ReadDeletePlan decodes a plan file strictly (unknown fields are errors) and
+// notes the line of every manifest entry; name is the file's name in errors.
+func ReadDeletePlan(r io.Reader, name string) (*DeletePlan, error) {
 	data, err := io.ReadAll(io.LimitReader(r, 256<<20))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
@@ -155,42 +153,43 @@ func decodeSafely(dec *yaml.Decoder, v any) (err error) {
 	return dec.Decode(v)
 }
 
-// writePlan writes the plan to working-dir/delete/delete-images.yaml and its
-// record to working-dir/delete/plans/HEX.yaml.
-func writeDeletePlan(workDir string, p *DeletePlan) (string, error) {
-	p.PlanID = p.id()
+// WriteDeletePlan sets the plan's ID and writes the plan to
+// working-dir/delete/delete-images.yaml and its record to
+// working-dir/delete/plans/HEX.yaml. It returns the plan file's path.
+func WriteDeletePlan(d Dir, p *DeletePlan) (string, error) {
+	p.PlanID = p.ID()
 	b, err := marshalPlan(p)
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(workDir, deleteDirName)
-	if err := os.MkdirAll(filepath.Join(dir, plansDirName), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(d.DeleteDir(), PlansDirName), 0o755); err != nil {
 		return "", err
 	}
-	if err := atomicfile.WriteFile(recordedPlanPath(workDir, p.PlanID), b, 0); err != nil {
+	if err := atomicfile.WriteFile(recordedPlanPath(d, p.PlanID), b, 0); err != nil {
 		return "", err
 	}
-	path := filepath.Join(dir, DeletePlanFileName)
+	path := d.DeletePlanPath()
 	return path, atomicfile.WriteFile(path, b, 0)
 }
 
-func recordedPlanPath(workDir, id string) string {
-	return filepath.Join(workDir, deleteDirName, plansDirName, strings.TrimPrefix(id, "sha256:")+".yaml")
+func recordedPlanPath(d Dir, id string) string {
+	return filepath.Join(d.DeleteDir(), PlansDirName, strings.TrimPrefix(id, "sha256:")+".yaml")
 }
 
-// checkPlan compares the plan file p with the plan the workspace recorded under
-// its ID, and with the destination the command names: every manifest of the file
-// must be one the planner chose, with the same tags.
-func checkPlan(p *DeletePlan, name, workDir, dest string) error {
+// CheckDeletePlan compares the plan file p (named name) with the plan the
+// working directory d recorded under its ID, and with the destination the
+// command names: every manifest of the file must be one the planner chose,
+// with the same tags.
+func CheckDeletePlan(p *DeletePlan, name string, d Dir, dest string) error {
 	var problems []string
 	if !strings.HasPrefix(p.PlanID, "sha256:") || len(p.PlanID) != len("sha256:")+64 || strings.ContainsAny(p.PlanID[7:], "/\\.") {
 		return fmt.Errorf("%s: planID %q is not a plan ID airlock wrote; generate a new plan with airlock delete --generate", name, p.PlanID)
 	}
-	b, err := os.ReadFile(recordedPlanPath(workDir, p.PlanID))
+	b, err := os.ReadFile(recordedPlanPath(d, p.PlanID))
 	if err != nil {
-		return fmt.Errorf("%s: plan %s was not generated in the workspace %s (%v): generate the plan there with airlock delete --generate, or give the --workspace it was generated in", name, p.PlanID, filepath.Dir(workDir), err)
+		return fmt.Errorf("%s: plan %s was not generated in the workspace %s (%v): generate the plan there with airlock delete --generate, or give the --workspace it was generated in", name, p.PlanID, d.Workspace(), err)
 	}
-	rec, err := readPlan(bytes.NewReader(b), recordedPlanPath(workDir, p.PlanID))
+	rec, err := ReadDeletePlan(bytes.NewReader(b), recordedPlanPath(d, p.PlanID))
 	if err != nil {
 		return err
 	}
@@ -202,7 +201,7 @@ func checkPlan(p *DeletePlan, name, workDir, dest string) error {
 	}
 	planned := map[string]PlannedManifest{}
 	for _, m := range rec.Manifests {
-		planned[imageKey(m.Repository, m.Digest)] = m
+		planned[ImageKey(m.Repository, m.Digest)] = m
 	}
 	for _, m := range p.Manifests {
 		where := fmt.Sprintf("%s:%d", name, m.line)
@@ -210,7 +209,7 @@ func checkPlan(p *DeletePlan, name, workDir, dest string) error {
 			problems = append(problems, fmt.Sprintf("%s: repository %s is not under %s, the registry the plan was made for (foreign registry)", where, m.Repository, rec.Destination))
 			continue
 		}
-		r, ok := planned[imageKey(m.Repository, m.Digest)]
+		r, ok := planned[ImageKey(m.Repository, m.Digest)]
 		if !ok {
 			problems = append(problems, fmt.Sprintf("%s: %s@%s was never planned: plan %s does not delete it", where, m.Repository, m.Digest, p.PlanID))
 			continue

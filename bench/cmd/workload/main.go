@@ -2,9 +2,9 @@
 // registry (plain HTTP), optionally with a file-based catalog image naming
 // every tag, so that `airlock mirror` can mirror it:
 //
-//	go run ./internal/gen/workload -preset quick -registry 127.0.0.1:5000 -catalog
-//	go run ./internal/gen/workload -preset reference -registry 127.0.0.1:5000
-//	go run ./internal/gen/workload -images 40 -indexes 4 -repos 6 -unique-mb 200 -registry 127.0.0.1:5000
+//	go run ./bench/cmd/workload -preset quick -registry 127.0.0.1:5000 -catalog
+//	go run ./bench/cmd/workload -preset reference -registry 127.0.0.1:5000
+//	go run ./bench/cmd/workload -images 40 -indexes 4 -repos 6 -unique-mb 200 -registry 127.0.0.1:5000
 package main
 
 import (
@@ -14,7 +14,7 @@ import (
 	"os"
 	"os/signal"
 
-	"github.com/airlock-mirror/airlock/internal/gen/workload/workload"
+	"github.com/airlock-mirror/airlock/bench/workload"
 )
 
 func main() {

@@ -1,4 +1,4 @@
-package pipeline
+package workspace
 
 import (
 	"encoding/json"
@@ -9,15 +9,12 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/airlock-mirror/airlock/internal/atomicfile"
 	"github.com/airlock-mirror/airlock/mirror/archive"
 )
 
-// loadedFileName is the disk-to-mirror workspace's record of the archives it
-// loaded, by destination.
-const loadedFileName = "loaded.json"
-
-// loadedBatch is one archive disk-to-mirror finished loading.
-type loadedBatch struct {
+// LoadedBatch is one archive disk-to-mirror finished loading.
+type LoadedBatch struct {
 	Destination string             `json:"destination"`
 	ArchiveID   string             `json:"archiveID"`
 	Batch       int                `json:"batch,omitempty"`
@@ -25,13 +22,17 @@ type loadedBatch struct {
 	Dir         string             `json:"dir"`
 }
 
-type loadedRecord struct {
+// Loaded is loaded.json: the disk-to-mirror workspace's record of the archives
+// it loaded, by destination.
+type Loaded struct {
 	path    string
-	Batches []loadedBatch `json:"batches"`
+	Batches []LoadedBatch `json:"batches"`
 }
 
-func loadRecord(workDir string) (*loadedRecord, error) {
-	rec := &loadedRecord{path: filepath.Join(workDir, loadedFileName)}
+// ReadLoaded reads the record of the archives loaded from d (empty when there
+// is none yet).
+func ReadLoaded(d Dir) (*Loaded, error) {
+	rec := &Loaded{path: d.LoadedPath()}
 	b, err := os.ReadFile(rec.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return rec, nil
@@ -45,13 +46,14 @@ func loadRecord(workDir string) (*loadedRecord, error) {
 	return rec, nil
 }
 
-func ref(l loadedBatch) archive.BatchRef {
+func ref(l LoadedBatch) archive.BatchRef {
 	return archive.BatchRef{Batch: l.Batch, ArchiveID: l.ArchiveID}
 }
 
-// checkOrder refuses to load an archive into dest when a later batch built on it
-// was already loaded there: its catalog tags would go back to an older catalog.
-func (rec *loadedRecord) checkOrder(m *archive.Manifest, dest string) error {
+// CheckOrder refuses to load an archive into dest when a later batch built on
+// it was already loaded there: its catalog tags would go back to an older
+// catalog.
+func (rec *Loaded) CheckOrder(m *archive.Manifest, dest string) error {
 	this := archive.BatchRef{Batch: m.Batch, ArchiveID: m.ArchiveID}
 	for _, l := range rec.Batches {
 		if l.Destination != dest || l.ArchiveID == m.ArchiveID {
@@ -64,23 +66,24 @@ func (rec *loadedRecord) checkOrder(m *archive.Manifest, dest string) error {
 	return nil
 }
 
-// loadedInto reports whether the archive id was loaded into dest.
-func (rec *loadedRecord) loadedInto(id, dest string) bool {
-	return slices.ContainsFunc(rec.Batches, func(l loadedBatch) bool { return l.ArchiveID == id && l.Destination == dest })
+// LoadedInto reports whether the archive id was loaded into dest.
+func (rec *Loaded) LoadedInto(id, dest string) bool {
+	return slices.ContainsFunc(rec.Batches, func(l LoadedBatch) bool { return l.ArchiveID == id && l.Destination == dest })
 }
 
-// add records that archive m (from dir) was loaded into dest.
-func (rec *loadedRecord) add(workDir string, m *archive.Manifest, dir, dest string) error {
-	if rec.loadedInto(m.ArchiveID, dest) {
+// Add records that archive m (from dir) was loaded into dest.
+func (rec *Loaded) Add(m *archive.Manifest, dir, dest string) error {
+	if rec.LoadedInto(m.ArchiveID, dest) {
 		return nil
 	}
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
-	rec.Batches = append(rec.Batches, loadedBatch{Destination: dest, ArchiveID: m.ArchiveID, Batch: m.Batch, BuildsOn: m.BuildsOn, Dir: dir})
+	rec.Batches = append(rec.Batches, LoadedBatch{Destination: dest, ArchiveID: m.ArchiveID, Batch: m.Batch, BuildsOn: m.BuildsOn, Dir: dir})
 	b, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
 		return err
 	}
-	return writeFile(rec.path, append(b, '\n'))
+	// The working directory exists: the run made it.
+	return atomicfile.WriteFile(rec.path, append(b, '\n'), 0)
 }

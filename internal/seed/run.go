@@ -1,8 +1,4 @@
-// Package demo holds what `airlock registry seed` and `make demo` need on top of
-// internal/seed: seeding a registry with a catalog, every image it names, and
-// extra images (the additionalImages of a demo ImageSetConfiguration), with the
-// registry access options of the command line (auth file, TLS verification).
-package demo
+package seed
 
 import (
 	"context"
@@ -14,16 +10,15 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/opencontainers/go-digest"
 
-	"github.com/airlock-mirror/airlock/internal/seed"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 )
 
-// SeedOptions says what to seed and how to reach the registry.
-type SeedOptions struct {
+// RunOptions says what Run seeds and how it reaches the registry.
+type RunOptions struct {
 	// Registry is the registry host to seed ("127.0.0.1:5000").
 	Registry string
 	// CatalogDir, CatalogRepo, CatalogTag, CatalogPlatforms and MultiArchEvery
-	// are those of seed.Options; CatalogDir may be empty when only Images are
+	// are those of Options; CatalogDir may be empty when only Images are
 	// seeded (CatalogRepo is then ignored).
 	CatalogDir       string
 	CatalogRepo      string
@@ -49,10 +44,10 @@ type SeedOptions struct {
 	Logger *slog.Logger
 }
 
-// SeedResult is what Seed pushed.
-type SeedResult struct {
-	// Catalog is the catalog seed.Seed pushed (nil without CatalogDir).
-	Catalog *seed.Result
+// RunResult is what Run pushed.
+type RunResult struct {
+	// Catalog is the catalog Seed pushed (nil without CatalogDir).
+	Catalog *Result
 	// Images maps each extra image to the seeded reference.
 	Images map[string]string
 	// Digests maps each seeded extra image to its manifest digest.
@@ -60,7 +55,7 @@ type SeedResult struct {
 }
 
 // Count is the number of images pushed, the catalog image included.
-func (r *SeedResult) Count() int {
+func (r *RunResult) Count() int {
 	n := len(r.Images)
 	if r.Catalog != nil {
 		n += len(r.Catalog.Images) + 1
@@ -68,9 +63,10 @@ func (r *SeedResult) Count() int {
 	return n
 }
 
-// Seed pushes the catalog (with every image it names) and the extra images to
-// o.Registry. Like seed.Seed it is idempotent.
-func Seed(ctx context.Context, o SeedOptions) (*SeedResult, error) {
+// Run is `airlock registry seed`: it pushes the catalog (with every image it
+// names) and the extra images to o.Registry, with the registry access options of
+// the command line (auth file, TLS verification). Like Seed it is idempotent.
+func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	if o.Registry == "" {
 		return nil, errors.New("seed: no registry given: use --registry HOST:PORT")
 	}
@@ -85,7 +81,7 @@ func Seed(ctx context.Context, o SeedOptions) (*SeedResult, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: !o.TLSVerify} //nolint:gosec // --tls-verify=false
 	ropts := []remote.Option{remote.WithAuthFromKeychain(registry.AuthKeychain(o.AuthFile)), remote.WithTransport(tr), remote.WithUserAgent("airlock")}
-	r, err := seed.Seed(ctx, seed.Options{
+	r, err := Seed(ctx, Options{
 		Registry: o.Registry, CatalogDir: o.CatalogDir, CatalogRepo: o.CatalogRepo,
 		CatalogTag: o.CatalogTag, CatalogPlatforms: o.CatalogPlatforms, MultiArchEvery: o.MultiArchEvery,
 		WorkDir: o.WorkDir, Remote: append(ropts, o.Remote...), Insecure: !o.TLSVerify, Logger: o.Logger,
@@ -94,7 +90,7 @@ func Seed(ctx context.Context, o SeedOptions) (*SeedResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &SeedResult{Images: r.Extra, Digests: map[string]digest.Digest{}}
+	res := &RunResult{Images: r.Extra, Digests: map[string]digest.Digest{}}
 	for _, seeded := range r.Extra {
 		res.Digests[seeded] = r.Digests[seeded]
 	}

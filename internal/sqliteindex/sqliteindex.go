@@ -1,9 +1,13 @@
-// Package sqlitetest writes SQLite index databases like the ones `opm index add`
-// built (schema version 13 of operator-registry), for tests, fuzz seeds and
-// benchmarks: the conversion in prune/legacy reads them back. The channel graph
+// Package sqliteindex writes SQLite index databases like the ones `opm index add`
+// built (schema version 13 of operator-registry): `airlock registry seed` packs
+// them into SQLite-based catalog images (internal/seed), and tests, fuzz seeds
+// and benchmarks use them; the conversion in prune/legacy reads them back. The channel graph
 // is stored the way opm's loader stored it (a head entry at depth 0, the
 // replaces chain below it, and for each skip a synthetic pair of entries).
-package sqlitetest
+//
+// It knows the catalog model (prune) and the database schema only: not
+// registries, images or how the pipeline uses a database.
+package sqliteindex
 
 import (
 	"context"

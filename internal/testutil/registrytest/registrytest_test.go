@@ -5,15 +5,17 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/internal/imagetest"
-	"github.com/airlock-mirror/airlock/internal/registrytest"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/airlock-mirror/airlock/internal/fakeimage"
+	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 )
 
 func TestPushCountsAndStop(t *testing.T) {
 	reg := registrytest.Start(t)
-	p := imagetest.MustPush(t, reg.Host()+"/a/b:v1", imagetest.Spec{Seed: 1, BaseSeed: 1, BaseLayers: 2, Layers: 1, Platforms: []string{"linux/amd64", "linux/arm64"}})
+	p := imagetest.MustPush(t, reg.Host()+"/a/b:v1", fakeimage.Spec{Seed: 1, BaseSeed: 1, BaseLayers: 2, Layers: 1, Platforms: []string{"linux/amd64", "linux/arm64"}})
 	c := reg.Counts()
 	// 2 shared base layers + 1 unique per platform + 2 configs.
 	if len(p.Blobs) != 6 || c.BlobsCommitted != 6 {
@@ -33,12 +35,12 @@ func TestPushCountsAndStop(t *testing.T) {
 }
 
 func TestDeterministic(t *testing.T) {
-	a, err := imagetest.Image(imagetest.Spec{Seed: 7, Layers: 2, OCI: true}, "")
+	a, err := fakeimage.Image(fakeimage.Spec{Seed: 7, Layers: 2, OCI: true}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := imagetest.Image(imagetest.Spec{Seed: 7, Layers: 2, OCI: true}, "")
-	c, _ := imagetest.Image(imagetest.Spec{Seed: 8, Layers: 2, OCI: true}, "")
+	b, _ := fakeimage.Image(fakeimage.Spec{Seed: 7, Layers: 2, OCI: true}, "")
+	c, _ := fakeimage.Image(fakeimage.Spec{Seed: 8, Layers: 2, OCI: true}, "")
 	da, _ := a.Digest()
 	db, _ := b.Digest()
 	dc, _ := c.Digest()
@@ -58,13 +60,13 @@ func TestTLSAndBasicAuth(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("anonymous: status %d, want 401", resp.StatusCode)
 	}
-	imagetest.MustPush(t, reg.Host()+"/x:1", imagetest.Spec{Seed: 3, Layers: 1},
+	imagetest.MustPush(t, reg.Host()+"/x:1", fakeimage.Spec{Seed: 3, Layers: 1},
 		remote.WithTransport(tr), remote.WithAuth(&authn.Basic{Username: "alice", Password: "s3cret"}))
 }
 
 func TestFaultProxy(t *testing.T) {
 	reg := registrytest.Start(t)
-	p := imagetest.MustPush(t, reg.Host()+"/r:1", imagetest.Spec{Seed: 1, Layers: 1, LayerSize: 4096})
+	p := imagetest.MustPush(t, reg.Host()+"/r:1", fakeimage.Spec{Seed: 1, Layers: 1, LayerSize: 4096})
 	proxy := registrytest.NewFaultProxy(t, reg.Host(), registrytest.FaultPlan{
 		Sequence: []registrytest.Fault{registrytest.TooManyRequests, registrytest.Unavailable, registrytest.CutMidBody, registrytest.TruncateBody, registrytest.FlipByte, registrytest.Pass},
 	})

@@ -1,4 +1,4 @@
-package demo_test
+package seed_test
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/airlock-mirror/airlock/internal/demo"
-	"github.com/airlock-mirror/airlock/internal/registrytest"
+	"github.com/airlock-mirror/airlock/internal/seed"
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 )
@@ -18,19 +18,19 @@ func TestSeed(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
 		name    string
-		opts    demo.SeedOptions
+		opts    seed.RunOptions
 		tls     bool
 		images  int // extra images seeded
 		catalog bool
 		wantErr string
 	}{
-		{name: "catalog and image over plain HTTP", opts: demo.SeedOptions{CatalogDir: "../../testdata/demo/catalog", CatalogRepo: "airlock-demo/demo-index",
+		{name: "catalog and image over plain HTTP", opts: seed.RunOptions{CatalogDir: "../../testdata/demo/catalog", CatalogRepo: "airlock-demo/demo-index",
 			Images: []string{"registry.example.com/tools/support-tools:1.4", "registry.example.com/tools/support-tools:1.4"}}, images: 1, catalog: true},
-		{name: "images over TLS", tls: true, opts: demo.SeedOptions{TLSVerify: true,
+		{name: "images over TLS", tls: true, opts: seed.RunOptions{TLSVerify: true,
 			Images: []string{"quay.io/a/b@sha256:" + strings.Repeat("ab", 32), "docker.io/library/busybox"}}, images: 2},
-		{name: "nothing", opts: demo.SeedOptions{}, wantErr: "nothing to seed"},
-		{name: "catalog without repo", opts: demo.SeedOptions{CatalogDir: "../../testdata/demo/catalog"}, wantErr: "needs --catalog-repo"},
-		{name: "bad reference", opts: demo.SeedOptions{Images: []string{"Not/Valid"}}, wantErr: "Not/Valid"},
+		{name: "nothing", opts: seed.RunOptions{}, wantErr: "nothing to seed"},
+		{name: "catalog without repo", opts: seed.RunOptions{CatalogDir: "../../testdata/demo/catalog"}, wantErr: "needs --catalog-repo"},
+		{name: "bad reference", opts: seed.RunOptions{Images: []string{"Not/Valid"}}, wantErr: "Not/Valid"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -43,7 +43,7 @@ func TestSeed(t *testing.T) {
 			}
 			tc.opts.Registry = reg.Host()
 			tc.opts.WorkDir = t.TempDir()
-			res, err := demo.Seed(ctx, tc.opts)
+			res, err := seed.Run(ctx, tc.opts)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want %q", err, tc.wantErr)
@@ -71,7 +71,7 @@ func TestSeed(t *testing.T) {
 			}
 			// Idempotent: the same options give the same digests, and push nothing new.
 			before := reg.Counts().BlobsCommitted
-			again, err := demo.Seed(ctx, tc.opts)
+			again, err := seed.Run(ctx, tc.opts)
 			if err != nil {
 				t.Fatal(err)
 			}

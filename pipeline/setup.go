@@ -1,0 +1,118 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/airlock-mirror/airlock/imageset"
+	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/archive"
+	"github.com/airlock-mirror/airlock/workspace"
+)
+
+// Setting a run up: the workflow from the command line's locations, the working
+// directory.
+
+// fileDir returns DIR of a file://DIR location given to flag.
+func fileDir(s, flag string) (string, error) {
+	p, ok := strings.CutPrefix(s, "file://")
+	if !ok || p == "" {
+		return "", fmt.Errorf("%s %q must be file://DIR", flag, s)
+	}
+	return filepath.Clean(p), nil
+}
+
+// workingDir returns DIR/working-dir of a --workspace file://DIR.
+func workingDir(ws string) (workspace.Dir, error) {
+	dir, err := fileDir(ws, "--workspace")
+	if err != nil {
+		return "", err
+	}
+	return workspace.Open(dir)
+}
+
+func (r *run) setup() error {
+	o := r.opts
+	if o.ConfigPath == "" {
+		return errors.New("no ImageSetConfiguration given: use -c imageset.yaml")
+	}
+	cfg, err := imageset.LoadFile(o.ConfigPath)
+	if err != nil {
+		return err
+	}
+	r.cfg = cfg
+	switch {
+	case o.From != "":
+		if !strings.HasPrefix(o.Destination, "docker://") {
+			return fmt.Errorf("disk-to-mirror needs a registry destination docker://REGISTRY/NAMESPACE, got %q", o.Destination)
+		}
+		dir, err := fileDir(o.From, "--from")
+		if err != nil {
+			return err
+		}
+		r.workflow, r.topDir = mirror.DiskToMirror, dir
+		r.dest = strings.TrimPrefix(o.Destination, "docker://")
+		// The archive may be on read-only media: nothing is written into it. The
+		// working files go to --workspace, by default a folder in the current
+		// directory.
+		ws := workspace.DefaultName
+		if o.Workspace != "" {
+			if ws, err = fileDir(o.Workspace, "--workspace"); err != nil {
+				return err
+			}
+		}
+		if r.workspace, err = filepath.Abs(ws); err != nil {
+			return err
+		}
+		if archAbs, err := filepath.Abs(dir); err == nil && within(r.workspace, archAbs) {
+			return fmt.Errorf("--workspace %s is inside the archive folder %s: disk-to-mirror writes nothing into the archive (it may be read-only media); choose another folder", r.workspace, dir)
+		}
+	case strings.HasPrefix(o.Destination, "file://"):
+		if o.Workspace != "" {
+			return errors.New("--workspace is for mirror-to-mirror; mirror-to-disk writes its working-dir inside the file:// destination")
+		}
+		dir, err := fileDir(o.Destination, "destination")
+		if err != nil {
+			return err
+		}
+		r.workflow, r.topDir, r.workspace = mirror.MirrorToDisk, dir, dir
+	case strings.HasPrefix(o.Destination, "docker://"):
+		if o.Workspace == "" {
+			return errors.New("mirror-to-mirror needs --workspace file://DIR for its working files (or use --from file://DIR for disk-to-mirror)")
+		}
+		dir, err := fileDir(o.Workspace, "--workspace")
+		if err != nil {
+			return err
+		}
+		r.workflow, r.topDir, r.workspace = mirror.MirrorToMirror, dir, dir
+		r.dest = strings.TrimPrefix(o.Destination, "docker://")
+	default:
+		return fmt.Errorf("destination %q must be docker://REGISTRY[:PORT]/NAMESPACE or file://DIR", o.Destination)
+	}
+	if r.workflow != mirror.MirrorToDisk && (o.SinceArchive != "" || o.Full) {
+		return errors.New("--since-archive and --full apply to mirror-to-disk only")
+	}
+	if err := r.checkSharding(); err != nil {
+		return err
+	}
+	r.workDir = workspace.At(r.workspace)
+	if r.workflow == mirror.MirrorToDisk && o.PlanFile != "" && !o.Finish {
+		// Shards of one archive share the target: each keeps its working
+		// files (its part of the plan, results, report) apart.
+		r.workDir = r.workDir.Shard(archive.ShardPart(o.Shard, o.Shards))
+	}
+	if err := os.MkdirAll(r.workDir.Path(), 0o755); err != nil {
+		return fmt.Errorf("create working directory: %w", err)
+	}
+	r.res = &Result{Workflow: r.workflow, WorkingDir: r.workDir.Path()}
+	return nil
+}
+
+// within reports whether path p is dir or inside it.
+func within(p, dir string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}

@@ -1,0 +1,111 @@
+package workspace
+
+import (
+	"sort"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/mirror"
+)
+
+// Inventory is what the history says of one destination: what airlock put
+// there and did not delete since, why every run selected it, what the current
+// selections want and which tags airlock pushed. The delete planner counts
+// references over it. Manifests are keyed by ImageKey.
+type Inventory struct {
+	Dest string
+	// Present are the manifests airlock put there and did not delete since.
+	Present map[string]*InventoryEntry
+	// Wants are every reason any run selected each manifest.
+	Wants map[string][]RunWant
+	// Current are the wants of the current selections: the latest run of each
+	// configuration file at this destination.
+	Current     map[string][]RunWant
+	CurrentRuns []HistoryRun
+	// Tags are the tags airlock put in each repository.
+	Tags map[string]map[string]bool
+	// LastSeq is the last run at the destination; Runs counts its mirror runs.
+	LastSeq int
+	Runs    int
+}
+
+// InventoryEntry is a manifest airlock put at the destination.
+type InventoryEntry struct {
+	Repo      string
+	Digest    digest.Digest
+	MediaType string
+	Source    string
+	Kind      mirror.ImageKind
+	// LastRun is the last run that selected it.
+	LastRun int
+}
+
+// RunWant is a reason run Seq selected a manifest.
+type RunWant struct {
+	Seq  int
+	Want Want
+}
+
+// Inventory returns what the history says of the destination dest.
+func (h *History) Inventory(dest string) *Inventory {
+	inv := &Inventory{Dest: dest, Present: map[string]*InventoryEntry{}, Wants: map[string][]RunWant{}, Current: map[string][]RunWant{}, Tags: map[string]map[string]bool{}}
+	latest := map[string]int{} // config path → index of its latest run
+	for i, run := range h.Runs {
+		if run.Destination != dest {
+			continue
+		}
+		inv.LastSeq = run.Seq
+		switch run.Kind {
+		case RunDelete:
+			for _, d := range run.Deleted {
+				delete(inv.Present, ImageKey(d.Repository, d.Digest))
+			}
+		case RunMirror:
+			inv.Runs++
+			latest[run.ConfigPath] = i
+			for _, im := range run.Images {
+				k := ImageKey(im.Repository, im.Digest)
+				for _, w := range im.WantedBy {
+					inv.Wants[k] = append(inv.Wants[k], RunWant{run.Seq, w})
+				}
+				if inv.Tags[im.Repository] == nil {
+					inv.Tags[im.Repository] = map[string]bool{}
+				}
+				for _, t := range im.Tags {
+					inv.Tags[im.Repository][t] = true
+				}
+				if im.Mirrored() {
+					inv.Present[k] = &InventoryEntry{Repo: im.Repository, Digest: im.Digest, MediaType: im.MediaType, Source: im.Source, Kind: im.Kind, LastRun: run.Seq}
+				} else if e := inv.Present[k]; e != nil {
+					e.LastRun = run.Seq
+				}
+			}
+		}
+	}
+	var idx []int
+	for _, i := range latest {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	for _, i := range idx {
+		run := h.Runs[i]
+		inv.CurrentRuns = append(inv.CurrentRuns, run)
+		for _, im := range run.Images {
+			k := ImageKey(im.Repository, im.Digest)
+			for _, w := range im.WantedBy {
+				inv.Current[k] = append(inv.Current[k], RunWant{run.Seq, w})
+			}
+		}
+	}
+	return inv
+}
+
+// Keys returns the keys of the present manifests, sorted.
+func (inv *Inventory) Keys() []string {
+	out := make([]string, 0, len(inv.Present))
+	for k := range inv.Present {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

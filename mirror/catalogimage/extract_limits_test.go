@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-mirror/airlock/mirror/internal/mirrortest"
+	"github.com/airlock-mirror/airlock/internal/testutil/mirrortest"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/mirror/internal/mirrortest"
+	"github.com/airlock-mirror/airlock/internal/testutil/mirrortest"
 	"github.com/airlock-mirror/airlock/mirror/layout"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/mirror/internal/mirrortest"
+	"github.com/airlock-mirror/airlock/internal/testutil/mirrortest"
 	"github.com/airlock-mirror/airlock/mirror/layout"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/transfer"

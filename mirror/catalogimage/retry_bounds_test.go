@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-mirror/airlock/internal/testutil/mirrortest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
-	"github.com/airlock-mirror/airlock/mirror/internal/mirrortest"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 	"github.com/airlock-mirror/airlock/mirror/transfer"

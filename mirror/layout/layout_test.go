@@ -15,8 +15,8 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/airlock-mirror/airlock/internal/fakeimage"
+	"github.com/airlock-mirror/airlock/internal/testutil/mirrortest"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
-	"github.com/airlock-mirror/airlock/mirror/internal/mirrortest"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 )
 

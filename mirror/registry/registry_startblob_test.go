@@ -13,9 +13,9 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/airlock-mirror/airlock/internal/testutil/mirrortest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
-	"github.com/airlock-mirror/airlock/mirror/internal/mirrortest"
 )
 
 // noMountProxy fronts a registry that ignores cross-repository mounts: the mount

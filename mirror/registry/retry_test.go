@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airlock-mirror/airlock/internal/testutil/mirrortest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
-	"github.com/airlock-mirror/airlock/mirror/internal/mirrortest"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 

@@ -9,8 +9,8 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/airlock-mirror/airlock/internal/fakeimage"
+	"github.com/airlock-mirror/airlock/internal/testutil/mirrortest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
-	"github.com/airlock-mirror/airlock/mirror/internal/mirrortest"
 )
 
 // TestCopyElsewhere covers Options.Elsewhere, the blobs another shard

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/airlock-mirror/airlock/internal/fakeimage"
+	"github.com/airlock-mirror/airlock/internal/testutil/mirrortest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
-	"github.com/airlock-mirror/airlock/mirror/internal/mirrortest"
 )
 
 // isUploadPUT matches the commit of a blob upload.

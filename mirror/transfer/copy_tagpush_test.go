@@ -18,8 +18,8 @@ import (
 
 	"github.com/airlock-mirror/airlock/internal/fakeimage"
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
+	"github.com/airlock-mirror/airlock/internal/testutil/mirrortest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
-	"github.com/airlock-mirror/airlock/mirror/internal/mirrortest"
 )
 
 // alteringProxy forwards to target and rewrites the body of the first n

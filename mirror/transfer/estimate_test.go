@@ -10,9 +10,9 @@ import (
 
 	"github.com/airlock-mirror/airlock/internal/fakeimage"
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
+	"github.com/airlock-mirror/airlock/internal/testutil/mirrortest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
-	"github.com/airlock-mirror/airlock/mirror/internal/mirrortest"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 )
 

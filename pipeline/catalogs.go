@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/prune"
@@ -106,7 +107,7 @@ func (r *run) catalog(ctx context.Context, op imageset.Operator, fo mirror.Fetch
 	r.log.Info("fetching catalog", "catalog", op.Catalog)
 	// The catalog's files are parsed as they are extracted, on the core the
 	// extraction leaves free.
-	pf := prune.NewPrefetch(ctx, catalogLoadOptions(r.log))
+	pf := fbc.NewPrefetch(ctx, catalogLoadOptions(r.log))
 	fo.OnFile, fo.OnRestart = pf.Add, pf.Forget
 	fc, err := mirror.FetchCatalogWithOptions(ctx, op.Catalog, filepath.Join(r.workDir, "operator-catalogs"), fo)
 	if err != nil {
@@ -175,8 +176,8 @@ func (r *run) catalog(ctx context.Context, op imageset.Operator, fo mirror.Fetch
 
 // catalogLoadOptions is how a run loads catalogs: heavy values checked and
 // dropped (Write restores those of the bundles kept).
-func catalogLoadOptions(log *slog.Logger) prune.LoadOptions {
-	return prune.LoadOptions{ElideHeavy: true, Logger: log}
+func catalogLoadOptions(log *slog.Logger) fbc.LoadOptions {
+	return fbc.LoadOptions{ElideHeavy: true, Logger: log}
 }
 
 // deriveCatalog loads and filters the fetched catalog and starts rebuilding
@@ -184,16 +185,16 @@ func catalogLoadOptions(log *slog.Logger) prune.LoadOptions {
 // the rebuild returns) is in the memo when it returns. The rebuild is the only
 // user of the pruned catalog from then on; rebuilt waits for it (and is a
 // no-op for a catalog mirrored untouched).
-func (r *run) deriveCatalog(ctx context.Context, op imageset.Operator, fc *mirror.FetchedCatalog, base string, pf *prune.Prefetch) (*catalogMemo, func() (*mirror.RebuiltCatalog, error), error) {
+func (r *run) deriveCatalog(ctx context.Context, op imageset.Operator, fc *mirror.FetchedCatalog, base string, pf *fbc.Prefetch) (*catalogMemo, func() (*mirror.RebuiltCatalog, error), error) {
 	none := func() (*mirror.RebuiltCatalog, error) { return nil, nil }
-	var cat *prune.Catalog
+	var cat *fbc.Catalog
 	dir, err := fbcDir(ctx, fc, r.log)
 	if err == nil && fc.DatabaseFile == "" {
 		cat, err = pf.Load(ctx, dir)
 	} else {
 		pf.Close()
 		if err == nil {
-			cat, err = prune.LoadDir(ctx, dir, catalogLoadOptions(r.log))
+			cat, err = fbc.LoadDir(ctx, dir, catalogLoadOptions(r.log))
 		}
 	}
 	if err != nil {
@@ -261,12 +262,12 @@ func (r *run) useMemo(cr *mirror.CatalogRequest, m *catalogMemo, rb *mirror.Rebu
 // rebuildPruned writes the pruned catalog to base/configs and rebuilds the
 // catalog image fc with it into the OCI layout base/image, tagged tag (fc's own
 // tag when empty).
-func (r *run) rebuildPruned(ctx context.Context, pruned *prune.Catalog, fc *mirror.FetchedCatalog, base, tag string) (*mirror.RebuiltCatalog, error) {
+func (r *run) rebuildPruned(ctx context.Context, pruned *fbc.Catalog, fc *mirror.FetchedCatalog, base, tag string) (*mirror.RebuiltCatalog, error) {
 	prunedDir := filepath.Join(base, "configs")
 	if err := os.RemoveAll(prunedDir); err != nil {
 		return nil, err
 	}
-	if err := prune.Write(ctx, pruned, prunedDir, prune.WriteOptions{}); err != nil {
+	if err := fbc.Write(ctx, pruned, prunedDir, fbc.WriteOptions{}); err != nil {
 		return nil, err
 	}
 	return mirror.RebuildCatalog(ctx, fc, prunedDir, mirror.RebuildOptions{LayoutDir: filepath.Join(base, "image"), Tag: tag, Logger: r.log})
@@ -274,8 +275,8 @@ func (r *run) rebuildPruned(ctx context.Context, pruned *prune.Catalog, fc *mirr
 
 // catalogImages lists the images c names, its packages and the warnings about
 // images that cannot be mirrored.
-func catalogImages(c *prune.Catalog) (images, packages, warnings []string) {
-	uses, warnings := prune.Images(c)
+func catalogImages(c *fbc.Catalog) (images, packages, warnings []string) {
+	uses, warnings := fbc.Images(c)
 	for _, u := range uses {
 		images = append(images, u.Image)
 	}

@@ -16,9 +16,9 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/internal/atomicfile"
 	"github.com/airlock-mirror/airlock/mirror"
-	"github.com/airlock-mirror/airlock/prune"
 )
 
 // The history is the workspace's append-only record of what every run put into
@@ -252,7 +252,7 @@ func lastSeq(dir string) (int, error) {
 
 // catalogWants maps each image a (pruned) catalog names to the bundles that use
 // it, with their versions and channels.
-func catalogWants(catalog string, c *prune.Catalog) map[string][]Want {
+func catalogWants(catalog string, c *fbc.Catalog) map[string][]Want {
 	type bkey struct{ pkg, bundle string }
 	info := map[bkey]Want{}
 	for _, p := range c.Packages {
@@ -264,14 +264,14 @@ func catalogWants(catalog string, c *prune.Catalog) map[string][]Want {
 		}
 		for _, b := range p.Bundles {
 			w := Want{Kind: WantBundle, Catalog: catalog, Package: p.Name, Bundle: b.Name, Channels: chans[b.Name]}
-			if v, err := prune.BundleVersion(b); err == nil {
+			if v, err := fbc.BundleVersion(b); err == nil {
 				w.Version = v.String()
 			}
 			sort.Strings(w.Channels)
 			info[bkey{p.Name, b.Name}] = w
 		}
 	}
-	uses, _ := prune.Images(c)
+	uses, _ := fbc.Images(c)
 	out := make(map[string][]Want, len(uses))
 	for _, u := range uses {
 		for _, b := range u.Bundles {
@@ -286,7 +286,7 @@ func catalogWants(catalog string, c *prune.Catalog) map[string][]Want {
 }
 
 // noteWants remembers why each image of a catalog is wanted, for the history.
-func (r *run) noteWants(catalog string, c *prune.Catalog) {
+func (r *run) noteWants(catalog string, c *fbc.Catalog) {
 	if r.wants == nil {
 		r.wants = map[string][]Want{}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
@@ -79,7 +80,7 @@ func (r *run) reselect(ctx context.Context, ar endpoint.Source, c archive.Catalo
 
 // archivedCatalog copies the catalog image c out of the archive into the
 // workspace (an OCI layout) and loads its file-based catalog.
-func (r *run) archivedCatalog(ctx context.Context, ar endpoint.Source, c archive.CatalogRecord) (*mirror.FetchedCatalog, *prune.Catalog, error) {
+func (r *run) archivedCatalog(ctx context.Context, ar endpoint.Source, c archive.CatalogRecord) (*mirror.FetchedCatalog, *fbc.Catalog, error) {
 	const tag = "archived"
 	dir := filepath.Join(r.workDir, "archived-catalogs", c.Digest.Encoded(), "image")
 	dst, err := mirror.NewLayoutDestination(dir)
@@ -94,7 +95,7 @@ func (r *run) archivedCatalog(ctx context.Context, ar endpoint.Source, c archive
 	if err != nil {
 		return nil, nil, err
 	}
-	cat, err := prune.LoadDir(ctx, fc.ConfigsDir, prune.LoadOptions{ElideHeavy: true, Logger: r.log})
+	cat, err := fbc.LoadDir(ctx, fc.ConfigsDir, fbc.LoadOptions{ElideHeavy: true, Logger: r.log})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -102,8 +103,8 @@ func (r *run) archivedCatalog(ctx context.Context, ar endpoint.Source, c archive
 }
 
 // sameBundles reports whether a and b hold the same bundles.
-func sameBundles(a, b *prune.Catalog) bool {
-	names := func(c *prune.Catalog) []string {
+func sameBundles(a, b *fbc.Catalog) bool {
+	names := func(c *fbc.Catalog) []string {
 		var out []string
 		for _, p := range c.Packages {
 			for _, bd := range p.Bundles {

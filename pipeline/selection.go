@@ -7,8 +7,8 @@ import (
 
 	"github.com/blang/semver/v4"
 
+	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/imageset"
-	"github.com/airlock-mirror/airlock/prune"
 )
 
 // Disk-to-mirror has only the archived (pruned) catalog, not the source catalog,
@@ -121,7 +121,7 @@ func findChannel(p *imageset.IncludePackage, name string) *imageset.IncludeChann
 }
 
 // headVersion is the version of the head of channel ch of package pkg in cat.
-func headVersion(cat *prune.Catalog, pkg, ch string) *semver.Version {
+func headVersion(cat *fbc.Catalog, pkg, ch string) *semver.Version {
 	for _, p := range cat.Packages {
 		if p.Name != pkg {
 			continue
@@ -130,13 +130,13 @@ func headVersion(cat *prune.Catalog, pkg, ch string) *semver.Version {
 			if c.Name != ch {
 				continue
 			}
-			head, err := prune.NewGraph(c).Head()
+			head, err := fbc.NewGraph(c).Head()
 			if err != nil {
 				return nil
 			}
 			for _, b := range p.Bundles {
 				if b.Name == head {
-					if v, err := prune.BundleVersion(b); err == nil {
+					if v, err := fbc.BundleVersion(b); err == nil {
 						return &v
 					}
 				}
@@ -149,7 +149,7 @@ func headVersion(cat *prune.Catalog, pkg, ch string) *semver.Version {
 // selectionGap lists what asked selects from a catalog that archived (the entry
 // that made the archived catalog cat) did not: an empty list means asked is the
 // same selection or a narrower one.
-func selectionGap(asked, archived imageset.Operator, cat *prune.Catalog) []string {
+func selectionGap(asked, archived imageset.Operator, cat *fbc.Catalog) []string {
 	if filterHash(asked) == filterHash(archived) || (archived.Full && len(archived.Packages) == 0) {
 		return nil
 	}
@@ -159,7 +159,7 @@ func selectionGap(asked, archived imageset.Operator, cat *prune.Catalog) []strin
 	if !asked.SkipDependencies && archived.SkipDependencies {
 		gap("the dependencies of the selected packages (the archive was made with skipDependencies: true)")
 	}
-	archivedPkgs := map[string]*prune.Package{}
+	archivedPkgs := map[string]*fbc.Package{}
 	var names []string
 	for _, p := range cat.Packages {
 		archivedPkgs[p.Name] = p
@@ -242,7 +242,7 @@ func selectionGap(asked, archived imageset.Operator, cat *prune.Catalog) []strin
 					continue
 				}
 			}
-			if !slices.ContainsFunc(cp.Channels, func(c *prune.Channel) bool { return c.Name == ch }) {
+			if !slices.ContainsFunc(cp.Channels, func(c *fbc.Channel) bool { return c.Name == ch }) {
 				gap("package %s: channel %s (not in the archived catalog)", name, ch)
 				continue
 			}

@@ -12,20 +12,20 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/internal/fixtures"
-	"github.com/airlock-mirror/airlock/internal/golden"
-
 	"github.com/blang/semver/v4"
 
+	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/imageset"
+	"github.com/airlock-mirror/airlock/internal/fixtures"
+	"github.com/airlock-mirror/airlock/internal/golden"
 )
 
 const filterTestdata = "testdata/filter"
 
 // loadFilterCatalog loads a catalog of testdata/filter/_catalogs as the CLI does.
-func loadFilterCatalog(t testing.TB, root string) *Catalog {
+func loadFilterCatalog(t testing.TB, root string) *fbc.Catalog {
 	t.Helper()
-	c, err := LoadDir(context.Background(), root, LoadOptions{ElideHeavy: true})
+	c, err := fbc.LoadDir(context.Background(), root, fbc.LoadOptions{ElideHeavy: true})
 	if err != nil {
 		t.Fatalf("load %s: %v", root, err)
 	}
@@ -34,7 +34,7 @@ func loadFilterCatalog(t testing.TB, root string) *Catalog {
 
 // listing renders a catalog compactly: per package its default channel, channels
 // with their entries and edges, bundles, deprecations and other blobs.
-func listing(c *Catalog) string {
+func listing(c *fbc.Catalog) string {
 	var b strings.Builder
 	for _, p := range c.Packages {
 		fmt.Fprintf(&b, "package %s default=%s\n", p.Name, p.DefaultChannel)
@@ -116,7 +116,7 @@ func TestFilterGolden(t *testing.T) {
 				}
 				fmt.Fprintf(&got, "error: %v\n", err)
 			} else {
-				if err := Validate(out); err != nil {
+				if err := fbc.Validate(out); err != nil {
 					t.Errorf("output does not validate: %v", err)
 				}
 				got.WriteString(listing(out))
@@ -137,7 +137,7 @@ func TestFilterGolden(t *testing.T) {
 
 // checkExplanation checks that the explanation lists exactly the kept bundles,
 // each with at least one reason.
-func checkExplanation(t *testing.T, out *Catalog, expl *Explanation) {
+func checkExplanation(t *testing.T, out *fbc.Catalog, expl *Explanation) {
 	t.Helper()
 	if len(expl.Packages) != len(out.Packages) {
 		t.Errorf("explanation has %d packages, catalog %d", len(expl.Packages), len(out.Packages))
@@ -163,17 +163,17 @@ func checkExplanation(t *testing.T, out *Catalog, expl *Explanation) {
 
 // checkRoundTrip writes the filtered catalog and loads it back: it must validate
 // and list the same content.
-func checkRoundTrip(t *testing.T, out *Catalog) {
+func checkRoundTrip(t *testing.T, out *fbc.Catalog) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "out")
-	if err := Write(context.Background(), out, dir, WriteOptions{}); err != nil {
+	if err := fbc.Write(context.Background(), out, dir, fbc.WriteOptions{}); err != nil {
 		t.Fatalf("write: %v", err)
 	}
-	back, err := LoadDir(context.Background(), dir, LoadOptions{})
+	back, err := fbc.LoadDir(context.Background(), dir, fbc.LoadOptions{})
 	if err != nil {
 		t.Fatalf("load written catalog: %v", err)
 	}
-	if err := Validate(back); err != nil {
+	if err := fbc.Validate(back); err != nil {
 		t.Errorf("written catalog does not validate: %v", err)
 	}
 	if got, want := listing(back), listing(out); got != want {
@@ -183,13 +183,13 @@ func checkRoundTrip(t *testing.T, out *Catalog) {
 
 // buildChannel makes a package with one channel from entries "name<replaces[;skip,skip]"
 // and bundles versioned from their names (name "x.vV").
-func buildPackage(name, def string, channels map[string][]string) *Package {
-	p := &Package{Name: name, DefaultChannel: def, Declared: 1}
+func buildPackage(name, def string, channels map[string][]string) *fbc.Package {
+	p := &fbc.Package{Name: name, DefaultChannel: def, Declared: 1}
 	seen := map[string]bool{}
 	for _, chName := range sortedKeysOf(channels) {
-		ch := &Channel{Name: chName, Package: name}
+		ch := &fbc.Channel{Name: chName, Package: name}
 		for _, spec := range channels[chName] {
-			var e ChannelEntry
+			var e fbc.ChannelEntry
 			parts := strings.SplitN(spec, ";", 2)
 			if len(parts) == 2 {
 				e.Skips = strings.Split(parts[1], ",")
@@ -205,16 +205,16 @@ func buildPackage(name, def string, channels map[string][]string) *Package {
 		}
 		p.Channels = append(p.Channels, ch)
 	}
-	slices.SortFunc(p.Bundles, func(a, b *Bundle) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(p.Bundles, func(a, b *fbc.Bundle) int { return strings.Compare(a.Name, b.Name) })
 	return p
 }
 
-func filterTestBundle(pkg, name, version string) *Bundle {
-	return &Bundle{
+func filterTestBundle(pkg, name, version string) *fbc.Bundle {
+	return &fbc.Bundle{
 		Name:       name,
 		Package:    pkg,
 		Image:      "quay.io/example/" + pkg + "-bundle:v" + version,
-		Properties: []Property{{Type: PropertyPackage, Value: []byte(fmt.Sprintf(`{"packageName":%q,"version":%q}`, pkg, version))}},
+		Properties: []fbc.Property{{Type: fbc.PropertyPackage, Value: []byte(fmt.Sprintf(`{"packageName":%q,"version":%q}`, pkg, version))}},
 	}
 }
 
@@ -227,7 +227,7 @@ func sortedKeysOf[V any](m map[string]V) []string {
 	return keys
 }
 
-func keptEntries(c *Catalog, pkg, ch string) []string {
+func keptEntries(c *fbc.Catalog, pkg, ch string) []string {
 	for _, p := range c.Packages {
 		if p.Name != pkg {
 			continue
@@ -259,7 +259,7 @@ func TestFilterRanges(t *testing.T) {
 	}})
 	tests := []struct {
 		name     string
-		pkg      *Package
+		pkg      *fbc.Package
 		min, max string
 		want     []string
 	}{
@@ -277,7 +277,7 @@ func TestFilterRanges(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &Catalog{Packages: []*Package{tt.pkg}}
+			c := &fbc.Catalog{Packages: []*fbc.Package{tt.pkg}}
 			op := imageset.Operator{Packages: []imageset.IncludePackage{{Name: tt.pkg.Name, IncludeBundle: imageset.IncludeBundle{MinVersion: tt.min, MaxVersion: tt.max}}}}
 			out, _, err := Filter(c, op, FilterOptions{})
 			if err != nil {
@@ -297,7 +297,7 @@ func TestFilterErrors(t *testing.T) {
 		"stable": {"a.v1.0.0", "a.v1.1.0<a.v1.0.0"},
 		"fast":   {"a.v2.0.0"},
 	})
-	c := &Catalog{Packages: []*Package{pkg}}
+	c := &fbc.Catalog{Packages: []*fbc.Package{pkg}}
 	tests := []struct {
 		name string
 		op   imageset.Operator
@@ -335,7 +335,7 @@ func TestFilterErrors(t *testing.T) {
 // TestFilterInvalidSource: a source channel with two heads is reported, not papered over.
 func TestFilterInvalidSource(t *testing.T) {
 	pkg := buildPackage("a", "stable", map[string][]string{"stable": {"a.v1.0.0", "a.v2.0.0"}})
-	_, _, err := Filter(&Catalog{Packages: []*Package{pkg}}, imageset.Operator{}, FilterOptions{})
+	_, _, err := Filter(&fbc.Catalog{Packages: []*fbc.Package{pkg}}, imageset.Operator{}, FilterOptions{})
 	if err == nil || !strings.Contains(err.Error(), `package "a" channel "stable" of the source catalog: multiple channel heads found in graph: a.v1.0.0, a.v2.0.0`) {
 		t.Fatalf("got %v", err)
 	}
@@ -367,12 +367,12 @@ func filterFixtureRoots(t testing.TB, base string) []string {
 
 var (
 	fixtureMu    sync.Mutex
-	fixtureCache = map[string]*Catalog{}
+	fixtureCache = map[string]*fbc.Catalog{}
 )
 
 // loadFixtureCatalog loads a real catalog once per test binary (tests must not
 // modify it: Filter and Images do not).
-func loadFixtureCatalog(t testing.TB, root string) *Catalog {
+func loadFixtureCatalog(t testing.TB, root string) *fbc.Catalog {
 	t.Helper()
 	fixtureMu.Lock()
 	defer fixtureMu.Unlock()
@@ -390,7 +390,7 @@ func fixturesDir() string {
 
 // realConfigs derives operator entries from a catalog: heads only, full, a few
 // packages, channel lists, ranges at both levels, dependencies on and off.
-func realConfigs(c *Catalog) map[string]imageset.Operator {
+func realConfigs(c *fbc.Catalog) map[string]imageset.Operator {
 	ops := map[string]imageset.Operator{
 		"heads":        {},
 		"heads-nodeps": {SkipDependencies: true},
@@ -417,7 +417,7 @@ func realConfigs(c *Catalog) map[string]imageset.Operator {
 			for _, e := range ch.Entries {
 				for _, b := range p.Bundles {
 					if b.Name == e.Name {
-						if v, err := BundleVersion(b); err == nil {
+						if v, err := fbc.BundleVersion(b); err == nil {
 							vers = append(vers, v.String())
 						}
 					}
@@ -468,7 +468,7 @@ func TestFilterRealCatalogs(t *testing.T) {
 			continue
 		}
 		c := loadFixtureCatalog(t, root)
-		if err := Validate(c); err != nil {
+		if err := fbc.Validate(c); err != nil {
 			t.Fatalf("%s: source does not validate: %v", rel, err)
 		}
 		ops := realConfigs(c)
@@ -561,7 +561,7 @@ func FuzzFilter(f *testing.F) {
 			}
 			return
 		}
-		if err := Validate(out); err != nil {
+		if err := fbc.Validate(out); err != nil {
 			t.Fatalf("invalid output: %v", err)
 		}
 	})

@@ -39,10 +39,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/opencontainers/go-digest"
 
+	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/internal/imagetest"
 	"github.com/airlock-mirror/airlock/internal/sqlitetest"
 	"github.com/airlock-mirror/airlock/mirror"
-	"github.com/airlock-mirror/airlock/prune"
 )
 
 // CatalogLabel is the label that makes an image a file-based catalog image.
@@ -151,11 +151,11 @@ func (o Options) seedCatalog(ctx context.Context, res *Result) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	cat, err := prune.LoadDir(ctx, o.CatalogDir, prune.LoadOptions{ElideHeavy: true})
+	cat, err := fbc.LoadDir(ctx, o.CatalogDir, fbc.LoadOptions{ElideHeavy: true})
 	if err != nil {
 		return err
 	}
-	uses, warnings := prune.Images(cat)
+	uses, warnings := fbc.Images(cat)
 	res.Warnings = warnings
 
 	// Build and push one image per distinct reference.
@@ -202,9 +202,9 @@ func (o Options) seedCatalog(ctx context.Context, res *Result) error {
 	for _, p := range cat.Packages {
 		for _, b := range p.Bundles {
 			b.Image = rewrite(b.Image)
-			ris := make([]prune.RelatedImage, len(b.RelatedImages))
+			ris := make([]fbc.RelatedImage, len(b.RelatedImages))
 			for i, ri := range b.RelatedImages {
-				ris[i] = prune.RelatedImage{Name: ri.Name, Image: rewrite(ri.Image)}
+				ris[i] = fbc.RelatedImage{Name: ri.Name, Image: rewrite(ri.Image)}
 			}
 			b.RelatedImages = ris
 		}
@@ -219,7 +219,7 @@ func (o Options) seedCatalog(ctx context.Context, res *Result) error {
 	if err := os.RemoveAll(res.CatalogDir); err != nil {
 		return err
 	}
-	if err := prune.Write(ctx, cat, res.CatalogDir, prune.WriteOptions{}); err != nil {
+	if err := fbc.Write(ctx, cat, res.CatalogDir, fbc.WriteOptions{}); err != nil {
 		return err
 	}
 
@@ -409,7 +409,7 @@ const sqliteDBPath = "database/index.db"
 // sqliteFiles is the layer content of a SQLite index image holding the catalog
 // in dir.
 func sqliteFiles(ctx context.Context, dir string) ([]file, error) {
-	cat, err := prune.LoadDir(ctx, dir, prune.LoadOptions{})
+	cat, err := fbc.LoadDir(ctx, dir, fbc.LoadOptions{})
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,397 @@
+package fbc
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// This file holds the small JSON scanner Load and Write use instead of
+// encoding/json: a strict validator that never builds a value (so the base64
+// payloads of olm.bundle.object properties are checked and skipped at memory
+// speed), a fast skipper for data already validated, and compact/indent writers.
+
+// maxDepth bounds the nesting of JSON values, so hostile input cannot exhaust
+// the stack.
+const maxDepth = 10000
+
+// maxDocumentSize bounds one JSON document (one top-level value) of a catalog
+// file, so that a file holding one huge value cannot exhaust memory. The largest
+// real document we know of is 4.8 MB (a bundle of shared/fixtures/large).
+var maxDocumentSize = 64 << 20 // a variable so tests can lower it
+
+// ErrDocumentTooLarge is returned (wrapped in a LoadError naming the file and
+// line) for a JSON document larger than 64 MiB.
+var ErrDocumentTooLarge = errors.New("JSON document too large")
+
+// syntaxError is a JSON syntax error at a byte offset of a document.
+type syntaxError struct {
+	off int
+	msg string
+	err error // a sentinel it matches, if any
+}
+
+func (e *syntaxError) Error() string { return e.msg }
+func (e *syntaxError) Unwrap() error { return e.err }
+
+func synErr(off int, format string, args ...any) error {
+	return &syntaxError{off: off, msg: fmt.Sprintf(format, args...)}
+}
+
+func isWS(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func skipWS(d []byte, i int) int {
+	for i < len(d) && isWS(d[i]) {
+		i++
+	}
+	return i
+}
+
+const (
+	lo8 = 0x0101010101010101
+	hi8 = 0x8080808080808080
+)
+
+// special reports whether one of the 8 bytes of w is '"', '\\' or below 0x20.
+func special(w uint64) bool {
+	ctl := (w - 0x20*lo8) & ^w & hi8
+	q := w ^ ('"' * lo8)
+	q = (q - lo8) & ^q & hi8
+	b := w ^ ('\\' * lo8)
+	b = (b - lo8) & ^b & hi8
+	return ctl|q|b != 0
+}
+
+// validString validates the JSON string whose opening quote is at d[i] and
+// returns the offset just after its closing quote.
+func validString(d []byte, i int) (int, error) {
+	start := i
+	i++
+	for {
+		for i+8 <= len(d) && !special(binary.LittleEndian.Uint64(d[i:])) {
+			i += 8
+		}
+		if i >= len(d) {
+			return 0, synErr(start, "unterminated string")
+		}
+		c := d[i]
+		switch {
+		case c == '"':
+			return i + 1, nil
+		case c == '\\':
+			if i+1 >= len(d) {
+				return 0, synErr(start, "unterminated string")
+			}
+			switch d[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(d) {
+					return 0, synErr(i, "invalid \\u escape in string")
+				}
+				for _, h := range d[i+2 : i+6] {
+					if !isHex(h) {
+						return 0, synErr(i, "invalid \\u escape in string")
+					}
+				}
+				i += 6
+			default:
+				return 0, synErr(i, "invalid escape %q in string", d[i:i+2])
+			}
+		case c < 0x20:
+			return 0, synErr(i, "invalid control character %q in string", c)
+		default:
+			i++
+		}
+	}
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// validNumber validates the JSON number starting at d[i].
+func validNumber(d []byte, i int) (int, error) {
+	start := i
+	if i < len(d) && d[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(d) && d[i] == '0':
+		i++
+	case i < len(d) && '1' <= d[i] && d[i] <= '9':
+		for i < len(d) && isDigit(d[i]) {
+			i++
+		}
+	default:
+		return 0, synErr(start, "invalid number")
+	}
+	if i < len(d) && d[i] == '.' {
+		i++
+		if i >= len(d) || !isDigit(d[i]) {
+			return 0, synErr(start, "invalid number")
+		}
+		for i < len(d) && isDigit(d[i]) {
+			i++
+		}
+	}
+	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
+		i++
+		if i < len(d) && (d[i] == '+' || d[i] == '-') {
+			i++
+		}
+		if i >= len(d) || !isDigit(d[i]) {
+			return 0, synErr(start, "invalid number")
+		}
+		for i < len(d) && isDigit(d[i]) {
+			i++
+		}
+	}
+	return i, nil
+}
+
+// validValue validates the JSON value starting at d[i] (no leading space) and
+// returns the offset just after it.
+func validValue(d []byte, i, depth int) (int, error) {
+	if i >= len(d) {
+		return 0, synErr(i, "unexpected end of JSON input")
+	}
+	if depth > maxDepth {
+		return 0, synErr(i, "JSON nested too deeply")
+	}
+	switch c := d[i]; {
+	case c == '"':
+		return validString(d, i)
+	case c == '{':
+		i = skipWS(d, i+1)
+		if i < len(d) && d[i] == '}' {
+			return i + 1, nil
+		}
+		for {
+			if i >= len(d) || d[i] != '"' {
+				return 0, synErr(i, "expected a string object key")
+			}
+			var err error
+			if i, err = validString(d, i); err != nil {
+				return 0, err
+			}
+			i = skipWS(d, i)
+			if i >= len(d) || d[i] != ':' {
+				return 0, synErr(i, "expected ':' after object key")
+			}
+			i = skipWS(d, i+1)
+			if i, err = validValue(d, i, depth+1); err != nil {
+				return 0, err
+			}
+			i = skipWS(d, i)
+			if i < len(d) && d[i] == ',' {
+				i = skipWS(d, i+1)
+				continue
+			}
+			if i < len(d) && d[i] == '}' {
+				return i + 1, nil
+			}
+			return 0, synErr(i, "expected ',' or '}' in object")
+		}
+	case c == '[':
+		i = skipWS(d, i+1)
+		if i < len(d) && d[i] == ']' {
+			return i + 1, nil
+		}
+		for {
+			var err error
+			if i, err = validValue(d, i, depth+1); err != nil {
+				return 0, err
+			}
+			i = skipWS(d, i)
+			if i < len(d) && d[i] == ',' {
+				i = skipWS(d, i+1)
+				continue
+			}
+			if i < len(d) && d[i] == ']' {
+				return i + 1, nil
+			}
+			return 0, synErr(i, "expected ',' or ']' in array")
+		}
+	case c == '-' || isDigit(c):
+		return validNumber(d, i)
+	case c == 't':
+		return literal(d, i, "true")
+	case c == 'f':
+		return literal(d, i, "false")
+	case c == 'n':
+		return literal(d, i, "null")
+	default:
+		return 0, synErr(i, "invalid character %q looking for beginning of value", c)
+	}
+}
+
+func literal(d []byte, i int, lit string) (int, error) {
+	if !bytes.HasPrefix(d[i:], []byte(lit)) {
+		return 0, synErr(i, "invalid literal, expected %s", lit)
+	}
+	return i + len(lit), nil
+}
+
+// stringEnd returns the offset just after the closing quote of the (valid)
+// string whose opening quote is at d[i], or -1 if it is not terminated in d.
+func stringEnd(d []byte, i int) int {
+	i++
+	j := bytes.IndexByte(d[i:], '"')
+	if j < 0 {
+		return -1
+	}
+	i += j
+	n := 0
+	for k := i - 1; k >= 0 && d[k] == '\\'; k-- {
+		n++
+	}
+	i++
+	if n%2 == 0 {
+		return i
+	}
+	// An escaped quote: the string has escapes (often many, as in embedded
+	// JSON), so scan the rest for quotes and backslashes together.
+	for {
+		for i+8 <= len(d) {
+			w := binary.LittleEndian.Uint64(d[i:])
+			q := w ^ ('"' * lo8)
+			b := w ^ ('\\' * lo8)
+			if ((q-lo8)&^q|(b-lo8)&^b)&hi8 != 0 {
+				break
+			}
+			i += 8
+		}
+		if i >= len(d) {
+			return -1
+		}
+		switch d[i] {
+		case '"':
+			return i + 1
+		case '\\':
+			i += 2
+		default:
+			i++
+		}
+	}
+}
+
+// skipValue returns the offset just after the already validated value at d[i].
+func skipValue(d []byte, i int) int {
+	switch d[i] {
+	case '"':
+		return stringEnd(d, i)
+	case '{', '[':
+		depth := 0
+		for i < len(d) {
+			switch d[i] {
+			case '"':
+				i = stringEnd(d, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return len(d)
+	default:
+		for i < len(d) {
+			switch d[i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return i
+			}
+			i++
+		}
+		return i
+	}
+}
+
+// appendCompact appends the validated JSON value v without insignificant space.
+func appendCompact(dst, v []byte) []byte {
+	i := 0
+	for i < len(v) {
+		c := v[i]
+		switch {
+		case c == '"':
+			e := stringEnd(v, i)
+			dst = append(dst, v[i:e]...)
+			i = e
+		case isWS(c):
+			i++
+		default:
+			dst = append(dst, c)
+			i++
+		}
+	}
+	return dst
+}
+
+// appendIndent appends the validated JSON value v indented like encoding/json's
+// Indent with the given prefix and a 4-space indent.
+func appendIndent(dst, v []byte, prefix string) []byte {
+	depth := 0
+	// nl[:1+len(prefix)+4*depth] starts a line at depth.
+	nl := make([]byte, 0, 1+len(prefix)+64)
+	nl = append(append(nl, '\n'), prefix...)
+	newline := func() {
+		n := 1 + len(prefix) + 4*depth
+		for len(nl) < n {
+			nl = append(nl, ' ')
+		}
+		dst = append(dst, nl[:n]...)
+	}
+	i := 0
+	for i < len(v) {
+		c := v[i]
+		switch {
+		case c == '"':
+			e := stringEnd(v, i)
+			dst = append(dst, v[i:e]...)
+			i = e
+			continue
+		case isWS(c):
+		case c == '{' || c == '[':
+			dst = append(dst, c)
+			j := skipWS(v, i+1)
+			if j < len(v) && (v[j] == '}' || v[j] == ']') {
+				dst = append(dst, v[j])
+				i = j + 1
+				continue
+			}
+			depth++
+			newline()
+		case c == '}' || c == ']':
+			depth--
+			newline()
+			dst = append(dst, c)
+		case c == ',':
+			dst = append(dst, c)
+			newline()
+		case c == ':':
+			dst = append(dst, ':', ' ')
+		default:
+			dst = append(dst, c)
+		}
+		i++
+	}
+	return dst
+}
+
+// ValidJSONValue validates the JSON value starting at d[i] (no leading space)
+// with the scanner Load uses, at memory speed, and returns the offset just
+// after it; ok is false when it is not valid. It never accepts what
+// encoding/json's Valid refuses; it may refuse a value nested near
+// encoding/json's depth limit that Valid accepts, so a caller that must agree
+// with encoding/json asks it when ok is false.
+func ValidJSONValue(d []byte, i int) (end int, ok bool) {
+	end, err := validValue(d, i, 1)
+	return end, err == nil
+}

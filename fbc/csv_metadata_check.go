@@ -3,6 +3,8 @@ package fbc
 import (
 	"strconv"
 	"strings"
+
+	"github.com/airlock-mirror/airlock/fbc/internal/scan"
 )
 
 // This file is the fast path of the olm.csv.metadata check (heavyChecker):
@@ -76,7 +78,7 @@ var csvMetadataType = func() *jsonType {
 // value v into a Go value of type t without error; false means "maybe not".
 func decodesAs(v []byte, t *jsonType) bool {
 	end, ok := decodesAt(v, 0, t)
-	return ok && skipWS(v, end) == len(v)
+	return ok && scan.SkipSpace(v, end) == len(v)
 }
 
 // decodesAt checks the value at v[i] (no leading space) against t, in one
@@ -84,47 +86,47 @@ func decodesAs(v []byte, t *jsonType) bool {
 func decodesAt(v []byte, i int, t *jsonType) (int, bool) {
 	c := v[i]
 	if c == 'n' || t.kind == 'a' {
-		return skipValue(v, i), true // null leaves any Go value as it is
+		return scan.SkipValue(v, i), true // null leaves any Go value as it is
 	}
 	switch t.kind {
 	case 's':
-		return stringEnd(v, i), c == '"'
+		return scan.StringEnd(v, i), c == '"'
 	case 'b':
-		return skipValue(v, i), c == 't' || c == 'f'
+		return scan.SkipValue(v, i), c == 't' || c == 'f'
 	case 'i':
-		end := skipValue(v, i)
-		if c != '-' && !isDigit(c) {
+		end := scan.SkipValue(v, i)
+		if c != '-' && !scan.IsDigit(c) {
 			return end, false
 		}
 		_, err := strconv.ParseInt(string(v[i:end]), 10, 32)
 		return end, err == nil
 	case 'l':
 		if c != '[' {
-			return skipValue(v, i), false
+			return scan.SkipValue(v, i), false
 		}
-		i = skipWS(v, i+1)
+		i = scan.SkipSpace(v, i+1)
 		for i < len(v) && v[i] != ']' {
 			var ok bool
 			if i, ok = decodesAt(v, i, t.elem); !ok {
 				return i, false
 			}
-			i = skipWS(v, i)
+			i = scan.SkipSpace(v, i)
 			if i < len(v) && v[i] == ',' {
-				i = skipWS(v, i+1)
+				i = scan.SkipSpace(v, i+1)
 			}
 		}
 		return i + 1, true
 	case 'm', 'o':
 		if c != '{' {
-			return skipValue(v, i), false
+			return scan.SkipValue(v, i), false
 		}
 		var lower [64]byte
-		i = skipWS(v, i+1)
+		i = scan.SkipSpace(v, i+1)
 		for i < len(v) && v[i] != '}' {
-			ke := stringEnd(v, i)
+			ke := scan.StringEnd(v, i)
 			key := v[i+1 : ke-1]
-			i = skipWS(v, ke)
-			i = skipWS(v, i+1) // ':'
+			i = scan.SkipSpace(v, ke)
+			i = scan.SkipSpace(v, i+1) // ':'
 			ft := t.elem
 			if t.kind == 'o' {
 				if len(key) > len(lower) {
@@ -143,16 +145,16 @@ func decodesAt(v []byte, i int, t *jsonType) (int, bool) {
 				}
 			}
 			if ft == nil {
-				i = skipValue(v, i)
+				i = scan.SkipValue(v, i)
 			} else {
 				var ok bool
 				if i, ok = decodesAt(v, i, ft); !ok {
 					return i, false
 				}
 			}
-			i = skipWS(v, i)
+			i = scan.SkipSpace(v, i)
 			if i < len(v) && v[i] == ',' {
-				i = skipWS(v, i+1)
+				i = scan.SkipSpace(v, i+1)
 			}
 		}
 		return i + 1, true

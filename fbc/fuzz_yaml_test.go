@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/airlock-mirror/airlock/fbc/internal/scan"
 )
 
 // The differential fuzzers of the fast YAML path: whatever document the fast
@@ -21,7 +23,7 @@ func FuzzYAMLFast(f *testing.F) {
 	for _, s := range yamlFastSeeds {
 		f.Add([]byte(s))
 	}
-	var yc yamlConv
+	var yc scan.YAMLConverter
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		checkFast(t, &yc, doc)
 	})
@@ -321,7 +323,7 @@ func FuzzYAMLFastCatalog(f *testing.F) {
 	f.Add([]byte("seed"))
 	f.Add([]byte{2, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20})
 	f.Add(bytes.Repeat([]byte{7, 3, 1}, 40))
-	var yc yamlConv
+	var yc scan.YAMLConverter
 	f.Fuzz(func(t *testing.T, data []byte) {
 		z := &fuzzBytes{b: data}
 		doc := fuzzCatalogDoc(z)
@@ -343,7 +345,7 @@ func FuzzYAMLFastCatalog(f *testing.F) {
 		breaks := bytes.Contains(j, []byte("\u0085")) || bytes.Contains(j, []byte(`\u2028`)) || bytes.Contains(j, []byte(`\u2029`))
 		if !breaks {
 			var a, b any
-			if json.Unmarshal(want, &a) != nil || json.Unmarshal(unescapeHTML(j), &b) != nil || fmt.Sprint(a) != fmt.Sprint(b) {
+			if json.Unmarshal(want, &a) != nil || json.Unmarshal(scan.UnescapeHTML(j), &b) != nil || fmt.Sprint(a) != fmt.Sprint(b) {
 				t.Fatalf("round trip changed the value:\n%s\n%s", want, j)
 			}
 		}

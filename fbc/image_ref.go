@@ -1,6 +1,10 @@
 package fbc
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/airlock-mirror/airlock/fbc/internal/scan"
+)
 
 // plainReference reports whether s is an image reference of the common shape
 // that github.com/distribution/reference's ParseNormalizedNamed surely
@@ -36,7 +40,7 @@ func plainReference(s string) bool {
 	}
 	if i < len(s) && s[i] == ':' { // port
 		j := i + 1
-		for j < len(s) && isDigit(s[j]) {
+		for j < len(s) && scan.IsDigit(s[j]) {
 			j++
 		}
 		if j == i+1 {
@@ -104,7 +108,7 @@ func plainReference(s string) bool {
 			return false
 		}
 		for _, c := range []byte(s[i+len(alg):]) {
-			if !isDigit(c) && (c < 'a' || c > 'f') {
+			if !scan.IsDigit(c) && (c < 'a' || c > 'f') {
 				return false
 			}
 		}
@@ -113,7 +117,7 @@ func plainReference(s string) bool {
 	return i == len(s)
 }
 
-func isLowerAlnum(c byte) bool { return 'a' <= c && c <= 'z' || isDigit(c) }
+func isLowerAlnum(c byte) bool { return 'a' <= c && c <= 'z' || scan.IsDigit(c) }
 
 func isWordByte(c byte) bool {
 	return isLowerAlnum(c) || 'A' <= c && c <= 'Z' || c == '_'

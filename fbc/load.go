@@ -17,8 +17,18 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/airlock-mirror/airlock/fbc/internal/scan"
 	"github.com/airlock-mirror/airlock/internal/humanize"
 )
+
+// maxDocumentSize bounds one JSON document (one top-level value) of a catalog
+// file, so that a file holding one huge value cannot exhaust memory. The largest
+// real document we know of is 4.8 MB (a bundle of shared/fixtures/large).
+var maxDocumentSize = 64 << 20 // a variable so tests can lower it
+
+// ErrDocumentTooLarge is returned (wrapped in a LoadError naming the file and
+// line) for a JSON document larger than 64 MiB.
+var ErrDocumentTooLarge = errors.New("JSON document too large")
 
 // LoadOptions tune Load.
 type LoadOptions struct {
@@ -325,7 +335,7 @@ type fileLoader struct {
 	fsys  fs.FS
 	elide bool
 	dd    docDecoder
-	yc    yamlConv
+	yc    scan.YAMLConverter
 	buf   []byte
 }
 
@@ -366,10 +376,10 @@ func (fl *fileLoader) loadFile(ctx context.Context, name, shown string) ([]parse
 			break
 		}
 		if err != nil {
-			var se *syntaxError
+			var se *scan.SyntaxError
 			line, col := 0, 0
 			if errors.As(err, &se) {
-				line, col = lineAt(fl.fsys, name, int64(se.off))
+				line, col = lineAt(fl.fsys, name, int64(se.Off))
 			}
 			return nil, 0, &LoadError{File: shown, Index: idx, Line: line, Column: col, Err: err}
 		}
@@ -377,10 +387,10 @@ func (fl *fileLoader) loadFile(ctx context.Context, name, shown string) ([]parse
 		if err != nil {
 			// Point at the syntax error, or at the value of the field in error.
 			at := int64(-1)
-			var se *syntaxError
+			var se *scan.SyntaxError
 			var fe *fieldError
 			if errors.As(err, &se) {
-				at = off + int64(se.off)
+				at = off + int64(se.Off)
 			} else if errors.As(err, &fe) {
 				if i := fieldOffset(doc, fe.path); i >= 0 {
 					at = off + int64(i)
@@ -445,14 +455,14 @@ func lineAt(fsys fs.FS, name string, off int64) (int, int) {
 // fieldOffset returns the offset in doc of the value of the top-level member
 // key of the document's object, -1 if there is none.
 func fieldOffset(doc []byte, key string) int {
-	i := skipWS(doc, 0)
-	fields, _, err := objectFields(doc, i, nil)
+	i := scan.SkipSpace(doc, 0)
+	fields, _, err := scan.ObjectFields(doc, i, nil)
 	if err != nil {
 		return -1
 	}
 	for _, f := range fields {
-		if f.key == key {
-			return f.start
+		if f.Key == key {
+			return f.Start
 		}
 	}
 	return -1
@@ -505,15 +515,15 @@ func (s *jsonStream) fill() error {
 
 // tooLarge is the error for a document (starting at s.start) over maxDocumentSize.
 func (s *jsonStream) tooLarge() error {
-	return &syntaxError{off: int(s.base) + s.start, err: ErrDocumentTooLarge,
-		msg: fmt.Sprintf("the JSON document starting here is larger than %s, the most one catalog document may hold (the largest known real one is 4.8 MB); is this file really a catalog?", humanize.Bytes(int64(maxDocumentSize)))}
+	return &scan.SyntaxError{Off: int(s.base) + s.start, Err: ErrDocumentTooLarge,
+		Msg: fmt.Sprintf("the JSON document starting here is larger than %s, the most one catalog document may hold (the largest known real one is 4.8 MB); is this file really a catalog?", humanize.Bytes(int64(maxDocumentSize)))}
 }
 
 // firstByte returns the first non-space byte of the stream without consuming
 // it, or 0 if there is none.
 func (s *jsonStream) firstByte() (byte, error) {
 	for {
-		for s.pos < s.end && isWS(s.buf[s.pos]) {
+		for s.pos < s.end && scan.IsSpace(s.buf[s.pos]) {
 			s.pos++
 		}
 		if s.pos < s.end {
@@ -541,14 +551,14 @@ func (s *jsonStream) next() ([]byte, int64, error) {
 	}
 	s.start = s.pos
 	if c != '{' {
-		return nil, 0, synErr(int(s.base)+s.pos, "expected a JSON object, found %s", kindOf(s.buf[s.pos:s.end]))
+		return nil, 0, scan.Errorf(int(s.base)+s.pos, "expected a JSON object, found %s", scan.KindOf(s.buf[s.pos:s.end]))
 	}
 	depth := 0
 	inStr := false
 	for {
 		if s.pos >= s.end {
 			if s.eof {
-				return nil, 0, synErr(int(s.base)+s.start, "unexpected end of file inside the document (unterminated object)")
+				return nil, 0, scan.Errorf(int(s.base)+s.start, "unexpected end of file inside the document (unterminated object)")
 			}
 			if s.pos-s.start >= maxDocumentSize {
 				return nil, 0, s.tooLarge()

@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strings"
+
+	"github.com/airlock-mirror/airlock/fbc/internal/scan"
 )
 
 // docKind says which part of the model a document belongs to.
@@ -42,8 +44,8 @@ type docDecoder struct {
 	trusted bool
 	// known, when set, are the members of the document's object (the fast
 	// YAML path found them while writing it).
-	known  []field
-	fields []field
+	known  []scan.Field
+	fields []scan.Field
 	// hc checks heavy values before they are elided.
 	hc heavyChecker
 }
@@ -64,16 +66,16 @@ func (e *fieldError) Error() string {
 
 // decode decodes one JSON document (an object, possibly with surrounding space).
 func (dd *docDecoder) decode(doc []byte) (parsedDoc, error) {
-	i := skipWS(doc, 0)
+	i := scan.SkipSpace(doc, 0)
 	if i >= len(doc) || doc[i] != '{' {
 		if i >= len(doc) {
-			return parsedDoc{}, synErr(i, "empty document")
+			return parsedDoc{}, scan.Errorf(i, "empty document")
 		}
-		return parsedDoc{}, synErr(i, "document is %s, not an object", kindOf(doc[i:]))
+		return parsedDoc{}, scan.Errorf(i, "document is %s, not an object", scan.KindOf(doc[i:]))
 	}
-	objFields := objectFields
+	objFields := scan.ObjectFields
 	if dd.trusted {
-		objFields = trustedFields
+		objFields = scan.TrustedFields
 	}
 	var err error
 	fields, end := dd.known, len(doc)
@@ -84,14 +86,14 @@ func (dd *docDecoder) decode(doc []byte) (parsedDoc, error) {
 			return parsedDoc{}, err
 		}
 	}
-	if j := skipWS(doc, end); j != len(doc) {
-		return parsedDoc{}, synErr(j, "unexpected data after the document's object")
+	if j := scan.SkipSpace(doc, end); j != len(doc) {
+		return parsedDoc{}, scan.Errorf(j, "unexpected data after the document's object")
 	}
 	// Duplicate keys that differ only by case are an error, as in opm.
 	for a := range fields {
 		for b := a + 1; b < len(fields); b++ {
-			if strings.EqualFold(fields[a].key, fields[b].key) {
-				return parsedDoc{}, fmt.Errorf("duplicate keys for key %q: [%s %s]", strings.ToLower(fields[a].key), fields[a].key, fields[b].key)
+			if strings.EqualFold(fields[a].Key, fields[b].Key) {
+				return parsedDoc{}, fmt.Errorf("duplicate keys for key %q: [%s %s]", strings.ToLower(fields[a].Key), fields[a].Key, fields[b].Key)
 			}
 		}
 	}
@@ -99,20 +101,20 @@ func (dd *docDecoder) decode(doc []byte) (parsedDoc, error) {
 	for _, f := range fields {
 		var dst *string
 		switch {
-		case strings.EqualFold(f.key, "schema"):
+		case strings.EqualFold(f.Key, "schema"):
 			dst = &schema
-		case strings.EqualFold(f.key, "package"):
+		case strings.EqualFold(f.Key, "package"):
 			dst = &pkg
-		case strings.EqualFold(f.key, "name"):
+		case strings.EqualFold(f.Key, "name"):
 			dst = &name
 		default:
 			continue
 		}
-		v := doc[f.start:f.end]
+		v := doc[f.Start:f.End]
 		if v[0] != '"' {
-			return parsedDoc{}, fmt.Errorf("expected value for key %q to be a string, got %s", strings.ToLower(f.key), kindOf(v))
+			return parsedDoc{}, fmt.Errorf("expected value for key %q to be a string, got %s", strings.ToLower(f.Key), scan.KindOf(v))
 		}
-		*dst, _ = unquote(v)
+		*dst, _ = scan.Unquote(v)
 	}
 	if schema == "" {
 		return parsedDoc{}, fmt.Errorf("object is missing root schema field")
@@ -124,23 +126,23 @@ func (dd *docDecoder) decode(doc []byte) (parsedDoc, error) {
 	case SchemaPackage:
 		p := &Package{Name: name, Declared: 1}
 		for _, f := range fields {
-			v := doc[f.start:f.end]
+			v := doc[f.Start:f.End]
 			switch {
-			case strings.EqualFold(f.key, "defaultChannel"):
+			case strings.EqualFold(f.Key, "defaultChannel"):
 				if p.DefaultChannel, err = str(v); err != nil {
-					return parsedDoc{}, fe(f.key, "%v", err)
+					return parsedDoc{}, fe(f.Key, "%v", err)
 				}
-			case strings.EqualFold(f.key, "description"):
+			case strings.EqualFold(f.Key, "description"):
 				if p.Description, err = str(v); err != nil {
-					return parsedDoc{}, fe(f.key, "%v", err)
+					return parsedDoc{}, fe(f.Key, "%v", err)
 				}
-			case strings.EqualFold(f.key, "icon"):
+			case strings.EqualFold(f.Key, "icon"):
 				if p.Icon, err = decodeIcon(v); err != nil {
-					return parsedDoc{}, fe(f.key, "%v", err)
+					return parsedDoc{}, fe(f.Key, "%v", err)
 				}
-			case strings.EqualFold(f.key, "properties"):
+			case strings.EqualFold(f.Key, "properties"):
 				if p.Properties, _, _, err = dd.properties(v, false); err != nil {
-					return parsedDoc{}, fe(f.key, "%v", err)
+					return parsedDoc{}, fe(f.Key, "%v", err)
 				}
 			}
 		}
@@ -148,15 +150,15 @@ func (dd *docDecoder) decode(doc []byte) (parsedDoc, error) {
 	case SchemaChannel:
 		c := &Channel{Name: name, Package: pkg}
 		for _, f := range fields {
-			v := doc[f.start:f.end]
+			v := doc[f.Start:f.End]
 			switch {
-			case strings.EqualFold(f.key, "entries"):
+			case strings.EqualFold(f.Key, "entries"):
 				if c.Entries, err = decodeEntries(v); err != nil {
-					return parsedDoc{}, fe(f.key, "%v", err)
+					return parsedDoc{}, fe(f.Key, "%v", err)
 				}
-			case strings.EqualFold(f.key, "properties"):
+			case strings.EqualFold(f.Key, "properties"):
 				if c.Properties, _, _, err = dd.properties(v, false); err != nil {
-					return parsedDoc{}, fe(f.key, "%v", err)
+					return parsedDoc{}, fe(f.Key, "%v", err)
 				}
 			}
 		}
@@ -164,19 +166,19 @@ func (dd *docDecoder) decode(doc []byte) (parsedDoc, error) {
 	case SchemaBundle:
 		b := &Bundle{Name: name, Package: pkg}
 		for _, f := range fields {
-			v := doc[f.start:f.end]
+			v := doc[f.Start:f.End]
 			switch {
-			case strings.EqualFold(f.key, "image"):
+			case strings.EqualFold(f.Key, "image"):
 				if b.Image, err = str(v); err != nil {
-					return parsedDoc{}, fe(f.key, "%v", err)
+					return parsedDoc{}, fe(f.Key, "%v", err)
 				}
-			case strings.EqualFold(f.key, "properties"):
+			case strings.EqualFold(f.Key, "properties"):
 				if b.Properties, b.elided, b.propErrs, err = dd.properties(v, dd.elide); err != nil {
-					return parsedDoc{}, fe(f.key, "%v", err)
+					return parsedDoc{}, fe(f.Key, "%v", err)
 				}
-			case strings.EqualFold(f.key, "relatedImages"):
+			case strings.EqualFold(f.Key, "relatedImages"):
 				if b.RelatedImages, err = decodeRelatedImages(v); err != nil {
-					return parsedDoc{}, fe(f.key, "%v", err)
+					return parsedDoc{}, fe(f.Key, "%v", err)
 				}
 			}
 		}
@@ -184,16 +186,16 @@ func (dd *docDecoder) decode(doc []byte) (parsedDoc, error) {
 	case SchemaDeprecations:
 		d := &Deprecations{Package: pkg}
 		for _, f := range fields {
-			if strings.EqualFold(f.key, "entries") {
-				if d.Entries, err = decodeDeprecationEntries(doc[f.start:f.end]); err != nil {
-					return parsedDoc{}, fe(f.key, "%v", err)
+			if strings.EqualFold(f.Key, "entries") {
+				if d.Entries, err = decodeDeprecationEntries(doc[f.Start:f.End]); err != nil {
+					return parsedDoc{}, fe(f.Key, "%v", err)
 				}
 			}
 		}
 		return parsedDoc{kind: kindDeprecations, dep: d}, nil
 	default:
 		m := &Meta{Schema: schema, Package: pkg, Name: name}
-		m.Blob = appendCompact(make([]byte, 0, len(doc)-i), doc[i:end])
+		m.Blob = scan.AppendCompact(make([]byte, 0, len(doc)-i), doc[i:end])
 		return parsedDoc{kind: kindMeta, meta: m}, nil
 	}
 }
@@ -202,11 +204,11 @@ func (dd *docDecoder) decode(doc []byte) (parsedDoc, error) {
 func str(v []byte) (string, error) {
 	switch v[0] {
 	case '"':
-		return unquote(v)
+		return scan.Unquote(v)
 	case 'n':
 		return "", nil
 	}
-	return "", fmt.Errorf("expected a string, got %s", kindOf(v))
+	return "", fmt.Errorf("expected a string, got %s", scan.KindOf(v))
 }
 
 func expect(v []byte, open byte) (bool, error) {
@@ -218,7 +220,7 @@ func expect(v []byte, open byte) (bool, error) {
 		if open == '[' {
 			want = "an array"
 		}
-		return false, fmt.Errorf("expected %s, got %s", want, kindOf(v))
+		return false, fmt.Errorf("expected %s, got %s", want, scan.KindOf(v))
 	}
 	return true, nil
 }
@@ -228,7 +230,7 @@ func decodeIcon(v []byte) (*Icon, error) {
 		return nil, err
 	}
 	ic := &Icon{}
-	err := eachMember(v, func(key string, val []byte) error {
+	err := scan.EachMember(v, func(key string, val []byte) error {
 		switch {
 		case strings.EqualFold(key, "base64data"):
 			s, err := str(val)
@@ -267,12 +269,12 @@ func (dd *docDecoder) properties(v []byte, elide bool) ([]Property, []int32, []p
 	props := []Property{}
 	var elided []int32
 	var perrs []propertyError
-	i := skipWS(v, 1)
+	i := scan.SkipSpace(v, 1)
 	for n := 0; i < len(v) && v[i] != ']'; n++ {
 		switch v[i] {
 		case 'n':
 			props = append(props, Property{})
-			i = skipValue(v, i)
+			i = scan.SkipValue(v, i)
 		case '{':
 			p, val, checked, end, err := dd.property(v, i, n, elide)
 			if err != nil {
@@ -291,17 +293,17 @@ func (dd *docDecoder) properties(v []byte, elide bool) ([]Property, []int32, []p
 				} else if dd.trusted {
 					p.Value = bytes.Clone(val) // converted from YAML: already compact
 				} else {
-					p.Value = appendCompact(make([]byte, 0, len(val)), val)
+					p.Value = scan.AppendCompact(make([]byte, 0, len(val)), val)
 				}
 			}
 			props = append(props, p)
 			i = end
 		default:
-			return nil, nil, nil, fmt.Errorf("property[%d]: expected an object, got %s", n, kindOf(v[i:skipValue(v, i)]))
+			return nil, nil, nil, fmt.Errorf("property[%d]: expected an object, got %s", n, scan.KindOf(v[i:scan.SkipValue(v, i)]))
 		}
-		i = skipWS(v, i)
+		i = scan.SkipSpace(v, i)
 		if i < len(v) && v[i] == ',' {
-			i = skipWS(v, i+1)
+			i = scan.SkipSpace(v, i+1)
 		}
 	}
 	return props, elided, perrs, nil
@@ -312,29 +314,29 @@ func (dd *docDecoder) properties(v []byte, elide bool) ([]Property, []int32, []p
 // heavy, was checked and found valid while it was walked (with elide, an
 // olm.csv.metadata value whose type came first, as it does in sorted keys).
 func (dd *docDecoder) property(v []byte, i, n int, elide bool) (p Property, val []byte, checked bool, end int, err error) {
-	i = skipWS(v, i+1)
+	i = scan.SkipSpace(v, i+1)
 	for i < len(v) && v[i] != '}' {
-		ke := stringEnd(v, i)
+		ke := scan.StringEnd(v, i)
 		isType, isValue, err := propertyKey(v[i:ke])
 		if err != nil {
 			return p, nil, false, 0, err
 		}
-		i = skipWS(v, ke)
-		i = skipWS(v, i+1) // ':'
+		i = scan.SkipSpace(v, ke)
+		i = scan.SkipSpace(v, i+1) // ':'
 		var ve int
 		switch {
 		case isValue && elide && p.Type == PropertyCSVMetadata && v[i] == '{':
 			if e, ok := decodesAt(v, i, csvMetadataType); ok {
 				ve, checked = e, true
 			} else {
-				ve, checked = skipValue(v, i), false
+				ve, checked = scan.SkipValue(v, i), false
 			}
 			val = v[i:ve]
 		case isValue:
-			ve, checked = skipValue(v, i), false
+			ve, checked = scan.SkipValue(v, i), false
 			val = v[i:ve]
 		case isType:
-			ve = skipValue(v, i)
+			ve = scan.SkipValue(v, i)
 			s, err := str(v[i:ve])
 			if err != nil {
 				return p, nil, false, 0, fmt.Errorf("property[%d].type: %w", n, err)
@@ -344,11 +346,11 @@ func (dd *docDecoder) property(v []byte, i, n int, elide bool) (p Property, val 
 			}
 			p.Type = s
 		default:
-			ve = skipValue(v, i)
+			ve = scan.SkipValue(v, i)
 		}
-		i = skipWS(v, ve)
+		i = scan.SkipSpace(v, ve)
 		if i < len(v) && v[i] == ',' {
-			i = skipWS(v, i+1)
+			i = scan.SkipSpace(v, i+1)
 		}
 	}
 	return p, val, checked, i + 1, nil
@@ -372,7 +374,7 @@ func propertyKey(q []byte) (isType, isValue bool, err error) {
 	} else if bytes.IndexByte(k, '\\') < 0 && len(k) < 4 {
 		return false, false, nil // too short for either, even folded
 	}
-	key, err := unquote(q)
+	key, err := scan.Unquote(q)
 	if err != nil {
 		return false, false, err
 	}
@@ -397,7 +399,7 @@ func decodeEntries(v []byte) ([]ChannelEntry, error) {
 		return nil, err
 	}
 	entries := []ChannelEntry{}
-	err := eachElement(v, func(n int, el []byte) error {
+	err := scan.EachElement(v, func(n int, el []byte) error {
 		var e ChannelEntry
 		if ok, err := expect(el, '{'); !ok {
 			if err != nil {
@@ -406,7 +408,7 @@ func decodeEntries(v []byte) ([]ChannelEntry, error) {
 			entries = append(entries, e)
 			return nil
 		}
-		err := eachMember(el, func(key string, fv []byte) error {
+		err := scan.EachMember(el, func(key string, fv []byte) error {
 			var err error
 			switch {
 			case strings.EqualFold(key, "name"):
@@ -434,7 +436,7 @@ func stringList(v []byte) ([]string, error) {
 		return nil, err
 	}
 	out := []string{}
-	err := eachElement(v, func(n int, el []byte) error {
+	err := scan.EachElement(v, func(n int, el []byte) error {
 		s, err := str(el)
 		if err != nil {
 			return fmt.Errorf("[%d]: %w", n, err)
@@ -450,7 +452,7 @@ func decodeRelatedImages(v []byte) ([]RelatedImage, error) {
 		return nil, err
 	}
 	out := []RelatedImage{}
-	err := eachElement(v, func(n int, el []byte) error {
+	err := scan.EachElement(v, func(n int, el []byte) error {
 		var ri RelatedImage
 		if ok, err := expect(el, '{'); !ok {
 			if err != nil {
@@ -459,7 +461,7 @@ func decodeRelatedImages(v []byte) ([]RelatedImage, error) {
 			out = append(out, ri)
 			return nil
 		}
-		err := eachMember(el, func(key string, fv []byte) error {
+		err := scan.EachMember(el, func(key string, fv []byte) error {
 			var err error
 			switch {
 			case strings.EqualFold(key, "name"):
@@ -483,7 +485,7 @@ func decodeDeprecationEntries(v []byte) ([]DeprecationEntry, error) {
 		return nil, err
 	}
 	out := []DeprecationEntry{}
-	err := eachElement(v, func(n int, el []byte) error {
+	err := scan.EachElement(v, func(n int, el []byte) error {
 		var de DeprecationEntry
 		if ok, err := expect(el, '{'); !ok {
 			if err != nil {
@@ -492,7 +494,7 @@ func decodeDeprecationEntries(v []byte) ([]DeprecationEntry, error) {
 			out = append(out, de)
 			return nil
 		}
-		err := eachMember(el, func(key string, fv []byte) error {
+		err := scan.EachMember(el, func(key string, fv []byte) error {
 			var err error
 			switch {
 			case strings.EqualFold(key, "message"):
@@ -500,7 +502,7 @@ func decodeDeprecationEntries(v []byte) ([]DeprecationEntry, error) {
 			case strings.EqualFold(key, "reference"):
 				var ok bool
 				if ok, err = expect(fv, '{'); ok {
-					err = eachMember(fv, func(k string, rv []byte) error {
+					err = scan.EachMember(fv, func(k string, rv []byte) error {
 						var err error
 						switch {
 						case strings.EqualFold(k, "schema"):

@@ -8,6 +8,8 @@ import (
 	"unicode"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/airlock-mirror/airlock/fbc/internal/scan"
 )
 
 // This file holds the checks of the heavy property values (olm.bundle.object and
@@ -135,9 +137,6 @@ type heavyChecker struct {
 	buf []byte
 }
 
-// maxKeptScratch is the largest scratch buffer kept between values.
-const maxKeptScratch = 16 << 20
-
 // check returns the problem of the value raw of a property of type typ, nil if
 // opm accepts it. valid says raw is known to be one valid JSON value (Load
 // checked it); otherwise bundle objects are checked for it before their fast
@@ -182,7 +181,7 @@ func (hc *heavyChecker) bundleObject(raw []byte, valid bool) error {
 			cerr = &bundleObjectError{convert: true, err: yerr}
 		}
 	}
-	if cap(hc.buf) > maxKeptScratch {
+	if cap(hc.buf) > scan.MaxKeptScratch {
 		hc.buf = nil
 	}
 	return cerr
@@ -200,23 +199,23 @@ func (hc *heavyChecker) bundleObjectData(raw []byte, valid bool) (data []byte, o
 	if !valid {
 		// A value Load did not check (Validate on a hand-made catalog):
 		// the fast path needs one valid JSON object.
-		if end, err := validValue(raw, 0, 0); err != nil || end != len(raw) {
+		if end, err := scan.ValidValue(raw, 0, 0); err != nil || end != len(raw) {
 			return nil, false, nil
 		}
 	}
 	// The members of the (valid) object, as eachMember walks them; a loop
 	// rather than a callback, which would allocate for every value.
-	i := skipWS(raw, 1)
+	i := scan.SkipSpace(raw, 1)
 	for i < len(raw) && raw[i] != '}' {
-		ke := stringEnd(raw, i)
+		ke := scan.StringEnd(raw, i)
 		key := raw[i+1 : ke-1]
 		if bytes.IndexByte(key, '\\') >= 0 {
-			u, _ := unquote(raw[i:ke])
+			u, _ := scan.Unquote(raw[i:ke])
 			key = []byte(u)
 		}
-		i = skipWS(raw, ke)
-		i = skipWS(raw, i+1) // ':'
-		ve := skipValue(raw, i)
+		i = scan.SkipSpace(raw, ke)
+		i = scan.SkipSpace(raw, i+1) // ':'
+		ve := scan.SkipValue(raw, i)
 		if v := raw[i:ve]; bytes.EqualFold(key, []byte("data")) {
 			switch v[0] {
 			case 'n': // null sets a []byte to nil
@@ -235,9 +234,9 @@ func (hc *heavyChecker) bundleObjectData(raw []byte, valid bool) (data []byte, o
 				return nil, false, nil
 			}
 		}
-		i = skipWS(raw, ve)
+		i = scan.SkipSpace(raw, ve)
 		if i < len(raw) && raw[i] == ',' {
-			i = skipWS(raw, i+1)
+			i = scan.SkipSpace(raw, i+1)
 		}
 	}
 	return data, true, err
@@ -249,7 +248,7 @@ func (hc *heavyChecker) bundleObjectData(raw []byte, valid bool) (data []byte, o
 func (hc *heavyChecker) decodeData(v []byte) ([]byte, error) {
 	s := v[1 : len(v)-1]
 	if bytes.IndexByte(s, '\\') >= 0 {
-		u, _ := unquote(v)
+		u, _ := scan.Unquote(v)
 		s = []byte(u)
 	}
 	if b64Plain(s) {
@@ -322,7 +321,7 @@ var b64Bad = func() (t [256]byte) {
 
 // validJSON reports whether v is exactly one valid JSON value.
 func validJSON(v []byte) bool {
-	end, err := validValue(v, 0, 0)
+	end, err := scan.ValidValue(v, 0, 0)
 	return err == nil && end == len(v)
 }
 

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/airlock-mirror/airlock/fbc/internal/scan"
 )
 
 // refBundleObject is opm's check of an olm.bundle.object value, written the
@@ -75,7 +77,7 @@ func FuzzBundleObjectCheck(f *testing.F) {
 // TestHeavyCheckerScratch checks that a huge value does not stay in the
 // checker's scratch buffer.
 func TestHeavyCheckerScratch(t *testing.T) {
-	data := make([]byte, maxKeptScratch+1024)
+	data := make([]byte, scan.MaxKeptScratch+1024)
 	for i := range data {
 		data[i] = ' '
 	}

@@ -10,6 +10,8 @@ import (
 	"strconv"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/airlock-mirror/airlock/fbc/internal/scan"
 )
 
 // This file reads YAML catalog files: a stream split into documents at "---"
@@ -55,15 +57,15 @@ func (fl *fileLoader) loadYAML(ctx context.Context, r io.Reader, name, shown str
 // document. The result is valid until the next call with the same yc. The
 // fast path also returns the members of the document's object (see
 // yamlConv.top), nil otherwise.
-func yamlToJSON(yc *yamlConv, text []byte) ([]byte, []field, error) {
-	if j, ok := yc.convert(text); ok {
-		return j, yc.top, nil
+func yamlToJSON(yc *scan.YAMLConverter, text []byte) ([]byte, []scan.Field, error) {
+	if j, ok := yc.Convert(text); ok {
+		return j, yc.Top, nil
 	}
 	j, err := yaml.YAMLToJSON(text)
 	if err != nil {
 		return nil, nil, err
 	}
-	j = unescapeHTML(j)
+	j = scan.UnescapeHTML(j)
 	if t := bytes.TrimSpace(j); len(t) == 0 || bytes.Equal(t, []byte("null")) {
 		return nil, nil, nil
 	}
@@ -83,7 +85,7 @@ func (fl *fileLoader) decodeYAML(text []byte) (parsedDoc, bool, error) {
 	d, err := fl.dd.decode(j)
 	fl.dd.trusted, fl.dd.known = false, nil
 	if err != nil {
-		var se *syntaxError
+		var se *scan.SyntaxError
 		if errors.As(err, &se) {
 			return parsedDoc{}, false, fmt.Errorf("invalid document: %w", err)
 		}

@@ -1,6 +1,10 @@
 package fbc
 
-import "unicode/utf8"
+import (
+	"unicode/utf8"
+
+	"github.com/airlock-mirror/airlock/fbc/internal/scan"
+)
 
 // stringObject decodes raw into dst when it is a JSON object whose members
 // all have plain string values (no escapes, valid UTF-8) and plain ASCII
@@ -10,24 +14,24 @@ import "unicode/utf8"
 // olm.package.required value; false means "decode with encoding/json" (its
 // verdict and its messages), and then dst may hold part of the value.
 func stringObject(raw []byte, names []string, dst []*string) bool {
-	i := skipWS(raw, 0)
+	i := scan.SkipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
 		return false
 	}
-	i = skipWS(raw, i+1)
+	i = scan.SkipSpace(raw, i+1)
 	if i < len(raw) && raw[i] == '}' {
-		return skipWS(raw, i+1) == len(raw)
+		return scan.SkipSpace(raw, i+1) == len(raw)
 	}
 	for {
 		k, e, ok := plainJSONString(raw, i)
 		if !ok || !isASCII(k) {
 			return false // encoding/json folds some non-ASCII letters to ASCII ones
 		}
-		i = skipWS(raw, e)
+		i = scan.SkipSpace(raw, e)
 		if i >= len(raw) || raw[i] != ':' {
 			return false
 		}
-		i = skipWS(raw, i+1)
+		i = scan.SkipSpace(raw, i+1)
 		v, e, ok := plainJSONString(raw, i)
 		if !ok {
 			return false
@@ -37,13 +41,13 @@ func stringObject(raw []byte, names []string, dst []*string) bool {
 				*dst[n] = string(v)
 			}
 		}
-		i = skipWS(raw, e)
+		i = scan.SkipSpace(raw, e)
 		if i < len(raw) && raw[i] == ',' {
-			i = skipWS(raw, i+1)
+			i = scan.SkipSpace(raw, i+1)
 			continue
 		}
 		if i < len(raw) && raw[i] == '}' {
-			return skipWS(raw, i+1) == len(raw)
+			return scan.SkipSpace(raw, i+1) == len(raw)
 		}
 		return false
 	}

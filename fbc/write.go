@@ -16,6 +16,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/airlock-mirror/airlock/fbc/internal/scan"
 )
 
 // Output formats of Write and Render.
@@ -253,7 +255,7 @@ func (dw *docWriter) emit(w io.Writer) error {
 		return nil
 	}
 	// Indenting adds about half (room for it at once, not by doublings).
-	dw.out = appendIndent(slices.Grow(dw.out[:0], len(dw.buf)+len(dw.buf)/2), dw.buf, "")
+	dw.out = scan.AppendIndent(slices.Grow(dw.out[:0], len(dw.buf)+len(dw.buf)/2), dw.buf, "")
 	dw.out = append(dw.out, '\n')
 	if _, err := w.Write(dw.out); err != nil {
 		return fmt.Errorf("write catalog: %w", err)
@@ -321,18 +323,18 @@ func appendKey(b []byte, first bool, key string) []byte {
 	if !first {
 		b = append(b, ',')
 	}
-	b = appendString(b, key)
+	b = scan.AppendString(b, key)
 	return append(b, ':')
 }
 
 func appendPackage(b []byte, p *Package) []byte {
 	b = append(b, '{')
 	b = appendKey(b, true, "schema")
-	b = appendString(b, SchemaPackage)
+	b = scan.AppendString(b, SchemaPackage)
 	b = appendKey(b, false, "name")
-	b = appendString(b, p.Name)
+	b = scan.AppendString(b, p.Name)
 	b = appendKey(b, false, "defaultChannel")
-	b = appendString(b, p.DefaultChannel)
+	b = scan.AppendString(b, p.DefaultChannel)
 	if p.Icon != nil {
 		b = appendKey(b, false, "icon")
 		b = append(b, '{')
@@ -345,12 +347,12 @@ func appendPackage(b []byte, p *Package) []byte {
 			b = append(b, '"')
 		}
 		b = appendKey(b, false, "mediatype")
-		b = appendString(b, p.Icon.MediaType)
+		b = scan.AppendString(b, p.Icon.MediaType)
 		b = append(b, '}')
 	}
 	if p.Description != "" {
 		b = appendKey(b, false, "description")
-		b = appendString(b, p.Description)
+		b = scan.AppendString(b, p.Description)
 	}
 	if len(p.Properties) > 0 {
 		b = appendKey(b, false, "properties")
@@ -367,7 +369,7 @@ func appendProperties(b []byte, props []Property) []byte {
 		}
 		b = append(b, '{')
 		b = appendKey(b, true, "type")
-		b = appendString(b, pr.Type)
+		b = scan.AppendString(b, pr.Type)
 		if pr.Value != nil {
 			// As it is: emit, which every document goes through,
 			// drops insignificant space while formatting.
@@ -382,11 +384,11 @@ func appendProperties(b []byte, props []Property) []byte {
 func appendChannel(b []byte, ch *Channel) []byte {
 	b = append(b, '{')
 	b = appendKey(b, true, "schema")
-	b = appendString(b, SchemaChannel)
+	b = scan.AppendString(b, SchemaChannel)
 	b = appendKey(b, false, "name")
-	b = appendString(b, ch.Name)
+	b = scan.AppendString(b, ch.Name)
 	b = appendKey(b, false, "package")
-	b = appendString(b, ch.Package)
+	b = scan.AppendString(b, ch.Package)
 	b = appendKey(b, false, "entries")
 	if ch.Entries == nil {
 		b = append(b, "null"...)
@@ -398,10 +400,10 @@ func appendChannel(b []byte, ch *Channel) []byte {
 			}
 			b = append(b, '{')
 			b = appendKey(b, true, "name")
-			b = appendString(b, e.Name)
+			b = scan.AppendString(b, e.Name)
 			if e.Replaces != "" {
 				b = appendKey(b, false, "replaces")
-				b = appendString(b, e.Replaces)
+				b = scan.AppendString(b, e.Replaces)
 			}
 			if len(e.Skips) > 0 {
 				b = appendKey(b, false, "skips")
@@ -410,13 +412,13 @@ func appendChannel(b []byte, ch *Channel) []byte {
 					if k > 0 {
 						b = append(b, ',')
 					}
-					b = appendString(b, s)
+					b = scan.AppendString(b, s)
 				}
 				b = append(b, ']')
 			}
 			if e.SkipRange != "" {
 				b = appendKey(b, false, "skipRange")
-				b = appendString(b, e.SkipRange)
+				b = scan.AppendString(b, e.SkipRange)
 			}
 			b = append(b, '}')
 		}
@@ -432,13 +434,13 @@ func appendChannel(b []byte, ch *Channel) []byte {
 func appendBundle(b []byte, bd *Bundle, props []Property) []byte {
 	b = append(b, '{')
 	b = appendKey(b, true, "schema")
-	b = appendString(b, SchemaBundle)
+	b = scan.AppendString(b, SchemaBundle)
 	b = appendKey(b, false, "name")
-	b = appendString(b, bd.Name)
+	b = scan.AppendString(b, bd.Name)
 	b = appendKey(b, false, "package")
-	b = appendString(b, bd.Package)
+	b = scan.AppendString(b, bd.Package)
 	b = appendKey(b, false, "image")
-	b = appendString(b, bd.Image)
+	b = scan.AppendString(b, bd.Image)
 	if len(props) > 0 {
 		b = appendKey(b, false, "properties")
 		b = appendProperties(b, props)
@@ -452,9 +454,9 @@ func appendBundle(b []byte, bd *Bundle, props []Property) []byte {
 			}
 			b = append(b, '{')
 			b = appendKey(b, true, "name")
-			b = appendString(b, ri.Name)
+			b = scan.AppendString(b, ri.Name)
 			b = appendKey(b, false, "image")
-			b = appendString(b, ri.Image)
+			b = scan.AppendString(b, ri.Image)
 			b = append(b, '}')
 		}
 		b = append(b, ']')
@@ -465,9 +467,9 @@ func appendBundle(b []byte, bd *Bundle, props []Property) []byte {
 func appendDeprecations(b []byte, d *Deprecations) []byte {
 	b = append(b, '{')
 	b = appendKey(b, true, "schema")
-	b = appendString(b, SchemaDeprecations)
+	b = scan.AppendString(b, SchemaDeprecations)
 	b = appendKey(b, false, "package")
-	b = appendString(b, d.Package)
+	b = scan.AppendString(b, d.Package)
 	b = appendKey(b, false, "entries")
 	if d.Entries == nil {
 		b = append(b, "null"...)
@@ -481,14 +483,14 @@ func appendDeprecations(b []byte, d *Deprecations) []byte {
 			b = appendKey(b, true, "reference")
 			b = append(b, '{')
 			b = appendKey(b, true, "schema")
-			b = appendString(b, e.Reference.Schema)
+			b = scan.AppendString(b, e.Reference.Schema)
 			if e.Reference.Name != "" {
 				b = appendKey(b, false, "name")
-				b = appendString(b, e.Reference.Name)
+				b = scan.AppendString(b, e.Reference.Name)
 			}
 			b = append(b, '}')
 			b = appendKey(b, false, "message")
-			b = appendString(b, e.Message)
+			b = scan.AppendString(b, e.Message)
 			b = append(b, '}')
 		}
 		b = append(b, ']')

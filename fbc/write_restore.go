@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+
+	"github.com/airlock-mirror/airlock/fbc/internal/scan"
 )
 
 // Elided reports whether Load elided the value of b.Properties[i] (see
@@ -31,7 +33,7 @@ type restorer struct {
 	f    fs.File
 	buf  []byte
 	dd   docDecoder
-	yc   yamlConv
+	yc   scan.YAMLConverter
 }
 
 func (r *restorer) close() {
@@ -68,7 +70,7 @@ func (r *restorer) restore(b *Bundle) ([]Property, error) {
 	if err != nil {
 		return nil, fmt.Errorf("write catalog: bundle %q: restore elided property values from %s: %w", b.Name, b.Origin.File, err)
 	}
-	var top []field
+	var top []scan.Field
 	if b.src.yaml {
 		// The same conversion as Load's, so the values are the bytes a
 		// load without eliding keeps.

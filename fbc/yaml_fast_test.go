@@ -10,9 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/airlock-mirror/airlock/fbc/internal/scan"
 )
 
 // referenceJSON is what Load made of a YAML document before the fast path:
@@ -22,14 +23,14 @@ func referenceJSON(doc []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return unescapeHTML(j), nil
+	return scan.UnescapeHTML(j), nil
 }
 
 // checkFast converts doc with the fast path and, when it accepts it, compares
 // with the reference. It reports whether the fast path accepted the document.
-func checkFast(t testing.TB, yc *yamlConv, doc []byte) bool {
+func checkFast(t testing.TB, yc *scan.YAMLConverter, doc []byte) bool {
 	t.Helper()
-	got, ok := yc.convert(doc)
+	got, ok := yc.Convert(doc)
 	if !ok {
 		return false
 	}
@@ -41,12 +42,12 @@ func checkFast(t testing.TB, yc *yamlConv, doc []byte) bool {
 		t.Fatalf("fast path and reference differ on\n%s\nfast: %s\nref:  %s", doc, got, want)
 	}
 	// The members it hands to the decoder are those objectFields finds.
-	fields, _, err := objectFields(got, 0, nil)
+	fields, _, err := scan.ObjectFields(got, 0, nil)
 	if err != nil {
 		t.Fatalf("fast path wrote invalid JSON (%v): %s", err, got)
 	}
-	if fmt.Sprint(fields) != fmt.Sprint(yc.top) {
-		t.Fatalf("fast path's members %v, objectFields's %v, in %s", yc.top, fields, got)
+	if fmt.Sprint(fields) != fmt.Sprint(yc.Top) {
+		t.Fatalf("fast path's members %v, objectFields's %v, in %s", yc.Top, fields, got)
 	}
 	return true
 }
@@ -89,13 +90,13 @@ func TestYAMLFastCases(t *testing.T) {
 		"a: é ü 😀\nb: \"\\N\\_\\L\\P\"\n", "\xef\xbb\xbfa: 1\n", "a: \x01\n", "a: b\r\n",
 		"%YAML 1.1\n---\na: 1\n", "a: 1\n...\n", "a: -\n", "a: - b\n", "a:\n  -\n  - x\n",
 	}
-	var yc yamlConv
+	var yc scan.YAMLConverter
 	for _, doc := range accepted {
 		checkFast(t, &yc, []byte(doc))
 	}
 	// The regular shape must take the fast path.
 	for _, doc := range accepted[:13] {
-		if _, ok := yc.convert([]byte(doc)); !ok && doc != "- not a mapping\n" {
+		if _, ok := yc.Convert([]byte(doc)); !ok && doc != "- not a mapping\n" {
 			t.Errorf("fast path declined a regular document:\n%s", doc)
 		}
 	}
@@ -106,7 +107,7 @@ func TestYAMLFastCases(t *testing.T) {
 // rendered as YAML (the shape of `opm render -o yaml`).
 func TestYAMLFastRealCatalogs(t *testing.T) {
 	ctx := context.Background()
-	var yc yamlConv
+	var yc scan.YAMLConverter
 	for _, rel := range realCatalogs {
 		t.Run(filepath.Base(rel), func(t *testing.T) {
 			dir := realCatalogRoot(t, rel)
@@ -246,38 +247,5 @@ func TestKeepBelow(t *testing.T) {
 	}
 	if !bytes.Equal(out[0].Bytes(), out[1].Bytes()) {
 		t.Errorf("kept and elided values render differently:\n%s\n%s", out[0].Bytes(), out[1].Bytes())
-	}
-}
-
-// TestYAMLPrintableEveryByte puts every byte value at every position of the
-// word-at-a-time loops (and of the tail) and checks yamlPrintable against the
-// definition, one character at a time.
-func TestYAMLPrintableEveryByte(t *testing.T) {
-	want := func(doc []byte) bool {
-		for _, r := range string(doc) {
-			switch {
-			case r == '\n' || r == '\t' || (r >= 0x20 && r < 0x7f):
-			case r == utf8.RuneError, r < 0xA0, r > 0xD7FF && r < 0xE000, r > 0xFFFD && r < 0x10000,
-				r == 0x2028, r == 0x2029, r == 0xFEFF:
-				return false
-			}
-		}
-		return true
-	}
-	for c := 0; c < 256; c++ {
-		for n := 1; n <= 40; n++ {
-			for p := 0; p < n; p++ {
-				doc := bytes.Repeat([]byte{'a'}, n)
-				doc[p] = byte(c)
-				if got := yamlPrintable(doc); got != want(doc) {
-					t.Fatalf("byte %#x at %d of %d: yamlPrintable = %v", c, p, n, got)
-				}
-			}
-		}
-	}
-	for _, s := range []string{"héllo wörld, a line\nand\ta tab", "\u2028 in a longer text of bytes", "abcdefghijklmnop\u0085q", "x\uFEFFyyyyyyyyyyyyyyyyyy"} {
-		if got := yamlPrintable([]byte(s)); got != want([]byte(s)) {
-			t.Errorf("%q: yamlPrintable = %v", s, got)
-		}
 	}
 }

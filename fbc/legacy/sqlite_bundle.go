@@ -12,6 +12,7 @@ import (
 	"github.com/blang/semver/v4"
 
 	"github.com/airlock-mirror/airlock/fbc"
+	"github.com/airlock-mirror/airlock/fbc/internal/scan"
 )
 
 // gvk is an olm.gvk value (property or dependency), in opm's field order.
@@ -79,7 +80,7 @@ func bundleObjects(s string) (objs []string, csv string, err error) {
 		if b[i] != '{' {
 			return nil, "", fmt.Errorf("manifest %d is not a Kubernetes object (a JSON object)", len(objs)+1)
 		}
-		end, ok := fbc.ValidJSONValue(b, i)
+		end, ok := scan.ValidJSONValue(b, i)
 		if !ok {
 			// The exact verdict and message of encoding/json, as opm's.
 			end = valueEnd(b, i)
@@ -150,7 +151,7 @@ func skipSpace(b []byte, i int) int {
 // prune's scanner (fast on long strings), else (a value nested near the depth
 // limit) with valueEnd.
 func skipValue(b []byte, i int) int {
-	if end, ok := fbc.ValidJSONValue(b, i); ok {
+	if end, ok := scan.ValidJSONValue(b, i); ok {
 		return end
 	}
 	return valueEnd(b, i)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/fbc"
+	"github.com/airlock-mirror/airlock/fbc/internal/scan"
 )
 
 // refBundleObjects is bundleObjects as it was written first: each manifest's
@@ -65,14 +65,14 @@ func FuzzBundleObjects(f *testing.F) {
 	})
 }
 
-// FuzzValidJSONValue: fbc.ValidJSONValue never accepts what encoding/json
+// FuzzValidJSONValue: scan.ValidJSONValue never accepts what encoding/json
 // refuses, and ends where the value ends.
 func FuzzValidJSONValue(f *testing.F) {
 	for _, s := range []string{`{}`, `{"a":[1,"b",{"c":null}]} `, `[1,]`, `"\u00zz"`, `-01`, `1e`, `{"a":1}}`, "\"\x1f\"", strings.Repeat("[", 10001) + strings.Repeat("]", 10001)} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		end, ok := fbc.ValidJSONValue(b, 0)
+		end, ok := scan.ValidJSONValue(b, 0)
 		if ok && !json.Valid(b[:end]) {
 			t.Fatalf("%.200q: accepted up to %d, which encoding/json refuses", b, end)
 		}
@@ -85,7 +85,7 @@ func FuzzValidJSONValue(f *testing.F) {
 		}
 		if !ok && json.Valid(b) && !strings.Contains(string(b), strings.Repeat("[", 9000)) && !strings.Contains(string(b), strings.Repeat("{", 9000)) {
 			// Only values nested near the depth limit may be refused.
-			if _, ok := fbc.ValidJSONValue([]byte(strings.TrimLeft(string(b), " \t\r\n")), 0); !ok {
+			if _, ok := scan.ValidJSONValue([]byte(strings.TrimLeft(string(b), " \t\r\n")), 0); !ok {
 				t.Fatalf("%.200q: refused, but encoding/json accepts it", b)
 			}
 		}

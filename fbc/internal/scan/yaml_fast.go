@@ -1,4 +1,4 @@
-package fbc
+package scan
 
 import (
 	"bytes"
@@ -7,6 +7,9 @@ import (
 	"sort"
 	"unicode/utf8"
 )
+
+// MaxKeptScratch is the largest scratch buffer kept between values.
+const MaxKeptScratch = 16 << 20
 
 // This file is the fast path of YAML loading: a converter from one YAML
 // document to the JSON bytes that sigs.k8s.io/yaml's YAMLToJSON (the reference,
@@ -18,7 +21,7 @@ import (
 //
 // Anything else — anchors, aliases, tags, flow collections, complex keys,
 // directives, tabs in indentation, non-string keys, duplicate keys, floats
-// JSON cannot hold, any syntax error — makes convert return ok == false, and
+// JSON cannot hold, any syntax error — makes Convert return ok == false, and
 // the caller converts the document with the reference instead, so the result
 // is always the reference's (with its error messages). The converter never
 // guesses: when a construct's meaning depends on a rule it does not implement,
@@ -26,16 +29,16 @@ import (
 // check that whatever it accepts, it converts exactly as the reference does.
 
 // yamlConv converts documents; it reuses its buffers between documents.
-type yamlConv struct {
+type YAMLConverter struct {
 	src  []byte
 	pos  int // start of the line being parsed
 	out  []byte
 	mem  []member // open mappings' members, innermost last
 	tmp  []byte   // scratch for reordering and decoding scalars
 	sbuf []byte
-	// top are the members of the document's object in out, as
+	// Top are the members of the document's object in out, as
 	// objectFields would find them (so the decoder does not scan again).
-	top []field
+	Top []Field
 }
 
 // member is one member of a mapping being written: its key and its span in out.
@@ -44,9 +47,9 @@ type member struct {
 	start, vstart, end int // the member, its value
 }
 
-// convert returns the JSON of doc, valid until the next call; ok is false when
+// Convert returns the JSON of doc, valid until the next call; ok is false when
 // the document must go to the reference converter.
-func (c *yamlConv) convert(doc []byte) (j []byte, ok bool) {
+func (c *YAMLConverter) Convert(doc []byte) (j []byte, ok bool) {
 	if !yamlPrintable(doc) {
 		return nil, false
 	}
@@ -61,10 +64,10 @@ func (c *yamlConv) convert(doc []byte) (j []byte, ok bool) {
 	if !c.mapping(0, c.pos) || !c.skipBlank() || c.pos < len(doc) {
 		return nil, false
 	}
-	if cap(c.tmp) > maxKeptScratch {
+	if cap(c.tmp) > MaxKeptScratch {
 		c.tmp = nil
 	}
-	if cap(c.sbuf) > maxKeptScratch {
+	if cap(c.sbuf) > MaxKeptScratch {
 		c.sbuf = nil
 	}
 	return c.out, true
@@ -130,7 +133,7 @@ func notPlain(w uint64) uint64 {
 }
 
 // indent returns the number of spaces at the start of the line at p.
-func (c *yamlConv) indent(p int) int {
+func (c *YAMLConverter) indent(p int) int {
 	n := 0
 	for p+n+8 <= len(c.src) {
 		// Block scalars of embedded JSON are deeply indented: 8 at a time.
@@ -147,7 +150,7 @@ func (c *yamlConv) indent(p int) int {
 }
 
 // lineEnd returns the offset of the '\n' ending the line that holds p, or len(src).
-func (c *yamlConv) lineEnd(p int) int {
+func (c *YAMLConverter) lineEnd(p int) int {
 	if j := bytes.IndexByte(c.src[p:], '\n'); j >= 0 {
 		return p + j
 	}
@@ -155,7 +158,7 @@ func (c *yamlConv) lineEnd(p int) int {
 }
 
 // nextLine returns the start of the line after the one holding p.
-func (c *yamlConv) nextLine(p int) int {
+func (c *YAMLConverter) nextLine(p int) int {
 	e := c.lineEnd(p)
 	if e < len(c.src) {
 		return e + 1
@@ -165,7 +168,7 @@ func (c *yamlConv) nextLine(p int) int {
 
 // blankOrComment reports whether the line at p holds only spaces and maybe a
 // comment; false on a tab in its indentation (the fast path declines those).
-func (c *yamlConv) blankOrComment(p int) (blank, ok bool) {
+func (c *YAMLConverter) blankOrComment(p int) (blank, ok bool) {
 	q := p + c.indent(p)
 	if q >= len(c.src) || c.src[q] == '\n' || c.src[q] == '#' {
 		return true, true
@@ -176,7 +179,7 @@ func (c *yamlConv) blankOrComment(p int) (blank, ok bool) {
 // skipBlank moves pos past blank and comment lines. It is false on a line
 // the fast path does not handle (tabs in indentation, document markers,
 // directives).
-func (c *yamlConv) skipBlank() bool {
+func (c *YAMLConverter) skipBlank() bool {
 	for c.pos < len(c.src) {
 		blank, ok := c.blankOrComment(c.pos)
 		if !ok {
@@ -196,7 +199,7 @@ func (c *yamlConv) skipBlank() bool {
 
 // isKeyLine reports whether the text at p starts a mapping entry ("key:"
 // followed by a space or the end of the line).
-func (c *yamlConv) isKeyLine(p int) bool {
+func (c *YAMLConverter) isKeyLine(p int) bool {
 	_, e, ok := c.key(p)
 	return ok && e > 0
 }
@@ -204,7 +207,7 @@ func (c *yamlConv) isKeyLine(p int) bool {
 // key parses the key at p. It returns the decoded key, the offset just after
 // its ':' and ok; e == 0 with ok means "not a key" (a scalar), !ok means the
 // fast path declines.
-func (c *yamlConv) key(p int) (k []byte, e int, ok bool) {
+func (c *YAMLConverter) key(p int) (k []byte, e int, ok bool) {
 	s := c.src
 	switch s[p] {
 	case '"', '\'':
@@ -276,7 +279,7 @@ var keyByte = func() (t [256]byte) {
 
 // mapping parses a block mapping whose entries start at column ind; the first
 // key is at p (on the current line, which may start with "- ").
-func (c *yamlConv) mapping(ind, p int) bool {
+func (c *YAMLConverter) mapping(ind, p int) bool {
 	base := len(c.mem)
 	objStart := len(c.out)
 	c.out = append(c.out, '{')
@@ -312,7 +315,7 @@ func (c *yamlConv) mapping(ind, p int) bool {
 // order checks the keys of the mapping just written (members from base, text
 // from objStart) and sorts them as encoding/json sorts map keys; duplicate
 // keys are left to the reference.
-func (c *yamlConv) order(base, objStart int) bool {
+func (c *YAMLConverter) order(base, objStart int) bool {
 	ms := c.mem[base:]
 	sorted := true
 	for i := 1; i < len(ms); i++ {
@@ -341,10 +344,10 @@ func (c *yamlConv) order(base, objStart int) bool {
 		c.out = append(c.out, '}')
 	}
 	if objStart == 0 { // the document's object
-		c.top = c.top[:0]
+		c.Top = c.Top[:0]
 		at := 1
 		for _, m := range ms {
-			c.top = append(c.top, field{key: string(m.key), start: at + m.vstart - m.start, end: at + m.end - m.start})
+			c.Top = append(c.Top, Field{Key: string(m.key), Start: at + m.vstart - m.start, End: at + m.end - m.start})
 			at += m.end - m.start + 1
 		}
 	}
@@ -355,7 +358,7 @@ func (c *yamlConv) order(base, objStart int) bool {
 // nextEntry moves pos to the next line that is not blank and says whether it
 // continues the collection at column ind (more, with q its first character);
 // ok is false on an unexpected indentation.
-func (c *yamlConv) nextEntry(ind int) (q int, more, ok bool) {
+func (c *YAMLConverter) nextEntry(ind int) (q int, more, ok bool) {
 	if !c.skipBlank() {
 		return 0, false, false
 	}
@@ -371,7 +374,7 @@ func (c *yamlConv) nextEntry(ind int) (q int, more, ok bool) {
 
 // sequence parses a block sequence whose "-" are at column ind; the current
 // line is its first entry.
-func (c *yamlConv) sequence(ind int) bool {
+func (c *YAMLConverter) sequence(ind int) bool {
 	c.out = append(c.out, '[')
 	for n := 0; ; n++ {
 		if n > 0 {
@@ -399,7 +402,7 @@ func (c *yamlConv) sequence(ind int) bool {
 // value parses the value that follows a mapping key's ':' or a sequence's
 // '-' at p. ind is the column of the key or of the '-'; inMap says which.
 // On return pos is at the start of the line after the value.
-func (c *yamlConv) value(p, ind int, inMap bool) bool {
+func (c *YAMLConverter) value(p, ind int, inMap bool) bool {
 	s := c.src
 	for p < len(s) && s[p] == ' ' {
 		p++
@@ -449,7 +452,7 @@ func (c *yamlConv) value(p, ind int, inMap bool) bool {
 
 // node parses a block node that starts on the line at pos, at column m, below
 // a key or '-' at column ind.
-func (c *yamlConv) node(m, ind int) bool {
+func (c *YAMLConverter) node(m, ind int) bool {
 	p := c.pos + m
 	s := c.src
 	if s[p] == '-' && (p+1 == len(s) || s[p+1] == ' ' || s[p+1] == '\n') {

@@ -1,117 +1,117 @@
-package fbc
+package scan
 
 // field is one member of a JSON object: its key and the span of its value.
-type field struct {
-	key        string
-	start, end int
+type Field struct {
+	Key        string
+	Start, End int
 }
 
 // objectFields validates the JSON object at d[i] and returns its members.
-func objectFields(d []byte, i int, fields []field) ([]field, int, error) {
+func ObjectFields(d []byte, i int, fields []Field) ([]Field, int, error) {
 	if i >= len(d) || d[i] != '{' {
-		return fields, 0, synErr(i, "expected an object")
+		return fields, 0, Errorf(i, "expected an object")
 	}
-	i = skipWS(d, i+1)
+	i = SkipSpace(d, i+1)
 	if i < len(d) && d[i] == '}' {
 		return fields, i + 1, nil
 	}
 	for {
 		if i >= len(d) || d[i] != '"' {
-			return fields, 0, synErr(i, "expected a string object key")
+			return fields, 0, Errorf(i, "expected a string object key")
 		}
 		ke, err := validString(d, i)
 		if err != nil {
 			return fields, 0, err
 		}
-		key, err := unquote(d[i:ke])
+		key, err := Unquote(d[i:ke])
 		if err != nil {
-			return fields, 0, synErr(i, "%v", err)
+			return fields, 0, Errorf(i, "%v", err)
 		}
-		i = skipWS(d, ke)
+		i = SkipSpace(d, ke)
 		if i >= len(d) || d[i] != ':' {
-			return fields, 0, synErr(i, "expected ':' after object key")
+			return fields, 0, Errorf(i, "expected ':' after object key")
 		}
-		i = skipWS(d, i+1)
+		i = SkipSpace(d, i+1)
 		vs := i
-		if i, err = validValue(d, i, 1); err != nil {
+		if i, err = ValidValue(d, i, 1); err != nil {
 			return fields, 0, err
 		}
-		fields = append(fields, field{key: key, start: vs, end: i})
-		i = skipWS(d, i)
+		fields = append(fields, Field{Key: key, Start: vs, End: i})
+		i = SkipSpace(d, i)
 		if i < len(d) && d[i] == ',' {
-			i = skipWS(d, i+1)
+			i = SkipSpace(d, i+1)
 			continue
 		}
 		if i < len(d) && d[i] == '}' {
 			return fields, i + 1, nil
 		}
-		return fields, 0, synErr(i, "expected ',' or '}' in object")
+		return fields, 0, Errorf(i, "expected ',' or '}' in object")
 	}
 }
 
 // trustedFields is objectFields for an object known to be valid JSON (the
 // YAML converters wrote it): it only finds the members' bounds.
-func trustedFields(d []byte, i int, fields []field) ([]field, int, error) {
-	i = skipWS(d, i+1)
+func TrustedFields(d []byte, i int, fields []Field) ([]Field, int, error) {
+	i = SkipSpace(d, i+1)
 	for i < len(d) && d[i] != '}' {
-		ke := stringEnd(d, i)
-		key, err := unquote(d[i:ke])
+		ke := StringEnd(d, i)
+		key, err := Unquote(d[i:ke])
 		if err != nil {
 			return fields, 0, err
 		}
-		i = skipWS(d, ke)
-		i = skipWS(d, i+1) // ':'
-		ve := skipValue(d, i)
-		fields = append(fields, field{key: key, start: i, end: ve})
-		i = skipWS(d, ve)
+		i = SkipSpace(d, ke)
+		i = SkipSpace(d, i+1) // ':'
+		ve := SkipValue(d, i)
+		fields = append(fields, Field{Key: key, Start: i, End: ve})
+		i = SkipSpace(d, ve)
 		if i < len(d) && d[i] == ',' {
-			i = skipWS(d, i+1)
+			i = SkipSpace(d, i+1)
 		}
 	}
 	return fields, i + 1, nil
 }
 
 // eachMember calls f for every member of the validated object v.
-func eachMember(v []byte, f func(key string, val []byte) error) error {
-	i := skipWS(v, 1)
+func EachMember(v []byte, f func(key string, val []byte) error) error {
+	i := SkipSpace(v, 1)
 	for i < len(v) && v[i] != '}' {
-		ke := stringEnd(v, i)
-		key, err := unquote(v[i:ke])
+		ke := StringEnd(v, i)
+		key, err := Unquote(v[i:ke])
 		if err != nil {
 			return err
 		}
-		i = skipWS(v, ke)
-		i = skipWS(v, i+1) // ':'
-		ve := skipValue(v, i)
+		i = SkipSpace(v, ke)
+		i = SkipSpace(v, i+1) // ':'
+		ve := SkipValue(v, i)
 		if err := f(key, v[i:ve]); err != nil {
 			return err
 		}
-		i = skipWS(v, ve)
+		i = SkipSpace(v, ve)
 		if i < len(v) && v[i] == ',' {
-			i = skipWS(v, i+1)
+			i = SkipSpace(v, i+1)
 		}
 	}
 	return nil
 }
 
 // eachElement calls f for every element of the validated array v.
-func eachElement(v []byte, f func(n int, val []byte) error) error {
-	i := skipWS(v, 1)
+func EachElement(v []byte, f func(n int, val []byte) error) error {
+	i := SkipSpace(v, 1)
 	for n := 0; i < len(v) && v[i] != ']'; n++ {
-		ve := skipValue(v, i)
+		ve := SkipValue(v, i)
 		if err := f(n, v[i:ve]); err != nil {
 			return err
 		}
-		i = skipWS(v, ve)
+		i = SkipSpace(v, ve)
 		if i < len(v) && v[i] == ',' {
-			i = skipWS(v, i+1)
+			i = SkipSpace(v, i+1)
 		}
 	}
 	return nil
 }
 
 // kindOf names the JSON type of the value v for error messages.
-func kindOf(v []byte) string {
+func KindOf(v []byte) string {
 	if len(v) == 0 {
 		return "nothing"
 	}

@@ -1,9 +1,8 @@
-package fbc
+package scan
 
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 )
 
@@ -16,33 +15,24 @@ import (
 // the stack.
 const maxDepth = 10000
 
-// maxDocumentSize bounds one JSON document (one top-level value) of a catalog
-// file, so that a file holding one huge value cannot exhaust memory. The largest
-// real document we know of is 4.8 MB (a bundle of shared/fixtures/large).
-var maxDocumentSize = 64 << 20 // a variable so tests can lower it
-
-// ErrDocumentTooLarge is returned (wrapped in a LoadError naming the file and
-// line) for a JSON document larger than 64 MiB.
-var ErrDocumentTooLarge = errors.New("JSON document too large")
-
-// syntaxError is a JSON syntax error at a byte offset of a document.
-type syntaxError struct {
-	off int
-	msg string
-	err error // a sentinel it matches, if any
+// SyntaxError is a JSON syntax error at a byte offset of a document.
+type SyntaxError struct {
+	Off int    // the byte offset in the document
+	Msg string // the message
+	Err error  // a sentinel it matches, if any
 }
 
-func (e *syntaxError) Error() string { return e.msg }
-func (e *syntaxError) Unwrap() error { return e.err }
+func (e *SyntaxError) Error() string { return e.Msg }
+func (e *SyntaxError) Unwrap() error { return e.Err }
 
-func synErr(off int, format string, args ...any) error {
-	return &syntaxError{off: off, msg: fmt.Sprintf(format, args...)}
+func Errorf(off int, format string, args ...any) error {
+	return &SyntaxError{Off: off, Msg: fmt.Sprintf(format, args...)}
 }
 
-func isWS(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+func IsSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-func skipWS(d []byte, i int) int {
-	for i < len(d) && isWS(d[i]) {
+func SkipSpace(d []byte, i int) int {
+	for i < len(d) && IsSpace(d[i]) {
 		i++
 	}
 	return i
@@ -73,7 +63,7 @@ func validString(d []byte, i int) (int, error) {
 			i += 8
 		}
 		if i >= len(d) {
-			return 0, synErr(start, "unterminated string")
+			return 0, Errorf(start, "unterminated string")
 		}
 		c := d[i]
 		switch {
@@ -81,26 +71,26 @@ func validString(d []byte, i int) (int, error) {
 			return i + 1, nil
 		case c == '\\':
 			if i+1 >= len(d) {
-				return 0, synErr(start, "unterminated string")
+				return 0, Errorf(start, "unterminated string")
 			}
 			switch d[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
 				if i+6 > len(d) {
-					return 0, synErr(i, "invalid \\u escape in string")
+					return 0, Errorf(i, "invalid \\u escape in string")
 				}
 				for _, h := range d[i+2 : i+6] {
 					if !isHex(h) {
-						return 0, synErr(i, "invalid \\u escape in string")
+						return 0, Errorf(i, "invalid \\u escape in string")
 					}
 				}
 				i += 6
 			default:
-				return 0, synErr(i, "invalid escape %q in string", d[i:i+2])
+				return 0, Errorf(i, "invalid escape %q in string", d[i:i+2])
 			}
 		case c < 0x20:
-			return 0, synErr(i, "invalid control character %q in string", c)
+			return 0, Errorf(i, "invalid control character %q in string", c)
 		default:
 			i++
 		}
@@ -111,7 +101,7 @@ func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
-func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+func IsDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 // validNumber validates the JSON number starting at d[i].
 func validNumber(d []byte, i int) (int, error) {
@@ -123,18 +113,18 @@ func validNumber(d []byte, i int) (int, error) {
 	case i < len(d) && d[i] == '0':
 		i++
 	case i < len(d) && '1' <= d[i] && d[i] <= '9':
-		for i < len(d) && isDigit(d[i]) {
+		for i < len(d) && IsDigit(d[i]) {
 			i++
 		}
 	default:
-		return 0, synErr(start, "invalid number")
+		return 0, Errorf(start, "invalid number")
 	}
 	if i < len(d) && d[i] == '.' {
 		i++
-		if i >= len(d) || !isDigit(d[i]) {
-			return 0, synErr(start, "invalid number")
+		if i >= len(d) || !IsDigit(d[i]) {
+			return 0, Errorf(start, "invalid number")
 		}
-		for i < len(d) && isDigit(d[i]) {
+		for i < len(d) && IsDigit(d[i]) {
 			i++
 		}
 	}
@@ -143,10 +133,10 @@ func validNumber(d []byte, i int) (int, error) {
 		if i < len(d) && (d[i] == '+' || d[i] == '-') {
 			i++
 		}
-		if i >= len(d) || !isDigit(d[i]) {
-			return 0, synErr(start, "invalid number")
+		if i >= len(d) || !IsDigit(d[i]) {
+			return 0, Errorf(start, "invalid number")
 		}
-		for i < len(d) && isDigit(d[i]) {
+		for i < len(d) && IsDigit(d[i]) {
 			i++
 		}
 	}
@@ -155,68 +145,68 @@ func validNumber(d []byte, i int) (int, error) {
 
 // validValue validates the JSON value starting at d[i] (no leading space) and
 // returns the offset just after it.
-func validValue(d []byte, i, depth int) (int, error) {
+func ValidValue(d []byte, i, depth int) (int, error) {
 	if i >= len(d) {
-		return 0, synErr(i, "unexpected end of JSON input")
+		return 0, Errorf(i, "unexpected end of JSON input")
 	}
 	if depth > maxDepth {
-		return 0, synErr(i, "JSON nested too deeply")
+		return 0, Errorf(i, "JSON nested too deeply")
 	}
 	switch c := d[i]; {
 	case c == '"':
 		return validString(d, i)
 	case c == '{':
-		i = skipWS(d, i+1)
+		i = SkipSpace(d, i+1)
 		if i < len(d) && d[i] == '}' {
 			return i + 1, nil
 		}
 		for {
 			if i >= len(d) || d[i] != '"' {
-				return 0, synErr(i, "expected a string object key")
+				return 0, Errorf(i, "expected a string object key")
 			}
 			var err error
 			if i, err = validString(d, i); err != nil {
 				return 0, err
 			}
-			i = skipWS(d, i)
+			i = SkipSpace(d, i)
 			if i >= len(d) || d[i] != ':' {
-				return 0, synErr(i, "expected ':' after object key")
+				return 0, Errorf(i, "expected ':' after object key")
 			}
-			i = skipWS(d, i+1)
-			if i, err = validValue(d, i, depth+1); err != nil {
+			i = SkipSpace(d, i+1)
+			if i, err = ValidValue(d, i, depth+1); err != nil {
 				return 0, err
 			}
-			i = skipWS(d, i)
+			i = SkipSpace(d, i)
 			if i < len(d) && d[i] == ',' {
-				i = skipWS(d, i+1)
+				i = SkipSpace(d, i+1)
 				continue
 			}
 			if i < len(d) && d[i] == '}' {
 				return i + 1, nil
 			}
-			return 0, synErr(i, "expected ',' or '}' in object")
+			return 0, Errorf(i, "expected ',' or '}' in object")
 		}
 	case c == '[':
-		i = skipWS(d, i+1)
+		i = SkipSpace(d, i+1)
 		if i < len(d) && d[i] == ']' {
 			return i + 1, nil
 		}
 		for {
 			var err error
-			if i, err = validValue(d, i, depth+1); err != nil {
+			if i, err = ValidValue(d, i, depth+1); err != nil {
 				return 0, err
 			}
-			i = skipWS(d, i)
+			i = SkipSpace(d, i)
 			if i < len(d) && d[i] == ',' {
-				i = skipWS(d, i+1)
+				i = SkipSpace(d, i+1)
 				continue
 			}
 			if i < len(d) && d[i] == ']' {
 				return i + 1, nil
 			}
-			return 0, synErr(i, "expected ',' or ']' in array")
+			return 0, Errorf(i, "expected ',' or ']' in array")
 		}
-	case c == '-' || isDigit(c):
+	case c == '-' || IsDigit(c):
 		return validNumber(d, i)
 	case c == 't':
 		return literal(d, i, "true")
@@ -225,20 +215,20 @@ func validValue(d []byte, i, depth int) (int, error) {
 	case c == 'n':
 		return literal(d, i, "null")
 	default:
-		return 0, synErr(i, "invalid character %q looking for beginning of value", c)
+		return 0, Errorf(i, "invalid character %q looking for beginning of value", c)
 	}
 }
 
 func literal(d []byte, i int, lit string) (int, error) {
 	if !bytes.HasPrefix(d[i:], []byte(lit)) {
-		return 0, synErr(i, "invalid literal, expected %s", lit)
+		return 0, Errorf(i, "invalid literal, expected %s", lit)
 	}
 	return i + len(lit), nil
 }
 
 // stringEnd returns the offset just after the closing quote of the (valid)
 // string whose opening quote is at d[i], or -1 if it is not terminated in d.
-func stringEnd(d []byte, i int) int {
+func StringEnd(d []byte, i int) int {
 	i++
 	j := bytes.IndexByte(d[i:], '"')
 	if j < 0 {
@@ -280,16 +270,16 @@ func stringEnd(d []byte, i int) int {
 }
 
 // skipValue returns the offset just after the already validated value at d[i].
-func skipValue(d []byte, i int) int {
+func SkipValue(d []byte, i int) int {
 	switch d[i] {
 	case '"':
-		return stringEnd(d, i)
+		return StringEnd(d, i)
 	case '{', '[':
 		depth := 0
 		for i < len(d) {
 			switch d[i] {
 			case '"':
-				i = stringEnd(d, i)
+				i = StringEnd(d, i)
 				continue
 			case '{', '[':
 				depth++
@@ -315,16 +305,16 @@ func skipValue(d []byte, i int) int {
 }
 
 // appendCompact appends the validated JSON value v without insignificant space.
-func appendCompact(dst, v []byte) []byte {
+func AppendCompact(dst, v []byte) []byte {
 	i := 0
 	for i < len(v) {
 		c := v[i]
 		switch {
 		case c == '"':
-			e := stringEnd(v, i)
+			e := StringEnd(v, i)
 			dst = append(dst, v[i:e]...)
 			i = e
-		case isWS(c):
+		case IsSpace(c):
 			i++
 		default:
 			dst = append(dst, c)
@@ -336,7 +326,7 @@ func appendCompact(dst, v []byte) []byte {
 
 // appendIndent appends the validated JSON value v indented like encoding/json's
 // Indent with the given prefix and a 4-space indent.
-func appendIndent(dst, v []byte, prefix string) []byte {
+func AppendIndent(dst, v []byte, prefix string) []byte {
 	depth := 0
 	// nl[:1+len(prefix)+4*depth] starts a line at depth.
 	nl := make([]byte, 0, 1+len(prefix)+64)
@@ -353,14 +343,14 @@ func appendIndent(dst, v []byte, prefix string) []byte {
 		c := v[i]
 		switch {
 		case c == '"':
-			e := stringEnd(v, i)
+			e := StringEnd(v, i)
 			dst = append(dst, v[i:e]...)
 			i = e
 			continue
-		case isWS(c):
+		case IsSpace(c):
 		case c == '{' || c == '[':
 			dst = append(dst, c)
-			j := skipWS(v, i+1)
+			j := SkipSpace(v, i+1)
 			if j < len(v) && (v[j] == '}' || v[j] == ']') {
 				dst = append(dst, v[j])
 				i = j + 1
@@ -392,6 +382,6 @@ func appendIndent(dst, v []byte, prefix string) []byte {
 // encoding/json's depth limit that Valid accepts, so a caller that must agree
 // with encoding/json asks it when ok is false.
 func ValidJSONValue(d []byte, i int) (end int, ok bool) {
-	end, err := validValue(d, i, 1)
+	end, err := ValidValue(d, i, 1)
 	return end, err == nil
 }

@@ -1,4 +1,4 @@
-package fbc
+package scan
 
 import (
 	"encoding/binary"
@@ -70,7 +70,7 @@ var yamlStyleFloat = regexp.MustCompile(`^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE]
 func numberish(s []byte) bool {
 	for _, c := range s {
 		switch {
-		case isDigit(c), c == '_', c == '+', c == '-', c == '.', c == ':', c == ' ':
+		case IsDigit(c), c == '_', c == '+', c == '-', c == '.', c == ':', c == ' ':
 		case 'a' <= c && c <= 'f', 'A' <= c && c <= 'F':
 		case c == 'x', c == 'X', c == 'o', c == 'O', c == 't', c == 'T', c == 'z', c == 'Z':
 		default:
@@ -86,7 +86,7 @@ func floatChars(s string) bool {
 	dots := 0
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
-		case isDigit(c), c == '+', c == '-', c == 'e', c == 'E':
+		case IsDigit(c), c == '+', c == '-', c == 'e', c == 'E':
 		case c == '.':
 			dots++
 		default:

@@ -1,4 +1,4 @@
-package fbc
+package scan
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 
 // unquote decodes the valid JSON string literal q (quotes included) like
 // encoding/json: invalid UTF-8 and lone surrogates become U+FFFD.
-func unquote(q []byte) (string, error) {
+func Unquote(q []byte) (string, error) {
 	s := q[1 : len(q)-1]
 	if bytes.IndexByte(s, '\\') < 0 && utf8.Valid(s) {
 		return string(s), nil
@@ -69,7 +69,7 @@ func hex4(h []byte) rune {
 
 // appendString appends s as a JSON string escaped like encoding/json with HTML
 // escaping off.
-func appendString(dst []byte, s string) []byte {
+func AppendString(dst []byte, s string) []byte {
 	const hexd = "0123456789abcdef"
 	dst = append(dst, '"')
 	start := 0
@@ -143,7 +143,7 @@ func appendEscapedASCII(dst []byte, c byte) []byte {
 // unescapeHTML undoes the \u003c, \u003e and \u0026 escapes that encoding/json
 // (used by the YAML to JSON conversion) puts in strings, so that documents read
 // from YAML carry the same bytes as from JSON.
-func unescapeHTML(j []byte) []byte {
+func UnescapeHTML(j []byte) []byte {
 	if !bytes.Contains(j, []byte(`\u00`)) {
 		return j
 	}

@@ -1,4 +1,4 @@
-package fbc
+package scan
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 
 // scalar parses the scalar at p (not a key) whose continuation lines must be
 // indented more than ind, writes its JSON, and moves pos to the next line.
-func (c *yamlConv) scalar(p, ind int) bool {
+func (c *YAMLConverter) scalar(p, ind int) bool {
 	s := c.src
 	var v []byte
 	var q int
@@ -51,7 +51,7 @@ func (c *yamlConv) scalar(p, ind int) bool {
 
 // endOfLine checks that only spaces and a comment follow q on its line and
 // moves pos to the next line.
-func (c *yamlConv) endOfLine(q int) bool {
+func (c *YAMLConverter) endOfLine(q int) bool {
 	s := c.src
 	sp := q
 	for q < len(s) && s[q] == ' ' {
@@ -81,7 +81,7 @@ func plainStop(s []byte, q int) bool {
 // plainLine returns the end of the plain scalar text on the line from p (to
 // '\n', " #" or the end), with trailing spaces removed, and where the line
 // ends; ok is false on ": " and tabs.
-func (c *yamlConv) plainLine(p int) (textEnd, lineEnd int, ok bool) {
+func (c *YAMLConverter) plainLine(p int) (textEnd, lineEnd int, ok bool) {
 	s := c.src
 	// One pass to the line's end, stopping at the bytes that may end the
 	// text (most lines have none): 8 bytes at a time over the first 64,
@@ -144,7 +144,7 @@ var plainLineByte = func() (t [256]byte) {
 
 // plain parses a plain scalar at p, folding its continuation lines (indented
 // more than ind).
-func (c *yamlConv) plain(p, ind int) bool {
+func (c *YAMLConverter) plain(p, ind int) bool {
 	s := c.src
 	te, le, ok := c.plainLine(p)
 	if !ok {
@@ -205,7 +205,7 @@ func (c *yamlConv) plain(p, ind int) bool {
 	return c.emitPlain(v)
 }
 
-func (c *yamlConv) emitPlain(v []byte) bool {
+func (c *YAMLConverter) emitPlain(v []byte) bool {
 	var ok bool
 	c.out, ok = appendPlain(c.out, v)
 	return ok
@@ -215,7 +215,7 @@ func (c *yamlConv) emitPlain(v []byte) bool {
 // limit. ind is nil for a single-line scalar (a key), else the column its
 // continuation lines must be indented beyond. It returns the value (valid
 // until the next scalar) and the offset after the closing quote.
-func (c *yamlConv) doubleQuoted(p, limit int, ind *int) ([]byte, int, bool) {
+func (c *YAMLConverter) doubleQuoted(p, limit int, ind *int) ([]byte, int, bool) {
 	s := c.src
 	b := c.sbuf[:0]
 	q := p + 1
@@ -322,7 +322,7 @@ func (c *yamlConv) doubleQuoted(p, limit int, ind *int) ([]byte, int, bool) {
 
 // copyRun appends to b the text from q up to limit, a line break, stop1 or
 // stop2, and returns where it stopped.
-func (c *yamlConv) copyRun(b []byte, q, limit int, stop1, stop2 byte) ([]byte, int) {
+func (c *YAMLConverter) copyRun(b []byte, q, limit int, stop1, stop2 byte) ([]byte, int) {
 	s := c.src
 	r := q
 	for r < limit && s[r] != stop1 && s[r] != stop2 && s[r] != '\n' {
@@ -334,7 +334,7 @@ func (c *yamlConv) copyRun(b []byte, q, limit int, stop1, stop2 byte) ([]byte, i
 // fold folds the line break at q of a flow scalar whose text so far is b:
 // the white space b ends with goes (not b[:keep]: escapes), then the break
 // becomes one space or the blank lines after it.
-func (c *yamlConv) fold(b []byte, keep, q, limit, ind int) ([]byte, int, bool) {
+func (c *YAMLConverter) fold(b []byte, keep, q, limit, ind int) ([]byte, int, bool) {
 	for len(b) > keep && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
 		b = b[:len(b)-1]
 	}
@@ -360,7 +360,7 @@ func appendFold(b []byte, blanks int) []byte {
 // foldBreaks skips the line break at q, the blank lines after it and the
 // leading white space of the next line, which must be indented more than ind.
 // It returns where the text goes on and the number of blank lines.
-func (c *yamlConv) foldBreaks(q, limit, ind int) (int, int, bool) {
+func (c *YAMLConverter) foldBreaks(q, limit, ind int) (int, int, bool) {
 	s := c.src
 	blanks := 0
 	for {
@@ -396,7 +396,7 @@ func hexVal(h byte) byte {
 }
 
 // singleQuoted is doubleQuoted for single-quoted scalars (two quotes are one).
-func (c *yamlConv) singleQuoted(p, limit int, ind *int) ([]byte, int, bool) {
+func (c *YAMLConverter) singleQuoted(p, limit int, ind *int) ([]byte, int, bool) {
 	s := c.src
 	b := c.sbuf[:0]
 	q := p + 1
@@ -432,7 +432,7 @@ func (c *yamlConv) singleQuoted(p, limit int, ind *int) ([]byte, int, bool) {
 // scanner line by line: the content indentation is ind plus the header's
 // digit, or that of the first non-empty line; clip, strip ('-') or keep ('+')
 // decide the final line breaks.
-func (c *yamlConv) blockScalar(p, ind int) bool {
+func (c *YAMLConverter) blockScalar(p, ind int) bool {
 	s := c.src
 	literal := s[p] == '|'
 	q := p + 1

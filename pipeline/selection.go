@@ -9,6 +9,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/imageset"
+	"github.com/airlock-mirror/airlock/prune"
 )
 
 // Disk-to-mirror has only the archived (pruned) catalog, not the source catalog,
@@ -16,91 +17,6 @@ import (
 // selections themselves: what the configuration asks for must lie within what the
 // configuration that made the archive asked for, package by package and channel
 // by channel. Anything it cannot prove to be inside is reported as missing.
-
-// span is the part of a channel's replaces chain a selection keeps.
-type span struct {
-	all      bool            // every bundle (full)
-	headOnly bool            // only the channel head (no range)
-	lo, hi   *semver.Version // a range; nil ends are the chain's start and head
-	bundles  []string        // only these bundles (and their path to the head)
-}
-
-func (s span) String() string {
-	switch {
-	case s.all:
-		return "every version"
-	case len(s.bundles) > 0:
-		return "bundles " + strings.Join(s.bundles, ", ")
-	case s.headOnly:
-		return "the channel head only"
-	case s.lo != nil && s.hi != nil:
-		return fmt.Sprintf("versions %s to %s", s.lo, s.hi)
-	case s.lo != nil:
-		return fmt.Sprintf("versions %s to the channel head", s.lo)
-	case s.hi != nil:
-		return fmt.Sprintf("versions up to %s", s.hi)
-	}
-	return "every version"
-}
-
-// contains reports whether have keeps everything want keeps; headV is the version
-// of the channel head in the archived catalog (nil when unknown).
-func (have span) contains(want span, headV *semver.Version) bool {
-	switch {
-	case have.all:
-		return true
-	case want.all:
-		return false
-	case len(have.bundles) > 0:
-		return len(want.bundles) > 0 // names are checked against the archived catalog
-	case len(want.bundles) > 0:
-		return true // names are checked against the archived catalog
-	case want.headOnly:
-		return have.hi == nil
-	case have.headOnly:
-		return headV != nil && want.lo != nil && want.lo.GTE(*headV) && (want.hi == nil || want.hi.GTE(*headV))
-	}
-	loOK := have.lo == nil || (want.lo != nil && want.lo.GTE(*have.lo))
-	hiOK := have.hi == nil || (want.hi != nil && want.hi.LTE(*have.hi))
-	return loOK && hiOK
-}
-
-func parseVersion(s string) *semver.Version {
-	if s == "" {
-		return nil
-	}
-	v, err := semver.ParseTolerant(s)
-	if err != nil {
-		return nil
-	}
-	return &v
-}
-
-// spanOf is what an operator entry keeps of one channel of package p (nil p: the
-// implicit entry of a configuration without packages).
-func spanOf(op imageset.Operator, p *imageset.IncludePackage, ch *imageset.IncludeChannel) span {
-	if op.Full {
-		return span{all: true}
-	}
-	if p == nil {
-		return span{headOnly: true}
-	}
-	if len(p.SelectedBundles) > 0 {
-		var names []string
-		for _, b := range p.SelectedBundles {
-			names = append(names, b.Name)
-		}
-		return span{bundles: names}
-	}
-	ib := p.IncludeBundle
-	if ch != nil && (ch.MinVersion != "" || ch.MaxVersion != "") {
-		ib = ch.IncludeBundle
-	}
-	if ib.MinVersion == "" && ib.MaxVersion == "" {
-		return span{headOnly: true}
-	}
-	return span{lo: parseVersion(ib.MinVersion), hi: parseVersion(ib.MaxVersion)}
-}
 
 func findPackage(op imageset.Operator, name string) *imageset.IncludePackage {
 	for i := range op.Packages {
@@ -246,8 +162,9 @@ func selectionGap(asked, archived imageset.Operator, cat *fbc.Catalog) []string 
 				gap("package %s: channel %s (not in the archived catalog)", name, ch)
 				continue
 			}
-			want, have := spanOf(asked, ap, ac), spanOf(archived, hp, hc)
-			if !have.contains(want, headVersion(cat, name, ch)) {
+			want, _ := prune.SelectionOf(asked, ap, ac)
+			have, _ := prune.SelectionOf(archived, hp, hc)
+			if !have.Contains(want, headVersion(cat, name, ch)) {
 				gap("package %s channel %s: %s; the archive holds %s", name, ch, want, have)
 			}
 		}

@@ -1,9 +1,13 @@
-// Package prune is airlock's file-based catalog (FBC) engine: the model (packages,
+// Package fbc is airlock's file-based catalog (FBC) engine: the model (packages,
 // channels, bundles, deprecations and every other schema as an opaque blob), loading
-// from an fs.FS, deterministic writing, Validate (the rules of `opm validate`), the
-// channel graph, Filter (what an ImageSetConfiguration operator entry asks for,
-// dependencies included) and the images a catalog needs. It knows nothing about
-// registries or archives.
+// from an fs.FS (JSON streams, YAML multi-doc, .indexignore), deterministic writing,
+// Validate (the rules of `opm validate`), the channel graph (heads, replaces, skips,
+// skipRange), the images a catalog needs (Images) and its Summary.
+//
+// It knows nothing about registries, archives or what a configuration selects:
+// package prune builds the filter on it, and fbc never imports prune. Its byte-level
+// JSON/YAML scanners are in fbc/internal/scan; fbc/legacy converts SQLite and
+// package-manifest catalogs into it.
 package fbc
 
 import (

@@ -11,7 +11,7 @@
 //     memory and converts them with the same code);
 //
 // The result is written to a folder as `opm migrate` writes it (one
-// <package>/catalog.json per package), which prune loads like any catalog. The
+// <package>/catalog.json per package), which fbc loads like any catalog. The
 // input is never trusted: the database is opened read-only and immutable, every
 // value is checked, and a damaged or crafted file gets an error naming the table,
 // row and what is wrong, never a panic. The package knows nothing of registries.

@@ -148,7 +148,7 @@ func skipSpace(b []byte, i int) int {
 }
 
 // skipValue returns the end of the valid JSON value starting at b[i]: with
-// prune's scanner (fast on long strings), else (a value nested near the depth
+// fbc's scanner (fast on long strings), else (a value nested near the depth
 // limit) with valueEnd.
 func skipValue(b []byte, i int) int {
 	if end, ok := scan.ValidJSONValue(b, i); ok {

@@ -50,7 +50,7 @@ func (r *run) reselect(ctx context.Context, ar endpoint.Source, c archive.Catalo
 	if err != nil {
 		return nil, nil, fmt.Errorf("catalog %s in the archive: %w", c.Source, err)
 	}
-	if gaps := selectionGap(op, *archived, cat); len(gaps) > 0 {
+	if gaps := prune.SelectionGaps(op, *archived, cat); len(gaps) > 0 {
 		return nil, gaps, nil
 	}
 	pruned, _, err := prune.Filter(cat, op, prune.FilterOptions{Logger: r.log})

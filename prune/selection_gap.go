@@ -1,4 +1,4 @@
-package pipeline
+package prune
 
 import (
 	"fmt"
@@ -9,7 +9,6 @@ import (
 
 	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/imageset"
-	"github.com/airlock-mirror/airlock/prune"
 )
 
 // Disk-to-mirror has only the archived (pruned) catalog, not the source catalog,
@@ -62,11 +61,12 @@ func headVersion(cat *fbc.Catalog, pkg, ch string) *semver.Version {
 	return nil
 }
 
-// selectionGap lists what asked selects from a catalog that archived (the entry
-// that made the archived catalog cat) did not: an empty list means asked is the
-// same selection or a narrower one.
-func selectionGap(asked, archived imageset.Operator, cat *fbc.Catalog) []string {
-	if filterHash(asked) == filterHash(archived) || (archived.Full && len(archived.Packages) == 0) {
+// SelectionGaps lists what asked selects from a catalog that archived (the entry
+// that made the archived catalog cat) did not, one message per gap: an empty list
+// means asked is a narrower selection. Callers compare the two entries first:
+// identical entries need no catalog.
+func SelectionGaps(asked, archived imageset.Operator, cat *fbc.Catalog) []string {
+	if archived.Full && len(archived.Packages) == 0 {
 		return nil
 	}
 	where := "catalog " + asked.Catalog
@@ -162,8 +162,8 @@ func selectionGap(asked, archived imageset.Operator, cat *fbc.Catalog) []string 
 				gap("package %s: channel %s (not in the archived catalog)", name, ch)
 				continue
 			}
-			want, _ := prune.SelectionOf(asked, ap, ac)
-			have, _ := prune.SelectionOf(archived, hp, hc)
+			want, _ := SelectionOf(asked, ap, ac)
+			have, _ := SelectionOf(archived, hp, hc)
 			if !have.Contains(want, headVersion(cat, name, ch)) {
 				gap("package %s channel %s: %s; the archive holds %s", name, ch, want, have)
 			}

@@ -1,12 +1,12 @@
 package scan
 
-// field is one member of a JSON object: its key and the span of its value.
+// Field is one member of a JSON object: its key and the span of its value.
 type Field struct {
 	Key        string
 	Start, End int
 }
 
-// objectFields validates the JSON object at d[i] and returns its members.
+// ObjectFields validates the JSON object at d[i] and returns its members.
 func ObjectFields(d []byte, i int, fields []Field) ([]Field, int, error) {
 	if i >= len(d) || d[i] != '{' {
 		return fields, 0, Errorf(i, "expected an object")
@@ -49,7 +49,7 @@ func ObjectFields(d []byte, i int, fields []Field) ([]Field, int, error) {
 	}
 }
 
-// trustedFields is objectFields for an object known to be valid JSON (the
+// TrustedFields is ObjectFields for an object known to be valid JSON (the
 // YAML converters wrote it): it only finds the members' bounds.
 func TrustedFields(d []byte, i int, fields []Field) ([]Field, int, error) {
 	i = SkipSpace(d, i+1)
@@ -71,7 +71,7 @@ func TrustedFields(d []byte, i int, fields []Field) ([]Field, int, error) {
 	return fields, i + 1, nil
 }
 
-// eachMember calls f for every member of the validated object v.
+// EachMember calls f for every member of the validated object v.
 func EachMember(v []byte, f func(key string, val []byte) error) error {
 	i := SkipSpace(v, 1)
 	for i < len(v) && v[i] != '}' {
@@ -94,7 +94,7 @@ func EachMember(v []byte, f func(key string, val []byte) error) error {
 	return nil
 }
 
-// eachElement calls f for every element of the validated array v.
+// EachElement calls f for every element of the validated array v.
 func EachElement(v []byte, f func(n int, val []byte) error) error {
 	i := SkipSpace(v, 1)
 	for n := 0; i < len(v) && v[i] != ']'; n++ {
@@ -110,7 +110,7 @@ func EachElement(v []byte, f func(n int, val []byte) error) error {
 	return nil
 }
 
-// kindOf names the JSON type of the value v for error messages.
+// KindOf names the JSON type of the value v for error messages.
 func KindOf(v []byte) string {
 	if len(v) == 0 {
 		return "nothing"

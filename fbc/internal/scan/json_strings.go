@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-// unquote decodes the valid JSON string literal q (quotes included) like
+// Unquote decodes the valid JSON string literal q (quotes included) like
 // encoding/json: invalid UTF-8 and lone surrogates become U+FFFD.
 func Unquote(q []byte) (string, error) {
 	s := q[1 : len(q)-1]
@@ -67,7 +67,7 @@ func hex4(h []byte) rune {
 	return rune(n)
 }
 
-// appendString appends s as a JSON string escaped like encoding/json with HTML
+// AppendString appends s as a JSON string escaped like encoding/json with HTML
 // escaping off.
 func AppendString(dst []byte, s string) []byte {
 	const hexd = "0123456789abcdef"
@@ -140,7 +140,7 @@ func appendEscapedASCII(dst []byte, c byte) []byte {
 	return append(dst, '\\', 'u', '0', '0', hexd[c>>4], hexd[c&0xf])
 }
 
-// unescapeHTML undoes the \u003c, \u003e and \u0026 escapes that encoding/json
+// UnescapeHTML undoes the \u003c, \u003e and \u0026 escapes that encoding/json
 // (used by the YAML to JSON conversion) puts in strings, so that documents read
 // from YAML carry the same bytes as from JSON.
 func UnescapeHTML(j []byte) []byte {

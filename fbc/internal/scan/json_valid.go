@@ -6,7 +6,7 @@ import (
 	"fmt"
 )
 
-// This file holds the small JSON scanner Load and Write use instead of
+// This file holds the small JSON scanner fbc's Load and Write use instead of
 // encoding/json: a strict validator that never builds a value (so the base64
 // payloads of olm.bundle.object properties are checked and skipped at memory
 // speed), a fast skipper for data already validated, and compact/indent writers.
@@ -25,12 +25,16 @@ type SyntaxError struct {
 func (e *SyntaxError) Error() string { return e.Msg }
 func (e *SyntaxError) Unwrap() error { return e.Err }
 
+// Errorf returns a *SyntaxError at byte offset off.
 func Errorf(off int, format string, args ...any) error {
 	return &SyntaxError{Off: off, Msg: fmt.Sprintf(format, args...)}
 }
 
+// IsSpace reports whether c is JSON white space.
 func IsSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
+// SkipSpace returns the offset of the first byte at or after d[i] that is not
+// JSON white space.
 func SkipSpace(d []byte, i int) int {
 	for i < len(d) && IsSpace(d[i]) {
 		i++
@@ -101,6 +105,7 @@ func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
+// IsDigit reports whether c is an ASCII digit.
 func IsDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 // validNumber validates the JSON number starting at d[i].
@@ -143,7 +148,7 @@ func validNumber(d []byte, i int) (int, error) {
 	return i, nil
 }
 
-// validValue validates the JSON value starting at d[i] (no leading space) and
+// ValidValue validates the JSON value starting at d[i] (no leading space) and
 // returns the offset just after it.
 func ValidValue(d []byte, i, depth int) (int, error) {
 	if i >= len(d) {
@@ -226,7 +231,7 @@ func literal(d []byte, i int, lit string) (int, error) {
 	return i + len(lit), nil
 }
 
-// stringEnd returns the offset just after the closing quote of the (valid)
+// StringEnd returns the offset just after the closing quote of the (valid)
 // string whose opening quote is at d[i], or -1 if it is not terminated in d.
 func StringEnd(d []byte, i int) int {
 	i++
@@ -269,7 +274,7 @@ func StringEnd(d []byte, i int) int {
 	}
 }
 
-// skipValue returns the offset just after the already validated value at d[i].
+// SkipValue returns the offset just after the already validated value at d[i].
 func SkipValue(d []byte, i int) int {
 	switch d[i] {
 	case '"':
@@ -304,7 +309,7 @@ func SkipValue(d []byte, i int) int {
 	}
 }
 
-// appendCompact appends the validated JSON value v without insignificant space.
+// AppendCompact appends the validated JSON value v without insignificant space.
 func AppendCompact(dst, v []byte) []byte {
 	i := 0
 	for i < len(v) {
@@ -324,7 +329,7 @@ func AppendCompact(dst, v []byte) []byte {
 	return dst
 }
 
-// appendIndent appends the validated JSON value v indented like encoding/json's
+// AppendIndent appends the validated JSON value v indented like encoding/json's
 // Indent with the given prefix and a 4-space indent.
 func AppendIndent(dst, v []byte, prefix string) []byte {
 	depth := 0

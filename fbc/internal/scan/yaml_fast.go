@@ -28,7 +28,7 @@ const MaxKeptScratch = 16 << 20
 // it declines. FuzzYAMLFastAgreement (and the conformance module, against opm)
 // check that whatever it accepts, it converts exactly as the reference does.
 
-// yamlConv converts documents; it reuses its buffers between documents.
+// YAMLConverter converts documents; it reuses its buffers between documents.
 type YAMLConverter struct {
 	src  []byte
 	pos  int // start of the line being parsed

@@ -209,7 +209,7 @@ func appendPlain(dst, s []byte) ([]byte, bool) {
 
 // appendJSONString appends s, valid UTF-8, as encoding/json writes it with
 // HTML escaping off (which is what Load makes of the reference's output, see
-// unescapeHTML), in one pass. Every string of the fast path is valid UTF-8:
+// UnescapeHTML), in one pass. Every string of the fast path is valid UTF-8:
 // the document passed yamlPrintable, and escapes are decoded to runes.
 func appendJSONString(dst, s []byte) []byte {
 	dst = slices.Grow(dst, len(s)+2)

@@ -13,8 +13,8 @@ import (
 	"github.com/operator-framework/operator-registry/pkg/image"
 	"github.com/operator-framework/operator-registry/pkg/registry"
 
-	"github.com/airlock-mirror/airlock/prune"
-	"github.com/airlock-mirror/airlock/prune/legacy"
+	"github.com/airlock-mirror/airlock/fbc"
+	"github.com/airlock-mirror/airlock/fbc/legacy"
 )
 
 // opmRenderBundle is `opm render` of an unpacked bundle (imageRef "" for a
@@ -123,7 +123,7 @@ func bundlesFromManifests(t *testing.T, root string) []string {
 // the same olm.bundle with airlock (legacy.RenderBundleDir) and with opm, as a
 // folder (no image) and as an image (its reference as the image).
 func TestBundleRenderAgreement(t *testing.T) {
-	dirs := []string{filepath.Join("..", "prune", "legacy", "testdata", "bundles", "demo-operator.v0.4.0")}
+	dirs := []string{filepath.Join("..", "fbc", "legacy", "testdata", "bundles", "demo-operator.v0.4.0")}
 	root := opmModuleDir(t)
 	for _, m := range []string{"manifests", "pkg/sqlite/testdata/loader_data", "pkg/registry/testdata/validPackages", "test/e2e/testdata/aqua"} {
 		src := filepath.Join(root, filepath.FromSlash(m))
@@ -147,7 +147,7 @@ func TestBundleRenderAgreement(t *testing.T) {
 				t.Logf("%s: both refuse: opm: %v; airlock: %v", filepath.Base(dir), opmErr, ourErr)
 				continue
 			}
-			cat := &prune.Catalog{Packages: []*prune.Package{{Name: got.Bundle.Package, Bundles: []*prune.Bundle{got.Bundle}}}}
+			cat := &fbc.Catalog{Packages: []*fbc.Package{{Name: got.Bundle.Package, Bundles: []*fbc.Bundle{got.Bundle}}}}
 			if d := canonOpm(want).diff(canonOurs(cat), 20); d != "" {
 				t.Errorf("%s (image %q): opm (first) and airlock (second) render differently:\n%s", dir, ref, d)
 				continue

@@ -13,7 +13,7 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/alpha/property"
 
-	"github.com/airlock-mirror/airlock/prune"
+	"github.com/airlock-mirror/airlock/fbc"
 )
 
 // canon is a catalog reduced to sorted lines, one per document, in a form both
@@ -65,7 +65,7 @@ func opmProps(ps []property.Property) []canonProp {
 	return out
 }
 
-func ourProps(ps []prune.Property) []canonProp {
+func ourProps(ps []fbc.Property) []canonProp {
 	out := make([]canonProp, len(ps))
 	for i, p := range ps {
 		out[i] = canonProp{p.Type, normJSON(p.Value)}
@@ -155,9 +155,9 @@ func canonOpm(cfg *declcfg.DeclarativeConfig) canon {
 		c.Bundles = append(c.Bundles, bundleLine(b.Package, b.Name, b.Image, opmProps(b.Properties), rel))
 	}
 	for _, d := range cfg.Deprecations {
-		es := make([]prune.DeprecationEntry, len(d.Entries))
+		es := make([]fbc.DeprecationEntry, len(d.Entries))
 		for i, e := range d.Entries {
-			es[i] = prune.DeprecationEntry{Reference: prune.PackageScopedReference{Schema: e.Reference.Schema, Name: e.Reference.Name}, Message: e.Message}
+			es[i] = fbc.DeprecationEntry{Reference: fbc.PackageScopedReference{Schema: e.Reference.Schema, Name: e.Reference.Name}, Message: e.Message}
 		}
 		c.Deprecations = append(c.Deprecations, depLine(d.Package, es))
 	}
@@ -169,7 +169,7 @@ func canonOpm(cfg *declcfg.DeclarativeConfig) canon {
 }
 
 // canonOurs reduces airlock's model.
-func canonOurs(cat *prune.Catalog) canon {
+func canonOurs(cat *fbc.Catalog) canon {
 	var c canon
 	for _, p := range cat.Packages {
 		if p.Declared > 0 {
@@ -196,7 +196,7 @@ func canonOurs(cat *prune.Catalog) canon {
 		for _, d := range p.Deprecations {
 			es := d.Entries
 			if es == nil {
-				es = []prune.DeprecationEntry{}
+				es = []fbc.DeprecationEntry{}
 			}
 			c.Deprecations = append(c.Deprecations, depLine(d.Package, es))
 		}
@@ -293,9 +293,9 @@ func opmValidateCfg(cfg *declcfg.DeclarativeConfig) error {
 // ourValidate is `airlock catalog validate` on a directory, with property values
 // kept (ElideHeavy false) or elided as the CLI does.
 func ourValidate(ctx context.Context, dir string, elide bool) error {
-	c, err := prune.LoadDir(ctx, dir, prune.LoadOptions{ElideHeavy: elide})
+	c, err := fbc.LoadDir(ctx, dir, fbc.LoadOptions{ElideHeavy: elide})
 	if err != nil {
 		return fmt.Errorf("load: %w", err)
 	}
-	return prune.Validate(c)
+	return fbc.Validate(c)
 }

@@ -12,26 +12,27 @@ import (
 	"github.com/operator-framework/operator-registry/pkg/api"
 	health "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/prune"
 )
 
 // airlockView is what airlock says the rebuilt catalog holds: the explanation of
 // the filter (packages, channels and their entries, kept bundles) and airlock's
-// reading of the served folder (bundle contents, heads by prune.Graph).
+// reading of the served folder (bundle contents, heads by fbc.Graph).
 type airlockView struct {
 	packages []string
 	expl     map[string]*prune.PackageExplanation
-	heads    map[[2]string]string               // (package, channel) → head
-	facts    map[[3]string]bundleFacts          // (package, channel, bundle) → facts
-	channels map[string][]string                // package → sorted channel names
-	entries  map[[2]string][]prune.ChannelEntry // (package, channel) → entries
+	heads    map[[2]string]string             // (package, channel) → head
+	facts    map[[3]string]bundleFacts        // (package, channel, bundle) → facts
+	channels map[string][]string              // package → sorted channel names
+	entries  map[[2]string][]fbc.ChannelEntry // (package, channel) → entries
 }
 
 func newAirlockView(t testing.TB, r *mirrorRun, ex *exportedCatalog) *airlockView {
 	t.Helper()
 	v := &airlockView{
 		expl: map[string]*prune.PackageExplanation{}, heads: map[[2]string]string{},
-		facts: map[[3]string]bundleFacts{}, channels: map[string][]string{}, entries: map[[2]string][]prune.ChannelEntry{},
+		facts: map[[3]string]bundleFacts{}, channels: map[string][]string{}, entries: map[[2]string][]fbc.ChannelEntry{},
 	}
 	for i := range r.explanation.Packages {
 		p := &r.explanation.Packages[i]
@@ -50,7 +51,7 @@ func newAirlockView(t testing.TB, r *mirrorRun, ex *exportedCatalog) *airlockVie
 		if p.DefaultChannel != ep.DefaultChannel {
 			t.Errorf("package %s: the rebuilt catalog's default channel is %s, the explanation says %s", p.Name, p.DefaultChannel, ep.DefaultChannel)
 		}
-		bundles := map[string]*prune.Bundle{}
+		bundles := map[string]*fbc.Bundle{}
 		for _, b := range p.Bundles {
 			bundles[b.Name] = b
 			if eb := ep.Bundle(b.Name); eb == nil || len(eb.Reasons) == 0 {
@@ -80,7 +81,7 @@ func newAirlockView(t testing.TB, r *mirrorRun, ex *exportedCatalog) *airlockVie
 			if want, ok := explCh[ch.Name]; !ok || !sameSet(names, want) {
 				t.Errorf("package %s channel %s: entries %v in the rebuilt catalog, the explanation says %v", p.Name, ch.Name, names, want)
 			}
-			head, err := prune.NewGraph(ch).Head()
+			head, err := fbc.NewGraph(ch).Head()
 			if err != nil {
 				t.Errorf("package %s channel %s: %v", p.Name, ch.Name, err)
 			}
@@ -309,7 +310,7 @@ func servedImages(t testing.TB, s *servedCatalog, v *airlockView) []string {
 				set[ri.Image] = true
 			}
 		}
-		if len(propsOf(f.bundle, prune.PropertyBundleObject)) > 0 || b.CsvJson == "" {
+		if len(propsOf(f.bundle, fbc.PropertyBundleObject)) > 0 || b.CsvJson == "" {
 			// A CSV from the bundle's own objects names the images of the original
 			// catalog (the seed rewrites the catalog, not the manifests inside it);
 			// its related images are the catalog's, counted above.

@@ -25,6 +25,7 @@ type source struct {
 
 // Paths relative to this module (conformance/): the main module is its parent.
 const (
+	fbcTestdata    = "../fbc/testdata"
 	pruneTestdata  = "../prune/testdata"
 	demoCatalogDir = "../testdata/demo/catalog"
 )
@@ -80,14 +81,14 @@ func subdirs(t testing.TB, dir string) []string {
 	return out
 }
 
-// testdataSources returns the main module's testdata catalogs: prune/testdata/valid,
-// prune/testdata/invalid, the inputs of the filter golden tests, the I/O test catalog
+// testdataSources returns the main module's testdata catalogs: fbc/testdata/valid,
+// fbc/testdata/invalid, the inputs of the filter golden tests, the I/O test catalog
 // and the demo catalog if there is one, plus this module's own testdata/catalogs.
 func testdataSources(t testing.TB) []source {
 	t.Helper()
 	var out []source
 	for _, kind := range []string{"valid", "invalid"} {
-		base := filepath.Join(pruneTestdata, kind)
+		base := filepath.Join(fbcTestdata, kind)
 		for _, d := range subdirs(t, base) {
 			out = append(out, source{Name: "prune-" + kind + "/" + d, Dir: filepath.Join(base, d), Kind: kind})
 		}
@@ -96,8 +97,8 @@ func testdataSources(t testing.TB) []source {
 	for _, d := range subdirs(t, filterCatalogs) {
 		out = append(out, source{Name: "prune-filter/" + d, Dir: filepath.Join(filterCatalogs, d), Kind: "filter"})
 	}
-	if st, err := os.Stat(filepath.Join(pruneTestdata, "io", "catalog")); err == nil && st.IsDir() {
-		out = append(out, source{Name: "prune-io/catalog", Dir: filepath.Join(pruneTestdata, "io", "catalog"), Kind: "valid"})
+	if st, err := os.Stat(filepath.Join(fbcTestdata, "io", "catalog")); err == nil && st.IsDir() {
+		out = append(out, source{Name: "prune-io/catalog", Dir: filepath.Join(fbcTestdata, "io", "catalog"), Kind: "valid"})
 	}
 	if st, err := os.Stat(demoCatalogDir); err == nil && st.IsDir() {
 		out = append(out, source{Name: "demo/catalog", Dir: demoCatalogDir, Kind: "valid"})
@@ -174,7 +175,7 @@ func TestMain(m *testing.M) {
 func TestSourcesPresent(t *testing.T) {
 	td := testdataSources(t)
 	if len(td) < 10 {
-		t.Fatalf("found only %d testdata catalogs under %s: the paths are wrong", len(td), pruneTestdata)
+		t.Fatalf("found only %d testdata catalogs under %s: the paths are wrong", len(td), fbcTestdata)
 	}
 	if len(genSources(t)) != len(genOptions) {
 		t.Fatalf("generator produced %d catalogs, want %d", len(genSources(t)), len(genOptions))

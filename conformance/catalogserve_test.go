@@ -28,7 +28,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	health "google.golang.org/grpc/health/grpc_health_v1"
 
-	"github.com/airlock-mirror/airlock/prune"
+	"github.com/airlock-mirror/airlock/fbc"
 )
 
 // indexLabel is the label opm and oc-mirror read to find a catalog image's configs.
@@ -45,7 +45,7 @@ type exportedCatalog struct {
 	configs  string // the folder `opm serve` serves, inside rootfs
 	cacheDir string // --cache-dir of the command, inside rootfs ("" when none)
 	// model is airlock's own reading of the served folder.
-	model *prune.Catalog
+	model *fbc.Catalog
 }
 
 // exportCatalog pulls the run's rebuilt catalog from the mirror, checks the config
@@ -125,7 +125,7 @@ func exportCatalog(t testing.TB, r *mirrorRun) *exportedCatalog {
 	if cacheDir != "" {
 		ex.cacheDir = filepath.Join(ex.rootfs, filepath.FromSlash(cacheDir))
 	}
-	if ex.model, err = prune.LoadDir(context.Background(), ex.configs, prune.LoadOptions{}); err != nil {
+	if ex.model, err = fbc.LoadDir(context.Background(), ex.configs, fbc.LoadOptions{}); err != nil {
 		t.Fatalf("%s: airlock cannot read the served folder: %v", ref, err)
 	}
 	return ex
@@ -338,13 +338,13 @@ type gvk struct{ group, version, kind string }
 // bundleFacts are airlock's view of one bundle in one channel.
 type bundleFacts struct {
 	pkg, channel string
-	entry        prune.ChannelEntry
-	bundle       *prune.Bundle
+	entry        fbc.ChannelEntry
+	bundle       *fbc.Bundle
 	version      string
 	gvks         []gvk
 }
 
-func propsOf(b *prune.Bundle, typ string) []json.RawMessage {
+func propsOf(b *fbc.Bundle, typ string) []json.RawMessage {
 	var out []json.RawMessage
 	for _, p := range b.Properties {
 		if p.Type == typ {
@@ -354,9 +354,9 @@ func propsOf(b *prune.Bundle, typ string) []json.RawMessage {
 	return out
 }
 
-func factsOf(t testing.TB, pkg, channel string, e prune.ChannelEntry, b *prune.Bundle) bundleFacts {
+func factsOf(t testing.TB, pkg, channel string, e fbc.ChannelEntry, b *fbc.Bundle) bundleFacts {
 	f := bundleFacts{pkg: pkg, channel: channel, entry: e, bundle: b}
-	for _, v := range propsOf(b, prune.PropertyPackage) {
+	for _, v := range propsOf(b, fbc.PropertyPackage) {
 		var p struct {
 			Version string `json:"version"`
 		}
@@ -365,7 +365,7 @@ func factsOf(t testing.TB, pkg, channel string, e prune.ChannelEntry, b *prune.B
 		}
 		f.version = p.Version
 	}
-	for _, v := range propsOf(b, prune.PropertyGVK) {
+	for _, v := range propsOf(b, fbc.PropertyGVK) {
 		var g struct{ Group, Version, Kind string }
 		if err := json.Unmarshal(v, &g); err != nil {
 			t.Fatalf("bundle %s: olm.gvk: %v", b.Name, err)
@@ -433,10 +433,10 @@ func servedProps(b *api.Bundle) []string {
 	return out
 }
 
-func airlockProps(b *prune.Bundle) []string {
+func airlockProps(b *fbc.Bundle) []string {
 	var out []string
 	for _, p := range b.Properties {
-		if p.Type == prune.PropertyBundleObject || p.Type == prune.PropertyCSVMetadata {
+		if p.Type == fbc.PropertyBundleObject || p.Type == fbc.PropertyCSVMetadata {
 			continue
 		}
 		out = append(out, p.Type+"="+compactJSON(p.Value))

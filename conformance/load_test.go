@@ -8,7 +8,7 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/alpha/model"
 
-	"github.com/airlock-mirror/airlock/prune"
+	"github.com/airlock-mirror/airlock/fbc"
 )
 
 // TestLoadAgreement loads every catalog with both loaders and compares packages,
@@ -20,7 +20,7 @@ func TestLoadAgreement(t *testing.T) {
 	for _, src := range allSources(t) {
 		t.Run(src.Name, func(t *testing.T) {
 			cfg, opmErr := opmLoad(ctx, src.Dir)
-			ours, ourErr := prune.LoadDir(ctx, src.Dir, prune.LoadOptions{ElideHeavy: false})
+			ours, ourErr := fbc.LoadDir(ctx, src.Dir, fbc.LoadOptions{ElideHeavy: false})
 			if opmErr != nil && ourErr == nil && strings.Contains(opmErr.Error(), "read bundle objects") {
 				// opm decodes olm.bundle.object data while loading, airlock
 				// when validating: the verdicts are compared by the validate tests.
@@ -44,7 +44,7 @@ func TestLoadAgreement(t *testing.T) {
 	}
 }
 
-// TestChannelHeads compares airlock's channel head (prune.NewGraph(ch).Head())
+// TestChannelHeads compares airlock's channel head (fbc.NewGraph(ch).Head())
 // with opm's model.Channel.Head() for every channel of every catalog opm can
 // convert to its model, and, for every channel of every loadable catalog, the
 // head computed by opm on the channel alone (so that channels of invalid
@@ -58,11 +58,11 @@ func TestChannelHeads(t *testing.T) {
 			if err != nil {
 				t.Skipf("opm cannot load it: %v", err)
 			}
-			ours, err := prune.LoadDir(ctx, src.Dir, prune.LoadOptions{ElideHeavy: true})
+			ours, err := fbc.LoadDir(ctx, src.Dir, fbc.LoadOptions{ElideHeavy: true})
 			if err != nil {
 				t.Fatalf("airlock cannot load what opm loads: %v", err)
 			}
-			ourChans := map[[2]string]*prune.Channel{}
+			ourChans := map[[2]string]*fbc.Channel{}
 			for _, p := range ours.Packages {
 				for _, ch := range p.Channels {
 					k := [2]string{p.Name, ch.Name}
@@ -84,7 +84,7 @@ func TestChannelHeads(t *testing.T) {
 					continue
 				}
 				wantHead, wantErr := opmChannelHead(ch)
-				gotHead, gotErr := prune.NewGraph(oc).Head()
+				gotHead, gotErr := fbc.NewGraph(oc).Head()
 				total++
 				if errString(wantErr) != errString(gotErr) || wantHead != gotHead {
 					t.Errorf("channel %s/%s: opm head %q (%v), airlock head %q (%v)", k[0], k[1], wantHead, wantErr, gotHead, gotErr)
@@ -108,7 +108,7 @@ func TestChannelHeads(t *testing.T) {
 						t.Errorf("channel %s/%s: opm's model has no head in a valid catalog: %v", p.Name, ch.Name, err)
 						continue
 					}
-					got, err := prune.NewGraph(oc).Head()
+					got, err := fbc.NewGraph(oc).Head()
 					if err != nil || got != h.Name {
 						t.Errorf("channel %s/%s: opm model head %q, airlock head %q (%v)", p.Name, ch.Name, h.Name, got, err)
 					}

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/prune/legacy"
+	"github.com/airlock-mirror/airlock/fbc/legacy"
 )
 
 // TestManifestsAgreement: a package-manifest folder converts the same with
@@ -16,7 +16,7 @@ import (
 // opm's loader left in its database, and the results are compared too.
 func TestManifestsAgreement(t *testing.T) {
 	root := opmModuleDir(t)
-	dirs := map[string]string{"airlock/prune/legacy/testdata/manifests": filepath.Join("..", "prune", "legacy", "testdata", "manifests")}
+	dirs := map[string]string{"airlock/fbc/legacy/testdata/manifests": filepath.Join("..", "fbc", "legacy", "testdata", "manifests")}
 	for _, d := range opmManifestDirs {
 		dirs[d] = filepath.Join(root, filepath.FromSlash(d))
 	}

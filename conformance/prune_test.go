@@ -8,6 +8,7 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/prune"
 )
@@ -20,8 +21,8 @@ type filterConfig struct {
 
 // chainVersions returns the versions of the default channel's replaces chain of p,
 // oldest first (only bundles with a valid version).
-func chainVersions(p *prune.Package) (*prune.Channel, []string) {
-	var def *prune.Channel
+func chainVersions(p *fbc.Package) (*fbc.Channel, []string) {
+	var def *fbc.Channel
 	for _, ch := range p.Channels {
 		if ch.Name == p.DefaultChannel {
 			def = ch
@@ -30,20 +31,20 @@ func chainVersions(p *prune.Package) (*prune.Channel, []string) {
 	if def == nil {
 		return nil, nil
 	}
-	g := prune.NewGraph(def)
+	g := fbc.NewGraph(def)
 	h, err := g.Head()
 	if err != nil {
 		return def, nil
 	}
 	chain, _ := g.ReplacesChain(h)
-	byName := map[string]*prune.Bundle{}
+	byName := map[string]*fbc.Bundle{}
 	for _, b := range p.Bundles {
 		byName[b.Name] = b
 	}
 	var vs []string
 	for i := len(chain) - 1; i >= 0; i-- {
 		if b := byName[chain[i]]; b != nil {
-			if v, err := prune.BundleVersion(b); err == nil {
+			if v, err := fbc.BundleVersion(b); err == nil {
 				vs = append(vs, v.String())
 			}
 		}
@@ -54,7 +55,7 @@ func chainVersions(p *prune.Package) (*prune.Channel, []string) {
 // filterConfigs builds the table for catalog c: heads only, full, some packages,
 // channel lists, ranges at package and channel level and selected bundles, each
 // with dependencies resolved and skipped.
-func filterConfigs(c *prune.Catalog) []filterConfig {
+func filterConfigs(c *fbc.Catalog) []filterConfig {
 	var base []filterConfig
 	base = append(base, filterConfig{"heads-only", imageset.Operator{}})
 	base = append(base, filterConfig{"full", imageset.Operator{Full: true}})
@@ -96,7 +97,7 @@ func filterConfigs(c *prune.Catalog) []filterConfig {
 			pkgRanges = append(pkgRanges, imageset.IncludePackage{Name: p.Name, IncludeBundle: imageset.IncludeBundle{MinVersion: lo}})
 			chanRanges = append(chanRanges, imageset.IncludePackage{Name: p.Name, Channels: []imageset.IncludeChannel{{Name: def.Name, IncludeBundle: imageset.IncludeBundle{MinVersion: lo, MaxVersion: hi}}}})
 			maxOnly = append(maxOnly, imageset.IncludePackage{Name: p.Name, IncludeBundle: imageset.IncludeBundle{MaxVersion: hi}})
-			g := prune.NewGraph(def)
+			g := fbc.NewGraph(def)
 			if h, err := g.Head(); err == nil {
 				if chain, _ := g.ReplacesChain(h); len(chain) > 1 {
 					selected = append(selected, imageset.IncludePackage{Name: p.Name, SelectedBundles: []imageset.SelectedBundle{{Name: chain[len(chain)/2]}}})
@@ -128,7 +129,7 @@ func filterConfigs(c *prune.Catalog) []filterConfig {
 }
 
 // TestFilterOutputValid filters every valid catalog with every configuration of
-// the table, writes the result with prune.Write and has opm validate it. It also
+// the table, writes the result with fbc.Write and has opm validate it. It also
 // checks that opm loads the written catalog to the same documents airlock's model
 // holds.
 func TestFilterOutputValid(t *testing.T) {
@@ -139,11 +140,11 @@ func TestFilterOutputValid(t *testing.T) {
 			continue
 		}
 		t.Run(src.Name, func(t *testing.T) {
-			c, err := prune.LoadDir(ctx, src.Dir, prune.LoadOptions{ElideHeavy: true})
+			c, err := fbc.LoadDir(ctx, src.Dir, fbc.LoadOptions{ElideHeavy: true})
 			if err != nil {
 				t.Fatalf("load: %v", err)
 			}
-			if prune.Validate(c) != nil {
+			if fbc.Validate(c) != nil {
 				t.Skip("not a valid catalog")
 			}
 			for i, fc := range filterConfigs(c) {
@@ -158,7 +159,7 @@ func TestFilterOutputValid(t *testing.T) {
 				}
 				filtered++
 				dir := filepath.Join(t.TempDir(), fmt.Sprint(i))
-				if err := prune.Write(ctx, out, dir, prune.WriteOptions{}); err != nil {
+				if err := fbc.Write(ctx, out, dir, fbc.WriteOptions{}); err != nil {
 					t.Errorf("%s: write: %v", fc.name, err)
 					continue
 				}
@@ -171,7 +172,7 @@ func TestFilterOutputValid(t *testing.T) {
 					t.Errorf("%s: opm load: %v", fc.name, err)
 					continue
 				}
-				ours, err := prune.LoadDir(ctx, dir, prune.LoadOptions{})
+				ours, err := fbc.LoadDir(ctx, dir, fbc.LoadOptions{})
 				if err != nil {
 					t.Errorf("%s: airlock cannot load what it wrote: %v", fc.name, err)
 					continue

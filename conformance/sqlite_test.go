@@ -16,10 +16,11 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/property"
 	"github.com/operator-framework/operator-registry/pkg/sqlite"
 
+	"github.com/airlock-mirror/airlock/fbc"
+	"github.com/airlock-mirror/airlock/fbc/legacy"
 	"github.com/airlock-mirror/airlock/internal/testutil/legacytest"
 	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/prune"
-	"github.com/airlock-mirror/airlock/prune/legacy"
 )
 
 func encodeB64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
@@ -153,7 +154,7 @@ func pruneBothWays(ctx context.Context, config, db, dir, out string) (*prune.Exp
 func compareConverted(t *testing.T, src string, want *declcfg.DeclarativeConfig, out string) {
 	t.Helper()
 	db := src
-	got, err := prune.LoadDir(t.Context(), out, prune.LoadOptions{})
+	got, err := fbc.LoadDir(t.Context(), out, fbc.LoadOptions{})
 	if err != nil {
 		t.Fatalf("loading airlock's conversion: %v", err)
 	}

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/prune"
+	"github.com/airlock-mirror/airlock/fbc"
 )
 
 // recorder is a testing.TB that records failures instead of failing, so that a
@@ -48,10 +48,10 @@ func recorded(t testing.TB, fn func(tb testing.TB)) []string {
 // served answers with airlock's can fail.
 func checkTampering(t *testing.T, r *mirrorRun, ex *exportedCatalog) {
 	ctx := context.Background()
-	headOf := func(c *prune.Catalog) (*prune.Package, *prune.Channel, *prune.Bundle) {
+	headOf := func(c *fbc.Catalog) (*fbc.Package, *fbc.Channel, *fbc.Bundle) {
 		for _, p := range c.Packages {
 			for _, ch := range p.Channels {
-				h, err := prune.NewGraph(ch).Head()
+				h, err := fbc.NewGraph(ch).Head()
 				if err != nil || len(ch.Entries) < 2 {
 					continue
 				}
@@ -67,21 +67,21 @@ func checkTampering(t *testing.T, r *mirrorRun, ex *exportedCatalog) {
 	}
 	cases := []struct {
 		name   string
-		alter  func(c *prune.Catalog)
+		alter  func(c *fbc.Catalog)
 		expect string
 	}{
-		{"bundle image", func(c *prune.Catalog) { _, _, b := headOf(c); b.Image += "-tampered" }, "bundlePath"},
-		{"head provides no API", func(c *prune.Catalog) {
+		{"bundle image", func(c *fbc.Catalog) { _, _, b := headOf(c); b.Image += "-tampered" }, "bundlePath"},
+		{"head provides no API", func(c *fbc.Catalog) {
 			_, _, b := headOf(c)
-			var keep []prune.Property
+			var keep []fbc.Property
 			for _, p := range b.Properties {
-				if p.Type != prune.PropertyGVK {
+				if p.Type != fbc.PropertyGVK {
 					keep = append(keep, p)
 				}
 			}
 			b.Properties = keep
 		}, "GetLatestChannelEntriesThatProvide"},
-		{"an entry skips another", func(c *prune.Catalog) {
+		{"an entry skips another", func(c *fbc.Catalog) {
 			_, ch, b := headOf(c)
 			for i := range ch.Entries {
 				if ch.Entries[i].Name == b.Name {
@@ -89,16 +89,16 @@ func checkTampering(t *testing.T, r *mirrorRun, ex *exportedCatalog) {
 				}
 			}
 		}, "skips"},
-		{"bundle dropped", func(c *prune.Catalog) {
+		{"bundle dropped", func(c *fbc.Catalog) {
 			p, ch, b := headOf(c)
-			var es []prune.ChannelEntry
+			var es []fbc.ChannelEntry
 			for _, e := range ch.Entries {
 				if e.Name != b.Name {
 					es = append(es, e)
 				}
 			}
 			ch.Entries = es
-			var bs []*prune.Bundle
+			var bs []*fbc.Bundle
 			for _, x := range p.Bundles {
 				if x != b {
 					bs = append(bs, x)
@@ -109,14 +109,14 @@ func checkTampering(t *testing.T, r *mirrorRun, ex *exportedCatalog) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cat, err := prune.LoadDir(ctx, ex.configs, prune.LoadOptions{})
+			cat, err := fbc.LoadDir(ctx, ex.configs, fbc.LoadOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			c.alter(cat)
 			alt := *ex
 			alt.configs = t.TempDir() + "/configs"
-			if err := prune.Write(ctx, cat, alt.configs, prune.WriteOptions{}); err != nil {
+			if err := fbc.Write(ctx, cat, alt.configs, fbc.WriteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			msgs := recorded(t, func(tb testing.TB) { serveAndQuery(tb, r, &alt) })

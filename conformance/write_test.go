@@ -7,10 +7,10 @@ import (
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 
-	"github.com/airlock-mirror/airlock/prune"
+	"github.com/airlock-mirror/airlock/fbc"
 )
 
-// TestWriteRoundTrip writes every valid catalog with prune.Write (JSON and YAML,
+// TestWriteRoundTrip writes every valid catalog with fbc.Write (JSON and YAML,
 // from a model loaded with heavy values elided, as the CLI does, and with them
 // kept) and checks that opm loads the written catalog to the same documents, and
 // to the same model, as the original.
@@ -36,13 +36,13 @@ func TestWriteRoundTrip(t *testing.T) {
 				name   string
 				elide  bool
 				format string
-			}{{"elided-json", true, prune.FormatJSON}, {"values-yaml", false, prune.FormatYAML}} {
-				c, err := prune.LoadDir(ctx, src.Dir, prune.LoadOptions{ElideHeavy: mode.elide})
+			}{{"elided-json", true, fbc.FormatJSON}, {"values-yaml", false, fbc.FormatYAML}} {
+				c, err := fbc.LoadDir(ctx, src.Dir, fbc.LoadOptions{ElideHeavy: mode.elide})
 				if err != nil {
 					t.Fatalf("%s: load: %v", mode.name, err)
 				}
 				dir := filepath.Join(t.TempDir(), mode.name)
-				if err := prune.Write(ctx, c, dir, prune.WriteOptions{Format: mode.format}); err != nil {
+				if err := fbc.Write(ctx, c, dir, fbc.WriteOptions{Format: mode.format}); err != nil {
 					t.Fatalf("%s: write: %v", mode.name, err)
 				}
 				got, err := opmLoad(ctx, dir)

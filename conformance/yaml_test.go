@@ -13,7 +13,7 @@ import (
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 
-	"github.com/airlock-mirror/airlock/prune"
+	"github.com/airlock-mirror/airlock/fbc"
 )
 
 // TestYAMLAgreement is the equivalence proof of airlock's YAML loading (a fast
@@ -38,7 +38,7 @@ func TestYAMLAgreement(t *testing.T) {
 				})
 			}
 			t.Run("rendered", func(t *testing.T) {
-				c, err := prune.LoadDir(ctx, src.Dir, prune.LoadOptions{ElideHeavy: true})
+				c, err := fbc.LoadDir(ctx, src.Dir, fbc.LoadOptions{ElideHeavy: true})
 				if err != nil {
 					t.Skipf("airlock cannot load it: %v", err)
 				}
@@ -47,7 +47,7 @@ func TestYAMLAgreement(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				err = prune.Render(ctx, c, f, prune.FormatYAML)
+				err = fbc.Render(ctx, c, f, fbc.FormatYAML)
 				if cerr := f.Close(); err == nil {
 					err = cerr
 				}
@@ -102,7 +102,7 @@ func yamlFiles(t *testing.T, dir string) (some, all bool) {
 func compareYAML(ctx context.Context, t *testing.T, dir string, exact bool, known *knownDiff) {
 	t.Helper()
 	cfg, opmErr := opmLoad(ctx, dir)
-	full, ourErr := prune.LoadDir(ctx, dir, prune.LoadOptions{})
+	full, ourErr := fbc.LoadDir(ctx, dir, fbc.LoadOptions{})
 	if opmErr != nil && ourErr == nil && strings.Contains(opmErr.Error(), "read bundle objects") {
 		t.Skipf("opm checks bundle objects at load time: %v", opmErr)
 	}
@@ -119,11 +119,11 @@ func compareYAML(ctx context.Context, t *testing.T, dir string, exact bool, know
 		compareExact(t, cfg, full)
 	}
 	// Validate verdicts, with values elided as the CLI loads.
-	light, err := prune.LoadDir(ctx, dir, prune.LoadOptions{ElideHeavy: true})
+	light, err := fbc.LoadDir(ctx, dir, fbc.LoadOptions{ElideHeavy: true})
 	if err != nil {
 		t.Fatalf("elided load: %v", err)
 	}
-	opmV, ourV := opmValidateCfg(cfg), prune.Validate(light)
+	opmV, ourV := opmValidateCfg(cfg), fbc.Validate(light)
 	if known != nil && (opmV == nil) == known.opmAccepts && (ourV == nil) == known.cliAccepts {
 		t.Logf("known difference (%s)", known.why)
 	} else if (opmV == nil) != (ourV == nil) {
@@ -131,10 +131,10 @@ func compareYAML(ctx context.Context, t *testing.T, dir string, exact bool, know
 	}
 	// Restored values are the kept ones.
 	var a, b bytes.Buffer
-	if err := prune.Render(ctx, light, &a, prune.FormatJSON); err != nil {
+	if err := fbc.Render(ctx, light, &a, fbc.FormatJSON); err != nil {
 		t.Fatal(err)
 	}
-	if err := prune.Render(ctx, full, &b, prune.FormatJSON); err != nil {
+	if err := fbc.Render(ctx, full, &b, fbc.FormatJSON); err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(a.Bytes(), b.Bytes()) {
@@ -143,7 +143,7 @@ func compareYAML(ctx context.Context, t *testing.T, dir string, exact bool, know
 }
 
 // compareExact compares property values and blobs byte for byte.
-func compareExact(t *testing.T, cfg *declcfg.DeclarativeConfig, c *prune.Catalog) {
+func compareExact(t *testing.T, cfg *declcfg.DeclarativeConfig, c *fbc.Catalog) {
 	t.Helper()
 	want, got := exactValues(cfg), exactOurs(c)
 	if len(want) != len(got) {
@@ -181,7 +181,7 @@ func exactValues(cfg *declcfg.DeclarativeConfig) []string {
 	return out
 }
 
-func exactOurs(c *prune.Catalog) []string {
+func exactOurs(c *fbc.Catalog) []string {
 	var out []string
 	for _, p := range c.Packages {
 		for _, pr := range p.Properties {

@@ -11,11 +11,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/pipeline"
-	"github.com/airlock-mirror/airlock/prune"
 )
 
 // treeState lists every file and folder under dir with its size, mode and
@@ -272,7 +272,7 @@ func TestDiskToMirrorNarrowedConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cat, err := prune.LoadDir(context.Background(), fc.ConfigsDir, prune.LoadOptions{})
+	cat, err := fbc.LoadDir(context.Background(), fc.ConfigsDir, fbc.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

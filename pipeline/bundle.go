@@ -10,10 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/airlock-mirror/airlock/fbc"
+	"github.com/airlock-mirror/airlock/fbc/legacy"
 	"github.com/airlock-mirror/airlock/internal/atomicfile"
 	"github.com/airlock-mirror/airlock/mirror/catalogimage"
-	"github.com/airlock-mirror/airlock/prune"
-	"github.com/airlock-mirror/airlock/prune/legacy"
 )
 
 // LoadBundle renders the bundle src: an unpacked bundle folder (manifests/ and
@@ -103,7 +103,7 @@ func renderImage(ctx context.Context, src string, o RenderOptions, w io.Writer) 
 		return fmt.Errorf("%s is neither a bundle image (%v) nor a catalog image (%w)", src, err, cerr)
 	}
 	defer cleanup()
-	return prune.RenderDir(ctx, dir, w, o.Format, o.Fetch.Logger)
+	return fbc.RenderDir(ctx, dir, w, o.Format, o.Fetch.Logger)
 }
 
 // AddBundleOptions is `airlock catalog add`.
@@ -131,7 +131,7 @@ type AddBundleResult struct {
 	Image string
 	Dir   string
 	// Counts are those of the written catalog.
-	Counts prune.CatalogCounts
+	Counts fbc.CatalogCounts
 }
 
 // AddBundle adds a bundle (folder or image) to a file-based catalog folder:
@@ -161,11 +161,11 @@ func AddBundle(ctx context.Context, o AddBundleOptions) (*AddBundleResult, error
 			}
 		}
 	}
-	cat, err := prune.LoadDir(ctx, o.Catalog, prune.LoadOptions{ElideHeavy: true, Logger: log})
+	cat, err := fbc.LoadDir(ctx, o.Catalog, fbc.LoadOptions{ElideHeavy: true, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("catalog %s: %w", o.Catalog, err)
 	}
-	if err := prune.Validate(cat); err != nil {
+	if err := fbc.Validate(cat); err != nil {
 		return nil, fmt.Errorf("catalog %s is not valid before the change (fix it first; `airlock catalog validate` lists the problems): %w", o.Catalog, err)
 	}
 	res, err := legacy.AddBundle(cat, info, o.Add)
@@ -174,7 +174,7 @@ func AddBundle(ctx context.Context, o AddBundleOptions) (*AddBundleResult, error
 	}
 	out := &AddBundleResult{AddResult: res, Image: info.Bundle.Image}
 	if o.OutDir != "" {
-		if err := prune.Write(ctx, cat, o.OutDir, prune.WriteOptions{Format: o.Format}); err != nil {
+		if err := fbc.Write(ctx, cat, o.OutDir, fbc.WriteOptions{Format: o.Format}); err != nil {
 			return nil, err
 		}
 		out.Dir = o.OutDir
@@ -184,13 +184,13 @@ func AddBundle(ctx context.Context, o AddBundleOptions) (*AddBundleResult, error
 		}
 		out.Dir = o.Catalog
 	}
-	out.Counts = prune.CountCatalog(cat)
+	out.Counts = fbc.CountCatalog(cat)
 	return out, nil
 }
 
 // replaceDir writes cat next to dir, then swaps it in: a failure leaves dir as
 // it was.
-func replaceDir(ctx context.Context, cat *prune.Catalog, dir, format string) error {
+func replaceDir(ctx context.Context, cat *fbc.Catalog, dir, format string) error {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return err
@@ -201,7 +201,7 @@ func replaceDir(ctx context.Context, cat *prune.Catalog, dir, format string) err
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	if err := prune.Write(ctx, cat, filepath.Join(tmp, "catalog"), prune.WriteOptions{Format: format}); err != nil {
+	if err := fbc.Write(ctx, cat, filepath.Join(tmp, "catalog"), fbc.WriteOptions{Format: format}); err != nil {
 		return err
 	}
 	old := filepath.Join(tmp, "old")

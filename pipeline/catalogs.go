@@ -10,6 +10,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/catalogimage"
@@ -107,7 +108,7 @@ func (r *run) catalog(ctx context.Context, op imageset.Operator, fo catalogimage
 	r.log.Info("fetching catalog", "catalog", op.Catalog)
 	// The catalog's files are parsed as they are extracted, on the core the
 	// extraction leaves free.
-	pf := prune.NewPrefetch(ctx, catalogLoadOptions(r.log))
+	pf := fbc.NewPrefetch(ctx, catalogLoadOptions(r.log))
 	fo.OnFile, fo.OnRestart = pf.Add, pf.Forget
 	fc, err := catalogimage.Fetch(ctx, op.Catalog, r.workDir.OperatorCatalogsDir(), fo)
 	if err != nil {
@@ -176,8 +177,8 @@ func (r *run) catalog(ctx context.Context, op imageset.Operator, fo catalogimage
 
 // catalogLoadOptions is how a run loads catalogs: heavy values checked and
 // dropped (Write restores those of the bundles kept).
-func catalogLoadOptions(log *slog.Logger) prune.LoadOptions {
-	return prune.LoadOptions{ElideHeavy: true, Logger: log}
+func catalogLoadOptions(log *slog.Logger) fbc.LoadOptions {
+	return fbc.LoadOptions{ElideHeavy: true, Logger: log}
 }
 
 // deriveCatalog loads and filters the fetched catalog and starts rebuilding
@@ -185,16 +186,16 @@ func catalogLoadOptions(log *slog.Logger) prune.LoadOptions {
 // the rebuild returns) is in the memo when it returns. The rebuild is the only
 // user of the pruned catalog from then on; rebuilt waits for it (and is a
 // no-op for a catalog mirrored untouched).
-func (r *run) deriveCatalog(ctx context.Context, op imageset.Operator, fc *catalogimage.Fetched, base workspace.FilteredCatalog, pf *prune.Prefetch) (*catalogMemo, func() (*catalogimage.Rebuilt, error), error) {
+func (r *run) deriveCatalog(ctx context.Context, op imageset.Operator, fc *catalogimage.Fetched, base workspace.FilteredCatalog, pf *fbc.Prefetch) (*catalogMemo, func() (*catalogimage.Rebuilt, error), error) {
 	none := func() (*catalogimage.Rebuilt, error) { return nil, nil }
-	var cat *prune.Catalog
+	var cat *fbc.Catalog
 	dir, err := fbcDir(ctx, fc, r.log)
 	if err == nil && fc.DatabaseFile == "" {
 		cat, err = pf.Load(ctx, dir)
 	} else {
 		pf.Close()
 		if err == nil {
-			cat, err = prune.LoadDir(ctx, dir, catalogLoadOptions(r.log))
+			cat, err = fbc.LoadDir(ctx, dir, catalogLoadOptions(r.log))
 		}
 	}
 	if err != nil {
@@ -262,12 +263,12 @@ func (r *run) useMemo(cr *mirror.CatalogRequest, m *catalogMemo, rb *catalogimag
 // rebuildPruned writes the pruned catalog to base's configs and rebuilds the
 // catalog image fc with it into base's OCI layout, tagged tag (fc's own tag
 // when empty).
-func (r *run) rebuildPruned(ctx context.Context, pruned *prune.Catalog, fc *catalogimage.Fetched, base workspace.FilteredCatalog, tag string) (*catalogimage.Rebuilt, error) {
+func (r *run) rebuildPruned(ctx context.Context, pruned *fbc.Catalog, fc *catalogimage.Fetched, base workspace.FilteredCatalog, tag string) (*catalogimage.Rebuilt, error) {
 	prunedDir := base.ConfigsDir()
 	if err := os.RemoveAll(prunedDir); err != nil {
 		return nil, err
 	}
-	if err := prune.Write(ctx, pruned, prunedDir, prune.WriteOptions{}); err != nil {
+	if err := fbc.Write(ctx, pruned, prunedDir, fbc.WriteOptions{}); err != nil {
 		return nil, err
 	}
 	return catalogimage.Rebuild(ctx, fc, prunedDir, catalogimage.RebuildOptions{LayoutDir: base.ImageDir(), Tag: tag, Logger: r.log})
@@ -275,8 +276,8 @@ func (r *run) rebuildPruned(ctx context.Context, pruned *prune.Catalog, fc *cata
 
 // catalogImages lists the images c names, its packages and the warnings about
 // images that cannot be mirrored.
-func catalogImages(c *prune.Catalog) (images, packages, warnings []string) {
-	uses, warnings := prune.Images(c)
+func catalogImages(c *fbc.Catalog) (images, packages, warnings []string) {
+	uses, warnings := fbc.Images(c)
 	for _, u := range uses {
 		images = append(images, u.Image)
 	}

@@ -7,8 +7,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/airlock-mirror/airlock/fbc/legacy"
 	"github.com/airlock-mirror/airlock/mirror/catalogimage"
-	"github.com/airlock-mirror/airlock/prune/legacy"
 )
 
 // CatalogDir makes a file-based catalog folder of src, whatever a site has: a

@@ -5,6 +5,7 @@ import (
 	"regexp"
 
 	"github.com/airlock-mirror/airlock/imageset"
+	"github.com/airlock-mirror/airlock/prune"
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
@@ -141,50 +142,10 @@ func (m deleteMatcher) match(w workspace.Want) bool {
 			continue // known by catalog only: cannot tell its package
 		}
 		for _, p := range op.Packages {
-			if p.Name == w.Package && bundleSelected(p, w) {
+			if p.Name == w.Package && prune.SelectsBundle(p, w.Bundle, w.Version, w.Channels) {
 				return true
 			}
 		}
 	}
 	return false
-}
-
-// bundleSelected reports whether the package entry p names the bundle of w.
-func bundleSelected(p imageset.IncludePackage, w workspace.Want) bool {
-	if len(p.SelectedBundles) > 0 {
-		for _, b := range p.SelectedBundles {
-			if b.Name == w.Bundle {
-				return true
-			}
-		}
-		return false
-	}
-	if len(p.Channels) > 0 {
-		for _, ch := range p.Channels {
-			for _, c := range w.Channels {
-				if c == ch.Name && inRange(w.Version, ch.IncludeBundle) && inRange(w.Version, p.IncludeBundle) {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	return inRange(w.Version, p.IncludeBundle)
-}
-
-func inRange(version string, ib imageset.IncludeBundle) bool {
-	if ib.MinVersion == "" && ib.MaxVersion == "" {
-		return true
-	}
-	v := parseVersion(version)
-	if v == nil {
-		return false
-	}
-	if lo := parseVersion(ib.MinVersion); lo != nil && v.LT(*lo) {
-		return false
-	}
-	if hi := parseVersion(ib.MaxVersion); hi != nil && v.GT(*hi) {
-		return false
-	}
-	return true
 }

@@ -8,8 +8,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/mirror"
-	"github.com/airlock-mirror/airlock/prune"
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
@@ -27,7 +27,7 @@ func ReadHistory(ws string) (*workspace.History, error) {
 
 // catalogWants maps each image a (pruned) catalog names to the bundles that use
 // it, with their versions and channels.
-func catalogWants(catalog string, c *prune.Catalog) map[string][]workspace.Want {
+func catalogWants(catalog string, c *fbc.Catalog) map[string][]workspace.Want {
 	type bkey struct{ pkg, bundle string }
 	info := map[bkey]workspace.Want{}
 	for _, p := range c.Packages {
@@ -39,14 +39,14 @@ func catalogWants(catalog string, c *prune.Catalog) map[string][]workspace.Want 
 		}
 		for _, b := range p.Bundles {
 			w := workspace.Want{Kind: workspace.WantBundle, Catalog: catalog, Package: p.Name, Bundle: b.Name, Channels: chans[b.Name]}
-			if v, err := prune.BundleVersion(b); err == nil {
+			if v, err := fbc.BundleVersion(b); err == nil {
 				w.Version = v.String()
 			}
 			sort.Strings(w.Channels)
 			info[bkey{p.Name, b.Name}] = w
 		}
 	}
-	uses, _ := prune.Images(c)
+	uses, _ := fbc.Images(c)
 	out := make(map[string][]workspace.Want, len(uses))
 	for _, u := range uses {
 		for _, b := range u.Bundles {
@@ -61,7 +61,7 @@ func catalogWants(catalog string, c *prune.Catalog) map[string][]workspace.Want 
 }
 
 // noteWants remembers why each image of a catalog is wanted, for the history.
-func (r *run) noteWants(catalog string, c *prune.Catalog) {
+func (r *run) noteWants(catalog string, c *fbc.Catalog) {
 	if r.wants == nil {
 		r.wants = map[string][]workspace.Want{}
 	}

@@ -7,9 +7,10 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/airlock-mirror/airlock/fbc"
+	"github.com/airlock-mirror/airlock/fbc/legacy"
 	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/prune"
-	"github.com/airlock-mirror/airlock/prune/legacy"
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
@@ -88,7 +89,7 @@ func pruneSQLite(ctx context.Context, opts PruneOptions) (*PruneResult, error) {
 			db.Close()
 		}
 	}()
-	return pruneFrom(ctx, opts, func(log *slog.Logger) (*prune.Catalog, prune.FilterOptions, error) {
+	return pruneFrom(ctx, opts, func(log *slog.Logger) (*fbc.Catalog, prune.FilterOptions, error) {
 		var err error
 		if db, err = legacy.OpenSQLite(ctx, opts.Source, legacy.SQLiteOptions{Logger: log}); err != nil {
 			return nil, prune.FilterOptions{}, err

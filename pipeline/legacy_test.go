@@ -8,11 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-mirror/airlock/fbc"
+	"github.com/airlock-mirror/airlock/fbc/legacy"
 	"github.com/airlock-mirror/airlock/internal/sqliteindex"
 	"github.com/airlock-mirror/airlock/internal/testutil/legacytest"
 	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/prune"
-	"github.com/airlock-mirror/airlock/prune/legacy"
 )
 
 // TestPruneSQLiteDirect: pruning a SQLite index database directly (only the
@@ -41,7 +42,7 @@ func TestPruneSQLiteDirect(t *testing.T) {
 	}
 	dbs := map[string]string{}
 	for name, dir := range catalogs {
-		c, err := prune.LoadDir(context.Background(), dir, prune.LoadOptions{})
+		c, err := fbc.LoadDir(context.Background(), dir, fbc.LoadOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +78,7 @@ func TestPruneSQLiteDamagedManifests(t *testing.T) {
 		{"dropped", "demo-operator.v1.0.0", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := prune.LoadDir(context.Background(), "../testdata/demo/catalog", prune.LoadOptions{})
+			c, err := fbc.LoadDir(context.Background(), "../testdata/demo/catalog", fbc.LoadOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,9 +9,9 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/airlock-mirror/airlock/fbc"
+	"github.com/airlock-mirror/airlock/fbc/legacy"
 	"github.com/airlock-mirror/airlock/mirror/catalogimage"
-	"github.com/airlock-mirror/airlock/prune"
-	"github.com/airlock-mirror/airlock/prune/legacy"
 )
 
 // ListOperatorsOptions says what `airlock list operators` shows.
@@ -33,7 +33,7 @@ type ListOperatorsOptions struct {
 // OperatorList is a catalog summary with the digest the catalog resolved to ("" for
 // a local directory).
 type OperatorList struct {
-	*prune.Summary
+	*fbc.Summary
 	Digest digest.Digest
 }
 
@@ -70,11 +70,11 @@ func ListOperators(ctx context.Context, o ListOperatorsOptions) (*OperatorList, 
 		}
 		out.Digest = fc.Digest
 	}
-	cat, err := prune.LoadDir(ctx, dir, prune.LoadOptions{ElideHeavy: true, Logger: o.Fetch.Logger})
+	cat, err := fbc.LoadDir(ctx, dir, fbc.LoadOptions{ElideHeavy: true, Logger: o.Fetch.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("catalog %s: %w", o.Catalog, err)
 	}
-	s, err := prune.Summarize(cat, o.Catalog, o.Package, o.Channel)
+	s, err := fbc.Summarize(cat, o.Catalog, o.Package, o.Channel)
 	if err != nil {
 		return nil, err
 	}

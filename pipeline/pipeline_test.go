@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/internal/fakeimage"
 	"github.com/airlock-mirror/airlock/internal/seed"
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
@@ -23,7 +24,6 @@ import (
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/transfer"
 	"github.com/airlock-mirror/airlock/pipeline"
-	"github.com/airlock-mirror/airlock/prune"
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
@@ -123,14 +123,14 @@ func checkMirrored(t *testing.T, res *pipeline.Result, dst *registrytest.Registr
 	if fc.Digest != c.Digest {
 		t.Errorf("rebuilt catalog digest %s, plan says %s", fc.Digest, c.Digest)
 	}
-	cat, err := prune.LoadDir(ctx, fc.ConfigsDir, prune.LoadOptions{ElideHeavy: true})
+	cat, err := fbc.LoadDir(ctx, fc.ConfigsDir, fbc.LoadOptions{ElideHeavy: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := prune.Validate(cat); err != nil {
+	if err := fbc.Validate(cat); err != nil {
 		t.Errorf("rebuilt catalog is invalid: %v", err)
 	}
-	uses, _ := prune.Images(cat)
+	uses, _ := fbc.Images(cat)
 	for _, u := range uses {
 		if !mirrored[u.Image] {
 			t.Errorf("rebuilt catalog names %s, which was not mirrored", u.Image)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/prune"
 )
@@ -27,7 +28,7 @@ type PruneOptions struct {
 	// OutDir receives the pruned catalog; it must be empty or absent. Empty: the
 	// catalog is filtered and explained but not written.
 	OutDir string
-	// Format is prune.FormatJSON (default) or prune.FormatYAML.
+	// Format is fbc.FormatJSON (default) or fbc.FormatYAML.
 	Format string
 	// Logger receives progress and debug messages; nil discards them.
 	Logger *slog.Logger
@@ -37,7 +38,7 @@ type PruneOptions struct {
 type PruneResult struct {
 	// Operator is the mirror.operators entry that was applied.
 	Operator    imageset.Operator
-	Catalog     *prune.Catalog
+	Catalog     *fbc.Catalog
 	Explanation *prune.Explanation
 }
 
@@ -49,9 +50,9 @@ func PruneDir(ctx context.Context, opts PruneOptions) (*PruneResult, error) {
 	if opts.Dir != "" {
 		dir = opts.Dir
 	}
-	return pruneFrom(ctx, opts, func(log *slog.Logger) (*prune.Catalog, prune.FilterOptions, error) {
+	return pruneFrom(ctx, opts, func(log *slog.Logger) (*fbc.Catalog, prune.FilterOptions, error) {
 		log.Debug("loading catalog", "dir", dir)
-		c, err := prune.LoadDir(ctx, dir, prune.LoadOptions{ElideHeavy: true, Logger: log})
+		c, err := fbc.LoadDir(ctx, dir, fbc.LoadOptions{ElideHeavy: true, Logger: log})
 		return c, prune.FilterOptions{}, err
 	})
 }
@@ -59,7 +60,7 @@ func PruneDir(ctx context.Context, opts PruneOptions) (*PruneResult, error) {
 // pruneFrom is PruneDir with the catalog from load, which also gives the filter
 // options (a FilterOptions.Complete for a catalog loaded light); load runs
 // once the configuration is read and the options checked.
-func pruneFrom(ctx context.Context, opts PruneOptions, load func(*slog.Logger) (*prune.Catalog, prune.FilterOptions, error)) (*PruneResult, error) {
+func pruneFrom(ctx context.Context, opts PruneOptions, load func(*slog.Logger) (*fbc.Catalog, prune.FilterOptions, error)) (*PruneResult, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -71,7 +72,7 @@ func pruneFrom(ctx context.Context, opts PruneOptions, load func(*slog.Logger) (
 		if err := checkOutDir(opts.OutDir); err != nil {
 			return nil, err
 		}
-		if err := prune.CheckFormat(opts.Format); err != nil {
+		if err := fbc.CheckFormat(opts.Format); err != nil {
 			return nil, err
 		}
 	}
@@ -96,7 +97,7 @@ func pruneFrom(ctx context.Context, opts PruneOptions, load func(*slog.Logger) (
 		log.Warn(w)
 	}
 	if opts.OutDir != "" {
-		if err := prune.Write(ctx, out, opts.OutDir, prune.WriteOptions{Format: opts.Format}); err != nil {
+		if err := fbc.Write(ctx, out, opts.OutDir, fbc.WriteOptions{Format: opts.Format}); err != nil {
 			return nil, err
 		}
 	}

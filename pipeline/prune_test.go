@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/pipeline"
-	"github.com/airlock-mirror/airlock/prune"
 )
 
 // pruneTestdata holds prune's filter test catalogs.
@@ -36,7 +36,7 @@ mirror:
 		t.Fatal(err)
 	}
 	out := filepath.Join(tmp, "out")
-	res, err := pipeline.PruneDir(context.Background(), pipeline.PruneOptions{ConfigPath: cfgPath, Source: src, OutDir: out, Format: prune.FormatYAML})
+	res, err := pipeline.PruneDir(context.Background(), pipeline.PruneOptions{ConfigPath: cfgPath, Source: src, OutDir: out, Format: fbc.FormatYAML})
 	if err != nil {
 		t.Fatal(err)
 	}

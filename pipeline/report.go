@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/prune"
 	"github.com/airlock-mirror/airlock/prune/graph"
@@ -43,10 +44,10 @@ func (rp *reporter) endStage() {
 
 // recordCatalog keeps what a catalog's filter kept and why, with the upgrade
 // graphs of the kept packages drawn from the source catalog src.
-func (r *run) recordCatalog(ctx context.Context, op imageset.Operator, src, kept *prune.Catalog, expl *prune.Explanation) {
+func (r *run) recordCatalog(ctx context.Context, op imageset.Operator, src, kept *fbc.Catalog, expl *prune.Explanation) {
 	rc := &report.Catalog{Source: op.Catalog, Full: op.IsFullCatalog()}
 	images := map[string][]string{}
-	uses, _ := prune.Images(kept)
+	uses, _ := fbc.Images(kept)
 	for _, u := range uses {
 		seen := map[string]bool{}
 		for _, b := range u.Bundles {

@@ -9,6 +9,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/mirror/catalogimage"
@@ -51,7 +52,7 @@ func (r *run) reselect(ctx context.Context, ar endpoint.Source, c archive.Catalo
 	if err != nil {
 		return nil, nil, fmt.Errorf("catalog %s in the archive: %w", c.Source, err)
 	}
-	if gaps := selectionGap(op, *archived, cat); len(gaps) > 0 {
+	if gaps := prune.SelectionGaps(op, *archived, cat); len(gaps) > 0 {
 		return nil, gaps, nil
 	}
 	pruned, _, err := prune.Filter(cat, op, prune.FilterOptions{Logger: r.log})
@@ -81,7 +82,7 @@ func (r *run) reselect(ctx context.Context, ar endpoint.Source, c archive.Catalo
 
 // archivedCatalog copies the catalog image c out of the archive into the
 // workspace (an OCI layout) and loads its file-based catalog.
-func (r *run) archivedCatalog(ctx context.Context, ar endpoint.Source, c archive.CatalogRecord) (*catalogimage.Fetched, *prune.Catalog, error) {
+func (r *run) archivedCatalog(ctx context.Context, ar endpoint.Source, c archive.CatalogRecord) (*catalogimage.Fetched, *fbc.Catalog, error) {
 	const tag = "archived"
 	dir := r.workDir.ArchivedCatalogImageDir(c.Digest.Encoded())
 	dst, err := layout.NewDestination(dir)
@@ -96,7 +97,7 @@ func (r *run) archivedCatalog(ctx context.Context, ar endpoint.Source, c archive
 	if err != nil {
 		return nil, nil, err
 	}
-	cat, err := prune.LoadDir(ctx, fc.ConfigsDir, prune.LoadOptions{ElideHeavy: true, Logger: r.log})
+	cat, err := fbc.LoadDir(ctx, fc.ConfigsDir, fbc.LoadOptions{ElideHeavy: true, Logger: r.log})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -104,8 +105,8 @@ func (r *run) archivedCatalog(ctx context.Context, ar endpoint.Source, c archive
 }
 
 // sameBundles reports whether a and b hold the same bundles.
-func sameBundles(a, b *prune.Catalog) bool {
-	names := func(c *prune.Catalog) []string {
+func sameBundles(a, b *fbc.Catalog) bool {
+	names := func(c *fbc.Catalog) []string {
 		var out []string
 		for _, p := range c.Packages {
 			for _, bd := range p.Bundles {

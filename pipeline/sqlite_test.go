@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/internal/fakeimage"
 	"github.com/airlock-mirror/airlock/internal/seed"
@@ -45,7 +46,7 @@ func setupSQLite(t *testing.T) *env {
 // mirrored as a file-based catalog: what the SQLite index must give too.
 func fbcHeads(t *testing.T, pkg string) []string {
 	t.Helper()
-	cat, err := prune.LoadDir(context.Background(), e2eCatalog, prune.LoadOptions{ElideHeavy: true})
+	cat, err := fbc.LoadDir(context.Background(), e2eCatalog, fbc.LoadOptions{ElideHeavy: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,12 +57,12 @@ func fbcHeads(t *testing.T, pkg string) []string {
 	return heads(t, pruned)
 }
 
-func heads(t *testing.T, c *prune.Catalog) []string {
+func heads(t *testing.T, c *fbc.Catalog) []string {
 	t.Helper()
 	var out []string
 	for _, p := range c.Packages {
 		for _, ch := range p.Channels {
-			h, err := prune.NewGraph(ch).Head()
+			h, err := fbc.NewGraph(ch).Head()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -114,7 +115,7 @@ func checkSQLiteRebuilt(t *testing.T, res *pipeline.Result, dst *registrytest.Re
 	if !names["database/.wh.index.db"] || !names["configs/"] {
 		t.Errorf("the rebuilt catalog's layer does not delete /database/index.db")
 	}
-	cat, err := prune.LoadDir(ctx, fc.ConfigsDir, prune.LoadOptions{ElideHeavy: true})
+	cat, err := fbc.LoadDir(ctx, fc.ConfigsDir, fbc.LoadOptions{ElideHeavy: true})
 	if err != nil {
 		t.Fatal(err)
 	}

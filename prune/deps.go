@@ -6,6 +6,8 @@ import (
 	"sort"
 
 	"github.com/blang/semver/v4"
+
+	"github.com/airlock-mirror/airlock/fbc"
 )
 
 // gvkKey identifies an API a bundle provides (olm.gvk) or requires (olm.gvk.required).
@@ -41,12 +43,12 @@ type requirement struct {
 
 // bundleRequirements parses the dependency properties of b. Unparsable ones are
 // returned as warnings.
-func bundleRequirements(pkg string, b *Bundle) ([]requirement, []string) {
+func bundleRequirements(pkg string, b *fbc.Bundle) ([]requirement, []string) {
 	var reqs []requirement
 	var warns []string
 	for _, p := range b.Properties {
 		switch p.Type {
-		case PropertyPackageRequired:
+		case fbc.PropertyPackageRequired:
 			var v struct {
 				PackageName  string `json:"packageName"`
 				VersionRange string `json:"versionRange"`
@@ -55,34 +57,34 @@ func bundleRequirements(pkg string, b *Bundle) ([]requirement, []string) {
 				warns = append(warns, fmt.Sprintf("package %q bundle %q: ignoring unreadable %s property %s", pkg, b.Name, p.Type, string(p.Value)))
 				continue
 			}
-			text := fmt.Sprintf("%s %s %s", PropertyPackageRequired, v.PackageName, v.VersionRange)
+			text := fmt.Sprintf("%s %s %s", fbc.PropertyPackageRequired, v.PackageName, v.VersionRange)
 			rngStr := v.VersionRange
 			if rngStr == "" {
 				rngStr = ">=0.0.0-0"
 			}
-			rng, err := ParseSkipRange(rngStr)
+			rng, err := fbc.ParseSkipRange(rngStr)
 			if err != nil {
 				warns = append(warns, fmt.Sprintf("package %q bundle %q: ignoring %s: invalid versionRange: %v", pkg, b.Name, text, err))
 				continue
 			}
 			reqs = append(reqs, requirement{pkg: v.PackageName, rng: rng, text: text})
-		case PropertyGVKRequired:
+		case fbc.PropertyGVKRequired:
 			var k gvkKey
 			if err := json.Unmarshal(p.Value, &k); err != nil || k.Kind == "" || k.Version == "" {
 				warns = append(warns, fmt.Sprintf("package %q bundle %q: ignoring unreadable %s property %s", pkg, b.Name, p.Type, string(p.Value)))
 				continue
 			}
-			reqs = append(reqs, requirement{gvk: k, isGVK: true, text: fmt.Sprintf("%s %s", PropertyGVKRequired, k)})
+			reqs = append(reqs, requirement{gvk: k, isGVK: true, text: fmt.Sprintf("%s %s", fbc.PropertyGVKRequired, k)})
 		}
 	}
 	return reqs, warns
 }
 
 // providedGVKs returns the olm.gvk properties of b.
-func providedGVKs(b *Bundle) []gvkKey {
+func providedGVKs(b *fbc.Bundle) []gvkKey {
 	var out []gvkKey
 	for _, p := range b.Properties {
-		if p.Type != PropertyGVK {
+		if p.Type != fbc.PropertyGVK {
 			continue
 		}
 		var k gvkKey

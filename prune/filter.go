@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/imageset"
 )
 
@@ -18,7 +19,7 @@ type FilterOptions struct {
 	// validated and returns the bundle to keep in its place: a caller that
 	// filtered light bundles (read without what filtering does not need)
 	// completes the few it keeps. The source catalog is not changed.
-	Complete func(*Bundle) (*Bundle, error)
+	Complete func(*fbc.Bundle) (*fbc.Bundle, error)
 }
 
 // ErrFilter is wrapped by every error Filter returns because of what the
@@ -40,7 +41,7 @@ var ErrFilter = errors.New("catalog filter")
 //
 // Upgrade edges are kept verbatim. Bundles, icons, properties and custom blobs are
 // shared with c, which is not modified. The result always passes Validate.
-func Filter(c *Catalog, op imageset.Operator, opts FilterOptions) (*Catalog, *Explanation, error) {
+func Filter(c *fbc.Catalog, op imageset.Operator, opts FilterOptions) (*fbc.Catalog, *Explanation, error) {
 	if c == nil {
 		return nil, nil, fmt.Errorf("%w: no catalog to filter", ErrFilter)
 	}
@@ -51,7 +52,7 @@ func Filter(c *Catalog, op imageset.Operator, opts FilterOptions) (*Catalog, *Ex
 		fill:   opts.Complete,
 		index:  make(map[string]*pkgIndex, len(c.Packages)),
 		sel:    make(map[string]*pkgSel),
-		byName: make(map[string]*Package, len(c.Packages)),
+		byName: make(map[string]*fbc.Package, len(c.Packages)),
 	}
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)
@@ -106,7 +107,7 @@ func Filter(c *Catalog, op imageset.Operator, opts FilterOptions) (*Catalog, *Ex
 		return nil, nil, err
 	}
 	expl := f.explain(out)
-	if err := Validate(out); err != nil {
+	if err := fbc.Validate(out); err != nil {
 		return nil, nil, fmt.Errorf("%w: the filtered catalog is not valid, which is a bug in airlock or an invalid source catalog (check it with airlock catalog validate): %w", ErrFilter, err)
 	}
 	return out, expl, nil
@@ -114,11 +115,11 @@ func Filter(c *Catalog, op imageset.Operator, opts FilterOptions) (*Catalog, *Ex
 
 // filterer holds the state of one Filter call.
 type filterer struct {
-	src    *Catalog
+	src    *fbc.Catalog
 	op     imageset.Operator
 	log    *slog.Logger
-	fill   func(*Bundle) (*Bundle, error)
-	byName map[string]*Package
+	fill   func(*fbc.Bundle) (*fbc.Bundle, error)
+	byName map[string]*fbc.Package
 	index  map[string]*pkgIndex
 	sel    map[string]*pkgSel
 	// order lists selected packages in the order they were selected.
@@ -189,8 +190,8 @@ func (f *filterer) checkConfig() error {
 }
 
 // whole keeps the catalog as is (full: true without packages).
-func (f *filterer) whole() (*Catalog, *Explanation, error) {
-	out := &Catalog{Packages: slices.Clone(f.src.Packages), Others: slices.Clone(f.src.Others)}
+func (f *filterer) whole() (*fbc.Catalog, *Explanation, error) {
+	out := &fbc.Catalog{Packages: slices.Clone(f.src.Packages), Others: slices.Clone(f.src.Others)}
 	for _, p := range f.src.Packages {
 		ps := f.selFor(p.Name, false)
 		ps.defaultChannel = p.DefaultChannel
@@ -206,7 +207,7 @@ func (f *filterer) whole() (*Catalog, *Explanation, error) {
 		return nil, nil, err
 	}
 	expl := f.explain(out)
-	if err := Validate(out); err != nil {
+	if err := fbc.Validate(out); err != nil {
 		return nil, nil, fmt.Errorf("%w: the source catalog is not valid (full: true keeps it unchanged): %w", ErrFilter, err)
 	}
 	return out, expl, nil
@@ -214,13 +215,13 @@ func (f *filterer) whole() (*Catalog, *Explanation, error) {
 
 // complete replaces the bundles of out by what FilterOptions.Complete makes of
 // them, in copies of out's packages (whole shares them with the source).
-func (f *filterer) complete(out *Catalog) error {
+func (f *filterer) complete(out *fbc.Catalog) error {
 	if f.fill == nil {
 		return nil
 	}
 	for i, p := range out.Packages {
 		np := *p
-		np.Bundles = make([]*Bundle, len(p.Bundles))
+		np.Bundles = make([]*fbc.Bundle, len(p.Bundles))
 		for j, b := range p.Bundles {
 			nb, err := f.fill(b)
 			if err != nil {
@@ -288,14 +289,14 @@ func (ps *pkgSel) addContinuity(bundle, head, channel string) {
 }
 
 // build assembles the output catalog from the selection.
-func (f *filterer) build() (*Catalog, error) {
-	out := &Catalog{Others: slices.Clone(f.src.Others)}
+func (f *filterer) build() (*fbc.Catalog, error) {
+	out := &fbc.Catalog{Others: slices.Clone(f.src.Others)}
 	for _, p := range f.src.Packages {
 		ps := f.sel[p.Name]
 		if ps == nil || ps.idx.p != p {
 			continue
 		}
-		np := &Package{
+		np := &fbc.Package{
 			Name:           p.Name,
 			DefaultChannel: ps.defaultChannel,
 			Icon:           p.Icon,
@@ -315,7 +316,7 @@ func (f *filterer) build() (*Catalog, error) {
 			if _, err := cs.ci.repair(cs.keep); err != nil {
 				return nil, err
 			}
-			nc := &Channel{Name: ch.Name, Package: ch.Package, Properties: ch.Properties, Origin: ch.Origin}
+			nc := &fbc.Channel{Name: ch.Name, Package: ch.Package, Properties: ch.Properties, Origin: ch.Origin}
 			for _, e := range ch.Entries {
 				if cs.keep[e.Name] {
 					nc.Entries = append(nc.Entries, e)
@@ -331,14 +332,14 @@ func (f *filterer) build() (*Catalog, error) {
 			}
 		}
 		for _, d := range p.Deprecations {
-			nd := &Deprecations{Package: d.Package, Origin: d.Origin}
+			nd := &fbc.Deprecations{Package: d.Package, Origin: d.Origin}
 			for _, e := range d.Entries {
 				switch e.Reference.Schema {
-				case SchemaBundle:
+				case fbc.SchemaBundle:
 					if !keptBundles[e.Reference.Name] {
 						continue
 					}
-				case SchemaChannel:
+				case fbc.SchemaChannel:
 					if !keptChannels[e.Reference.Name] {
 						continue
 					}
@@ -355,7 +356,7 @@ func (f *filterer) build() (*Catalog, error) {
 }
 
 // explain turns the recorded reasons into an Explanation of the output catalog.
-func (f *filterer) explain(out *Catalog) *Explanation {
+func (f *filterer) explain(out *fbc.Catalog) *Explanation {
 	e := &Explanation{Warnings: f.warnings}
 	for _, p := range out.Packages {
 		ps := f.sel[p.Name]

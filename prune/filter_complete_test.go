@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/imageset"
 )
 
@@ -19,26 +20,26 @@ func TestFilterComplete(t *testing.T) {
 	tests := []struct {
 		name    string
 		op      imageset.Operator
-		change  func(*Bundle) *Bundle
+		change  func(*fbc.Bundle) *fbc.Bundle
 		fail    error
 		wantErr string
 	}{
-		{name: "heads", change: func(b *Bundle) *Bundle {
+		{name: "heads", change: func(b *fbc.Bundle) *fbc.Bundle {
 			nb := *b
-			nb.RelatedImages = append(nb.RelatedImages, RelatedImage{Name: "added", Image: "quay.io/x/added:1"})
+			nb.RelatedImages = append(nb.RelatedImages, fbc.RelatedImage{Name: "added", Image: "quay.io/x/added:1"})
 			return &nb
 		}},
-		{name: "whole", op: imageset.Operator{Full: true}, change: func(b *Bundle) *Bundle {
+		{name: "whole", op: imageset.Operator{Full: true}, change: func(b *fbc.Bundle) *fbc.Bundle {
 			nb := *b
-			nb.RelatedImages = append(nb.RelatedImages, RelatedImage{Name: "added", Image: "quay.io/x/added:1"})
+			nb.RelatedImages = append(nb.RelatedImages, fbc.RelatedImage{Name: "added", Image: "quay.io/x/added:1"})
 			return &nb
 		}},
-		{name: "invalid result", change: func(b *Bundle) *Bundle {
+		{name: "invalid result", change: func(b *fbc.Bundle) *fbc.Bundle {
 			nb := *b
-			nb.RelatedImages = []RelatedImage{{Image: "oci://not/a/reference"}}
+			nb.RelatedImages = []fbc.RelatedImage{{Image: "oci://not/a/reference"}}
 			return &nb
 		}, wantErr: "invalid image pull spec"},
-		{name: "whole invalid", op: imageset.Operator{Full: true}, change: func(b *Bundle) *Bundle {
+		{name: "whole invalid", op: imageset.Operator{Full: true}, change: func(b *fbc.Bundle) *fbc.Bundle {
 			nb := *b
 			nb.Image = "oci://nope"
 			return &nb
@@ -50,7 +51,7 @@ func TestFilterComplete(t *testing.T) {
 			src := loadFilterCatalog(t, root)
 			before := listing(src)
 			seen := map[string]int{}
-			out, _, err := Filter(src, tc.op, FilterOptions{Complete: func(b *Bundle) (*Bundle, error) {
+			out, _, err := Filter(src, tc.op, FilterOptions{Complete: func(b *fbc.Bundle) (*fbc.Bundle, error) {
 				seen[b.Package+"/"+b.Name]++
 				if tc.fail != nil {
 					return nil, tc.fail
@@ -103,10 +104,10 @@ func TestWriteProperties(t *testing.T) {
 	src := loadFilterCatalog(t, filepath.Join(filterTestdata, "_catalogs", "sample"))
 	b := src.Packages[0].Bundles[0]
 	light := b.Properties
-	full := append(append([]Property(nil), light...), Property{Type: PropertyBundleObject, Value: []byte(`{"data":"e30="}`)})
-	b.WriteProperties(func() ([]Property, error) { return full, nil })
+	full := append(append([]fbc.Property(nil), light...), fbc.Property{Type: fbc.PropertyBundleObject, Value: []byte(`{"data":"e30="}`)})
+	b.WriteProperties(func() ([]fbc.Property, error) { return full, nil })
 	var buf bytes.Buffer
-	if err := Render(context.Background(), &Catalog{Packages: []*Package{src.Packages[0]}}, &buf, FormatJSON); err != nil {
+	if err := fbc.Render(context.Background(), &fbc.Catalog{Packages: []*fbc.Package{src.Packages[0]}}, &buf, fbc.FormatJSON); err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Count(buf.String(), `"data": "e30="`); got != 1 {
@@ -115,8 +116,8 @@ func TestWriteProperties(t *testing.T) {
 	if len(b.Properties) != len(light) {
 		t.Errorf("the bundle's properties changed")
 	}
-	b.WriteProperties(func() ([]Property, error) { return nil, errors.New("database gone") })
-	err := Write(context.Background(), &Catalog{Packages: []*Package{src.Packages[0]}}, t.TempDir(), WriteOptions{})
+	b.WriteProperties(func() ([]fbc.Property, error) { return nil, errors.New("database gone") })
+	err := fbc.Write(context.Background(), &fbc.Catalog{Packages: []*fbc.Package{src.Packages[0]}}, t.TempDir(), fbc.WriteOptions{})
 	if err == nil || !strings.Contains(err.Error(), "database gone") || !strings.Contains(err.Error(), b.Name) {
 		t.Errorf("error %v, want the function's, naming bundle %s", err, b.Name)
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/blang/semver/v4"
+
+	"github.com/airlock-mirror/airlock/fbc"
 )
 
 // Indexes Filter builds over one package and its channels: bundle versions
@@ -15,8 +17,8 @@ import (
 
 // pkgIndex indexes one package of the source catalog.
 type pkgIndex struct {
-	p        *Package
-	bundles  map[string]*Bundle
+	p        *fbc.Package
+	bundles  map[string]*fbc.Bundle
 	channels map[string]*chanIndex
 	versions map[string]versionInfo
 }
@@ -29,8 +31,8 @@ type versionInfo struct {
 
 // chanIndex indexes one channel of the source catalog.
 type chanIndex struct {
-	ch      *Channel
-	g       *Graph
+	ch      *fbc.Channel
+	g       *fbc.Graph
 	head    string
 	headErr error
 	// parents caches, per root, the parent of every entry on the path from root.
@@ -47,7 +49,7 @@ func (f *filterer) pkgIndex(name string) *pkgIndex {
 	}
 	pi := &pkgIndex{
 		p:        p,
-		bundles:  make(map[string]*Bundle, len(p.Bundles)),
+		bundles:  make(map[string]*fbc.Bundle, len(p.Bundles)),
 		channels: make(map[string]*chanIndex, len(p.Channels)),
 	}
 	for _, b := range p.Bundles {
@@ -82,9 +84,9 @@ func (pi *pkgIndex) version(name string) (semver.Version, bool) {
 	}
 	var vi versionInfo
 	if b := pi.bundles[name]; b != nil {
-		if v, err := BundleVersion(b); err == nil {
+		if v, err := fbc.BundleVersion(b); err == nil {
 			vi = versionInfo{v: v, ok: true}
-			if pv, err := BundlePackageProperty(b); err == nil {
+			if pv, err := fbc.BundlePackageProperty(b); err == nil {
 				vi.release = pv.Release
 			}
 		}
@@ -135,9 +137,9 @@ func (pi *pkgIndex) versionString(name string) string {
 	return ""
 }
 
-func (ci *chanIndex) graph() *Graph {
+func (ci *chanIndex) graph() *fbc.Graph {
 	if ci.g == nil {
-		ci.g = NewGraph(ci.ch)
+		ci.g = fbc.NewGraph(ci.ch)
 		ci.head, ci.headErr = ci.g.Head()
 	}
 	return ci.g
@@ -237,7 +239,7 @@ func (ci *chanIndex) fullReplacesChain(head string) []string {
 // subsetCheck reports whether the entries of the channel named in keep form a
 // valid channel (one head, no cycle, no stranded entry) and returns its head.
 func (ci *chanIndex) subsetCheck(keep map[string]bool) (string, error) {
-	sub := &Channel{Name: ci.ch.Name, Package: ci.ch.Package}
+	sub := &fbc.Channel{Name: ci.ch.Name, Package: ci.ch.Package}
 	for _, e := range ci.ch.Entries {
 		if keep[e.Name] {
 			sub.Entries = append(sub.Entries, e)
@@ -246,7 +248,7 @@ func (ci *chanIndex) subsetCheck(keep map[string]bool) (string, error) {
 	if len(sub.Entries) == 0 {
 		return "", errors.New("channel must contain at least one bundle")
 	}
-	g := NewGraph(sub)
+	g := fbc.NewGraph(sub)
 	if err := g.Check(); err != nil {
 		return "", err
 	}

@@ -5,72 +5,12 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/blang/semver/v4"
-
 	"github.com/airlock-mirror/airlock/imageset"
 )
 
-// What one package entry of the configuration selects: version bounds
-// (minVersion/maxVersion, bundles by name), channels, and the contiguous range
-// of each channel's replaces chain that is kept.
-
-// versionBounds is a parsed minVersion/maxVersion pair.
-type versionBounds struct {
-	min, max       *semver.Version
-	minStr, maxStr string
-}
-
-func (vb versionBounds) set() bool { return vb.min != nil || vb.max != nil }
-
-func (vb versionBounds) String() string {
-	var parts []string
-	if vb.min != nil {
-		parts = append(parts, ">="+vb.min.String())
-	}
-	if vb.max != nil {
-		parts = append(parts, "<="+vb.max.String())
-	}
-	return strings.Join(parts, " ")
-}
-
-func (vb versionBounds) contains(v semver.Version) bool {
-	if vb.min != nil && v.LT(*vb.min) {
-		return false
-	}
-	if vb.max != nil && v.GT(*vb.max) {
-		return false
-	}
-	return true
-}
-
-func (vb versionBounds) exact() bool {
-	return vb.min != nil && vb.max != nil && vb.min.EQ(*vb.max)
-}
-
-func (f *filterer) parseBounds(pkg, where string, ib imageset.IncludeBundle) (versionBounds, error) {
-	vb := versionBounds{minStr: ib.MinVersion, maxStr: ib.MaxVersion}
-	parse := func(field, s string) (*semver.Version, error) {
-		if s == "" {
-			return nil, nil
-		}
-		v, err := semver.ParseTolerant(s)
-		if err != nil {
-			return nil, f.errorf("package %q%s: invalid %s %q: %v: use a semantic version such as 1.2.3", pkg, where, field, s, err)
-		}
-		return &v, nil
-	}
-	var err error
-	if vb.min, err = parse("minVersion", ib.MinVersion); err != nil {
-		return vb, err
-	}
-	if vb.max, err = parse("maxVersion", ib.MaxVersion); err != nil {
-		return vb, err
-	}
-	if vb.min != nil && vb.max != nil && vb.min.GT(*vb.max) {
-		return vb, f.errorf("package %q%s: minVersion %s is greater than maxVersion %s: swap them", pkg, where, ib.MinVersion, ib.MaxVersion)
-	}
-	return vb, nil
-}
+// How Filter applies one package entry of the configuration (what it selects:
+// SelectionOf, selection.go): its channels, and the contiguous range of each
+// channel's replaces chain that is kept.
 
 // selectPackage applies one packages[] entry (or the implicit heads-only entry).
 func (f *filterer) selectPackage(ip imageset.IncludePackage) error {
@@ -103,9 +43,8 @@ func (f *filterer) selectPackage(ip imageset.IncludePackage) error {
 			return f.errorf("package %q has no bundle %q%s", ip.Name, sb.Name, didYouMean(sb.Name, names))
 		}
 	}
-	pkgBounds, err := f.parseBounds(ip.Name, "", ip.IncludeBundle)
-	if err != nil {
-		return err
+	if _, err := ParseVersionRange(ip.IncludeBundle); err != nil {
+		return f.errorf("package %q: %v", ip.Name, err)
 	}
 
 	ps := f.selFor(ip.Name, false)
@@ -124,11 +63,9 @@ func (f *filterer) selectPackage(ip imageset.IncludePackage) error {
 
 	for _, ic := range includes {
 		ci := pi.channels[ic.Name]
-		bounds := pkgBounds
-		if ic.MinVersion != "" || ic.MaxVersion != "" {
-			if bounds, err = f.parseBounds(ip.Name, fmt.Sprintf(" channel %q", ic.Name), ic.IncludeBundle); err != nil {
-				return err
-			}
+		sel, err := SelectionOf(f.op, &ip, &ic)
+		if err != nil {
+			return f.errorf("package %q channel %q: %v", ip.Name, ic.Name, err)
 		}
 		head, err := ci.channelHead()
 		if err != nil {
@@ -137,7 +74,7 @@ func (f *filterer) selectPackage(ip imageset.IncludePackage) error {
 		keep := map[string]bool{}
 		var dropReason string
 		switch {
-		case len(selected) > 0:
+		case len(sel.Bundles) > 0:
 			for _, e := range ci.ch.Entries {
 				if selected[e.Name] {
 					keep[e.Name] = true
@@ -157,17 +94,17 @@ func (f *filterer) selectPackage(ip imageset.IncludePackage) error {
 				ps.addContinuity(a, head, ic.Name)
 			}
 			keep[head] = true
-		case f.op.Full:
+		case sel.All:
 			for _, e := range ci.ch.Entries {
 				keep[e.Name] = true
 				ps.addReason(e.Name, Reason{Kind: ReasonRequested, Channel: ic.Name, Detail: "full"})
 			}
-		case bounds.set():
-			if err := f.keepRange(ps, ci, head, bounds, keep); err != nil {
+		case !sel.HeadOnly:
+			if err := f.keepRange(ps, ci, head, sel.Range, keep); err != nil {
 				return err
 			}
 			if len(keep) == 0 {
-				dropReason = fmt.Sprintf("no bundle in range %s (channel versions: %s)", bounds, ci.versionSpan(pi))
+				dropReason = fmt.Sprintf("no bundle in range %s (channel versions: %s)", sel.Range, ci.versionSpan(pi))
 			}
 		default:
 			keep[head] = true
@@ -213,17 +150,17 @@ func (f *filterer) selectPackage(ip imageset.IncludePackage) error {
 // bundles at or below it (the node, its skips, the rest of the chain, each once);
 // keep from the lowest node with the maximal count down to (excluding) the first
 // node with count 0, plus the in-range skips of kept nodes.
-func (f *filterer) keepRange(ps *pkgSel, ci *chanIndex, head string, vb versionBounds, keep map[string]bool) error {
+func (f *filterer) keepRange(ps *pkgSel, ci *chanIndex, head string, vb VersionRange, keep map[string]bool) error {
 	pi := ps.idx
 	g := ci.graph()
 	ch := ci.ch.Name
 	inRange := func(name string) bool {
 		v, ok := pi.version(name)
-		return ok && vb.contains(v)
+		return ok && vb.Contains(v)
 	}
 	requested := Reason{Kind: ReasonRequested, Channel: ch, Detail: "in range " + vb.String()}
 
-	if vb.exact() {
+	if vb.Exact() {
 		// Exactly one bundle: with several releases of that version, the newest.
 		best := ""
 		for _, e := range ci.ch.Entries {
@@ -236,7 +173,7 @@ func (f *filterer) keepRange(ps *pkgSel, ci *chanIndex, head string, vb versionB
 		}
 		if best != "" {
 			keep[best] = true
-			ps.addReason(best, Reason{Kind: ReasonRequested, Channel: ch, Detail: "version " + vb.min.String()})
+			ps.addReason(best, Reason{Kind: ReasonRequested, Channel: ch, Detail: "version " + vb.Min.String()})
 		}
 		if len(keep) > 0 {
 			if _, err := ci.subsetCheck(keep); err != nil {

@@ -9,23 +9,19 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/internal/testutil/fixtures"
-	"github.com/airlock-mirror/airlock/internal/testutil/golden"
-
-	"github.com/blang/semver/v4"
-
+	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/imageset"
+	"github.com/airlock-mirror/airlock/internal/testutil/golden"
 )
 
 const filterTestdata = "testdata/filter"
 
 // loadFilterCatalog loads a catalog of testdata/filter/_catalogs as the CLI does.
-func loadFilterCatalog(t testing.TB, root string) *Catalog {
+func loadFilterCatalog(t testing.TB, root string) *fbc.Catalog {
 	t.Helper()
-	c, err := LoadDir(context.Background(), root, LoadOptions{ElideHeavy: true})
+	c, err := fbc.LoadDir(context.Background(), root, fbc.LoadOptions{ElideHeavy: true})
 	if err != nil {
 		t.Fatalf("load %s: %v", root, err)
 	}
@@ -34,7 +30,7 @@ func loadFilterCatalog(t testing.TB, root string) *Catalog {
 
 // listing renders a catalog compactly: per package its default channel, channels
 // with their entries and edges, bundles, deprecations and other blobs.
-func listing(c *Catalog) string {
+func listing(c *fbc.Catalog) string {
 	var b strings.Builder
 	for _, p := range c.Packages {
 		fmt.Fprintf(&b, "package %s default=%s\n", p.Name, p.DefaultChannel)
@@ -116,7 +112,7 @@ func TestFilterGolden(t *testing.T) {
 				}
 				fmt.Fprintf(&got, "error: %v\n", err)
 			} else {
-				if err := Validate(out); err != nil {
+				if err := fbc.Validate(out); err != nil {
 					t.Errorf("output does not validate: %v", err)
 				}
 				got.WriteString(listing(out))
@@ -137,7 +133,7 @@ func TestFilterGolden(t *testing.T) {
 
 // checkExplanation checks that the explanation lists exactly the kept bundles,
 // each with at least one reason.
-func checkExplanation(t *testing.T, out *Catalog, expl *Explanation) {
+func checkExplanation(t *testing.T, out *fbc.Catalog, expl *Explanation) {
 	t.Helper()
 	if len(expl.Packages) != len(out.Packages) {
 		t.Errorf("explanation has %d packages, catalog %d", len(expl.Packages), len(out.Packages))
@@ -163,17 +159,17 @@ func checkExplanation(t *testing.T, out *Catalog, expl *Explanation) {
 
 // checkRoundTrip writes the filtered catalog and loads it back: it must validate
 // and list the same content.
-func checkRoundTrip(t *testing.T, out *Catalog) {
+func checkRoundTrip(t *testing.T, out *fbc.Catalog) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "out")
-	if err := Write(context.Background(), out, dir, WriteOptions{}); err != nil {
+	if err := fbc.Write(context.Background(), out, dir, fbc.WriteOptions{}); err != nil {
 		t.Fatalf("write: %v", err)
 	}
-	back, err := LoadDir(context.Background(), dir, LoadOptions{})
+	back, err := fbc.LoadDir(context.Background(), dir, fbc.LoadOptions{})
 	if err != nil {
 		t.Fatalf("load written catalog: %v", err)
 	}
-	if err := Validate(back); err != nil {
+	if err := fbc.Validate(back); err != nil {
 		t.Errorf("written catalog does not validate: %v", err)
 	}
 	if got, want := listing(back), listing(out); got != want {
@@ -183,13 +179,13 @@ func checkRoundTrip(t *testing.T, out *Catalog) {
 
 // buildChannel makes a package with one channel from entries "name<replaces[;skip,skip]"
 // and bundles versioned from their names (name "x.vV").
-func buildPackage(name, def string, channels map[string][]string) *Package {
-	p := &Package{Name: name, DefaultChannel: def, Declared: 1}
+func buildPackage(name, def string, channels map[string][]string) *fbc.Package {
+	p := &fbc.Package{Name: name, DefaultChannel: def, Declared: 1}
 	seen := map[string]bool{}
 	for _, chName := range sortedKeysOf(channels) {
-		ch := &Channel{Name: chName, Package: name}
+		ch := &fbc.Channel{Name: chName, Package: name}
 		for _, spec := range channels[chName] {
-			var e ChannelEntry
+			var e fbc.ChannelEntry
 			parts := strings.SplitN(spec, ";", 2)
 			if len(parts) == 2 {
 				e.Skips = strings.Split(parts[1], ",")
@@ -205,16 +201,16 @@ func buildPackage(name, def string, channels map[string][]string) *Package {
 		}
 		p.Channels = append(p.Channels, ch)
 	}
-	slices.SortFunc(p.Bundles, func(a, b *Bundle) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(p.Bundles, func(a, b *fbc.Bundle) int { return strings.Compare(a.Name, b.Name) })
 	return p
 }
 
-func filterTestBundle(pkg, name, version string) *Bundle {
-	return &Bundle{
+func filterTestBundle(pkg, name, version string) *fbc.Bundle {
+	return &fbc.Bundle{
 		Name:       name,
 		Package:    pkg,
 		Image:      "quay.io/example/" + pkg + "-bundle:v" + version,
-		Properties: []Property{{Type: PropertyPackage, Value: []byte(fmt.Sprintf(`{"packageName":%q,"version":%q}`, pkg, version))}},
+		Properties: []fbc.Property{{Type: fbc.PropertyPackage, Value: []byte(fmt.Sprintf(`{"packageName":%q,"version":%q}`, pkg, version))}},
 	}
 }
 
@@ -227,7 +223,7 @@ func sortedKeysOf[V any](m map[string]V) []string {
 	return keys
 }
 
-func keptEntries(c *Catalog, pkg, ch string) []string {
+func keptEntries(c *fbc.Catalog, pkg, ch string) []string {
 	for _, p := range c.Packages {
 		if p.Name != pkg {
 			continue
@@ -259,7 +255,7 @@ func TestFilterRanges(t *testing.T) {
 	}})
 	tests := []struct {
 		name     string
-		pkg      *Package
+		pkg      *fbc.Package
 		min, max string
 		want     []string
 	}{
@@ -277,7 +273,7 @@ func TestFilterRanges(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &Catalog{Packages: []*Package{tt.pkg}}
+			c := &fbc.Catalog{Packages: []*fbc.Package{tt.pkg}}
 			op := imageset.Operator{Packages: []imageset.IncludePackage{{Name: tt.pkg.Name, IncludeBundle: imageset.IncludeBundle{MinVersion: tt.min, MaxVersion: tt.max}}}}
 			out, _, err := Filter(c, op, FilterOptions{})
 			if err != nil {
@@ -297,7 +293,7 @@ func TestFilterErrors(t *testing.T) {
 		"stable": {"a.v1.0.0", "a.v1.1.0<a.v1.0.0"},
 		"fast":   {"a.v2.0.0"},
 	})
-	c := &Catalog{Packages: []*Package{pkg}}
+	c := &fbc.Catalog{Packages: []*fbc.Package{pkg}}
 	tests := []struct {
 		name string
 		op   imageset.Operator
@@ -335,175 +331,9 @@ func TestFilterErrors(t *testing.T) {
 // TestFilterInvalidSource: a source channel with two heads is reported, not papered over.
 func TestFilterInvalidSource(t *testing.T) {
 	pkg := buildPackage("a", "stable", map[string][]string{"stable": {"a.v1.0.0", "a.v2.0.0"}})
-	_, _, err := Filter(&Catalog{Packages: []*Package{pkg}}, imageset.Operator{}, FilterOptions{})
+	_, _, err := Filter(&fbc.Catalog{Packages: []*fbc.Package{pkg}}, imageset.Operator{}, FilterOptions{})
 	if err == nil || !strings.Contains(err.Error(), `package "a" channel "stable" of the source catalog: multiple channel heads found in graph: a.v1.0.0, a.v2.0.0`) {
 		t.Fatalf("got %v", err)
-	}
-}
-
-// filterFixtureRoots returns every catalog root of the shared fixtures, read from
-// the table of real-catalogs/SOURCES.md (relative paths).
-func filterFixtureRoots(t testing.TB, base string) []string {
-	raw, err := os.ReadFile(filepath.Join(base, "SOURCES.md"))
-	if err != nil {
-		t.Skipf("fixtures absent: %v", err)
-	}
-	var roots []string
-	for _, line := range strings.Split(string(raw), "\n") {
-		cells := strings.Split(line, "|")
-		if len(cells) < 4 {
-			continue
-		}
-		cell := strings.TrimSpace(cells[2])
-		if strings.HasPrefix(cell, "`") && strings.HasSuffix(cell, "`") && len(cell) > 2 {
-			roots = append(roots, strings.Trim(cell, "`"))
-		}
-	}
-	if len(roots) == 0 {
-		t.Fatalf("no catalog root in %s/SOURCES.md", base)
-	}
-	return roots
-}
-
-var (
-	fixtureMu    sync.Mutex
-	fixtureCache = map[string]*Catalog{}
-)
-
-// loadFixtureCatalog loads a real catalog once per test binary (tests must not
-// modify it: Filter and Images do not).
-func loadFixtureCatalog(t testing.TB, root string) *Catalog {
-	t.Helper()
-	fixtureMu.Lock()
-	defer fixtureMu.Unlock()
-	if c, ok := fixtureCache[root]; ok {
-		return c
-	}
-	c := loadFilterCatalog(t, root)
-	fixtureCache[root] = c
-	return c
-}
-
-func fixturesDir() string {
-	return fixtures.Dir()
-}
-
-// realConfigs derives operator entries from a catalog: heads only, full, a few
-// packages, channel lists, ranges at both levels, dependencies on and off.
-func realConfigs(c *Catalog) map[string]imageset.Operator {
-	ops := map[string]imageset.Operator{
-		"heads":        {},
-		"heads-nodeps": {SkipDependencies: true},
-		"full":         {Full: true},
-	}
-	var few, fewFull, chans, pkgRange, chRange, exact []imageset.IncludePackage
-	for i, p := range c.Packages {
-		if i%3 == 0 {
-			few = append(few, imageset.IncludePackage{Name: p.Name})
-			fewFull = append(fewFull, imageset.IncludePackage{Name: p.Name})
-		}
-		// every channel listed explicitly, default overridden to the last one
-		ip := imageset.IncludePackage{Name: p.Name, DefaultChannel: p.Channels[len(p.Channels)-1].Name}
-		for _, ch := range p.Channels {
-			ip.Channels = append(ip.Channels, imageset.IncludeChannel{Name: ch.Name})
-		}
-		chans = append(chans, ip)
-		// a range around the versions of the default channel
-		var vers []string
-		for _, ch := range p.Channels {
-			if ch.Name != p.DefaultChannel {
-				continue
-			}
-			for _, e := range ch.Entries {
-				for _, b := range p.Bundles {
-					if b.Name == e.Name {
-						if v, err := BundleVersion(b); err == nil {
-							vers = append(vers, v.String())
-						}
-					}
-				}
-			}
-		}
-		if len(vers) == 0 {
-			continue
-		}
-		slices.SortFunc(vers, func(a, b string) int { return compareVersions(a, b) })
-		lo, mid, hi := vers[0], vers[len(vers)/2], vers[len(vers)-1]
-		pkgRange = append(pkgRange, imageset.IncludePackage{Name: p.Name, IncludeBundle: imageset.IncludeBundle{MinVersion: mid}})
-		chRange = append(chRange, imageset.IncludePackage{Name: p.Name, Channels: []imageset.IncludeChannel{{Name: p.DefaultChannel, IncludeBundle: imageset.IncludeBundle{MinVersion: lo, MaxVersion: mid}}}})
-		_ = hi
-		exact = append(exact, imageset.IncludePackage{Name: p.Name, Channels: []imageset.IncludeChannel{{Name: p.DefaultChannel, IncludeBundle: imageset.IncludeBundle{MinVersion: mid, MaxVersion: mid}}}})
-	}
-	ops["few"] = imageset.Operator{Packages: few}
-	ops["few-full"] = imageset.Operator{Packages: fewFull, Full: true}
-	ops["channels"] = imageset.Operator{Packages: chans}
-	ops["channels-full-nodeps"] = imageset.Operator{Packages: chans, Full: true, SkipDependencies: true}
-	ops["pkg-range"] = imageset.Operator{Packages: pkgRange}
-	ops["pkg-range-nodeps"] = imageset.Operator{Packages: pkgRange, SkipDependencies: true}
-	ops["channel-range"] = imageset.Operator{Packages: chRange}
-	ops["exact"] = imageset.Operator{Packages: exact}
-	return ops
-}
-
-func compareVersions(a, b string) int {
-	va, _ := semver.ParseTolerant(a)
-	vb, _ := semver.ParseTolerant(b)
-	return va.Compare(vb)
-}
-
-// TestFilterRealCatalogs filters every real catalog of the shared fixtures with a
-// table of configurations: every output must pass Validate.
-func TestFilterRealCatalogs(t *testing.T) {
-	base := filepath.Join(fixturesDir(), "real-catalogs")
-	if _, err := os.Stat(base); err != nil {
-		t.Skipf("fixtures absent: %v", err)
-	}
-	for _, rel := range filterFixtureRoots(t, base) {
-		root := filepath.Join(base, rel)
-		if testing.Short() && strings.HasPrefix(rel, "community-operators-prod") {
-			continue // the largest fixtures; loading them under -race takes long
-		}
-		if _, err := os.Stat(root); err != nil {
-			t.Logf("skip %s: %v", rel, err)
-			continue
-		}
-		c := loadFixtureCatalog(t, root)
-		if err := Validate(c); err != nil {
-			t.Fatalf("%s: source does not validate: %v", rel, err)
-		}
-		ops := realConfigs(c)
-		for _, name := range sortedKeysOf(ops) {
-			op := ops[name]
-			t.Run(strings.ReplaceAll(rel, "/", "_")+"/"+name, func(t *testing.T) {
-				out, expl, err := Filter(c, op, FilterOptions{})
-				if err != nil {
-					// An exact version missing from a channel empties the default
-					// channel: that is the documented error, anything else is not.
-					if name == "exact" && strings.Contains(err.Error(), "empty") {
-						t.Logf("expected error: %v", err)
-						return
-					}
-					t.Fatalf("filter: %v", err)
-				}
-				// Filter validated out already; check the explanation and shapes.
-				checkExplanation(t, out, expl)
-				if name == "heads" || name == "heads-nodeps" {
-					for _, p := range out.Packages {
-						for _, ch := range p.Channels {
-							if len(ch.Entries) < 1 {
-								t.Errorf("%s/%s empty", p.Name, ch.Name)
-							}
-							if name == "heads-nodeps" && len(ch.Entries) != 1 {
-								t.Errorf("heads only: %s/%s kept %d entries", p.Name, ch.Name, len(ch.Entries))
-							}
-						}
-					}
-				}
-				if name == "full" && len(out.Packages) != len(c.Packages) {
-					t.Errorf("full lost packages")
-				}
-			})
-		}
 	}
 }
 
@@ -561,7 +391,7 @@ func FuzzFilter(f *testing.F) {
 			}
 			return
 		}
-		if err := Validate(out); err != nil {
+		if err := fbc.Validate(out); err != nil {
 			t.Fatalf("invalid output: %v", err)
 		}
 	})

@@ -13,8 +13,8 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/airlock-mirror/airlock/bench/workload"
+	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
-	"github.com/airlock-mirror/airlock/prune"
 )
 
 func tiny(t *testing.T) *workload.Workload {
@@ -193,7 +193,7 @@ func TestPushAndCatalog(t *testing.T) {
 	if catRef != w.Catalog.Ref(reg.Host()) {
 		t.Errorf("catalog ref %s vs %s", catRef, w.Catalog.Ref(reg.Host()))
 	}
-	fbc, err := w.CatalogFBC()
+	catJSON, err := w.CatalogFBC()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,21 +201,21 @@ func TestPushAndCatalog(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "p"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "p", "catalog.json"), fbc, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "p", "catalog.json"), catJSON, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	counts, err := prune.ValidateDir(ctx, dir, nil)
+	counts, err := fbc.ValidateDir(ctx, dir, nil)
 	if err != nil {
 		t.Fatalf("catalog invalid: %v", err)
 	}
 	if counts.Bundles != 1 {
 		t.Errorf("%d bundles, want 1", counts.Bundles)
 	}
-	cat, err := prune.LoadDir(ctx, dir, prune.LoadOptions{ElideHeavy: true})
+	cat, err := fbc.LoadDir(ctx, dir, fbc.LoadOptions{ElideHeavy: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	uses, _ := prune.Images(cat)
+	uses, _ := fbc.Images(cat)
 	if len(uses) != len(w.Tags)-1 { // every tag but the catalog itself
 		t.Errorf("catalog names %d images, want %d", len(uses), len(w.Tags)-1)
 	}

@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/pipeline"
-	"github.com/airlock-mirror/airlock/prune"
 )
 
 func init() { registerUnder("catalog", newCatalogPruneCmd) }
@@ -64,7 +64,7 @@ file-based catalog.`,
 	f := cmd.Flags()
 	f.StringVarP(&opts.ConfigPath, "config", "c", "", "ImageSetConfiguration file (required)")
 	f.StringVarP(&opts.OutDir, "output", "o", "", "directory to write the pruned catalog to (must be empty or absent)")
-	f.StringVar(&opts.Format, "format", prune.FormatJSON, "output format: json or yaml")
+	f.StringVar(&opts.Format, "format", fbc.FormatJSON, "output format: json or yaml")
 	f.BoolVar(&explain, "explain", false, "print, per package, every kept bundle and why it was kept")
 	return cmd
 }

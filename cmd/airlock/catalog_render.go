@@ -5,9 +5,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-mirror/airlock/fbc/legacy"
 	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/pipeline"
-	"github.com/airlock-mirror/airlock/prune/legacy"
 )
 
 func init() { registerUnder("catalog", newCatalogRenderCmd) }

@@ -7,19 +7,19 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/airlock-mirror/airlock/prune"
-	"github.com/airlock-mirror/airlock/prune/legacy"
+	"github.com/airlock-mirror/airlock/fbc"
+	"github.com/airlock-mirror/airlock/fbc/legacy"
 )
 
 func init() { registerUnder("catalog", newCatalogValidateCmd) }
 
 // catalogValidateResult is the --output json document.
 type catalogValidateResult struct {
-	Dir      string               `json:"dir"`
-	Valid    bool                 `json:"valid"`
-	Counts   *prune.CatalogCounts `json:"counts,omitempty"`
-	Problems []prune.Problem      `json:"problems,omitempty"`
-	Error    string               `json:"error,omitempty"`
+	Dir      string             `json:"dir"`
+	Valid    bool               `json:"valid"`
+	Counts   *fbc.CatalogCounts `json:"counts,omitempty"`
+	Problems []fbc.Problem      `json:"problems,omitempty"`
+	Error    string             `json:"error,omitempty"`
 }
 
 func newCatalogValidateCmd() *cobra.Command {
@@ -51,7 +51,7 @@ an old index image, and a package-manifest folder (recognised by its
 			}
 			dir := args[0]
 			counts, err := legacy.ValidateLocal(cmd.Context(), dir, log)
-			var verr *prune.ValidationError
+			var verr *fbc.ValidationError
 			loadFailed := err != nil && !errors.As(err, &verr)
 			out := cmd.OutOrStdout()
 

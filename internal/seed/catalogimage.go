@@ -22,9 +22,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/opencontainers/go-digest"
 
+	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/internal/sqliteindex"
 	"github.com/airlock-mirror/airlock/mirror/catalogimage"
-	"github.com/airlock-mirror/airlock/prune"
 )
 
 // The catalog image: an opm-like base layer, the catalog (file-based, or a SQLite
@@ -115,7 +115,7 @@ const sqliteDBPath = "database/index.db"
 // sqliteFiles is the layer content of a SQLite index image holding the catalog
 // in dir.
 func sqliteFiles(ctx context.Context, dir string) ([]file, error) {
-	cat, err := prune.LoadDir(ctx, dir, prune.LoadOptions{})
+	cat, err := fbc.LoadDir(ctx, dir, fbc.LoadOptions{})
 	if err != nil {
 		return nil, err
 	}

@@ -35,9 +35,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/opencontainers/go-digest"
 
+	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/internal/fakeimage"
 	"github.com/airlock-mirror/airlock/mirror/oci"
-	"github.com/airlock-mirror/airlock/prune"
 )
 
 // CatalogLabel is the label that makes an image a file-based catalog image.
@@ -146,11 +146,11 @@ func (o Options) seedCatalog(ctx context.Context, res *Result) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	cat, err := prune.LoadDir(ctx, o.CatalogDir, prune.LoadOptions{ElideHeavy: true})
+	cat, err := fbc.LoadDir(ctx, o.CatalogDir, fbc.LoadOptions{ElideHeavy: true})
 	if err != nil {
 		return err
 	}
-	uses, warnings := prune.Images(cat)
+	uses, warnings := fbc.Images(cat)
 	res.Warnings = warnings
 
 	// Build and push one image per distinct reference.
@@ -197,9 +197,9 @@ func (o Options) seedCatalog(ctx context.Context, res *Result) error {
 	for _, p := range cat.Packages {
 		for _, b := range p.Bundles {
 			b.Image = rewrite(b.Image)
-			ris := make([]prune.RelatedImage, len(b.RelatedImages))
+			ris := make([]fbc.RelatedImage, len(b.RelatedImages))
 			for i, ri := range b.RelatedImages {
-				ris[i] = prune.RelatedImage{Name: ri.Name, Image: rewrite(ri.Image)}
+				ris[i] = fbc.RelatedImage{Name: ri.Name, Image: rewrite(ri.Image)}
 			}
 			b.RelatedImages = ris
 		}
@@ -214,7 +214,7 @@ func (o Options) seedCatalog(ctx context.Context, res *Result) error {
 	if err := os.RemoveAll(res.CatalogDir); err != nil {
 		return err
 	}
-	if err := prune.Write(ctx, cat, res.CatalogDir, prune.WriteOptions{}); err != nil {
+	if err := fbc.Write(ctx, cat, res.CatalogDir, fbc.WriteOptions{}); err != nil {
 		return err
 	}
 

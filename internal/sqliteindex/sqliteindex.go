@@ -1,7 +1,7 @@
 // Package sqliteindex writes SQLite index databases like the ones `opm index add`
 // built (schema version 13 of operator-registry): `airlock registry seed` packs
 // them into SQLite-based catalog images (internal/seed), and tests, fuzz seeds
-// and benchmarks use them; the conversion in prune/legacy reads them back. The channel graph
+// and benchmarks use them; the conversion in fbc/legacy reads them back. The channel graph
 // is stored the way opm's loader stored it (a head entry at depth 0, the
 // replaces chain below it, and for each skip a synthetic pair of entries).
 //
@@ -18,9 +18,9 @@ import (
 	"os"
 	"strings"
 
-	_ "modernc.org/sqlite" // the driver prune/legacy reads with
+	_ "modernc.org/sqlite" // the driver fbc/legacy reads with
 
-	"github.com/airlock-mirror/airlock/prune"
+	"github.com/airlock-mirror/airlock/fbc"
 )
 
 // schema is the index database schema at version 13.
@@ -46,7 +46,7 @@ var schema = []string{
 // it has none, a minimal CSV with its related images and the package icon); its
 // olm.package.required and olm.gvk.required properties become dependencies; its
 // other properties are stored as they are.
-func Write(ctx context.Context, c *prune.Catalog, path string) error {
+func Write(ctx context.Context, c *fbc.Catalog, path string) error {
 	if _, err := os.Stat(path); err == nil {
 		return fmt.Errorf("%s already exists", path)
 	}
@@ -84,7 +84,7 @@ func (w *writer) exec(q string, args ...any) (sql.Result, error) {
 	return w.tx.ExecContext(w.ctx, q, args...)
 }
 
-func (w *writer) pkg(p *prune.Package) error {
+func (w *writer) pkg(p *fbc.Package) error {
 	if _, err := w.exec(`INSERT INTO package(name, default_channel) VALUES (?, ?)`, p.Name, p.DefaultChannel); err != nil {
 		return err
 	}
@@ -102,8 +102,8 @@ func (w *writer) pkg(p *prune.Package) error {
 }
 
 // channel stores a channel's graph as opm's loader did.
-func (w *writer) channel(p *prune.Package, ch *prune.Channel) error {
-	entries := map[string]prune.ChannelEntry{}
+func (w *writer) channel(p *fbc.Package, ch *fbc.Channel) error {
+	entries := map[string]fbc.ChannelEntry{}
 	incoming := map[string]bool{}
 	for _, e := range ch.Entries {
 		entries[e.Name] = e
@@ -174,12 +174,12 @@ func (w *writer) channel(p *prune.Package, ch *prune.Channel) error {
 	}
 }
 
-func (w *writer) bundle(p *prune.Package, b *prune.Bundle) error {
+func (w *writer) bundle(p *fbc.Package, b *fbc.Bundle) error {
 	version := ""
 	var objs []string
 	for _, pr := range b.Properties {
 		switch pr.Type {
-		case prune.PropertyPackage:
+		case fbc.PropertyPackage:
 			var v struct {
 				Version string `json:"version"`
 			}
@@ -187,7 +187,7 @@ func (w *writer) bundle(p *prune.Package, b *prune.Bundle) error {
 				return err
 			}
 			version = v.Version
-		case prune.PropertyBundleObject:
+		case fbc.PropertyBundleObject:
 			var v struct {
 				Data []byte `json:"data"`
 			}
@@ -255,9 +255,9 @@ func (w *writer) bundle(p *prune.Package, b *prune.Bundle) error {
 	for _, pr := range b.Properties {
 		table, typ, val := "properties", pr.Type, string(pr.Value)
 		switch pr.Type {
-		case prune.PropertyBundleObject, prune.PropertyCSVMetadata:
+		case fbc.PropertyBundleObject, fbc.PropertyCSVMetadata:
 			continue
-		case prune.PropertyPackageRequired:
+		case fbc.PropertyPackageRequired:
 			var v struct {
 				PackageName  string `json:"packageName"`
 				VersionRange string `json:"versionRange"`
@@ -266,9 +266,9 @@ func (w *writer) bundle(p *prune.Package, b *prune.Bundle) error {
 				return err
 			}
 			raw, _ := json.Marshal(map[string]string{"packageName": v.PackageName, "version": v.VersionRange})
-			table, typ, val = "dependencies", prune.PropertyPackage, string(raw)
-		case prune.PropertyGVKRequired:
-			table, typ = "dependencies", prune.PropertyGVK
+			table, typ, val = "dependencies", fbc.PropertyPackage, string(raw)
+		case fbc.PropertyGVKRequired:
+			table, typ = "dependencies", fbc.PropertyGVK
 		}
 		if _, err := w.exec(`INSERT INTO `+table+`(type, value, operatorbundle_name, operatorbundle_version, operatorbundle_path) VALUES (?, ?, ?, ?, ?)`,
 			typ, val, b.Name, version, b.Image); err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/prune"
 )
@@ -82,7 +83,7 @@ func Prepare(ctx context.Context, opts DrawOptions) (*Package, error) {
 	if opts.Dir == "" {
 		return nil, fmt.Errorf("no catalog directory given: pass the root directory of a file-based catalog")
 	}
-	c, err := prune.LoadDir(ctx, opts.Dir, prune.LoadOptions{ElideHeavy: true, Logger: log})
+	c, err := fbc.LoadDir(ctx, opts.Dir, fbc.LoadOptions{ElideHeavy: true, Logger: log})
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/blang/semver/v4"
 
+	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/prune"
 )
 
@@ -115,11 +116,11 @@ type Edge struct {
 }
 
 // Build makes the picture of opts.Package of c.
-func Build(c *prune.Catalog, opts Options) (*Package, error) {
+func Build(c *fbc.Catalog, opts Options) (*Package, error) {
 	if opts.Package == "" {
 		return nil, fmt.Errorf("no package given: pass --package NAME")
 	}
-	var pkg *prune.Package
+	var pkg *fbc.Package
 	for _, p := range c.Packages {
 		if p.Name == opts.Package {
 			pkg = p
@@ -145,7 +146,7 @@ func Build(c *prune.Catalog, opts Options) (*Package, error) {
 	if opts.Explanation != nil {
 		pe = opts.Explanation.Package(pkg.Name)
 	}
-	bundles := make(map[string]*prune.Bundle, len(pkg.Bundles))
+	bundles := make(map[string]*fbc.Bundle, len(pkg.Bundles))
 	for _, b := range pkg.Bundles {
 		bundles[b.Name] = b
 	}
@@ -176,7 +177,7 @@ type pkgDeprecations struct {
 	bundles  map[string]string
 }
 
-func deprecations(p *prune.Package) pkgDeprecations {
+func deprecations(p *fbc.Package) pkgDeprecations {
 	d := pkgDeprecations{channels: map[string]string{}, bundles: map[string]string{}}
 	for _, dd := range p.Deprecations {
 		for _, e := range dd.Entries {
@@ -185,18 +186,18 @@ func deprecations(p *prune.Package) pkgDeprecations {
 				msg = "deprecated"
 			}
 			switch e.Reference.Schema {
-			case prune.SchemaPackage:
+			case fbc.SchemaPackage:
 				d.pkg = msg
-			case prune.SchemaChannel:
+			case fbc.SchemaChannel:
 				d.channels[e.Reference.Name] = msg
-			case prune.SchemaBundle:
+			case fbc.SchemaBundle:
 				d.bundles[e.Reference.Name] = msg
 			}
 		}
 	}
 	for _, b := range p.Bundles {
 		for _, pr := range b.Properties {
-			if pr.Type == prune.PropertyDeprecated && d.bundles[b.Name] == "" {
+			if pr.Type == fbc.PropertyDeprecated && d.bundles[b.Name] == "" {
 				d.bundles[b.Name] = "deprecated (olm.deprecated property)"
 			}
 		}
@@ -209,8 +210,8 @@ type versioned struct {
 	ok bool
 }
 
-func buildChannel(ch *prune.Channel, bundles map[string]*prune.Bundle, dep pkgDeprecations, pe *prune.PackageExplanation, opts Options) *Channel {
-	g := prune.NewGraph(ch)
+func buildChannel(ch *fbc.Channel, bundles map[string]*fbc.Bundle, dep pkgDeprecations, pe *prune.PackageExplanation, opts Options) *Channel {
+	g := fbc.NewGraph(ch)
 	heads := map[string]bool{}
 	for _, h := range g.Heads() {
 		heads[h] = true
@@ -247,7 +248,7 @@ func buildChannel(ch *prune.Channel, bundles map[string]*prune.Bundle, dep pkgDe
 		n := &Node{Name: e.Name, Head: heads[e.Name], Deprecated: dep.bundles[e.Name]}
 		var vv versioned
 		if b := bundles[e.Name]; b != nil {
-			if v, err := prune.BundleVersion(b); err == nil {
+			if v, err := fbc.BundleVersion(b); err == nil {
 				vv = versioned{v, true}
 				n.Version = v.String()
 			}
@@ -291,7 +292,7 @@ func buildChannel(ch *prune.Channel, bundles map[string]*prune.Bundle, dep pkgDe
 		if e.SkipRange == "" {
 			continue
 		}
-		r, err := prune.ParseSkipRange(e.SkipRange)
+		r, err := fbc.ParseSkipRange(e.SkipRange)
 		if err != nil {
 			continue
 		}

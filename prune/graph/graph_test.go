@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/internal/browser"
 	"github.com/airlock-mirror/airlock/internal/testutil/fixtures"
@@ -96,7 +97,7 @@ func operatorOf(t *testing.T, name string) *imageset.Operator {
 func skipRangeOnlyCopy(t *testing.T, dir string) string {
 	t.Helper()
 	ctx := context.Background()
-	c, err := prune.LoadDir(ctx, dir, prune.LoadOptions{})
+	c, err := fbc.LoadDir(ctx, dir, fbc.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func skipRangeOnlyCopy(t *testing.T, dir string) string {
 		}
 	}
 	out := filepath.Join(t.TempDir(), "catalog")
-	if err := prune.Write(ctx, c, out, prune.WriteOptions{}); err != nil {
+	if err := fbc.Write(ctx, c, out, fbc.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return out
@@ -119,7 +120,7 @@ func skipRangeOnlyCopy(t *testing.T, dir string) string {
 func TestColours(t *testing.T) {
 	dir := realCatalog(t, descheduler)
 	ctx := context.Background()
-	c, err := prune.LoadDir(ctx, dir, prune.LoadOptions{ElideHeavy: true})
+	c, err := fbc.LoadDir(ctx, dir, fbc.LoadOptions{ElideHeavy: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +157,7 @@ func TestColours(t *testing.T) {
 
 func TestBuildErrors(t *testing.T) {
 	dir := realCatalog(t, descheduler)
-	c, err := prune.LoadDir(context.Background(), dir, prune.LoadOptions{ElideHeavy: true})
+	c, err := fbc.LoadDir(context.Background(), dir, fbc.LoadOptions{ElideHeavy: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/prune"
+	"github.com/airlock-mirror/airlock/fbc"
 )
 
 func TestGenerateValid(t *testing.T) {
@@ -33,11 +33,11 @@ func TestGenerateValid(t *testing.T) {
 			if err := Generate(ctx, tc.opts, dir); err != nil {
 				t.Fatal(err)
 			}
-			c, err := prune.LoadDir(ctx, dir, prune.LoadOptions{ElideHeavy: true})
+			c, err := fbc.LoadDir(ctx, dir, fbc.LoadOptions{ElideHeavy: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := prune.Validate(c); err != nil {
+			if err := fbc.Validate(c); err != nil {
 				t.Fatalf("generated catalog is invalid: %v", err)
 			}
 			if len(c.Packages) != tc.opts.Packages {
@@ -56,7 +56,7 @@ func TestGenerateValid(t *testing.T) {
 				for _, ch := range p.Channels {
 					channels++
 					hasDefault = hasDefault || ch.Name == p.DefaultChannel
-					g := prune.NewGraph(ch)
+					g := fbc.NewGraph(ch)
 					head, err := g.Head()
 					if err != nil {
 						t.Fatalf("%s/%s: %v", p.Name, ch.Name, err)
@@ -85,14 +85,14 @@ func TestGenerateValid(t *testing.T) {
 					}
 					for i, pr := range b.Properties {
 						switch pr.Type {
-						case prune.PropertyPackage:
+						case fbc.PropertyPackage:
 							if versions[string(pr.Value)] {
 								t.Errorf("duplicate version %s", pr.Value)
 							}
 							versions[string(pr.Value)] = true
-						case prune.PropertyPackageRequired, prune.PropertyGVKRequired:
+						case fbc.PropertyPackageRequired, fbc.PropertyGVKRequired:
 							deps++
-						case prune.PropertyBundleObject:
+						case fbc.PropertyBundleObject:
 							objects++
 							if !b.Elided(i) {
 								t.Errorf("bundle %s: object %d not elided", b.Name, i)

@@ -1,0 +1,5 @@
+//go:build !race
+
+package fbc
+
+const ioRaceDetector = false

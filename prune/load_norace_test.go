@@ -1,5 +1,0 @@
-//go:build !race
-
-package prune
-
-const ioRaceDetector = false

@@ -4,7 +4,7 @@ BIN       ?= bin/airlock
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
 FUZZTIME  ?= 30s
-# ISA-L's inflater (2.5x faster first fetch of a large catalog; README) is built
+# ISA-L's inflater (2.5x faster first fetch of a large catalog; docs/development.md) is built
 # in when its development files are installed (Debian: libisal-dev); ISAL= builds
 # without it, ISAL=1 insists.
 ISAL      ?= $(shell test -f /usr/include/isa-l/igzip_lib.h && echo 1)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The monthly routine of a disconnected site, end to end on this machine (the
-# README's "Keeping the mirror current" output comes from it):
+# output in docs/maintenance.md, "A real run", comes from it):
 #
 #   1. a source registry seeded each month with testdata/monthly/month-N (two
 #      catalogs that share related images; versions come and go)

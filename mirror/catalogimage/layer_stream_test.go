@@ -99,7 +99,7 @@ func TestCatalogLayerDeterministic(t *testing.T) {
 	sum := sha256.Sum256(first)
 	got := "sha256:" + hex.EncodeToString(sum[:]) + "\n"
 	// A change of compression changes every rebuilt catalog's digest: if that
-	// is meant, say so in the README and rerun with -update.
+	// is meant, say so in docs/catalogs.md and rerun with -update.
 	golden.Check(t, filepath.Join("testdata", "catalog-layer.digest"), []byte(got))
 }
 

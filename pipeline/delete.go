@@ -113,7 +113,7 @@ func wantList(ws []workspace.RunWant) string {
 // working-dir the file is in (DIR/working-dir/delete/delete-images.yaml).
 func planWorkDir(o DeleteOptions) (workspace.Dir, error) {
 	if o.Workspace != "" {
-		return workingDir(o.Workspace)
+		return workspace.OpenLocation(o.Workspace)
 	}
 	abs, err := filepath.Abs(o.PlanFile)
 	if err != nil {

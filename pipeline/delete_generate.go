@@ -21,7 +21,7 @@ func generateDelete(ctx context.Context, o DeleteOptions, dest string, reg *regi
 	if o.Workspace == "" {
 		return nil, errors.New("--generate needs --workspace file://DIR: the workspace of the mirror runs, whose history says what is in the registry and why")
 	}
-	wd, err := workingDir(o.Workspace)
+	wd, err := workspace.OpenLocation(o.Workspace)
 	if err != nil {
 		return nil, err
 	}

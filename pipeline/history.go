@@ -15,7 +15,7 @@ import (
 
 // ReadHistory reads the history of the workspace file://DIR.
 func ReadHistory(ws string) (*workspace.History, error) {
-	wd, err := workingDir(ws)
+	wd, err := workspace.OpenLocation(ws)
 	if err != nil {
 		return nil, err
 	}

@@ -16,24 +16,6 @@ import (
 // Setting a run up: the workflow from the command line's locations, the working
 // directory.
 
-// fileDir returns DIR of a file://DIR location given to flag.
-func fileDir(s, flag string) (string, error) {
-	p, ok := strings.CutPrefix(s, "file://")
-	if !ok || p == "" {
-		return "", fmt.Errorf("%s %q must be file://DIR", flag, s)
-	}
-	return filepath.Clean(p), nil
-}
-
-// workingDir returns DIR/working-dir of a --workspace file://DIR.
-func workingDir(ws string) (workspace.Dir, error) {
-	dir, err := fileDir(ws, "--workspace")
-	if err != nil {
-		return "", err
-	}
-	return workspace.Open(dir)
-}
-
 func (r *run) setup() error {
 	o := r.opts
 	if o.ConfigPath == "" {
@@ -49,7 +31,7 @@ func (r *run) setup() error {
 		if !strings.HasPrefix(o.Destination, "docker://") {
 			return fmt.Errorf("disk-to-mirror needs a registry destination docker://REGISTRY/NAMESPACE, got %q", o.Destination)
 		}
-		dir, err := fileDir(o.From, "--from")
+		dir, err := workspace.FileDir(o.From, "--from")
 		if err != nil {
 			return err
 		}
@@ -60,7 +42,7 @@ func (r *run) setup() error {
 		// directory.
 		ws := workspace.DefaultName
 		if o.Workspace != "" {
-			if ws, err = fileDir(o.Workspace, "--workspace"); err != nil {
+			if ws, err = workspace.FileDir(o.Workspace, "--workspace"); err != nil {
 				return err
 			}
 		}
@@ -74,7 +56,7 @@ func (r *run) setup() error {
 		if o.Workspace != "" {
 			return errors.New("--workspace is for mirror-to-mirror; mirror-to-disk writes its working-dir inside the file:// destination")
 		}
-		dir, err := fileDir(o.Destination, "destination")
+		dir, err := workspace.FileDir(o.Destination, "destination")
 		if err != nil {
 			return err
 		}
@@ -83,7 +65,7 @@ func (r *run) setup() error {
 		if o.Workspace == "" {
 			return errors.New("mirror-to-mirror needs --workspace file://DIR for its working files (or use --from file://DIR for disk-to-mirror)")
 		}
-		dir, err := fileDir(o.Workspace, "--workspace")
+		dir, err := workspace.FileDir(o.Workspace, "--workspace")
 		if err != nil {
 			return err
 		}

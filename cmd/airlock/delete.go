@@ -5,14 +5,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/airlock-mirror/airlock/pipeline"
+	"github.com/airlock-mirror/airlock/pipeline/deletion"
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
 func init() { register(newDeleteCmd) }
 
 func newDeleteCmd() *cobra.Command {
-	o := pipeline.DeleteOptions{DestTLSVerify: true}
+	o := deletion.Options{DestTLSVerify: true}
 	cmd := &cobra.Command{
 		Use:   "delete (--generate (-c delete-isc.yaml | --stale) --workspace file://DIR | --delete-yaml-file FILE) docker://REGISTRY[:PORT]/NAMESPACE",
 		Short: "Plan, review, then execute the removal of images from a mirror registry",
@@ -49,7 +49,7 @@ garbage collection: airlock registry gc --root DIR for airlock registry serve.`,
 				return err
 			}
 			o.Destination, o.Logger = args[0], log
-			res, err := pipeline.Delete(cmd.Context(), o)
+			res, err := deletion.Run(cmd.Context(), o)
 			if res != nil {
 				res.WriteText(cmd.OutOrStdout(), !o.Generate)
 			}

@@ -1,4 +1,4 @@
-package pipeline
+package deletion
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
-func executeDelete(ctx context.Context, o DeleteOptions, dest string, reg *registry.Client) (*DeleteResult, error) {
+func execute(ctx context.Context, o Options, dest string, reg *registry.Client) (*Result, error) {
 	wd, err := planWorkDir(o)
 	if err != nil {
 		return nil, err
@@ -34,7 +34,7 @@ func executeDelete(ctx context.Context, o DeleteOptions, dest string, reg *regis
 	if err := workspace.CheckDeletePlan(plan, o.PlanFile, wd, dest); err != nil {
 		return nil, err
 	}
-	res := &DeleteResult{PlanFile: o.PlanFile, Plan: plan}
+	res := &Result{PlanFile: o.PlanFile, Plan: plan}
 	// Nothing is deleted unless the registry and the history are as the plan
 	// saw them.
 	h, err := workspace.ReadHistory(wd)

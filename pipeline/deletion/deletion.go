@@ -1,4 +1,15 @@
-package pipeline
+// Package deletion owns the delete command: planning a deletion from the
+// workspace history (what a DeleteImageSetConfiguration names, or what earlier
+// runs mirrored that no current selection wants any more), resolving the
+// candidates against the registry (the manifests and tags there, the platform
+// manifests of an index, tags airlock does not own), and executing a reviewed
+// plan (checking that the registry and the history are as the plan saw them,
+// deleting tags then manifests, rewriting the cluster resources).
+//
+// deletion must not know how a mirror run is orchestrated: it never imports
+// package pipeline. It reads what the runs recorded through package workspace
+// (history, delete plans) and talks to the registry through mirror/registry.
+package deletion
 
 import (
 	"context"
@@ -15,8 +26,8 @@ import (
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
-// DeleteOptions are the delete command's inputs.
-type DeleteOptions struct {
+// Options are the delete command's inputs.
+type Options struct {
 	// Generate writes a plan (--generate) instead of executing one.
 	Generate bool
 	// ConfigPath is -c: a DeleteImageSetConfiguration (with Generate).
@@ -38,8 +49,8 @@ type DeleteOptions struct {
 	Logger *slog.Logger
 }
 
-// DeleteResult is what a delete command did.
-type DeleteResult struct {
+// Result is what a delete command did.
+type Result struct {
 	// PlanFile is the plan written (Generate) or executed.
 	PlanFile string                `json:"planFile"`
 	Plan     *workspace.DeletePlan `json:"plan,omitempty"`
@@ -52,8 +63,8 @@ type DeleteResult struct {
 	ClusterResources []string `json:"clusterResources,omitempty"`
 }
 
-// Delete plans (Generate) or executes a deletion from a mirror registry.
-func Delete(ctx context.Context, o DeleteOptions) (*DeleteResult, error) {
+// Run plans (Generate) or executes a deletion from a mirror registry.
+func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -74,7 +85,7 @@ func Delete(ctx context.Context, o DeleteOptions) (*DeleteResult, error) {
 		if o.PlanFile != "" {
 			return nil, errors.New("--generate writes a plan and --delete-yaml-file executes one: give one of them")
 		}
-		return generateDelete(ctx, o, dest, reg)
+		return generate(ctx, o, dest, reg)
 	}
 	if o.PlanFile == "" {
 		return nil, errors.New("nothing to do: plan with --generate (-c delete-isc.yaml or --stale), then execute the reviewed plan with --delete-yaml-file")
@@ -82,7 +93,7 @@ func Delete(ctx context.Context, o DeleteOptions) (*DeleteResult, error) {
 	if o.ConfigPath != "" || o.Stale {
 		return nil, errors.New("-c and --stale make a plan: use them with --generate; --delete-yaml-file executes a plan as it is")
 	}
-	return executeDelete(ctx, o, dest, reg)
+	return execute(ctx, o, dest, reg)
 }
 
 // currentDesc names the runs of the current selections.
@@ -111,9 +122,9 @@ func wantList(ws []workspace.RunWant) string {
 
 // planWorkDir finds the workspace of a plan file: --workspace, else the
 // working-dir the file is in (DIR/working-dir/delete/delete-images.yaml).
-func planWorkDir(o DeleteOptions) (workspace.Dir, error) {
+func planWorkDir(o Options) (workspace.Dir, error) {
 	if o.Workspace != "" {
-		return workingDir(o.Workspace)
+		return workspace.OpenLocation(o.Workspace)
 	}
 	abs, err := filepath.Abs(o.PlanFile)
 	if err != nil {
@@ -127,7 +138,7 @@ func planWorkDir(o DeleteOptions) (workspace.Dir, error) {
 }
 
 // WriteText prints what the delete command did.
-func (r *DeleteResult) WriteText(w io.Writer, executed bool) {
+func (r *Result) WriteText(w io.Writer, executed bool) {
 	p := r.Plan
 	if !executed {
 		fmt.Fprintf(w, "delete plan %s written to %s\n", p.PlanID, r.PlanFile)

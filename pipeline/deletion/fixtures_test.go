@@ -1,4 +1,4 @@
-package pipeline_test
+package deletion_test
 
 import (
 	"encoding/json"
@@ -118,7 +118,7 @@ var months = []month{
 
 // monthlyCatalog is the catalog of month i (0-based) in testdata/monthly.
 func monthlyCatalog(i int, name string) string {
-	return filepath.Join("..", "testdata", "monthly", fmt.Sprintf("month-%d", i+1), name)
+	return filepath.Join("..", "..", "testdata", "monthly", fmt.Sprintf("month-%d", i+1), name)
 }
 
 // The catalogs in testdata/monthly are the months above (go test -update
@@ -143,7 +143,7 @@ func TestMonthlyCatalogs(t *testing.T) {
 				got, _ := os.ReadFile(filepath.Join(dir, e.Name(), "catalog.json"))
 				have, err := os.ReadFile(filepath.Join(want, e.Name(), "catalog.json"))
 				if err != nil || string(got) != string(have) {
-					t.Errorf("%s/%s differs from the generator (%v): go test ./pipeline -run TestMonthlyCatalogs -update", want, e.Name(), err)
+					t.Errorf("%s/%s differs from the generator (%v): go test ./pipeline/deletion -run TestMonthlyCatalogs -update", want, e.Name(), err)
 				}
 			}
 		}

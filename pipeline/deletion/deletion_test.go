@@ -1,4 +1,4 @@
-package pipeline_test
+package deletion_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/seed"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/pipeline"
+	"github.com/airlock-mirror/airlock/pipeline/deletion"
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
@@ -31,6 +32,12 @@ type imageAt struct {
 	digest digest.Digest
 	source string
 	tags   []string
+}
+
+// mirrorOptions are the options of the mirror runs that fill the registry (as
+// pipeline's own tests run them).
+func mirrorOptions(cfgPath string) pipeline.Options {
+	return pipeline.Options{ConfigPath: cfgPath, SrcTLSVerify: true, DestTLSVerify: true, ParallelImages: 4, ParallelLayers: 4, RetryTimes: 5}
 }
 
 func TestMonthlyRoutineStaleDeleteAndGC(t *testing.T) {
@@ -71,7 +78,7 @@ mirror:
   additionalImages:
   - name: %s
 `, red.Catalog, com.Catalog, red.Extra[m.debug]))
-		o := opts(cfgPath)
+		o := mirrorOptions(cfgPath)
 		o.Workspace, o.Destination = "file://"+ws, "docker://"+dest
 		res, err := pipeline.Mirror(ctx, o)
 		if err != nil {
@@ -159,7 +166,7 @@ delete:
     - name: alpha
       maxVersion: 1.2.0
 `, runs[0].Catalogs[0].Catalog))
-	dres, err := pipeline.Delete(ctx, pipeline.DeleteOptions{Generate: true, ConfigPath: delCfg, Workspace: "file://" + ws, Destination: "docker://" + dest, DestTLSVerify: true})
+	dres, err := deletion.Run(ctx, deletion.Options{Generate: true, ConfigPath: delCfg, Workspace: "file://" + ws, Destination: "docker://" + dest, DestTLSVerify: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,9 +187,9 @@ delete:
 
 	// The stale plan: exactly what no selection wants (indexes with their
 	// platform images), never what the last month uses.
-	gen := func() *pipeline.DeleteResult {
+	gen := func() *deletion.Result {
 		t.Helper()
-		res, err := pipeline.Delete(ctx, pipeline.DeleteOptions{Generate: true, Stale: true, Workspace: "file://" + ws, Destination: "docker://" + dest, DestTLSVerify: true})
+		res, err := deletion.Run(ctx, deletion.Options{Generate: true, Stale: true, Workspace: "file://" + ws, Destination: "docker://" + dest, DestTLSVerify: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -247,12 +254,12 @@ delete:
 	for _, e := range edits {
 		f := filepath.Join(filepath.Dir(plan.PlanFile), e.name+".yaml")
 		writeFile(t, f, e.edit(string(body)))
-		_, err := pipeline.Delete(ctx, pipeline.DeleteOptions{PlanFile: f, Destination: "docker://" + dest, DestTLSVerify: true})
+		_, err := deletion.Run(ctx, deletion.Options{PlanFile: f, Destination: "docker://" + dest, DestTLSVerify: true})
 		if err == nil || !strings.Contains(err.Error(), e.want) {
 			t.Errorf("%s: err = %v, want %q", e.name, err, e.want)
 		}
 	}
-	if _, err := pipeline.Delete(ctx, pipeline.DeleteOptions{PlanFile: plan.PlanFile, Destination: "docker://" + src.Host() + "/mirror", DestTLSVerify: true}); !errors.Is(err, workspace.ErrPlanRefused) {
+	if _, err := deletion.Run(ctx, deletion.Options{PlanFile: plan.PlanFile, Destination: "docker://" + src.Host() + "/mirror", DestTLSVerify: true}); !errors.Is(err, workspace.ErrPlanRefused) {
 		t.Errorf("plan run against another registry: %v", err)
 	}
 
@@ -271,7 +278,7 @@ delete:
 	if code := raw.send(http.MethodPut, repoPath(victim.Repository), "pinned-by-someone", mraw, mt.MediaType); code != http.StatusCreated {
 		t.Fatalf("tag a planned manifest: %d", code)
 	}
-	if _, err := pipeline.Delete(ctx, pipeline.DeleteOptions{PlanFile: plan.PlanFile, Destination: "docker://" + dest, DestTLSVerify: true}); !errors.Is(err, workspace.ErrPlanRefused) || !strings.Contains(err.Error(), "pinned-by-someone") {
+	if _, err := deletion.Run(ctx, deletion.Options{PlanFile: plan.PlanFile, Destination: "docker://" + dest, DestTLSVerify: true}); !errors.Is(err, workspace.ErrPlanRefused) || !strings.Contains(err.Error(), "pinned-by-someone") {
 		t.Fatalf("a plan against a changed registry: %v", err)
 	}
 	if code := raw.send(http.MethodDelete, repoPath(victim.Repository), "pinned-by-someone", nil, ""); code != http.StatusAccepted {
@@ -298,14 +305,14 @@ delete:
 	}
 
 	// Execute the reviewed plan.
-	res, err := pipeline.Delete(ctx, pipeline.DeleteOptions{PlanFile: plan.PlanFile, Destination: "docker://" + dest, DestTLSVerify: true})
+	res, err := deletion.Run(ctx, deletion.Options{PlanFile: plan.PlanFile, Destination: "docker://" + dest, DestTLSVerify: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Deleted) != len(plan.Plan.Manifests) {
 		t.Errorf("deleted %d manifests, planned %d", len(res.Deleted), len(plan.Plan.Manifests))
 	}
-	if _, err := pipeline.Delete(ctx, pipeline.DeleteOptions{PlanFile: plan.PlanFile, Destination: "docker://" + dest, DestTLSVerify: true}); !errors.Is(err, workspace.ErrPlanRefused) {
+	if _, err := deletion.Run(ctx, deletion.Options{PlanFile: plan.PlanFile, Destination: "docker://" + dest, DestTLSVerify: true}); !errors.Is(err, workspace.ErrPlanRefused) {
 		t.Errorf("a plan executed twice: %v", err)
 	}
 
@@ -414,7 +421,7 @@ delete:
   additionalImages:
   - name: %s
 `, debug.source))
-	dplan, err := pipeline.Delete(ctx, pipeline.DeleteOptions{Generate: true, ConfigPath: delCfg, Workspace: "file://" + ws, Destination: "docker://" + dest, DestTLSVerify: true})
+	dplan, err := deletion.Run(ctx, deletion.Options{Generate: true, ConfigPath: delCfg, Workspace: "file://" + ws, Destination: "docker://" + dest, DestTLSVerify: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +440,7 @@ delete:
 	if !named() {
 		t.Fatal("test set-up: the cluster resources do not name the additional image")
 	}
-	dres2, err := pipeline.Delete(ctx, pipeline.DeleteOptions{PlanFile: dplan.PlanFile, Destination: "docker://" + dest, DestTLSVerify: true})
+	dres2, err := deletion.Run(ctx, deletion.Options{PlanFile: dplan.PlanFile, Destination: "docker://" + dest, DestTLSVerify: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package pipeline_test
+package deletion_test
 
 import (
 	"encoding/json"

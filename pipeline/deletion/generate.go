@@ -1,4 +1,4 @@
-package pipeline
+package deletion
 
 import (
 	"context"
@@ -17,11 +17,11 @@ import (
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
-func generateDelete(ctx context.Context, o DeleteOptions, dest string, reg *registry.Client) (*DeleteResult, error) {
+func generate(ctx context.Context, o Options, dest string, reg *registry.Client) (*Result, error) {
 	if o.Workspace == "" {
 		return nil, errors.New("--generate needs --workspace file://DIR: the workspace of the mirror runs, whose history says what is in the registry and why")
 	}
-	wd, err := workingDir(o.Workspace)
+	wd, err := workspace.OpenLocation(o.Workspace)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +79,7 @@ func generateDelete(ctx context.Context, o DeleteOptions, dest string, reg *regi
 	if err != nil {
 		return nil, err
 	}
-	return &DeleteResult{PlanFile: path, Plan: plan}, nil
+	return &Result{PlanFile: path, Plan: plan}, nil
 }
 
 // repoState is what a repository's tags point at.

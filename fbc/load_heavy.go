@@ -13,9 +13,10 @@ import (
 )
 
 // This file holds the checks of the heavy property values (olm.bundle.object and
-// olm.csv.metadata) that opm applies: validate.Catalog runs them on the values it has,
-// and Load runs them before it elides a value (LoadOptions.ElideHeavy), keeping
-// the result on the bundle, so validate.Catalog reports the same problems either way.
+// olm.csv.metadata) that opm applies: PropertyChecker runs them on the values a
+// bundle has (for validate.Catalog), and Load runs them before it elides a value
+// (LoadOptions.ElideHeavy), keeping the result on the bundle, so validate.Catalog
+// reports the same problems either way.
 
 // propertyError is the problem found in the value of the property at index of
 // a bundle's Properties when Load checked it before eliding it.

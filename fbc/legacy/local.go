@@ -115,7 +115,7 @@ func ValidateLocal(ctx context.Context, src string, log *slog.Logger) (fbc.Catal
 		return fbc.CatalogCounts{}, err
 	}
 	if !ok {
-		// Not ours: let ValidateDir report the problem with the folder.
+		// Not ours: let validate.Dir report the problem with the folder.
 		return validate.Dir(ctx, src, log)
 	}
 	defer cleanup()

@@ -14,6 +14,7 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/property"
 
 	"github.com/airlock-mirror/airlock/fbc"
+	"github.com/airlock-mirror/airlock/fbc/validate"
 )
 
 // canon is a catalog reduced to sorted lines, one per document, in a form both
@@ -297,5 +298,5 @@ func ourValidate(ctx context.Context, dir string, elide bool) error {
 	if err != nil {
 		return fmt.Errorf("load: %w", err)
 	}
-	return fbc.Validate(c)
+	return validate.Catalog(c)
 }

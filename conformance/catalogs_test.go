@@ -25,9 +25,10 @@ type source struct {
 
 // Paths relative to this module (conformance/): the main module is its parent.
 const (
-	fbcTestdata    = "../fbc/testdata"
-	pruneTestdata  = "../prune/testdata"
-	demoCatalogDir = "../testdata/demo/catalog"
+	fbcTestdata      = "../fbc/testdata"
+	validateTestdata = "../fbc/validate/testdata"
+	pruneTestdata    = "../prune/testdata"
+	demoCatalogDir   = "../testdata/demo/catalog"
 )
 
 // realCatalogsDir holds the team's shared real catalogs (internal/testutil/fixtures: a
@@ -81,14 +82,14 @@ func subdirs(t testing.TB, dir string) []string {
 	return out
 }
 
-// testdataSources returns the main module's testdata catalogs: fbc/testdata/valid,
-// fbc/testdata/invalid, the inputs of the filter golden tests, the I/O test catalog
+// testdataSources returns the main module's testdata catalogs: fbc/validate/testdata/valid,
+// fbc/validate/testdata/invalid, the inputs of the filter golden tests, the I/O test catalog
 // and the demo catalog if there is one, plus this module's own testdata/catalogs.
 func testdataSources(t testing.TB) []source {
 	t.Helper()
 	var out []source
 	for _, kind := range []string{"valid", "invalid"} {
-		base := filepath.Join(fbcTestdata, kind)
+		base := filepath.Join(validateTestdata, kind)
 		for _, d := range subdirs(t, base) {
 			out = append(out, source{Name: "prune-" + kind + "/" + d, Dir: filepath.Join(base, d), Kind: kind})
 		}
@@ -175,7 +176,7 @@ func TestMain(m *testing.M) {
 func TestSourcesPresent(t *testing.T) {
 	td := testdataSources(t)
 	if len(td) < 10 {
-		t.Fatalf("found only %d testdata catalogs under %s: the paths are wrong", len(td), fbcTestdata)
+		t.Fatalf("found only %d testdata catalogs under %s: the paths are wrong", len(td), validateTestdata)
 	}
 	if len(genSources(t)) != len(genOptions) {
 		t.Fatalf("generator produced %d catalogs, want %d", len(genSources(t)), len(genOptions))

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/airlock-mirror/airlock/fbc"
+	"github.com/airlock-mirror/airlock/fbc/validate"
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/prune"
 )
@@ -144,7 +145,7 @@ func TestFilterOutputValid(t *testing.T) {
 			if err != nil {
 				t.Fatalf("load: %v", err)
 			}
-			if fbc.Validate(c) != nil {
+			if validate.Catalog(c) != nil {
 				t.Skip("not a valid catalog")
 			}
 			for i, fc := range filterConfigs(c) {

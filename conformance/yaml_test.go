@@ -14,6 +14,7 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 
 	"github.com/airlock-mirror/airlock/fbc"
+	"github.com/airlock-mirror/airlock/fbc/validate"
 )
 
 // TestYAMLAgreement is the equivalence proof of airlock's YAML loading (a fast
@@ -123,7 +124,7 @@ func compareYAML(ctx context.Context, t *testing.T, dir string, exact bool, know
 	if err != nil {
 		t.Fatalf("elided load: %v", err)
 	}
-	opmV, ourV := opmValidateCfg(cfg), fbc.Validate(light)
+	opmV, ourV := opmValidateCfg(cfg), validate.Catalog(light)
 	if known != nil && (opmV == nil) == known.opmAccepts && (ourV == nil) == known.cliAccepts {
 		t.Logf("known difference (%s)", known.why)
 	} else if (opmV == nil) != (ourV == nil) {

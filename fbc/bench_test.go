@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/airlock-mirror/airlock/fbc"
+	"github.com/airlock-mirror/airlock/fbc/validate"
 	"github.com/airlock-mirror/airlock/internal/gen/catalog/gen"
 )
 
@@ -131,7 +132,7 @@ func BenchmarkLoadValidateWriteHeads(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := fbc.Validate(c); err != nil {
+				if err := validate.Catalog(c); err != nil {
 					b.Fatal(err)
 				}
 				heads := headsOnly(b, c)

@@ -76,10 +76,8 @@ func FuzzLoad(f *testing.F) {
 		if err != nil {
 			t.Fatalf("loads with elision but not without: %v", err)
 		}
-		// Load checks the values it elides as Validate checks kept ones.
-		if a, b := errString(Validate(c)), errString(Validate(full)); a != b {
-			t.Fatalf("Validate differs with heavy values elided:\n%s\n---\nwith values:\n%s", a, b)
-		}
+		// That Load checks the values it elides as validate.Catalog checks
+		// kept ones is validate's FuzzValidateElided.
 		out := filepath.Join(t.TempDir(), "out")
 		if err := Write(ctx, c, out, WriteOptions{}); err != nil {
 			if strings.Contains(err.Error(), "cannot be used as a directory name") {
@@ -107,13 +105,6 @@ func FuzzLoad(f *testing.F) {
 			t.Fatal("rendering the elided model differs from rendering the full model")
 		}
 	})
-}
-
-func errString(err error) string {
-	if err == nil {
-		return "valid"
-	}
-	return err.Error()
 }
 
 func dump(c *Catalog) string {

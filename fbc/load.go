@@ -18,10 +18,10 @@ import (
 // LoadOptions tune Load.
 type LoadOptions struct {
 	// ElideHeavy drops the values of olm.bundle.object and olm.csv.metadata
-	// properties of bundles after checking them as Validate checks kept values
+	// properties of bundles after checking them as validate.Catalog checks kept values
 	// (valid JSON, opm's CSVMetadata field types, base64 bundle object data
 	// that converts to JSON); the problems found are kept on the bundle for
-	// Validate, so it reports the same in both modes. The Property keeps its
+	// validate.Catalog, so it reports the same in both modes. The Property keeps its
 	// Type with a nil Value, and Write restores the value by re-reading the
 	// bundle's document from the source fs.FS. This keeps memory
 	// bounded on real-scale catalogs; the source must not change until Write.
@@ -103,7 +103,7 @@ func loadDir(ctx context.Context, dir string, opts LoadOptions, pre prefetched) 
 // .indexignore is in) is read, whatever its extension, in lexical order. A file
 // is a stream of JSON objects or a YAML multi-document stream (JSON when its
 // first non-space byte is '{'). Each document must be an object with a string
-// "schema". Load does not check the graph rules (see Validate) and keeps
+// "schema". Load does not check the graph rules (see validate.Catalog) and keeps
 // everything it reads, duplicates included.
 func Load(ctx context.Context, fsys fs.FS, opts LoadOptions) (*Catalog, error) {
 	return load(ctx, fsys, "", opts, nil)

@@ -259,7 +259,7 @@ func decodeIcon(v []byte) (*Icon, error) {
 }
 
 // properties decodes a properties array. With elide, the values of heavy
-// properties are checked as Validate checks them (the problems are returned)
+// properties are checked as validate.Catalog checks them (the problems are returned)
 // but not kept; their indexes are returned. It walks the array, its objects
 // and their members in one pass (the array holds most of a bundle's bytes).
 func (dd *docDecoder) properties(v []byte, elide bool) ([]Property, []int32, []propertyError, error) {

@@ -13,9 +13,10 @@ import (
 )
 
 // This file holds the checks of the heavy property values (olm.bundle.object and
-// olm.csv.metadata) that opm applies: Validate runs them on the values it has,
-// and Load runs them before it elides a value (LoadOptions.ElideHeavy), keeping
-// the result on the bundle, so Validate reports the same problems either way.
+// olm.csv.metadata) that opm applies: PropertyChecker runs them on the values a
+// bundle has (for validate.Catalog), and Load runs them before it elides a value
+// (LoadOptions.ElideHeavy), keeping the result on the bundle, so validate.Catalog
+// reports the same problems either way.
 
 // propertyError is the problem found in the value of the property at index of
 // a bundle's Properties when Load checked it before eliding it.
@@ -24,19 +25,22 @@ type propertyError struct {
 	err   error
 }
 
-// bundleObjectError is a bad olm.bundle.object value, reported as opm's loader
+// BundleObjectError is a bad olm.bundle.object value, reported as opm's loader
 // reports it (opm refuses the catalog while loading it).
-type bundleObjectError struct {
+type BundleObjectError struct {
 	// convert is true when the data decoded but is not YAML or JSON; false when
 	// the value itself did not decode (not an object, data not base64, ...).
 	convert bool
 	err     error
 }
 
-func (e *bundleObjectError) Error() string { return e.err.Error() }
+// Error is the decoding or conversion error alone.
+func (e *BundleObjectError) Error() string { return e.err.Error() }
 
-// message is opm's wording, without the package and bundle Problem adds.
-func (e *bundleObjectError) message(index int) string {
+// Message is opm's wording for the olm.bundle.object property at index of a
+// bundle's Properties, without the package and bundle a validation problem
+// adds.
+func (e *BundleObjectError) Message(index int) string {
 	if e.convert {
 		return "read bundle objects: convert bundle object property at index " + strconv.Itoa(index) + " to JSON: " + e.err.Error()
 	}
@@ -169,16 +173,16 @@ func (hc *heavyChecker) bundleObject(raw []byte, valid bool) error {
 	if !ok {
 		var o bundleObjectValue
 		if err := decodePropertyValue(raw, &o); err != nil {
-			return &bundleObjectError{err: err}
+			return &BundleObjectError{err: err}
 		}
 		data = o.Data
 	} else if err != nil {
-		return &bundleObjectError{err: err}
+		return &BundleObjectError{err: err}
 	}
 	var cerr error
 	if !isJSONBuffer(data) {
 		if _, yerr := yaml.YAMLToJSON(data); yerr != nil {
-			cerr = &bundleObjectError{convert: true, err: yerr}
+			cerr = &BundleObjectError{convert: true, err: yerr}
 		}
 	}
 	if cap(hc.buf) > scan.MaxKeptScratch {
@@ -197,7 +201,7 @@ func (hc *heavyChecker) bundleObjectData(raw []byte, valid bool) (data []byte, o
 		return nil, false, nil
 	}
 	if !valid {
-		// A value Load did not check (Validate on a hand-made catalog):
+		// A value Load did not check (validate.Catalog on a hand-made catalog):
 		// the fast path needs one valid JSON object.
 		if end, err := scan.ValidValue(raw, 0, 0); err != nil || end != len(raw) {
 			return nil, false, nil

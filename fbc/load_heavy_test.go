@@ -18,23 +18,23 @@ import (
 func refBundleObject(raw []byte) error {
 	var o bundleObjectValue
 	if err := json.Unmarshal(raw, &o); err != nil {
-		return &bundleObjectError{err: err}
+		return &BundleObjectError{err: err}
 	}
 	if !isJSONBuffer(o.Data) {
 		if _, err := yaml.YAMLToJSON(o.Data); err != nil {
-			return &bundleObjectError{convert: true, err: err}
+			return &BundleObjectError{convert: true, err: err}
 		}
 	}
 	return nil
 }
 
 func errText(err error) string {
-	var boe *bundleObjectError
+	var boe *BundleObjectError
 	switch {
 	case err == nil:
 		return "ok"
 	case errors.As(err, &boe):
-		return boe.message(0)
+		return boe.Message(0)
 	default:
 		return "other: " + err.Error()
 	}

@@ -70,7 +70,7 @@ func TestPrefetch(t *testing.T) {
 		p := NewPrefetch(ctx, LoadOptions{ElideHeavy: elide})
 		add := func(rel string) { p.Add(tmp, rel) }
 		copyFiles(t, filepath.Join("..", "testdata", "demo", "catalog"), tmp, add)
-		copyFiles(t, filepath.Join("testdata", "valid", "edge-cases"), filepath.Join(tmp, "edge"), func(rel string) { add("edge/" + rel) })
+		copyFiles(t, filepath.Join("validate", "testdata", "valid", "edge-cases"), filepath.Join(tmp, "edge"), func(rel string) { add("edge/" + rel) })
 		write := func(rel, content string, announce bool) {
 			if err := os.MkdirAll(filepath.Dir(filepath.Join(tmp, rel)), 0o755); err != nil {
 				t.Fatal(err)

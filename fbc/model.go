@@ -1,8 +1,10 @@
 // Package fbc is airlock's file-based catalog (FBC) engine: the model (packages,
 // channels, bundles, deprecations and every other schema as an opaque blob), loading
 // from an fs.FS (JSON streams, YAML multi-doc, .indexignore), deterministic writing,
-// Validate (the rules of `opm validate`), the channel graph (heads, replaces, skips,
-// skipRange), the images a catalog needs (Images) and its Summary.
+// the decoding of property values as opm decodes them (PropertyChecker), the
+// channel graph (heads, replaces, skips, skipRange), the images a catalog needs
+// (Images) and its Summary. The rules of `opm validate` are in fbc/validate,
+// which builds on fbc; fbc never imports it.
 //
 // It knows nothing about registries, archives or what a configuration selects:
 // package prune builds the filter on it, and fbc never imports prune. Its byte-level
@@ -61,7 +63,7 @@ type Package struct {
 
 	// Declared is the number of olm.package documents with this name: 0 when only
 	// channels, bundles or other documents name the package, more than 1 for
-	// duplicates. Load keeps everything it reads, so Validate can report it.
+	// duplicates. Load keeps everything it reads, so validate.Catalog can report it.
 	Declared int
 
 	// Origin says where the (first) olm.package document was read from.
@@ -106,7 +108,7 @@ type Bundle struct {
 	// elided holds the indexes of Properties whose values Load elided.
 	elided []int32
 	// propErrs are the problems Load found in the values it elided, by
-	// increasing index; Validate reports them.
+	// increasing index; validate.Catalog reports them.
 	propErrs []propertyError
 	// written, when set, gives the properties Write and Render write (see
 	// WriteProperties).

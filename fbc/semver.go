@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/blang/semver/v4"
 )
@@ -13,9 +12,6 @@ import (
 // ErrNoPackageProperty is returned by BundleVersion and BundlePackageProperty when
 // a bundle has no olm.package property.
 var ErrNoPackageProperty = errors.New("bundle has no olm.package property")
-
-// maxReleaseLen is the longest release opm accepts in an olm.package property.
-const maxReleaseLen = 20
 
 // PackagePropertyValue is the value of an olm.package property.
 type PackagePropertyValue struct {
@@ -40,7 +36,7 @@ func ParseSkipRange(s string) (r semver.Range, err error) {
 }
 
 // BundlePackageProperty returns the decoded value of the first olm.package property
-// of b. It does not check that there is exactly one (Validate does).
+// of b. It does not check that there is exactly one (validate.Catalog does).
 func BundlePackageProperty(b *Bundle) (PackagePropertyValue, error) {
 	for i, p := range b.Properties {
 		if p.Type != PropertyPackage {
@@ -95,22 +91,4 @@ func decodePropertyValue(raw json.RawMessage, dst any) error {
 		return errors.New("unexpected end of JSON input")
 	}
 	return json.Unmarshal(raw, dst)
-}
-
-// parseRelease checks a release as opm does: at most 20 characters of
-// dot-separated semver pre-release identifiers (alphanumerics and hyphens, numeric
-// identifiers without leading zeros), no build metadata.
-func parseRelease(s string) error {
-	if len(s) > maxReleaseLen {
-		return fmt.Errorf("release %q is longer than %d characters", s, maxReleaseLen)
-	}
-	if strings.Contains(s, "+") {
-		return fmt.Errorf("release %q must not contain build metadata (\"+\")", s)
-	}
-	for _, id := range strings.Split(s, ".") {
-		if _, err := semver.NewPRVersion(id); err != nil {
-			return err
-		}
-	}
-	return nil
 }

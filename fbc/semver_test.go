@@ -3,6 +3,7 @@ package fbc
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -91,19 +92,6 @@ func TestBundleVersion(t *testing.T) {
 	}
 }
 
-func TestParseRelease(t *testing.T) {
-	for _, ok := range []string{"1", "rc.1", "1.2.3", "a-b", "12345678901234567890"} {
-		if err := parseRelease(ok); err != nil {
-			t.Errorf("parseRelease(%q): %v", ok, err)
-		}
-	}
-	for _, bad := range []string{"", "01", "a..b", "a+b", "a_b", "123456789012345678901", "."} {
-		if err := parseRelease(bad); err == nil {
-			t.Errorf("parseRelease(%q): want error", bad)
-		}
-	}
-}
-
 func FuzzParseSkipRange(f *testing.F) {
 	for _, s := range []string{">=1.0.0 <1.2.0", "<0.3.1-0", "1.2.x", ">=1.x", "<1.0.0 || >=2.0.0", "!1.0.0", "", "x", ">=", "1.x.x", "||", ">=1.0.0-fix"} {
 		f.Add(s)
@@ -126,8 +114,10 @@ func FuzzBundleVersion(f *testing.F) {
 	f.Fuzz(func(t *testing.T, value []byte) {
 		b := &Bundle{Name: "b", Package: "p", Properties: []Property{{Type: PropertyPackage, Value: value}}}
 		_, _ = BundleVersion(b)
-		_ = Validate(&Catalog{Packages: []*Package{{Name: "p", DefaultChannel: "c", Declared: 1,
-			Channels: []*Channel{{Name: "c", Package: "p", Entries: []ChannelEntry{{Name: "b"}}}},
-			Bundles:  []*Bundle{b}}}})
 	})
+}
+
+// pkgProp returns an olm.package property.
+func pkgProp(pkg, version string) Property {
+	return Property{Type: PropertyPackage, Value: json.RawMessage(fmt.Sprintf(`{"packageName":%q,"version":%q}`, pkg, version))}
 }

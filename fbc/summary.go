@@ -177,3 +177,25 @@ func dash(s string) string {
 	}
 	return s
 }
+
+// CatalogCounts counts the documents of a catalog.
+type CatalogCounts struct {
+	Packages int `json:"packages"`
+	Channels int `json:"channels"`
+	Bundles  int `json:"bundles"`
+}
+
+// CountCatalog counts the packages, channels and bundles of c (duplicates
+// included).
+func CountCatalog(c *Catalog) CatalogCounts {
+	var n CatalogCounts
+	if c == nil {
+		return n
+	}
+	n.Packages = len(c.Packages)
+	for _, p := range c.Packages {
+		n.Channels += len(p.Channels)
+		n.Bundles += len(p.Bundles)
+	}
+	return n
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/fbc/legacy"
+	"github.com/airlock-mirror/airlock/fbc/validate"
 	"github.com/airlock-mirror/airlock/internal/atomicfile"
 	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 )
@@ -165,7 +166,7 @@ func AddBundle(ctx context.Context, o AddBundleOptions) (*AddBundleResult, error
 	if err != nil {
 		return nil, fmt.Errorf("catalog %s: %w", o.Catalog, err)
 	}
-	if err := fbc.Validate(cat); err != nil {
+	if err := validate.Catalog(cat); err != nil {
 		return nil, fmt.Errorf("catalog %s is not valid before the change (fix it first; `airlock catalog validate` lists the problems): %w", o.Catalog, err)
 	}
 	res, err := legacy.AddBundle(cat, info, o.Add)

@@ -19,8 +19,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
-	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/fbc/legacy"
+	"github.com/airlock-mirror/airlock/fbc/validate"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/pipeline"
@@ -138,7 +138,7 @@ func TestBundleImageRenderAndAdd(t *testing.T) {
 	if res.Image != pinned || res.Head != "demo-operator.v0.4.0" || res.Replaces != "demo-operator.v0.3.0" || res.NewChannel || res.NewPackage {
 		t.Errorf("result = %+v (image %s)", res.AddResult, res.Image)
 	}
-	if _, err := fbc.ValidateDir(ctx, cat, nil); err != nil {
+	if _, err := validate.Dir(ctx, cat, nil); err != nil {
 		t.Fatalf("catalog after add: %v", err)
 	}
 	l, err := pipeline.ListOperators(ctx, pipeline.ListOperatorsOptions{Catalog: cat, Package: "demo-operator"})

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/airlock-mirror/airlock/fbc"
+	"github.com/airlock-mirror/airlock/fbc/validate"
 	"github.com/airlock-mirror/airlock/internal/fakeimage"
 	"github.com/airlock-mirror/airlock/internal/seed"
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
@@ -127,7 +128,7 @@ func checkMirrored(t *testing.T, res *pipeline.Result, dst *registrytest.Registr
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := fbc.Validate(cat); err != nil {
+	if err := validate.Catalog(cat); err != nil {
 		t.Errorf("rebuilt catalog is invalid: %v", err)
 	}
 	uses, _ := fbc.Images(cat)

@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/airlock-mirror/airlock/fbc"
+	"github.com/airlock-mirror/airlock/fbc/validate"
 	"github.com/airlock-mirror/airlock/imageset"
 )
 
@@ -107,7 +108,7 @@ func Filter(c *fbc.Catalog, op imageset.Operator, opts FilterOptions) (*fbc.Cata
 		return nil, nil, err
 	}
 	expl := f.explain(out)
-	if err := fbc.Validate(out); err != nil {
+	if err := validate.Catalog(out); err != nil {
 		return nil, nil, fmt.Errorf("%w: the filtered catalog is not valid, which is a bug in airlock or an invalid source catalog (check it with airlock catalog validate): %w", ErrFilter, err)
 	}
 	return out, expl, nil
@@ -207,7 +208,7 @@ func (f *filterer) whole() (*fbc.Catalog, *Explanation, error) {
 		return nil, nil, err
 	}
 	expl := f.explain(out)
-	if err := fbc.Validate(out); err != nil {
+	if err := validate.Catalog(out); err != nil {
 		return nil, nil, fmt.Errorf("%w: the source catalog is not valid (full: true keeps it unchanged): %w", ErrFilter, err)
 	}
 	return out, expl, nil

@@ -11,6 +11,7 @@ import (
 	"github.com/blang/semver/v4"
 
 	"github.com/airlock-mirror/airlock/fbc"
+	"github.com/airlock-mirror/airlock/fbc/validate"
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/internal/testutil/fixtures"
 )
@@ -142,7 +143,7 @@ func TestFilterRealCatalogs(t *testing.T) {
 			continue
 		}
 		c := loadFixtureCatalog(t, root)
-		if err := fbc.Validate(c); err != nil {
+		if err := validate.Catalog(c); err != nil {
 			t.Fatalf("%s: source does not validate: %v", rel, err)
 		}
 		ops := realConfigs(c)

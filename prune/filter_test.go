@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/airlock-mirror/airlock/fbc"
+	"github.com/airlock-mirror/airlock/fbc/validate"
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/internal/testutil/golden"
 )
@@ -112,7 +113,7 @@ func TestFilterGolden(t *testing.T) {
 				}
 				fmt.Fprintf(&got, "error: %v\n", err)
 			} else {
-				if err := fbc.Validate(out); err != nil {
+				if err := validate.Catalog(out); err != nil {
 					t.Errorf("output does not validate: %v", err)
 				}
 				got.WriteString(listing(out))
@@ -169,7 +170,7 @@ func checkRoundTrip(t *testing.T, out *fbc.Catalog) {
 	if err != nil {
 		t.Fatalf("load written catalog: %v", err)
 	}
-	if err := fbc.Validate(back); err != nil {
+	if err := validate.Catalog(back); err != nil {
 		t.Errorf("written catalog does not validate: %v", err)
 	}
 	if got, want := listing(back), listing(out); got != want {
@@ -391,7 +392,7 @@ func FuzzFilter(f *testing.F) {
 			}
 			return
 		}
-		if err := fbc.Validate(out); err != nil {
+		if err := validate.Catalog(out); err != nil {
 			t.Fatalf("invalid output: %v", err)
 		}
 	})

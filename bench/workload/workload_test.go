@@ -14,6 +14,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/bench/workload"
 	"github.com/airlock-mirror/airlock/fbc"
+	"github.com/airlock-mirror/airlock/fbc/validate"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 )
 
@@ -204,7 +205,7 @@ func TestPushAndCatalog(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "p", "catalog.json"), catJSON, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	counts, err := fbc.ValidateDir(ctx, dir, nil)
+	counts, err := validate.Dir(ctx, dir, nil)
 	if err != nil {
 		t.Fatalf("catalog invalid: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/fbc/legacy"
+	"github.com/airlock-mirror/airlock/fbc/validate"
 )
 
 func init() { registerUnder("catalog", newCatalogValidateCmd) }
@@ -18,7 +19,7 @@ type catalogValidateResult struct {
 	Dir      string             `json:"dir"`
 	Valid    bool               `json:"valid"`
 	Counts   *fbc.CatalogCounts `json:"counts,omitempty"`
-	Problems []fbc.Problem      `json:"problems,omitempty"`
+	Problems []validate.Problem `json:"problems,omitempty"`
 	Error    string             `json:"error,omitempty"`
 }
 
@@ -51,7 +52,7 @@ an old index image, and a package-manifest folder (recognised by its
 			}
 			dir := args[0]
 			counts, err := legacy.ValidateLocal(cmd.Context(), dir, log)
-			var verr *fbc.ValidationError
+			var verr *validate.ValidationError
 			loadFailed := err != nil && !errors.As(err, &verr)
 			out := cmd.OutOrStdout()
 

@@ -9,6 +9,7 @@ import (
 	"github.com/blang/semver/v4"
 
 	"github.com/airlock-mirror/airlock/fbc"
+	"github.com/airlock-mirror/airlock/fbc/validate"
 )
 
 // ErrCannotAdd is returned (wrapped) when a bundle cannot be added to a
@@ -52,7 +53,7 @@ type AddResult struct {
 // opts.Skips) and has the CSV's skipRange (or opts.SkipRange). A bundle of the
 // same name, or the same version in the package, is refused; so is an entry
 // that would leave the channel with two heads. The catalog is then checked with
-// fbc.Validate: nothing is changed unless the result is valid.
+// validate.Catalog: nothing is changed unless the result is valid.
 func AddBundle(cat *fbc.Catalog, info *BundleInfo, opts AddOptions) (*AddResult, error) {
 	b := info.Bundle
 	if opts.Channel == "" {
@@ -162,7 +163,7 @@ func AddBundle(cat *fbc.Catalog, info *BundleInfo, opts AddOptions) (*AddResult,
 		next.Packages = append(next.Packages, &np)
 		slices.SortStableFunc(next.Packages, func(x, y *fbc.Package) int { return strings.Compare(x.Name, y.Name) })
 	}
-	if err := fbc.Validate(next); err != nil {
+	if err := validate.Catalog(next); err != nil {
 		return nil, fmt.Errorf("%w: the catalog would not be valid with it: %v", ErrCannotAdd, err)
 	}
 	*cat = *next

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/airlock-mirror/airlock/fbc"
+	"github.com/airlock-mirror/airlock/fbc/validate"
 )
 
 // manifestsCatalog is the demo package-manifest folder converted.
@@ -75,7 +76,7 @@ func TestAddBundle(t *testing.T) {
 			if res.Replaces != tc.replaces || res.Head != tc.head || res.NewChannel != tc.newChan || res.NewPackage != tc.empty {
 				t.Errorf("result = %+v", res)
 			}
-			if err := fbc.Validate(cat); err != nil {
+			if err := validate.Catalog(cat); err != nil {
 				t.Fatal(err)
 			}
 			if got := fbc.CountCatalog(cat).Bundles; got != before.Bundles+1 {

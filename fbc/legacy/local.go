@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/airlock-mirror/airlock/fbc"
+	"github.com/airlock-mirror/airlock/fbc/validate"
 )
 
 // Kind is the format of a local catalog argument.
@@ -106,7 +107,7 @@ func RenderLocal(ctx context.Context, src string, w io.Writer, format string, lo
 	return fbc.RenderDir(ctx, dir, w, format, log)
 }
 
-// ValidateLocal is fbc.ValidateDir of a file-based catalog folder, or of a
+// ValidateLocal is validate.Dir of a file-based catalog folder, or of a
 // SQLite index database or a package-manifest folder (converted first).
 func ValidateLocal(ctx context.Context, src string, log *slog.Logger) (fbc.CatalogCounts, error) {
 	dir, cleanup, ok, err := LocalDir(ctx, src, log)
@@ -114,9 +115,9 @@ func ValidateLocal(ctx context.Context, src string, log *slog.Logger) (fbc.Catal
 		return fbc.CatalogCounts{}, err
 	}
 	if !ok {
-		// Not ours: let ValidateDir report the problem with the folder.
-		return fbc.ValidateDir(ctx, src, log)
+		// Not ours: let validate.Dir report the problem with the folder.
+		return validate.Dir(ctx, src, log)
 	}
 	defer cleanup()
-	return fbc.ValidateDir(ctx, dir, log)
+	return validate.Dir(ctx, dir, log)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/airlock-mirror/airlock/fbc"
+	"github.com/airlock-mirror/airlock/fbc/validate"
 	"github.com/airlock-mirror/airlock/internal/testutil/golden"
 )
 
@@ -37,7 +38,7 @@ func TestConvertManifestsGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := fbc.Validate(c); err != nil {
+	if err := validate.Catalog(c); err != nil {
 		t.Fatalf("converted catalog is invalid: %v", err)
 	}
 	p := c.Packages[0]

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/airlock-mirror/airlock/fbc"
+	"github.com/airlock-mirror/airlock/fbc/validate"
 )
 
 // SQLiteOptions tune ConvertSQLite.
@@ -43,7 +44,7 @@ type Stats struct {
 //     its related images (those of its CSV, then the ones the database lists);
 //   - bundles marked deprecated (olm.deprecated) are left out, as opm does.
 //
-// Each package is checked with fbc.Validate before it is written, so a
+// Each package is checked with validate.Catalog before it is written, so a
 // database opm would refuse to convert is refused too. The database is read-only
 // and never trusted: what is wrong is reported with the table and row.
 func ConvertSQLite(ctx context.Context, dbPath, outDir string, opts SQLiteOptions) (st Stats, err error) {
@@ -423,17 +424,17 @@ func writeStream(ctx context.Context, root *os.Root, name string, body func(io.W
 }
 
 // modelCheck is the validation opm v1.73 applies to the model it builds from a
-// database: fbc.Validate without the image reference checks, which opm's
+// database: validate.Catalog without the image reference checks, which opm's
 // model validation does not make (real indexes name related images such as
 // "oci://…" that are no image pull specs). Those problems stay for
 // `catalog validate` and for the catalogs mirror prunes from the result.
 func modelCheck(c *fbc.Catalog) error {
-	err := fbc.Validate(c)
-	var ve *fbc.ValidationError
+	err := validate.Catalog(c)
+	var ve *validate.ValidationError
 	if !errors.As(err, &ve) {
 		return err
 	}
-	kept := &fbc.ValidationError{}
+	kept := &validate.ValidationError{}
 	for _, p := range ve.Problems {
 		if !strings.Contains(p.Message, "invalid image pull spec") {
 			kept.Problems = append(kept.Problems, p)

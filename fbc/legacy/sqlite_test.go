@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/airlock-mirror/airlock/fbc"
+	"github.com/airlock-mirror/airlock/fbc/validate"
 	"github.com/airlock-mirror/airlock/internal/sqliteindex"
 )
 
@@ -56,7 +57,7 @@ func TestConvertRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := fbc.Validate(got); err != nil {
+	if err := validate.Catalog(got); err != nil {
 		t.Fatalf("converted catalog is invalid: %v", err)
 	}
 	if st.Packages != len(want.Packages) || len(got.Packages) != len(want.Packages) {
@@ -196,7 +197,7 @@ func TestConvertRefuses(t *testing.T) {
 		{"head csv not json", crafted(t, `UPDATE operatorbundle SET csv = 'nope' WHERE name IN (SELECT head_operatorbundle_name FROM channel)`), ErrBadDatabase, "not valid JSON"},
 		{"unknown channel", crafted(t, `UPDATE channel_entry SET channel_name = 'ghost' WHERE entry_id = 1`), ErrBadDatabase, `channel "ghost"`},
 		{"unknown package", crafted(t, `UPDATE channel_entry SET package_name = 'ghost' WHERE entry_id = 1`), ErrBadDatabase, `package "ghost"`},
-		{"replaces cycle", crafted(t, `UPDATE channel_entry SET replaces = entry_id`), fbc.ErrInvalidCatalog, "valid catalog"},
+		{"replaces cycle", crafted(t, `UPDATE channel_entry SET replaces = entry_id`), validate.ErrInvalidCatalog, "valid catalog"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/airlock-mirror/airlock/fbc"
+	"github.com/airlock-mirror/airlock/fbc/validate"
 )
 
 func TestGenerateValid(t *testing.T) {
@@ -37,7 +38,7 @@ func TestGenerateValid(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := fbc.Validate(c); err != nil {
+			if err := validate.Catalog(c); err != nil {
 				t.Fatalf("generated catalog is invalid: %v", err)
 			}
 			if len(c.Packages) != tc.opts.Packages {

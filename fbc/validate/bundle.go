@@ -1,17 +1,17 @@
-package fbc
+package validate
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
+	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/blang/semver/v4"
 	"github.com/distribution/reference"
 )
 
-// The rules of a bundle (see Validate).
+// The rules of a bundle (see Catalog).
 
 // versionKey identifies a bundle version inside a package: the version string as
 // parsed (build metadata included) and the release.
@@ -29,7 +29,7 @@ func (k versionKey) String() string {
 
 // bundle checks b. first is false for the second and later bundles of the same
 // name, which are reported as duplicates and left out of the version count.
-func (v *validator) bundle(p *Package, b *Bundle, inChannel map[string]bool, first bool, versions map[versionKey][]string) {
+func (v *validator) bundle(p *fbc.Package, b *fbc.Bundle, inChannel map[string]bool, first bool, versions map[versionKey][]string) {
 	pkg := p.Name
 	if b.Name == "" {
 		v.add(pkg, "", "", "name must be set (an olm.bundle has an empty name)")
@@ -44,64 +44,44 @@ func (v *validator) bundle(p *Package, b *Bundle, inChannel map[string]bool, fir
 	}
 
 	var (
-		pkgProps     []PackagePropertyValue
+		pkgProps     []fbc.PackagePropertyValue
 		pkgPropCount int
 		objects      int
 		csvMetadata  int
-		elided       = b.elided
-		loadErrs     = b.propErrs
 	)
-	for i, prop := range b.Properties {
+	v.pc.CheckBundle(b, func(i int, pv any, err error) {
+		prop := b.Properties[i]
 		switch prop.Type {
-		case PropertyBundleObject:
+		case fbc.PropertyBundleObject:
 			objects++
-		case PropertyCSVMetadata:
+		case fbc.PropertyCSVMetadata:
 			csvMetadata++
-		case PropertyPackage:
+		case fbc.PropertyPackage:
 			pkgPropCount++
 		}
-		// b.elided and b.propErrs are in increasing index order.
-		for len(elided) > 0 && int(elided[0]) < i {
-			elided = elided[1:]
-		}
-		for len(loadErrs) > 0 && int(loadErrs[0].index) < i {
-			loadErrs = loadErrs[1:]
-		}
-		var (
-			pv  any
-			err error
-		)
-		if prop.Value == nil && len(elided) > 0 && int(elided[0]) == i {
-			// Elided by Load, which checked the value first.
-			if len(loadErrs) > 0 && int(loadErrs[0].index) == i {
-				err = loadErrs[0].err
-			}
-		} else {
-			pv, err = v.parseProperty(prop)
-		}
 		if err != nil {
-			var boe *bundleObjectError
+			var boe *fbc.BundleObjectError
 			if errors.As(err, &boe) {
-				v.add(pkg, "", b.Name, "%s", boe.message(i))
+				v.add(pkg, "", b.Name, "%s", boe.Message(i))
 			} else {
 				v.add(pkg, "", b.Name, "parse properties for bundle %q: parse property[%d] of type %q: %v", b.Name, i, prop.Type, err)
 			}
-			continue
+			return
 		}
-		if pp, ok := pv.(PackagePropertyValue); ok {
+		if pp, ok := pv.(fbc.PackagePropertyValue); ok {
 			pkgProps = append(pkgProps, pp)
 		}
-	}
+	})
 	if pkgPropCount != 1 {
-		v.add(pkg, "", b.Name, "package %q bundle %q must have exactly 1 %q property, found %d", pkg, b.Name, PropertyPackage, pkgPropCount)
+		v.add(pkg, "", b.Name, "package %q bundle %q must have exactly 1 %q property, found %d", pkg, b.Name, fbc.PropertyPackage, pkgPropCount)
 	}
 	if csvMetadata > 1 {
-		v.add(pkg, "", b.Name, "must have at most one %q property, found %d (opm serve cannot build its cache)", PropertyCSVMetadata, csvMetadata)
+		v.add(pkg, "", b.Name, "must have at most one %q property, found %d (opm serve cannot build its cache)", fbc.PropertyCSVMetadata, csvMetadata)
 	}
 	if pkgPropCount == 1 && len(pkgProps) == 1 {
 		pp := pkgProps[0]
 		if pp.PackageName != b.Package {
-			v.add(pkg, "", b.Name, "package %q does not match %q property %q", b.Package, PropertyPackage, pp.PackageName)
+			v.add(pkg, "", b.Name, "package %q does not match %q property %q", b.Package, fbc.PropertyPackage, pp.PackageName)
 		}
 		ver, err := semver.Parse(pp.Version)
 		if err != nil {
@@ -178,64 +158,23 @@ func (v *validator) duplicateVersions(pkg string, versions map[versionKey][]stri
 	v.add(pkg, "", "", "duplicate versions found in bundles: [%s]", strings.Join(parts, " "))
 }
 
-// Typed shapes of the property values opm's property.Parse decodes. Go's JSON
-// decoder matches field names case-insensitively and ignores unknown fields, as
-// opm's does.
-type (
-	gvkValue struct {
-		Group   string `json:"group"`
-		Kind    string `json:"kind"`
-		Version string `json:"version"`
-	}
-	packageRequiredValue struct {
-		PackageName  string `json:"packageName"`
-		VersionRange string `json:"versionRange"`
-	}
-	bundleObjectValue struct {
-		Data []byte `json:"data"`
-	}
-	channelPropertyValue struct {
-		ChannelName string `json:"channelName"`
-		Priority    int    `json:"priority"`
-	}
-)
+// maxReleaseLen is the longest release opm accepts in an olm.package property.
+const maxReleaseLen = 20
 
-// The JSON names of gvkValue's and packageRequiredValue's fields, lower case.
-var (
-	gvkNames             = []string{"group", "kind", "version"}
-	packageRequiredNames = []string{"packagename", "versionrange"}
-)
-
-// parseProperty decodes prop as opm's property.Parse does: the known types into
-// their shapes (olm.csv.metadata into opm's CSVMetadata), every other type only
-// as valid JSON; JSON null is the zero value, a missing value an error, the type
-// is not checked. A bundle object is also checked as opm's loader checks it
-// (base64 data that converts to JSON), with a *bundleObjectError.
-func (v *validator) parseProperty(prop Property) (any, error) {
-	switch prop.Type {
-	case PropertyPackage:
-		return parsePackageProperty(prop.Value)
-	case PropertyGVK, PropertyGVKRequired:
-		var g gvkValue
-		if stringObject(prop.Value, gvkNames, []*string{&g.Group, &g.Kind, &g.Version}) {
-			return g, nil
-		}
-		g = gvkValue{}
-		return g, decodePropertyValue(prop.Value, &g)
-	case PropertyPackageRequired:
-		var r packageRequiredValue
-		if stringObject(prop.Value, packageRequiredNames, []*string{&r.PackageName, &r.VersionRange}) {
-			return r, nil
-		}
-		r = packageRequiredValue{}
-		return r, decodePropertyValue(prop.Value, &r)
-	case PropertyBundleObject, PropertyCSVMetadata:
-		return nil, v.hc.check(prop.Type, prop.Value, false)
-	case "olm.channel":
-		var c channelPropertyValue
-		return c, decodePropertyValue(prop.Value, &c)
-	default: // olm.skips and olm.skipRange too: opm has no shape for them
-		var x json.RawMessage
-		return nil, decodePropertyValue(prop.Value, &x)
+// parseRelease checks a release as opm does: at most 20 characters of
+// dot-separated semver pre-release identifiers (alphanumerics and hyphens, numeric
+// identifiers without leading zeros), no build metadata.
+func parseRelease(s string) error {
+	if len(s) > maxReleaseLen {
+		return fmt.Errorf("release %q is longer than %d characters", s, maxReleaseLen)
 	}
+	if strings.Contains(s, "+") {
+		return fmt.Errorf("release %q must not contain build metadata (\"+\")", s)
+	}
+	for _, id := range strings.Split(s, ".") {
+		if _, err := semver.NewPRVersion(id); err != nil {
+			return err
+		}
+	}
+	return nil
 }

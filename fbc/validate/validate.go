@@ -1,4 +1,4 @@
-package fbc
+package validate
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/airlock-mirror/airlock/fbc"
 )
 
 // ErrInvalidCatalog matches every *ValidationError with errors.Is.
@@ -45,7 +47,7 @@ func (p Problem) String() string {
 	return b.String()
 }
 
-// ValidationError lists every problem Validate found, sorted by package, channel,
+// ValidationError lists every problem Catalog found, sorted by package, channel,
 // bundle and message.
 type ValidationError struct {
 	Problems []Problem
@@ -72,41 +74,19 @@ var dns1123LabelRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 const dns1123LabelMsg = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
 
-// CatalogCounts counts the documents of a catalog.
-type CatalogCounts struct {
-	Packages int `json:"packages"`
-	Channels int `json:"channels"`
-	Bundles  int `json:"bundles"`
-}
-
-// CountCatalog counts the packages, channels and bundles of c (duplicates
-// included).
-func CountCatalog(c *Catalog) CatalogCounts {
-	var n CatalogCounts
-	if c == nil {
-		return n
-	}
-	n.Packages = len(c.Packages)
-	for _, p := range c.Packages {
-		n.Channels += len(p.Channels)
-		n.Bundles += len(p.Bundles)
-	}
-	return n
-}
-
-// ValidateDir loads the catalog rooted at the directory dir with heavy property
+// Dir loads the catalog rooted at the directory dir with heavy property
 // values elided and validates it. A catalog that cannot be loaded gives the load
-// error (a *LoadError names the file and document); an invalid one gives a
+// error (a *fbc.LoadError names the file and document); an invalid one gives a
 // *ValidationError, together with the counts of what was loaded.
-func ValidateDir(ctx context.Context, dir string, log *slog.Logger) (CatalogCounts, error) {
-	c, err := LoadDir(ctx, dir, LoadOptions{ElideHeavy: true, Logger: log})
+func Dir(ctx context.Context, dir string, log *slog.Logger) (fbc.CatalogCounts, error) {
+	c, err := fbc.LoadDir(ctx, dir, fbc.LoadOptions{ElideHeavy: true, Logger: log})
 	if err != nil {
-		return CatalogCounts{}, err
+		return fbc.CatalogCounts{}, err
 	}
-	return CountCatalog(c), Validate(c)
+	return fbc.CountCatalog(c), Catalog(c)
 }
 
-// Validate checks c against every rule of the newest `opm validate` (model
+// Catalog checks c against every rule of the newest `opm validate` (model
 // conversion and model validation) plus the stricter checks `opm serve` applies
 // when it builds its cache (custom schema and package names, at most one
 // olm.csv.metadata per bundle). It reports all problems, not only the first: nil
@@ -114,10 +94,10 @@ func ValidateDir(ctx context.Context, dir string, log *slog.Logger) (CatalogCoun
 //
 // Property values are decoded as opm decodes them: a bad olm.bundle.object (not
 // base64, or data that is neither JSON nor YAML) is reported as opm's loader
-// reports it. Values Load elided (LoadOptions.ElideHeavy) were checked by Load
-// before they were dropped; Validate reports what it found there, so the
+// reports it. Values fbc.Load elided (fbc.LoadOptions.ElideHeavy) were checked by Load
+// before they were dropped; Catalog reports what it found there, so the
 // problems are the same whether the values were kept or not.
-func Validate(c *Catalog) error {
+func Catalog(c *fbc.Catalog) error {
 	v := &validator{imageErrs: make(map[string]error)}
 	if c == nil {
 		return nil
@@ -135,8 +115,8 @@ type validator struct {
 	problems []Problem
 	// imageErrs caches reference parse results: the same images recur across bundles.
 	imageErrs map[string]error
-	// hc checks the values of heavy properties.
-	hc heavyChecker
+	// pc decodes and checks the property values.
+	pc fbc.PropertyChecker
 }
 
 func (v *validator) add(pkg, ch, bundle, format string, args ...any) {
@@ -171,7 +151,7 @@ func (v *validator) result() error {
 	return &ValidationError{Problems: out}
 }
 
-func (v *validator) pkg(p *Package) {
+func (v *validator) pkg(p *fbc.Package) {
 	name := p.Name
 	known := p.Declared > 0
 
@@ -191,7 +171,7 @@ func (v *validator) pkg(p *Package) {
 	}
 
 	// Channels.
-	channelsByName := make(map[string]*Channel, len(p.Channels))
+	channelsByName := make(map[string]*fbc.Channel, len(p.Channels))
 	entryNames := make(map[string]bool)
 	for _, ch := range p.Channels {
 		if !known {
@@ -210,7 +190,7 @@ func (v *validator) pkg(p *Package) {
 	}
 
 	// Bundles.
-	bundlesByName := make(map[string]*Bundle, len(p.Bundles))
+	bundlesByName := make(map[string]*fbc.Bundle, len(p.Bundles))
 	for _, b := range p.Bundles {
 		if b.Name != "" {
 			if _, dup := bundlesByName[b.Name]; dup {
@@ -267,7 +247,7 @@ func dns1123Label(s string) []string {
 	return errs
 }
 
-func (v *validator) channel(p *Package, ch *Channel, bundles map[string]*Bundle) {
+func (v *validator) channel(p *fbc.Package, ch *fbc.Channel, bundles map[string]*fbc.Bundle) {
 	pkg := p.Name
 	if len(ch.Entries) == 0 {
 		v.add(pkg, ch.Name, "", "channel must contain at least one bundle")
@@ -293,7 +273,7 @@ func (v *validator) channel(p *Package, ch *Channel, bundles map[string]*Bundle)
 			}
 		}
 		if e.SkipRange != "" {
-			if _, err := ParseSkipRange(e.SkipRange); err != nil {
+			if _, err := fbc.ParseSkipRange(e.SkipRange); err != nil {
 				v.add(pkg, ch.Name, e.Name, "invalid skipRange %q: %v", e.SkipRange, err)
 			}
 		}
@@ -303,7 +283,7 @@ func (v *validator) channel(p *Package, ch *Channel, bundles map[string]*Bundle)
 		v.add(pkg, ch.Name, "", "no olm.bundle blobs found in package %q for olm.channel entries [%s]", pkg, strings.Join(missing, " "))
 	}
 
-	if err := NewGraph(ch).Check(); err != nil {
+	if err := fbc.NewGraph(ch).Check(); err != nil {
 		v.add(pkg, ch.Name, "", "%s", err.Error())
 	}
 }

@@ -1,4 +1,4 @@
-package fbc
+package validate
 
 import (
 	"strings"
@@ -12,7 +12,7 @@ import (
 // labels, an optional port), PATH is lower-case components, TAG follows the
 // tag grammar and HEX is 64 lower-case hex digits. false means "ask the
 // library": it is only a shortcut around its regular expressions, which were
-// a third of Validate's time on real catalogs.
+// a third of Catalog's time on real catalogs.
 func plainReference(s string) bool {
 	if strings.HasPrefix(s, "docker.io/") || strings.HasPrefix(s, "index.docker.io/") {
 		return false // normalized to docker.io/library/...: a longer name

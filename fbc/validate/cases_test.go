@@ -1,4 +1,4 @@
-package fbc
+package validate
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/internal/testutil/fixtures"
 )
 
@@ -21,8 +22,8 @@ func TestValidationErrorFormat(t *testing.T) {
 	findPkg(c, "foo").DefaultChannel = ""
 	findPkg(c, "bar").DefaultChannel = ""
 	findBundle(findPkg(c, "bar"), "bar.v0.1.0").Image = ""
-	c.Others = append(c.Others, &Meta{Schema: "?"})
-	err := Validate(c)
+	c.Others = append(c.Others, &fbc.Meta{Schema: "?"})
+	err := Catalog(c)
 	want := strings.Join([]string{
 		`catalog: invalid schema "?" of a custom blob: must match ^[a-zA-Z0-9][a-zA-Z0-9._-]*$ (opm serve cannot build its cache)`,
 		`package "bar": default channel must be set`,
@@ -34,7 +35,7 @@ func TestValidationErrorFormat(t *testing.T) {
 	}
 	// Deterministic: the same input gives the same text.
 	for i := 0; i < 5; i++ {
-		if again := Validate(c); again.Error() != err.Error() {
+		if again := Catalog(c); again.Error() != err.Error() {
 			t.Fatalf("unstable output:\n%v\n---\n%v", again, err)
 		}
 	}
@@ -79,11 +80,11 @@ func TestValidateTestdataInvalid(t *testing.T) {
 				}
 			}
 			for _, elide := range []bool{false, true} {
-				c, err := LoadDir(context.Background(), dir, LoadOptions{ElideHeavy: elide})
+				c, err := fbc.LoadDir(context.Background(), dir, fbc.LoadOptions{ElideHeavy: elide})
 				if err != nil {
 					t.Fatalf("LoadDir: %v", err)
 				}
-				err = Validate(c)
+				err = Catalog(c)
 				var ve *ValidationError
 				if !errors.As(err, &ve) {
 					t.Fatalf("elide=%v: want a *ValidationError, got %v", elide, err)
@@ -120,14 +121,14 @@ func TestValidateTestdataValid(t *testing.T) {
 	for _, name := range testdataCases(t, base) {
 		t.Run(name, func(t *testing.T) {
 			for _, elide := range []bool{false, true} {
-				c, err := LoadDir(context.Background(), filepath.Join(base, name), LoadOptions{ElideHeavy: elide})
+				c, err := fbc.LoadDir(context.Background(), filepath.Join(base, name), fbc.LoadOptions{ElideHeavy: elide})
 				if err != nil {
 					t.Fatalf("LoadDir: %v", err)
 				}
 				if len(c.Packages) == 0 {
 					t.Fatal("no packages loaded")
 				}
-				if err := Validate(c); err != nil {
+				if err := Catalog(c); err != nil {
 					t.Errorf("elide=%v: Validate:\n%v", elide, err)
 				}
 			}
@@ -193,12 +194,12 @@ func TestValidateRealCatalogs(t *testing.T) {
 			if size := catalogBytes(root); slow && size > bigCatalog {
 				t.Skipf("%s is %d MB: skipped with -race or -short", root, size>>20)
 			}
-			c, err := LoadDir(context.Background(), root, LoadOptions{ElideHeavy: true})
+			c, err := fbc.LoadDir(context.Background(), root, fbc.LoadOptions{ElideHeavy: true})
 			if err != nil {
 				t.Fatalf("LoadDir: %v", err)
 			}
-			if err := Validate(c); err != nil {
-				t.Errorf("Validate(%s):\n%v", root, err)
+			if err := Catalog(c); err != nil {
+				t.Errorf("Catalog(%s):\n%v", root, err)
 			}
 		})
 	}
@@ -211,7 +212,7 @@ func BenchmarkValidate(b *testing.B) {
 	if root == "" {
 		root = realCatalogRoots(b)[0]
 	}
-	c, err := LoadDir(context.Background(), root, LoadOptions{ElideHeavy: true})
+	c, err := fbc.LoadDir(context.Background(), root, fbc.LoadOptions{ElideHeavy: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -224,7 +225,7 @@ func BenchmarkValidate(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := Validate(c); err != nil {
+		if err := Catalog(c); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -234,20 +235,20 @@ func BenchmarkValidate(b *testing.B) {
 
 func TestValidateDir(t *testing.T) {
 	ctx := context.Background()
-	n, err := ValidateDir(ctx, filepath.Join("testdata", "valid", "simple"), nil)
+	n, err := Dir(ctx, filepath.Join("testdata", "valid", "simple"), nil)
 	if err != nil {
-		t.Fatalf("ValidateDir(valid): %v", err)
+		t.Fatalf("Dir(valid): %v", err)
 	}
-	if want := (CatalogCounts{Packages: 1, Channels: 1, Bundles: 3}); n != want {
+	if want := (fbc.CatalogCounts{Packages: 1, Channels: 1, Bundles: 3}); n != want {
 		t.Errorf("counts = %+v, want %+v", n, want)
 	}
 
-	n, err = ValidateDir(ctx, filepath.Join("testdata", "invalid", "duplicate-bundles"), nil)
+	n, err = Dir(ctx, filepath.Join("testdata", "invalid", "duplicate-bundles"), nil)
 	var ve *ValidationError
 	if !errors.As(err, &ve) || len(ve.Problems) != 1 {
-		t.Fatalf("ValidateDir(invalid) = %v, want one problem", err)
+		t.Fatalf("Dir(invalid) = %v, want one problem", err)
 	}
-	if want := (CatalogCounts{Packages: 1, Channels: 1, Bundles: 4}); n != want {
+	if want := (fbc.CatalogCounts{Packages: 1, Channels: 1, Bundles: 4}); n != want {
 		t.Errorf("counts = %+v, want %+v", n, want)
 	}
 
@@ -255,10 +256,10 @@ func TestValidateDir(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte("schema: olm.package\nname: x\n---\n- 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err = ValidateDir(ctx, dir, nil)
-	var le *LoadError
+	_, err = Dir(ctx, dir, nil)
+	var le *fbc.LoadError
 	if !errors.As(err, &le) || errors.Is(err, ErrInvalidCatalog) {
-		t.Fatalf("ValidateDir(unloadable) = %v, want a *LoadError", err)
+		t.Fatalf("Dir(unloadable) = %v, want a *LoadError", err)
 	}
 	if !strings.Contains(err.Error(), "bad.yaml") {
 		t.Errorf("load error does not name the file: %v", err)
@@ -277,12 +278,12 @@ func FuzzValidate(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := Load(context.Background(), fstest.MapFS{"catalog.yaml": {Data: data}}, LoadOptions{})
+		c, err := fbc.Load(context.Background(), fstest.MapFS{"catalog.yaml": {Data: data}}, fbc.LoadOptions{})
 		if err != nil {
 			return
 		}
-		err1 := Validate(c)
-		err2 := Validate(c)
+		err1 := Catalog(c)
+		err2 := Catalog(c)
 		if (err1 == nil) != (err2 == nil) || (err1 != nil && err1.Error() != err2.Error()) {
 			t.Fatalf("Validate is not deterministic:\n%v\n---\n%v", err1, err2)
 		}
@@ -368,11 +369,11 @@ func TestValidatePropertyValues(t *testing.T) {
 			for _, format := range formats {
 				for _, elide := range []bool{false, true} {
 					fsys := fstest.MapFS{"catalog": {Data: []byte(files[format])}}
-					c, err := Load(context.Background(), fsys, LoadOptions{ElideHeavy: elide})
+					c, err := fbc.Load(context.Background(), fsys, fbc.LoadOptions{ElideHeavy: elide})
 					if err != nil {
 						t.Fatalf("%s, elide=%v: Load: %v", format, elide, err)
 					}
-					err = Validate(c)
+					err = Catalog(c)
 					got := ""
 					if err != nil {
 						got = err.Error()

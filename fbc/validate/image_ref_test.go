@@ -1,10 +1,11 @@
-package fbc
+package validate
 
 import (
 	"context"
 	"strings"
 	"testing"
 
+	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/distribution/reference"
 )
 
@@ -68,8 +69,8 @@ func TestPlainReferenceRealCatalogs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real catalogs skipped in -short mode")
 	}
-	for _, rel := range realCatalogs {
-		c, err := LoadDir(context.Background(), realCatalogRoot(t, rel), LoadOptions{ElideHeavy: true})
+	for _, rel := range realCatalogRoots(t) {
+		c, err := fbc.LoadDir(context.Background(), rel, fbc.LoadOptions{ElideHeavy: true})
 		if err != nil {
 			t.Fatal(err)
 		}

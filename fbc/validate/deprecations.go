@@ -1,13 +1,15 @@
-package fbc
+package validate
 
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/airlock-mirror/airlock/fbc"
 )
 
-// The rules of deprecations and of custom schemas (see Validate).
+// The rules of deprecations and of custom schemas (see Catalog).
 
-func (v *validator) deprecations(p *Package, channels map[string]*Channel, bundles map[string]*Bundle) {
+func (v *validator) deprecations(p *fbc.Package, channels map[string]*fbc.Channel, bundles map[string]*fbc.Bundle) {
 	pkg := p.Name
 	if len(p.Deprecations) == 0 {
 		return
@@ -25,7 +27,7 @@ func (v *validator) deprecations(p *Package, channels map[string]*Channel, bundl
 		v.add(pkg, "", "", "expected a maximum of one deprecation per package: %q", pkg)
 	}
 	for _, d := range p.Deprecations {
-		seen := make(map[PackageScopedReference]bool, len(d.Entries))
+		seen := make(map[fbc.PackageScopedReference]bool, len(d.Entries))
 		for j, e := range d.Entries {
 			ref := e.Reference
 			if ref.Schema == "" {
@@ -39,19 +41,19 @@ func (v *validator) deprecations(p *Package, channels map[string]*Channel, bundl
 			seen[ref] = true
 			ch, bn := "", ""
 			switch ref.Schema {
-			case SchemaBundle:
+			case fbc.SchemaBundle:
 				bn = ref.Name
 				if _, ok := bundles[ref.Name]; !ok {
 					v.add(pkg, "", "", "cannot deprecate bundle %q for package %q: bundle not found", ref.Name, pkg)
 					bn = ""
 				}
-			case SchemaChannel:
+			case fbc.SchemaChannel:
 				ch = ref.Name
 				if _, ok := channels[ref.Name]; !ok {
 					v.add(pkg, "", "", "cannot deprecate channel %q for package %q: channel not found", ref.Name, pkg)
 					ch = ""
 				}
-			case SchemaPackage:
+			case fbc.SchemaPackage:
 				if ref.Name != "" {
 					v.add(pkg, "", "", "package name must be empty for deprecated package %q (specified %q)", pkg, ref.Name)
 				}
@@ -66,7 +68,7 @@ func (v *validator) deprecations(p *Package, channels map[string]*Channel, bundl
 	}
 }
 
-func refString(r PackageScopedReference) string {
+func refString(r fbc.PackageScopedReference) string {
 	if r.Name == "" {
 		return "{schema: " + r.Schema + "}"
 	}
@@ -75,7 +77,7 @@ func refString(r PackageScopedReference) string {
 
 // meta checks a blob of a custom schema as `opm serve` does when it stores it in
 // its cache.
-func (v *validator) meta(pkg string, m *Meta) {
+func (v *validator) meta(pkg string, m *fbc.Meta) {
 	where := ""
 	if m.Origin.File != "" {
 		where = fmt.Sprintf(" (%s, document %d)", m.Origin.File, m.Origin.Index)

@@ -1,0 +1,63 @@
+package depcheck
+
+import "slices"
+
+// product lists the small helpers under internal/ that any layer may use:
+// they know nothing of catalogs, registries or the pipeline.
+var product = []string{"internal/atomicfile", "internal/humanize", "internal/browser"}
+
+func with(extra ...string) []string { return append(slices.Clone(product), extra...) }
+
+// rules is the architecture of docs/architecture.md as a table: for each
+// package, what it may import from this module in its non-test files. Imports
+// point one way: cmd -> pipeline -> {workspace, report, manifests, kube,
+// mirror...} -> prune -> fbc; mirror never imports prune or fbc, fbc never
+// imports prune, nothing imports cmd, only cmd imports pipeline. A package no
+// rule names fails TestLayering: a new package is placed on purpose.
+var rules = []rule{
+	// The command line and the orchestration above everything else.
+	{"cmd/...", []string{anyProduct}},
+	{"pipeline", []string{anyProduct}},
+	// airlock delete: planned from the history, executed against one registry.
+	{"pipeline/deletion", with("workspace", "manifests", "mirror", "mirror/registry", "mirror/retry", "mirror/oci", "prune", "imageset")},
+	// The seeding behind `airlock registry seed` and the demo: pushes catalogs
+	// and images, so it sits beside pipeline, never using it.
+	{"internal/seed", with("fbc", "mirror/catalogimage", "mirror/registry", "mirror/oci", "internal/fakeimage", "internal/sqliteindex")},
+
+	// Records and outputs of a run.
+	{"workspace", with("mirror", "mirror/archive", "mirror/oci", "imageset")},
+	{"report", with("prune", "fbc", "imageset")},
+	{"manifests", with()},
+	{"kube", with()},
+
+	// Images: the plan on top, then the catalog image, the engine, the
+	// endpoints, the vocabulary. No FBC, no configuration.
+	{"mirror", with("mirror/catalogimage", "mirror/transfer", "mirror/layout", "mirror/registry", "mirror/retry", "mirror/endpoint", "mirror/oci")},
+	{"mirror/catalogimage", with("mirror/registry", "mirror/layout", "mirror/transfer", "mirror/retry", "mirror/endpoint", "mirror/oci")},
+	{"mirror/archive", with("mirror/endpoint", "mirror/oci")},
+	{"mirror/transfer", with("mirror/retry", "mirror/endpoint", "mirror/oci")},
+	{"mirror/registry", with("mirror/retry", "mirror/endpoint", "mirror/oci")},
+	{"mirror/layout", with("mirror/endpoint", "mirror/oci")},
+	{"mirror/retry", with("mirror/endpoint", "mirror/oci")},
+	{"mirror/endpoint", with("mirror/oci")},
+	{"mirror/oci", with()},
+
+	// Catalogs: selection on top of the engine; the engine knows no registry
+	// and no configuration.
+	{"prune/graph", with("prune", "fbc", "imageset")},
+	{"prune", with("fbc", "fbc/validate", "imageset")},
+	{"fbc/validate", with("fbc", "fbc/internal/scan")},
+	{"fbc/legacy", with("fbc", "fbc/validate", "fbc/internal/scan")},
+	{"fbc", with("fbc/internal/scan")},
+	{"fbc/internal/scan", nil},
+	{"imageset", nil},
+
+	// Product helpers.
+	{"internal/sqliteindex", with("fbc")},
+	{"internal/registryserver", with()},
+	{"internal/fakeimage", nil},
+	{"internal/atomicfile", nil},
+	{"internal/humanize", nil},
+	{"internal/browser", nil},
+	{"internal/depcheck", nil},
+}

@@ -16,6 +16,8 @@
 //
 // Run writes the table to Config.Out and appends it, with the date and the
 // machine, to Config.Docs (docs/benchmarks.md).
+//
+// For benchmarks and tests only: the binary never links it (internal/depcheck).
 package bench
 
 import (

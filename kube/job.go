@@ -4,7 +4,7 @@
 // a pure builder (bytes in, YAML out); the types below are the subset of the
 // Kubernetes API (core/v1, batch/v1) the manifests use, with the API's field
 // names, so that the conformance module can decode them strictly with
-// k8s.io/api.
+// k8s.io/api. It must not know what a plan holds: the plan is an opaque file to it.
 package kube
 
 import (

@@ -6,7 +6,8 @@
 //
 // The package is pure: Build takes the mapping of what was mirrored and returns typed
 // objects and their serialised files; the same input always gives the same bytes (no
-// clock, no map order, no host names). Set.Write puts the files in a folder.
+// clock, no map order, no host names). Set.Write puts the files in a folder. It must
+// not know how the images were copied.
 package manifests
 
 // Kind says where a mirrored image came from; it decides which mirror-set object

@@ -1,7 +1,9 @@
 // Package pipeline runs airlock's mirror command: it wires the stages of
-// DESIGN.md together (imageset → catalog fetch → prune → rebuild → plan → copy or
+// docs/architecture.md together (imageset → catalog fetch → prune → rebuild → plan → copy or
 // archive → cluster resources) for the three workflows. Each stage lives in its
-// own package; this one only sequences them and writes the run's records.
+// own package; this one only sequences them and writes the run's records. It is the
+// one package that holds both the catalog side (prune, fbc) and the image side
+// (mirror/...); it must not know HTTP details, FBC rules or the archive format.
 package pipeline
 
 import (

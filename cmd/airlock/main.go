@@ -1,5 +1,6 @@
 // Command airlock mirrors OLM operator catalogs and container images into
-// disconnected clusters. This package only parses flags and calls library functions.
+// disconnected clusters. This package only parses flags and calls library functions:
+// it knows no FBC field and no HTTP (docs/architecture.md).
 package main
 
 import (

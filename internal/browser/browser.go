@@ -3,7 +3,8 @@
 // (Content-Security-Policy violations among them) and every network request,
 // through the DevTools protocol; tests skip when no chromium binary is found
 // (.ci/run installs Debian's chromium). SVGToPNG draws the upgrade-graph
-// pictures of `airlock catalog graph -o x.png`.
+// pictures of `airlock catalog graph -o x.png`. It knows nothing of catalogs or
+// registries: it is given pages and SVG.
 package browser
 
 import (

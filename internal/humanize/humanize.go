@@ -1,4 +1,5 @@
-// Package humanize formats quantities for people.
+// Package humanize formats quantities for people. It knows nothing of what it
+// formats.
 package humanize
 
 import "fmt"

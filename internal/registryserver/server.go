@@ -1,7 +1,9 @@
 // Package registryserver runs an embedded CNCF distribution registry (the same code
 // as the docker "registry" image) in process: in-memory or filesystem storage,
 // optional TLS and optional HTTP basic authentication. It backs the test fixtures of
-// internal/testutil/registrytest and `airlock registry serve`.
+// internal/testutil/registrytest and `airlock registry serve`. It never uses airlock's
+// own registry client, so that tests copying through that client meet a server it
+// did not write.
 package registryserver
 
 import (

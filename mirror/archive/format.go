@@ -11,6 +11,7 @@
 // The Writer implements endpoint.Destination (mirror-to-disk), the Reader implements
 // endpoint.Source (disk-to-mirror) and streams blobs straight out of the chunks,
 // verifying their digests. See docs/archive.md for the format and its guarantees.
+// It knows no registry and no file-based catalog: images are manifests and blobs.
 package archive
 
 import (

@@ -1,6 +1,8 @@
 // Package golden is the tests' one golden-file check: compare output with a
 // file under testdata/, or rewrite the file when the test binary runs with
 // -update (go test ./PKG -update).
+//
+// Test support only: the binary never links it (internal/depcheck).
 package golden
 
 import (

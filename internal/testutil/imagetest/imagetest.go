@@ -1,5 +1,7 @@
 // Package imagetest pushes fakeimage images to a registry for tests and says
 // what was written (manifests, blobs, sizes).
+//
+// Test support only: the binary never links it (internal/depcheck).
 package imagetest
 
 import (

@@ -1,6 +1,8 @@
 // Package registrytest runs real CNCF distribution registries on 127.0.0.1 for
 // tests, counts the requests they receive, and puts fault-injecting proxies in
 // front of them.
+//
+// Test support only: the binary never links it (internal/depcheck).
 package registrytest
 
 import (

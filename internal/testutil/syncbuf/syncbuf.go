@@ -1,5 +1,7 @@
 // Package syncbuf has a bytes.Buffer that goroutines may write to at once: a
 // log sink for tests that read what a server or a run logged.
+//
+// Test support only: the binary never links it (internal/depcheck).
 package syncbuf
 
 import (

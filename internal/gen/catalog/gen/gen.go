@@ -5,6 +5,8 @@
 // digests, olm.gvk provided APIs and a few olm.package.required /
 // olm.gvk.required dependencies between packages. The output is deterministic
 // for given Options and valid by opm's rules.
+//
+// For benchmarks and tests only: the binary never links it (internal/depcheck).
 package gen
 
 import (

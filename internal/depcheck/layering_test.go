@@ -312,3 +312,22 @@ func TestSizes(t *testing.T) {
 		}
 	}
 }
+
+// TestArchitectureNamesEveryPackage keeps docs/architecture.md's table whole:
+// every package of the module is named there, in backquotes.
+func TestArchitectureNamesEveryPackage(t *testing.T) {
+	root := moduleRoot(t)
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkgs := loadPackages(t, root)
+	for _, name := range sortedKeys(pkgs) {
+		if name == "." || name == "" {
+			continue
+		}
+		if !strings.Contains(string(doc), "`"+name+"`") {
+			t.Errorf("docs/architecture.md does not name package %s: add it to the table of every package", name)
+		}
+	}
+}

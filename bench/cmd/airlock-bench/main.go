@@ -100,7 +100,7 @@ func run() error {
 	pLayers := flag.Int("parallel-layers", 0, "airlock mirror --parallel-layers (0: airlock's default)")
 	floorPar := flag.Int("floor-parallel", 8, "concurrent requests of the ingestion-floor client")
 	goBench := flag.String("go-bench", env("BENCH_GO", "auto"), "run the packages' Go benchmarks: auto (full runs only), on, off [BENCH_GO]")
-	goPkgs := flag.String("go-bench-pkgs", env("BENCH_GO_PKGS", "./fbc/ ./fbc/legacy/ ./prune/ ./prune/graph/ ./report/ ./mirror/transfer/ ./mirror/catalogimage/ ./mirror/archive/ ./manifests/"), "packages for go test -bench (space-separated)")
+	goPkgs := flag.String("go-bench-pkgs", env("BENCH_GO_PKGS", "./fbc/ ./fbc/validate/ ./fbc/legacy/ ./prune/ ./prune/graph/ ./report/ ./mirror/transfer/ ./mirror/catalogimage/ ./mirror/archive/ ./manifests/"), "packages for go test -bench (space-separated)")
 	goTime := flag.String("go-benchtime", env("BENCH_GO_BENCHTIME", "1x"), "go test -benchtime")
 	goTags := flag.String("go-tags", env("BENCH_GO_TAGS", ""), "go test -tags of the Go benchmarks (the Makefile passes its TAGS) [BENCH_GO_TAGS]")
 	docs := flag.String("docs", env("BENCH_DOCS", "docs/benchmarks.md"), "append the table to this file, relative to the repository root (\"\": do not)")

@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"testing/fstest"
@@ -11,7 +10,6 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/alpha/property"
 
-	"github.com/airlock-mirror/airlock/fbc"
 )
 
 // depCatalogCount is how many catalogs with dependency chains the oracle
@@ -192,11 +190,11 @@ func genRequirements(r *rand.Rand, pkgs []*genPkg, gp *genPkg) []property.Proper
 	return props
 }
 
-// loadDeclcfg writes cfg with opm's JSON writer and loads it with airlock's loader.
-func loadDeclcfg(ctx context.Context, cfg *declcfg.DeclarativeConfig) (*fbc.Catalog, error) {
+// depCatalogFS is cfg written with opm's JSON writer, as an in-memory catalog.
+func depCatalogFS(cfg *declcfg.DeclarativeConfig) (fstest.MapFS, error) {
 	var buf bytes.Buffer
 	if err := declcfg.WriteJSON(*cfg, &buf); err != nil {
 		return nil, err
 	}
-	return fbc.Load(ctx, fstest.MapFS{"catalog.json": {Data: buf.Bytes()}}, fbc.LoadOptions{})
+	return fstest.MapFS{"catalog.json": {Data: buf.Bytes()}}, nil
 }

@@ -3,8 +3,8 @@ package conformance
 // The selection oracle: a deliberately simple and slow model of which bundles a
 // configuration keeps, written from docs/catalog-prune.md. It shares no code with
 // airlock's filter (package prune) nor with its catalog engine (package fbc): it
-// reads catalogs with opm's own loader (declcfg), keeps them in the types of this
-// file, walks channel graphs with the functions below and parses versions and
+// reads catalogs itself (encoding/json, and sigs.k8s.io/yaml for YAML files),
+// keeps them in the types of this file, walks channel graphs with the functions below and parses versions and
 // ranges with blang/semver directly. See docs/conformance.md, "Which bundles are
 // kept".
 
@@ -13,7 +13,6 @@ import (
 	"sort"
 
 	"github.com/blang/semver/v4"
-	"github.com/operator-framework/operator-registry/alpha/declcfg"
 )
 
 // oCatalog is the oracle's view of a catalog: only what selection reads.
@@ -58,8 +57,25 @@ type oBundle struct {
 	reqs      []oReq // in the order of the properties
 }
 
-// oracleCatalog converts what opm's loader read into the oracle's types.
-func oracleCatalog(cfg *declcfg.DeclarativeConfig) *oCatalog {
+// oDoc is one document of a file-based catalog: the fields selection reads.
+type oDoc struct {
+	Schema         string `json:"schema"`
+	Name           string `json:"name"`
+	Package        string `json:"package"`
+	DefaultChannel string `json:"defaultChannel"`
+	Entries        []struct {
+		Name     string   `json:"name"`
+		Replaces string   `json:"replaces"`
+		Skips    []string `json:"skips"`
+	} `json:"entries"`
+	Properties []struct {
+		Type  string          `json:"type"`
+		Value json.RawMessage `json:"value"`
+	} `json:"properties"`
+}
+
+// oracleCatalog builds the oracle's view of the documents of a catalog.
+func oracleCatalog(docs []oDoc) *oCatalog {
 	c := &oCatalog{pkgs: map[string]*oPkg{}}
 	pkg := func(name string) *oPkg {
 		p := c.pkgs[name]
@@ -70,56 +86,25 @@ func oracleCatalog(cfg *declcfg.DeclarativeConfig) *oCatalog {
 		}
 		return p
 	}
-	for _, p := range cfg.Packages {
-		pkg(p.Name).defaultChannel = p.DefaultChannel
-	}
-	for _, ch := range cfg.Channels {
-		p := pkg(ch.Package)
-		oc := &oChan{name: ch.Name, entries: map[string]*oEntry{}}
-		for _, e := range ch.Entries {
-			oc.entries[e.Name] = &oEntry{name: e.Name, replaces: e.Replaces, skips: append([]string(nil), e.Skips...)}
-			oc.order = append(oc.order, e.Name)
-		}
-		p.chans[ch.Name] = oc
-		p.chanNames = append(p.chanNames, ch.Name)
-	}
-	for _, b := range cfg.Bundles {
-		ob := &oBundle{name: b.Name, pkg: b.Package}
-		for _, prop := range b.Properties {
-			switch prop.Type {
-			case "olm.package":
-				var v struct {
-					Version string `json:"version"`
-					Release string `json:"release"`
-				}
-				if json.Unmarshal(prop.Value, &v) == nil {
-					if sv, err := semver.Parse(v.Version); err == nil {
-						ob.version, ob.verOK, ob.release = sv, true, v.Release
-					}
-				}
-			case "olm.gvk", "olm.gvk.required":
-				var g struct{ Group, Version, Kind string }
-				if json.Unmarshal(prop.Value, &g) != nil {
-					continue
-				}
-				if prop.Type == "olm.gvk" {
-					ob.gvks = append(ob.gvks, oGVK{g.Group, g.Version, g.Kind})
-				} else if g.Kind != "" && g.Version != "" {
-					ob.reqs = append(ob.reqs, oReq{gvk: &oGVK{g.Group, g.Version, g.Kind}})
-				}
-			case "olm.package.required":
-				var r struct {
-					PackageName  string `json:"packageName"`
-					VersionRange string `json:"versionRange"`
-				}
-				if json.Unmarshal(prop.Value, &r) == nil && r.PackageName != "" {
-					ob.reqs = append(ob.reqs, oReq{pkg: r.PackageName, rng: r.VersionRange})
-				}
+	for _, d := range docs {
+		switch d.Schema {
+		case "olm.package":
+			pkg(d.Name).defaultChannel = d.DefaultChannel
+		case "olm.channel":
+			p := pkg(d.Package)
+			oc := &oChan{name: d.Name, entries: map[string]*oEntry{}}
+			for _, e := range d.Entries {
+				oc.entries[e.Name] = &oEntry{name: e.Name, replaces: e.Replaces, skips: e.Skips}
+				oc.order = append(oc.order, e.Name)
 			}
+			p.chans[d.Name] = oc
+			p.chanNames = append(p.chanNames, d.Name)
+		case "olm.bundle":
+			p := pkg(d.Package)
+			b := oracleBundle(d)
+			p.bundles[b.name] = b
+			p.bundleNames = append(p.bundleNames, b.name)
 		}
-		p := pkg(b.Package)
-		p.bundles[b.Name] = ob
-		p.bundleNames = append(p.bundleNames, b.Name)
 	}
 	sort.Strings(c.names)
 	for _, p := range c.pkgs {
@@ -127,6 +112,45 @@ func oracleCatalog(cfg *declcfg.DeclarativeConfig) *oCatalog {
 		sort.Strings(p.bundleNames)
 	}
 	return c
+}
+
+// oracleBundle reads what selection needs of a bundle: its version (and
+// release), the GVKs it provides and what it requires.
+func oracleBundle(d oDoc) *oBundle {
+	ob := &oBundle{name: d.Name, pkg: d.Package}
+	for _, prop := range d.Properties {
+		switch prop.Type {
+		case "olm.package":
+			var v struct {
+				Version string `json:"version"`
+				Release string `json:"release"`
+			}
+			if json.Unmarshal(prop.Value, &v) == nil {
+				if sv, err := semver.Parse(v.Version); err == nil {
+					ob.version, ob.verOK, ob.release = sv, true, v.Release
+				}
+			}
+		case "olm.gvk", "olm.gvk.required":
+			var g struct{ Group, Version, Kind string }
+			if json.Unmarshal(prop.Value, &g) != nil {
+				continue
+			}
+			if prop.Type == "olm.gvk" {
+				ob.gvks = append(ob.gvks, oGVK{g.Group, g.Version, g.Kind})
+			} else if g.Kind != "" && g.Version != "" {
+				ob.reqs = append(ob.reqs, oReq{gvk: &oGVK{g.Group, g.Version, g.Kind}})
+			}
+		case "olm.package.required":
+			var r struct {
+				PackageName  string `json:"packageName"`
+				VersionRange string `json:"versionRange"`
+			}
+			if json.Unmarshal(prop.Value, &r) == nil && r.PackageName != "" {
+				ob.reqs = append(ob.reqs, oReq{pkg: r.PackageName, rng: r.VersionRange})
+			}
+		}
+	}
+	return ob
 }
 
 // The channel graph, as docs/catalog-prune.md and reference/fbc-opm.md §3.1

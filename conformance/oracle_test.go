@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -239,7 +240,7 @@ type oracleInput struct {
 }
 
 // oracleInputs are the valid catalogs of allSources (real, testdata, generated)
-// loaded by opm (for the oracle) and by airlock, and the catalogs with
+// read by the oracle's reader and loaded by airlock, and the catalogs with
 // dependency chains of depCatalogs.
 func oracleInputs(t *testing.T) []oracleInput {
 	ctx := context.Background()
@@ -252,18 +253,22 @@ func oracleInputs(t *testing.T) []oracleInput {
 		if err != nil || validate.Catalog(c) != nil {
 			continue
 		}
-		cfg, err := opmLoad(ctx, s.Dir)
+		docs, err := readFBC(os.DirFS(s.Dir))
 		if err != nil {
-			t.Fatalf("%s: opm load: %v", s.Name, err)
+			t.Fatalf("%s: oracle read: %v", s.Name, err)
 		}
 		h := fnv.New64a()
 		h.Write([]byte(s.Name))
-		out = append(out, oracleInput{s.Name, oracleCatalog(cfg), c, h.Sum64()})
+		out = append(out, oracleInput{s.Name, oracleCatalog(docs), c, h.Sum64()})
 	}
 	for i := range depCatalogCount {
 		seed := uint64(i) + 1
 		cfg := depCatalog(seed)
-		c, err := loadDeclcfg(ctx, cfg)
+		fsys, err := depCatalogFS(cfg)
+		if err != nil {
+			t.Fatalf("dependency catalog %d: %v", seed, err)
+		}
+		c, err := fbc.Load(ctx, fsys, fbc.LoadOptions{})
 		if err != nil {
 			t.Fatalf("dependency catalog %d: %v", seed, err)
 		}
@@ -273,7 +278,11 @@ func oracleInputs(t *testing.T) []oracleInput {
 		if err := opmValidateCfg(cfg); err != nil {
 			t.Fatalf("dependency catalog %d is not valid for opm: %v", seed, err)
 		}
-		out = append(out, oracleInput{fmt.Sprintf("deps/%d", seed), oracleCatalog(cfg), c, seed})
+		docs, err := readFBC(fsys)
+		if err != nil {
+			t.Fatalf("dependency catalog %d: oracle read: %v", seed, err)
+		}
+		out = append(out, oracleInput{fmt.Sprintf("deps/%d", seed), oracleCatalog(docs), c, seed})
 	}
 	return out
 }
@@ -308,4 +317,4 @@ func TestSelectionOracle(t *testing.T) {
 }
 
 // oracleMaxPkgs caps the packages of one catalog that get per-package cases.
-const oracleMaxPkgs = 40
+const oracleMaxPkgs = 16

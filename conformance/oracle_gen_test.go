@@ -9,7 +9,6 @@ import (
 	"github.com/blang/semver/v4"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/alpha/property"
-
 )
 
 // depCatalogCount is how many catalogs with dependency chains the oracle

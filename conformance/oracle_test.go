@@ -8,6 +8,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/airlock-mirror/airlock/fbc"
@@ -201,19 +202,7 @@ func (a *agreement) pairs() int { return a.kept + a.refused }
 func comparePair(src *oCatalog, c *fbc.Catalog, fc filterConfig, sel selectFunc, a *agreement) string {
 	want, wr := oracleFilter(src, fc.op)
 	got, gr := sel(c, fc.op)
-	var d string
-	switch {
-	case wr != nil && gr != nil:
-		if wr.class != gr.class {
-			d = fmt.Sprintf("both refuse, oracle for %s, product for %s", wr, gr)
-		}
-	case wr != nil:
-		d = fmt.Sprintf("oracle refuses (%s), product keeps", wr)
-	case gr != nil:
-		d = fmt.Sprintf("product refuses (%s: %s), oracle keeps", gr.class, gr.msg)
-	default:
-		d = diffResults(src, want, got)
-	}
+	d := compareOutcomes(src, want, wr, got, gr)
 	if d != "" {
 		return d
 	}
@@ -231,6 +220,23 @@ func comparePair(src *oCatalog, c *fbc.Catalog, fc filterConfig, sel selectFunc,
 	return ""
 }
 
+// compareOutcomes describes how the product's outcome (got, gr) differs from the
+// oracle's (want, wr), "" when they agree.
+func compareOutcomes(src *oCatalog, want *oResult, wr *oRefusal, got *oResult, gr *oRefusal) string {
+	switch {
+	case wr != nil && gr != nil:
+		if wr.class != gr.class {
+			return fmt.Sprintf("both refuse, oracle for %s, product for %s", wr, gr)
+		}
+		return ""
+	case wr != nil:
+		return fmt.Sprintf("oracle refuses (%s), product keeps", wr)
+	case gr != nil:
+		return fmt.Sprintf("product refuses (%s: %s), oracle keeps", gr.class, gr.msg)
+	}
+	return diffResults(src, want, got)
+}
+
 // oracleInput is a catalog as both sides see it.
 type oracleInput struct {
 	name string
@@ -243,6 +249,20 @@ type oracleInput struct {
 // read by the oracle's reader and loaded by airlock, and the catalogs with
 // dependency chains of depCatalogs.
 func oracleInputs(t *testing.T) []oracleInput {
+	oracleInputsOnce.Do(func() { oracleInputsCache, oracleInputsErr = loadOracleInputs(t) })
+	if oracleInputsErr != nil {
+		t.Fatal(oracleInputsErr)
+	}
+	return oracleInputsCache
+}
+
+var (
+	oracleInputsOnce  sync.Once
+	oracleInputsCache []oracleInput
+	oracleInputsErr   error
+)
+
+func loadOracleInputs(t *testing.T) ([]oracleInput, error) {
 	ctx := context.Background()
 	var out []oracleInput
 	for _, s := range allSources(t) {
@@ -255,7 +275,7 @@ func oracleInputs(t *testing.T) []oracleInput {
 		}
 		docs, err := readFBC(os.DirFS(s.Dir))
 		if err != nil {
-			t.Fatalf("%s: oracle read: %v", s.Name, err)
+			return nil, fmt.Errorf("%s: oracle read: %v", s.Name, err)
 		}
 		h := fnv.New64a()
 		h.Write([]byte(s.Name))
@@ -266,25 +286,25 @@ func oracleInputs(t *testing.T) []oracleInput {
 		cfg := depCatalog(seed)
 		fsys, err := depCatalogFS(cfg)
 		if err != nil {
-			t.Fatalf("dependency catalog %d: %v", seed, err)
+			return nil, fmt.Errorf("dependency catalog %d: %v", seed, err)
 		}
 		c, err := fbc.Load(ctx, fsys, fbc.LoadOptions{})
 		if err != nil {
-			t.Fatalf("dependency catalog %d: %v", seed, err)
+			return nil, fmt.Errorf("dependency catalog %d: %v", seed, err)
 		}
 		if err := validate.Catalog(c); err != nil {
-			t.Fatalf("dependency catalog %d is not valid for airlock: %v", seed, err)
+			return nil, fmt.Errorf("dependency catalog %d is not valid for airlock: %v", seed, err)
 		}
 		if err := opmValidateCfg(cfg); err != nil {
-			t.Fatalf("dependency catalog %d is not valid for opm: %v", seed, err)
+			return nil, fmt.Errorf("dependency catalog %d is not valid for opm: %v", seed, err)
 		}
 		docs, err := readFBC(fsys)
 		if err != nil {
-			t.Fatalf("dependency catalog %d: oracle read: %v", seed, err)
+			return nil, fmt.Errorf("dependency catalog %d: oracle read: %v", seed, err)
 		}
 		out = append(out, oracleInput{fmt.Sprintf("deps/%d", seed), oracleCatalog(docs), c, seed})
 	}
-	return out
+	return out, nil
 }
 
 // TestSelectionOracle compares what prune.Filter keeps with what the oracle

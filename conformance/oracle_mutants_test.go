@@ -156,7 +156,7 @@ var oracleMutants = []oMutant{
 			if r == nil || !strings.HasPrefix(r.class, "default-channel-") {
 				return nil, nil, false
 			}
-			return nil, &oRefusal{"invalid-output", "default channel not kept"}, true
+			return nil, &oRefusal{class: "invalid-output", msg: "default channel not kept"}, true
 		}},
 	{"continuity-dropped", "a range keeps only its in-range entries (no continuity; opm #1231's range mode)",
 		"output: out-of-range entries of ranged channels removed, then validated (skipDependencies pairs only)",

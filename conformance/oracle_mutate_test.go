@@ -27,7 +27,7 @@ func productOutput(c *fbc.Catalog, op imageset.Operator) (*fbc.Catalog, *oRefusa
 	op.Catalog = oracleCatalogRef
 	out, _, err := prune.Filter(c, op, prune.FilterOptions{})
 	if err != nil {
-		return nil, &oRefusal{productClass(err), err.Error()}
+		return nil, &oRefusal{class: productClass(err), msg: err.Error()}
 	}
 	return out, nil
 }
@@ -97,7 +97,7 @@ func rebuild(src, out *fbc.Catalog, ks keepSets) (*oResult, *oRefusal) {
 		nc.Packages = append(nc.Packages, &np)
 	}
 	if err := validate.Catalog(nc); err != nil {
-		return nil, &oRefusal{"invalid-output", err.Error()}
+		return nil, &oRefusal{class: "invalid-output", msg: err.Error()}
 	}
 	return resultOf(nc), nil
 }

@@ -8,14 +8,19 @@ import (
 	"github.com/airlock-mirror/airlock/imageset"
 )
 
-// oRefusal is the oracle's refusal: the class of the reason and a message.
-// The classes are what the comparison checks (docs/conformance.md lists them).
-type oRefusal struct{ class, msg string }
+// oRefusal is a refusal: the class of the reason and a message. The classes
+// are what the comparison checks (docs/conformance.md lists them). A product
+// refusal that names several problems of the configuration has the classes of
+// the others in also; the oracle's class must be one of them.
+type oRefusal struct {
+	class, msg string
+	also       []string
+}
 
 func (r *oRefusal) Error() string { return r.class + ": " + r.msg }
 
 func refuse(class, format string, args ...any) *oRefusal {
-	return &oRefusal{class, fmt.Sprintf(format, args...)}
+	return &oRefusal{class: class, msg: fmt.Sprintf(format, args...)}
 }
 
 // oResult is what a configuration keeps: per package its default channel and,

@@ -67,6 +67,24 @@ func oracleConfigs(cat *oCatalog, seed uint64, maxPkgs int) []filterConfig {
 			if cn != p.defaultChannel && p.chans[p.defaultChannel] != nil {
 				add(cname("channel-and-default"), pkgOp(imageset.IncludePackage{Name: pn, Channels: []imageset.IncludeChannel{{Name: p.defaultChannel}, {Name: cn}}}))
 			}
+			for _, other := range p.chanNames {
+				if other == cn {
+					continue
+				}
+				// A defaultChannel the configuration does not list.
+				add(cname("default-not-listed"), pkgOp(one(imageset.IncludeChannel{Name: cn}, other)))
+				// A bundle selected in a channel that does not hold it (beside
+				// one that it holds).
+				for _, en := range ch.order {
+					if p.chans[other].entries[en] == nil {
+						sb := []imageset.SelectedBundle{{Name: en}, {Name: p.chans[other].order[0]}}
+						add(cname("bundle-elsewhere"), pkgOp(imageset.IncludePackage{Name: pn, DefaultChannel: other,
+							Channels: []imageset.IncludeChannel{{Name: other}}, SelectedBundles: sb}))
+						break
+					}
+				}
+				break
+			}
 			for _, b := range oracleBounds(p, ch, r) {
 				ib := imageset.IncludeBundle{MinVersion: b.min, MaxVersion: b.max}
 				add(cname("channel-range-"+b.name), pkgOp(one(imageset.IncludeChannel{Name: cn, IncludeBundle: ib}, cn)))

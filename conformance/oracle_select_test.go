@@ -92,38 +92,59 @@ func oracleFilter(cat *oCatalog, op imageset.Operator) (*oResult, *oRefusal) {
 	return &oResult{o.out}, nil
 }
 
-// checkConfig: the combinations the configuration may not hold.
+// checkConfig: what the configuration itself may not hold (names, the
+// combinations of range, full and bundles, versions). Every problem is
+// collected: the refusal has the first one's class and the others' in also.
 func (o *oracle) checkConfig() *oRefusal {
+	var r *oRefusal
+	problem := func(class, format string, args ...any) {
+		if r == nil {
+			r = refuse(class, format, args...)
+		} else {
+			r.also = append(r.also, class)
+		}
+	}
 	seen := map[string]bool{}
 	for _, ip := range o.op.Packages {
 		if ip.Name == "" || seen[ip.Name] {
-			return refuse("config", "package name empty or listed twice: %q", ip.Name)
+			problem("config", "package name empty or listed twice: %q", ip.Name)
 		}
 		seen[ip.Name] = true
+		if _, bad := parseRange(ip.IncludeBundle); bad != nil {
+			problem(bad.class, "%s: %s", ip.Name, bad.msg)
+		}
 		chanRange := false
 		seenCh := map[string]bool{}
 		for _, ic := range ip.Channels {
 			if ic.Name == "" || seenCh[ic.Name] {
-				return refuse("config", "channel name empty or listed twice: %q", ic.Name)
+				problem("config", "channel name empty or listed twice: %q", ic.Name)
 			}
 			seenCh[ic.Name] = true
 			if ic.MinVersion != "" || ic.MaxVersion != "" {
 				chanRange = true
 			}
+			if _, bad := parseRange(ic.IncludeBundle); bad != nil {
+				problem(bad.class, "%s/%s: %s", ip.Name, ic.Name, bad.msg)
+			}
+		}
+		if ip.DefaultChannel != "" && len(ip.Channels) > 0 && !seenCh[ip.DefaultChannel] {
+			problem("config", "%s: defaultChannel %s is not a listed channel", ip.Name, ip.DefaultChannel)
 		}
 		pkgRange := ip.MinVersion != "" || ip.MaxVersion != ""
-		switch {
-		case pkgRange && chanRange:
-			return refuse("config", "%s: range at both levels", ip.Name)
-		case o.op.Full && (pkgRange || chanRange):
-			return refuse("config", "%s: full with a range", ip.Name)
-		case o.op.Full && len(ip.SelectedBundles) > 0:
-			return refuse("config", "%s: full with bundles", ip.Name)
-		case len(ip.SelectedBundles) > 0 && (pkgRange || chanRange):
-			return refuse("config", "%s: bundles with a range", ip.Name)
+		if pkgRange && chanRange {
+			problem("config", "%s: range at both levels", ip.Name)
+		}
+		if o.op.Full && (pkgRange || chanRange) {
+			problem("config", "%s: full with a range", ip.Name)
+		}
+		if o.op.Full && len(ip.SelectedBundles) > 0 {
+			problem("config", "%s: full with bundles", ip.Name)
+		}
+		if len(ip.SelectedBundles) > 0 && (pkgRange || chanRange) {
+			problem("config", "%s: bundles with a range", ip.Name)
 		}
 	}
-	return nil
+	return r
 }
 
 // parseRange reads minVersion/maxVersion: full semver versions, min <= max.

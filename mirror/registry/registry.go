@@ -87,6 +87,7 @@ type Client struct {
 	down      map[string]error               // hosts found unreachable this run
 	probed    map[string]bool                // hosts (and push or pull) probed successfully
 	mounts    map[string]bool                // hosts that answered a mount with 201 this run
+	pushed    map[string]bool                // "repo@digest" manifests pushed (and verified) by digest
 }
 
 // Policy is the retry policy of the client's operations, for work it hands
@@ -143,7 +144,7 @@ func New(opts Options) *Client {
 	}
 	r := &Client{
 		opts: opts, policy: p, keychain: kc, log: log,
-		hosts: map[string]*regHost{}, repoKey: map[string]string{}, groupFill: map[string]int{}, groupNo: map[string]int{}, sems: map[string]chan struct{}{}, creds: map[string]authn.Authenticator{}, down: map[string]error{}, probed: map[string]bool{}, mounts: map[string]bool{},
+		hosts: map[string]*regHost{}, repoKey: map[string]string{}, groupFill: map[string]int{}, groupNo: map[string]int{}, sems: map[string]chan struct{}{}, creds: map[string]authn.Authenticator{}, down: map[string]error{}, probed: map[string]bool{}, mounts: map[string]bool{}, pushed: map[string]bool{},
 	}
 	// The transport never retries: retries belong to the operations (see
 	// retry.Policy), so that one request is never retried by two layers.

@@ -356,9 +356,10 @@ func (e *copyEngine) copyJob(ctx context.Context, ic *imageCtx) error {
 		return fmt.Errorf("image %s@%s: source and destination repositories are required", job.Source, job.Digest)
 	}
 	// The top manifest is pushed under its first tag (by digest when it has
-	// none), its other tags after it; every push is checked against the digest
-	// the registry reports (registry.Client.PutManifest), so an altered body is pushed
-	// again, never reported. Children of an index are pushed by digest.
+	// none), its other tags after it. The destination verifies every push
+	// (registry.Client.PutManifest: by digest first, then the tag, an altered
+	// revision deleted and pushed again), so an altered body is never reported
+	// as copied nor left behind. Children of an index are pushed by digest.
 	first := ""
 	if len(job.Tags) > 0 {
 		first = job.Tags[0]

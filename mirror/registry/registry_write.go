@@ -320,6 +320,11 @@ func (r *Client) commitUpload(ctx context.Context, c *http.Client, loc *url.URL,
 	q.Set("digest", d.Digest.String())
 	u.RawQuery = q.Encode()
 	hdr := map[string]string{"Content-Type": "application/octet-stream"}
+	if body == nil {
+		// A streamed upload: the registry verifies and stores the whole blob
+		// before it answers.
+		ctx = withLongWait(ctx)
+	}
 	resp, err := r.do(ctx, c, http.MethodPut, u.String(), body, hdr)
 	if err != nil {
 		r.cancelUpload(ctx, c, loc)

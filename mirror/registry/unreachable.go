@@ -179,6 +179,9 @@ func explainStatus(code int, host string) string {
 	case http.StatusNotFound:
 		return fmt.Sprintf("404 on /v2/: %s does not serve the registry API at this address", host)
 	}
+	if code >= 500 {
+		return fmt.Sprintf("%d %s to every attempt: the registry, or a proxy in front of it, is failing; check it, then run the same command again", code, http.StatusText(code))
+	}
 	return fmt.Sprintf("%d %s", code, http.StatusText(code))
 }
 
@@ -242,6 +245,9 @@ func (r *Client) probe(ctx context.Context, repo string, push bool) error {
 	var te *transport.Error
 	var to *TimeoutError
 	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		// The probe's deadline (the run's preflight bound) ended the wait.
+		return r.markDown(host, "the registry stopped answering: no answer to the registry API check in time (it accepts connections but does not answer); check the registry and any proxy in front of it")
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case errors.Is(err, endpoint.ErrRegistryUnreachable):
@@ -256,6 +262,9 @@ func (r *Client) probe(ctx context.Context, repo string, push bool) error {
 		return fmt.Errorf("%w: %s: %s", ErrAuth, host, explainStatus(te.StatusCode, host))
 	case errors.As(err, &se):
 		return fmt.Errorf("%w: %s: %s", endpoint.ErrRegistryUnreachable, host, explainStatus(se.StatusCode, host))
+	case errors.As(err, &te) && te.StatusCode >= 500:
+		// The ping's answer (its error also carries the HTTPS attempt's).
+		return fmt.Errorf("%w: %s: %s", endpoint.ErrRegistryUnreachable, host, explainStatus(te.StatusCode, host))
 	case connectFailure(err):
 		return r.NoteFailure(ctx, repo, err)
 	}

@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/internal/seed"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/pipeline"
 )
 
@@ -35,7 +37,8 @@ func integrityRuns(t *testing.T) int {
 	return 10
 }
 
-// TestManifestIntegrity mirrors a catalog through a proxy that alters 10% and
+// TestManifestIntegrity mirrors a catalog (two packages of the e2e catalog, one
+// image in three multi-arch, the catalog an index of two) through a proxy that alters 10% and
 // 50% of the manifest uploads to the destination (a flipped byte, or JSON
 // re-indented: valid, same meaning, another digest), then scans the
 // destination registry's storage on disk, not its API: every manifest revision
@@ -48,11 +51,12 @@ func TestManifestIntegrity(t *testing.T) {
 	seeded, err := seed.Seed(context.Background(), seed.Options{
 		Registry: src.Host(), CatalogDir: e2eCatalog, CatalogRepo: "integrity/index",
 		CatalogTag: "v1", MultiArchEvery: 3, Insecure: true, WorkDir: t.TempDir(),
+		CatalogPlatforms: []string{"linux/amd64", "linux/arm64"}, // the rebuilt catalog is an index
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := writeCfg(t, "apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  operators:\n  - catalog: "+seeded.Catalog+"\n")
+	cfg := writeCfg(t, "apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  operators:\n  - catalog: "+seeded.Catalog+"\n    packages:\n    - name: bar\n    - name: baz\n")
 	var table []string
 	for _, kind := range []registrytest.Fault{registrytest.FlipByte, registrytest.MangleJSON} {
 		for _, rate := range []float64{0.10, 0.50} {
@@ -69,7 +73,7 @@ func TestManifestIntegrity(t *testing.T) {
 			})
 		}
 	}
-	t.Logf("manifest integrity (%d runs per row, mirror-to-mirror of the e2e catalog):\n"+
+	t.Logf("manifest integrity (%d runs per row, mirror-to-mirror of packages bar and baz of the e2e catalog):\n"+
 		"| fault | rate | runs | exit 0 | manifest uploads | faults injected | images failed | stray manifests | tags on altered manifests | time |\n"+
 		"|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n%s", runs, strings.Join(table, "\n"))
 }
@@ -109,8 +113,8 @@ func integrityRun(t *testing.T, src *registrytest.Registry, cfg string, kind reg
 	tags := map[string]string{} // "repo:tag" (repository path in the registry) → digest
 	destPath := func(repo string) string { return strings.TrimPrefix(repo, proxy.Host()+"/") }
 	for _, im := range res.Plan.Images {
-		if strings.HasPrefix(im.SourceRepo, "layout:") { // the rebuilt catalog
-			walkPushed(t, dst.Host()+"/"+destPath(im.DestRepo)+"@"+im.Digest.String(), allowed)
+		if dir, ok := strings.CutPrefix(im.SourceRepo, mirror.LayoutRepoPrefix); ok { // the rebuilt catalog
+			walkLayout(t, dir, im.Digest.String(), allowed)
 		} else {
 			walkManifests(t, im.SourceRepo+"@"+im.Digest.String(), allowed)
 		}
@@ -119,7 +123,6 @@ func integrityRun(t *testing.T, src *registrytest.Registry, cfg string, kind reg
 		}
 	}
 	for _, c := range res.Catalogs {
-		walkPushed(t, dst.Host()+"/"+destPath(c.DestRepo)+"@"+c.Digest.String(), allowed)
 		tags[destPath(c.DestRepo)+":"+c.Tag] = c.Digest.String()
 	}
 	strays, bad := scanStorage(t, dst.Root(), allowed, tags)
@@ -127,14 +130,25 @@ func integrityRun(t *testing.T, src *registrytest.Registry, cfg string, kind reg
 	st.badTags += bad
 }
 
-// walkPushed adds a rebuilt catalog's digest, and its children's when the
-// destination holds it (a run at 50% may have failed to push it).
-func walkPushed(t *testing.T, ref string, seen map[string]bool) {
+// walkLayout adds manifest dg of the OCI layout in dir (the rebuilt catalog,
+// which a run at 50% may have failed to push) and its children to seen.
+func walkLayout(t *testing.T, dir, dg string, seen map[string]bool) {
 	t.Helper()
-	_, dg, _ := strings.Cut(ref, "@")
 	seen[dg] = true
-	if _, err := remote.Head(mustRef(t, ref)); err == nil {
-		walkManifests(t, ref, seen)
+	b, err := os.ReadFile(filepath.Join(dir, "blobs", "sha256", strings.TrimPrefix(dg, "sha256:")))
+	if err != nil {
+		t.Fatalf("rebuilt catalog %s@%s: %v", dir, dg, err)
+	}
+	var m struct {
+		Manifests []struct {
+			Digest string `json:"digest"`
+		} `json:"manifests"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("rebuilt catalog %s@%s: %v", dir, dg, err)
+	}
+	for _, c := range m.Manifests {
+		walkLayout(t, dir, c.Digest, seen)
 	}
 }
 

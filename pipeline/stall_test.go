@@ -20,7 +20,7 @@ import (
 
 // shortTimeouts stand in for the defaults (30 s, 30 s, 45 s); the binary's own
 // defaults are checked by cmd/airlock's TestStalledRegistryDefaultFlags.
-var shortTimeouts = registry.Timeouts{Header: 400 * time.Millisecond, Idle: 400 * time.Millisecond, Stall: 800 * time.Millisecond}
+var shortTimeouts = registry.Timeouts{Header: time.Second, Idle: time.Second, Stall: 1500 * time.Millisecond}
 
 // A registry that stops answering, from the start or in the middle of the copy,
 // stops the run with one error naming it, with the default retries and with

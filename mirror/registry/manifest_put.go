@@ -72,7 +72,7 @@ func (r *Client) putVerified(ctx context.Context, repo, reference string, m endp
 		}
 		altered := fmt.Errorf("put manifest %s:%s: the registry stored %s, not %s (the manifest was altered on the way): %w", repo, reference, stored, want, oci.ErrDigestMismatch)
 		if _, derr := r.DeleteManifest(ctx, repo, stored); derr != nil {
-			return retry.Permanent(fmt.Errorf("%w; registry %s kept the altered manifest %s@%s and refused to delete it (%v): delete it by hand (skopeo delete docker://%s@%s), then run again",
+			return retry.Permanent(fmt.Errorf("%w; registry %s kept the altered manifest %s@%s and refused to delete it (%w): delete it by hand (skopeo delete docker://%s@%s), then run again",
 				altered, endpoint.RepoHost(repo), repo, stored, derr, repo, stored))
 		}
 		r.log.Warn("deleted a manifest the registry stored altered", "repo", repo, "reference", reference, "stored", stored, "want", want)

@@ -20,7 +20,7 @@ import (
 )
 
 // Short timeouts: the tests measure behaviour, not the defaults.
-var testTimeouts = Timeouts{Header: 300 * time.Millisecond, Idle: 300 * time.Millisecond, Stall: 500 * time.Millisecond}
+var testTimeouts = Timeouts{Header: 500 * time.Millisecond, Idle: 500 * time.Millisecond, Stall: 800 * time.Millisecond}
 
 func fastPolicy(times int) *retry.Policy {
 	return &retry.Policy{Times: times, Base: 5 * time.Millisecond, Max: 20 * time.Millisecond}
@@ -99,7 +99,7 @@ func TestProbeStalledRegistry(t *testing.T) {
 	proxy := registrytest.NewFaultProxy(t, reg.Host(), registrytest.FaultPlan{Match: registrytest.Everything, Rate: 1, Kinds: []registrytest.Fault{registrytest.Stall}})
 	c := New(Options{Retry: fastPolicy(retry.DefaultTimes), Timeouts: testTimeouts})
 	err := c.Probe(context.Background(), proxy.Host()+"/ns/app", true)
-	if !errors.Is(err, endpoint.ErrRegistryUnreachable) || !strings.Contains(err.Error(), proxy.Host()+": the registry stopped answering: it sent no answer for 300ms") {
+	if !errors.Is(err, endpoint.ErrRegistryUnreachable) || !strings.Contains(err.Error(), proxy.Host()+": the registry stopped answering: it sent no answer for 500ms") {
 		t.Fatalf("err = %v", err)
 	}
 	if strings.Contains(err.Error(), "HTTPS") {

@@ -2,8 +2,10 @@
 // HTTP API (manifests, blobs with resumable reads and streaming uploads,
 // mounts, tags, deletes), auth (auth.json, docker config, registries.conf
 // credentials), TLS and plain-HTTP rules, per-host request limits, probing a
-// registry before a run, and remembering hosts found unreachable. Every request
-// runs under the one retry policy (package retry) and has a deadline.
+// registry before a run, timeouts on silent registries (Timeouts), manifest
+// pushes the registry verifies (PutManifest), and remembering hosts found
+// unreachable, stalled or failing (the circuit breaker, NoteFailure). Every
+// request runs under the one retry policy (package retry) and has a deadline.
 //
 // A Client is an endpoint.Source and an endpoint.Destination. It knows nothing
 // about the copy engine, plans, catalogs or archives.

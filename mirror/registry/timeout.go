@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,6 +80,37 @@ func (e *TimeoutError) Timeout() bool { return true }
 // Temporary implements net.Error.
 func (e *TimeoutError) Temporary() bool { return true }
 
+// requestKind names a request's kind for the timeout streaks: method and
+// "upload", "blob", "manifest" or "other".
+func requestKind(req *http.Request) string {
+	p := req.URL.Path
+	switch {
+	case strings.Contains(p, "/blobs/uploads"):
+		return req.Method + " upload"
+	case strings.Contains(p, "/blobs/"):
+		return req.Method + " blob"
+	case strings.Contains(p, "/manifests/"):
+		return req.Method + " manifest"
+	}
+	return req.Method + " other"
+}
+
+func (h *hostHealth) timedOut(kind string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.streak == nil {
+		h.streak = map[string]int{}
+	}
+	h.streak[kind]++
+	return h.streak[kind]
+}
+
+func (h *hostHealth) ended(kind string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.streak, kind)
+}
+
 // hostHealth is what the client saw of one host lately: when it last made
 // progress, the timeouts since, and its 5xx answers in a row.
 type hostHealth struct {
@@ -89,6 +121,9 @@ type hostHealth struct {
 	silentFrom time.Time // start of the wait that ended in the first of them
 	bad        int       // 5xx answers since the last other answer
 	lastBad    string
+	// timeouts in a row by kind of request ("POST upload"), reset by an
+	// answer of that kind read to its end
+	streak map[string]int
 }
 
 func (h *hostHealth) progress(now time.Time) { h.lastProgress.Store(now.UnixNano()) }
@@ -133,6 +168,7 @@ type watch struct {
 	h      *hostHealth
 	header time.Duration
 	long   bool // a long wait (commit): it does not count against the host
+	kind   string
 	cancel context.CancelFunc
 	tick   time.Duration
 
@@ -147,7 +183,7 @@ type watch struct {
 func (wt *watchTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	r := wt.r
 	ctx, cancel := context.WithCancel(req.Context())
-	w := &watch{r: r, t: r.timeouts, host: req.URL.Host, h: r.health(req.URL.Host), header: r.timeouts.Header, cancel: cancel}
+	w := &watch{r: r, t: r.timeouts, host: req.URL.Host, h: r.health(req.URL.Host), header: r.timeouts.Header, cancel: cancel, kind: requestKind(req)}
 	if req.Context().Value(longWaitKey{}) != nil {
 		w.header, w.long = max(CommitTimeout, r.timeouts.Header), true
 	}
@@ -185,7 +221,11 @@ func (wt *watchTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	w.phase, w.since = phaseReading, now
 	w.mu.Unlock()
 	// An answer is progress once its body moves, or at once when it has none.
-	r.answered(w.h, now, resp, resp.ContentLength == 0 || req.Method == http.MethodHead)
+	whole := resp.ContentLength == 0 || req.Method == http.MethodHead
+	r.answered(w.h, now, resp, whole)
+	if whole && resp.StatusCode < 500 {
+		w.h.ended(w.kind)
+	}
 	resp.Body = &watchedBody{ReadCloser: resp.Body, w: w}
 	return resp, nil
 }
@@ -259,7 +299,14 @@ func (w *watch) check() {
 			w.h.strikeAt = now
 			w.h.mu.Unlock()
 		}
-		w.stop(&TimeoutError{Host: w.host, What: what, After: limit, Silent: silent})
+		te := &TimeoutError{Host: w.host, What: what, After: limit, Silent: silent}
+		if n := w.h.timedOut(w.kind); n >= breakerAnswers && !w.long {
+			// Every request of this kind hangs (uploads, blob bodies), however
+			// the host answers the others.
+			w.stop(w.r.markDown(w.host, fmt.Sprintf("%s: %d %s requests in a row timed out", explainTimeout(te), n, w.kind)))
+			return
+		}
+		w.stop(te)
 		return
 	}
 	w.timer.Reset(w.tick)
@@ -338,6 +385,9 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 	} else if n > 0 {
 		w.h.progress(now)
 		w.since = now
+	}
+	if !b.request && err == io.EOF {
+		w.h.ended(w.kind)
 	}
 	if err != nil && err != io.EOF && w.err != nil && !b.request {
 		err = w.err

@@ -10,6 +10,7 @@ import (
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
+	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
@@ -18,6 +19,9 @@ import (
 
 func (r *run) setup() error {
 	o := r.opts
+	if err := oci.RefuseCredentials(o.Destination); err != nil {
+		return err
+	}
 	if o.ConfigPath == "" {
 		return errors.New("no ImageSetConfiguration given: use -c imageset.yaml")
 	}

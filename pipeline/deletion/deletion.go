@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 	"github.com/airlock-mirror/airlock/workspace"
@@ -67,6 +68,9 @@ type Result struct {
 func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := oci.RefuseCredentials(o.Destination); err != nil {
+		return nil, err
 	}
 	dest, ok := strings.CutPrefix(o.Destination, "docker://")
 	dest = strings.TrimSuffix(dest, "/")

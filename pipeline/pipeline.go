@@ -68,6 +68,13 @@ type Options struct {
 	SinceArchive string
 	// Full (mirror-to-disk) ignores earlier archives and ships every blob.
 	Full bool
+	// Since (mirror-to-disk, --since) ships what archives made before it did
+	// not carry; StrictArchive fails a blob bigger than archiveSize.
+	Since         time.Time
+	StrictArchive bool
+	// CacheDir (--cache-dir, $OC_MIRROR_CACHE) holds the catalog cache shared
+	// across workspaces (workspace.CatalogCacheDir); "" keeps it in working-dir.
+	CacheDir string
 	// Logger receives the run's log; nil discards it.
 	Logger *slog.Logger
 	// Progress, when set, receives the copy's progress against totals read from
@@ -84,6 +91,9 @@ type Options struct {
 type Result struct {
 	Workflow   mirror.Workflow  `json:"workflow"`
 	WorkingDir string           `json:"workingDir"`
+	// ConfigPath and PlanPath are the run's -c and --plan, absolute.
+	ConfigPath string `json:"configPath,omitempty"`
+	PlanPath   string `json:"planPath,omitempty"`
 	Plan       *mirror.Plan     `json:"-"`
 	Copy       *transfer.Report `json:"-"`
 	// Images is one line per planned image with its outcome (results.json).

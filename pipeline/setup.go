@@ -78,8 +78,8 @@ func (r *run) setup() error {
 	default:
 		return fmt.Errorf("destination %q must be docker://REGISTRY[:PORT]/NAMESPACE or file://DIR", o.Destination)
 	}
-	if r.workflow != mirror.MirrorToDisk && (o.SinceArchive != "" || o.Full) {
-		return errors.New("--since-archive and --full apply to mirror-to-disk only")
+	if r.workflow != mirror.MirrorToDisk && (o.SinceArchive != "" || o.Full || !o.Since.IsZero()) {
+		return errors.New("--since, --since-archive and --full apply to mirror-to-disk only")
 	}
 	if err := r.checkSharding(); err != nil {
 		return err
@@ -93,8 +93,16 @@ func (r *run) setup() error {
 	if err := os.MkdirAll(r.workDir.Path(), 0o755); err != nil {
 		return fmt.Errorf("create working directory: %w", err)
 	}
-	r.res = &Result{Workflow: r.workflow, WorkingDir: r.workDir.Path()}
+	r.res = &Result{Workflow: r.workflow, WorkingDir: r.workDir.Path(), ConfigPath: absOrSame(o.ConfigPath), PlanPath: absOrSame(o.PlanFile)}
 	return nil
+}
+
+// absOrSame is p made absolute ("" stays ""), for the commands a run suggests.
+func absOrSame(p string) string {
+	if a, err := filepath.Abs(p); err == nil && p != "" {
+		return a
+	}
+	return p
 }
 
 // within reports whether path p is dir or inside it.

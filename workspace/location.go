@@ -6,12 +6,17 @@ import (
 	"strings"
 )
 
-// FileDir returns DIR of a file://DIR location given to the command-line flag
-// flag (the flag's name only serves the error message, e.g. "--workspace").
+// FileDir returns DIR of a file://DIR (or bare DIR) location given to the
+// command-line flag flag (the flag's name only serves the error message, e.g.
+// "--workspace"). Every command reads its locations this way; another scheme
+// (docker://) is an error.
 func FileDir(location, flag string) (string, error) {
 	p, ok := strings.CutPrefix(location, "file://")
-	if !ok || p == "" {
-		return "", fmt.Errorf("%s %q must be file://DIR", flag, location)
+	if !ok && strings.Contains(location, "://") {
+		p = "" // another scheme
+	}
+	if p == "" {
+		return "", fmt.Errorf("%s %q must be file://DIR or DIR", flag, location)
 	}
 	return filepath.Clean(p), nil
 }

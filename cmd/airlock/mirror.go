@@ -118,6 +118,7 @@ failed (they are listed in working-dir/results.json), 130 when interrupted.`,
 	f.IntVar(&shards, "shards", 0, "N: copy shard $JOB_COMPLETION_INDEX of N of the --plan (a Kubernetes Indexed Job)")
 	f.BoolVar(&o.Finish, "finish", false, "with --plan: check every shard finished (every planned image at the destination, or in a shard's chunks), then push the catalogs and write the cluster resources (mirror-to-disk: write the catalogs and assemble the archive)")
 	_ = cmd.MarkFlagRequired("config")
+	addOCMirrorMirrorFlags(cmd, &o)
 	return cmd
 }
 

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/airlock-mirror/airlock/pipeline"
+	"github.com/airlock-mirror/airlock/workspace"
+)
+
+// oc-mirror v2's flags that airlock accepts so that oc-mirror command lines run
+// unchanged (docs/from-oc-mirror.md lists every flag). A flag that cannot apply
+// is accepted and its note printed once, on stderr, when it is given.
+
+// ocNote is an accepted oc-mirror flag that has no effect, and why.
+type ocNote struct{ flag, why string }
+
+// addOCMirrorGlobals adds --v2 and --v1 to every command and -v/--version to
+// the root.
+func addOCMirrorGlobals(root *cobra.Command) {
+	root.Version = Version()
+	root.SetVersionTemplate("airlock {{.Version}}\n")
+	pf := root.PersistentFlags()
+	pf.Bool("v2", false, "accepted for oc-mirror v2 command lines: airlock is a v2 engine (no effect)")
+	pf.Bool("v1", false, "oc-mirror's v1 engine: not provided (airlock implements oc-mirror v2's workflows)")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if v1, _ := cmd.Flags().GetBool("v1"); v1 {
+			return errors.New("--v1: airlock has no oc-mirror v1 engine; it runs oc-mirror v2's workflows (use --v2 or no flag): docs/from-oc-mirror.md")
+		}
+		return nil
+	}
+}
+
+// addOCMirrorMirrorFlags adds oc-mirror v2's mirror flags airlock did not have.
+func addOCMirrorMirrorFlags(cmd *cobra.Command, o *pipeline.Options) {
+	var since, cacheDir string
+	f := cmd.Flags()
+	f.StringVar(&since, "since", "", "mirror-to-disk: YYYY-MM-DD: ship what changed since that date (the next batch builds only on the batches written before it)")
+	f.StringVar(&cacheDir, "cache-dir", "", "base folder of the catalog cache shared across workspaces (CACHE/"+workspace.CacheDirName+"; default: $"+workspace.CacheEnv+", else each working-dir)")
+	f.BoolVar(&o.StrictArchive, "strict-archive", false, "mirror-to-disk: fail when a blob is larger than archiveSize (default: it gets an archive file of its own)")
+	notes := []ocNote{
+		{"port", "airlock needs no local cache registry: images go straight from the source to the destination or archive"},
+		{"dry-run-manifest-lists", "airlock's dry-run mapping already names each image by the digest of its manifest list or manifest"},
+		{"ignore-release-signature", "airlock mirrors no OpenShift releases"},
+		{"rootless-storage-path", "airlock uses no containers-storage"},
+	}
+	f.IntP("port", "p", 55000, noteUsage(notes[0]))
+	f.Bool("dry-run-manifest-lists", false, noteUsage(notes[1]))
+	f.Bool("ignore-release-signature", false, noteUsage(notes[2]))
+	f.String("rootless-storage-path", "", noteUsage(notes[3]))
+	chainPreRun(cmd, func(cmd *cobra.Command) error {
+		printNotes(cmd, notes)
+		if since != "" {
+			t, err := parseSince(since)
+			if err != nil {
+				return err
+			}
+			o.Since = t
+		}
+		dir, err := workspace.ResolveCacheDir(cacheDir)
+		o.CacheDir = dir
+		return err
+	})
+}
+
+// addOCMirrorDeleteFlags adds oc-mirror v2's delete flags airlock did not have.
+func addOCMirrorDeleteFlags(cmd *cobra.Command) {
+	notes := []ocNote{
+		{"force-cache-delete", "airlock keeps no local cache registry: the images are deleted from the destination only, and there is nothing else to delete"},
+		{"delete-v1-images", "airlock mirrors with oc-mirror v2's tags only; images oc-mirror v1 mirrored are not in airlock's history"},
+		{"delete-id", "airlock keeps every plan it generates (working-dir/delete/plans/HASH.yaml) and names it in its output"},
+	}
+	f := cmd.Flags()
+	f.Bool("force-cache-delete", false, noteUsage(notes[0]))
+	f.Bool("delete-v1-images", false, noteUsage(notes[1]))
+	f.String("delete-id", "", noteUsage(notes[2]))
+	chainPreRun(cmd, func(cmd *cobra.Command) error {
+		printNotes(cmd, notes)
+		return nil
+	})
+}
+
+func noteUsage(n ocNote) string { return "oc-mirror flag, accepted: no effect (" + n.why + ")" }
+
+// printNotes prints the note of each accepted flag given on the command line.
+func printNotes(cmd *cobra.Command, notes []ocNote) {
+	for _, n := range notes {
+		if cmd.Flags().Changed(n.flag) {
+			fmt.Fprintf(cmd.ErrOrStderr(), "airlock: note: --%s has no effect: %s\n", n.flag, n.why)
+		}
+	}
+}
+
+// chainPreRun runs f before the command's own PreRunE, if any.
+func chainPreRun(cmd *cobra.Command, f func(*cobra.Command) error) {
+	prev := cmd.PreRunE
+	cmd.PreRunE = func(c *cobra.Command, args []string) error {
+		if err := f(c); err != nil {
+			return err
+		}
+		if prev != nil {
+			return prev(c, args)
+		}
+		return nil
+	}
+}
+
+// parseSince reads --since: oc-mirror's YYYY-MM-DD (UTC midnight), or an RFC 3339 time.
+func parseSince(s string) (time.Time, error) {
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("--since %q: want a date YYYY-MM-DD (as oc-mirror), e.g. --since 2026-10-01, or an RFC 3339 time", s)
+}

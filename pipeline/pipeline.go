@@ -89,11 +89,11 @@ type Options struct {
 
 // Result is what a run did.
 type Result struct {
-	Workflow   mirror.Workflow  `json:"workflow"`
-	WorkingDir string           `json:"workingDir"`
+	Workflow   mirror.Workflow `json:"workflow"`
+	WorkingDir string          `json:"workingDir"`
 	// ConfigPath and PlanPath are the run's -c and --plan, absolute.
-	ConfigPath string `json:"configPath,omitempty"`
-	PlanPath   string `json:"planPath,omitempty"`
+	ConfigPath string           `json:"configPath,omitempty"`
+	PlanPath   string           `json:"planPath,omitempty"`
 	Plan       *mirror.Plan     `json:"-"`
 	Copy       *transfer.Report `json:"-"`
 	// Images is one line per planned image with its outcome (results.json).

@@ -39,8 +39,12 @@ func TestMissingTagNamesTags(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.ref, func(t *testing.T) {
 			for name, get := range map[string]func() error{
-				"resolve":  func() error { _, err := r.Resolve(ctx, tc.ref); return err },
-				"manifest": func() error { i := strings.LastIndex(tc.ref, ":"); _, err := r.Manifest(ctx, tc.ref[:i], tc.ref[i+1:]); return err },
+				"resolve": func() error { _, err := r.Resolve(ctx, tc.ref); return err },
+				"manifest": func() error {
+					i := strings.LastIndex(tc.ref, ":")
+					_, err := r.Manifest(ctx, tc.ref[:i], tc.ref[i+1:])
+					return err
+				},
 			} {
 				err := get()
 				if err == nil {

@@ -68,6 +68,6 @@ garbage collection: airlock registry gc --root DIR for airlock registry serve.`,
 	f.StringVar(&o.AuthFile, "authfile", "", "registry credentials file (default: $REGISTRY_AUTH_FILE, containers auth.json, ~/.docker/config.json)")
 	f.BoolVar(&o.DestTLSVerify, "dest-tls-verify", true, "verify the registry's TLS certificate (false also allows plain HTTP)")
 	f.IntVar(&o.RetryTimes, "retry-times", 5, "retries of a failed request, with exponential backoff")
-	addOCMirrorDeleteFlags(cmd)
+	addOCMirrorDeleteFlags(cmd, &o)
 	return cmd
 }

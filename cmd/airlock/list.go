@@ -57,6 +57,6 @@ With --package and --channel: the channel's bundles, by version, and what each r
 	f.StringVar(&o.WorkDir, "workspace", "", "file://DIR or DIR: a workspace; fetched catalogs are kept in its working-dir/operator-catalogs, as airlock mirror keeps them (default: a temporary folder)")
 	f.StringVar(&authFile, "authfile", "", "registry credentials file (default: $REGISTRY_AUTH_FILE, the containers auth.json, then ~/.docker/config.json)")
 	f.BoolVar(&tlsVerify, "src-tls-verify", true, "verify the registry's TLS certificate (false also allows plain HTTP)")
-	_ = cmd.MarkFlagRequired("catalog")
+	addOCMirrorListFlags(cmd, &o)
 	return cmd
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-mirror/airlock/pipeline"
+	"github.com/airlock-mirror/airlock/pipeline/deletion"
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
@@ -67,16 +68,15 @@ func addOCMirrorMirrorFlags(cmd *cobra.Command, o *pipeline.Options) {
 }
 
 // addOCMirrorDeleteFlags adds oc-mirror v2's delete flags airlock did not have.
-func addOCMirrorDeleteFlags(cmd *cobra.Command) {
+func addOCMirrorDeleteFlags(cmd *cobra.Command, o *deletion.Options) {
 	notes := []ocNote{
 		{"force-cache-delete", "airlock keeps no local cache registry: the images are deleted from the destination only, and there is nothing else to delete"},
 		{"delete-v1-images", "airlock mirrors with oc-mirror v2's tags only; images oc-mirror v1 mirrored are not in airlock's history"},
-		{"delete-id", "airlock keeps every plan it generates (working-dir/delete/plans/HASH.yaml) and names it in its output"},
 	}
 	f := cmd.Flags()
 	f.Bool("force-cache-delete", false, noteUsage(notes[0]))
 	f.Bool("delete-v1-images", false, noteUsage(notes[1]))
-	f.String("delete-id", "", noteUsage(notes[2]))
+	f.StringVar(&o.DeleteID, "delete-id", "", "with --generate: write the plan as working-dir/delete/delete-images-ID.yaml (oc-mirror's name)")
 	chainPreRun(cmd, func(cmd *cobra.Command) error {
 		printNotes(cmd, notes)
 		return nil
@@ -117,4 +117,51 @@ func parseSince(s string) (time.Time, error) {
 		return t, nil
 	}
 	return time.Time{}, fmt.Errorf("--since %q: want a date YYYY-MM-DD (as oc-mirror), e.g. --since 2026-10-01, or an RFC 3339 time", s)
+}
+
+func init() { registerUnder("list", newListReleasesCmd) }
+
+// addOCMirrorListFlags adds oc-mirror's list operators --catalogs --version
+// (the catalogs Red Hat publishes for an OpenShift version), which airlock
+// cannot answer, and makes --catalog required.
+func addOCMirrorListFlags(cmd *cobra.Command, o *pipeline.ListOperatorsOptions) {
+	var catalogs bool
+	var version string
+	f := cmd.Flags()
+	f.BoolVar(&catalogs, "catalogs", false, "oc-mirror: list the catalogs of an OpenShift --version: not provided (name the catalog with --catalog)")
+	f.StringVar(&version, "version", "", "oc-mirror: the OpenShift version of --catalogs: not provided")
+	chainPreRun(cmd, func(cmd *cobra.Command) error {
+		switch {
+		case catalogs || version != "":
+			return fmt.Errorf("--catalogs/--version: airlock does not know which catalogs Red Hat publishes for an OpenShift version; name one with --catalog, e.g. --catalog registry.redhat.io/redhat/redhat-operator-index:v%s", orDefault(version, "4.18"))
+		case o.Catalog == "":
+			return errors.New(`required flag(s) "catalog" not set: --catalog REF (a catalog image, oci://PATH or a file-based catalog folder)`)
+		}
+		return nil
+	})
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// newListReleasesCmd is oc-mirror's list releases, which airlock cannot answer.
+func newListReleasesCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "releases",
+		Short: "oc-mirror's list of OpenShift releases: not provided (airlock mirrors no releases)",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			return errors.New("list releases: airlock mirrors no OpenShift release payloads (only operator catalogs and images): use oc-mirror or oc adm release info for releases")
+		},
+	}
+	f := cmd.Flags()
+	f.String("channel", "", "oc-mirror flag: not provided")
+	f.Bool("channels", false, "oc-mirror flag: not provided")
+	f.String("version", "", "oc-mirror flag: not provided")
+	f.StringSlice("filter-by-archs", nil, "oc-mirror flag: not provided")
+	return cmd
 }

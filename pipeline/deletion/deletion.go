@@ -41,6 +41,9 @@ type Options struct {
 	Destination string
 	// PlanFile is --delete-yaml-file: the plan to execute.
 	PlanFile string
+	// DeleteID is --delete-id (with Generate): the plan is written to
+	// delete/delete-images-ID.yaml, as oc-mirror names it.
+	DeleteID string
 	// AuthFile, DestTLSVerify and RetryTimes as for mirror.
 	AuthFile      string
 	DestTLSVerify bool

@@ -46,7 +46,7 @@ func (r *run) setup() error {
 		// directory.
 		ws := workspace.DefaultName
 		if o.Workspace != "" {
-			if ws, err = workspace.FileDir(o.Workspace, "--workspace"); err != nil {
+			if ws, err = workspace.WorkspaceDir(o.Workspace); err != nil {
 				return err
 			}
 		}
@@ -69,7 +69,7 @@ func (r *run) setup() error {
 		if o.Workspace == "" {
 			return errors.New("mirror-to-mirror needs --workspace file://DIR for its working files (or use --from file://DIR for disk-to-mirror)")
 		}
-		dir, err := workspace.FileDir(o.Workspace, "--workspace")
+		dir, err := workspace.WorkspaceDir(o.Workspace)
 		if err != nil {
 			return err
 		}

@@ -21,10 +21,24 @@ func FileDir(location, flag string) (string, error) {
 	return filepath.Clean(p), nil
 }
 
-// OpenLocation returns the working directory (DIR/working-dir, absolute) of a
-// --workspace file://DIR location.
-func OpenLocation(location string) (Dir, error) {
+// WorkspaceDir returns the workspace folder of a --workspace location
+// (file://DIR or DIR). As oc-mirror does, DIR may name the working directory
+// itself (file://WS/working-dir): the workspace is then the folder holding it.
+func WorkspaceDir(location string) (string, error) {
 	dir, err := FileDir(location, "--workspace")
+	if err != nil {
+		return "", err
+	}
+	if filepath.Base(dir) == WorkingDirName {
+		dir = filepath.Dir(dir)
+	}
+	return dir, nil
+}
+
+// OpenLocation returns the working directory (DIR/working-dir, absolute) of a
+// --workspace location (see WorkspaceDir).
+func OpenLocation(location string) (Dir, error) {
+	dir, err := WorkspaceDir(location)
 	if err != nil {
 		return "", err
 	}

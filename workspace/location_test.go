@@ -45,6 +45,8 @@ func TestOpenLocation(t *testing.T) {
 		{location: "file:///ws", want: "/ws/working-dir"},
 		{location: "file://rel", want: Dir(filepath.Join(abs, "working-dir"))},
 		{location: "/ws", want: "/ws/working-dir"},
+		{location: "file:///ws/working-dir", want: "/ws/working-dir"},
+		{location: "/ws/working-dir/", want: "/ws/working-dir"},
 		{location: "oci:///ws", wantErr: `--workspace "oci:///ws" must be file://DIR or DIR`},
 	}
 	for _, tt := range tests {

@@ -48,7 +48,7 @@ garbage collection: airlock registry gc --root DIR for airlock registry serve.`,
 			if err != nil {
 				return err
 			}
-			o.Destination, o.Logger = args[0], log
+			o.Destination, o.Logger = args[len(args)-1], log // see addOCMirrorDeleteFlags
 			res, err := deletion.Run(cmd.Context(), o)
 			if res != nil {
 				res.WriteText(cmd.OutOrStdout(), !o.Generate)

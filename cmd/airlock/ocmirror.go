@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -75,6 +76,15 @@ func addOCMirrorDeleteFlags(cmd *cobra.Command, o *deletion.Options) {
 	}
 	f := cmd.Flags()
 	f.Bool("force-cache-delete", false, noteUsage(notes[0]))
+	// oc-mirror's documentation writes "--force-cache-delete true": a boolean
+	// flag takes no separate value, so "true" arrives as an argument before the
+	// destination. It is accepted there (and only there).
+	cmd.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 2 && (args[0] == "true" || args[0] == "false") && cmd.Flags().Changed("force-cache-delete") {
+			return nil
+		}
+		return cobra.ExactArgs(1)(cmd, args)
+	}
 	f.Bool("delete-v1-images", false, noteUsage(notes[1]))
 	f.StringVar(&o.DeleteID, "delete-id", "", "with --generate: write the plan as working-dir/delete/delete-images-ID.yaml (oc-mirror's name)")
 	chainPreRun(cmd, func(cmd *cobra.Command) error {
@@ -164,4 +174,29 @@ func newListReleasesCmd() *cobra.Command {
 	f.String("version", "", "oc-mirror flag: not provided")
 	f.StringSlice("filter-by-archs", nil, "oc-mirror flag: not provided")
 	return cmd
+}
+
+// MirrorArgs turns an oc-mirror command line into airlock's: oc-mirror
+// mirrors without a subcommand ("oc-mirror -c isc.yaml file://DIR --v2"), so
+// when the first word that is not a global flag is a flag of mirror or a
+// destination, "mirror" is inserted. Any other command line is unchanged.
+func MirrorArgs(root *cobra.Command, args []string) []string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--v2" || a == "--v1" || strings.HasPrefix(a, "--log-level="):
+			continue
+		case a == "--log-level":
+			i++
+			continue
+		case a == "-h" || a == "--help" || a == "-v" || a == "--version":
+			return args
+		case strings.HasPrefix(a, "-") || strings.Contains(a, "://"):
+			if c, _, err := root.Find([]string{"mirror"}); err == nil && c != root {
+				return append([]string{"mirror"}, args...)
+			}
+		}
+		return args // a command (or nothing airlock knows)
+	}
+	return args
 }

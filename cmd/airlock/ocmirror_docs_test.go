@@ -73,29 +73,9 @@ func TestOCMirrorCommandLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := readDocRows(t, filepath.Join(repo, "docs", "from-oc-mirror.md"))
-	tmp := t.TempDir()
-	t.Chdir(tmp) // disk-to-mirror's default ./airlock-workspace, ./isc.yaml
-	src := serve(t, "--root", filepath.Join(tmp, "src"), "--addr", "127.0.0.1:0")
-	dst := serve(t, "--root", filepath.Join(tmp, "dst"), "--addr", "127.0.0.1:0")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if _, serr, err := runCmd(ctx, "registry", "seed", "--registry", src.host, "--dest-tls-verify=false",
-		"--catalog-dir", filepath.Join(repo, "testdata", "demo", "catalog"), "--catalog-repo", "airlock-demo/demo-index", "--catalog-tag", "v1",
-		"--image", "registry.example.com/tools/support-tools:1.4", "--work-dir", filepath.Join(tmp, "seed")); err != nil {
-		t.Fatalf("seed: %v\n%s", err, serr)
-	}
-	isc, err := os.ReadFile(filepath.Join(repo, "testdata", "demo", "imageset.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := strings.NewReplacer("quay.io/airlock-demo/", src.host+"/airlock-demo/", "registry.example.com/", src.host+"/").Replace(string(isc))
-	del := "kind: DeleteImageSetConfiguration\napiVersion: mirror.openshift.io/v2alpha1\ndelete:\n  operators:\n    - catalog: " +
-		src.host + "/airlock-demo/demo-index:v1\n      packages:\n        - name: demo-operator\n          channels:\n            - name: fast\n"
-	for name, content := range map[string]string{"isc.yaml": cfg, "isc-m2m.yaml": cfg, "delete-isc.yaml": del, "delete-image-set-config.yaml": del} {
-		if err := os.WriteFile(filepath.Join(tmp, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tmp, src, dst := demoRegistries(ctx, t, repo)
 	home := filepath.Join(tmp, "home", "user")
 	places := strings.NewReplacer(
 		"<previously-mirrored-work-folder>", filepath.Join(home, "oc-mirror", "workspace", "working-dir"),
@@ -140,4 +120,34 @@ func TestOCMirrorCommandLines(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(tmp, "custom", "cache", ".airlock-cache", "operator-catalogs")); err != nil {
 		t.Errorf("--cache-dir: %v", err)
 	}
+}
+
+// demoRegistries starts a source and a mirror registry, seeds the source with
+// the demo catalog and images, changes to a fresh folder and writes the demo
+// configuration there (isc.yaml, isc-m2m.yaml) and a DeleteImageSetConfiguration
+// of its fast channel (delete-isc.yaml, delete-image-set-config.yaml).
+func demoRegistries(ctx context.Context, t *testing.T, repo string) (tmp string, src, dst *served) {
+	t.Helper()
+	tmp = t.TempDir()
+	t.Chdir(tmp) // disk-to-mirror's default ./airlock-workspace, ./isc.yaml
+	src = serve(t, "--root", filepath.Join(tmp, "src"), "--addr", "127.0.0.1:0")
+	dst = serve(t, "--root", filepath.Join(tmp, "dst"), "--addr", "127.0.0.1:0")
+	if _, serr, err := runCmd(ctx, "registry", "seed", "--registry", src.host, "--dest-tls-verify=false",
+		"--catalog-dir", filepath.Join(repo, "testdata", "demo", "catalog"), "--catalog-repo", "airlock-demo/demo-index", "--catalog-tag", "v1",
+		"--image", "registry.example.com/tools/support-tools:1.4", "--work-dir", filepath.Join(tmp, "seed")); err != nil {
+		t.Fatalf("seed: %v\n%s", err, serr)
+	}
+	isc, err := os.ReadFile(filepath.Join(repo, "testdata", "demo", "imageset.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.NewReplacer("quay.io/airlock-demo/", src.host+"/airlock-demo/", "registry.example.com/", src.host+"/").Replace(string(isc))
+	del := "kind: DeleteImageSetConfiguration\napiVersion: mirror.openshift.io/v2alpha1\ndelete:\n  operators:\n    - catalog: " +
+		src.host + "/airlock-demo/demo-index:v1\n      packages:\n        - name: demo-operator\n          channels:\n            - name: fast\n"
+	for name, content := range map[string]string{"isc.yaml": cfg, "isc-m2m.yaml": cfg, "delete-isc.yaml": del, "delete-image-set-config.yaml": del} {
+		if err := os.WriteFile(filepath.Join(tmp, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tmp, src, dst
 }

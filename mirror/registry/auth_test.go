@@ -46,10 +46,14 @@ func TestMain(m *testing.M) {
 func newAuthEnv(t *testing.T) authEnv {
 	t.Helper()
 	e := authEnv{home: testHome, bin: t.TempDir()}
-	ents, _ := os.ReadDir(testHome)
-	for _, de := range ents {
-		os.RemoveAll(filepath.Join(testHome, de.Name()))
+	clean := func() {
+		ents, _ := os.ReadDir(testHome)
+		for _, de := range ents {
+			os.RemoveAll(filepath.Join(testHome, de.Name()))
+		}
 	}
+	clean()
+	t.Cleanup(clean) // the package's other tests see an empty home
 	for _, v := range []string{"REGISTRY_AUTH_FILE", "XDG_CONFIG_HOME", "DOCKER_CONFIG"} {
 		t.Setenv(v, "")
 		os.Unsetenv(v)

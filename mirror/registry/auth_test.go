@@ -177,7 +177,7 @@ func TestAuthKeychainSources(t *testing.T) {
 		{"malformed default docker config", func(t *testing.T, e authEnv) string {
 			e.write(t, ".docker/config.json", "{\n\"auths\": [1]\n}")
 			return ""
-		}, []string{".docker/config.json line 2", "auths is a JSON array"}, false},
+		}, []string{".docker/config.json line 2", "auths is a JSON array, want an object"}, false},
 		{"auth not base64", func(t *testing.T, e authEnv) string {
 			return e.write(t, "a/auth.json", "{\"auths\": {\n\""+host+"\": {\"auth\": \"not base64!\"}}}")
 		}, []string{"a/auth.json line 2", "not base64 of USER:PASSWORD"}, false},

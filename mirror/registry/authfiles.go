@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"time"
@@ -121,7 +122,11 @@ func jsonError(path string, data []byte, err error) error {
 		off = se.Offset
 	case errors.As(err, &te):
 		off = te.Offset
-		err = fmt.Errorf("%s is a JSON %s, want %s", strings.TrimPrefix(te.Field, "."), te.Value, te.Type)
+		want := "a string"
+		if k := te.Type.Kind(); k == reflect.Map || k == reflect.Struct {
+			want = "an object"
+		}
+		err = fmt.Errorf("%s is a JSON %s, want %s", strings.TrimPrefix(te.Field, "."), te.Value, want)
 	}
 	if off < 0 {
 		return fmt.Errorf("auth file %s is not valid JSON: %v", path, err)

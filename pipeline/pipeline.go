@@ -99,6 +99,8 @@ type Result struct {
 	Blocked []string `json:"blocked,omitempty"`
 	// Warnings gathered along the way.
 	Warnings []string `json:"warnings,omitempty"`
+	// Report is this run's page (working-dir/reports/report-NNNNNN.html).
+	Report string `json:"report,omitempty"`
 	// ClusterResources are the files written to working-dir/cluster-resources.
 	ClusterResources []string `json:"clusterResources,omitempty"`
 	// Archive describes the archive written (mirror-to-disk).
@@ -160,7 +162,8 @@ type run struct {
 	cfg      *imageset.ImageSetConfiguration
 	workflow mirror.Workflow
 	workDir  workspace.Dir // DIR/working-dir
-	topDir   string        // DIR (archive target for mirror-to-disk, archive for disk-to-mirror)
+	locks    *workspace.Runs
+	topDir   string // DIR (archive target for mirror-to-disk, archive for disk-to-mirror)
 	// workspace holds working-dir: the target (mirror-to-disk), --workspace
 	// (mirror-to-mirror, disk-to-mirror; default workspace.DefaultName).
 	workspace string
@@ -189,8 +192,10 @@ func Mirror(ctx context.Context, opts Options) (*Result, error) {
 	if err := r.setup(); err != nil {
 		return nil, err
 	}
+	defer r.locks.Unlock()
 	start := time.Now()
 	if err := r.preflight(ctx); err != nil {
+		_ = r.writeReport(err) // refused: it does not replace the last report
 		return nil, err
 	}
 	var err error

@@ -41,6 +41,10 @@ const (
 	// the page made from it.
 	ReportDataFile = "report.json"
 	ReportHTMLFile = "report.html"
+	// ReportsDirName keeps the report of every run (report-NNNNNN.json and
+	// .html, numbered from 1): report.html is the last one, unless that run
+	// was refused (RunReport).
+	ReportsDirName = "reports"
 	// DryRunDirName holds a dry run's mapping and missing lists.
 	DryRunDirName = "dry-run"
 	// ClusterResourcesDirName holds the cluster resources of the run.
@@ -133,6 +137,9 @@ func (d Dir) ReportDataPath() string { return d.join(ReportDataFile) }
 
 // ReportHTMLPath is report.html.
 func (d Dir) ReportHTMLPath() string { return d.join(ReportHTMLFile) }
+
+// ReportsDir is the folder of every run's report.
+func (d Dir) ReportsDir() string { return d.join(ReportsDirName) }
 
 // DryRunDir is the folder of a dry run's lists.
 func (d Dir) DryRunDir() string { return d.join(DryRunDirName) }

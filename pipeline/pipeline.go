@@ -331,10 +331,13 @@ func (r *run) plan(ctx context.Context, src *registry.Client, cats []mirror.Cata
 	for _, a := range req.Additional {
 		refs = append(refs, a.Name)
 	}
-	r.probeImageHosts(ctx, src, refs)
+	down := r.probeImageHosts(ctx, src, refs)
 	p, err := mirror.PlanImages(ctx, req, src, 16)
 	if err != nil {
 		return err
+	}
+	if !r.opts.DryRun { // the dry run finds them unreadable, image by image
+		p.FailHosts(down)
 	}
 	if est != nil {
 		jobs := p.Jobs()

@@ -139,12 +139,8 @@ func (r *run) writeReport(runErr error) error {
 	if err != nil {
 		return err
 	}
-	files := []report.Files{{Data: data, HTML: html}}
-	if report.Replaces(out, r.workDir.ReportDataPath()) {
-		files = append(files, report.Files{Data: r.workDir.ReportDataPath(), HTML: r.workDir.ReportHTMLPath()})
-	}
 	res.Report = html
-	return report.SaveAll(out, files...)
+	return report.SaveRun(out, report.Files{Data: data, HTML: html}, report.Files{Data: r.workDir.ReportDataPath(), HTML: r.workDir.ReportHTMLPath()})
 }
 
 // RegenerateReport writes report.html again from the report.json of dir, which

@@ -33,7 +33,7 @@ type Run struct {
 	Error string `json:"error,omitempty"`
 	// Refused is set when the run stopped with an error before it planned
 	// anything (a preflight failure, an archive refused): it copied nothing,
-	// and its report does not replace the last one (Replaces).
+	// and its report does not replace the last one (SaveRun).
 	Refused  bool       `json:"refused,omitempty"`
 	Stages   []Stage    `json:"stages"`
 	Catalogs []*Catalog `json:"catalogs"`
@@ -161,14 +161,22 @@ func SaveAll(r *Run, files ...Files) error {
 	return nil
 }
 
-// Replaces reports whether r should replace the report saved at dataPath as
-// the last one: always, unless r was refused and dataPath holds a run that
-// was not (a refused run never hides the last run that did something).
-func Replaces(r *Run, dataPath string) bool {
+// SaveRun writes r as the run's own report (own) and as the last report
+// (last), unless r was refused and last holds a run that was not: a refused
+// run never hides the last run that did something.
+func SaveRun(r *Run, own, last Files) error {
+	files := []Files{own}
+	if replaces(r, last.Data) {
+		files = append(files, last)
+	}
+	return SaveAll(r, files...)
+}
+
+func replaces(r *Run, lastData string) bool {
 	if !r.Refused {
 		return true
 	}
-	b, err := os.ReadFile(dataPath)
+	b, err := os.ReadFile(lastData)
 	if err != nil {
 		return true
 	}

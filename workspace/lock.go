@@ -83,7 +83,11 @@ func (e *LockedError) Error() string {
 		b.WriteString("\n  ")
 		b.WriteString(h.String())
 	}
-	b.WriteString("\nwait for it to finish, or stop it (a stopped run resumes where it was when run again); the lock goes with the process, so if that process is gone just run again: there is nothing to remove")
+	stop := "stop it"
+	if len(e.Holders) == 1 && e.Holders[0].Host == hostname() {
+		stop = fmt.Sprintf("stop it (kill %d)", e.Holders[0].PID)
+	}
+	fmt.Fprintf(&b, "\nwait for it to finish, or %s and run again: an interrupted run resumes where it was. The lock goes with its process: once that process is gone, the next run goes ahead (there is no lock file to remove)", stop)
 	return b.String()
 }
 
@@ -231,8 +235,6 @@ func LockRun(w Dir, part string, log *slog.Logger) (*Runs, error) {
 	return &Runs{locks: []*Lock{outer, inner}}, nil
 }
 
-var started = time.Now()
-
 func hostname() string {
 	h, err := os.Hostname()
 	if err != nil {
@@ -241,9 +243,9 @@ func hostname() string {
 	return h
 }
 
-// self is this process as a lock holder.
+// self is this process as a lock holder, from now.
 func self() Holder {
-	return Holder{PID: os.Getpid(), Host: hostname(), Started: started.UTC().Truncate(time.Second), Command: redactArgs(os.Args)}
+	return Holder{PID: os.Getpid(), Host: hostname(), Started: time.Now().UTC().Truncate(time.Second), Command: redactArgs(os.Args)}
 }
 
 // userinfo is the user:password@ of a URL (docker://user:pass@host/ns).

@@ -42,7 +42,7 @@ func TestLockExclusive(t *testing.T) {
 		t.Fatalf("holders %+v, want this process", le.Holders)
 	}
 	msg := err.Error()
-	for _, want := range []string{d.Path(), "PID " + strconv.Itoa(os.Getpid()), "on " + hostname(), "started ", "wait for it to finish", "nothing to remove"} {
+	for _, want := range []string{d.Path(), "PID " + strconv.Itoa(os.Getpid()), "on " + hostname(), "started ", "wait for it to finish", "kill " + strconv.Itoa(os.Getpid()), "no lock file to remove"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message lacks %q:\n%s", want, msg)
 		}

@@ -3,7 +3,9 @@
 // resources, shard folders, catalog caches, report files, archive state), and
 // the records that outlive a run and the formats they are written in: the
 // history of what every run put into (or deleted from) a registry, the delete
-// plans, and the record of the archives disk-to-mirror loaded.
+// plans, and the record of the archives disk-to-mirror loaded. It also owns
+// the working directory's lock (lock.go): one run at a time, or the shards of
+// one plan side by side.
 //
 // A workspace is the folder a user names with --workspace file://DIR (or the
 // file:// target of mirror-to-disk); airlock writes into DIR/working-dir only,

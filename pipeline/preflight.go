@@ -29,9 +29,9 @@ type catalogTemplate struct {
 
 // preflight checks, before the first byte moves, everything a run can check:
 // the catalog source templates, and that every registry the run needs (the
-// catalogs' and the destination) answers and accepts the credentials. Registries are probed
-// once each, concurrently; the first failure stops the run with one message that
-// names the registry, the cause and the fix.
+// catalogs' and the destination) answers and accepts the credentials.
+// Registries are probed once each, concurrently; the first failure stops the
+// run with one message that names the registry, the cause and the fix.
 func (r *run) preflight(ctx context.Context) error {
 	r.stage("preflight")
 	if err := r.readTemplates(); err != nil {

@@ -43,6 +43,8 @@ type Options struct {
 	// AuthFile, DestTLSVerify and RetryTimes as for mirror.
 	AuthFile      string
 	DestTLSVerify bool
+	// DestCertDir is --dest-cert-dir (see registry.Options.CertDir).
+	DestCertDir string
 	RetryTimes    int
 	// Retry, when set, replaces the policy RetryTimes makes.
 	Retry  *retry.Policy
@@ -78,7 +80,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		policy = retry.Retries(o.RetryTimes)
 	}
 	reg := registry.New(registry.Options{
-		AuthFile: o.AuthFile, SkipTLSVerify: !o.DestTLSVerify, TLSFlag: "--dest-tls-verify=false",
+		AuthFile: o.AuthFile, SkipTLSVerify: !o.DestTLSVerify, TLSFlag: "--dest-tls-verify=false", CertDir: o.DestCertDir,
 		Retry: policy, Logger: o.Logger,
 	})
 	if o.Generate {

@@ -91,4 +91,3 @@ func (c *certRouter) transport(host string) (http.RoundTripper, error) {
 	c.byDir[dir] = tr
 	return tr, nil
 }
-

@@ -45,7 +45,7 @@ type Options struct {
 	DestTLSVerify bool
 	// DestCertDir is --dest-cert-dir (see registry.Options.CertDir).
 	DestCertDir string
-	RetryTimes    int
+	RetryTimes  int
 	// Retry, when set, replaces the policy RetryTimes makes.
 	Retry  *retry.Policy
 	Logger *slog.Logger

@@ -3,12 +3,8 @@ package registrytest
 import (
 	"context"
 	"crypto/tls"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -151,21 +147,11 @@ func Matrix(t testing.TB) []*Target {
 // TLS reports whether the registry speaks HTTPS.
 func (tg *Target) TLS() bool { return tg.CA != nil }
 
-// AuthFile writes a containers auth.json holding c for the registry (an empty
-// one for anonymous access, so that no credentials of the machine are used)
-// and returns its path.
+// AuthFile writes a containers auth.json holding c for the registry (see
+// WriteAuthFile) and returns its path.
 func (tg *Target) AuthFile(t testing.TB, c Credentials) string {
 	t.Helper()
-	auths := map[string]any{}
-	if c.Username != "" {
-		auths[tg.Host] = map[string]string{"auth": base64.StdEncoding.EncodeToString([]byte(c.Username + ":" + c.Password))}
-	}
-	b, _ := json.Marshal(map[string]any{"auths": auths})
-	p := filepath.Join(t.TempDir(), "auth.json")
-	if err := os.WriteFile(p, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return WriteAuthFile(t, map[string]Credentials{tg.Host: c})
 }
 
 // Transport is an HTTP transport trusting the registry's CA.

@@ -2,12 +2,15 @@ package pipeline_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/airlock-mirror/airlock/internal/fakeimage"
 	"github.com/airlock-mirror/airlock/internal/seed"
@@ -36,21 +39,39 @@ type matrixEnv struct {
 	auth     string // auth.json: the source's pull-only user, the destination's push user
 }
 
+// newMatrixEnv starts kind's registries; seed fills the source.
 func newMatrixEnv(t *testing.T, kind string) *matrixEnv {
 	t.Helper()
 	e := &matrixEnv{kind: kind, src: registrytest.StartKind(t, kind), dst: registrytest.StartKind(t, kind)}
-	res, err := seed.Seed(context.Background(), seed.Options{
-		Registry: e.src.Host, CatalogDir: e2eCatalog, CatalogRepo: "redhatgov/oc-mirror-index", CatalogTag: "v1",
-		MultiArchEvery: 3, Insecure: !e.src.TLS(), WorkDir: t.TempDir(), Remote: e.src.Remote(e.src.Push), Parallel: seedParallel(kind),
-	})
-	if err != nil {
-		t.Fatalf("%s: seed the source: %v", kind, err)
-	}
-	e.catalog = res.Catalog
 	e.extra = e.src.Host + "/tools/debug:1.0"
-	imagetest.MustPush(t, e.extra, fakeimage.Spec{Seed: 99, Layers: 2, Platforms: []string{"linux/amd64", "linux/arm64"}}, e.src.Remote(e.src.Push)...)
 	e.auth = registrytest.WriteAuthFile(t, map[string]registrytest.Credentials{e.src.Host: e.src.Pull, e.dst.Host: e.dst.Push})
 	return e
+}
+
+// seed pushes the e2e catalog with its images and the additional image to the
+// source (safe to run for several kinds at once).
+func (e *matrixEnv) seed(workDir string) error {
+	if e.src.Token != nil {
+		// go-containerregistry's bearer transport retries a request after
+		// refreshing an expired token with the body already consumed (a PATCH
+		// then fails: "ContentLength=2048 with Body length 0"): the seed gets
+		// long-lived tokens, the runs short-lived ones again.
+		e.src.Token.SetTTL(time.Minute)
+		defer e.src.Token.SetTTL(registrytest.TokenTTL)
+	}
+	ctx := context.Background()
+	res, err := seed.Seed(ctx, seed.Options{
+		Registry: e.src.Host, CatalogDir: e2eCatalog, CatalogRepo: "redhatgov/oc-mirror-index", CatalogTag: "v1",
+		MultiArchEvery: 3, Insecure: !e.src.TLS(), WorkDir: workDir, Remote: e.src.Remote(e.src.Push), Parallel: seedParallel(e.kind),
+	})
+	if err != nil {
+		return fmt.Errorf("%s: seed the source: %w", e.kind, err)
+	}
+	e.catalog = res.Catalog
+	if _, err := imagetest.Push(ctx, e.extra, fakeimage.Spec{Seed: 99, Layers: 2, Platforms: []string{"linux/amd64", "linux/arm64"}}, e.src.Remote(e.src.Push)...); err != nil {
+		return fmt.Errorf("%s: push %s: %w", e.kind, e.extra, err)
+	}
+	return nil
 }
 
 // seedParallel bounds the seed's concurrent pushes: go-containerregistry's
@@ -107,15 +128,35 @@ func TestRegistryMatrix(t *testing.T) {
 		t.Skip("the registry matrix: 12 registries, 36 workflow runs")
 	}
 	envs := map[string]*matrixEnv{}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
 	for _, kind := range registrytest.Kinds {
-		if registrytest.Missing(kind) == "" {
-			envs[kind] = newMatrixEnv(t, kind)
+		if registrytest.Missing(kind) != "" {
+			continue
 		}
+		e := newMatrixEnv(t, kind)
+		envs[kind] = e
+		dir := t.TempDir()
+		wg.Go(func() {
+			if err := e.seed(dir); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
 	}
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatal(errors.Join(errs...))
+	}
+	// The kinds of one workflow run side by side (each has its own
+	// registries; the workflows use their own namespaces).
 	for _, wf := range matrixWorkflows {
 		t.Run(wf.name, func(t *testing.T) {
 			for _, kind := range registrytest.Kinds {
 				t.Run(kind, func(t *testing.T) {
+					t.Parallel()
 					e := envs[kind]
 					if e == nil {
 						t.Skipf("registry %s: %s", kind, registrytest.Missing(kind))
@@ -131,11 +172,29 @@ func matrixMirrorToMirror(t *testing.T, e *matrixEnv) {
 	o := e.options(t, "m2m")
 	o.Workspace = "file://" + t.TempDir()
 	served := cdnServed(e.src)
+	var expired int64
+	if e.dst.Token != nil {
+		// Tokens expire in the middle of the copy: after the first image, the
+		// copy waits until every token airlock holds has expired, so that the
+		// rest needs fresh ones.
+		expired = e.dst.Token.Expired()
+		o.ParallelImages = 1
+		waited := false
+		o.Progress = func(p pipeline.Progress) {
+			if p.Stage == "copy" && p.ImagesDone == 1 && !waited {
+				waited = true
+				time.Sleep(registrytest.TokenTTL + 1100*time.Millisecond)
+			}
+		}
+	}
 	res, err := pipeline.Mirror(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkAtDestination(t, e, res, "m2m")
+	if e.dst.Token != nil && e.dst.Token.Expired() == expired {
+		t.Errorf("no request met an expired token: the refresh was not exercised")
+	}
 	if e.src.CDN != nil && cdnServed(e.src) == served {
 		t.Errorf("no blob was read through the source's CDN redirects")
 	}

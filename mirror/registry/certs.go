@@ -30,6 +30,10 @@ var certsDirs = func() []string {
 type certRouter struct {
 	base    *http.Transport
 	certDir string // Options.CertDir
+	// tmpl is a copy of base made before base served a request: the transports
+	// of certificate folders are cloned from it (a transport in use changes
+	// its TLS configuration on its first request, so cloning base would race).
+	tmpl *http.Transport
 
 	mu    sync.Mutex
 	byDir map[string]http.RoundTripper
@@ -76,14 +80,14 @@ func (c *certRouter) transport(host string) (http.RoundTripper, error) {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("certificate folder %s (for %s): not a folder; give a folder of *.crt (and *.cert/*.key) files", dir, host)
 	}
-	tlsc := c.base.TLSClientConfig.Clone()
+	tlsc := c.tmpl.TLSClientConfig.Clone()
 	if tlsc.RootCAs != nil {
 		tlsc.RootCAs = tlsc.RootCAs.Clone()
 	}
 	if err := tlsclientconfig.SetupCertificates(dir, tlsc); err != nil {
 		return nil, fmt.Errorf("certificates in %s (for %s): %w", dir, host, err)
 	}
-	tr := c.base.Clone()
+	tr := c.tmpl.Clone()
 	tr.TLSClientConfig = tlsc
 	if c.byDir == nil {
 		c.byDir = map[string]http.RoundTripper{}

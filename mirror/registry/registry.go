@@ -141,7 +141,7 @@ func New(opts Options) *Client {
 			InsecureSkipVerify: opts.SkipTLSVerify, //nolint:gosec // explicit --tls-verify=false
 			RootCAs:            opts.RootCAs,
 		}
-		base = &certRouter{base: t, certDir: opts.CertDir}
+		base = &certRouter{base: t, tmpl: t.Clone(), certDir: opts.CertDir}
 	}
 	log := opts.Logger
 	if log == nil {

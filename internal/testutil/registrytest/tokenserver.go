@@ -52,18 +52,16 @@ type TokenServer struct {
 	bundle   string
 	service  string
 	issuer   string
-	ttl      time.Duration
+	ttl      atomic.Int64 // time.Duration
 	users    map[string]TokenUser
 	issued   atomic.Int64
 	refusals atomic.Int64
+	expired  atomic.Int64
 }
 
 // NewTokenServer makes a token server; a registry started with it serves it.
 func NewTokenServer(t testing.TB, service string, ttl time.Duration, users map[string]TokenUser) *TokenServer {
 	t.Helper()
-	if ttl < time.Second {
-		ttl = time.Second
-	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -81,8 +79,16 @@ func NewTokenServer(t testing.TB, service string, ttl time.Duration, users map[s
 	if err := os.WriteFile(bundle, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := &TokenServer{key: key, certDER: der, bundle: bundle, service: service, issuer: "airlock-test-issuer", ttl: ttl, users: users}
+	s := &TokenServer{key: key, certDER: der, bundle: bundle, service: service, issuer: "airlock-test-issuer", users: users}
+	s.SetTTL(ttl)
 	return s
+}
+
+// SetTTL changes the lifetime of the tokens issued from now on (at least a
+// second); a test seeding a registry with a client that cannot refresh tokens
+// mid-upload raises it meanwhile.
+func (s *TokenServer) SetTTL(ttl time.Duration) {
+	s.ttl.Store(int64(max(ttl, time.Second)))
 }
 
 // tokenPath is where a registry serves its token endpoint (quay.io's path).
@@ -98,14 +104,40 @@ func (s *TokenServer) mount(registry http.Handler) http.Handler {
 			s.serve(w, r)
 			return
 		}
-		registry.ServeHTTP(w, r)
+		registry.ServeHTTP(&challengeWatch{ResponseWriter: w, s: s}, r)
 	})
 }
+
+// challengeWatch counts the registry's invalid_token challenges.
+type challengeWatch struct {
+	http.ResponseWriter
+	s *TokenServer
+}
+
+func (c *challengeWatch) WriteHeader(code int) {
+	if code == http.StatusUnauthorized && strings.Contains(c.Header().Get("WWW-Authenticate"), "invalid_token") {
+		c.s.expired.Add(1)
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c *challengeWatch) Flush() {
+	if f, ok := c.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (c *challengeWatch) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 
 // Issued is how many tokens the server issued; Refused how many requests it
 // refused (bad credentials, wrong service).
 func (s *TokenServer) Issued() int64  { return s.issued.Load() }
 func (s *TokenServer) Refused() int64 { return s.refusals.Load() }
+
+// Expired is how many requests the registry refused with error="invalid_token"
+// (an expired token, mostly): a client that then succeeds refreshed its token.
+func (s *TokenServer) Expired() int64 { return s.expired.Load() }
 
 // registryAuth is the `auth: token` section of a registry trusting s.
 func (s *TokenServer) registryAuth(realm string) configuration.Parameters {
@@ -176,7 +208,8 @@ func (s *TokenServer) serve(w http.ResponseWriter, r *http.Request) {
 	// Distribution accepts a token until Leeway (60 s, for clock skew) after
 	// its exp claim: the claim is set that much earlier so that the token
 	// really stops working after TTL.
-	exp := now.Add(s.ttl - disttoken.Leeway).Unix()
+	ttl := time.Duration(s.ttl.Load())
+	exp := now.Add(ttl - disttoken.Leeway).Unix()
 	jwt, err := s.sign(map[string]any{
 		"iss": s.issuer, "sub": subject, "aud": s.service, "exp": exp, "nbf": now.Unix() - 1, "iat": now.Unix(),
 		"jti": fmt.Sprintf("%d-%d", now.UnixNano(), s.issued.Load()), "access": access,
@@ -188,7 +221,7 @@ func (s *TokenServer) serve(w http.ResponseWriter, r *http.Request) {
 	s.issued.Add(1)
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(map[string]any{
-		"token": jwt, "access_token": jwt, "expires_in": int(s.ttl.Seconds()), "issued_at": now.UTC().Format(time.RFC3339),
+		"token": jwt, "access_token": jwt, "expires_in": int(ttl.Seconds()), "issued_at": now.UTC().Format(time.RFC3339),
 	})
 }
 

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -57,6 +58,15 @@ type TokenServer struct {
 	issued   atomic.Int64
 	refusals atomic.Int64
 	expired  atomic.Int64
+
+	mu      sync.Mutex
+	expire  []expireRule
+	revoked map[string]bool // tokens ExpireNext made expire
+}
+
+type expireRule struct {
+	match       func(*http.Request) bool
+	left, fired int
 }
 
 // NewTokenServer makes a token server; a registry started with it serves it.
@@ -97,11 +107,66 @@ const tokenPath = "/v2/auth"
 // Realm is the token endpoint's URL.
 func (s *TokenServer) Realm() string { return s.realm }
 
+// ExpireNext makes the tokens of the next n requests that match expire just
+// before they arrive: the registry answers them, and every later request
+// carrying one of those tokens, 401 with an invalid_token challenge for the
+// request's scope. A token running out at the worst moment, mid-upload. The
+// function returned counts the requests the rule picked.
+func (s *TokenServer) ExpireNext(n int, match func(*http.Request) bool) (fired func() int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := len(s.expire)
+	s.expire = append(s.expire, expireRule{match: match, left: n})
+	return func() int {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.expire[i].fired
+	}
+}
+
+// forceExpiry reports whether r carries a token ExpireNext made expire.
+func (s *TokenServer) forceExpiry(r *http.Request) bool {
+	tok := r.Header.Get("Authorization")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.revoked[tok] {
+		return true
+	}
+	for i := range s.expire {
+		if e := &s.expire[i]; e.left > 0 && e.match(r) {
+			e.left--
+			e.fired++
+			if s.revoked == nil {
+				s.revoked = map[string]bool{}
+			}
+			s.revoked[tok] = true
+			return true
+		}
+	}
+	return false
+}
+
 // mount serves the token endpoint at tokenPath in front of the registry.
 func (s *TokenServer) mount(registry http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == tokenPath {
 			s.serve(w, r)
+			return
+		}
+		if strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") && s.forceExpiry(r) {
+			s.expired.Add(1)
+			scope := ""
+			if repo, ok := strings.CutPrefix(r.URL.Path, "/v2/"); ok {
+				for _, sep := range []string{"/blobs/", "/manifests/", "/tags/"} {
+					if i := strings.Index(repo, sep); i > 0 {
+						scope = fmt.Sprintf(",scope=%q", "repository:"+repo[:i]+":pull,push")
+					}
+				}
+			}
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf("Bearer realm=%q,service=%q%s,error=\"invalid_token\"", s.realm, s.service, scope))
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprint(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`)
 			return
 		}
 		registry.ServeHTTP(&challengeWatch{ResponseWriter: w, s: s}, r)

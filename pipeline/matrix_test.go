@@ -85,9 +85,15 @@ func seedParallel(kind string) int {
 	return 8
 }
 
-func (e *matrixEnv) config(t *testing.T) string {
+// config writes the runs' configuration: package foo of the catalog (bar
+// comes as its dependency), the additional image, and more additional images.
+func (e *matrixEnv) config(t *testing.T, more ...string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "imageset.yaml")
+	extra := ""
+	for _, m := range append([]string{e.extra}, more...) {
+		extra += "  - name: " + m + "\n"
+	}
 	writeMatrixFile(t, p, fmt.Sprintf(`apiVersion: mirror.openshift.io/v2alpha1
 kind: ImageSetConfiguration
 mirror:
@@ -96,8 +102,7 @@ mirror:
     packages:
     - name: foo
   additionalImages:
-  - name: %s
-`, e.catalog, e.extra))
+%s`, e.catalog, extra))
 	return p
 }
 

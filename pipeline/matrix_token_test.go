@@ -2,9 +2,7 @@ package pipeline_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -36,18 +34,7 @@ func TestTokenExpiresMidRequest(t *testing.T) {
 		"streamed upload PATCH":    e.dst.Token.ExpireNext(1, is(http.MethodPatch, "/blobs/uploads/")),
 		"destination manifest PUT": e.dst.Token.ExpireNext(1, is(http.MethodPut, "/manifests/")),
 	}
-	o := opts(filepath.Join(t.TempDir(), "imageset.yaml"))
-	writeMatrixFile(t, o.ConfigPath, fmt.Sprintf(`apiVersion: mirror.openshift.io/v2alpha1
-kind: ImageSetConfiguration
-mirror:
-  operators:
-  - catalog: %s
-    packages:
-    - name: foo
-  additionalImages:
-  - name: %s
-  - name: %s
-`, e.catalog, e.extra, big))
+	o := opts(e.config(t, big))
 	o.AuthFile, o.Workspace, o.Destination = e.auth, "file://"+t.TempDir(), "docker://"+e.dst.Host+"/expiry"
 	res, err := pipeline.Mirror(context.Background(), o)
 	if err != nil {

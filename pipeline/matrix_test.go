@@ -186,7 +186,7 @@ func matrixMirrorToMirror(t *testing.T, e *matrixEnv) {
 		o.ParallelImages = 1
 		waited := false
 		o.Progress = func(p pipeline.Progress) {
-			if p.Stage == "copy" && p.ImagesDone == 1 && !waited {
+			if p.Stage == "copy" && p.ImagesDone >= 1 && !waited {
 				waited = true
 				time.Sleep(registrytest.TokenTTL + 1100*time.Millisecond)
 			}

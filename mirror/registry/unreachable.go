@@ -250,6 +250,8 @@ func (r *Client) probe(ctx context.Context, repo string, push bool) error {
 		return r.markDown(host, "the registry stopped answering: no answer to the registry API check in time (it accepts connections but does not answer); check the registry and any proxy in front of it")
 	case ctx.Err() != nil:
 		return ctx.Err()
+	case errors.Is(err, ErrAuthConfig):
+		return err // the local credentials configuration, not the registry
 	case errors.Is(err, endpoint.ErrRegistryUnreachable):
 		return err
 	case errors.As(err, &to):

@@ -127,6 +127,7 @@ func archiveImages(p *mirror.Plan) []archive.ImageRecord {
 		out = append(out, archive.ImageRecord{
 			Source: im.Source, Digest: im.Digest, Destination: im.DestRepo, Tags: im.Tags,
 			MediaType: im.MediaType, Kind: string(im.Kind), Origins: im.Origins,
+			Attachment: im.Attachment, Signature: im.Signature, Attachments: im.Attachments,
 		})
 	}
 	return out
@@ -191,6 +192,7 @@ func (r *run) diskToMirror(ctx context.Context) error {
 			p.Images[i].SourceRepo = mirror.LayoutRepoPrefix + n.rebuilt.LayoutDir
 		}
 	}
+	r.dropAttachmentsIfOff(p)
 	r.setPlan(p)
 	if err := r.writePlan(); err != nil {
 		return err
@@ -267,21 +269,25 @@ func (r *run) planFromArchive(ctx context.Context, ar *archive.Reader, dst endpo
 	isBlocked := mirror.BlockedMatcher(blocked)
 	seenAdditional := map[string]bool{}
 	for _, ir := range m.Images {
+		of := ir.Source // an attachment goes with its image
+		if ir.Attachment != nil {
+			of = ir.Attachment.Of
+		}
 		keep := false
 		var origins []string
 		for _, o := range ir.Origins {
 			if !wantCatalog[o] {
 				continue
 			}
-			if n := narrowed[o]; n != nil && ir.Kind != string(mirror.KindCatalog) && !n.images[ir.Source] {
+			if n := narrowed[o]; n != nil && ir.Kind != string(mirror.KindCatalog) && !n.images[of] {
 				continue // the re-pruned catalog no longer names it
 			}
 			keep = true
 			origins = append(origins, o)
 		}
-		if wantAdditional[ir.Source] {
+		if wantAdditional[of] {
 			keep = true
-			seenAdditional[ir.Source] = true
+			seenAdditional[of] = true
 			origins = append(origins, "additionalImages")
 		}
 		if !keep {
@@ -295,6 +301,7 @@ func (r *run) planFromArchive(ctx context.Context, ar *archive.Reader, dst endpo
 			Source: ir.Source, Kind: mirror.ImageKind(ir.Kind), Origins: origins,
 			SourceRepo: ir.Destination, Digest: ir.Digest, MediaType: ir.MediaType,
 			DestRepo: ir.Destination, Tags: ir.Tags,
+			Attachment: ir.Attachment, Signature: ir.Signature, Attachments: ir.Attachments,
 		}
 		if n := narrowed[ir.Source]; n != nil && im.Kind == mirror.KindCatalog {
 			im.Digest, im.MediaType = n.rebuilt.Digest, string(n.rebuilt.MediaType)

@@ -37,7 +37,7 @@ func (r *run) writeResults() error {
 	r.res.Images = nil
 	r.res.Failed = 0
 	for _, im := range r.res.Plan.Images {
-		out := ImageOutcome{Source: im.Source, Kind: im.Kind, Digest: im.Digest.String(), Destination: im.Destination()}
+		out := ImageOutcome{Source: im.Source, Kind: im.Kind, Digest: im.Digest.String(), Destination: im.Destination(), Signature: im.Signature, Attachments: im.Attachments}
 		switch {
 		case im.Error != "":
 			out.Status, out.Error = transfer.StatusFailed, im.Error
@@ -84,7 +84,7 @@ func (r *run) clusterResources() error {
 		if r.res.Copy != nil && !ok[im.DestRepo+"@"+im.Digest.String()] {
 			continue
 		}
-		if im.Kind == mirror.KindCatalog {
+		if im.Kind == mirror.KindCatalog || im.Kind == mirror.KindAttachment {
 			continue
 		}
 		images = append(images, manifests.Image{

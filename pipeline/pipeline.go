@@ -23,6 +23,7 @@ import (
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/retry"
+	"github.com/airlock-mirror/airlock/mirror/signature"
 	"github.com/airlock-mirror/airlock/mirror/transfer"
 	"github.com/airlock-mirror/airlock/workspace"
 )
@@ -68,6 +69,9 @@ type Options struct {
 	SinceArchive string
 	// Full (mirror-to-disk) ignores earlier archives and ships every blob.
 	Full bool
+	// Signatures is --signatures: attachments carried, unsigned images listed
+	// or failed ("" is best-effort).
+	Signatures signature.Mode
 	// Logger receives the run's log; nil discards it.
 	Logger *slog.Logger
 	// Progress, when set, receives the copy's progress against totals read from
@@ -103,6 +107,8 @@ type Result struct {
 	ClusterResources []string `json:"clusterResources,omitempty"`
 	// Archive describes the archive written (mirror-to-disk).
 	Archive *ArchiveSummary `json:"archive,omitempty"`
+	// Signatures counts what attachment discovery found and cost.
+	Signatures *signature.Stats `json:"signatures,omitempty"`
 	// DryRun holds the dry run's findings.
 	DryRun *transfer.Estimate `json:"dryRun,omitempty"`
 	// Shard describes the shard a --shard run copied.
@@ -127,6 +133,9 @@ type ImageOutcome struct {
 	Destination string           `json:"destination"`
 	Status      string           `json:"status"`
 	Error       string           `json:"error,omitempty"`
+	// Signature is "signed" or "unsigned"; Attachments counts what was carried.
+	Signature   string `json:"signature,omitempty"`
+	Attachments int    `json:"attachments,omitempty"`
 }
 
 // ArchiveSummary describes a written archive.
@@ -284,7 +293,14 @@ func (r *run) copyOptions(progress func(transfer.ProgressEvent)) transfer.Option
 // copy copies the plan's jobs from src to dst, measuring them first for the
 // progress totals.
 func (r *run) copy(ctx context.Context, src endpoint.Source, dst endpoint.Destination) (*transfer.Report, error) {
-	return r.copyJobs(ctx, src, dst, r.res.Plan.Jobs(), nil)
+	if err := r.yieldReferrersTags(ctx, dst); err != nil {
+		return nil, err
+	}
+	rep, err := r.copyJobs(ctx, src, dst, r.res.Plan.Jobs(), nil)
+	if err == nil {
+		r.keepReferrersFindable(ctx, dst, rep)
+	}
+	return rep, err
 }
 
 // copyJobs copies jobs from src to dst; blobs in elsewhere are sent by another
@@ -331,6 +347,11 @@ func (r *run) plan(ctx context.Context, src *registry.Client, cats []mirror.Cata
 	if err != nil {
 		return err
 	}
+	st, err := p.AddAttachments(ctx, src, r.opts.Signatures, 16)
+	if err != nil {
+		return err
+	}
+	r.res.Signatures = &st
 	if est != nil {
 		jobs := p.Jobs()
 		lctx, cancel := context.WithCancel(ctx)

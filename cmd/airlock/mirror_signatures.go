@@ -1,0 +1,29 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/pflag"
+
+	"github.com/airlock-mirror/airlock/mirror/signature"
+)
+
+// addSignatureFlags adds --signatures and oc-mirror's --remove-signatures; the
+// returned function reads them once flags are parsed.
+func addSignatureFlags(f *pflag.FlagSet) func() (signature.Mode, error) {
+	mode := f.String("signatures", string(signature.BestEffort), "attachments (cosign signatures, attestations, SBOMs, OCI referrers): best-effort (carry what exists, list unsigned images), required (fail unsigned images) or off")
+	remove := f.Bool("remove-signatures", false, "oc-mirror's flag: the same as --signatures off")
+	return func() (signature.Mode, error) {
+		m, err := signature.ParseMode(*mode)
+		if err != nil {
+			return "", err
+		}
+		if *remove {
+			if f.Changed("signatures") && m != signature.Off {
+				return "", fmt.Errorf("--remove-signatures contradicts --signatures %s: use one of them", m)
+			}
+			m = signature.Off
+		}
+		return m, nil
+	}
+}

@@ -1,0 +1,261 @@
+package pipeline_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/opencontainers/go-digest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/airlock-mirror/airlock/internal/fakeimage"
+	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/internal/testutil/signtest"
+	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/registry"
+	"github.com/airlock-mirror/airlock/mirror/signature"
+	"github.com/airlock-mirror/airlock/pipeline"
+)
+
+// signedEnv is a source registry holding a signed image with an SBOM, a signed
+// multi-arch index, an unsigned image and an image whose signature was replaced
+// by another image's.
+type signedEnv struct {
+	src                               *registrytest.Registry
+	key                               signtest.Key
+	signed, index, unsigned, tampered imagetest.Pushed
+	sbom                              digest.Digest
+	cfg                               string
+}
+
+func newSignedEnv(t *testing.T) *signedEnv {
+	t.Helper()
+	e := &signedEnv{src: registrytest.Start(t), key: signtest.NewKey(t)}
+	h := e.src.Host()
+	e.signed = imagetest.MustPush(t, h+"/apps/signed:1.0", fakeimage.Spec{Seed: 11, Layers: 2})
+	e.index = imagetest.MustPush(t, h+"/apps/multi:2.0", fakeimage.Spec{Seed: 12, Layers: 1, Platforms: []string{"linux/amd64", "linux/arm64"}})
+	e.unsigned = imagetest.MustPush(t, h+"/apps/unsigned:1.0", fakeimage.Spec{Seed: 13, Layers: 1})
+	e.tampered = imagetest.MustPush(t, h+"/apps/tampered:1.0", fakeimage.Spec{Seed: 14, Layers: 1})
+	signtest.Sign(t, e.key, h+"/apps/signed", e.signed.Digest)
+	for _, d := range e.index.Manifests { // cosign sign --recursive: the index and each instance
+		signtest.Sign(t, e.key, h+"/apps/multi", d)
+	}
+	// The tampered image carries the signed image's signature: valid bytes,
+	// another image.
+	reg := registry.New(registry.Options{})
+	signtest.CopyManifest(t, h+"/apps/signed:sha256-"+e.signed.Digest.Encoded()+".sig", h+"/apps/tampered:sha256-"+e.tampered.Digest.Encoded()+".sig")
+	e.sbom = signtest.PushSBOM(t, h+"/apps/signed", v1.Descriptor{MediaType: "application/vnd.oci.image.manifest.v1+json",
+		Digest: v1.Hash{Algorithm: "sha256", Hex: e.signed.Digest.Encoded()}, Size: manifestSize(t, reg, h+"/apps/signed", e.signed.Digest)}, []byte(`{"spdxVersion":"SPDX-2.3"}`))
+	cfg := fmt.Sprintf(`apiVersion: mirror.openshift.io/v2alpha1
+kind: ImageSetConfiguration
+mirror:
+  additionalImages:
+  - name: %s
+  - name: %s
+  - name: %s
+  - name: %s
+`, e.ref(e.signed), e.ref(e.index), e.ref(e.unsigned), e.ref(e.tampered))
+	e.cfg = filepath.Join(t.TempDir(), "imageset.yaml")
+	if err := os.WriteFile(e.cfg, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// ref is the by-digest source reference of im (what the configuration names,
+// so that the cluster resources are an IDMS).
+func (e *signedEnv) ref(im imagetest.Pushed) string {
+	return imagetest.Repo(im.Ref) + "@" + im.Digest.String()
+}
+
+func manifestSize(t *testing.T, reg *registry.Client, repo string, d digest.Digest) int64 {
+	t.Helper()
+	m, err := reg.Manifest(context.Background(), repo, d.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int64(len(m.Raw))
+}
+
+// idmsRules reads the IDMS airlock wrote into mirror rules.
+func idmsRules(t *testing.T, res *pipeline.Result) []signtest.Mirror {
+	t.Helper()
+	var out []signtest.Mirror
+	for _, f := range res.ClusterResources {
+		if !strings.HasPrefix(filepath.Base(f), "idms") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var idms struct {
+			Spec struct {
+				ImageDigestMirrors []struct {
+					Source  string   `json:"source"`
+					Mirrors []string `json:"mirrors"`
+				} `json:"imageDigestMirrors"`
+			} `json:"spec"`
+		}
+		if err := yaml.Unmarshal(b, &idms); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, m := range idms.Spec.ImageDigestMirrors {
+			out = append(out, signtest.Mirror{Source: m.Source, Mirrors: m.Mirrors})
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("no IDMS among %v", res.ClusterResources)
+	}
+	return out
+}
+
+// checkConsumer stops the source, then pulls every image by its source name
+// through the IDMS with a policy requiring the key's signature: the signed
+// ones pull, the unsigned and the tampered ones are refused.
+func (e *signedEnv) checkConsumer(t *testing.T, res *pipeline.Result, dst *registrytest.Registry) {
+	t.Helper()
+	c := signtest.NewConsumer(t, idmsRules(t, res), e.key.Public)
+	e.src.Stop()
+	for _, im := range []imagetest.Pushed{e.signed, e.index} {
+		if err := c.Pull(t, imagetest.Repo(im.Ref)+"@"+im.Digest.String()); err != nil {
+			t.Errorf("signed %s does not pull through the mirror: %v", im.Ref, err)
+		}
+	}
+	for _, im := range []imagetest.Pushed{e.unsigned, e.tampered} {
+		err := c.Pull(t, imagetest.Repo(im.Ref)+"@"+im.Digest.String())
+		if err == nil {
+			t.Errorf("%s pulls although its signature is missing or not its own", im.Ref)
+		} else if !strings.Contains(err.Error(), "ignature") {
+			t.Errorf("%s refused for another reason than its signature: %v", im.Ref, err)
+		}
+	}
+	// The SBOM is at the destination with its digest, found by an independent
+	// client as a referrer of the image.
+	dstRepo := ""
+	for _, im := range res.Plan.Images {
+		if im.Source == e.ref(e.signed) {
+			dstRepo = im.DestRepo
+		}
+	}
+	found := false
+	for _, d := range signtest.Referrers(t, dstRepo, e.signed.Digest) {
+		found = found || (d.Digest.String() == e.sbom.String() && d.ArtifactType == signtest.SBOMArtifactType)
+	}
+	if !found {
+		t.Errorf("SBOM %s is not a referrer of %s@%s at the destination", e.sbom, dstRepo, e.signed.Digest)
+	}
+	_ = dst
+}
+
+// checkOutcomes checks results.json's signature column.
+func (e *signedEnv) checkOutcomes(t *testing.T, res *pipeline.Result) {
+	t.Helper()
+	want := map[string]string{e.ref(e.signed): mirror.Signed, e.ref(e.index): mirror.Signed, e.ref(e.unsigned): mirror.Unsigned, e.ref(e.tampered): mirror.Signed}
+	attachments := 0
+	for _, o := range res.Images {
+		if o.Kind == mirror.KindAttachment {
+			attachments++
+			if o.Status == "failed" {
+				t.Errorf("attachment %s failed: %s", o.Source, o.Error)
+			}
+			continue
+		}
+		if w, ok := want[o.Source]; ok && o.Signature != w {
+			t.Errorf("%s: signature %q, want %q", o.Source, o.Signature, w)
+		}
+	}
+	// signed: .sig + SBOM; multi: 3 .sig (index and 2 instances); tampered:
+	// .sig (another image's).
+	if attachments != 6 {
+		t.Errorf("%d attachments carried, want 6: %+v", attachments, res.Images)
+	}
+}
+
+func TestSignaturesMirrorToMirror(t *testing.T) {
+	e := newSignedEnv(t)
+	dst := registrytest.Start(t)
+	o := opts(e.cfg)
+	o.Destination = "docker://" + dst.Host() + "/mirror"
+	o.Workspace = "file://" + t.TempDir()
+	res, err := pipeline.Mirror(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.checkOutcomes(t, res)
+	t.Logf("discovery: %+v warnings %v", *res.Signatures, res.Warnings)
+	e.checkConsumer(t, res, dst)
+}
+
+func TestSignaturesDiskToMirror(t *testing.T) {
+	e := newSignedEnv(t)
+	target := t.TempDir()
+	o := opts(e.cfg)
+	o.Destination = "file://" + target
+	if _, err := pipeline.Mirror(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	e.src.Stop()
+	dst := registrytest.Start(t)
+	o = opts(e.cfg)
+	o.From = "file://" + filepath.Join(target, "batch-0001")
+	o.Destination = "docker://" + dst.Host() + "/mirror"
+	o.Workspace = "file://" + t.TempDir()
+	res, err := pipeline.Mirror(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.checkOutcomes(t, res)
+	e.checkConsumer(t, res, dst)
+}
+
+func TestSignaturesModes(t *testing.T) {
+	e := newSignedEnv(t)
+	for _, tc := range []struct {
+		mode        signature.Mode
+		failed      []string
+		attachments int
+	}{
+		{signature.Required, []string{e.ref(e.unsigned)}, 6},
+		{signature.Off, nil, 0},
+		{signature.BestEffort, nil, 6},
+	} {
+		t.Run(string(tc.mode), func(t *testing.T) {
+			dst := registrytest.Start(t)
+			o := opts(e.cfg)
+			o.Destination = "docker://" + dst.Host() + "/mirror"
+			o.Workspace = "file://" + t.TempDir()
+			o.Signatures = tc.mode
+			res, err := pipeline.Mirror(context.Background(), o)
+			if len(tc.failed) > 0 != errors.Is(err, pipeline.ErrIncomplete) {
+				t.Fatalf("err = %v, want failures %v", err, tc.failed)
+			}
+			var failed []string
+			attachments := 0
+			for _, o := range res.Images {
+				if o.Status == "failed" {
+					failed = append(failed, o.Source)
+				}
+				if o.Kind == mirror.KindAttachment {
+					attachments++
+				}
+			}
+			if fmt.Sprint(failed) != fmt.Sprint(tc.failed) || attachments != tc.attachments {
+				t.Errorf("failed %v, attachments %d; want %v, %d", failed, attachments, tc.failed, tc.attachments)
+			}
+			listed := false
+			for _, w := range res.Warnings {
+				listed = listed || strings.Contains(w, e.ref(e.unsigned))
+			}
+			if listed != (tc.mode == signature.BestEffort) {
+				t.Errorf("unsigned image listed in the warnings: %v, want %v (%v)", listed, tc.mode == signature.BestEffort, res.Warnings)
+			}
+		})
+	}
+}

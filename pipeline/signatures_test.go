@@ -259,3 +259,41 @@ func TestSignaturesModes(t *testing.T) {
 		})
 	}
 }
+
+// A dry run maps and counts the attachments: mapping.txt names each, and the
+// bytes to send are those of the images and their attachments (more than with
+// --signatures off, which maps none).
+func TestSignaturesDryRun(t *testing.T) {
+	e := newSignedEnv(t)
+	dst := registrytest.Start(t)
+	run := func(mode signature.Mode) (*pipeline.Result, string) {
+		ws := t.TempDir()
+		o := opts(e.cfg)
+		o.Destination = "docker://" + dst.Host() + "/mirror"
+		o.Workspace = "file://" + ws
+		o.DryRun, o.Signatures = true, mode
+		res, err := pipeline.Mirror(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(ws, "working-dir", "dry-run", "mapping.txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, string(b)
+	}
+	with, mapping := run(signature.BestEffort)
+	without, mappingOff := run(signature.Off)
+	sigTag := "sha256-" + e.signed.Digest.Encoded() + ".sig"
+	if !strings.Contains(mapping, ":"+sigTag+"\n") || !strings.Contains(mapping, "@"+e.sbom.String()+"\n") {
+		t.Errorf("mapping.txt lacks the signature %s or the SBOM %s:\n%s", sigTag, e.sbom, mapping)
+	}
+	if strings.Contains(mappingOff, ".sig") {
+		t.Errorf("--signatures off maps attachments:\n%s", mappingOff)
+	}
+	if with.DryRun.Images != without.DryRun.Images+6 || with.DryRun.BytesToSend <= without.DryRun.BytesToSend {
+		t.Errorf("dry run with attachments: %d images, %d bytes; without: %d images, %d bytes", with.DryRun.Images, with.DryRun.BytesToSend, without.DryRun.Images, without.DryRun.BytesToSend)
+	}
+	t.Logf("dry run: %d images %d bytes to send with attachments, %d images %d bytes without; discovery %+v",
+		with.DryRun.Images, with.DryRun.BytesToSend, without.DryRun.Images, without.DryRun.BytesToSend, *with.Signatures)
+}

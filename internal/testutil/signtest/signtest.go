@@ -91,8 +91,8 @@ func run(t testing.TB, name string, args ...string) (string, error) {
 // the layer of an OCI manifest tagged "sha256-<hex>.sig" in repo (plain HTTP),
 // with the signature in the layer's "dev.cosignproject.cosign/signature"
 // annotation. containers/image (skopeo, CRI-O) reads it with
-// use-sigstore-attachments.
-func Sign(t testing.TB, k Key, repo string, d digest.Digest) {
+// use-sigstore-attachments. It returns the signature manifest's digest.
+func Sign(t testing.TB, k Key, repo string, d digest.Digest) digest.Digest {
 	t.Helper()
 	payload, err := json.Marshal(map[string]any{
 		"critical": map[string]any{
@@ -121,7 +121,7 @@ func Sign(t testing.TB, k Key, repo string, d digest.Digest) {
 		t.Fatal(err)
 	}
 	config := static.NewLayer(cfg, types.OCIConfigJSON)
-	pushManifest(t, repo, "sha256-"+d.Encoded()+".sig", []v1.Layer{config, layer}, map[string]any{
+	return pushManifest(t, repo, "sha256-"+d.Encoded()+".sig", []v1.Layer{config, layer}, map[string]any{
 		"schemaVersion": 2, "mediaType": types.OCIManifestSchema1, "config": describe(config), "layers": []v1.Descriptor{ld},
 	})
 }

@@ -215,4 +215,6 @@ func TestDiscoverAndCarry(t *testing.T) {
 	}
 }
 
-func hash(d digest.Digest) v1.Hash { return v1.Hash{Algorithm: d.Algorithm().String(), Hex: d.Encoded()} }
+func hash(d digest.Digest) v1.Hash {
+	return v1.Hash{Algorithm: d.Algorithm().String(), Hex: d.Encoded()}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/mirror/signature"
+	"github.com/airlock-mirror/airlock/mirror/transfer"
 )
 
 // Signature states of a PlanImage.
@@ -174,4 +175,44 @@ func (p *Plan) YieldReferrersTags() {
 			im.Tags = nil
 		}
 	}
+}
+
+// PrepareReferrers readies the plan for dst before the copy: a registry without
+// the referrers API gets its "sha256-<hex>" tags yielded to referrers indexes
+// (YieldReferrersTags). Plans without referrers, and destinations that are not
+// registries, are left alone.
+func (p *Plan) PrepareReferrers(ctx context.Context, dst endpoint.Destination) error {
+	groups := p.Referrers(nil)
+	if _, ok := dst.(endpoint.Referrers); !ok || len(groups) == 0 {
+		return nil
+	}
+	api, err := signature.HasReferrersAPI(ctx, dst, groups[0].Repo, groups[0].Subject)
+	if err == nil && !api {
+		p.YieldReferrersTags()
+	}
+	return err
+}
+
+// PublishReferrers makes the referrers rep copied findable at dst
+// (signature.KeepFindable). The error says what could not be made findable:
+// the referrers themselves were copied.
+func (p *Plan) PublishReferrers(ctx context.Context, dst endpoint.Destination, rep *transfer.Report) error {
+	copied := map[string]bool{}
+	for _, ir := range rep.Images {
+		copied[ir.Job.Key()] = ir.Status != transfer.StatusFailed
+	}
+	groups := p.Referrers(func(im PlanImage) bool { return copied[im.Job().Key()] })
+	if len(groups) == 0 {
+		return nil
+	}
+	if _, err := signature.KeepFindable(ctx, dst, groups); err != nil {
+		return fmt.Errorf("referrers copied but not all findable by subject: %w", err)
+	}
+	return nil
+}
+
+// DropAttachments removes the attachments from the plan (disk-to-mirror with
+// --signatures off: the archive carries them).
+func (p *Plan) DropAttachments() {
+	p.Images = slices.DeleteFunc(p.Images, func(im PlanImage) bool { return im.Kind == KindAttachment })
 }

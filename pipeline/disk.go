@@ -13,6 +13,7 @@ import (
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/signature"
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
@@ -192,7 +193,9 @@ func (r *run) diskToMirror(ctx context.Context) error {
 			p.Images[i].SourceRepo = mirror.LayoutRepoPrefix + n.rebuilt.LayoutDir
 		}
 	}
-	r.dropAttachmentsIfOff(p)
+	if r.opts.Signatures == signature.Off {
+		p.DropAttachments()
+	}
 	r.setPlan(p)
 	if err := r.writePlan(); err != nil {
 		return err

@@ -113,7 +113,11 @@ func (r *run) clusterResources() error {
 		return nil
 	}
 	r.stage("cluster-resources")
-	set, err := manifests.Build(images, catalogs, manifests.Options{RepositoryScope: r.opts.MaxNestedPaths > 0})
+	key, err := manifests.LoadSignatureKey(r.opts.SignatureKey)
+	if err != nil {
+		return err
+	}
+	set, err := manifests.Build(images, catalogs, manifests.Options{RepositoryScope: r.opts.MaxNestedPaths > 0, SignatureKey: key})
 	if err != nil {
 		return err
 	}

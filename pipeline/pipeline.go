@@ -72,6 +72,9 @@ type Options struct {
 	// Signatures is --signatures: attachments carried, unsigned images listed
 	// or failed ("" is best-effort).
 	Signatures signature.Mode
+	// SignatureKey is --signature-key: a PEM public key; the cluster resources
+	// then include ClusterImagePolicy objects requiring signatures by it.
+	SignatureKey string
 	// Logger receives the run's log; nil discards it.
 	Logger *slog.Logger
 	// Progress, when set, receives the copy's progress against totals read from
@@ -293,12 +296,15 @@ func (r *run) copyOptions(progress func(transfer.ProgressEvent)) transfer.Option
 // copy copies the plan's jobs from src to dst, measuring them first for the
 // progress totals.
 func (r *run) copy(ctx context.Context, src endpoint.Source, dst endpoint.Destination) (*transfer.Report, error) {
-	if err := r.yieldReferrersTags(ctx, dst); err != nil {
+	if err := r.res.Plan.PrepareReferrers(ctx, dst); err != nil {
 		return nil, err
 	}
 	rep, err := r.copyJobs(ctx, src, dst, r.res.Plan.Jobs(), nil)
 	if err == nil {
-		r.keepReferrersFindable(ctx, dst, rep)
+		if werr := r.res.Plan.PublishReferrers(ctx, dst, rep); werr != nil {
+			r.log.Warn(werr.Error())
+			r.res.Warnings = append(r.res.Warnings, werr.Error())
+		}
 	}
 	return rep, err
 }

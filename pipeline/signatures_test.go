@@ -17,6 +17,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/internal/testutil/signtest"
+	"github.com/airlock-mirror/airlock/manifests"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/signature"
@@ -184,10 +185,12 @@ func TestSignaturesMirrorToMirror(t *testing.T) {
 	o := opts(e.cfg)
 	o.Destination = "docker://" + dst.Host() + "/mirror"
 	o.Workspace = "file://" + t.TempDir()
+	o.SignatureKey = e.key.Public
 	res, err := pipeline.Mirror(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.checkImagePolicy(t, res)
 	e.checkOutcomes(t, res)
 	t.Logf("discovery: %+v warnings %v", *res.Signatures, res.Warnings)
 	e.checkConsumer(t, res, dst)
@@ -296,4 +299,33 @@ func TestSignaturesDryRun(t *testing.T) {
 	}
 	t.Logf("dry run: %d images %d bytes to send with attachments, %d images %d bytes without; discovery %+v",
 		with.DryRun.Images, with.DryRun.BytesToSend, without.DryRun.Images, without.DryRun.BytesToSend, *with.Signatures)
+}
+
+// checkImagePolicy: --signature-key wrote one ClusterImagePolicy whose scopes
+// are the four source repositories and whose key is the signing key.
+func (e *signedEnv) checkImagePolicy(t *testing.T, res *pipeline.Result) {
+	t.Helper()
+	key, err := os.ReadFile(e.key.Public)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range res.ClusterResources {
+		if !strings.HasPrefix(filepath.Base(f), "cip-") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cip manifests.ClusterImagePolicy
+		if err := yaml.UnmarshalStrict(b, &cip); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		want := []string{imagetest.Repo(e.index.Ref), imagetest.Repo(e.signed.Ref), imagetest.Repo(e.tampered.Ref), imagetest.Repo(e.unsigned.Ref)}
+		if fmt.Sprint(cip.Spec.Scopes) != fmt.Sprint(want) || string(cip.Spec.Policy.RootOfTrust.PublicKey.KeyData) != string(key) {
+			t.Errorf("%s: scopes %v (want %v), key %q", f, cip.Spec.Scopes, want, cip.Spec.Policy.RootOfTrust.PublicKey.KeyData)
+		}
+		return
+	}
+	t.Errorf("no ClusterImagePolicy among %v", res.ClusterResources)
 }

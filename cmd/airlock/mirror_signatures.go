@@ -6,11 +6,13 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/airlock-mirror/airlock/mirror/signature"
+	"github.com/airlock-mirror/airlock/pipeline"
 )
 
-// addSignatureFlags adds --signatures and oc-mirror's --remove-signatures; the
-// returned function reads them once flags are parsed.
-func addSignatureFlags(f *pflag.FlagSet) func() (signature.Mode, error) {
+// addSignatureFlags adds --signatures and oc-mirror's --remove-signatures (the
+// returned function reads them once flags are parsed) and --signature-key.
+func addSignatureFlags(f *pflag.FlagSet, o *pipeline.Options) func() (signature.Mode, error) {
+	f.StringVar(&o.SignatureKey, "signature-key", "", "PEM public key (cosign.pub) the cluster must require signatures by: writes ClusterImagePolicy objects for the mirrored source repositories into cluster-resources/")
 	mode := f.String("signatures", string(signature.BestEffort), "attachments (cosign signatures, attestations, SBOMs, OCI referrers): best-effort (carry what exists, list unsigned images), required (fail unsigned images) or off")
 	remove := f.Bool("remove-signatures", false, "oc-mirror's flag: the same as --signatures off")
 	return func() (signature.Mode, error) {

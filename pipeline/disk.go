@@ -53,7 +53,7 @@ func (r *run) mirrorToDisk(ctx context.Context) error {
 		r.log.Info("resuming the unfinished batch of an interrupted run", "batch", batchDir)
 	}
 	w, err := archive.NewWriter(batchDir, archive.WriterOptions{
-		ChunkSize: r.cfg.ArchiveSizeBytes(), Shipped: shipped, Logger: r.log,
+		ChunkSize: r.cfg.ArchiveSizeBytes(), Shipped: shipped, Logger: r.log, SignKey: r.opts.SignKey,
 	})
 	if err != nil {
 		return err
@@ -150,6 +150,11 @@ func (r *run) diskToMirror(ctx context.Context) error {
 	dir, err := archive.ResolveArchiveDir(r.topDir)
 	if err != nil {
 		return err
+	}
+	if r.opts.ArchiveKey != "" {
+		if _, err := archive.VerifySignature(dir, r.opts.ArchiveKey); err != nil {
+			return err
+		}
 	}
 	ar, err := archive.Open(dir)
 	if err != nil {

@@ -75,6 +75,9 @@ type Options struct {
 	// SignatureKey is --signature-key: a PEM public key; the cluster resources
 	// then include ClusterImagePolicy objects requiring signatures by it.
 	SignatureKey string
+	// SignKey (mirror-to-disk --sign-key) signs the archive; ArchiveKey
+	// (disk-to-mirror --archive-key) refuses an archive it did not sign.
+	SignKey, ArchiveKey string
 	// Logger receives the run's log; nil discards it.
 	Logger *slog.Logger
 	// Progress, when set, receives the copy's progress against totals read from

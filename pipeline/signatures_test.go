@@ -2,6 +2,10 @@ package pipeline_test
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
@@ -19,6 +23,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/testutil/signtest"
 	"github.com/airlock-mirror/airlock/manifests"
 	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/signature"
 	"github.com/airlock-mirror/airlock/pipeline"
@@ -196,11 +201,16 @@ func TestSignaturesMirrorToMirror(t *testing.T) {
 	e.checkConsumer(t, res, dst)
 }
 
+// The archive carries the attachments and is signed (--sign-key): disk-to-mirror
+// with --archive-key refuses it under another key, and pushes it under its own.
 func TestSignaturesDiskToMirror(t *testing.T) {
 	e := newSignedEnv(t)
 	target := t.TempDir()
+	archiveKey, archivePub := archiveKeyPair(t)
+	_, otherPub := archiveKeyPair(t)
 	o := opts(e.cfg)
 	o.Destination = "file://" + target
+	o.SignKey = archiveKey
 	if _, err := pipeline.Mirror(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
@@ -210,6 +220,11 @@ func TestSignaturesDiskToMirror(t *testing.T) {
 	o.From = "file://" + filepath.Join(target, "batch-0001")
 	o.Destination = "docker://" + dst.Host() + "/mirror"
 	o.Workspace = "file://" + t.TempDir()
+	o.ArchiveKey = otherPub
+	if _, err := pipeline.Mirror(context.Background(), o); !errors.Is(err, archive.ErrSignature) {
+		t.Fatalf("disk-to-mirror of an archive signed by another key: %v", err)
+	}
+	o.ArchiveKey = archivePub
 	res, err := pipeline.Mirror(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -328,4 +343,30 @@ func (e *signedEnv) checkImagePolicy(t *testing.T, res *pipeline.Result) {
 		return
 	}
 	t.Errorf("no ClusterImagePolicy among %v", res.ClusterResources)
+}
+
+// archiveKeyPair writes an Ed25519 key pair as openssl genpkey / pkey -pubout do.
+func archiveKeyPair(t *testing.T) (priv, pub string) {
+	t.Helper()
+	p, k, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kd, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pd, err := x509.MarshalPKIXPublicKey(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	priv, pub = filepath.Join(dir, "archive.key"), filepath.Join(dir, "archive.pub")
+	if err := os.WriteFile(priv, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kd}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pd}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return priv, pub
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,6 +43,10 @@ type WriterOptions struct {
 	// Elsewhere are blobs another part of the same sharded archive writes: they
 	// count as present and are not written here.
 	Elsewhere map[digest.Digest]bool
+	// SignKey, when set, is the private key (see Sign) the finished archive is
+	// signed with (mirror-to-disk --sign-key); it is read by NewWriter, so that
+	// a bad key fails before anything is copied.
+	SignKey string
 }
 
 // Writer writes an archive. It implements endpoint.Destination: the copy engine
@@ -76,6 +81,7 @@ type Writer struct {
 	finished bool
 	// completed are chunks an interrupted Finish finished writing (from finish.json).
 	completed *finishJournal
+	signer    crypto.Signer // WriterOptions.SignKey, nil when unsigned
 }
 
 type stagedBlob struct {
@@ -132,6 +138,13 @@ func NewWriter(dir string, opts WriterOptions) (*Writer, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	var signer crypto.Signer
+	if opts.SignKey != "" {
+		var err error
+		if signer, err = loadPrivateKey(opts.SignKey); err != nil {
+			return nil, err
+		}
+	}
 	if opts.Part != "" && !validPart(opts.Part) {
 		return nil, fmt.Errorf("archive part %q: not a shard part", opts.Part)
 	}
@@ -143,6 +156,7 @@ func NewWriter(dir string, opts WriterOptions) (*Writer, error) {
 		log:       log,
 		part:      opts.Part,
 		elsewhere: opts.Elsewhere,
+		signer:    signer,
 		blobs:     map[digest.Digest]*stagedBlob{},
 		relied:    map[digest.Digest]*reliedBlob{},
 		tags:      map[tagKey]TagRecord{},

@@ -61,6 +61,14 @@ func Sign(dir, keyFile string) (*Signature, error) {
 	return signDir(dir, key)
 }
 
+// signerFor loads WriterOptions.SignKey (nil for "").
+func signerFor(keyFile string) (crypto.Signer, error) {
+	if keyFile == "" {
+		return nil, nil
+	}
+	return loadPrivateKey(keyFile)
+}
+
 // finishSigned ends a finished archive: the staging area removed, then the
 // signature written when the writer has a key.
 func (w *Writer) finishSigned() error {

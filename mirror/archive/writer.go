@@ -138,12 +138,9 @@ func NewWriter(dir string, opts WriterOptions) (*Writer, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	var signer crypto.Signer
-	if opts.SignKey != "" {
-		var err error
-		if signer, err = loadPrivateKey(opts.SignKey); err != nil {
-			return nil, err
-		}
+	signer, err := signerFor(opts.SignKey)
+	if err != nil {
+		return nil, err
 	}
 	if opts.Part != "" && !validPart(opts.Part) {
 		return nil, fmt.Errorf("archive part %q: not a shard part", opts.Part)

@@ -152,6 +152,17 @@ func (p *Plan) Referrers(done func(PlanImage) bool) []signature.Referrers {
 	return out
 }
 
+// Owner is the source reference of the image im belongs to: its own Source,
+// or, for an attachment, the image it is attached to. The history records an
+// attachment as wanted for the same reasons as its image, so that deleting the
+// image plans its attachments too.
+func (im PlanImage) Owner() string {
+	if im.Attachment != nil {
+		return im.Attachment.Of
+	}
+	return im.Source
+}
+
 // YieldReferrersTags prepares the plan for a destination without the referrers
 // API, where "sha256-<hex>" is the tag of the referrers index of the image
 // with that digest: an image that has referrers is not given that tag (it is

@@ -27,6 +27,7 @@ import (
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/signature"
 	"github.com/airlock-mirror/airlock/pipeline"
+	"github.com/airlock-mirror/airlock/pipeline/deletion"
 )
 
 // signedEnv is a source registry holding a signed image with an SBOM, a signed
@@ -369,4 +370,48 @@ func archiveKeyPair(t *testing.T) (priv, pub string) {
 		t.Fatal(err)
 	}
 	return priv, pub
+}
+
+// Deleting an image plans its attachments too: the history records them as
+// wanted for the same reasons as the image.
+func TestSignaturesDeletePlan(t *testing.T) {
+	e := newSignedEnv(t)
+	dst := registrytest.Start(t)
+	ws := t.TempDir()
+	o := opts(e.cfg)
+	o.Destination = "docker://" + dst.Host() + "/mirror"
+	o.Workspace = "file://" + ws
+	res, err := pipeline.Mirror(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{e.signed.Digest.String(): true}
+	for _, im := range res.Plan.Images {
+		if im.Attachment != nil && im.Attachment.Of == e.ref(e.signed) {
+			want[im.Digest.String()] = true
+		}
+	}
+	if len(want) != 3 {
+		t.Fatalf("signed image with %d attachments, want 2", len(want)-1)
+	}
+	delCfg := filepath.Join(t.TempDir(), "delete.yaml")
+	if err := os.WriteFile(delCfg, []byte("apiVersion: mirror.openshift.io/v2alpha1\nkind: DeleteImageSetConfiguration\ndelete:\n  additionalImages:\n  - name: "+e.ref(e.signed)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dres, err := deletion.Run(context.Background(), deletion.Options{Generate: true, ConfigPath: delCfg, Workspace: "file://" + ws, Destination: "docker://" + dst.Host() + "/mirror", DestTLSVerify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, m := range dres.Plan.Manifests {
+		got[m.Digest.String()] = true
+	}
+	for d := range want {
+		if !got[d] {
+			t.Errorf("delete plan lacks %s (image or attachment); plans %v", d, got)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("delete plan has %d manifests, want the image and its 2 attachments: %v", len(got), got)
+	}
 }

@@ -415,3 +415,52 @@ func TestSignaturesDeletePlan(t *testing.T) {
 		t.Errorf("delete plan has %d manifests, want the image and its 2 attachments: %v", len(got), got)
 	}
 }
+
+// What looking for attachments costs on a catalog whose images have none (the
+// common case): the source requests of a best-effort run against an off run,
+// bounded by one tag listing per repository, one manifest read and one
+// referrers call per image and per child of an index.
+func TestSignaturesCost(t *testing.T) {
+	e := setup(t)
+	cfg := e.config(t, "    - name: foo\n    - name: bar\n")
+	count := func(mode signature.Mode) (pipeline.Result, registrytest.Counts) {
+		dst := registrytest.Start(t)
+		o := opts(cfg)
+		o.Destination = "docker://" + dst.Host() + "/mirror"
+		o.Workspace = "file://" + t.TempDir()
+		o.Signatures = mode
+		e.src.Reset()
+		res, err := pipeline.Mirror(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return *res, e.src.Counts()
+	}
+	off, offCounts := count(signature.Off)
+	on, onCounts := count(signature.BestEffort)
+	extra := func(c registrytest.Counts) int64 {
+		var n int64
+		for _, v := range c.ByPath {
+			n += v
+		}
+		return n
+	}
+	images, repos := 0, map[string]bool{}
+	for _, im := range on.Plan.Images {
+		if im.Kind == mirror.KindOperator || im.Kind == mirror.KindGeneric {
+			images++
+			repos[im.SourceRepo] = true
+		}
+	}
+	more := extra(onCounts) - extra(offCounts)
+	t.Logf("%d images in %d repositories: %d source requests without attachments, %d with (+%d; discovery counted %d); unsigned listed: %v; bytes sent %d vs %d",
+		images, len(repos), extra(offCounts), extra(onCounts), more, on.Signatures.Requests, len(on.Warnings) > 0, on.BytesSent, off.BytesSent)
+	if on.Signatures.Images != images || on.Signatures.Attachments != 0 || on.Signatures.Signed != 0 {
+		t.Errorf("discovery %+v on %d unsigned images", *on.Signatures, images)
+	}
+	// At most: a tag listing per repository, a manifest read per image, a
+	// referrers call per image and per child (an index has 2 here).
+	if bound := int64(len(repos) + images + 3*images); more > bound || more < int64(len(repos)) {
+		t.Errorf("%d extra source requests; want between %d and %d", more, len(repos), bound)
+	}
+}

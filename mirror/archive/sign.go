@@ -100,7 +100,7 @@ func signDir(dir string, key crypto.Signer) (*Signature, error) {
 			return nil, err
 		}
 	}
-	if sig.KeyID, err = keyID(key.(crypto.Signer).Public()); err != nil {
+	if sig.KeyID, err = keyID(key.Public()); err != nil {
 		return nil, err
 	}
 	b, err := marshal(sig)

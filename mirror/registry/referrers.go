@@ -50,3 +50,11 @@ func (r *Client) Referrers(ctx context.Context, repo string, d digest.Digest) (e
 	}
 	return m, nil
 }
+
+// TagsUpTo lists the tags of repo when that takes at most pages pages of up to
+// 1,000 tags (registries may send fewer): complete is false when there are
+// more, and tags is then what was read. It serves attachment discovery, where
+// asking for three tags per image is cheaper than walking a huge repository.
+func (r *Client) TagsUpTo(ctx context.Context, repo string, pages int) (tags []string, complete bool, err error) {
+	return r.tagPages(ctx, repo, "?n=1000", pages)
+}

@@ -44,8 +44,14 @@ func ParseMode(s string) (Mode, error) {
 // TagLister is implemented by sources that can list a repository's tags (a
 // registry): one listing then replaces three manifest requests per image.
 type TagLister interface {
-	Tags(ctx context.Context, repo string) ([]string, error)
+	// TagsUpTo lists the tags of repo if that takes at most pages pages
+	// (complete is false otherwise).
+	TagsUpTo(ctx context.Context, repo string, pages int) (tags []string, complete bool, err error)
 }
+
+// maxTagPages bounds a repository's tag listing: a repository with more tags
+// (tens of thousands) is asked for each attachment tag instead.
+const maxTagPages = 5
 
 // Image is an image whose attachments are wanted.
 type Image struct {
@@ -239,8 +245,8 @@ func (d *Discoverer) repoTags(ctx context.Context, repo string) map[string]bool 
 	d.mu.Unlock()
 	rt.once.Do(func() {
 		d.requests.Add(1)
-		tags, err := tl.Tags(ctx, repo)
-		if err != nil {
+		tags, complete, err := tl.TagsUpTo(ctx, repo, maxTagPages)
+		if err != nil || !complete {
 			return
 		}
 		rt.set = map[string]bool{}

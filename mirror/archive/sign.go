@@ -72,10 +72,10 @@ func signerFor(keyFile string) (crypto.Signer, error) {
 // finishSigned ends a finished archive: the staging area removed, then the
 // signature written when the writer has a key.
 func (w *Writer) finishSigned() error {
-	if err := w.dropStaging(); err != nil || w.signer == nil {
+	if err := w.dropStaging(); err != nil || w.signKey == "" {
 		return err
 	}
-	_, err := signDir(w.dir, w.signer)
+	_, err := Sign(w.dir, w.signKey)
 	return err
 }
 

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,7 +34,8 @@ type WriterOptions struct {
 	// the archive records that it relies on them.
 	Shipped ShippedSet
 	// Logger receives warnings (oversized blobs) and progress; nil discards.
-	Logger *slog.Logger
+	Logger  *slog.Logger
+	SignKey string // a private key (see Sign) the finished archive is signed with
 	// Part, when set, makes the Writer write one part of a sharded archive
 	// (ShardPart or FinishPart, see shard.go): its chunks are named after the
 	// part, and FinishShard or FinishSharded ends it instead of Finish.
@@ -43,10 +43,6 @@ type WriterOptions struct {
 	// Elsewhere are blobs another part of the same sharded archive writes: they
 	// count as present and are not written here.
 	Elsewhere map[digest.Digest]bool
-	// SignKey, when set, is the private key (see Sign) the finished archive is
-	// signed with (mirror-to-disk --sign-key); it is read by NewWriter, so that
-	// a bad key fails before anything is copied.
-	SignKey string
 }
 
 // Writer writes an archive. It implements endpoint.Destination: the copy engine
@@ -81,7 +77,7 @@ type Writer struct {
 	finished bool
 	// completed are chunks an interrupted Finish finished writing (from finish.json).
 	completed *finishJournal
-	signer    crypto.Signer // WriterOptions.SignKey, nil when unsigned
+	signKey   string // WriterOptions.SignKey
 }
 
 type stagedBlob struct {
@@ -138,8 +134,7 @@ func NewWriter(dir string, opts WriterOptions) (*Writer, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	signer, err := signerFor(opts.SignKey)
-	if err != nil {
+	if _, err := signerFor(opts.SignKey); err != nil { // before anything is copied
 		return nil, err
 	}
 	if opts.Part != "" && !validPart(opts.Part) {
@@ -153,7 +148,7 @@ func NewWriter(dir string, opts WriterOptions) (*Writer, error) {
 		log:       log,
 		part:      opts.Part,
 		elsewhere: opts.Elsewhere,
-		signer:    signer,
+		signKey:   opts.SignKey,
 		blobs:     map[digest.Digest]*stagedBlob{},
 		relied:    map[digest.Digest]*reliedBlob{},
 		tags:      map[tagKey]TagRecord{},

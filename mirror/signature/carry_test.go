@@ -5,17 +5,12 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net"
-	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
-	"time"
 
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/opencontainers/go-digest"
 
@@ -29,63 +24,50 @@ import (
 	"github.com/airlock-mirror/airlock/mirror/transfer"
 )
 
-// server is a registry of the matrix: its host and whether it has the
-// referrers API.
+// source is a registry attachments are read from: its host and whether it
+// has the referrers API.
 type server struct {
 	name string
 	api  bool
 	host func(t *testing.T) string
 }
 
-// servers are the registries attachments are carried between: the embedded
-// Distribution v3 (no referrers API), go-containerregistry's registry with
-// the referrers API, and Debian's Distribution 2.8 (no referrers API) when
-// /usr/bin/docker-registry is installed.
-var servers = []server{
-	{"distribution-v3", false, func(t *testing.T) string { return registrytest.Start(t).Host() }},
-	{"ggcr-referrers-api", true, func(t *testing.T) string {
-		s := httptest.NewServer(ggcrregistry.New(ggcrregistry.WithReferrersSupport(true), ggcrregistry.Logger(log.New(io.Discard, "", 0))))
-		t.Cleanup(s.Close)
-		return s.Listener.Addr().String()
-	}},
-	{"distribution-2.8", false, startDistribution28},
+// sources: the embedded Distribution v3 (no referrers API),
+// go-containerregistry's registry with the referrers API, and Debian's
+// Distribution 2.8 (no referrers API; skipped when docker-registry is absent,
+// CI installs it).
+var sources = []server{
+	{registrytest.DistributionV3, false, func(t *testing.T) string { return registrytest.StartKind(t, registrytest.DistributionV3).Host }},
+	{"ggcr-referrers-api", true, startReferrersAPI},
+	{registrytest.Distribution28, false, func(t *testing.T) string { return registrytest.StartKind(t, registrytest.Distribution28).Host }},
 }
 
-// startDistribution28 runs Debian's docker-registry (Distribution 2.8) on
-// 127.0.0.1, storing under t.TempDir(); the test skips when it is absent (CI
-// installs it).
-func startDistribution28(t *testing.T) string {
+func startReferrersAPI(t *testing.T) string {
+	s := httptest.NewServer(ggcrregistry.New(ggcrregistry.WithReferrersSupport(true), ggcrregistry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(s.Close)
+	return s.Listener.Addr().String()
+}
+
+// destination is a registry attachments are carried to: every kind of the
+// registry matrix (registrytest.Kinds: Distribution 2.8 and v3, token
+// authentication, CDN redirects, a private CA, htpasswd), none with the
+// referrers API, and go-containerregistry's registry with it.
+type destination struct {
+	name   string
+	api    bool
+	client *registry.Client
+	host   string
+	remote []remote.Option
+}
+
+func destinations(t *testing.T, kind string) destination {
 	t.Helper()
-	bin, err := exec.LookPath("docker-registry")
-	if err != nil {
-		t.Skip("docker-registry (Distribution 2.8) is not installed (Debian: apt-get install docker-registry); CI installs it")
+	if kind == "ggcr-referrers-api" {
+		return destination{name: kind, api: true, client: registry.New(registry.Options{}), host: startReferrersAPI(t)}
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "config.yml")
-	conf := fmt.Sprintf("version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s\n  delete:\n    enabled: true\nhttp:\n  addr: %s\n", filepath.Join(dir, "data"), addr)
-	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "serve", cfg)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	c := &http.Client{Timeout: 2 * time.Second}
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if resp, err := c.Get("http://" + addr + "/v2/"); err == nil {
-			resp.Body.Close()
-			return addr
-		}
-	}
-	t.Fatalf("docker-registry did not answer on %s within 30 s", addr)
-	return ""
+	tg := registrytest.StartKind(t, kind)
+	return destination{name: kind, host: tg.Host, remote: tg.Remote(tg.Push),
+		client: registry.New(registry.Options{AuthFile: tg.AuthFile(t, tg.Push), CertDir: tg.CertDir})}
 }
 
 // source is an image with a cosign signature, an SBOM referrer and a cosign
@@ -119,11 +101,15 @@ func seed(t *testing.T, host string) source {
 }
 
 func TestDiscoverAndCarry(t *testing.T) {
-	for _, src := range servers {
-		for _, dst := range servers {
-			t.Run(src.name+"→"+dst.name, func(t *testing.T) {
+	for _, src := range sources {
+		for _, kind := range append([]string{"ggcr-referrers-api"}, registrytest.Kinds...) {
+			t.Run(src.name+"→"+kind, func(t *testing.T) {
+				if why := registrytest.Missing(kind); why != "" {
+					t.Skipf("%s: %s", kind, why)
+				}
 				s := seed(t, src.host(t))
-				dstHost := dst.host(t)
+				dst := destinations(t, kind)
+				dstHost := dst.host
 				ctx := context.Background()
 				reg := registry.New(registry.Options{})
 				d := signature.NewDiscoverer(reg)
@@ -167,15 +153,15 @@ func TestDiscoverAndCarry(t *testing.T) {
 						refs = append(refs, oci.Referrer{Descriptor: oci.Descriptor{MediaType: f.MediaType, Digest: f.Digest, Size: f.Attachment.Size}, ArtifactType: f.Attachment.ArtifactType})
 					}
 				}
-				rep, err := transfer.Copy(ctx, reg, reg, jobs, transfer.Options{})
+				rep, err := transfer.Copy(ctx, reg, dst.client, jobs, transfer.Options{})
 				if err != nil {
 					t.Fatalf("copy: %v (%+v)", err, rep.Failed())
 				}
-				api, err := signature.HasReferrersAPI(ctx, reg, dstRepo, s.image.Digest)
+				api, err := signature.HasReferrersAPI(ctx, dst.client, dstRepo, s.image.Digest)
 				if err != nil || api != dst.api {
 					t.Fatalf("HasReferrersAPI = %v, %v; want %v", api, err, dst.api)
 				}
-				st, err := signature.KeepFindable(ctx, reg, []signature.Referrers{{Repo: dstRepo, Subject: s.image.Digest, List: refs}})
+				st, err := signature.KeepFindable(ctx, dst.client, []signature.Referrers{{Repo: dstRepo, Subject: s.image.Digest, List: refs}})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -183,11 +169,11 @@ func TestDiscoverAndCarry(t *testing.T) {
 					t.Errorf("KeepFindable %+v on a registry with API=%v", st, dst.api)
 				}
 				for _, f := range found {
-					if _, err := reg.Manifest(ctx, dstRepo, f.Digest.String()); err != nil {
+					if _, err := dst.client.Manifest(ctx, dstRepo, f.Digest.String()); err != nil {
 						t.Errorf("%s not at the destination by digest: %v", f.Digest, err)
 					}
 					if f.Tag != "" {
-						if dd, err := reg.Resolve(ctx, dstRepo+":"+f.Tag); err != nil || dd.Digest != f.Digest {
+						if dd, err := dst.client.Resolve(ctx, dstRepo+":"+f.Tag); err != nil || dd.Digest != f.Digest {
 							t.Errorf("tag %s resolves to %v (%v), want %s", f.Tag, dd.Digest, err, f.Digest)
 						}
 					}
@@ -200,14 +186,14 @@ func TestDiscoverAndCarry(t *testing.T) {
 					wantType = oci.MediaTypeEmptyJSON
 				}
 				ok := false
-				for _, r := range signtest.Referrers(t, dstRepo, s.image.Digest) {
+				for _, r := range signtest.Referrers(t, dstRepo, s.image.Digest, dst.remote...) {
 					ok = ok || (r.Digest.String() == s.sbom.String() && r.ArtifactType == wantType)
 				}
 				if !ok {
-					t.Errorf("go-containerregistry finds no SBOM referrer of %s@%s: %+v", dstRepo, s.image.Digest, signtest.Referrers(t, dstRepo, s.image.Digest))
+					t.Errorf("go-containerregistry finds no SBOM referrer of %s@%s: %+v", dstRepo, s.image.Digest, signtest.Referrers(t, dstRepo, s.image.Digest, dst.remote...))
 				}
 				// Again: nothing to do, the index is not pushed twice.
-				if _, err := signature.KeepFindable(ctx, reg, []signature.Referrers{{Repo: dstRepo, Subject: s.image.Digest, List: refs}}); err != nil {
+				if _, err := signature.KeepFindable(ctx, dst.client, []signature.Referrers{{Repo: dstRepo, Subject: s.image.Digest, List: refs}}); err != nil {
 					t.Fatal(err)
 				}
 			})

@@ -189,13 +189,13 @@ func (m rawManifest) MediaType() (types.MediaType, error) { return m.mt, nil }
 
 // Referrers lists the referrers of repo@subject with go-containerregistry (the
 // API, or the fallback tag where the registry lacks it).
-func Referrers(t testing.TB, repo string, subject digest.Digest) []v1.Descriptor {
+func Referrers(t testing.TB, repo string, subject digest.Digest, opts ...remote.Option) []v1.Descriptor {
 	t.Helper()
 	r, err := name.NewDigest(repo+"@"+subject.String(), name.Insecure)
 	if err != nil {
 		t.Fatal(err)
 	}
-	idx, err := remote.Referrers(r)
+	idx, err := remote.Referrers(r, opts...)
 	if err != nil {
 		t.Fatalf("signtest: referrers of %s: %v", r, err)
 	}

@@ -35,6 +35,9 @@ const (
 	KindCatalog  ImageKind = "catalog"
 	KindOperator ImageKind = "operator"
 	KindGeneric  ImageKind = "generic"
+	// KindAttachment is a signature, attestation, SBOM or other referrer of
+	// another image of the plan (its PlanImage.Attachment says which).
+	KindAttachment ImageKind = "attachment"
 )
 
 // LayoutRepoPrefix marks a plan source repository that is an OCI image layout on
@@ -92,6 +95,12 @@ type PlanImage struct {
 	Tags []string `json:"tags,omitempty"`
 	// Error says why the image could not be planned (it is then not copied).
 	Error string `json:"error,omitempty"`
+	// Attachment is set on attachments (KindAttachment): what they are to which image.
+	Attachment *oci.Attachment `json:"attachment,omitempty"`
+	// Signature is "signed" or "unsigned" once attachments were looked for
+	// (--signatures best-effort or required); Attachments counts those carried.
+	Signature   string `json:"signature,omitempty"`
+	Attachments int    `json:"attachments,omitempty"`
 	// Blobs are the configs and layers the image's manifests reference
 	// (children of indexes included), recorded by --plan-only for sharding.
 	Blobs []PlanBlob `json:"blobs,omitempty"`
@@ -357,6 +366,8 @@ func kindOrder(k ImageKind) int {
 		return 0
 	case KindOperator:
 		return 1
+	case KindAttachment:
+		return 3
 	default:
 		return 2
 	}

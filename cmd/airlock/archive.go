@@ -17,6 +17,7 @@ func init() {
 
 func newArchiveVerifyCmd() *cobra.Command {
 	var asJSON bool
+	var key string
 	cmd := &cobra.Command{
 		Use:   "verify DIR|CHUNK",
 		Short: "Verify a mirror-to-disk archive, or one chunk of it, byte for byte",
@@ -31,6 +32,11 @@ mirror-to-disk printed on the source side.
 
 Given a single chunk file (airlock_000042.tar) it verifies that chunk on its own,
 using the index the chunk carries: useful right after copying one chunk.
+
+With --key PUB it also requires the archive's signature (airlock-archive.sig,
+written by mirror-to-disk --sign-key) by that public key, over the archive
+manifest the chunks hold: an unsigned archive, one signed by another key, or one
+changed since it was signed is refused.
 
 Every problem names the chunk file and the blob. Exit status: 0 when everything
 verifies, 1 otherwise.`,
@@ -50,6 +56,11 @@ verifies, 1 otherwise.`,
 					return rerr
 				}
 				report, err = archive.Verify(cmd.Context(), dir)
+				if err == nil && key != "" {
+					_, err = archive.VerifySignature(dir, key)
+				}
+			} else if key != "" {
+				return fmt.Errorf("--key checks the signature of a whole archive: give the archive folder, not the chunk %s", args[0])
 			} else {
 				report, err = archive.VerifyChunk(cmd.Context(), args[0])
 			}
@@ -76,6 +87,7 @@ verifies, 1 otherwise.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the verification report as JSON")
+	cmd.Flags().StringVar(&key, "key", "", "also require the archive's signature (airlock-archive.sig) by this public key (PEM: cosign.pub, or openssl pkey -pubout)")
 	return cmd
 }
 

@@ -57,6 +57,9 @@ type Options struct {
 	AuthFile string
 	// SrcTLSVerify and DestTLSVerify are --src-tls-verify and --dest-tls-verify.
 	SrcTLSVerify, DestTLSVerify bool
+	// SrcCertDir and DestCertDir are --src-cert-dir and --dest-cert-dir (see
+	// registry.Options.CertDir).
+	SrcCertDir, DestCertDir string
 	// ParallelImages, ParallelLayers and RetryTimes tune the copy engine.
 	// RetryTimes is --retry-times: retries after the first attempt of any one
 	// registry request (0: none).
@@ -256,9 +259,9 @@ func (r *run) retry() *retry.Policy {
 	return retry.Retries(r.opts.RetryTimes)
 }
 
-func (r *run) registry(tlsVerify bool, flag string) *registry.Client {
+func (r *run) registry(tlsVerify bool, flag, certDir string) *registry.Client {
 	return registry.New(registry.Options{
-		AuthFile: r.opts.AuthFile, SkipTLSVerify: !tlsVerify, TLSFlag: flag,
+		AuthFile: r.opts.AuthFile, SkipTLSVerify: !tlsVerify, TLSFlag: flag, CertDir: certDir,
 		Retry: r.retry(), Logger: r.log,
 	})
 }
@@ -267,14 +270,14 @@ func (r *run) registry(tlsVerify bool, flag string) *registry.Client {
 // the hosts each found unreachable are remembered for the whole run.
 func (r *run) srcRegistry() *registry.Client {
 	if r.src == nil {
-		r.src = r.registry(r.opts.SrcTLSVerify, "--src-tls-verify=false")
+		r.src = r.registry(r.opts.SrcTLSVerify, "--src-tls-verify=false", r.opts.SrcCertDir)
 	}
 	return r.src
 }
 
 func (r *run) destRegistry() *registry.Client {
 	if r.dst == nil {
-		r.dst = r.registry(r.opts.DestTLSVerify, "--dest-tls-verify=false")
+		r.dst = r.registry(r.opts.DestTLSVerify, "--dest-tls-verify=false", r.opts.DestCertDir)
 	}
 	return r.dst
 }

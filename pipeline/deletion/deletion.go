@@ -44,7 +44,9 @@ type Options struct {
 	// AuthFile, DestTLSVerify and RetryTimes as for mirror.
 	AuthFile      string
 	DestTLSVerify bool
-	RetryTimes    int
+	// DestCertDir is --dest-cert-dir (see registry.Options.CertDir).
+	DestCertDir string
+	RetryTimes  int
 	// Retry, when set, replaces the policy RetryTimes makes.
 	Retry  *retry.Policy
 	Logger *slog.Logger
@@ -60,6 +62,14 @@ type Result struct {
 	Deleted     []workspace.HistoryDelete `json:"deleted,omitempty"`
 	AlreadyGone []workspace.HistoryDelete `json:"alreadyGone,omitempty"`
 	TagsDeleted int                       `json:"tagsDeleted,omitempty"`
+	// TagsWithManifests: the registry cannot delete a tag alone (Distribution
+	// 2.x), so each planned manifest was deleted by digest, which removed its
+	// tags.
+	TagsWithManifests bool `json:"tagsWithManifests,omitempty"`
+	// Kept are planned manifests left in place on purpose (a tag not in the
+	// plan points at them); Failed those whose deletion failed.
+	Kept   []KeptEntry   `json:"kept,omitempty"`
+	Failed []FailedEntry `json:"failed,omitempty"`
 	// ClusterResources are the files rewritten without what was deleted.
 	ClusterResources []string `json:"clusterResources,omitempty"`
 }
@@ -79,7 +89,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		policy = retry.Retries(o.RetryTimes)
 	}
 	reg := registry.New(registry.Options{
-		AuthFile: o.AuthFile, SkipTLSVerify: !o.DestTLSVerify, TLSFlag: "--dest-tls-verify=false",
+		AuthFile: o.AuthFile, SkipTLSVerify: !o.DestTLSVerify, TLSFlag: "--dest-tls-verify=false", CertDir: o.DestCertDir,
 		Retry: policy, Logger: o.Logger,
 	})
 	l, err := lockWorkspace(o)
@@ -195,6 +205,15 @@ func (r *Result) WriteText(w io.Writer, executed bool) {
 		fmt.Fprintf(w, "; %d were already gone", len(r.AlreadyGone))
 	}
 	fmt.Fprintln(w)
+	if r.TagsWithManifests {
+		fmt.Fprintln(w, "  the registry cannot delete a tag alone (Distribution 2.x): each manifest was deleted by digest instead, which removed its tags with it")
+	}
+	for _, k := range r.Kept {
+		fmt.Fprintf(w, "  = kept %s: %s\n", workspace.ImageKey(k.Repository, k.Digest), k.Why)
+	}
+	for _, f := range r.Failed {
+		fmt.Fprintf(w, "  ! not deleted %s: %s\n", workspace.ImageKey(f.Repository, f.Digest), f.Error)
+	}
 	if len(r.ClusterResources) > 0 {
 		fmt.Fprintf(w, "cluster resources rewritten without them: %s\n", filepath.Dir(r.ClusterResources[0]))
 	}

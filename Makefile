@@ -72,8 +72,8 @@ demo: build
 # airlock mirror's output handed to the real consumers (operator-registry's
 # server, containers/image's mirror rules, the API server's CRD validation), in
 # its own module (conformance/) so that the main module never depends on them.
-# About 4 minutes on a quiet 2-core machine (1.5 of them the SQLite agreement tests): the tests, then the fuzz target
-# for 20 s. The test timeout leaves room for a loaded machine (the same tests
+# About 4.5 minutes on a quiet 2-core machine (1.5 of them the SQLite agreement tests): the tests, then the two fuzz
+# targets for 20 s each. The test timeout leaves room for a loaded machine (the same tests
 # took 15 minutes with five builds running beside them). See
 # docs/conformance.md.
 CONFORMANCE_FUZZTIME ?= 20s
@@ -83,6 +83,7 @@ conformance:
 	cd conformance && $(STATICCHECK) ./...
 	cd conformance && $(GO) test -timeout 30m ./...
 	cd conformance && $(GO) test -run '^$$' -fuzz '^FuzzValidateAgreement$$' -fuzztime $(CONFORMANCE_FUZZTIME) .
+	cd conformance && $(GO) test -run '^$$' -fuzz '^FuzzSelectionAgreement$$' -fuzztime $(CONFORMANCE_FUZZTIME) .
 
 clean:
 	rm -rf bin

@@ -102,6 +102,8 @@ type Result struct {
 	Blocked []string `json:"blocked,omitempty"`
 	// Warnings gathered along the way.
 	Warnings []string `json:"warnings,omitempty"`
+	// Report is this run's page (working-dir/reports/report-NNNNNN.html).
+	Report string `json:"report,omitempty"`
 	// ClusterResources are the files written to working-dir/cluster-resources.
 	ClusterResources []string `json:"clusterResources,omitempty"`
 	// Archive describes the archive written (mirror-to-disk).
@@ -163,7 +165,8 @@ type run struct {
 	cfg      *imageset.ImageSetConfiguration
 	workflow mirror.Workflow
 	workDir  workspace.Dir // DIR/working-dir
-	topDir   string        // DIR (archive target for mirror-to-disk, archive for disk-to-mirror)
+	locks    *workspace.Runs
+	topDir   string // DIR (archive target for mirror-to-disk, archive for disk-to-mirror)
 	// workspace holds working-dir: the target (mirror-to-disk), --workspace
 	// (mirror-to-mirror, disk-to-mirror; default workspace.DefaultName).
 	workspace string
@@ -192,8 +195,10 @@ func Mirror(ctx context.Context, opts Options) (*Result, error) {
 	if err := r.setup(); err != nil {
 		return nil, err
 	}
+	defer r.locks.Unlock()
 	start := time.Now()
 	if err := r.preflight(ctx); err != nil {
+		_ = r.writeReport(err) // refused: it does not replace the last report
 		return nil, err
 	}
 	var err error
@@ -329,10 +334,13 @@ func (r *run) plan(ctx context.Context, src *registry.Client, cats []mirror.Cata
 	for _, a := range req.Additional {
 		refs = append(refs, a.Name)
 	}
-	r.probeImageHosts(ctx, src, refs)
+	down := r.probeImageHosts(ctx, src, refs)
 	p, err := mirror.PlanImages(ctx, req, src, 16)
 	if err != nil {
 		return err
+	}
+	if !r.opts.DryRun { // the dry run finds them unreadable, image by image
+		p.FailHosts(down)
 	}
 	if est != nil {
 		jobs := p.Jobs()

@@ -81,16 +81,21 @@ func (r *run) setup() error {
 		return err
 	}
 	r.workDir = workspace.At(r.workspace)
-	if r.workflow == mirror.MirrorToDisk && o.PlanFile != "" && !o.Finish {
-		// Shards of one archive share the target: each keeps its working
-		// files (its part of the plan, results, report) apart.
-		r.workDir = r.workDir.Shard(archive.ShardPart(o.Shard, o.Shards))
+	part := ""
+	if o.PlanFile != "" && !o.Finish {
+		// Shards of one plan may share a workspace (the plan's, a target):
+		// each keeps its working files (its part of the plan, results,
+		// report) apart, and never writes the plan it reads.
+		part = archive.ShardPart(o.Shard, o.Shards)
+		r.workDir = r.workDir.Shard(part)
 	}
 	if err := os.MkdirAll(r.workDir.Path(), 0o755); err != nil {
 		return fmt.Errorf("create working directory: %w", err)
 	}
 	r.res = &Result{Workflow: r.workflow, WorkingDir: r.workDir.Path()}
-	return nil
+	// Last: a run refused here has written nothing.
+	r.locks, err = workspace.LockRun(workspace.At(r.workspace), part, r.log)
+	return err
 }
 
 // within reports whether path p is dir or inside it.

@@ -161,7 +161,7 @@ func (r *Result) WriteSummary(w io.Writer) {
 		if a.Resumed {
 			resumed = ", finished the batch an interrupted run began"
 		}
-		fmt.Fprintf(w, "  archive:   %s: batch %d, %s, %s (manifests included), %s (%s%s)\n", a.Dir, a.Batch, plural(len(a.Chunks), "chunk", "chunks"),
+		fmt.Fprintf(w, "  archive:   %s: batch %d, archive ID %s, %s, %s (manifests included), %s (%s%s)\n", a.Dir, a.Batch, a.ArchiveID, plural(len(a.Chunks), "chunk", "chunks"),
 			plural(a.Blobs, "blob", "blobs"), humanize.Bytes(a.Bytes), kind, resumed)
 		fmt.Fprintf(w, "  next:      carry %s across and load it with: airlock mirror -c CONFIG --from file://…/%s docker://REGISTRY/NAMESPACE (batches in order, each once)\n", filepath.Base(a.Dir), filepath.Base(a.Dir))
 	} else if r.Workflow == mirror.MirrorToDisk && r.DryRun == nil {
@@ -177,6 +177,9 @@ func (r *Result) WriteSummary(w io.Writer) {
 		fmt.Fprintf(w, "  files:     %s, %s\n", workspace.Dir(r.WorkingDir).DryRunMappingPath(), workspace.MissingFile)
 	}
 	fmt.Fprintf(w, "  records:   %s\n", workspace.Dir(r.WorkingDir).ResultsPath())
+	if r.Report != "" {
+		fmt.Fprintf(w, "  report:    %s\n", r.Report)
+	}
 	if r.Workflow == mirror.DiskToMirror {
 		fmt.Fprintf(w, "  workspace: %s (working files; nothing was written into the archive folder)\n", workspace.Dir(r.WorkingDir).Workspace())
 	}

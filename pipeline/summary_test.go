@@ -24,7 +24,7 @@ func (n *normalizer) add(old, new string) { n.pairs = append(n.pairs, old, new) 
 var (
 	digestRE = regexp.MustCompile(`sha256:[0-9a-f]{12,64}`)
 	sizeRE   = regexp.MustCompile(`[0-9]+(\.[0-9])? (B|KiB|MiB)\b`)
-	idRE     = regexp.MustCompile(`archive [0-9a-f]{32}`)
+	idRE     = regexp.MustCompile(`archive (ID )?[0-9a-f]{32}`)
 )
 
 func (n *normalizer) apply(s string) string {

@@ -18,7 +18,9 @@ func newReportCmd() *cobra.Command {
 (no script, font or stylesheet from anywhere, so it opens inside the air gap) with the
 configuration, per catalog and package what was kept and why with the upgrade graphs,
 images and bytes per package and per destination repository, what failed and why,
-timings per stage and, for mirror-to-disk, what the archive holds.
+timings per stage and, for mirror-to-disk, what the archive holds. Every run's own
+page stays in working-dir/reports/report-NNNNNN.html; report.html is the last one
+(a run refused before it planned anything does not replace it).
 
 airlock report writes the page again from working-dir/report.json. DIR is the run's
 file:// destination, its --workspace, or the working-dir itself.`,

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -91,6 +92,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		AuthFile: o.AuthFile, SkipTLSVerify: !o.DestTLSVerify, TLSFlag: "--dest-tls-verify=false", CertDir: o.DestCertDir,
 		Retry: policy, Logger: o.Logger,
 	})
+	l, err := lockWorkspace(o)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Unlock()
 	if o.Generate {
 		if o.PlanFile != "" {
 			return nil, errors.New("--generate writes a plan and --delete-yaml-file executes one: give one of them")
@@ -104,6 +110,27 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, errors.New("-c and --stale make a plan: use them with --generate; --delete-yaml-file executes a plan as it is")
 	}
 	return execute(ctx, o, dest, reg)
+}
+
+// lockWorkspace holds the workspace for the command (it writes plans and the
+// history, which a mirror run on it writes too); nil when there is no
+// workspace yet, which the command then reports.
+func lockWorkspace(o Options) (*workspace.Lock, error) {
+	var wd workspace.Dir
+	var err error
+	switch {
+	case o.Generate && o.Workspace != "":
+		wd, err = workspace.OpenLocation(o.Workspace)
+	case !o.Generate && o.PlanFile != "":
+		wd, err = planWorkDir(o)
+	}
+	if err != nil || wd == "" {
+		return nil, nil
+	}
+	if _, err := os.Stat(wd.Path()); err != nil {
+		return nil, nil
+	}
+	return wd.Lock(true, o.Logger)
 }
 
 // currentDesc names the runs of the current selections.

@@ -62,7 +62,6 @@ type TokenServer struct {
 	mu      sync.Mutex
 	expire  []expireRule
 	revoked map[string]bool // tokens ExpireNext made expire
-	used    map[string]bool // tokens the registry has seen
 }
 
 type expireRule struct {
@@ -111,10 +110,10 @@ func (s *TokenServer) Realm() string { return s.realm }
 // ExpireNext makes the tokens of the next n requests that match expire just
 // before they arrive: the registry answers them, and every later request
 // carrying one of those tokens, 401 with an invalid_token challenge for the
-// request's scope. A token running out at the worst moment, mid-upload. Only
-// a token the registry has seen before expires (as a real one, after its
-// lifetime): a request retried with a token fresh from the token endpoint goes
-// through. The function returned counts the requests the rule picked.
+// request's scope. A token running out at the worst moment, mid-upload. Arm
+// one rule per run: two rules firing moments apart can expire the fresh token
+// a client fetched after the first, which no real token does. The function
+// returned counts the requests the rule picked.
 func (s *TokenServer) ExpireNext(n int, match func(*http.Request) bool) (fired func() int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -135,13 +134,8 @@ func (s *TokenServer) forceExpiry(r *http.Request) bool {
 	if s.revoked[tok] {
 		return true
 	}
-	seen := s.used[tok]
-	if s.used == nil {
-		s.used = map[string]bool{}
-	}
-	s.used[tok] = true
 	for i := range s.expire {
-		if e := &s.expire[i]; seen && e.left > 0 && e.match(r) {
+		if e := &s.expire[i]; e.left > 0 && e.match(r) {
 			e.left--
 			e.fired++
 			if s.revoked == nil {

@@ -78,6 +78,10 @@ type Options struct {
 	// "measure", "copy", "archive", "cluster-resources"…). The run logs stages
 	// at debug level only: announcing them is the caller's job.
 	Stage func(stage string)
+
+	// batchConfig replaces the configuration for an earlier batch of a
+	// --from TARGET holding several (loaded as it was made).
+	batchConfig *imageset.ImageSetConfiguration
 }
 
 // Result is what a run did.
@@ -101,6 +105,12 @@ type Result struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// ClusterResources are the files written to working-dir/cluster-resources.
 	ClusterResources []string `json:"clusterResources,omitempty"`
+	// Batches are the batches of a --from TARGET this command loaded before
+	// the one this Result describes, and those it found loaded already.
+	Batches *BatchesLoaded `json:"batches,omitempty"`
+	// NothingNew is the batch that already carries everything a mirror-to-disk
+	// run planned: no batch was written.
+	NothingNew *archive.BatchRef `json:"nothingNew,omitempty"`
 	// Archive describes the archive written (mirror-to-disk).
 	Archive *ArchiveSummary `json:"archive,omitempty"`
 	// DryRun holds the dry run's findings.
@@ -177,11 +187,9 @@ type run struct {
 	looking func(stop bool)
 }
 
-// Mirror runs one mirror command: mirror-to-mirror (Destination docker:// and
-// Workspace), mirror-to-disk (Destination file://) or disk-to-mirror (From and
-// Destination docker://). It always returns a Result when it got as far as
-// planning; the error wraps ErrIncomplete when some images failed.
-func Mirror(ctx context.Context, opts Options) (*Result, error) {
+// mirrorOnce runs one workflow once (Mirror loads several batches by calling
+// it for each).
+func mirrorOnce(ctx context.Context, opts Options) (*Result, error) {
 	r := &run{opts: opts, log: opts.Logger}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)

@@ -26,6 +26,9 @@ func (r *run) setup() error {
 		return err
 	}
 	r.cfg = cfg
+	if o.batchConfig != nil {
+		r.cfg = o.batchConfig // an earlier batch of --from TARGET, as it was made
+	}
 	switch {
 	case o.From != "":
 		if !strings.HasPrefix(o.Destination, "docker://") {
@@ -37,16 +40,7 @@ func (r *run) setup() error {
 		}
 		r.workflow, r.topDir = mirror.DiskToMirror, dir
 		r.dest = strings.TrimPrefix(o.Destination, "docker://")
-		// The archive may be on read-only media: nothing is written into it. The
-		// working files go to --workspace, by default a folder in the current
-		// directory.
-		ws := workspace.DefaultName
-		if o.Workspace != "" {
-			if ws, err = workspace.FileDir(o.Workspace, "--workspace"); err != nil {
-				return err
-			}
-		}
-		if r.workspace, err = filepath.Abs(ws); err != nil {
+		if r.workspace, err = diskToMirrorWorkspace(o); err != nil {
 			return err
 		}
 		if archAbs, err := filepath.Abs(dir); err == nil && within(r.workspace, archAbs) {
@@ -91,6 +85,20 @@ func (r *run) setup() error {
 	}
 	r.res = &Result{Workflow: r.workflow, WorkingDir: r.workDir.Path()}
 	return nil
+}
+
+// diskToMirrorWorkspace is disk-to-mirror's workspace folder, absolute. The
+// archive may be on read-only media: nothing is written into it. The working
+// files go to --workspace, by default a folder in the current directory.
+func diskToMirrorWorkspace(o Options) (string, error) {
+	ws := workspace.DefaultName
+	if o.Workspace != "" {
+		var err error
+		if ws, err = workspace.FileDir(o.Workspace, "--workspace"); err != nil {
+			return "", err
+		}
+	}
+	return filepath.Abs(ws)
 }
 
 // within reports whether path p is dir or inside it.

@@ -88,6 +88,10 @@ func (r *Result) WriteSummary(w io.Writer) {
 		title = string(r.Workflow) + " summary: interrupted"
 	}
 	fmt.Fprintf(w, "\n%s\n", title)
+	if r.writeNothingNew(w) {
+		return
+	}
+	r.Batches.write(w)
 	copied, present := "copied", "already at the destination"
 	if r.Workflow == mirror.MirrorToDisk {
 		copied, present = "downloaded into the archive", "already staged in this batch by an interrupted run"

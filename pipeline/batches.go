@@ -8,29 +8,8 @@ import (
 	"strings"
 
 	"github.com/airlock-mirror/airlock/imageset"
-	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/workspace"
 )
-
-// BatchesLoaded is what disk-to-mirror did with a --from TARGET of batches.
-type BatchesLoaded struct {
-	Target string `json:"target"`
-	// Loaded are the batches loaded before the newest one (which the Result
-	// describes), with how many images each copied.
-	Loaded []BatchLoad `json:"loaded,omitempty"`
-	// Already were loaded into the destination by earlier commands; Skipped
-	// are older batches superseded by one that was.
-	Already []archive.BatchRef `json:"already,omitempty"`
-	Skipped []archive.BatchRef `json:"skipped,omitempty"`
-	// Newest is the batch the Result describes.
-	Newest archive.BatchRef `json:"newest"`
-}
-
-// BatchLoad is one batch loaded before the newest.
-type BatchLoad struct {
-	Batch  archive.BatchRef `json:"batch"`
-	Counts ImageCounts      `json:"images"`
-}
 
 // Mirror runs one mirror command: mirror-to-mirror (Destination docker:// and
 // Workspace), mirror-to-disk (Destination file://) or disk-to-mirror (From and
@@ -64,7 +43,6 @@ func Mirror(ctx context.Context, opts Options) (*Result, error) {
 		}
 		return mirrorOnce(ctx, opts)
 	}
-	done := &BatchesLoaded{Target: target, Already: lp.Loaded, Skipped: lp.Skipped}
 	var res *Result
 	for _, b := range lp.Load {
 		o := opts
@@ -75,37 +53,19 @@ func Mirror(ctx context.Context, opts Options) (*Result, error) {
 				return nil, fmt.Errorf("%s: the configuration its archive records: %w", b.Ref, err)
 			}
 		}
-		done.Newest = b.Ref
+		lp.Newest = b.Ref
 		res, err = mirrorOnce(ctx, o)
 		if res != nil {
-			res.Batches = done
+			res.Batches = lp
 		}
 		if err != nil {
 			return res, fmt.Errorf("loading %s of %s: %w", b.Ref, target, err)
 		}
-		if !b.Last {
-			done.Loaded = append(done.Loaded, BatchLoad{Batch: b.Ref, Counts: res.Counts()})
+		if c := res.Counts(); !b.Last {
+			lp.Done = append(lp.Done, workspace.BatchDone{Batch: b.Ref, Images: c.Planned, Copied: c.Copied, Present: c.Present})
 		}
 	}
 	return res, nil
-}
-
-// write says which batches of the target this command loaded before the
-// one the summary describes.
-func (b *BatchesLoaded) write(w io.Writer) {
-	if b == nil {
-		return
-	}
-	for _, r := range b.Already {
-		fmt.Fprintf(w, "  batch:     %s was loaded by an earlier command\n", r)
-	}
-	for _, r := range b.Skipped {
-		fmt.Fprintf(w, "  batch:     %s skipped: a newer batch was loaded already\n", r)
-	}
-	for _, l := range b.Loaded {
-		fmt.Fprintf(w, "  batch:     %s loaded: %d images, %d copied, %d already there\n", l.Batch, l.Counts.Planned, l.Counts.Copied, l.Counts.Present)
-	}
-	fmt.Fprintf(w, "  batch:     %s loaded, the newest of %s: the lines below are its own\n", b.Newest, b.Target)
 }
 
 // writeNothingNew says that a mirror-to-disk run wrote no batch, if so.

@@ -91,7 +91,7 @@ func TestFromTargetLoadsEveryBatch(t *testing.T) {
 	}
 	empty := registrytest.Start(t)
 	_, err = load(empty, t.TempDir(), partial)
-	if !errors.Is(err, workspace.ErrBatchMissing) || !strings.Contains(err.Error(), "batch-0003 (archive "+ids[2]+") builds on batch-0002 (archive "+ids[1]+")") {
+	if !errors.Is(err, workspace.ErrBatchMissing) || !strings.Contains(err.Error(), "batch-0003 (archive "+ids[2]+") builds on batch-0002 (archive "+ids[1]+"), which "+partial+" does not hold") {
 		t.Errorf("target without batch-0002: %v", err)
 	}
 	if c := empty.Counts(); c.ManifestPUT+c.UploadPOST+c.MountPOST != 0 {
@@ -107,12 +107,12 @@ func TestFromTargetLoadsEveryBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Batches == nil || len(res.Batches.Loaded) != 2 || res.Batches.Loaded[0].Batch.ArchiveID != ids[0] || res.Batches.Loaded[1].Batch.ArchiveID != ids[1] {
+	if res.Batches == nil || len(res.Batches.Done) != 2 || res.Batches.Done[0].Batch.ArchiveID != ids[0] || res.Batches.Done[1].Batch.ArchiveID != ids[1] {
 		t.Fatalf("loaded before the newest: %+v", res.Batches)
 	}
-	for i, l := range res.Batches.Loaded {
-		if l.Counts.Copied == 0 || l.Counts.Failed != 0 {
-			t.Errorf("batch %d: %+v", i+1, l.Counts)
+	for i, d := range res.Batches.Done {
+		if d.Copied == 0 || d.Images == 0 {
+			t.Errorf("batch %d: %+v", i+1, d)
 		}
 	}
 	checkMirrored(t, res, dst)
@@ -137,7 +137,7 @@ func TestFromTargetLoadsEveryBatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Batches == nil || len(res.Batches.Already) != 2 || len(res.Batches.Loaded) != 0 || res.Counts().Copied != 0 || res.BlobsSent != 0 {
+	if res.Batches == nil || len(res.Batches.Loaded) != 2 || len(res.Batches.Done) != 0 || res.Counts().Copied != 0 || res.BlobsSent != 0 {
 		t.Errorf("second load: batches %+v, counts %+v, %d blobs sent", res.Batches, res.Counts(), res.BlobsSent)
 	}
 	js, _ := json.Marshal(res.Batches)

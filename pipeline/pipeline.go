@@ -107,7 +107,7 @@ type Result struct {
 	ClusterResources []string `json:"clusterResources,omitempty"`
 	// Batches are the batches of a --from TARGET this command loaded before
 	// the one this Result describes, and those it found loaded already.
-	Batches *BatchesLoaded `json:"batches,omitempty"`
+	Batches *workspace.BatchLoadPlan `json:"batches,omitempty"`
 	// NothingNew is the batch that already carries everything a mirror-to-disk
 	// run planned: no batch was written.
 	NothingNew *archive.BatchRef `json:"nothingNew,omitempty"`

@@ -91,7 +91,7 @@ func (r *Result) WriteSummary(w io.Writer) {
 	if r.writeNothingNew(w) {
 		return
 	}
-	r.Batches.write(w)
+	r.Batches.WriteSummary(w)
 	copied, present := "copied", "already at the destination"
 	if r.Workflow == mirror.MirrorToDisk {
 		copied, present = "downloaded into the archive", "already staged in this batch by an interrupted run"

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 
 	"github.com/airlock-mirror/airlock/mirror/archive"
@@ -26,13 +27,44 @@ type BatchToLoad struct {
 type BatchLoadPlan struct {
 	// Load are the batches to load, in order (at least the newest one: loading
 	// a batch again is harmless, and it puts its cluster resources back).
-	Load []BatchToLoad
+	Load []BatchToLoad `json:"-"`
 	// Loaded are the batches of the target the record says dest has.
-	Loaded []archive.BatchRef
+	Loaded []archive.BatchRef `json:"loaded,omitempty"`
 	// Skipped are older batches of the target that were never loaded into
 	// dest but are superseded by a newer one that was (loading them now would
 	// set the catalogs back).
-	Skipped []archive.BatchRef
+	Skipped []archive.BatchRef `json:"skipped,omitempty"`
+	// Target is the folder of batches.
+	Target string `json:"target"`
+	// Done are the batches loaded before the newest, with what each copied.
+	Done []BatchDone `json:"done,omitempty"`
+	// Newest is the batch loaded last (the run's summary describes it).
+	Newest archive.BatchRef `json:"newest"`
+}
+
+// BatchDone is one batch loaded before the newest.
+type BatchDone struct {
+	Batch archive.BatchRef `json:"batch"`
+	// Images were planned, Copied sent, Present already at the destination.
+	Images, Copied, Present int
+}
+
+// WriteSummary says which batches of the target were loaded before the newest,
+// and which were not loaded and why, for the run's summary.
+func (p *BatchLoadPlan) WriteSummary(w io.Writer) {
+	if p == nil {
+		return
+	}
+	for _, r := range p.Loaded {
+		fmt.Fprintf(w, "  batch:     %s was loaded by an earlier command\n", r)
+	}
+	for _, r := range p.Skipped {
+		fmt.Fprintf(w, "  batch:     %s skipped: a newer batch was loaded already\n", r)
+	}
+	for _, d := range p.Done {
+		fmt.Fprintf(w, "  batch:     %s loaded: %d images, %d copied, %d already there\n", d.Batch, d.Images, d.Copied, d.Present)
+	}
+	fmt.Fprintf(w, "  batch:     %s loaded, the newest of %s: the lines below are its own\n", p.Newest, p.Target)
 }
 
 // ErrBatchMissing means a batch that a batch of the target builds on is neither
@@ -70,7 +102,7 @@ func (rec *Loaded) BatchesToLoad(target, dest string) (plan *BatchLoadPlan, ok b
 		return nil, false, nil // Open says what is wrong
 	}
 	all[len(all)-1].Last = true
-	plan = &BatchLoadPlan{}
+	plan = &BatchLoadPlan{Target: target}
 	newest := -1
 	for i, b := range all {
 		if rec.LoadedInto(b.Ref.ArchiveID, dest) {
@@ -96,21 +128,25 @@ func (rec *Loaded) BatchesToLoad(target, dest string) (plan *BatchLoadPlan, ok b
 	return plan, true, nil
 }
 
-// checkBuildsOn checks that every batch m builds on is an earlier batch of the
-// target (before) or was loaded into dest.
+// checkBuildsOn refuses a hole in the target: a batch m builds on that is
+// neither loaded into dest nor in the target (before) although an older batch of
+// the same sequence is. Batches older than everything the target holds may have
+// been loaded through another workspace: the registry says (disk-to-mirror
+// checks that it holds what the batch relies on).
 func checkBuildsOn(m *archive.Manifest, before []BatchToLoad, rec *Loaded, dest, target string) error {
 	this := archive.BatchRef{Batch: m.Batch, ArchiveID: m.ArchiveID}
+	inTarget := func(id string) bool {
+		return slices.ContainsFunc(before, func(b BatchToLoad) bool { return b.Ref.ArchiveID == id })
+	}
 	for _, on := range m.BuildsOn {
-		if rec.LoadedInto(on.ArchiveID, dest) || slices.ContainsFunc(before, func(b BatchToLoad) bool { return b.Ref.ArchiveID == on.ArchiveID }) {
+		if rec.LoadedInto(on.ArchiveID, dest) || inTarget(on.ArchiveID) {
 			continue
 		}
-		held := ""
-		for _, b := range before {
-			if on.Batch != 0 && b.Ref.Batch == on.Batch {
-				held = fmt.Sprintf(" (%s holds %s, an archive of another sequence)", b.Dir, b.Ref)
+		for _, older := range m.BuildsOn {
+			if older.Batch < on.Batch && inTarget(older.ArchiveID) {
+				return fmt.Errorf("%w: %s builds on %s, which %s does not hold (it holds the older %s) and %s has not loaded (recorded in %s): carry that batch across too, or, if it was loaded through another workspace, load the batches after it by name (--from file://%s/%s)", ErrBatchMissing, this, on, target, older, dest, rec.path, target, archive.BatchName(m.Batch))
 			}
 		}
-		return fmt.Errorf("%w: %s builds on %s, which %s does not hold%s and %s has not loaded (recorded in %s): carry that batch across too and run the same command again", ErrBatchMissing, this, on, target, held, dest, rec.path)
 	}
 	return nil
 }

@@ -75,6 +75,14 @@ func (r *Result) writeNothingNew(w io.Writer) bool {
 		return false
 	}
 	fmt.Fprintf(w, "  archive:   nothing new since %s: no batch written; its %d images are in %s and the batches before it\n", b, len(r.Images), b.Dir)
+	r.writePinnedLine(w)
 	fmt.Fprintf(w, "  records:   %s\n", workspace.Dir(r.WorkingDir).ResultsPath())
 	return true
+}
+
+// writePinnedLine names the pinned configuration the run wrote.
+func (r *Result) writePinnedLine(w io.Writer) {
+	if r.PinnedConfig != "" {
+		fmt.Fprintf(w, "  pinned:    %s (this configuration pinned by digest: mirror -c it to select exactly the same images)\n", r.PinnedConfig)
+	}
 }

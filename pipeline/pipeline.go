@@ -108,6 +108,9 @@ type Result struct {
 	// Batches are the batches of a --from TARGET this command loaded before
 	// the one this Result describes, and those it found loaded already.
 	Batches *workspace.BatchLoadPlan `json:"batches,omitempty"`
+	// PinnedConfig is the configuration pinned by digest the run wrote
+	// (workspace.PinnedConfigPrefix).
+	PinnedConfig string `json:"pinnedConfig,omitempty"`
 	// NothingNew is the batch that already carries everything a mirror-to-disk
 	// run planned: no batch was written.
 	NothingNew *archive.BatchRef `json:"nothingNew,omitempty"`
@@ -218,6 +221,9 @@ func mirrorOnce(ctx context.Context, opts Options) (*Result, error) {
 		}
 		if werr := r.recordHistory(); werr != nil && err == nil {
 			err = werr
+		}
+		if err == nil {
+			err = r.writePinned()
 		}
 	}
 	if werr := r.writeReport(err); werr != nil && err == nil {

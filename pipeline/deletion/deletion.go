@@ -34,6 +34,9 @@ type Options struct {
 	ConfigPath string
 	// Stale plans what earlier runs mirrored that no current selection wants.
 	Stale bool
+	// Selections (with Stale) says which selections are current:
+	// workspace.SelectionsAll (default) or workspace.SelectionsLatest.
+	Selections string
 	// Workspace is --workspace file://DIR: the workspace of the mirror runs.
 	Workspace string
 	// Destination is docker://REGISTRY[:PORT][/NAMESPACE].
@@ -105,6 +108,13 @@ func currentDesc(inv *workspace.Inventory) string {
 	return strings.Join(parts, ", ")
 }
 
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none: every image the runs put there is planned"
+	}
+	return strings.Join(s, ", ")
+}
+
 // wantList lists the wants, each once, sorted.
 func wantList(ws []workspace.RunWant) string {
 	seen := map[string]bool{}
@@ -143,6 +153,12 @@ func (r *Result) WriteText(w io.Writer, executed bool) {
 	if !executed {
 		fmt.Fprintf(w, "delete plan %s written to %s\n", p.PlanID, r.PlanFile)
 		fmt.Fprintf(w, "  destination %s; %s\n", p.Destination, p.Reason)
+		if p.Selections != nil || p.NotCounted != nil {
+			fmt.Fprintf(w, "  selections counted (their images are kept): %s\n", orNone(p.Selections))
+			for _, n := range p.NotCounted {
+				fmt.Fprintf(w, "  not counted: %s\n", n)
+			}
+		}
 		byRepo := map[string]int{}
 		tags := 0
 		for _, m := range p.Manifests {

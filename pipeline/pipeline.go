@@ -79,8 +79,7 @@ type Options struct {
 	// at debug level only: announcing them is the caller's job.
 	Stage func(stage string)
 
-	// batchConfig replaces the configuration for an earlier batch of a
-	// --from TARGET holding several (loaded as it was made).
+	// batchConfig replaces the configuration (an earlier batch of --from).
 	batchConfig *imageset.ImageSetConfiguration
 }
 
@@ -105,14 +104,12 @@ type Result struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// ClusterResources are the files written to working-dir/cluster-resources.
 	ClusterResources []string `json:"clusterResources,omitempty"`
-	// Batches are the batches of a --from TARGET this command loaded before
-	// the one this Result describes, and those it found loaded already.
+	// Batches are what --from TARGET loaded before this Result's batch.
 	Batches *workspace.BatchLoadPlan `json:"batches,omitempty"`
-	// PinnedConfig is the configuration pinned by digest the run wrote
-	// (workspace.PinnedConfigPrefix).
+	// PinnedConfig is the configuration pinned by digest the run wrote.
 	PinnedConfig string `json:"pinnedConfig,omitempty"`
-	// NothingNew is the batch that already carries everything a mirror-to-disk
-	// run planned: no batch was written.
+	// NothingNew is the batch carrying all a mirror-to-disk run planned: no
+	// batch was written.
 	NothingNew *archive.BatchRef `json:"nothingNew,omitempty"`
 	// Archive describes the archive written (mirror-to-disk).
 	Archive *ArchiveSummary `json:"archive,omitempty"`

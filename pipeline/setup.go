@@ -40,7 +40,7 @@ func (r *run) setup() error {
 		}
 		r.workflow, r.topDir = mirror.DiskToMirror, dir
 		r.dest = strings.TrimPrefix(o.Destination, "docker://")
-		if r.workspace, err = diskToMirrorWorkspace(o); err != nil {
+		if r.workspace, err = workspace.DiskToMirrorDir(o.Workspace); err != nil {
 			return err
 		}
 		if archAbs, err := filepath.Abs(dir); err == nil && within(r.workspace, archAbs) {
@@ -85,20 +85,6 @@ func (r *run) setup() error {
 	}
 	r.res = &Result{Workflow: r.workflow, WorkingDir: r.workDir.Path()}
 	return nil
-}
-
-// diskToMirrorWorkspace is disk-to-mirror's workspace folder, absolute. The
-// archive may be on read-only media: nothing is written into it. The working
-// files go to --workspace, by default a folder in the current directory.
-func diskToMirrorWorkspace(o Options) (string, error) {
-	ws := workspace.DefaultName
-	if o.Workspace != "" {
-		var err error
-		if ws, err = workspace.FileDir(o.Workspace, "--workspace"); err != nil {
-			return "", err
-		}
-	}
-	return filepath.Abs(ws)
 }
 
 // within reports whether path p is dir or inside it.

@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 
+	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/mirror/archive"
 )
 
@@ -15,9 +19,9 @@ type BatchToLoad struct {
 	Ref archive.BatchRef
 	// Dir is the batch folder.
 	Dir string
-	// Config is the configuration the batch was made with (JSON, as the
-	// archive manifest records it).
-	Config json.RawMessage
+	// Config is the configuration the batch was made with, as its archive
+	// manifest records it (nil when it records none).
+	Config *imageset.ImageSetConfiguration
 	// Last is the newest batch of the target.
 	Last bool
 }
@@ -71,6 +75,44 @@ func (p *BatchLoadPlan) WriteSummary(w io.Writer) {
 // in the target nor loaded into the destination.
 var ErrBatchMissing = errors.New("a batch it builds on is missing")
 
+// DiskToMirrorDir is disk-to-mirror's workspace folder (absolute) for
+// --workspace location: DefaultName in the current directory when it is "".
+// The archive may be on read-only media: nothing is written into it.
+func DiskToMirrorDir(location string) (string, error) {
+	ws := DefaultName
+	if location != "" {
+		var err error
+		if ws, err = FileDir(location, "--workspace"); err != nil {
+			return "", err
+		}
+	}
+	return filepath.Abs(ws)
+}
+
+// PlanBatchLoad plans loading --from from (file://TARGET) into dest
+// (docker://REGISTRY/NS) with disk-to-mirror's --workspace location
+// (BatchesToLoad of its record). ok is false when from is not a folder of
+// batches.
+func PlanBatchLoad(from, location, dest string) (plan *BatchLoadPlan, ok bool, err error) {
+	target, err := FileDir(from, "--from")
+	if fi, serr := os.Stat(target); err != nil || serr != nil || !fi.IsDir() {
+		return nil, false, nil // the run says what is wrong
+	}
+	ws, err := DiskToMirrorDir(location)
+	if err != nil {
+		return nil, false, err
+	}
+	rec, err := ReadLoaded(At(ws))
+	if err != nil {
+		return nil, false, err
+	}
+	plan, ok, err = rec.BatchesToLoad(target, strings.TrimPrefix(dest, "docker://"))
+	if err != nil {
+		err = fmt.Errorf("--from %s: %w", target, err)
+	}
+	return plan, ok, err
+}
+
 // BatchesToLoad plans loading the mirror-to-disk target (a folder of
 // batch-NNNN folders) into dest: every finished batch after the newest one this
 // record says dest holds, in order. A batch that builds on one that is neither in
@@ -93,7 +135,14 @@ func (rec *Loaded) BatchesToLoad(target, dest string) (plan *BatchLoadPlan, ok b
 		if err != nil {
 			return nil, true, err
 		}
-		all = append(all, BatchToLoad{Ref: archive.BatchRef{Batch: m.Batch, ArchiveID: m.ArchiveID, Dir: b.Dir}, Dir: b.Dir, Config: m.Config})
+		bl := BatchToLoad{Ref: archive.BatchRef{Batch: m.Batch, ArchiveID: m.ArchiveID, Dir: b.Dir}, Dir: b.Dir}
+		if len(m.Config) > 0 {
+			bl.Config = &imageset.ImageSetConfiguration{}
+			if err := json.Unmarshal(m.Config, bl.Config); err != nil {
+				return nil, true, fmt.Errorf("%s: the configuration its archive records: %w", bl.Ref, err)
+			}
+		}
+		all = append(all, bl)
 		if err := checkBuildsOn(m, all[:len(all)-1], rec, dest, target); err != nil {
 			return nil, true, err
 		}

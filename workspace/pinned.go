@@ -1,9 +1,12 @@
 package workspace
 
 import (
+	"slices"
 	"time"
 
+	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/internal/atomicfile"
+	"github.com/airlock-mirror/airlock/mirror"
 )
 
 // PinnedConfigPrefix starts the name of the pinned configuration every run
@@ -20,9 +23,35 @@ func (d Dir) PinnedConfigPath(t time.Time) string {
 	return d.join(PinnedConfigPrefix + t.UTC().Format(pinnedTimeLayout) + ".yaml")
 }
 
-// WritePinnedConfig writes the pinned configuration data of a run at t, at
-// once (never half-written), and returns its path.
-func WritePinnedConfig(d Dir, data []byte, t time.Time) (string, error) {
+// WritePinned writes cfg, the configuration of a run at t, pinned to the
+// digests its plan resolved (imageset.Pin) and naming the bundles it selected
+// (wants, by image), at once (never half-written), and returns its path.
+// header heads the file.
+func WritePinned(d Dir, cfg *imageset.ImageSetConfiguration, header string, plan *mirror.Plan, wants map[string][]Want, t time.Time) (string, error) {
+	pins := imageset.Pins{Catalogs: map[string]imageset.CatalogPin{}, Images: map[string]string{}}
+	for _, c := range plan.Catalogs {
+		pins.Catalogs[c.Catalog] = imageset.CatalogPin{Digest: c.SourceDigest.String(), Bundles: map[string][]string{}}
+	}
+	for _, ws := range wants {
+		for _, w := range ws {
+			if p, ok := pins.Catalogs[w.Catalog]; ok && w.Kind == WantBundle && w.Bundle != "" {
+				p.Bundles[w.Package] = append(p.Bundles[w.Package], w.Bundle)
+			}
+		}
+	}
+	for _, im := range plan.Images {
+		if slices.Contains(im.Origins, mirror.OriginAdditional) {
+			pins.Images[im.Source] = im.Digest.String()
+		}
+	}
+	pc, err := imageset.Pin(cfg, pins)
+	if err != nil {
+		return "", err
+	}
+	data, err := pc.YAML(header)
+	if err != nil {
+		return "", err
+	}
 	p := d.PinnedConfigPath(t)
 	return p, atomicfile.WriteFile(p, data, 0o644)
 }

@@ -107,6 +107,7 @@ func TestDatedConfigFiles(t *testing.T) {
 		t.Fatalf("retire: %+v, %v", retired, err)
 	}
 	res, text = gen("")
+	t.Logf("after retiring October:\n%s", text)
 	if got := planned(res); !slices.Equal(got, want) {
 		t.Errorf("after retiring October the plan is\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}

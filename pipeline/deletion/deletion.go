@@ -153,12 +153,6 @@ func (r *Result) WriteText(w io.Writer, executed bool) {
 	if !executed {
 		fmt.Fprintf(w, "delete plan %s written to %s\n", p.PlanID, r.PlanFile)
 		fmt.Fprintf(w, "  destination %s; %s\n", p.Destination, p.Reason)
-		if p.Selections != nil || p.NotCounted != nil {
-			fmt.Fprintf(w, "  selections counted (their images are kept): %s\n", orNone(p.Selections))
-			for _, n := range p.NotCounted {
-				fmt.Fprintf(w, "  not counted: %s\n", n)
-			}
-		}
 		byRepo := map[string]int{}
 		tags := 0
 		for _, m := range p.Manifests {
@@ -166,6 +160,12 @@ func (r *Result) WriteText(w io.Writer, executed bool) {
 			tags += len(m.Tags)
 		}
 		fmt.Fprintf(w, "  %d manifest(s) to delete in %d repositories (%d tags); %d kept because a current selection still wants them or airlock does not own them\n", len(p.Manifests), len(byRepo), tags, len(p.Kept))
+		if p.Selections != nil || p.NotCounted != nil {
+			fmt.Fprintf(w, "  selections counted (their images are kept): %s\n", orNone(p.Selections))
+			for _, n := range p.NotCounted {
+				fmt.Fprintf(w, "  not counted: %s\n", n)
+			}
+		}
 		for _, m := range p.Manifests {
 			what := m.Source
 			if m.ChildOf != "" {

@@ -105,6 +105,9 @@ func currentDesc(inv *workspace.Inventory) string {
 	for _, r := range inv.CurrentRuns {
 		parts = append(parts, fmt.Sprintf("run %d (%s)", r.Seq, r.ConfigPath))
 	}
+	if len(parts) == 0 {
+		return "none counted"
+	}
 	return strings.Join(parts, ", ")
 }
 

@@ -143,6 +143,21 @@ func TestFromTargetLoadsEveryBatch(t *testing.T) {
 	js, _ := json.Marshal(res.Batches)
 	t.Logf("second load: %s", js)
 
+	// Another workspace that loaded only batch-0003 (by name, into the registry
+	// that has the earlier ones): batches 1 and 2 are older than what it
+	// loaded, and are skipped rather than loaded over it.
+	ws2 := t.TempDir()
+	if _, err := load(dst, ws2, filepath.Join(target, archive.BatchName(3))); err != nil {
+		t.Fatal(err)
+	}
+	res, err = load(dst, ws2, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Batches == nil || len(res.Batches.Skipped) != 2 || res.Batches.Skipped[1].ArchiveID != ids[1] || len(res.Batches.Done) != 0 || res.Batches.Newest.ArchiveID != ids[2] {
+		t.Errorf("a workspace that loaded batch-0003 only: %+v", res.Batches)
+	}
+
 	// A corrupt byte in a batch: verify names it.
 	chunk := filepath.Join(partial, archive.BatchName(3), "airlock_000001.tar")
 	bs, err := os.ReadFile(chunk)

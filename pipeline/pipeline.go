@@ -220,7 +220,7 @@ func mirrorOnce(ctx context.Context, opts Options) (*Result, error) {
 			err = werr
 		}
 		if err == nil {
-			err = r.writePinned()
+			r.writePinned()
 		}
 	}
 	if werr := r.writeReport(err); werr != nil && err == nil {

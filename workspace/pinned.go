@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -46,12 +47,15 @@ func WritePinned(d Dir, cfg *imageset.ImageSetConfiguration, header string, plan
 	}
 	pc, err := imageset.Pin(cfg, pins)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%s: %w", cfg.Source, err)
 	}
 	data, err := pc.YAML(header)
 	if err != nil {
 		return "", err
 	}
 	p := d.PinnedConfigPath(t)
-	return p, atomicfile.WriteFile(p, data, 0o644)
+	if err := atomicfile.WriteFile(p, data, 0o644); err != nil {
+		return "", err
+	}
+	return p, nil
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 
+	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
@@ -25,6 +27,11 @@ func Mirror(ctx context.Context, opts Options) (*Result, error) {
 			return nil, err
 		}
 		return mirrorOnce(ctx, opts)
+	}
+	// Batches loaded through another workspace: the registry says.
+	r := &run{opts: opts, log: slog.New(slog.DiscardHandler), dest: strings.TrimPrefix(opts.Destination, "docker://")}
+	if err := lp.AskRegistry(func(m *archive.Manifest) (bool, error) { return m.CatalogsAt(ctx, r.destRegistry(), r.destRepo) }); err != nil {
+		return nil, fmt.Errorf("--from %s: %w", lp.Target, err)
 	}
 	var res *Result
 	for _, b := range lp.Load {

@@ -158,6 +158,21 @@ func TestFromTargetLoadsEveryBatch(t *testing.T) {
 		t.Errorf("a workspace that loaded batch-0003 only: %+v", res.Batches)
 	}
 
+	// A fresh workspace: loaded.json knows nothing, the registry holds batch
+	// 3's catalogs at their tags, so batches 1 and 2 are not loaded again
+	// (which would set the catalog tag back to their older catalogs).
+	dst.Reset()
+	res, err = load(dst, t.TempDir(), target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Batches == nil || len(res.Batches.AtDestination) != 2 || res.Batches.AtDestination[0].ArchiveID != ids[0] || len(res.Batches.Done) != 0 || res.Counts().Copied != 0 {
+		t.Errorf("a fresh workspace against a registry holding every batch: %+v, %+v", res.Batches, res.Counts())
+	}
+	if c := dst.Counts(); c.ManifestPUT != 0 {
+		t.Errorf("a fresh workspace against a registry holding every batch pushed %d manifests", c.ManifestPUT)
+	}
+
 	// A corrupt byte in a batch: verify names it.
 	chunk := filepath.Join(partial, archive.BatchName(3), "airlock_000001.tar")
 	bs, err := os.ReadFile(chunk)

@@ -24,6 +24,8 @@ type BatchToLoad struct {
 	Config *imageset.ImageSetConfiguration
 	// Last is the newest batch of the target.
 	Last bool
+
+	manifest *archive.Manifest
 }
 
 // BatchLoadPlan says which batches of a target disk-to-mirror loads into a
@@ -38,6 +40,10 @@ type BatchLoadPlan struct {
 	// dest but are superseded by a newer one that was (loading them now would
 	// set the catalogs back).
 	Skipped []archive.BatchRef `json:"skipped,omitempty"`
+	// AtDestination are batches this workspace did not record loading whose
+	// catalogs, or a newer batch's, the registry holds at their tags
+	// (AskRegistry).
+	AtDestination []archive.BatchRef `json:"atDestination,omitempty"`
 	// Target is the folder of batches.
 	Target string `json:"target"`
 	// Done are the batches loaded before the newest, with what each copied.
@@ -65,10 +71,40 @@ func (p *BatchLoadPlan) WriteSummary(w io.Writer) {
 	for _, r := range p.Skipped {
 		fmt.Fprintf(w, "  batch:     %s skipped: a newer batch was loaded already\n", r)
 	}
+	for _, r := range p.AtDestination {
+		fmt.Fprintf(w, "  batch:     %s skipped: the registry holds its catalogs or newer ones (loaded through another workspace)\n", r)
+	}
 	for _, d := range p.Done {
 		fmt.Fprintf(w, "  batch:     %s loaded: %d images, %d copied, %d already there\n", d.Batch, d.Images, d.Copied, d.Present)
 	}
 	fmt.Fprintf(w, "  batch:     %s loaded, the newest of %s: the lines below are its own\n", p.Newest, p.Target)
+}
+
+// AskRegistry leaves out of Load the batches the destination registry shows it
+// holds already, though this workspace did not record loading them (loaded
+// through another workspace): those before the newest batch whose catalogs it
+// holds at their tags (catalogsAt), and before the batches pushing the same
+// catalogs as that one. Loading them again would set the catalog tags back to
+// older catalogs on the way. The batches that stay are checked as always: what
+// they rely on must be at the destination.
+func (p *BatchLoadPlan) AskRegistry(catalogsAt func(*archive.Manifest) (bool, error)) error {
+	first := -1
+	for i := len(p.Load) - 1; i > 0; i-- {
+		ok, err := catalogsAt(p.Load[i].manifest)
+		if err != nil {
+			return err
+		}
+		if ok {
+			first = i
+		} else if first >= 0 {
+			break
+		}
+	}
+	for _, b := range p.Load[:max(first, 0)] {
+		p.AtDestination = append(p.AtDestination, b.Ref)
+	}
+	p.Load = p.Load[max(first, 0):]
+	return nil
 }
 
 // ErrBatchMissing means a batch that a batch of the target builds on is neither
@@ -135,7 +171,7 @@ func (rec *Loaded) BatchesToLoad(target, dest string) (plan *BatchLoadPlan, ok b
 		if err != nil {
 			return nil, true, err
 		}
-		bl := BatchToLoad{Ref: archive.BatchRef{Batch: m.Batch, ArchiveID: m.ArchiveID, Dir: b.Dir}, Dir: b.Dir}
+		bl := BatchToLoad{Ref: archive.BatchRef{Batch: m.Batch, ArchiveID: m.ArchiveID, Dir: b.Dir}, Dir: b.Dir, manifest: m}
 		if len(m.Config) > 0 {
 			bl.Config = &imageset.ImageSetConfiguration{}
 			if err := json.Unmarshal(m.Config, bl.Config); err != nil {

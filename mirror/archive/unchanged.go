@@ -1,9 +1,12 @@
 package archive
 
 import (
+	"context"
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
 )
 
 // Unchanged returns the newest archive recorded in the state when it already
@@ -55,4 +58,24 @@ func sameKeys[T any](a, b []T, key func(T) string) bool {
 	slices.Sort(ka)
 	slices.Sort(kb)
 	return slices.Equal(ka, kb)
+}
+
+// CatalogsAt reports whether dst holds every catalog m pushed, at its tag and
+// with the digest m recorded (false for an archive without catalogs): the
+// destination then holds m's catalogs, loaded from m or from a batch that
+// pushed the same ones. repoFor maps an archive repository to the
+// destination's name for it.
+func (m *Manifest) CatalogsAt(ctx context.Context, dst endpoint.Destination, repoFor func(string) string) (bool, error) {
+	if len(m.Catalogs) == 0 {
+		return false, nil
+	}
+	for _, c := range m.Catalogs {
+		if c.Digest == "" || c.Tag == "" {
+			return false, nil
+		}
+		if ok, err := dst.ManifestExists(ctx, repoFor(c.Destination), c.Tag, c.Digest); err != nil || !ok {
+			return false, err
+		}
+	}
+	return true, nil
 }

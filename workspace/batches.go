@@ -151,9 +151,8 @@ func PlanBatchLoad(from, location, dest string) (plan *BatchLoadPlan, ok bool, e
 
 // BatchesToLoad plans loading the mirror-to-disk target (a folder of
 // batch-NNNN folders) into dest: every finished batch after the newest one this
-// record says dest holds, in order. A batch that builds on one that is neither in
-// the target nor loaded into dest (a folder left behind, batches of two
-// different sequences) is an error naming it. ok is false when target is not a
+// record says dest holds, in order. A hole in the carried sequence is an error
+// naming the missing batch (checkBuildsOn). ok is false when target is not a
 // folder of batches (an archive folder itself, or a batch folder): it is loaded
 // as one archive.
 func (rec *Loaded) BatchesToLoad(target, dest string) (plan *BatchLoadPlan, ok bool, err error) {

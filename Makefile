@@ -10,18 +10,25 @@ FUZZTIME  ?= 30s
 ISAL      ?= $(shell test -f /usr/include/isa-l/igzip_lib.h && echo 1)
 TAGS      := $(if $(ISAL),isal)
 
-.PHONY: all build test test-short bench fuzz lint demo conformance clean
+.PHONY: all build test test-short matrix bench fuzz lint demo conformance clean
 
 all: build
 
 build:
 	$(GO) build -trimpath -tags "$(TAGS)" -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/airlock
 
-# The full test suite, race detector on. This is what CI runs.
+# The full test suite, race detector on. This is what CI runs (then make matrix).
 test:
 	$(GO) vet -tags "$(TAGS)" ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '^conformance/'))" || (echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1)
-	$(GO) test -race -tags "$(TAGS)" -timeout 20m ./...
+	$(GO) test -race -tags "$(TAGS)" -timeout 20m -skip '^TestRegistryMatrix$$' ./...
+
+# The registry matrix (docs/registries.md): every workflow against Distribution
+# 2.8 (Debian's docker-registry; its cells skip when it is not installed),
+# Distribution v3, token auth, CDN redirects, a private CA and htpasswd, race
+# detector on. About 95 s of CPU (3.5 minutes on 2 cores shared with other builds).
+matrix:
+	$(GO) test -race -tags "$(TAGS)" -timeout 15m -count=1 -v -run '^TestRegistryMatrix$$' ./pipeline/
 
 test-short:
 	$(GO) test -short ./...
@@ -65,8 +72,8 @@ demo: build
 # airlock mirror's output handed to the real consumers (operator-registry's
 # server, containers/image's mirror rules, the API server's CRD validation), in
 # its own module (conformance/) so that the main module never depends on them.
-# About 4 minutes on a quiet 2-core machine (1.5 of them the SQLite agreement tests): the tests, then the fuzz target
-# for 20 s. The test timeout leaves room for a loaded machine (the same tests
+# About 4.5 minutes on a quiet 2-core machine (1.5 of them the SQLite agreement tests): the tests, then the two fuzz
+# targets for 20 s each. The test timeout leaves room for a loaded machine (the same tests
 # took 15 minutes with five builds running beside them). See
 # docs/conformance.md.
 CONFORMANCE_FUZZTIME ?= 20s
@@ -76,6 +83,7 @@ conformance:
 	cd conformance && $(STATICCHECK) ./...
 	cd conformance && $(GO) test -timeout 30m ./...
 	cd conformance && $(GO) test -run '^$$' -fuzz '^FuzzValidateAgreement$$' -fuzztime $(CONFORMANCE_FUZZTIME) .
+	cd conformance && $(GO) test -run '^$$' -fuzz '^FuzzSelectionAgreement$$' -fuzztime $(CONFORMANCE_FUZZTIME) .
 
 clean:
 	rm -rf bin

@@ -93,7 +93,7 @@ func realYAML(ctx context.Context, cfg Config) (string, error) {
 	return dst, nil
 }
 
-// renderYAML runs `airlock catalog render -o yaml dir > out`.
+// renderYAML runs `airlock catalog render --format yaml dir > out`.
 func renderYAML(ctx context.Context, airlock, dir, out string) error {
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
@@ -102,7 +102,7 @@ func renderYAML(ctx context.Context, airlock, dir, out string) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, airlock, "catalog", "render", "-o", "yaml", dir)
+	cmd := exec.CommandContext(ctx, airlock, "catalog", "render", "--format", "yaml", dir)
 	cmd.Stdout = f
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -111,7 +111,7 @@ func renderYAML(ctx context.Context, airlock, dir, out string) error {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("catalog render -o yaml %s: %w: %s", dir, err, lastLine(stderr.String()))
+		return fmt.Errorf("catalog render --format yaml %s: %w: %s", dir, err, lastLine(stderr.String()))
 	}
 	return nil
 }

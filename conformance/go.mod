@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/airlock-mirror/airlock v0.0.0
+	github.com/blang/semver/v4 v4.0.0
 	github.com/containers/image/v5 v5.36.2
 	github.com/google/go-containerregistry v0.22.1
 	github.com/openshift/api v0.0.0-20251015095338-264e80a2b6e7
@@ -25,7 +26,6 @@ require (
 	github.com/akrylysov/pogreb v0.10.2 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.1 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
-	github.com/blang/semver/v4 v4.0.0 // indirect
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/containers/storage v1.59.1 // indirect

@@ -59,6 +59,9 @@ func destinationRepo(srcPath, registryNS string, maxNestedPaths int) (string, er
 
 // splitRegistryNS splits "docker://host[:port][/ns/…]" into host and namespace.
 func splitRegistryNS(registryNS string) (host, ns string, err error) {
+	if err := oci.RefuseCredentials(registryNS); err != nil {
+		return "", "", err
+	}
 	s := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(registryNS), "docker://"), "/")
 	host, ns, _ = strings.Cut(s, "/")
 	if host == "" {

@@ -62,10 +62,13 @@ func (r *Result) writeNothingNew(w io.Writer) bool {
 	return r.NothingNew != nil
 }
 
-// writeRecords names the pinned configuration and the results file.
+// writeRecords names the pinned configuration, the results file and the report.
 func (r *Result) writeRecords(w io.Writer) {
 	if r.PinnedConfig != "" {
 		fmt.Fprintf(w, "  pinned:    %s (this configuration pinned by digest: mirror -c it to select exactly the same images)\n", r.PinnedConfig)
 	}
 	fmt.Fprintf(w, "  records:   %s\n", workspace.Dir(r.WorkingDir).ResultsPath())
+	if r.Report != "" {
+		fmt.Fprintf(w, "  report:    %s\n", r.Report)
+	}
 }

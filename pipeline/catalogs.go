@@ -110,7 +110,11 @@ func (r *run) catalog(ctx context.Context, op imageset.Operator, fo catalogimage
 	// extraction leaves free.
 	pf := fbc.NewPrefetch(ctx, catalogLoadOptions(r.log))
 	fo.OnFile, fo.OnRestart = pf.Add, pf.Forget
-	fc, err := catalogimage.Fetch(ctx, op.Catalog, r.workDir.OperatorCatalogsDir(), fo)
+	cache := r.workDir.OperatorCatalogsDir()
+	if r.opts.CacheDir != "" {
+		cache = workspace.CatalogCacheDir(r.opts.CacheDir)
+	}
+	fc, err := catalogimage.Fetch(ctx, op.Catalog, cache, fo)
 	if err != nil {
 		pf.Close()
 		return nil, nil, err

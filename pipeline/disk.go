@@ -8,6 +8,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/mirror"
@@ -57,7 +58,7 @@ func (r *run) mirrorToDisk(ctx context.Context) error {
 		r.log.Info("resuming the unfinished batch of an interrupted run", "batch", batchDir)
 	}
 	w, err := archive.NewWriter(batchDir, archive.WriterOptions{
-		ChunkSize: r.cfg.ArchiveSizeBytes(), Shipped: shipped, Logger: r.log,
+		ChunkSize: r.cfg.ArchiveSizeBytes(), Shipped: shipped, Logger: r.log, Strict: r.opts.StrictArchive,
 	})
 	if err != nil {
 		return err
@@ -109,6 +110,9 @@ func (r *run) archiveBase() (*archive.State, archive.ShippedSet, []archive.Batch
 	var buildsOn []archive.BatchRef
 	switch {
 	case r.opts.Full:
+	case !r.opts.Since.IsZero():
+		shipped, buildsOn = state.ShippedBefore(r.opts.Since)
+		r.log.Info("--since: building on the batches written before it", "since", r.opts.Since.Format(time.DateOnly), "batches", len(buildsOn))
 	case r.opts.SinceArchive != "":
 		dir := strings.TrimPrefix(r.opts.SinceArchive, "file://")
 		if shipped, buildsOn, err = archive.SinceArchive(dir); err != nil {

@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -32,7 +33,6 @@ func TestUnreachableRegistryFailsFast(t *testing.T) {
 	}{
 		{"destination", "  additionalImages:\n  - name: " + ref + "\n", "docker://" + dead + "/mirror"},
 		{"source catalog", "  operators:\n  - catalog: " + dead + "/ns/index:v1\n", "docker://" + src.Host() + "/mirror"},
-		{"source image", "  additionalImages:\n  - name: " + dead + "/ns/img:1\n", "docker://" + src.Host() + "/mirror"},
 	}
 	for _, tc := range cases {
 		for _, retries := range []int{0, retry.DefaultTimes} {
@@ -153,5 +153,67 @@ func TestCatalogImagesOnDeadRegistry(t *testing.T) {
 	}
 	if !slices.Contains(stages, "plan") {
 		t.Errorf("stages %v", stages)
+	}
+}
+
+// An additionalImages entry on a registry that cannot be reached fails its
+// images (listed, with the cause; the run ends incomplete, exit code 2), and
+// the run goes on with the rest, as it does for catalog images: by tag (it
+// cannot be resolved) or by digest (it cannot be copied), whatever
+// --retry-times says.
+func TestAdditionalImagesOnDeadRegistry(t *testing.T) {
+	src := registrytest.Start(t)
+	live := src.Host() + "/apps/one:1.0"
+	imagetest.MustPush(t, live, fakeimage.Spec{Seed: 7, Layers: 1})
+	dead := registrytest.ClosedAddr(t)
+	deadRefs := []string{dead + "/ns/img:1", dead + "/ns/pinned@sha256:" + strings.Repeat("ab", 32)}
+	for _, retries := range []int{0, retry.DefaultTimes} {
+		for _, workflow := range []string{"mirror-to-mirror", "mirror-to-disk"} {
+			t.Run(fmt.Sprint(workflow, " retries=", retries), func(t *testing.T) {
+				dst := registrytest.Start(t)
+				o := opts(writeCfg(t, "apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  additionalImages:\n  - name: "+live+"\n  - name: "+deadRefs[0]+"\n  - name: "+deadRefs[1]+"\n"))
+				o.RetryTimes = retries
+				o.Destination, o.Workspace = "docker://"+dst.Host()+"/mirror", "file://"+t.TempDir()
+				if workflow == "mirror-to-disk" {
+					o.Destination, o.Workspace = "file://"+t.TempDir(), ""
+				}
+				res, err := pipeline.Mirror(context.Background(), o)
+				if !errors.Is(err, pipeline.ErrIncomplete) || errors.Is(err, endpoint.ErrRegistryUnreachable) {
+					t.Fatalf("err = %v, want the run incomplete (some images failed), not stopped", err)
+				}
+				if res == nil || res.Failed != len(deadRefs) {
+					t.Fatalf("result %+v, want %d failed images", res, len(deadRefs))
+				}
+				for _, im := range res.Images {
+					switch {
+					case slices.Contains(deadRefs, im.Source):
+						if im.Status != transfer.StatusFailed || !strings.Contains(im.Error, dead) {
+							t.Errorf("%s: %s %q, want failed naming %s", im.Source, im.Status, im.Error, dead)
+						}
+					case im.Source == live && workflow == "mirror-to-mirror":
+						if im.Status != transfer.StatusCopied {
+							t.Errorf("%s: %s %q, want it copied", im.Source, im.Status, im.Error)
+						}
+					case im.Source == live:
+						// mirror-to-disk writes no archive while an image
+						// fails (as for catalog images): the image is fetched
+						// and kept for the next run.
+						if im.Status == transfer.StatusFailed {
+							t.Errorf("%s: %s %q, want it fetched", im.Source, im.Status, im.Error)
+						}
+					default:
+						t.Errorf("unexpected image %s", im.Source)
+					}
+				}
+				if workflow == "mirror-to-mirror" {
+					if _, err := crane.Digest(dst.Host()+"/mirror/apps/one:1.0", crane.Insecure); err != nil {
+						t.Errorf("the live image is not at the destination: %v", err)
+					}
+					if len(res.ClusterResources) == 0 {
+						t.Error("no cluster resources for the image that was mirrored")
+					}
+				}
+			})
+		}
 	}
 }

@@ -19,8 +19,11 @@ func (r *run) writePlan() error {
 	if err != nil {
 		return err
 	}
-	if err := writeFile(r.workDir.PlanPath(), append(b, '\n')); err != nil {
-		return err
+	// --finish in the plan's workspace: the plan is its input, never rewritten.
+	if fa, err := os.Stat(r.opts.PlanFile); err != nil || !sameFile(fa, r.workDir.PlanPath()) {
+		if err := writeFile(r.workDir.PlanPath(), append(b, '\n')); err != nil {
+			return err
+		}
 	}
 	return writeLines(r.workDir.MappingPath(), r.res.Plan.Mapping())
 }
@@ -144,4 +147,9 @@ func writeFile(path string, b []byte) error {
 		return err
 	}
 	return atomicfile.WriteFile(path, b, 0)
+}
+
+func sameFile(a os.FileInfo, path string) bool {
+	b, err := os.Stat(path)
+	return err == nil && os.SameFile(a, b)
 }

@@ -57,6 +57,9 @@ type Options struct {
 	AuthFile string
 	// SrcTLSVerify and DestTLSVerify are --src-tls-verify and --dest-tls-verify.
 	SrcTLSVerify, DestTLSVerify bool
+	// SrcCertDir and DestCertDir are --src-cert-dir and --dest-cert-dir (see
+	// registry.Options.CertDir).
+	SrcCertDir, DestCertDir string
 	// ParallelImages, ParallelLayers and RetryTimes tune the copy engine.
 	// RetryTimes is --retry-times: retries after the first attempt of any one
 	// registry request (0: none).
@@ -68,6 +71,13 @@ type Options struct {
 	SinceArchive string
 	// Full (mirror-to-disk) ignores earlier archives and ships every blob.
 	Full bool
+	// Since (mirror-to-disk, --since) ships what archives made before it did
+	// not carry; StrictArchive fails a blob bigger than archiveSize.
+	Since         time.Time
+	StrictArchive bool
+	// CacheDir (--cache-dir, $OC_MIRROR_CACHE) holds the catalog cache shared
+	// across workspaces (workspace.CatalogCacheDir); "" keeps it in working-dir.
+	CacheDir string
 	// Logger receives the run's log; nil discards it.
 	Logger *slog.Logger
 	// Progress, when set, receives the copy's progress against totals read from
@@ -85,8 +95,11 @@ type Options struct {
 
 // Result is what a run did.
 type Result struct {
-	Workflow   mirror.Workflow  `json:"workflow"`
-	WorkingDir string           `json:"workingDir"`
+	Workflow   mirror.Workflow `json:"workflow"`
+	WorkingDir string          `json:"workingDir"`
+	// ConfigPath and PlanPath are the run's -c and --plan, absolute.
+	ConfigPath string           `json:"configPath,omitempty"`
+	PlanPath   string           `json:"planPath,omitempty"`
 	Plan       *mirror.Plan     `json:"-"`
 	Copy       *transfer.Report `json:"-"`
 	// Images is one line per planned image with its outcome (results.json).
@@ -102,6 +115,8 @@ type Result struct {
 	Blocked []string `json:"blocked,omitempty"`
 	// Warnings gathered along the way.
 	Warnings []string `json:"warnings,omitempty"`
+	// Report is this run's page (working-dir/reports/report-NNNNNN.html).
+	Report string `json:"report,omitempty"`
 	// ClusterResources are the files written to working-dir/cluster-resources.
 	ClusterResources []string `json:"clusterResources,omitempty"`
 	// Batches are what --from TARGET loaded before this Result's batch.
@@ -170,7 +185,8 @@ type run struct {
 	cfg      *imageset.ImageSetConfiguration
 	workflow mirror.Workflow
 	workDir  workspace.Dir // DIR/working-dir
-	topDir   string        // DIR (archive target for mirror-to-disk, archive for disk-to-mirror)
+	locks    *workspace.Runs
+	topDir   string // DIR (archive target for mirror-to-disk, archive for disk-to-mirror)
 	// workspace holds working-dir: the target (mirror-to-disk), --workspace
 	// (mirror-to-mirror, disk-to-mirror; default workspace.DefaultName).
 	workspace string
@@ -197,8 +213,10 @@ func mirrorOnce(ctx context.Context, opts Options) (*Result, error) {
 	if err := r.setup(); err != nil {
 		return nil, err
 	}
+	defer r.locks.Unlock()
 	start := time.Now()
 	if err := r.preflight(ctx); err != nil {
+		_ = r.writeReport(err) // refused: it does not replace the last report
 		return nil, err
 	}
 	var err error
@@ -262,9 +280,9 @@ func (r *run) retry() *retry.Policy {
 	return retry.Retries(r.opts.RetryTimes)
 }
 
-func (r *run) registry(tlsVerify bool, flag string) *registry.Client {
+func (r *run) registry(tlsVerify bool, flag, certDir string) *registry.Client {
 	return registry.New(registry.Options{
-		AuthFile: r.opts.AuthFile, SkipTLSVerify: !tlsVerify, TLSFlag: flag,
+		AuthFile: r.opts.AuthFile, SkipTLSVerify: !tlsVerify, TLSFlag: flag, CertDir: certDir,
 		Retry: r.retry(), Logger: r.log,
 	})
 }
@@ -273,14 +291,14 @@ func (r *run) registry(tlsVerify bool, flag string) *registry.Client {
 // the hosts each found unreachable are remembered for the whole run.
 func (r *run) srcRegistry() *registry.Client {
 	if r.src == nil {
-		r.src = r.registry(r.opts.SrcTLSVerify, "--src-tls-verify=false")
+		r.src = r.registry(r.opts.SrcTLSVerify, "--src-tls-verify=false", r.opts.SrcCertDir)
 	}
 	return r.src
 }
 
 func (r *run) destRegistry() *registry.Client {
 	if r.dst == nil {
-		r.dst = r.registry(r.opts.DestTLSVerify, "--dest-tls-verify=false")
+		r.dst = r.registry(r.opts.DestTLSVerify, "--dest-tls-verify=false", r.opts.DestCertDir)
 	}
 	return r.dst
 }
@@ -337,10 +355,13 @@ func (r *run) plan(ctx context.Context, src *registry.Client, cats []mirror.Cata
 	for _, a := range req.Additional {
 		refs = append(refs, a.Name)
 	}
-	r.probeImageHosts(ctx, src, refs)
+	down := r.probeImageHosts(ctx, src, refs)
 	p, err := mirror.PlanImages(ctx, req, src, 16)
 	if err != nil {
 		return err
+	}
+	if !r.opts.DryRun { // the dry run finds them unreadable, image by image
+		p.FailHosts(down)
 	}
 	if est != nil {
 		jobs := p.Jobs()

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/airlock-mirror/airlock/manifests"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/catalogimage"
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 )
@@ -26,10 +28,10 @@ type catalogTemplate struct {
 }
 
 // preflight checks, before the first byte moves, everything a run can check:
-// the catalog source templates, and that every registry the run needs (sources
-// and destination) answers and accepts the credentials. Registries are probed
-// once each, concurrently; the first failure stops the run with one message that
-// names the registry, the cause and the fix.
+// the catalog source templates, and that every registry the run needs (the
+// catalogs' and the destination) answers and accepts the credentials.
+// Registries are probed once each, concurrently; the first failure stops the
+// run with one message that names the registry, the cause and the fix.
 func (r *run) preflight(ctx context.Context) error {
 	r.stage("preflight")
 	if err := r.readTemplates(); err != nil {
@@ -55,11 +57,9 @@ func (r *run) preflight(ctx context.Context) error {
 				add(r.srcRegistry(), ref.Repository(), false, "source registry of catalog "+op.Catalog)
 			}
 		}
-		for _, im := range r.cfg.Mirror.AdditionalImages {
-			if ref, err := oci.ParseReference(im.Name); err == nil {
-				add(r.srcRegistry(), ref.Repository(), false, "source registry of image "+im.Name)
-			}
-		}
+		// The registries of additionalImages are probed with the catalogs'
+		// images (probeImageHosts): one that cannot be reached fails its
+		// images, not the run.
 	}
 	if r.dest != "" {
 		add(r.destRegistry(), strings.TrimSuffix(r.dest, "/")+"/airlock-preflight", true, "destination registry")
@@ -104,9 +104,10 @@ func probeAll(ctx context.Context, probes []probe) []error {
 
 // probeImageHosts checks, before planning, every registry the catalogs' and
 // the configuration's images live on, once each and concurrently. A host that
-// cannot be reached is reported once, here, and its images then fail at once
-// instead of each waiting through retries; the others are planned as usual.
-func (r *run) probeImageHosts(ctx context.Context, src *registry.Client, refs []string) {
+// cannot be reached is reported once, here, and returned: its images then fail
+// at once (mirror.Plan.FailHosts) instead of each waiting through retries, and
+// without stopping the copy of the others, which are planned as usual.
+func (r *run) probeImageHosts(ctx context.Context, src *registry.Client, refs []string) map[string]error {
 	count := map[string]int{}
 	var probes []probe
 	for _, ref := range refs {
@@ -118,12 +119,17 @@ func (r *run) probeImageHosts(ctx context.Context, src *registry.Client, refs []
 			probes = append(probes, probe{reg: src, repo: p.Repository(), what: "registry " + p.Registry})
 		}
 	}
+	down := map[string]error{}
 	for i, err := range probeAll(ctx, probes) {
 		if err != nil && ctx.Err() == nil {
 			host, _, _ := strings.Cut(probes[i].repo, "/")
 			r.log.Warn(fmt.Sprintf("%d image(s) cannot be mirrored from it", count[host]), "error", err.Error())
+			if errors.Is(err, endpoint.ErrRegistryUnreachable) {
+				down[host] = err
+			}
 		}
 	}
+	return down
 }
 
 // preflightTimeout bounds the registry probes: a registry that answers nothing

@@ -92,7 +92,7 @@ func (r *run) writeReport(runErr error) error {
 		BytesSent: res.BytesSent, BlobsSent: res.BlobsSent, BlobsMounted: res.BlobsMounted, BlobsSkipped: res.BlobsSkipped,
 	}
 	if runErr != nil {
-		out.Error = runErr.Error()
+		out.Error, out.Refused = runErr.Error(), res.Plan == nil
 	}
 	if b, err := os.ReadFile(r.opts.ConfigPath); err == nil {
 		out.Config = string(b)
@@ -135,7 +135,12 @@ func (r *run) writeReport(runErr error) error {
 	if a := res.Archive; a != nil {
 		out.Archive = &report.Archive{Dir: a.Dir, ID: a.ArchiveID, Chunks: a.Chunks, Blobs: a.Blobs, Bytes: a.Bytes, ReliesOn: a.ReliesOn, Incremental: a.Incremental}
 	}
-	return report.Save(r.workDir.ReportDataPath(), r.workDir.ReportHTMLPath(), out)
+	data, html, err := r.workDir.RunReport()
+	if err != nil {
+		return err
+	}
+	res.Report = html
+	return report.SaveRun(out, report.Files{Data: data, HTML: html}, report.Files{Data: r.workDir.ReportDataPath(), HTML: r.workDir.ReportHTMLPath()})
 }
 
 // RegenerateReport writes report.html again from the report.json of dir, which
@@ -146,7 +151,16 @@ func RegenerateReport(dir string) (string, error) {
 	if _, err := os.Stat(wd.ReportDataPath()); errors.Is(err, fs.ErrNotExist) {
 		wd = workspace.At(dir)
 	}
-	err := report.Regenerate(wd.ReportDataPath(), wd.ReportHTMLPath())
+	_, err := os.Stat(wd.ReportDataPath())
+	if err == nil {
+		// Shared: a run holding the workspace would write report.html too.
+		l, lerr := wd.Lock(false, nil)
+		if lerr != nil {
+			return "", lerr
+		}
+		defer l.Unlock()
+		err = report.Regenerate(wd.ReportDataPath(), wd.ReportHTMLPath())
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("%s has no %s (nor %s/%s): pass the directory of a mirror run (its file:// destination or --workspace) after airlock mirror has run there", dir, workspace.ReportDataFile, workspace.WorkingDirName, workspace.ReportDataFile)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
+	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
@@ -18,6 +19,9 @@ import (
 
 func (r *run) setup() error {
 	o := r.opts
+	if err := oci.RefuseCredentials(o.Destination); err != nil {
+		return err
+	}
 	if o.ConfigPath == "" {
 		return errors.New("no ImageSetConfiguration given: use -c imageset.yaml")
 	}
@@ -59,7 +63,7 @@ func (r *run) setup() error {
 		if o.Workspace == "" {
 			return errors.New("mirror-to-mirror needs --workspace file://DIR for its working files (or use --from file://DIR for disk-to-mirror)")
 		}
-		dir, err := workspace.FileDir(o.Workspace, "--workspace")
+		dir, err := workspace.WorkspaceDir(o.Workspace)
 		if err != nil {
 			return err
 		}
@@ -68,23 +72,36 @@ func (r *run) setup() error {
 	default:
 		return fmt.Errorf("destination %q must be docker://REGISTRY[:PORT]/NAMESPACE or file://DIR", o.Destination)
 	}
-	if r.workflow != mirror.MirrorToDisk && (o.SinceArchive != "" || o.Full) {
-		return errors.New("--since-archive and --full apply to mirror-to-disk only")
+	if r.workflow != mirror.MirrorToDisk && (o.SinceArchive != "" || o.Full || !o.Since.IsZero()) {
+		return errors.New("--since, --since-archive and --full apply to mirror-to-disk only")
 	}
 	if err := r.checkSharding(); err != nil {
 		return err
 	}
 	r.workDir = workspace.At(r.workspace)
-	if r.workflow == mirror.MirrorToDisk && o.PlanFile != "" && !o.Finish {
-		// Shards of one archive share the target: each keeps its working
-		// files (its part of the plan, results, report) apart.
-		r.workDir = r.workDir.Shard(archive.ShardPart(o.Shard, o.Shards))
+	part := ""
+	if o.PlanFile != "" && !o.Finish {
+		// Shards of one plan may share a workspace (the plan's, a target):
+		// each keeps its working files (its part of the plan, results,
+		// report) apart, and never writes the plan it reads.
+		part = archive.ShardPart(o.Shard, o.Shards)
+		r.workDir = r.workDir.Shard(part)
 	}
 	if err := os.MkdirAll(r.workDir.Path(), 0o755); err != nil {
 		return fmt.Errorf("create working directory: %w", err)
 	}
-	r.res = &Result{Workflow: r.workflow, WorkingDir: r.workDir.Path()}
-	return nil
+	r.res = &Result{Workflow: r.workflow, WorkingDir: r.workDir.Path(), ConfigPath: absOrSame(o.ConfigPath), PlanPath: absOrSame(o.PlanFile)}
+	// Last: a run refused here has written nothing.
+	r.locks, err = workspace.LockRun(workspace.At(r.workspace), part, r.log)
+	return err
+}
+
+// absOrSame is p made absolute ("" stays ""), for the commands a run suggests.
+func absOrSame(p string) string {
+	if a, err := filepath.Abs(p); err == nil && p != "" {
+		return a
+	}
+	return p
 }
 
 // within reports whether path p is dir or inside it.

@@ -55,7 +55,7 @@ func (r *run) diskShard(ctx context.Context, src *mirror.SourceMux, sh mirror.Sh
 		elsewhere[d] = true
 	}
 	w, err := archive.NewWriter(dir, archive.WriterOptions{
-		ChunkSize: r.cfg.ArchiveSizeBytes(), Shipped: shipped, Logger: r.log, Part: part, Elsewhere: elsewhere,
+		ChunkSize: r.cfg.ArchiveSizeBytes(), Shipped: shipped, Logger: r.log, Part: part, Elsewhere: elsewhere, Strict: r.opts.StrictArchive,
 	})
 	if err != nil {
 		return err
@@ -149,7 +149,7 @@ func (r *run) diskFinish(ctx context.Context) error {
 		}
 	}
 	w, err := archive.NewWriter(dir, archive.WriterOptions{
-		ChunkSize: r.cfg.ArchiveSizeBytes(), Shipped: shipped, Logger: r.log, Part: archive.FinishPart, Elsewhere: elsewhere,
+		ChunkSize: r.cfg.ArchiveSizeBytes(), Shipped: shipped, Logger: r.log, Part: archive.FinishPart, Elsewhere: elsewhere, Strict: r.opts.StrictArchive,
 	})
 	if err != nil {
 		return err

@@ -287,13 +287,13 @@ func shardedM2M(t *testing.T, cfg string, n int) {
 		t.Fatalf("killed shard run again: %v\n%s", err, out)
 	}
 	var res pipeline.Result
-	readJSON(t, filepath.Join(shardWS[k], "working-dir", "results.json"), &res)
+	readJSON(t, workspace.At(shardWS[k]).Shard(archive.ShardPart(k, n)).ResultsPath(), &res)
 	if c := res.Counts(); c.Present < 1 || c.Failed != 0 || c.Copied < 1 {
 		t.Errorf("killed shard run again: %+v, want what the killed run pushed found present and the rest copied", c)
 	}
 	var files []string
 	for i := range n {
-		files = append(files, workspace.At(shardWS[i]).PlanPath())
+		files = append(files, workspace.At(shardWS[i]).Shard(archive.ShardPart(i, n)).PlanPath())
 	}
 	checkUnion(t, plan, files)
 	if got := dst.Counts().BytesUploaded; got != part.UniqueBytes {

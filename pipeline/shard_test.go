@@ -188,7 +188,8 @@ func TestShardedMirror(t *testing.T) {
 			}
 
 			// A shard alone is not a run of the history: --finish records the plan.
-			if h, err := pipeline.ReadHistory("file://" + filepath.Dir(results[0].WorkingDir)); err != nil || len(h.Runs) != 0 {
+			// (Its working-dir is WORKSPACE/working-dir/shards/PART.)
+			if h, err := pipeline.ReadHistory("file://" + filepath.Join(results[0].WorkingDir, "..", "..", "..")); err != nil || len(h.Runs) != 0 {
 				t.Errorf("a shard's history: %v, %+v", err, h)
 			}
 			res, err := run(ctx, finish)

@@ -151,7 +151,7 @@ func (r *Result) WriteSummary(w io.Writer) {
 	if a := r.Archive; a != nil && a.Part != "" {
 		fmt.Fprintf(w, "  shard:     %s wrote %s, %s (%s) into %s\n", a.Part, plural(len(a.Chunks), "chunk", "chunks"),
 			plural(a.Blobs, "blob", "blobs"), humanize.Bytes(a.Bytes), a.Dir)
-		fmt.Fprintf(w, "  next:      once every shard has finished: airlock mirror -c CONFIG --plan PLAN --finish file://%s\n", filepath.Dir(a.Dir))
+		fmt.Fprintf(w, "  next:      once every shard has finished: airlock mirror -c %s --plan %s --finish %s\n", shq(r.ConfigPath), shq(r.PlanPath), shq("file://"+absOrSame(filepath.Dir(a.Dir))))
 	} else if a != nil {
 		kind := "full"
 		if a.Incremental {
@@ -165,9 +165,9 @@ func (r *Result) WriteSummary(w io.Writer) {
 		if a.Resumed {
 			resumed = ", finished the batch an interrupted run began"
 		}
-		fmt.Fprintf(w, "  archive:   %s: batch %d, %s, %s (manifests included), %s (%s%s)\n", a.Dir, a.Batch, plural(len(a.Chunks), "chunk", "chunks"),
+		fmt.Fprintf(w, "  archive:   %s: batch %d, archive ID %s, %s, %s (manifests included), %s (%s%s)\n", a.Dir, a.Batch, a.ArchiveID, plural(len(a.Chunks), "chunk", "chunks"),
 			plural(a.Blobs, "blob", "blobs"), humanize.Bytes(a.Bytes), kind, resumed)
-		fmt.Fprintf(w, "  next:      carry %s across and load it with: airlock mirror -c CONFIG --from file://…/%s docker://REGISTRY/NAMESPACE (batches in order, each once)\n", filepath.Base(a.Dir), filepath.Base(a.Dir))
+		fmt.Fprintf(w, "  next:      carry %s across and load it with (REGISTRY/NAMESPACE: your mirror; batches in order, each once):\n             airlock mirror -c %s --from %s docker://REGISTRY/NAMESPACE\n", filepath.Base(a.Dir), shq(r.ConfigPath), shq("file://"+absOrSame(a.Dir)))
 	} else if r.Workflow == mirror.MirrorToDisk && r.DryRun == nil {
 		fmt.Fprintf(w, "  archive:   not written; run the same command again to finish the unfinished batch\n")
 	}
@@ -204,4 +204,12 @@ func shortDigest(d string) string {
 		return d[:19]
 	}
 	return d
+}
+
+// shq quotes s for a POSIX shell when it needs it, so that suggested commands paste.
+func shq(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=@,+-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -24,7 +24,7 @@ func (n *normalizer) add(old, new string) { n.pairs = append(n.pairs, old, new) 
 var (
 	digestRE = regexp.MustCompile(`sha256:[0-9a-f]{12,64}`)
 	sizeRE   = regexp.MustCompile(`[0-9]+(\.[0-9])? (B|KiB|MiB)\b`)
-	idRE     = regexp.MustCompile(`archive [0-9a-f]{32}`)
+	idRE     = regexp.MustCompile(`archive (ID )?[0-9a-f]{32}`)
 	pinnedRE = regexp.MustCompile(`isc_pinned_[0-9T-]+Z\.yaml`)
 )
 
@@ -74,6 +74,7 @@ func TestSummaries(t *testing.T) {
 		return d
 	}
 	cfg := e.config(t, "    - name: baz")
+	n.add(cfg, "CONFIG")
 
 	t.Run("first-run-and-no-op", func(t *testing.T) {
 		dst, ws := newDst(t), newDir(t, "WORKSPACE")
@@ -146,6 +147,7 @@ func TestSummaries(t *testing.T) {
 		}
 		checkGolden(t, "m2d-first-batch", summary(res))
 		o2 := opts(e.config(t, "    - name: baz\n    - name: bar"))
+		n.add(o2.ConfigPath, "CONFIG2")
 		o2.Destination = "file://" + target
 		res2, err := pipeline.Mirror(context.Background(), o2)
 		if err != nil {

@@ -9,6 +9,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/airlock-mirror/airlock/internal/atomicfile"
 	"github.com/airlock-mirror/airlock/prune"
 )
 
@@ -28,7 +30,11 @@ type Run struct {
 	Config   string        `json:"config"`
 	Duration time.Duration `json:"duration"`
 	// Error is the error the run ended with, if any.
-	Error    string     `json:"error,omitempty"`
+	Error string `json:"error,omitempty"`
+	// Refused is set when the run stopped with an error before it planned
+	// anything (a preflight failure, an archive refused): it copied nothing,
+	// and its report does not replace the last one (SaveRun).
+	Refused  bool       `json:"refused,omitempty"`
 	Stages   []Stage    `json:"stages"`
 	Catalogs []*Catalog `json:"catalogs"`
 	Images   []Image    `json:"images"`
@@ -126,15 +132,58 @@ func (r *Run) Sort() {
 // Save writes r as JSON to dataPath (the working directory's report.json) and
 // the page to htmlPath (report.html).
 func Save(dataPath, htmlPath string, r *Run) error {
+	return SaveAll(r, Files{Data: dataPath, HTML: htmlPath})
+}
+
+// Files are where one copy of a report goes: its data (JSON) and its page.
+type Files struct{ Data, HTML string }
+
+// SaveAll writes r, rendered once, to each of files. Every file is replaced
+// atomically, so that a reader sees either the old report or the new one.
+func SaveAll(r *Run, files ...Files) error {
 	r.Sort()
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := writeFile(dataPath, append(b, '\n')); err != nil {
+	var page bytes.Buffer
+	if err := Write(&page, r); err != nil {
 		return err
 	}
-	return writeHTML(htmlPath, r)
+	for _, f := range files {
+		if err := atomicfile.WriteFile(f.Data, append(b, '\n'), 0); err != nil {
+			return err
+		}
+		if err := atomicfile.WriteFile(f.HTML, page.Bytes(), 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SaveRun writes r as the run's own report (own) and as the last report
+// (last), unless r was refused and last holds a run that was not: a refused
+// run never hides the last run that did something.
+func SaveRun(r *Run, own, last Files) error {
+	files := []Files{own}
+	if replaces(r, last.Data) {
+		files = append(files, last)
+	}
+	return SaveAll(r, files...)
+}
+
+func replaces(r *Run, lastData string) bool {
+	if !r.Refused {
+		return true
+	}
+	b, err := os.ReadFile(lastData)
+	if err != nil {
+		return true
+	}
+	var last struct {
+		Refused bool `json:"refused"`
+	}
+	return json.Unmarshal(b, &last) != nil || last.Refused
 }
 
 // Regenerate writes the page to htmlPath again from the run Save wrote to
@@ -149,32 +198,11 @@ func Regenerate(dataPath, htmlPath string) error {
 		return fmt.Errorf("%s: %w: run airlock mirror again to record it anew", dataPath, err)
 	}
 	r.Sort()
-	return writeHTML(htmlPath, &r)
-}
-
-func writeHTML(path string, r *Run) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
+	var page bytes.Buffer
+	if err := Write(&page, &r); err != nil {
 		return err
 	}
-	if err := Write(f, r); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
-
-func writeFile(path string, b []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.WriteFile(htmlPath, page.Bytes(), 0)
 }
 
 // Write writes the HTML page of r.

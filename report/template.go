@@ -35,6 +35,7 @@ details{margin:.4em 0}summary{cursor:pointer;font-weight:600}
 <div class="card"><b>{{dur .Duration}}</b>total time</div>
 </div>
 {{if .Error}}<p class="bad">The run ended with an error: {{.Error}}</p>{{end}}
+{{if .Refused}}<p>The run was refused before it planned anything: nothing was copied, and report.html still shows the last run that did something.</p>{{end}}
 
 <h2 id="failures">Failures</h2>
 {{if .FailedImages}}<table><tr><th>image</th><th>destination</th><th>status</th><th>why</th></tr>

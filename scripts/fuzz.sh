@@ -13,9 +13,12 @@ while IFS=: read -r file _ decl; do
     status=1
   fi
 done < <(grep -rn --include='*_test.go' '^func Fuzz' . | grep -v '^./conformance/' | sed -E 's#^\./##' | sort)
-# The conformance module's differential fuzzer (our Validate vs opm's).
-echo "== ./conformance FuzzValidateAgreement ($fuzztime)"
-if ! (cd conformance && go test -run '^$' -fuzz '^FuzzValidateAgreement$' -fuzztime "$fuzztime" .); then
-  status=1
-fi
+# The conformance module's differential fuzzers (our Validate vs opm's; what
+# prune.Filter keeps vs the selection oracle).
+for name in FuzzValidateAgreement FuzzSelectionAgreement; do
+  echo "== ./conformance $name ($fuzztime)"
+  if ! (cd conformance && go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" .); then
+    status=1
+  fi
+done
 exit $status

@@ -118,7 +118,7 @@ func DiskToMirrorDir(location string) (string, error) {
 	ws := DefaultName
 	if location != "" {
 		var err error
-		if ws, err = FileDir(location, "--workspace"); err != nil {
+		if ws, err = WorkspaceDir(location); err != nil {
 			return "", err
 		}
 	}

@@ -162,6 +162,16 @@ func decodeSafely(dec *yaml.Decoder, v any) (err error) {
 // working-dir/delete/delete-images.yaml and its record to
 // working-dir/delete/plans/HEX.yaml. It returns the plan file's path.
 func WriteDeletePlan(d Dir, p *DeletePlan) (string, error) {
+	return WriteDeletePlanID(d, p, "")
+}
+
+// WriteDeletePlanID is WriteDeletePlan with oc-mirror's --delete-id: the plan
+// file is working-dir/delete/delete-images-ID.yaml ("" : delete-images.yaml).
+func WriteDeletePlanID(d Dir, p *DeletePlan, id string) (string, error) {
+	path, err := DeletePlanPathID(d, id)
+	if err != nil {
+		return "", err
+	}
 	p.PlanID = p.ID()
 	b, err := marshalPlan(p)
 	if err != nil {
@@ -173,8 +183,19 @@ func WriteDeletePlan(d Dir, p *DeletePlan) (string, error) {
 	if err := atomicfile.WriteFile(recordedPlanPath(d, p.PlanID), b, 0); err != nil {
 		return "", err
 	}
-	path := d.DeletePlanPath()
 	return path, atomicfile.WriteFile(path, b, 0)
+}
+
+// DeletePlanPathID is delete/delete-images-ID.yaml (oc-mirror's --delete-id),
+// delete/delete-images.yaml when id is "".
+func DeletePlanPathID(d Dir, id string) (string, error) {
+	if id == "" {
+		return d.DeletePlanPath(), nil
+	}
+	if strings.Trim(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != "" || strings.HasPrefix(id, ".") {
+		return "", fmt.Errorf("--delete-id %q: use letters, digits, '.', '_' and '-' (it names the file delete-images-ID.yaml)", id)
+	}
+	return filepath.Join(d.DeleteDir(), strings.TrimSuffix(DeletePlanFile, ".yaml")+"-"+id+".yaml"), nil
 }
 
 func recordedPlanPath(d Dir, id string) string {

@@ -3,7 +3,9 @@
 // resources, shard folders, catalog caches, report files, archive state), and
 // the records that outlive a run and the formats they are written in: the
 // history of what every run put into (or deleted from) a registry, the delete
-// plans, and the record of the archives disk-to-mirror loaded.
+// plans, and the record of the archives disk-to-mirror loaded. It also owns
+// the working directory's lock (lock.go): one run at a time, or the shards of
+// one plan side by side.
 //
 // A workspace is the folder a user names with --workspace file://DIR (or the
 // file:// target of mirror-to-disk); airlock writes into DIR/working-dir only,
@@ -41,6 +43,10 @@ const (
 	// the page made from it.
 	ReportDataFile = "report.json"
 	ReportHTMLFile = "report.html"
+	// ReportsDirName keeps the report of every run (report-NNNNNN.json and
+	// .html, numbered from 1): report.html is the last one, unless that run
+	// was refused (RunReport).
+	ReportsDirName = "reports"
 	// DryRunDirName holds a dry run's mapping and missing lists.
 	DryRunDirName = "dry-run"
 	// ClusterResourcesDirName holds the cluster resources of the run.
@@ -133,6 +139,9 @@ func (d Dir) ReportDataPath() string { return d.join(ReportDataFile) }
 
 // ReportHTMLPath is report.html.
 func (d Dir) ReportHTMLPath() string { return d.join(ReportHTMLFile) }
+
+// ReportsDir is the folder of every run's report.
+func (d Dir) ReportsDir() string { return d.join(ReportsDirName) }
 
 // DryRunDir is the folder of a dry run's lists.
 func (d Dir) DryRunDir() string { return d.join(DryRunDirName) }

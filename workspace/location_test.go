@@ -12,9 +12,11 @@ func TestFileDir(t *testing.T) {
 		{location: "file:///ws", want: "/ws"},
 		{location: "file://out/", want: "out"},
 		{location: "file://a/../b", want: "b"},
-		{location: "file://", wantErr: `--from "file://" must be file://DIR`},
-		{location: "/ws", wantErr: `--from "/ws" must be file://DIR`},
-		{location: "docker://reg/ns", wantErr: `--from "docker://reg/ns" must be file://DIR`},
+		{location: "file://", wantErr: `--from "file://" must be file://DIR or DIR`},
+		{location: "/ws", want: "/ws"},
+		{location: "rel/./x/", want: "rel/x"},
+		{location: "", wantErr: `--from "" must be file://DIR or DIR`},
+		{location: "docker://reg/ns", wantErr: `--from "docker://reg/ns" must be file://DIR or DIR`},
 	}
 	for _, tt := range tests {
 		got, err := FileDir(tt.location, "--from")
@@ -42,7 +44,10 @@ func TestOpenLocation(t *testing.T) {
 	}{
 		{location: "file:///ws", want: "/ws/working-dir"},
 		{location: "file://rel", want: Dir(filepath.Join(abs, "working-dir"))},
-		{location: "/ws", wantErr: `--workspace "/ws" must be file://DIR`},
+		{location: "/ws", want: "/ws/working-dir"},
+		{location: "file:///ws/working-dir", want: "/ws/working-dir"},
+		{location: "/ws/working-dir/", want: "/ws/working-dir"},
+		{location: "oci:///ws", wantErr: `--workspace "oci:///ws" must be file://DIR or DIR`},
 	}
 	for _, tt := range tests {
 		got, err := OpenLocation(tt.location)

@@ -26,7 +26,9 @@ func newArchiveVerifyCmd() *cobra.Command {
 blob's SHA-256 digest and size, each chunk's SHA-256 as recorded in its own index and
 in the archive manifest, that every chunk is present and belongs to this archive,
 and that every image in the archive is complete (its blobs are in the archive, or
-recorded as shipped by an earlier archive).
+recorded as shipped by an earlier archive), and that the archive ID the manifest
+records is the one its content makes: compare the ID it prints with the one
+mirror-to-disk printed on the source side.
 
 Given a mirror-to-disk target (its batch-0001, batch-0002 … folders) it verifies
 every finished batch, in order, one line each, and notes an unfinished batch or an

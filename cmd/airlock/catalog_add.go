@@ -52,6 +52,9 @@ would break any opm validate rule. The catalog is rewritten deterministically (o
 			} else if o.Add.Skips == nil {
 				o.Add.Skips = []string{}
 			}
+			if o.WorkDir, err = catalogCache(o.WorkDir); err != nil {
+				return err
+			}
 			o.Fetch = catalogimage.NewFetchOptions(authFile, tlsVerify, nil, log)
 			res, err := pipeline.AddBundle(cmd.Context(), o)
 			if err != nil {
@@ -71,7 +74,7 @@ would break any opm validate rule. The catalog is rewritten deterministically (o
 	f.StringVar(&o.Add.SkipRange, "skip-range", "", "the entry's skipRange (default: the CSV's olm.skipRange annotation)")
 	f.StringVarP(&o.OutDir, "output-dir", "o", "", "write the result to this folder (empty or absent) instead of replacing CATALOGDIR")
 	f.StringVar(&o.Format, "format", "json", "format of the written catalog: json or yaml")
-	f.StringVar(&o.WorkDir, "workspace", "", "folder where fetched bundle images are extracted (default: a temporary folder)")
+	f.StringVar(&o.WorkDir, "workspace", "", "file://DIR or DIR: a workspace; fetched catalogs are kept in its working-dir/operator-catalogs, as airlock mirror keeps them (default: a temporary folder)")
 	f.StringVar(&authFile, "authfile", "", "registry credentials file (default: $REGISTRY_AUTH_FILE, the containers auth.json, then ~/.docker/config.json)")
 	f.BoolVar(&tlsVerify, "src-tls-verify", true, "verify the registry's TLS certificate (false also allows plain HTTP)")
 	_ = cmd.MarkFlagRequired("bundle")

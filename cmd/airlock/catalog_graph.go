@@ -46,6 +46,9 @@ bundled with the Graphviz library draws PNG edges wrongly).`,
 				return err
 			}
 			opts.Dir, opts.Logger = args[0], log
+			if workDir, err = catalogCache(workDir); err != nil {
+				return err
+			}
 			return pipeline.GraphDir(cmd.Context(), configPath, opts, catalogimage.NewFetchOptions(authFile, tlsVerify, nil, log), workDir, cmd.OutOrStdout())
 		},
 	}
@@ -56,7 +59,7 @@ bundled with the Graphviz library draws PNG edges wrongly).`,
 	f.StringVarP(&opts.Output, "output", "o", "", "file to write: .svg, .png, .dot or .mmd (default: DOT on standard output)")
 	f.StringVar(&opts.Format, "format", "", "svg, png, dot or mmd (default: from the extension of -o)")
 	f.IntVar(&opts.Collapse, "collapse", graph.DefaultCollapse, "fold runs of at least this many bundles linked only by replaces (0: never)")
-	f.StringVar(&workDir, "workspace", "", "folder where a fetched catalog image is extracted and kept for the next run (default: a temporary folder)")
+	f.StringVar(&workDir, "workspace", "", "file://DIR or DIR: a workspace; fetched catalogs are kept in its working-dir/operator-catalogs, as airlock mirror keeps them (default: a temporary folder)")
 	f.StringVar(&authFile, "authfile", "", "registry credentials file (default: $REGISTRY_AUTH_FILE, the containers auth.json, then ~/.docker/config.json)")
 	f.BoolVar(&tlsVerify, "src-tls-verify", true, "verify the registry's TLS certificate (false also allows plain HTTP)")
 	_ = cmd.MarkFlagRequired("package")

@@ -40,6 +40,9 @@ file-based catalog.`,
 			if opts.ConfigPath == "" {
 				return fmt.Errorf("no configuration: pass -c imageset.yaml")
 			}
+			if err := pruneOutput(opts.OutDir, cmd.Flags().Changed("format")); err != nil {
+				return err
+			}
 			opts.Source = args[0]
 			opts.Logger = log
 			res, err := pipeline.PruneLocal(cmd.Context(), opts)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -13,7 +14,7 @@ import (
 func init() { registerUnder("catalog", newCatalogRenderCmd) }
 
 func newCatalogRenderCmd() *cobra.Command {
-	var output, outDir, authFile, workDir string
+	var output, format, outDir, authFile, workDir string
 	var permissive, tlsVerify bool
 	cmd := &cobra.Command{
 		Use:   "render DIR|INDEX.DB|MANIFESTS|BUNDLE|IMAGE... [--output-dir OUT]",
@@ -49,7 +50,7 @@ IMAGE that is not a bundle image is rendered as a catalog image. Several sources
 give one stream, in order: render the bundles of a package after its olm.package and
 olm.channel documents to build a catalog, or use "airlock catalog add".`,
 		Example: `  airlock catalog render ./catalog > catalog.json
-  airlock catalog render ./catalog -o yaml
+  airlock catalog render ./catalog --format yaml -o catalog.yaml
   airlock catalog render ./index.db --output-dir ./catalog
   airlock catalog render ./manifests --output-dir ./catalog
   airlock catalog render quay.io/acme/widget-bundle:v1.2.0 ./unpacked-bundle`,
@@ -69,15 +70,22 @@ olm.channel documents to build a catalog, or use "airlock catalog add".`,
 				}
 				return err
 			}
-			return pipeline.Render(cmd.Context(), pipeline.RenderOptions{
-				Sources: args, Format: output, WorkDir: workDir,
-				Fetch: catalogimage.NewFetchOptions(authFile, tlsVerify, nil, log),
-			}, cmd.OutOrStdout())
+			if workDir, err = catalogCache(workDir); err != nil {
+				return err
+			}
+			path, fmtOut := renderOutput(cmd, output, format)
+			return writeOutput(cmd, path, func(w io.Writer) error {
+				return pipeline.Render(cmd.Context(), pipeline.RenderOptions{
+					Sources: args, Format: fmtOut, WorkDir: workDir,
+					Fetch: catalogimage.NewFetchOptions(authFile, tlsVerify, nil, log),
+				}, w)
+			})
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "json", "output format: json or yaml")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "file to write the catalog to (default: standard output)")
+	cmd.Flags().StringVar(&format, "format", "json", "output format: json or yaml")
 	cmd.Flags().StringVar(&outDir, "output-dir", "", "convert INDEX.DB or MANIFESTS into this file-based catalog folder (must be empty or absent) instead of printing")
-	cmd.Flags().StringVar(&workDir, "workspace", "", "folder where fetched images are extracted and kept for the next run (default: a temporary folder)")
+	cmd.Flags().StringVar(&workDir, "workspace", "", "file://DIR or DIR: a workspace; fetched catalogs are kept in its working-dir/operator-catalogs, as airlock mirror keeps them (default: a temporary folder)")
 	cmd.Flags().StringVar(&authFile, "authfile", "", "registry credentials file (default: $REGISTRY_AUTH_FILE, the containers auth.json, then ~/.docker/config.json)")
 	cmd.Flags().BoolVar(&tlsVerify, "src-tls-verify", true, "verify the registry's TLS certificate (false also allows plain HTTP)")
 	cmd.Flags().BoolVar(&permissive, "permissive", false, "with --output-dir and MANIFESTS: convert what loads, logging what opm's loader would refuse")

@@ -52,7 +52,7 @@ garbage collection: airlock registry gc --root DIR for airlock registry serve.`,
 			if err != nil {
 				return err
 			}
-			o.Destination, o.Logger = args[0], log
+			o.Destination, o.Logger = args[len(args)-1], log // see addOCMirrorDeleteFlags
 			res, err := deletion.Run(cmd.Context(), o)
 			if res != nil {
 				res.WriteText(cmd.OutOrStdout(), !o.Generate)
@@ -72,6 +72,8 @@ garbage collection: airlock registry gc --root DIR for airlock registry serve.`,
 	f.StringVar(&o.PlanFile, "delete-yaml-file", "", "the reviewed plan to execute")
 	f.StringVar(&o.AuthFile, "authfile", "", "registry credentials file (default: $REGISTRY_AUTH_FILE, containers auth.json, ~/.docker/config.json)")
 	f.BoolVar(&o.DestTLSVerify, "dest-tls-verify", true, "verify the registry's TLS certificate (false also allows plain HTTP)")
+	f.StringVar(&o.DestCertDir, "dest-cert-dir", "", "folder of *.crt certificate authorities (and *.cert/*.key client certificates) for the registry (default: certs.d/HOST under ~/.config/containers, /etc/containers, /etc/docker)")
 	f.IntVar(&o.RetryTimes, "retry-times", 5, "retries of a failed request, with exponential backoff")
+	addOCMirrorDeleteFlags(cmd, &o)
 	return cmd
 }

@@ -39,6 +39,9 @@ With --package and --channel: the channel's bundles, by version, and what each r
 			if err != nil {
 				return err
 			}
+			if o.WorkDir, err = catalogCache(o.WorkDir); err != nil {
+				return err
+			}
 			o.Fetch = catalogimage.NewFetchOptions(authFile, tlsVerify, nil, log)
 			l, err := pipeline.ListOperators(cmd.Context(), o)
 			if err != nil {
@@ -51,9 +54,9 @@ With --package and --channel: the channel's bundles, by version, and what each r
 	f.StringVar(&o.Catalog, "catalog", "", "catalog image reference, oci://PATH, or a local file-based catalog directory (required)")
 	f.StringVar(&o.Package, "package", "", "list the channels of this package")
 	f.StringVar(&o.Channel, "channel", "", "with --package: list the bundles of this channel")
-	f.StringVar(&o.WorkDir, "workspace", "", "folder where fetched catalogs are extracted and kept for the next run (default: a temporary folder)")
+	f.StringVar(&o.WorkDir, "workspace", "", "file://DIR or DIR: a workspace; fetched catalogs are kept in its working-dir/operator-catalogs, as airlock mirror keeps them (default: a temporary folder)")
 	f.StringVar(&authFile, "authfile", "", "registry credentials file (default: $REGISTRY_AUTH_FILE, the containers auth.json, then ~/.docker/config.json)")
 	f.BoolVar(&tlsVerify, "src-tls-verify", true, "verify the registry's TLS certificate (false also allows plain HTTP)")
-	_ = cmd.MarkFlagRequired("catalog")
+	addOCMirrorListFlags(cmd, &o)
 	return cmd
 }

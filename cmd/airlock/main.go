@@ -16,7 +16,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	tuneGC()
 	stopProfile := startProfile()
-	err := newRootCmd().ExecuteContext(ctx)
+	root := newRootCmd()
+	root.SetArgs(MirrorArgs(root, os.Args[1:]))
+	err := root.ExecuteContext(ctx)
 	stopProfile()
 	interrupted := ctx.Err() != nil
 	stop()

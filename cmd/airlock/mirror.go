@@ -107,6 +107,8 @@ failed (they are listed in working-dir/results.json), 130 when interrupted.`,
 	f.StringVar(&o.AuthFile, "authfile", "", "registry credentials file (default: $REGISTRY_AUTH_FILE, containers auth.json, ~/.docker/config.json)")
 	f.BoolVar(&o.SrcTLSVerify, "src-tls-verify", true, "verify TLS certificates of source registries (false also allows plain HTTP)")
 	f.BoolVar(&o.DestTLSVerify, "dest-tls-verify", true, "verify TLS certificates of the destination registry (false also allows plain HTTP)")
+	f.StringVar(&o.SrcCertDir, "src-cert-dir", "", "folder of *.crt certificate authorities (and *.cert/*.key client certificates) for source registries (default: certs.d/HOST under ~/.config/containers, /etc/containers, /etc/docker)")
+	f.StringVar(&o.DestCertDir, "dest-cert-dir", "", "folder of *.crt certificate authorities (and *.cert/*.key client certificates) for the destination registry (default: certs.d/HOST as for --src-cert-dir)")
 	f.IntVar(&o.ParallelImages, "parallel-images", 4, "images copied at once")
 	f.IntVar(&o.ParallelLayers, "parallel-layers", 5, "blobs of one image copied at once")
 	f.IntVar(&o.RetryTimes, "retry-times", 5, "retries of a failed request, with exponential backoff")
@@ -118,6 +120,7 @@ failed (they are listed in working-dir/results.json), 130 when interrupted.`,
 	f.IntVar(&shards, "shards", 0, "N: copy shard $JOB_COMPLETION_INDEX of N of the --plan (a Kubernetes Indexed Job)")
 	f.BoolVar(&o.Finish, "finish", false, "with --plan: check every shard finished (every planned image at the destination, or in a shard's chunks), then push the catalogs and write the cluster resources (mirror-to-disk: write the catalogs and assemble the archive)")
 	_ = cmd.MarkFlagRequired("config")
+	addOCMirrorMirrorFlags(cmd, &o)
 	return cmd
 }
 

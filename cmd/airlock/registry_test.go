@@ -102,7 +102,7 @@ func checkCmdErrors(t *testing.T, tests []cmdErrorCase) {
 func runCmd(ctx context.Context, args ...string) (string, string, error) {
 	var out, errb bytes.Buffer
 	root := newRootCmd()
-	root.SetArgs(args)
+	root.SetArgs(MirrorArgs(root, args))
 	root.SetOut(&out)
 	root.SetErr(&errb)
 	err := root.ExecuteContext(ctx)

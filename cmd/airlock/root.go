@@ -59,7 +59,8 @@ writes the cluster resources (CatalogSource, IDMS, ITMS, ICSP, ClusterCatalog).`
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.PersistentFlags().StringVar(&globals.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	root.PersistentFlags().StringVar(&globals.logLevel, "log-level", "info", "log level: debug, info, warn or error (oc-mirror's trace is debug)")
+	addOCMirrorGlobals(root)
 	root.AddCommand(newVersionCmd())
 	for _, f := range subcommands {
 		root.AddCommand(f())

@@ -143,6 +143,9 @@ func (w *Writer) layout(m *Manifest) (plan []plannedChunk, extra bool, err error
 				ib, _ := json.Marshal(IndexBlob{Digest: b.d, Size: b.size, Offset: math.MaxInt64})
 				if c.payloadSize+indexEntryBound(int64(len(ib)), 1)+reserve+eofSize > w.chunkSize {
 					const gib = 1 << 30
+					if w.strict {
+						return nil, false, fmt.Errorf("blob %s (%d bytes) is larger than the archive size (%d bytes) and --strict-archive is set: raise archiveSize to %d (GiB) or drop --strict-archive", b.d, b.size, w.chunkSize, (b.size+gib-1)/gib+1)
+					}
 					w.log.Warn("blob is larger than the archive chunk size; it gets a chunk of its own",
 						"blob", b.d, "size", b.size, "chunk", ChunkName(c.number), "chunkSize", w.chunkSize,
 						"recommendedArchiveSizeGiB", (b.size+gib-1)/gib+1)

@@ -3,8 +3,6 @@ package archive
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -177,28 +175,12 @@ func (w *Writer) buildManifest(meta Meta) (*Manifest, *reachSet, error) {
 	sort.Slice(m.Blobs, func(i, j int) bool { return m.Blobs[i].Digest < m.Blobs[j].Digest })
 	sort.Slice(m.ReliesOn, func(i, j int) bool { return m.ReliesOn[i].Digest < m.ReliesOn[j].Digest })
 
-	// The archive id is a digest of the content, so that the same content gives
-	// the same id and byte-identical chunks.
-	idSrc, err := json.Marshal(struct {
-		F    int
-		N    int
-		On   []BatchRef
-		Size int64
-		C    json.RawMessage
-		I    []ImageRecord
-		Cat  []CatalogRecord
-		T    []TagRecord
-		B    []BlobRecord
-		R    []ReliedRecord
-		// S is the number of shards of a sharded archive: its chunks differ
-		// from an unsharded archive's of the same content.
-		S int `json:",omitempty"`
-	}{FormatVersion, m.Batch, m.BuildsOn, w.chunkSize, m.Config, m.Images, m.Catalogs, m.Tags, m.Blobs, m.ReliesOn, w.shards})
+	m.Shards = w.shards
+	id, err := m.ContentID()
 	if err != nil {
 		return nil, nil, err
 	}
-	sum := sha256.Sum256(idSrc)
-	m.ArchiveID = hex.EncodeToString(sum[:16])
+	m.ArchiveID = id
 	return m, r, nil
 }
 

@@ -211,6 +211,9 @@ type Manifest struct {
 	Blobs     []BlobRecord    `json:"blobs"`
 	ReliesOn  []ReliedRecord  `json:"reliesOn"`
 	Chunks    []ChunkRecord   `json:"chunks"`
+	// Shards is the number of shards a sharded archive was assembled from
+	// (0: not sharded); it is part of the archive ID.
+	Shards int `json:"shards,omitempty"`
 }
 
 // TotalBlobBytes is the sum of the sizes of the blobs stored in the archive.

@@ -186,7 +186,11 @@ func readManifest(names []string, scan func(string) (*chunkScan, error)) (*Manif
 			}
 			continue
 		}
-		if err := checkManifest(&m); err != nil {
+		err = checkManifest(&m)
+		if err == nil {
+			err = checkIdentity(&m)
+		}
+		if err != nil {
 			if firstErr == nil {
 				firstErr = chunkErr(n, "", "archive manifest: %v", err)
 			}

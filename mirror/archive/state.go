@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/opencontainers/go-digest"
 
@@ -37,6 +38,9 @@ type StateArchive struct {
 	Dir   string `json:"dir,omitempty"`
 	Blobs int    `json:"blobs"`
 	Bytes int64  `json:"bytes"`
+	// Time is when the archive was recorded (zero in states written before
+	// airlock kept it: such archives count as older than any --since date).
+	Time time.Time `json:"time,omitzero"`
 }
 
 // StateBlob is one shipped blob.
@@ -106,7 +110,7 @@ func (s *State) Record(m *Manifest, dir string) error {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
-	s.Archives = append(s.Archives, StateArchive{ID: m.ArchiveID, Batch: m.Batch, Dir: dir, Blobs: len(m.Blobs), Bytes: m.TotalBlobBytes()})
+	s.Archives = append(s.Archives, StateArchive{ID: m.ArchiveID, Batch: m.Batch, Dir: dir, Blobs: len(m.Blobs), Bytes: m.TotalBlobBytes(), Time: time.Now().UTC()})
 	for _, b := range m.Blobs {
 		if _, ok := s.Blobs[b.Digest]; !ok {
 			s.Blobs[b.Digest] = StateBlob{ArchiveID: m.ArchiveID, Repos: b.Repos}
@@ -139,6 +143,27 @@ func (s *State) BuildsOn() []BatchRef {
 		out = append(out, BatchRef{Batch: a.Batch, ArchiveID: a.ID, Dir: a.Dir})
 	}
 	return out
+}
+
+// ShippedBefore is Shipped and BuildsOn restricted to the archives recorded
+// before t (--since DATE): the next archive ships what those did not carry,
+// so it holds everything that changed since t.
+func (s *State) ShippedBefore(t time.Time) (ShippedSet, []BatchRef) {
+	before := map[string]bool{}
+	var on []BatchRef
+	for _, a := range s.Archives {
+		if a.Time.Before(t) {
+			before[a.ID] = true
+			on = append(on, BatchRef{Batch: a.Batch, ArchiveID: a.ID, Dir: a.Dir})
+		}
+	}
+	out := ShippedSet{}
+	for d, o := range s.Shipped() {
+		if before[o.ArchiveID] {
+			out[d] = o
+		}
+	}
+	return out, on
 }
 
 // SinceArchive returns the blobs the archive in dir carried or relied on, for

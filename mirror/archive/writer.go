@@ -42,6 +42,9 @@ type WriterOptions struct {
 	// Elsewhere are blobs another part of the same sharded archive writes: they
 	// count as present and are not written here.
 	Elsewhere map[digest.Digest]bool
+	// Strict (--strict-archive) makes a blob larger than ChunkSize an error
+	// instead of a chunk of its own.
+	Strict bool
 }
 
 // Writer writes an archive. It implements endpoint.Destination: the copy engine
@@ -55,6 +58,7 @@ type WriterOptions struct {
 type Writer struct {
 	dir, staging string
 	chunkSize    int64
+	strict       bool
 	shipped      ShippedSet
 	log          *slog.Logger
 	part         string
@@ -139,6 +143,7 @@ func NewWriter(dir string, opts WriterOptions) (*Writer, error) {
 		dir:       dir,
 		staging:   filepath.Join(dir, stagingName(opts.Part)),
 		chunkSize: opts.ChunkSize,
+		strict:    opts.Strict,
 		shipped:   opts.Shipped,
 		log:       log,
 		part:      opts.Part,

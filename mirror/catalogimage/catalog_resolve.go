@@ -216,10 +216,11 @@ func resolveImage(ctx context.Context, ref string, workDir string, o FetchOption
 	} else {
 		r, err := oci.ParseReference(ref)
 		if err != nil {
-			return nil, "", fmt.Errorf("%s %q: %w", what, ref, err)
+			return nil, "", fmt.Errorf("%s: %w", what, err) // the error names the reference, credentials hidden
 		}
 		if r.DefaultedTag {
-			log.Warn(what+" reference has neither tag nor digest; using :latest", what, ref)
+			// As in an ImageSetConfiguration: a catalog is never silently ":latest".
+			return nil, "", fmt.Errorf("%s %s has neither a tag nor a digest; add one, e.g. %s:v4.18 or %s@sha256:<digest>", what, ref, ref, ref)
 		}
 		fc.Source = r
 		reg := o.Registry

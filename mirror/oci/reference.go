@@ -38,6 +38,9 @@ func ParseReference(s string) (Reference, error) {
 	if in == "" {
 		return Reference{}, fmt.Errorf("%w: empty reference", ErrInvalidReference)
 	}
+	if err := RefuseCredentials(in); err != nil {
+		return Reference{}, err
+	}
 	named, err := reference.ParseNormalizedNamed(in)
 	if err != nil {
 		return Reference{}, fmt.Errorf("%w %q: %v (expected [registry/]path[:tag][@sha256:digest])", ErrInvalidReference, s, err)

@@ -1,44 +1,115 @@
 package registry
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"strings"
+	"sync"
 
 	"github.com/containers/image/v5/pkg/docker/config"
 	"github.com/containers/image/v5/types"
 	"github.com/google/go-containerregistry/pkg/authn"
+
+	"github.com/airlock-mirror/airlock/mirror/retry"
 )
+
+// ErrAuthConfig is returned (wrapped) when the credentials configuration
+// cannot be used: an --authfile or $REGISTRY_AUTH_FILE that does not exist, an
+// auth file that is not valid JSON (named with its line), a credential helper
+// that fails. It is never reported as an unreachable registry, and it is
+// permanent: another attempt cannot fix it.
+var ErrAuthConfig = errors.New("registry credentials configuration")
 
 // AuthKeychain returns an authn.Keychain that looks credentials up the way podman
 // and skopeo do (containers/image pkg/docker/config):
 //
-//  1. authFile, when set (--authfile);
-//  2. otherwise $REGISTRY_AUTH_FILE, ${XDG_RUNTIME_DIR}/containers/auth.json,
-//     ~/.config/containers/auth.json, ~/.docker/config.json, ~/.dockercfg;
-//  3. credential helpers named in those files (credHelpers / credsStore) and in
-//     registries.conf.
+//  1. authFile, when set (--authfile), else $REGISTRY_AUTH_FILE, when set: that
+//     file only, which must exist;
+//  2. otherwise ${XDG_RUNTIME_DIR}/containers/auth.json,
+//     ~/.config/containers/auth.json ($XDG_CONFIG_HOME), ~/.docker/config.json
+//     ($DOCKER_CONFIG/config.json), ~/.dockercfg, in that order;
+//  3. credential helpers named in those files: credHelpers (per registry) and
+//     credsStore (every other registry), run as docker-credential-NAME from
+//     $PATH, and credential_helpers in registries.conf.
 //
 // Keys may be a registry ("quay.io") or a namespace ("quay.io/ns"); the most
 // specific match wins. Registries without credentials are accessed anonymously.
-// Credentials never appear in errors or logs.
+// Every file consulted is checked first: a malformed one is an ErrAuthConfig
+// naming the file and line. Credentials never appear in errors or logs.
 func AuthKeychain(authFile string) authn.Keychain {
-	return &containersKeychain{sys: &types.SystemContext{AuthFilePath: authFile}}
+	return &containersKeychain{flag: authFile}
 }
 
-type containersKeychain struct{ sys *types.SystemContext }
+type containersKeychain struct {
+	flag string // --authfile
+
+	once  sync.Once
+	err   error
+	sys   *types.SystemContext
+	files []authFileInfo // the files consulted, in order, that exist
+}
+
+// init resolves which files are consulted and checks each of them once.
+func (k *containersKeychain) init() {
+	path, from := k.flag, "--authfile"
+	if path == "" {
+		path, from = os.Getenv("REGISTRY_AUTH_FILE"), "$REGISTRY_AUTH_FILE"
+	}
+	k.sys = &types.SystemContext{AuthFilePath: path}
+	candidates := []authFileCandidate{{path: path}}
+	if path == "" {
+		candidates = defaultAuthFiles()
+	} else if _, err := os.Stat(path); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			k.err = fmt.Errorf("%w: %s %s does not exist: give the path of an existing auth file (podman login --authfile %s REGISTRY writes one)", ErrAuthConfig, from, path, path)
+		} else {
+			k.err = fmt.Errorf("%w: %s %s: %v", ErrAuthConfig, from, path, err)
+		}
+		return
+	}
+	for _, c := range candidates {
+		info, err := readAuthFile(c)
+		if err != nil {
+			k.err = fmt.Errorf("%w: %v", ErrAuthConfig, err)
+			return
+		}
+		if info != nil {
+			k.files = append(k.files, *info)
+		}
+	}
+}
 
 // Resolve implements authn.Keychain. The resource is a registry or a repository.
 func (k *containersKeychain) Resolve(res authn.Resource) (authn.Authenticator, error) {
+	k.once.Do(k.init)
+	if k.err != nil {
+		return nil, retry.Permanent(k.err)
+	}
 	key := res.String()
 	host := res.RegistryStr()
 	if host == "index.docker.io" || host == "registry-1.docker.io" {
 		key = "docker.io" + strings.TrimPrefix(key, host)
+		host = "docker.io"
 	}
 	key = strings.TrimSuffix(key, "/")
 	cred, err := config.GetCredentials(k.sys, key)
 	if err != nil {
 		// containers/image errors name files and helpers, never credential values.
-		return nil, fmt.Errorf("look up credentials for %s (auth file %q): %w", key, k.sys.AuthFilePath, err)
+		return nil, retry.Permanent(fmt.Errorf("%w: look up credentials for %s%s: %v", ErrAuthConfig, key, k.where(), err))
+	}
+	if cred == (types.DockerAuthConfig{}) {
+		// containers/image does not know docker's credsStore: the helper docker
+		// uses for every registry that credHelpers does not name.
+		for _, f := range k.files {
+			if f.credsStore == "" {
+				continue
+			}
+			if cred, err = helperCredentials(f.credsStore, host); err != nil {
+				return nil, retry.Permanent(fmt.Errorf("%w: credsStore %q in %s: %v", ErrAuthConfig, f.credsStore, f.path, err))
+			}
+			break
+		}
 	}
 	if cred.Username == "" && cred.Password == "" && cred.IdentityToken == "" {
 		return authn.Anonymous, nil
@@ -48,6 +119,14 @@ func (k *containersKeychain) Resolve(res authn.Resource) (authn.Authenticator, e
 		Password:      cred.Password,
 		IdentityToken: cred.IdentityToken,
 	}), nil
+}
+
+// where names the auth file in errors, when one was given.
+func (k *containersKeychain) where() string {
+	if k.sys.AuthFilePath == "" {
+		return ""
+	}
+	return " (auth file " + k.sys.AuthFilePath + ")"
 }
 
 // repoResource is an authn.Resource for a "host/path" repository.

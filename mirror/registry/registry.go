@@ -50,6 +50,12 @@ type Options struct {
 	TLSFlag string
 	// RootCAs, when set, replaces the system trust store.
 	RootCAs *x509.CertPool
+	// CertDir is --src-cert-dir / --dest-cert-dir: a folder of *.crt
+	// certificate authorities to trust besides RootCAs (or the system's) and
+	// *.cert/*.key client certificates, used for every host. Empty means the
+	// containers convention: certs.d/HOST[:PORT] under
+	// ~/.config/containers, /etc/containers and /etc/docker.
+	CertDir string
 	// Retry is the retry policy (--retry-times); nil means retry.DefaultTimes.
 	Retry *retry.Policy
 	// MaxRequestsPerHost bounds concurrent requests to one registry host (default
@@ -135,7 +141,7 @@ func New(opts Options) *Client {
 			InsecureSkipVerify: opts.SkipTLSVerify, //nolint:gosec // explicit --tls-verify=false
 			RootCAs:            opts.RootCAs,
 		}
-		base = t
+		base = &certRouter{base: t, tmpl: t.Clone(), certDir: opts.CertDir}
 	}
 	log := opts.Logger
 	if log == nil {

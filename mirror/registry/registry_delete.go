@@ -20,6 +20,12 @@ import (
 // without storage.delete.enabled answers 405 UNSUPPORTED).
 var ErrDeleteUnsupported = errors.New("the registry does not allow deletes")
 
+// ErrTagDeleteUnsupported is returned by DeleteTag when the registry cannot
+// delete a tag alone: Distribution 2.x (the registry:2 image, Debian's
+// docker-registry) answers DELETE /v2/NAME/manifests/TAG with 400
+// DIGEST_INVALID. Deleting the manifest by digest removes its tags there.
+var ErrTagDeleteUnsupported = errors.New("the registry cannot delete a tag alone (Distribution 2.x deletes manifests by digest only, with their tags)")
+
 // maxTagPages bounds the pages of one tags/list walk.
 const maxTagPages = 10000
 
@@ -103,10 +109,14 @@ func nextLink(h string) string {
 }
 
 // DeleteTag removes one tag of repo (DELETE /v2/REPO/manifests/TAG, supported
-// by Distribution 3). It reports false when the tag did not exist. A registry
-// that cannot delete tags alone answers with an error wrapping
-// ErrDeleteUnsupported; deleting the manifest by digest removes its tags there.
+// by Distribution 3, quay.io, Harbor). It reports false when the tag did not
+// exist. A registry that cannot delete a tag alone gives an error wrapping
+// ErrTagDeleteUnsupported; one that allows no deletes at all, an error wrapping
+// ErrDeleteUnsupported.
 func (r *Client) DeleteTag(ctx context.Context, repo, tag string) (bool, error) {
+	if _, err := digest.Parse(tag); err == nil {
+		return false, fmt.Errorf("delete tag %s:%s: a digest is not a tag (use DeleteManifest)", repo, tag)
+	}
 	return r.deleteManifestRef(ctx, repo, tag)
 }
 
@@ -142,6 +152,12 @@ func (r *Client) deleteManifestRef(ctx context.Context, repo, reference string) 
 			return nil
 		case http.StatusMethodNotAllowed:
 			return retry.Permanent(fmt.Errorf("%w: %w", ErrDeleteUnsupported, statusError(resp)))
+		case http.StatusBadRequest:
+			err := statusError(resp)
+			if _, derr := digest.Parse(reference); derr != nil && strings.Contains(err.Error(), "DIGEST_INVALID") {
+				return retry.Permanent(fmt.Errorf("%w: %w", ErrTagDeleteUnsupported, err))
+			}
+			return err
 		}
 		return statusError(resp)
 	})

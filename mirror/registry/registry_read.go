@@ -54,6 +54,7 @@ func (r *Client) Manifest(ctx context.Context, repo, reference string) (endpoint
 		return nil
 	})
 	if err != nil {
+		err = r.missingTag(ctx, repo, reference, err)
 		return endpoint.Manifest{}, fmt.Errorf("get manifest %s:%s: %w", repo, reference, err)
 	}
 	return m, nil
@@ -258,7 +259,15 @@ func (r *Client) Resolve(ctx context.Context, ref string) (endpoint.Descriptor, 
 	if err != nil {
 		return endpoint.Descriptor{}, err
 	}
-	return r.head(ctx, repo, reference) // its errors name the reference
+	d, err := r.head(ctx, repo, reference)
+	if err != nil {
+		// Its errors name the reference; a missing tag names the tags there are.
+		if mt := r.missingTag(ctx, repo, reference, err); mt != err {
+			return d, fmt.Errorf("check manifest %s:%s: %w", repo, reference, mt)
+		}
+		return d, err
+	}
+	return d, nil
 }
 
 // splitImageRef splits "host/path:tag", "host/path@digest" or

@@ -201,6 +201,8 @@ func (r *Client) probe(ctx context.Context, repo string, push bool) error {
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
+	case errors.Is(err, ErrAuthConfig):
+		return err // the local credentials configuration, not the registry
 	case errors.As(err, &se) && (se.StatusCode == http.StatusUnauthorized || se.StatusCode == http.StatusForbidden):
 		return fmt.Errorf("%w: %s: %s", ErrAuth, host, explainStatus(se.StatusCode, host))
 	case errors.As(err, &te) && (te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden):

@@ -17,10 +17,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 	"github.com/airlock-mirror/airlock/workspace"
@@ -43,10 +45,15 @@ type Options struct {
 	Destination string
 	// PlanFile is --delete-yaml-file: the plan to execute.
 	PlanFile string
+	// DeleteID is --delete-id (with Generate): the plan is written to
+	// delete/delete-images-ID.yaml, as oc-mirror names it.
+	DeleteID string
 	// AuthFile, DestTLSVerify and RetryTimes as for mirror.
 	AuthFile      string
 	DestTLSVerify bool
-	RetryTimes    int
+	// DestCertDir is --dest-cert-dir (see registry.Options.CertDir).
+	DestCertDir string
+	RetryTimes  int
 	// Retry, when set, replaces the policy RetryTimes makes.
 	Retry  *retry.Policy
 	Logger *slog.Logger
@@ -62,6 +69,14 @@ type Result struct {
 	Deleted     []workspace.HistoryDelete `json:"deleted,omitempty"`
 	AlreadyGone []workspace.HistoryDelete `json:"alreadyGone,omitempty"`
 	TagsDeleted int                       `json:"tagsDeleted,omitempty"`
+	// TagsWithManifests: the registry cannot delete a tag alone (Distribution
+	// 2.x), so each planned manifest was deleted by digest, which removed its
+	// tags.
+	TagsWithManifests bool `json:"tagsWithManifests,omitempty"`
+	// Kept are planned manifests left in place on purpose (a tag not in the
+	// plan points at them); Failed those whose deletion failed.
+	Kept   []KeptEntry   `json:"kept,omitempty"`
+	Failed []FailedEntry `json:"failed,omitempty"`
 	// ClusterResources are the files rewritten without what was deleted.
 	ClusterResources []string `json:"clusterResources,omitempty"`
 }
@@ -70,6 +85,9 @@ type Result struct {
 func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := oci.RefuseCredentials(o.Destination); err != nil {
+		return nil, err
 	}
 	dest, ok := strings.CutPrefix(o.Destination, "docker://")
 	dest = strings.TrimSuffix(dest, "/")
@@ -81,9 +99,14 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		policy = retry.Retries(o.RetryTimes)
 	}
 	reg := registry.New(registry.Options{
-		AuthFile: o.AuthFile, SkipTLSVerify: !o.DestTLSVerify, TLSFlag: "--dest-tls-verify=false",
+		AuthFile: o.AuthFile, SkipTLSVerify: !o.DestTLSVerify, TLSFlag: "--dest-tls-verify=false", CertDir: o.DestCertDir,
 		Retry: policy, Logger: o.Logger,
 	})
+	l, err := lockWorkspace(o)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Unlock()
 	if o.Generate {
 		if o.PlanFile != "" {
 			return nil, errors.New("--generate writes a plan and --delete-yaml-file executes one: give one of them")
@@ -97,6 +120,27 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, errors.New("-c and --stale make a plan: use them with --generate; --delete-yaml-file executes a plan as it is")
 	}
 	return execute(ctx, o, dest, reg)
+}
+
+// lockWorkspace holds the workspace for the command (it writes plans and the
+// history, which a mirror run on it writes too); nil when there is no
+// workspace yet, which the command then reports.
+func lockWorkspace(o Options) (*workspace.Lock, error) {
+	var wd workspace.Dir
+	var err error
+	switch {
+	case o.Generate && o.Workspace != "":
+		wd, err = workspace.OpenLocation(o.Workspace)
+	case !o.Generate && o.PlanFile != "":
+		wd, err = planWorkDir(o)
+	}
+	if err != nil || wd == "" {
+		return nil, nil
+	}
+	if _, err := os.Stat(wd.Path()); err != nil {
+		return nil, nil
+	}
+	return wd.Lock(true, o.Logger)
 }
 
 // currentDesc names the runs of the current selections.
@@ -187,6 +231,15 @@ func (r *Result) WriteText(w io.Writer, executed bool) {
 		fmt.Fprintf(w, "; %d were already gone", len(r.AlreadyGone))
 	}
 	fmt.Fprintln(w)
+	if r.TagsWithManifests {
+		fmt.Fprintln(w, "  the registry cannot delete a tag alone (Distribution 2.x): each manifest was deleted by digest instead, which removed its tags with it")
+	}
+	for _, k := range r.Kept {
+		fmt.Fprintf(w, "  = kept %s: %s\n", workspace.ImageKey(k.Repository, k.Digest), k.Why)
+	}
+	for _, f := range r.Failed {
+		fmt.Fprintf(w, "  ! not deleted %s: %s\n", workspace.ImageKey(f.Repository, f.Digest), f.Error)
+	}
 	if len(r.ClusterResources) > 0 {
 		fmt.Fprintf(w, "cluster resources rewritten without them: %s\n", filepath.Dir(r.ClusterResources[0]))
 	}

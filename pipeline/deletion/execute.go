@@ -2,7 +2,6 @@ package deletion
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -101,69 +100,19 @@ func execute(ctx context.Context, o Options, dest string, reg *registry.Client) 
 			workspace.ErrPlanRefused, plan.PlanID, plan.Generated.Format(time.RFC3339), plan.HistoryRun, strings.Join(changes, "\n  - "))
 	}
 
-	// Tags first, then manifests by digest, indexes before their platform images.
-	var runErr error
-	for i, m := range plan.Manifests {
-		if gone[i] {
-			continue
-		}
-		for _, t := range m.Tags {
-			found, err := reg.DeleteTag(ctx, m.Repository, t)
-			if errors.Is(err, registry.ErrDeleteUnsupported) {
-				break // the registry drops the tags with the manifest
-			}
-			if err != nil {
-				runErr = err
-				break
-			}
-			if found {
-				res.TagsDeleted++
-			}
-		}
-		if runErr != nil {
-			break
-		}
-	}
-	order := make([]int, 0, len(plan.Manifests))
-	for i, m := range plan.Manifests {
-		if m.ChildOf == "" {
-			order = append(order, i)
-		}
-	}
-	for i, m := range plan.Manifests {
-		if m.ChildOf != "" {
-			order = append(order, i)
-		}
-	}
-	for _, i := range order {
-		if runErr != nil {
-			break
-		}
-		m := plan.Manifests[i]
-		hd := workspace.HistoryDelete{Repository: m.Repository, Digest: m.Digest, Tags: m.Tags}
-		if gone[i] {
-			res.AlreadyGone = append(res.AlreadyGone, hd)
-			continue
-		}
-		found, err := reg.DeleteManifest(ctx, m.Repository, m.Digest)
-		if err != nil {
-			runErr = err
-			break
-		}
-		if found {
-			res.Deleted = append(res.Deleted, hd)
-		} else {
-			res.AlreadyGone = append(res.AlreadyGone, hd)
-		}
-	}
-	// What was deleted is recorded even when the run stopped half-way.
-	hr := workspace.HistoryRun{Kind: workspace.RunDelete, Time: time.Now().UTC(), Destination: dest, Plan: plan.PlanID, Complete: runErr == nil,
+	deleteEntries(ctx, reg, plan, gone, res)
+	// What was deleted is recorded even when some entries failed.
+	hr := workspace.HistoryRun{Kind: workspace.RunDelete, Time: time.Now().UTC(), Destination: dest, Plan: plan.PlanID, Complete: len(res.Failed) == 0,
 		Deleted: append(append([]workspace.HistoryDelete(nil), res.Deleted...), res.AlreadyGone...)}
-	if _, err := workspace.AppendHistory(wd, hr); err != nil && runErr == nil {
-		runErr = err
+	if _, err := workspace.AppendHistory(wd, hr); err != nil {
+		return res, err
 	}
-	if runErr != nil {
-		return res, fmt.Errorf("delete stopped after %d manifest(s): %w; generate a new plan to finish", len(res.Deleted), runErr)
+	if len(res.Failed) > 0 {
+		var lines []string
+		for _, f := range res.Failed {
+			lines = append(lines, workspace.ImageKey(f.Repository, f.Digest)+": "+f.Error)
+		}
+		return res, fmt.Errorf("delete finished with %d of %d manifest(s) not deleted:\n  - %s\ngenerate a new plan to finish", len(res.Failed), len(plan.Manifests), strings.Join(lines, "\n  - "))
 	}
 	files, err := regenerateClusterResources(wd, dest)
 	if err != nil {

@@ -25,6 +25,9 @@ func generate(ctx context.Context, o Options, dest string, reg *registry.Client)
 	if err != nil {
 		return nil, err
 	}
+	if _, err := workspace.DeletePlanPathID(wd, o.DeleteID); err != nil {
+		return nil, err
+	}
 	h, err := workspace.ReadHistory(wd)
 	if err != nil {
 		return nil, err
@@ -84,7 +87,7 @@ func generate(ctx context.Context, o Options, dest string, reg *registry.Client)
 	if err := resolveCandidates(ctx, reg, inv, cands, plan); err != nil {
 		return nil, err
 	}
-	path, err := workspace.WriteDeletePlan(wd, plan)
+	path, err := workspace.WriteDeletePlanID(wd, plan, o.DeleteID)
 	if err != nil {
 		return nil, err
 	}

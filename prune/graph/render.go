@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/goccy/go-graphviz"
 
@@ -69,8 +70,15 @@ func (p *Package) Write(ctx context.Context, w io.Writer, format string) error {
 	}
 }
 
+// graphvizMu serialises Graphviz: go-graphviz keeps its WebAssembly module and
+// its plugin tables in package variables, so two layouts at once (two mirror
+// runs in one process) race.
+var graphvizMu sync.Mutex
+
 // layout lays the DOT text out with Graphviz and writes it as SVG.
 func layout(ctx context.Context, dot []byte, w io.Writer) error {
+	graphvizMu.Lock()
+	defer graphvizMu.Unlock()
 	gv, err := graphviz.New(ctx)
 	if err != nil {
 		return fmt.Errorf("start graphviz: %w", err)

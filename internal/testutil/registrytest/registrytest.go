@@ -1,6 +1,11 @@
 // Package registrytest runs real CNCF distribution registries on 127.0.0.1 for
 // tests, counts the requests they receive, and puts fault-injecting proxies in
-// front of them.
+// front of them. It also starts the registry matrix's kinds (Kinds, StartKind,
+// Matrix; docs/registries.md): Debian's Distribution 2.8 binary, Distribution
+// v3 with token auth and a token server of its own, with blob GETs redirected
+// to an expiring-URL CDN, over HTTPS with a private CA, with htpasswd; each a
+// Target saying how to reach it and inspecting it with go-containerregistry,
+// never airlock's client.
 //
 // Test support only: the binary never links it (internal/depcheck).
 package registrytest

@@ -11,12 +11,10 @@ import (
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
-// Mirror runs one mirror command: mirror-to-mirror (Destination docker:// and
-// Workspace), mirror-to-disk (Destination file://) or disk-to-mirror (From and
-// Destination docker://). It always returns a Result when it got as far as
-// planning; the error wraps ErrIncomplete when some images failed. From a folder
-// of batches, it loads each batch workspace.PlanBatchLoad names, in order (the
-// earlier ones as they were made); the Result is the newest batch's.
+// Mirror runs one mirror command: mirror-to-mirror, mirror-to-disk or
+// disk-to-mirror (From; from a folder of batches, each batch PlanBatchLoad and
+// AskRegistry leave, in order; the Result is the newest's). It returns a Result
+// once it got as far as planning; the error wraps ErrIncomplete when images failed.
 func Mirror(ctx context.Context, opts Options) (*Result, error) {
 	if opts.From == "" || opts.PlanFile != "" || !strings.HasPrefix(opts.Destination, "docker://") {
 		return mirrorOnce(ctx, opts)
@@ -28,7 +26,6 @@ func Mirror(ctx context.Context, opts Options) (*Result, error) {
 		}
 		return mirrorOnce(ctx, opts)
 	}
-	// Batches loaded through another workspace: the registry says.
 	r := &run{opts: opts, log: slog.New(slog.DiscardHandler), dest: strings.TrimPrefix(opts.Destination, "docker://")}
 	if err := lp.AskRegistry(func(m *archive.Manifest) (bool, error) { return m.CatalogsAt(ctx, r.destRegistry(), r.destRepo) }); err != nil {
 		return nil, fmt.Errorf("--from %s: %w", lp.Target, err)
@@ -57,18 +54,7 @@ func Mirror(ctx context.Context, opts Options) (*Result, error) {
 func (r *Result) writeNothingNew(w io.Writer) bool {
 	if b := r.NothingNew; b != nil {
 		fmt.Fprintf(w, "  archive:   nothing new since %s: no batch written; its %d images are in %s and the batches before it\n", b, len(r.Images), b.Dir)
-		r.writeRecords(w)
+		workspace.WriteRunFiles(w, r.PinnedConfig, workspace.Dir(r.WorkingDir), r.Report)
 	}
 	return r.NothingNew != nil
-}
-
-// writeRecords names the pinned configuration, the results file and the report.
-func (r *Result) writeRecords(w io.Writer) {
-	if r.PinnedConfig != "" {
-		fmt.Fprintf(w, "  pinned:    %s (this configuration pinned by digest: mirror -c it to select exactly the same images)\n", r.PinnedConfig)
-	}
-	fmt.Fprintf(w, "  records:   %s\n", workspace.Dir(r.WorkingDir).ResultsPath())
-	if r.Report != "" {
-		fmt.Fprintf(w, "  report:    %s\n", r.Report)
-	}
 }

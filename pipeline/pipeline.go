@@ -88,7 +88,6 @@ type Options struct {
 	// "measure", "copy", "archive", "cluster-resources"…). The run logs stages
 	// at debug level only: announcing them is the caller's job.
 	Stage func(stage string)
-
 	// batchConfig replaces the configuration (an earlier batch of --from).
 	batchConfig *imageset.ImageSetConfiguration
 }
@@ -123,8 +122,7 @@ type Result struct {
 	Batches *workspace.BatchLoadPlan `json:"batches,omitempty"`
 	// PinnedConfig is the configuration pinned by digest the run wrote.
 	PinnedConfig string `json:"pinnedConfig,omitempty"`
-	// NothingNew is the batch carrying all a mirror-to-disk run planned: no
-	// batch was written.
+	// NothingNew is the batch holding all a mirror-to-disk run planned (none written).
 	NothingNew *archive.BatchRef `json:"nothingNew,omitempty"`
 	// Archive describes the archive written (mirror-to-disk).
 	Archive *ArchiveSummary `json:"archive,omitempty"`
@@ -203,8 +201,7 @@ type run struct {
 	looking func(stop bool)
 }
 
-// mirrorOnce runs one workflow once (Mirror loads several batches by calling
-// it for each).
+// mirrorOnce runs one workflow once (Mirror calls it for each batch it loads).
 func mirrorOnce(ctx context.Context, opts Options) (*Result, error) {
 	r := &run{opts: opts, log: opts.Logger}
 	if r.log == nil {
@@ -237,8 +234,11 @@ func mirrorOnce(ctx context.Context, opts Options) (*Result, error) {
 		if werr := r.recordHistory(); werr != nil && err == nil {
 			err = werr
 		}
-		if err == nil {
-			r.writePinned()
+		if o := r.opts; err == nil && r.res.Failed == 0 && !r.res.Interrupted && !o.DryRun && !o.PlanOnly && o.PlanFile == "" && o.batchConfig == nil {
+			if r.res.PinnedConfig, err = workspace.WritePinned(r.workDir, r.cfg, r.res.Plan, r.wants, time.Now()); err != nil {
+				r.log.Warn("no pinned configuration written", "error", err)
+				err = nil
+			}
 		}
 	}
 	if werr := r.writeReport(err); werr != nil && err == nil {

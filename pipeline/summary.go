@@ -180,7 +180,7 @@ func (r *Result) WriteSummary(w io.Writer) {
 	if r.DryRun != nil {
 		fmt.Fprintf(w, "  files:     %s, %s\n", workspace.Dir(r.WorkingDir).DryRunMappingPath(), workspace.MissingFile)
 	}
-	r.writeRecords(w)
+	workspace.WriteRunFiles(w, r.PinnedConfig, workspace.Dir(r.WorkingDir), r.Report)
 	if r.Workflow == mirror.DiskToMirror {
 		fmt.Fprintf(w, "  workspace: %s (working files; nothing was written into the archive folder)\n", workspace.Dir(r.WorkingDir).Workspace())
 	}

@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"time"
 
@@ -27,8 +28,8 @@ func (d Dir) PinnedConfigPath(t time.Time) string {
 // WritePinned writes cfg, the configuration of a run at t, pinned to the
 // digests its plan resolved (imageset.Pin) and naming the bundles it selected
 // (wants, by image), at once (never half-written), and returns its path.
-// header heads the file.
-func WritePinned(d Dir, cfg *imageset.ImageSetConfiguration, header string, plan *mirror.Plan, wants map[string][]Want, t time.Time) (string, error) {
+func WritePinned(d Dir, cfg *imageset.ImageSetConfiguration, plan *mirror.Plan, wants map[string][]Want, t time.Time) (string, error) {
+	header := fmt.Sprintf("%s, pinned by airlock after its %s run at %s:\nevery catalog and additional image is pinned by digest, so that mirroring with this file selects exactly the same images.", cfg.Source, plan.Workflow, t.UTC().Format(time.RFC3339))
 	pins := imageset.Pins{Catalogs: map[string]imageset.CatalogPin{}, Images: map[string]string{}}
 	for _, c := range plan.Catalogs {
 		pins.Catalogs[c.Catalog] = imageset.CatalogPin{Digest: c.SourceDigest.String(), Bundles: map[string][]string{}}
@@ -58,4 +59,16 @@ func WritePinned(d Dir, cfg *imageset.ImageSetConfiguration, header string, plan
 		return "", err
 	}
 	return p, nil
+}
+
+// WriteRunFiles writes the summary lines naming a run's pinned configuration
+// (if any), results file and report (if any).
+func WriteRunFiles(w io.Writer, pinned string, d Dir, report string) {
+	if pinned != "" {
+		fmt.Fprintf(w, "  pinned:    %s (this configuration pinned by digest: mirror -c it to select exactly the same images)\n", pinned)
+	}
+	fmt.Fprintf(w, "  records:   %s\n", d.ResultsPath())
+	if report != "" {
+		fmt.Fprintf(w, "  report:    %s\n", report)
+	}
 }

@@ -40,6 +40,10 @@ const (
 	KindAttachment ImageKind = "attachment"
 )
 
+// OriginAdditional is the origin of an image the configuration's
+// additionalImages asked for (PlanImage.Origins).
+const OriginAdditional = "additionalImages"
+
 // LayoutRepoPrefix marks a plan source repository that is an OCI image layout on
 // disk (a rebuilt catalog) rather than a registry repository: "layout:<dir>".
 const LayoutRepoPrefix = "layout:"
@@ -80,7 +84,7 @@ type PlanImage struct {
 	Source string `json:"source"`
 	// Kind is catalog, operator or generic.
 	Kind ImageKind `json:"kind"`
-	// Origins are the catalogs (or "additionalImages") that asked for the image.
+	// Origins are the catalogs (or OriginAdditional) that asked for the image.
 	Origins []string `json:"origins"`
 	// SourceRepo is the repository the copy engine reads from.
 	SourceRepo string `json:"sourceRepo"`
@@ -261,7 +265,7 @@ func PlanImages(ctx context.Context, req PlanRequest, resolve Resolver, parallel
 	}
 	for i := range req.Additional {
 		a := req.Additional[i]
-		add(a.Name, KindGeneric, "additionalImages", &a)
+		add(a.Name, KindGeneric, OriginAdditional, &a)
 	}
 
 	images := make([]PlanImage, len(order))

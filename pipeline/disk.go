@@ -50,6 +50,11 @@ func (r *run) mirrorToDisk(ctx context.Context) error {
 		// earlier batches shipped.
 		return r.dryRun(ctx, mux, shipped)
 	}
+	if !resume && !r.opts.Full && r.opts.SinceArchive == "" && r.opts.Since.IsZero() && len(r.res.Plan.Failed()) == 0 {
+		if r.res.NothingNew, err = state.Unchanged(archiveImages(r.res.Plan), archiveCatalogs(r.res.Plan)); err != nil || r.res.NothingNew != nil {
+			return err // nothing new: no batch is written
+		}
+	}
 	if resume {
 		r.log.Info("resuming the unfinished batch of an interrupted run", "batch", batchDir)
 	}

@@ -102,6 +102,8 @@ type Options struct {
 	// "measure", "copy", "archive", "cluster-resources"…). The run logs stages
 	// at debug level only: announcing them is the caller's job.
 	Stage func(stage string)
+	// batchConfig replaces the configuration (an earlier batch of --from).
+	batchConfig *imageset.ImageSetConfiguration
 }
 
 // Result is what a run did.
@@ -130,6 +132,12 @@ type Result struct {
 	Report string `json:"report,omitempty"`
 	// ClusterResources are the files written to working-dir/cluster-resources.
 	ClusterResources []string `json:"clusterResources,omitempty"`
+	// Batches are what --from TARGET loaded before this Result's batch.
+	Batches *workspace.BatchLoadPlan `json:"batches,omitempty"`
+	// PinnedConfig is the configuration pinned by digest the run wrote.
+	PinnedConfig string `json:"pinnedConfig,omitempty"`
+	// NothingNew is the batch holding all a mirror-to-disk run planned (none written).
+	NothingNew *archive.BatchRef `json:"nothingNew,omitempty"`
 	// Archive describes the archive written (mirror-to-disk).
 	Archive *ArchiveSummary `json:"archive,omitempty"`
 	// Signatures counts what attachment discovery found and cost.
@@ -212,11 +220,8 @@ type run struct {
 	looking func(stop bool)
 }
 
-// Mirror runs one mirror command: mirror-to-mirror (Destination docker:// and
-// Workspace), mirror-to-disk (Destination file://) or disk-to-mirror (From and
-// Destination docker://). It always returns a Result when it got as far as
-// planning; the error wraps ErrIncomplete when some images failed.
-func Mirror(ctx context.Context, opts Options) (*Result, error) {
+// mirrorOnce runs one workflow once (Mirror calls it for each batch it loads).
+func mirrorOnce(ctx context.Context, opts Options) (*Result, error) {
 	r := &run{opts: opts, log: opts.Logger}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
@@ -247,6 +252,12 @@ func Mirror(ctx context.Context, opts Options) (*Result, error) {
 		}
 		if werr := r.recordHistory(); werr != nil && err == nil {
 			err = werr
+		}
+		if o := r.opts; err == nil && r.res.Failed == 0 && !r.res.Interrupted && !o.DryRun && !o.PlanOnly && o.PlanFile == "" && o.batchConfig == nil {
+			if r.res.PinnedConfig, err = workspace.WritePinned(r.workDir, r.cfg, r.res.Plan, r.wants, time.Now()); err != nil {
+				r.log.Warn("no pinned configuration written", "error", err)
+				err = nil
+			}
 		}
 	}
 	if werr := r.writeReport(err); werr != nil && err == nil {

@@ -79,7 +79,7 @@ failed (they are listed in working-dir/results.json), 130 when interrupted.`,
 			stop()
 			// A summary once something was copied or estimated; an error before
 			// that speaks for itself.
-			if res != nil && (res.Copy != nil || res.DryRun != nil) {
+			if res != nil && (res.Copy != nil || res.DryRun != nil || res.NothingNew != nil) {
 				res.WriteSummary(cmd.ErrOrStderr())
 			}
 			if res != nil && o.PlanOnly && err == nil {

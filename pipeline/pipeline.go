@@ -64,8 +64,15 @@ type Options struct {
 	// RetryTimes is --retry-times: retries after the first attempt of any one
 	// registry request (0: none).
 	ParallelImages, ParallelLayers, RetryTimes int
+	// RetryDelay is --retry-delay: a fixed wait between retries (0: exponential
+	// backoff). ImageTimeout is --image-timeout: how long one image may take (0:
+	// no limit).
+	RetryDelay, ImageTimeout time.Duration
 	// Retry, when set, replaces the policy RetryTimes makes (its backoff too).
 	Retry *retry.Policy
+	// Timeouts bound how long a registry may stay silent (zero values: the
+	// defaults; tests shorten them).
+	Timeouts registry.Timeouts
 	// SinceArchive (mirror-to-disk) ships only what the archive in that directory
 	// did not carry, instead of what the workspace state says.
 	SinceArchive string
@@ -266,13 +273,13 @@ func (r *run) retry() *retry.Policy {
 	if r.opts.Retry != nil {
 		return r.opts.Retry
 	}
-	return retry.Retries(r.opts.RetryTimes)
+	return &retry.Policy{Times: max(r.opts.RetryTimes, 0), Delay: r.opts.RetryDelay}
 }
 
 func (r *run) registry(tlsVerify bool, flag, certDir string) *registry.Client {
 	return registry.New(registry.Options{
 		AuthFile: r.opts.AuthFile, SkipTLSVerify: !tlsVerify, TLSFlag: flag, CertDir: certDir,
-		Retry: r.retry(), Logger: r.log,
+		Retry: r.retry(), Logger: r.log, Timeouts: r.opts.Timeouts,
 	})
 }
 
@@ -295,7 +302,7 @@ func (r *run) destRegistry() *registry.Client {
 func (r *run) copyOptions(progress func(transfer.ProgressEvent)) transfer.Options {
 	return transfer.Options{
 		ParallelImages: r.opts.ParallelImages, ParallelLayers: r.opts.ParallelLayers,
-		Retry: r.retry(), Logger: r.log, Progress: progress,
+		Retry: r.retry(), Logger: r.log, Progress: progress, ImageTimeout: r.opts.ImageTimeout,
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/airlock-mirror/airlock/internal/humanize"
 	"github.com/airlock-mirror/airlock/workspace"
@@ -112,6 +113,8 @@ failed (they are listed in working-dir/results.json), 130 when interrupted.`,
 	f.IntVar(&o.ParallelImages, "parallel-images", 4, "images copied at once")
 	f.IntVar(&o.ParallelLayers, "parallel-layers", 5, "blobs of one image copied at once")
 	f.IntVar(&o.RetryTimes, "retry-times", 5, "retries of a failed request, with exponential backoff")
+	f.DurationVar(&o.RetryDelay, "retry-delay", 0, "fixed wait between retries (0: exponential backoff from 250ms, or the registry's Retry-After)")
+	f.DurationVar(&o.ImageTimeout, "image-timeout", 10*time.Minute, "how long one image's copy may take before it fails (0: no limit)")
 	f.StringVar(&o.SinceArchive, "since-archive", "", "mirror-to-disk: ship only blobs the archive in this directory (a batch, or a target's last batch) did not carry")
 	f.BoolVar(&o.Full, "full", false, "mirror-to-disk: the next batch ships every blob and builds on no earlier batch")
 	f.BoolVar(&o.PlanOnly, "plan-only", false, "write working-dir/plan.json (with every image's blobs, for --shard) and stop")

@@ -27,6 +27,8 @@ func TestRetryTimesBoundsAttempts(t *testing.T) {
 			t.Run(fmt.Sprintf("retry-times=%d/%d", n, status), func(t *testing.T) {
 				c := mirrortest.NewCountingRegistry(t, status, "0")
 				p := &retry.Policy{Times: n, Base: time.Millisecond, Max: 2 * time.Millisecond}
+				// A fresh client per operation: a client stops asking a host that
+				// answered 5xx to every request (registry.Client.NoteFailure).
 				r := registry.New(registry.Options{Retry: p})
 				repo := c.Host() + "/ns/app"
 				ctx := context.Background()
@@ -36,6 +38,7 @@ func TestRetryTimesBoundsAttempts(t *testing.T) {
 				if got := c.Count("GET /v2/ns/app/manifests/v1"); got != n+1 {
 					t.Errorf("manifest GET attempts %d, want %d", got, n+1)
 				}
+				r = registry.New(registry.Options{Retry: p})
 				if _, err := r.BlobExists(ctx, repo, endpoint.Descriptor{Digest: d, Size: 1}); err == nil {
 					t.Fatal("blob HEAD: no error")
 				}
@@ -43,6 +46,7 @@ func TestRetryTimesBoundsAttempts(t *testing.T) {
 					t.Errorf("blob HEAD attempts %d, want %d", got, n+1)
 				}
 				// The copy engine's first request, a manifest check at the destination.
+				r = registry.New(registry.Options{Retry: p})
 				_, err := transfer.Copy(ctx, r, r, []transfer.Job{{Source: repo, Digest: d, Dest: c.Host() + "/ns/copy"}}, transfer.Options{Retry: p})
 				if err == nil {
 					t.Fatal("copy: no error")
@@ -56,6 +60,7 @@ func TestRetryTimesBoundsAttempts(t *testing.T) {
 				md := digest.FromString(manifest)
 				c.Serve("/v2/ns/app/manifests/"+md.String(), "application/vnd.oci.image.manifest.v1+json", manifest)
 				dst := registrytest.Start(t)
+				r = registry.New(registry.Options{Retry: p})
 				if _, err := transfer.Copy(ctx, r, registry.New(registry.Options{Retry: p}), []transfer.Job{{Source: repo, Digest: md, Dest: dst.Host() + "/ns/copy"}}, transfer.Options{Retry: p}); err == nil {
 					t.Fatal("copy: no error")
 				}
@@ -63,6 +68,7 @@ func TestRetryTimesBoundsAttempts(t *testing.T) {
 					t.Errorf("blob transfer GET attempts %d, want %d", got, n+1)
 				}
 				// A catalog fetch goes through the same client.
+				r = registry.New(registry.Options{Retry: p})
 				if _, err := Fetch(ctx, repo+":cat", t.TempDir(), FetchOptions{Registry: r}); err == nil {
 					t.Fatal("fetch: no error")
 				}

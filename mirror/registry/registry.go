@@ -2,8 +2,10 @@
 // HTTP API (manifests, blobs with resumable reads and streaming uploads,
 // mounts, tags, deletes), auth (auth.json, docker config, registries.conf
 // credentials), TLS and plain-HTTP rules, per-host request limits, probing a
-// registry before a run, and remembering hosts found unreachable. Every request
-// runs under the one retry policy (package retry) and has a deadline.
+// registry before a run, timeouts on silent registries (Timeouts), manifest
+// pushes the registry verifies (PutManifest), and remembering hosts found
+// unreachable, stalled or failing (the circuit breaker, NoteFailure). Every
+// request runs under the one retry policy (package retry) and has a deadline.
 //
 // A Client is an endpoint.Source and an endpoint.Destination. It knows nothing
 // about the copy engine, plans, catalogs or archives.
@@ -71,6 +73,9 @@ type Options struct {
 	UserAgent string
 	// Logger receives retry notices at debug level; nil discards.
 	Logger *slog.Logger
+	// Timeouts bound how long a registry may stay silent (zero values: the
+	// defaults, see Timeouts).
+	Timeouts Timeouts
 }
 
 // Client is an endpoint.Source and endpoint.Destination for any registry host.
@@ -93,6 +98,9 @@ type Client struct {
 	down      map[string]error               // hosts found unreachable this run
 	probed    map[string]bool                // hosts (and push or pull) probed successfully
 	mounts    map[string]bool                // hosts that answered a mount with 201 this run
+	pushed    map[string]bool                // "repo@digest" manifests pushed (and verified) by digest
+	healthy   map[string]*hostHealth         // by host: progress, timeouts, 5xx in a row
+	timeouts  Timeouts
 }
 
 // Policy is the retry policy of the client's operations, for work it hands
@@ -149,11 +157,13 @@ func New(opts Options) *Client {
 	}
 	r := &Client{
 		opts: opts, policy: p, keychain: kc, log: log,
-		hosts: map[string]*regHost{}, repoKey: map[string]string{}, groupFill: map[string]int{}, groupNo: map[string]int{}, sems: map[string]chan struct{}{}, creds: map[string]authn.Authenticator{}, down: map[string]error{}, probed: map[string]bool{}, mounts: map[string]bool{},
+		hosts: map[string]*regHost{}, repoKey: map[string]string{}, groupFill: map[string]int{}, groupNo: map[string]int{}, sems: map[string]chan struct{}{}, creds: map[string]authn.Authenticator{}, down: map[string]error{}, probed: map[string]bool{}, mounts: map[string]bool{}, pushed: map[string]bool{},
+		healthy: map[string]*hostHealth{}, timeouts: opts.Timeouts.withDefaults(),
 	}
 	// The transport never retries: retries belong to the operations (see
 	// retry.Policy), so that one request is never retried by two layers.
-	r.base = &schemeGuard{inner: base, allow: r.allowHTTP}
+	// Every request is watched for silence (see Timeouts).
+	r.base = &schemeGuard{inner: &watchTransport{inner: base, r: r}, allow: r.allowHTTP}
 	return r
 }
 

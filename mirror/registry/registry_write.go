@@ -10,8 +10,6 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/opencontainers/go-digest"
-
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/mirror/retry"
@@ -322,6 +320,11 @@ func (r *Client) commitUpload(ctx context.Context, c *http.Client, loc *url.URL,
 	q.Set("digest", d.Digest.String())
 	u.RawQuery = q.Encode()
 	hdr := map[string]string{"Content-Type": "application/octet-stream"}
+	if body == nil {
+		// A streamed upload: the registry verifies and stores the whole blob
+		// before it answers.
+		ctx = withLongWait(ctx)
+	}
 	resp, err := r.do(ctx, c, http.MethodPut, u.String(), body, hdr)
 	if err != nil {
 		r.cancelUpload(ctx, c, loc)
@@ -330,62 +333,6 @@ func (r *Client) commitUpload(ctx context.Context, c *http.Client, loc *url.URL,
 	defer drain(resp)
 	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusAccepted {
 		return wrap(statusError(resp))
-	}
-	return nil
-}
-
-// PutManifest implements endpoint.Destination. The registry's answer is checked:
-// the digest it stored (Docker-Content-Digest, or a HEAD when it sends none) must
-// be m's, so a manifest altered in transit is never reported as pushed; it is
-// pushed again under the retry policy. Pushed by digest, an altered body is
-// refused by the registry itself; pushed by tag, it can land under the tag
-// until the next attempt replaces it. The copy engine pushes a tagged image
-// under its first tag (one request, checked the same way) and children of an
-// index by digest.
-func (r *Client) PutManifest(ctx context.Context, repo, reference string, m endpoint.Manifest) error {
-	want := digest.FromBytes(m.Raw)
-	if m.Digest != "" && want != m.Digest {
-		return fmt.Errorf("put manifest %s:%s: content does not match %s: %w", repo, reference, m.Digest, oci.ErrDigestMismatch)
-	}
-	mt := m.MediaType
-	if mt == "" {
-		mt = oci.MediaTypeOf("", m.Raw)
-	}
-	err := r.op(ctx, repo, "put manifest "+repo+":"+reference, func(ctx context.Context) error {
-		c, base, _, err := r.client(ctx, repo, true)
-		if err != nil {
-			return err
-		}
-		resp, err := r.do(ctx, c, http.MethodPut, base+"/manifests/"+reference, m.Raw, map[string]string{"Content-Type": mt})
-		if err != nil {
-			return err
-		}
-		if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted {
-			err := statusError(resp)
-			drain(resp)
-			if resp.StatusCode == http.StatusBadRequest {
-				// The content was verified before it left: a registry refusing it
-				// received something else.
-				return fmt.Errorf("%w: %w", retry.ErrContentRejected, err)
-			}
-			return err
-		}
-		drain(resp)
-		stored, derr := digest.Parse(resp.Header.Get("Docker-Content-Digest"))
-		if derr != nil {
-			h, herr := r.head(ctx, repo, reference)
-			if herr != nil {
-				return herr
-			}
-			stored = h.Digest
-		}
-		if stored != want {
-			return fmt.Errorf("the registry stored %s, not %s (the manifest was altered on the way): %w", stored, want, oci.ErrDigestMismatch)
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("put manifest %s:%s: %w", repo, reference, err)
 	}
 	return nil
 }

@@ -30,7 +30,13 @@ func (r *Client) op(ctx context.Context, repo, what string, f func(ctx context.C
 		return err
 	}
 	nested := retry.FromContext(ctx) != nil
-	err := r.policy.Do(ctx, r.log, what, f)
+	err := r.policy.Do(ctx, r.log, what, func(ctx context.Context) error {
+		// A host found stalled or failing meanwhile is not asked again.
+		if err := r.hostDown(host); err != nil {
+			return err
+		}
+		return f(ctx)
+	})
 	if err != nil && !nested {
 		return r.NoteFailure(ctx, repo, err)
 	}
@@ -41,11 +47,26 @@ func (r *Client) op(ctx context.Context, repo, what string, f func(ctx context.C
 // calls it after a blob transfer failed for good). When the error is a failure to
 // connect, the host is marked unreachable and the returned error says so with
 // the fix; otherwise err is returned unchanged.
+//
+// It is also the circuit breaker: a final error that is a timeout during which
+// the host answered nothing, or a 5xx answer ending a run of them (see
+// breakerAnswers), marks the host down too, so that its remaining work fails at
+// once with one message instead of being retried image by image.
 func (r *Client) NoteFailure(ctx context.Context, repo string, err error) error {
-	if err == nil || ctx.Err() != nil || errors.Is(err, endpoint.ErrRegistryUnreachable) || !connectFailure(err) {
+	if err == nil || ctx.Err() != nil || errors.Is(err, endpoint.ErrRegistryUnreachable) {
 		return err
 	}
 	host := endpoint.RepoHost(repo)
+	var te *TimeoutError
+	if errors.As(err, &te) && strings.EqualFold(te.Host, host) && te.Silent {
+		return r.markDown(host, explainTimeout(te))
+	}
+	if down := r.breaker(host, err); down != nil {
+		return down
+	}
+	if !connectFailure(err) {
+		return err
+	}
 	var ue *url.Error
 	if !errors.As(err, &ue) {
 		return err
@@ -53,15 +74,36 @@ func (r *Client) NoteFailure(ctx context.Context, repo string, err error) error 
 	if u, perr := url.Parse(ue.URL); perr != nil || !strings.EqualFold(u.Host, host) {
 		return err // another host failed (the other side of a transfer, a token server)
 	}
-	down := fmt.Errorf("%w: %s: %s", endpoint.ErrRegistryUnreachable, host, explainConnect(err, host, r.tlsHint()))
-	r.mu.Lock()
-	if prev, ok := r.down[host]; ok {
-		down = prev
-	} else {
-		r.down[host] = down
+	return r.markDown(host, explainConnect(err, host, r.tlsHint()))
+}
+
+// breakerAnswers is how many 5xx answers in a row (and nothing else from the
+// host in between) make a failed operation stop every other one on that host.
+const breakerAnswers = 3
+
+// breaker returns the error marking host down when err is a 5xx answer of host
+// ending at least breakerAnswers of them in a row; nil otherwise.
+func (r *Client) breaker(host string, err error) error {
+	var se *retry.StatusError
+	if !errors.As(err, &se) || se.StatusCode < 500 {
+		return nil
 	}
-	r.mu.Unlock()
-	return down
+	if u, perr := url.Parse(se.URL); perr != nil || !strings.EqualFold(u.Host, host) {
+		return nil
+	}
+	h := r.health(host)
+	h.mu.Lock()
+	bad, last := h.bad, h.lastBad
+	h.mu.Unlock()
+	if bad < breakerAnswers {
+		return nil
+	}
+	return r.markDown(host, fmt.Sprintf("the registry answered the last %d requests with a server error (last: %s): stopping rather than trying image by image; check the registry and any proxy in front of it, then run the same command again", bad, last))
+}
+
+// explainTimeout describes a host that stopped answering.
+func explainTimeout(te *TimeoutError) string {
+	return fmt.Sprintf("the registry stopped answering: it %s for %s (it accepts connections but does not answer); check the registry and any proxy in front of it", te.What, te.After)
 }
 
 func (r *Client) hostDown(host string) error {
@@ -137,6 +179,9 @@ func explainStatus(code int, host string) string {
 	case http.StatusNotFound:
 		return fmt.Sprintf("404 on /v2/: %s does not serve the registry API at this address", host)
 	}
+	if code >= 500 {
+		return fmt.Sprintf("%d %s to every attempt: the registry, or a proxy in front of it, is failing; check it, then run the same command again", code, http.StatusText(code))
+	}
 	return fmt.Sprintf("%d %s", code, http.StatusText(code))
 }
 
@@ -174,7 +219,7 @@ func (r *Client) probe(ctx context.Context, repo string, push bool) error {
 	err := r.policy.Do(ctx, r.log, "probe "+host, func(ctx context.Context) error {
 		c, base, _, err := r.client(ctx, repo, push)
 		if err != nil {
-			if connectFailure(err) {
+			if connectFailure(err) || IsTimeout(err) {
 				return retry.Permanent(err) // another attempt would only delay the answer
 			}
 			return err
@@ -182,7 +227,7 @@ func (r *Client) probe(ctx context.Context, repo string, push bool) error {
 		root := base[:strings.Index(base, "/v2/")+len("/v2/")]
 		resp, err := r.do(ctx, c, http.MethodGet, root, nil, nil)
 		if err != nil {
-			if connectFailure(err) {
+			if connectFailure(err) || IsTimeout(err) {
 				return retry.Permanent(err)
 			}
 			return err
@@ -198,17 +243,30 @@ func (r *Client) probe(ctx context.Context, repo string, push bool) error {
 	}
 	var se *retry.StatusError
 	var te *transport.Error
+	var to *TimeoutError
 	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		// The probe's deadline (the run's preflight bound) ended the wait.
+		return r.markDown(host, "the registry stopped answering: no answer to the registry API check in time (it accepts connections but does not answer); check the registry and any proxy in front of it")
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case errors.Is(err, ErrAuthConfig):
 		return err // the local credentials configuration, not the registry
+	case errors.Is(err, endpoint.ErrRegistryUnreachable):
+		return err
+	case errors.As(err, &to):
+		// Before the TLS cases: a plain-HTTP registry pinged over HTTPS too
+		// adds a TLS error to the stalled HTTP attempt's.
+		return r.markDown(host, explainTimeout(to))
 	case errors.As(err, &se) && (se.StatusCode == http.StatusUnauthorized || se.StatusCode == http.StatusForbidden):
 		return fmt.Errorf("%w: %s: %s", ErrAuth, host, explainStatus(se.StatusCode, host))
 	case errors.As(err, &te) && (te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden):
 		return fmt.Errorf("%w: %s: %s", ErrAuth, host, explainStatus(te.StatusCode, host))
 	case errors.As(err, &se):
 		return fmt.Errorf("%w: %s: %s", endpoint.ErrRegistryUnreachable, host, explainStatus(se.StatusCode, host))
+	case errors.As(err, &te) && te.StatusCode >= 500:
+		// The ping's answer (its error also carries the HTTPS attempt's).
+		return fmt.Errorf("%w: %s: %s", endpoint.ErrRegistryUnreachable, host, explainStatus(te.StatusCode, host))
 	case connectFailure(err):
 		return r.NoteFailure(ctx, repo, err)
 	}

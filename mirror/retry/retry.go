@@ -42,6 +42,10 @@ type Policy struct {
 	// (default 30s), with ±50% jitter. A Retry-After header overrides the delay
 	// (capped by MaxRetryAfter, default 2m).
 	Base, Max, MaxRetryAfter time.Duration
+	// Delay, when positive, is --retry-delay (oc-mirror's meaning): a fixed
+	// wait between attempts instead of the exponential backoff. A Retry-After
+	// header still wins.
+	Delay time.Duration
 }
 
 // DefaultTimes is --retry-times' default.
@@ -78,6 +82,9 @@ func (p Policy) withDefaults() Policy {
 func (p Policy) delay(attempt int, retryAfter time.Duration, hasRetryAfter bool) time.Duration {
 	if hasRetryAfter {
 		return min(retryAfter, p.MaxRetryAfter)
+	}
+	if p.Delay > 0 {
+		return p.Delay
 	}
 	d := p.Base
 	for i := 1; i < attempt && d < p.Max; i++ {

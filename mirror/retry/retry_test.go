@@ -67,6 +67,16 @@ func TestDelay(t *testing.T) {
 	if d := p.delay(1, time.Hour, true); d != 2*time.Minute {
 		t.Errorf("Retry-After 1h: delay %s, want the 2m cap", d)
 	}
+	// --retry-delay: a fixed wait, whatever the attempt; Retry-After still wins.
+	f := Policy{Times: 9, Delay: 3 * time.Second}.withDefaults()
+	for _, attempt := range []int{1, 2, 9} {
+		if d := f.delay(attempt, 0, false); d != 3*time.Second {
+			t.Errorf("--retry-delay 3s, attempt %d: delay %s", attempt, d)
+		}
+	}
+	if d := f.delay(1, 7*time.Second, true); d != 7*time.Second {
+		t.Errorf("--retry-delay 3s with Retry-After 7s: delay %s", d)
+	}
 }
 
 func TestParseRetryAfter(t *testing.T) {

@@ -65,6 +65,10 @@ type Options struct {
 	Elsewhere map[digest.Digest]string
 	// ElsewhereWait bounds the wait for one Elsewhere blob (default 30 minutes).
 	ElsewhereWait time.Duration
+	// ImageTimeout is --image-timeout: how long one image (its manifests,
+	// blobs and tags) may take; 0 means no limit. An image that runs out fails
+	// alone; blobs it was sending for other images are sent by them.
+	ImageTimeout time.Duration
 }
 
 // ProgressEvent reports progress. BytesTotal grows as manifests are discovered.
@@ -220,12 +224,6 @@ type copyEngine struct {
 	seenTotal, seenDone                 map[digest.Digest]bool
 }
 
-type copyFlight struct {
-	done chan struct{}
-	err  error
-	sent bool // this flight transferred bytes or pushed a manifest
-}
-
 func newCopyEngine(src endpoint.Source, dst endpoint.Destination, opts Options) *copyEngine {
 	if opts.ParallelImages <= 0 {
 		opts.ParallelImages = 4
@@ -252,34 +250,6 @@ func newCopyEngine(src endpoint.Source, dst endpoint.Destination, opts Options) 
 type repoDigest struct {
 	repo string
 	d    digest.Digest
-}
-
-// flight runs f once per key; other callers wait for (and share) its result.
-func (e *copyEngine) flight(ctx context.Context, m map[string]*copyFlight, key string, f func() (bool, error)) (leader bool, sent bool, err error) {
-	e.mu.Lock()
-	fl, ok := m[key]
-	if !ok {
-		fl = &copyFlight{done: make(chan struct{})}
-		m[key] = fl
-	}
-	e.mu.Unlock()
-	if ok {
-		select {
-		case <-fl.done:
-			return false, false, fl.err
-		case <-ctx.Done():
-			return false, false, ctx.Err()
-		}
-	}
-	fl.sent, fl.err = f()
-	if fl.err != nil && ctx.Err() != nil {
-		// Cancelled: do not cache, a later caller (none in this run) may retry.
-		e.mu.Lock()
-		delete(m, key)
-		e.mu.Unlock()
-	}
-	close(fl.done)
-	return true, fl.sent, fl.err
 }
 
 func (e *copyEngine) imageDone(res *ImageResult) {
@@ -332,11 +302,20 @@ type imageCtx struct {
 func (e *copyEngine) copyImage(ctx context.Context, res *ImageResult) error {
 	job := res.Job
 	ic := &imageCtx{job: job}
-	err := e.copyJob(ctx, ic)
+	jctx := ctx
+	if d := e.opts.ImageTimeout; d > 0 {
+		var cancel context.CancelFunc
+		jctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	err := e.copyJob(jctx, ic)
 	res.BytesSent = ic.bytes.Load()
 	switch {
 	case err != nil && ctx.Err() != nil && context.Cause(ctx) != ctx.Err():
 		res.Status, res.Err = StatusFailed, "not finished: "+context.Cause(ctx).Error()
+	case err != nil && jctx.Err() != nil && ctx.Err() == nil:
+		err = fmt.Errorf("not copied within %s (--image-timeout): %w", e.opts.ImageTimeout, err)
+		res.Status, res.Err = StatusFailed, err.Error()
 	case err != nil:
 		res.Status, res.Err = StatusFailed, err.Error()
 	case ic.sent.Load():
@@ -356,9 +335,10 @@ func (e *copyEngine) copyJob(ctx context.Context, ic *imageCtx) error {
 		return fmt.Errorf("image %s@%s: source and destination repositories are required", job.Source, job.Digest)
 	}
 	// The top manifest is pushed under its first tag (by digest when it has
-	// none), its other tags after it; every push is checked against the digest
-	// the registry reports (registry.Client.PutManifest), so an altered body is pushed
-	// again, never reported. Children of an index are pushed by digest.
+	// none), its other tags after it. The destination verifies every push
+	// (registry.Client.PutManifest: by digest first, then the tag, an altered
+	// revision deleted and pushed again), so an altered body is never reported
+	// as copied nor left behind. Children of an index are pushed by digest.
 	first := ""
 	if len(job.Tags) > 0 {
 		first = job.Tags[0]

@@ -50,10 +50,11 @@ func alteringProxy(t *testing.T, target string, n int32) (host string, altered *
 	return su.Host, altered
 }
 
-// The top manifest is pushed under its tag, not by digest then tagged: a body
-// altered on the way lands under the tag, is noticed from the digest the
-// registry reports, and is pushed again, so the tag ends on the source digest.
-func TestCopyPushesUnderTagAndReplacesAlteredManifest(t *testing.T) {
+// The top manifest is pushed by digest (the registry verifies it), then under
+// its tags: a tag push altered on the way lands under the tag, is noticed from
+// the digest the registry reports, is deleted by that digest and pushed again,
+// so the tag ends on the source digest and no altered revision stays.
+func TestCopyPushesByDigestThenTagsAndDeletesAlteredManifest(t *testing.T) {
 	src := registrytest.Start(t)
 	dst := registrytest.Start(t)
 	p := imagetest.MustPush(t, src.Host()+"/tagpush/app:1.0", fakeimage.Spec{Seed: 7, Layers: 2, LayerSize: 512})
@@ -69,9 +70,11 @@ func TestCopyPushesUnderTagAndReplacesAlteredManifest(t *testing.T) {
 		if got := altered.Load(); got != alter {
 			t.Fatalf("alter %d: the proxy altered %d pushes", alter, got)
 		}
-		// One PUT per tag, plus one per altered push; none by digest.
-		if c := dst.Counts(); c.ManifestPUT != int64(2+alter) {
-			t.Fatalf("alter %d: %d manifest PUTs, want %d (%v)", alter, c.ManifestPUT, 2+alter, c.ByPath)
+		// One PUT by digest, one per tag, plus one per altered push, each
+		// altered revision deleted by its digest.
+		c := dst.Counts()
+		if c.ManifestPUT != int64(3+alter) || c.ByPath["DELETE manifest"] != int64(alter) {
+			t.Fatalf("alter %d: %d manifest PUTs, %d DELETEs, want %d and %d (%v)", alter, c.ManifestPUT, c.ByPath["DELETE manifest"], 3+alter, alter, c.ByPath)
 		}
 		// Read back with go-containerregistry, straight from the registry.
 		for _, tag := range jobs[0].Tags {

@@ -151,10 +151,10 @@ func TestCopyImageKinds(t *testing.T) {
 			}
 			checkDest(t, jobs)
 			c := dst.Counts()
-			// Every child manifest once by digest, the top one under its first
-			// tag, then one PUT for its second tag.
-			if want := int64(len(p.Manifests) + 1); c.ManifestPUT != want || rep.ManifestsSent != want {
-				t.Fatalf("manifest PUTs %d (report %d), want %d", c.ManifestPUT, rep.ManifestsSent, want)
+			// Every manifest once by digest, then the top one under each of
+			// its two tags.
+			if want := int64(len(p.Manifests) + 2); c.ManifestPUT != want || rep.ManifestsSent != want-1 {
+				t.Fatalf("manifest PUTs %d (report %d), want %d (%d)", c.ManifestPUT, rep.ManifestsSent, want, want-1)
 			}
 			if c.BlobsCommitted+c.Mounted != int64(len(p.Blobs)) {
 				t.Fatalf("blobs committed %d + mounted %d, want %d", c.BlobsCommitted, c.Mounted, len(p.Blobs))

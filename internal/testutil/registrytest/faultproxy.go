@@ -2,6 +2,7 @@ package registrytest
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -31,16 +32,35 @@ const (
 	TruncateBody
 	// FlipByte answers with the full body with one byte changed.
 	FlipByte
+	// MangleJSON re-indents a JSON body: still valid JSON, the same meaning,
+	// other bytes (so another digest); a body that is not JSON is cut short.
+	MangleJSON
+	// Stall reads the request and never answers (a registry that accepts
+	// connections and hangs), until the client gives up or the proxy stops.
+	Stall
+	// StallBody forwards the request, sends the answer's status and headers,
+	// then hangs without sending a byte of its body (HEAD requests pass).
+	StallBody
 )
 
-// The body faults (CutMidBody, TruncateBody, FlipByte) apply to the request body
+// The body faults (CutMidBody, TruncateBody, FlipByte, MangleJSON) apply to the request body
 // when the request carries one (an upload, a manifest push): the proxy forwards
 // half of it and drops the connection, forwards half of it as if it were whole,
 // or forwards it with one byte changed. Otherwise they apply to the answer.
 
 func (f Fault) String() string {
-	return [...]string{"pass", "429", "503", "cut", "truncate", "flip"}[f]
+	return [...]string{"pass", "429", "503", "cut", "truncate", "flip", "mangle", "stall", "stall-body"}[f]
 }
+
+// ManifestUploads matches manifest pushes (PUT /v2/<name>/manifests/<ref>), by
+// digest and by tag: FaultPlan.Match for faults on what a client uploads.
+func ManifestUploads(r *http.Request) bool {
+	return r.Method == http.MethodPut && PathKind(r.URL.Path) == "manifest"
+}
+
+// Everything matches every request: FaultPlan.Match for a registry that fails
+// (or stalls) whatever is asked.
+func Everything(*http.Request) bool { return true }
 
 // FaultPlan says which requests the proxy breaks and how.
 type FaultPlan struct {
@@ -65,6 +85,8 @@ type Proxy struct {
 	target *url.URL
 	plan   FaultPlan
 	client *http.Client
+
+	quit chan struct{} // closed when the proxy stops: stalled requests return
 
 	mu      sync.Mutex
 	n       int
@@ -95,9 +117,10 @@ func NewFaultProxy(t testing.TB, target string, plan FaultPlan) *Proxy {
 		client:  &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 		rng:     rand.New(rand.NewPCG(plan.Seed, plan.Seed^0x9e3779b97f4a7c15)),
 		applied: map[Fault]int{},
+		quit:    make(chan struct{}),
 	}
 	p.srv = httptest.NewServer(http.HandlerFunc(p.serve))
-	t.Cleanup(func() { p.srv.CloseClientConnections(); p.srv.Close() })
+	t.Cleanup(func() { close(p.quit); p.srv.CloseClientConnections(); p.srv.Close() })
 	return p
 }
 
@@ -160,10 +183,14 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	case Unavailable:
 		http.Error(w, "service unavailable", http.StatusServiceUnavailable)
 		return
+	case Stall:
+		io.Copy(io.Discard, r.Body)
+		p.hang(r)
+		return
 	}
 	out := r.Clone(r.Context())
 	out.RequestURI = ""
-	if hasBody(r) && (fault == CutMidBody || fault == TruncateBody || fault == FlipByte) {
+	if hasBody(r) && (fault == CutMidBody || fault == TruncateBody || fault == FlipByte || fault == MangleJSON) {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
 			panic(http.ErrAbortHandler)
@@ -212,12 +239,17 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler)
 	}
 	switch fault {
-	case CutMidBody:
+	case CutMidBody, StallBody:
 		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 		w.WriteHeader(resp.StatusCode)
-		w.Write(body[:len(body)/2])
+		if fault == CutMidBody {
+			w.Write(body[:len(body)/2])
+		}
 		if f, ok := w.(http.Flusher); ok {
 			f.Flush()
+		}
+		if fault == StallBody {
+			p.hang(r)
 		}
 		panic(http.ErrAbortHandler) // drops the connection
 	}
@@ -227,15 +259,29 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	w.Write(body)
 }
 
+// hang waits until the client gives up on r or the proxy stops.
+func (p *Proxy) hang(r *http.Request) {
+	select {
+	case <-r.Context().Done():
+	case <-p.quit:
+	}
+}
+
 // hasBody reports whether r carries a request body.
 func hasBody(r *http.Request) bool {
 	return r.ContentLength > 0 || (r.ContentLength < 0 && r.Body != nil && r.Body != http.NoBody)
 }
 
-// damage returns body cut to its first half (TruncateBody) or with its middle
-// byte flipped (FlipByte).
+// damage returns body cut to its first half (TruncateBody), with its middle
+// byte flipped (FlipByte) or re-indented (MangleJSON).
 func damage(f Fault, body []byte) []byte {
 	switch f {
+	case MangleJSON:
+		var b bytes.Buffer
+		if json.Indent(&b, body, "", "   ") == nil && !bytes.Equal(b.Bytes(), body) {
+			return b.Bytes()
+		}
+		return body[:len(body)/2]
 	case TruncateBody:
 		return body[:len(body)/2]
 	case FlipByte:

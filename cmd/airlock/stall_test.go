@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/airlock-mirror/airlock/internal/fakeimage"
+	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+)
+
+// TestStalledRegistryDefaultFlags runs the airlock binary (this test binary)
+// with its default timeouts against a source and a destination that accept
+// connections and never answer, with default flags and --retry-times 0: each run
+// must exit non-zero within 60 s naming the host (issue 28's bound). A
+// destination answering 503 to every request must stop the run within 15 s.
+func TestStalledRegistryDefaultFlags(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the default timeouts (30 s)")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := registrytest.Start(t)
+	imagetest.MustPush(t, src.Host()+"/apps/one:1.0", fakeimage.Spec{Seed: 31, Layers: 1})
+	cases := []struct {
+		name  string
+		side  string
+		fault registrytest.Fault
+		args  []string
+		bound time.Duration
+		want  string
+	}{
+		{"stalled source", "source", registrytest.Stall, nil, 60 * time.Second, "stopped answering"},
+		{"stalled source, --retry-times 0", "source", registrytest.Stall, []string{"--retry-times", "0"}, 60 * time.Second, "stopped answering"},
+		{"stalled destination", "destination", registrytest.Stall, nil, 60 * time.Second, "stopped answering"},
+		{"stalled destination, --retry-times 0", "destination", registrytest.Stall, []string{"--retry-times", "0"}, 60 * time.Second, "stopped answering"},
+		{"source answering headers then stalling", "source", registrytest.StallBody, nil, 60 * time.Second, "stopped answering"},
+		{"destination answering headers then stalling", "destination", registrytest.StallBody, nil, 60 * time.Second, "stopped answering"},
+		{"destination answering 503", "destination", registrytest.Unavailable, nil, 15 * time.Second, "503"},
+	}
+	// Every case at once, each in its own process: the runs wait, they do not
+	// compute, and -parallel would run only GOMAXPROCS of them together.
+	type outcome struct {
+		proxy string
+		out   []byte
+		err   error
+		took  time.Duration
+	}
+	results := make([]outcome, len(cases))
+	var wg sync.WaitGroup
+	for i, tc := range cases {
+		dst := registrytest.Start(t)
+		target := src.Host()
+		if tc.side == "destination" {
+			target = dst.Host()
+		}
+		proxy := registrytest.NewFaultProxy(t, target, registrytest.FaultPlan{Match: registrytest.Everything, Rate: 1, Kinds: []registrytest.Fault{tc.fault}})
+		srcHost, dstHost := src.Host(), dst.Host()
+		if tc.side == "source" {
+			srcHost = proxy.Host()
+		} else {
+			dstHost = proxy.Host()
+		}
+		dir := t.TempDir()
+		cfg := filepath.Join(dir, "isc.yaml")
+		if err := os.WriteFile(cfg, []byte("apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  additionalImages:\n  - name: "+srcHost+"/apps/one:1.0\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args := append([]string{"mirror", "-c", cfg, "--workspace", "file://" + filepath.Join(dir, "ws"), "docker://" + dstHost + "/mirror"}, tc.args...)
+		results[i].proxy = proxy.Host()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, self, args...)
+			cmd.Env = append(os.Environ(), "AIRLOCK_TEST_RUN_MAIN=1")
+			start := time.Now()
+			results[i].out, results[i].err = cmd.CombinedOutput()
+			results[i].took = time.Since(start)
+		}()
+	}
+	wg.Wait()
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := results[i]
+			var ee *exec.ExitError
+			if !errors.As(r.err, &ee) || ee.ExitCode() <= 0 {
+				t.Fatalf("exit: %v (want a non-zero exit)\n%s", r.err, r.out)
+			}
+			if !strings.Contains(string(r.out), "registry unreachable: "+r.proxy) || !strings.Contains(string(r.out), tc.want) {
+				t.Fatalf("the output does not name %s (%q):\n%s", r.proxy, tc.want, r.out)
+			}
+			if r.took > tc.bound {
+				t.Errorf("exit after %s, the issue's bound is %s\n%s", r.took.Round(time.Second), tc.bound, r.out)
+			}
+			t.Logf("exit %d after %s: %s", ee.ExitCode(), r.took.Round(100*time.Millisecond), strings.TrimSpace(string(r.out)))
+		})
+	}
+}

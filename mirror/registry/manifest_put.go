@@ -1,0 +1,122 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/oci"
+	"github.com/airlock-mirror/airlock/mirror/retry"
+)
+
+// PutManifest implements endpoint.Destination. Nothing the registry did not
+// verify is left behind:
+//
+//   - the manifest is first pushed by its digest (PUT /manifests/<digest>): the
+//     registry hashes what arrived and refuses (400 DIGEST_INVALID) a body
+//     altered on the way, which is then sent again under the retry policy;
+//   - a tag is then pushed with the same bytes (PUT /manifests/<tag>): the
+//     registry stores whatever arrives under a tag, so the digest it reports
+//     (Docker-Content-Digest, or a HEAD when it sends none) must be m's. When it
+//     is not, the revision that arrived altered is deleted by its digest (which
+//     also drops the tag) and the tag is pushed again. When the registry cannot
+//     delete it, PutManifest fails naming the registry, the repository and the
+//     altered digest, so that it can be removed by hand.
+//
+// A manifest this client already pushed by digest in this run is not pushed by
+// digest again for its other tags.
+func (r *Client) PutManifest(ctx context.Context, repo, reference string, m endpoint.Manifest) error {
+	want := digest.FromBytes(m.Raw)
+	if m.Digest != "" && want != m.Digest {
+		return fmt.Errorf("put manifest %s:%s: content does not match %s: %w", repo, reference, m.Digest, oci.ErrDigestMismatch)
+	}
+	if m.MediaType == "" {
+		m.MediaType = oci.MediaTypeOf("", m.Raw)
+	}
+	if d, err := digest.Parse(reference); err == nil {
+		if d != want {
+			return fmt.Errorf("put manifest %s@%s: content has digest %s: %w", repo, d, want, oci.ErrDigestMismatch)
+		}
+		return r.putVerified(ctx, repo, reference, m, want)
+	}
+	key := repo + "@" + want.String()
+	r.mu.Lock()
+	done := r.pushed[key]
+	r.mu.Unlock()
+	if !done {
+		if err := r.putVerified(ctx, repo, want.String(), m, want); err != nil {
+			return err
+		}
+	}
+	return r.putVerified(ctx, repo, reference, m, want)
+}
+
+// putVerified pushes m under reference until the registry stores exactly want,
+// deleting what it stored instead (see PutManifest).
+func (r *Client) putVerified(ctx context.Context, repo, reference string, m endpoint.Manifest, want digest.Digest) error {
+	what := "put manifest " + repo + ":" + reference
+	attempts := retry.NewAttempts(r.policy, r.log)
+	for {
+		stored, err := r.putManifestOnce(ctx, repo, reference, m, want)
+		if err != nil {
+			return fmt.Errorf("put manifest %s:%s: %w", repo, reference, err)
+		}
+		if stored == want {
+			r.mu.Lock()
+			r.pushed[repo+"@"+want.String()] = true
+			r.mu.Unlock()
+			return nil
+		}
+		altered := fmt.Errorf("put manifest %s:%s: the registry stored %s, not %s (the manifest was altered on the way): %w", repo, reference, stored, want, oci.ErrDigestMismatch)
+		if _, derr := r.DeleteManifest(ctx, repo, stored); derr != nil {
+			return retry.Permanent(fmt.Errorf("%w; registry %s kept the altered manifest %s@%s and refused to delete it (%w): delete it by hand (skopeo delete docker://%s@%s), then run again",
+				altered, endpoint.RepoHost(repo), repo, stored, derr, repo, stored))
+		}
+		r.log.Warn("deleted a manifest the registry stored altered", "repo", repo, "reference", reference, "stored", stored, "want", want)
+		// An outer operation (a whole transfer) decides about another attempt.
+		if retry.FromContext(ctx) != nil || !attempts.Again(ctx, altered, what) {
+			return altered
+		}
+	}
+}
+
+// putManifestOnce pushes m under reference (retrying what the policy retries:
+// 5xx, resets, a registry refusing a body altered on the way) and returns the
+// digest the registry says it stored.
+func (r *Client) putManifestOnce(ctx context.Context, repo, reference string, m endpoint.Manifest, want digest.Digest) (digest.Digest, error) {
+	var stored digest.Digest
+	err := r.op(ctx, repo, "put manifest "+repo+":"+reference, func(ctx context.Context) error {
+		c, base, _, err := r.client(ctx, repo, true)
+		if err != nil {
+			return err
+		}
+		resp, err := r.do(ctx, c, http.MethodPut, base+"/manifests/"+reference, m.Raw, map[string]string{"Content-Type": m.MediaType})
+		if err != nil {
+			return err
+		}
+		defer drain(resp)
+		if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted {
+			err := statusError(resp)
+			if resp.StatusCode == http.StatusBadRequest {
+				// The content was verified before it left: a registry refusing it
+				// received something else.
+				return fmt.Errorf("%w: %w", retry.ErrContentRejected, err)
+			}
+			return err
+		}
+		if d, derr := digest.Parse(resp.Header.Get("Docker-Content-Digest")); derr == nil {
+			stored = d
+			return nil
+		}
+		h, herr := r.head(ctx, repo, reference)
+		if herr != nil {
+			return herr
+		}
+		stored = h.Digest
+		return nil
+	})
+	return stored, err
+}

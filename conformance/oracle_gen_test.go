@@ -115,10 +115,14 @@ func depCatalog(seed uint64) *declcfg.DeclarativeConfig {
 }
 
 // genChannel builds a channel of the bundles idx (oldest first) of gp, with a
-// graph of one of three shapes.
+// graph of one of four shapes: a replaces chain; a chain where some entries
+// replace the one before the previous and skip the previous (hidden by skips);
+// skipRange on every entry, replaces on every other one, and a head that skips
+// every other entry; a chain whose head is the second highest version (it
+// replaces the highest, which replaces the third).
 func genChannel(r *rand.Rand, gp *genPkg, name string, idx []int) declcfg.Channel {
 	ch := declcfg.Channel{Schema: declcfg.SchemaChannel, Package: gp.name, Name: name}
-	shape := r.IntN(3)
+	shape := r.IntN(4)
 	for k, j := range idx {
 		e := declcfg.ChannelEntry{Name: gp.bundles[j]}
 		switch {
@@ -139,6 +143,10 @@ func genChannel(r *rand.Rand, gp *genPkg, name string, idx []int) declcfg.Channe
 			if k%2 == 1 {
 				e.Replaces = gp.bundles[idx[k-1]]
 			}
+		case shape == 3 && len(idx) >= 3 && k == len(idx)-1: // the head is not the highest version:
+			e.Replaces = gp.bundles[idx[k-2]] // the highest replaces the third highest,
+		case shape == 3 && len(idx) >= 3 && k == len(idx)-2: // and is replaced by the second highest
+			e.Replaces = gp.bundles[idx[k+1]]
 		default:
 			e.Replaces = gp.bundles[idx[k-1]]
 		}

@@ -208,7 +208,6 @@ func diffResults(src *oCatalog, want, got *oResult) string {
 type agreement struct {
 	kept, refused int
 	classes       map[string]int
-	disagree      []string
 }
 
 func (a *agreement) pairs() int { return a.kept + a.refused }

@@ -7,11 +7,12 @@ import (
 
 // purpose says what each kind of file is for.
 var purpose = map[string]string{
-	KindIDMS:           "redirects pulls BY DIGEST to the mirror registry (OpenShift 4.13 and later)",
-	KindITMS:           "redirects pulls BY TAG to the mirror registry (OpenShift 4.13 and later)",
-	KindICSP:           "redirects pulls by digest, for OpenShift before 4.13 and tools that still read ICSP",
-	KindCatalogSource:  "makes the mirrored catalog available to OLM (OperatorHub) in openshift-marketplace",
-	KindClusterCatalog: "makes the mirrored catalog available to OLM v1 (OpenShift 4.18 and later)",
+	KindIDMS:               "redirects pulls BY DIGEST to the mirror registry (OpenShift 4.13 and later)",
+	KindITMS:               "redirects pulls BY TAG to the mirror registry (OpenShift 4.13 and later)",
+	KindICSP:               "redirects pulls by digest, for OpenShift before 4.13 and tools that still read ICSP",
+	KindCatalogSource:      "makes the mirrored catalog available to OLM (OperatorHub) in openshift-marketplace",
+	KindClusterCatalog:     "makes the mirrored catalog available to OLM v1 (OpenShift 4.18 and later)",
+	KindClusterImagePolicy: "makes CRI-O require a sigstore signature by the given key for these source repositories, read from the mirror (OpenShift 4.20 and later; the catalogs, rebuilt by airlock, are not in its scopes)",
 }
 
 // readme renders README.txt: what each file is for and how to apply them. It depends
@@ -55,7 +56,11 @@ Files:
 		}
 		line := fmt.Sprintf("  %s\n      %s %s: %s", f.Name, f.Kind, f.ObjectName, purpose[f.Kind])
 		if f.Rules > 0 {
-			line += fmt.Sprintf(" (%d rule", f.Rules)
+			unit := "rule"
+			if f.Kind == KindClusterImagePolicy {
+				unit = "scope"
+			}
+			line += fmt.Sprintf(" (%d %s", f.Rules, unit)
 			if f.Rules != 1 {
 				line += "s"
 			}

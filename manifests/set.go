@@ -26,6 +26,7 @@ type Set struct {
 	ImageContentSourcePolicies []ImageContentSourcePolicy
 	CatalogSources             []CatalogSource
 	ClusterCatalogs            []ClusterCatalog
+	ClusterImagePolicies       []ClusterImagePolicy
 	// Skipped lists image sources that got no mirror rule because they are not registry
 	// references (oci:, file:, …), sorted.
 	Skipped []string
@@ -50,6 +51,11 @@ func Build(images []Image, catalogs []Catalog, opts Options) (*Set, error) {
 	}
 
 	s := &Set{Skipped: skipped}
+	cips, cipFiles, err := buildImagePolicies(images, opts.SignatureKey)
+	if err != nil {
+		return nil, err
+	}
+	s.ClusterImagePolicies, s.files = cips, cipFiles
 	for _, cat := range []category{catOperator, catGeneric} {
 		digest := sortedRules(rs.digest, cat)
 		tag := sortedRules(rs.tag, cat)
@@ -113,7 +119,7 @@ func owned(rel string) bool {
 	if !strings.HasSuffix(rel, ".yaml") {
 		return false
 	}
-	for _, p := range []string{"idms-", "itms-", "cs-", "cc-"} {
+	for _, p := range []string{"idms-", "itms-", "cs-", "cc-", "cip-"} {
 		if strings.HasPrefix(rel, p) {
 			return true
 		}

@@ -2,7 +2,9 @@
 // mirror run: ImageDigestMirrorSet and ImageTagMirrorSet (config.openshift.io/v1),
 // ImageContentSourcePolicy (operator.openshift.io/v1alpha1, for clusters before 4.13),
 // one CatalogSource (operators.coreos.com/v1alpha1) and one ClusterCatalog
-// (olm.operatorframework.io/v1) per mirrored catalog.
+// (olm.operatorframework.io/v1) per mirrored catalog, and, given a public key,
+// ClusterImagePolicy (config.openshift.io/v1) for the mirrored source
+// repositories.
 //
 // The package is pure: Build takes the mapping of what was mirrored and returns typed
 // objects and their serialised files; the same input always gives the same bytes (no
@@ -64,6 +66,10 @@ type Options struct {
 	// RepositoryScope writes one rule per repository, never per namespace
 	// (the --max-nested-paths behaviour).
 	RepositoryScope bool
+	// SignatureKey, when set, is the PEM public key the cluster requires
+	// sigstore signatures by (--signature-key): a ClusterImagePolicy per 256
+	// mirrored source repositories.
+	SignatureKey []byte
 	// MaxObjectBytes is the largest serialised size of one mirror-set object; larger ones
 	// are split into -0, -1, …. 0 means DefaultMaxObjectBytes.
 	MaxObjectBytes int

@@ -35,7 +35,14 @@ const (
 	KindCatalog  ImageKind = "catalog"
 	KindOperator ImageKind = "operator"
 	KindGeneric  ImageKind = "generic"
+	// KindAttachment is a signature, attestation, SBOM or other referrer of
+	// another image of the plan (its PlanImage.Attachment says which).
+	KindAttachment ImageKind = "attachment"
 )
+
+// OriginAdditional is the origin of an image the configuration's
+// additionalImages asked for (PlanImage.Origins).
+const OriginAdditional = "additionalImages"
 
 // LayoutRepoPrefix marks a plan source repository that is an OCI image layout on
 // disk (a rebuilt catalog) rather than a registry repository: "layout:<dir>".
@@ -77,7 +84,7 @@ type PlanImage struct {
 	Source string `json:"source"`
 	// Kind is catalog, operator or generic.
 	Kind ImageKind `json:"kind"`
-	// Origins are the catalogs (or "additionalImages") that asked for the image.
+	// Origins are the catalogs (or OriginAdditional) that asked for the image.
 	Origins []string `json:"origins"`
 	// SourceRepo is the repository the copy engine reads from.
 	SourceRepo string `json:"sourceRepo"`
@@ -92,6 +99,12 @@ type PlanImage struct {
 	Tags []string `json:"tags,omitempty"`
 	// Error says why the image could not be planned (it is then not copied).
 	Error string `json:"error,omitempty"`
+	// Attachment is set on attachments (KindAttachment): what they are to which image.
+	Attachment *oci.Attachment `json:"attachment,omitempty"`
+	// Signature is "signed" or "unsigned" once attachments were looked for
+	// (--signatures best-effort or required); Attachments counts those carried.
+	Signature   string `json:"signature,omitempty"`
+	Attachments int    `json:"attachments,omitempty"`
 	// Blobs are the configs and layers the image's manifests reference
 	// (children of indexes included), recorded by --plan-only for sharding.
 	Blobs []PlanBlob `json:"blobs,omitempty"`
@@ -252,7 +265,7 @@ func PlanImages(ctx context.Context, req PlanRequest, resolve Resolver, parallel
 	}
 	for i := range req.Additional {
 		a := req.Additional[i]
-		add(a.Name, KindGeneric, "additionalImages", &a)
+		add(a.Name, KindGeneric, OriginAdditional, &a)
 	}
 
 	images := make([]PlanImage, len(order))
@@ -357,6 +370,8 @@ func kindOrder(k ImageKind) int {
 		return 0
 	case KindOperator:
 		return 1
+	case KindAttachment:
+		return 3
 	default:
 		return 2
 	}

@@ -89,17 +89,20 @@ func TestIncrementalArchive(t *testing.T) {
 }
 
 // TestMirrorToDiskAgainSameDir: the workspace state makes the next mirror-to-disk
-// into the same directory incremental (the earlier archive was carried across);
+// (with something new) into the same directory incremental (the earlier archive was carried across);
 // --full writes a complete one again.
 func TestMirrorToDiskAgainSameDir(t *testing.T) {
 	e := setup(t)
 	dir := t.TempDir()
-	o := opts(e.config(t, "    - name: baz"))
+	bazOnly := e.config(t, "    - name: baz")
+	o := opts(bazOnly)
 	o.Destination = "file://" + dir
 	first, err := pipeline.Mirror(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// (With nothing new the run writes no batch: TestFromTargetLoadsEveryBatch.)
+	o.ConfigPath = e.config(t, "    - name: baz\n    - name: bar")
 	second, err := pipeline.Mirror(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +110,7 @@ func TestMirrorToDiskAgainSameDir(t *testing.T) {
 	if !second.Archive.Incremental || second.Archive.Blobs >= first.Archive.Blobs {
 		t.Fatalf("second archive should ship only what is new: %+v, first: %+v", second.Archive, first.Archive)
 	}
-	o.Full = true
+	o.Full, o.ConfigPath = true, bazOnly
 	third, err := pipeline.Mirror(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/signature"
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
@@ -49,11 +50,16 @@ func (r *run) mirrorToDisk(ctx context.Context) error {
 		// earlier batches shipped.
 		return r.dryRun(ctx, mux, shipped)
 	}
+	if !resume && !r.opts.Full && r.opts.SinceArchive == "" && r.opts.Since.IsZero() && len(r.res.Plan.Failed()) == 0 {
+		if r.res.NothingNew, err = state.Unchanged(archiveImages(r.res.Plan), archiveCatalogs(r.res.Plan)); err != nil || r.res.NothingNew != nil {
+			return err // nothing new: no batch is written
+		}
+	}
 	if resume {
 		r.log.Info("resuming the unfinished batch of an interrupted run", "batch", batchDir)
 	}
 	w, err := archive.NewWriter(batchDir, archive.WriterOptions{
-		ChunkSize: r.cfg.ArchiveSizeBytes(), Shipped: shipped, Logger: r.log, Strict: r.opts.StrictArchive,
+		ChunkSize: r.cfg.ArchiveSizeBytes(), Shipped: shipped, Logger: r.log, Strict: r.opts.StrictArchive, SignKey: r.opts.SignKey,
 	})
 	if err != nil {
 		return err
@@ -131,6 +137,7 @@ func archiveImages(p *mirror.Plan) []archive.ImageRecord {
 		out = append(out, archive.ImageRecord{
 			Source: im.Source, Digest: im.Digest, Destination: im.DestRepo, Tags: im.Tags,
 			MediaType: im.MediaType, Kind: string(im.Kind), Origins: im.Origins,
+			Attachment: im.Attachment, Signature: im.Signature, Attachments: im.Attachments,
 		})
 	}
 	return out
@@ -152,6 +159,11 @@ func (r *run) diskToMirror(ctx context.Context) error {
 	dir, err := archive.ResolveArchiveDir(r.topDir)
 	if err != nil {
 		return err
+	}
+	if r.opts.ArchiveKey != "" {
+		if _, err := archive.VerifySignature(dir, r.opts.ArchiveKey); err != nil {
+			return err
+		}
 	}
 	ar, err := archive.Open(dir)
 	if err != nil {
@@ -194,6 +206,9 @@ func (r *run) diskToMirror(ctx context.Context) error {
 		if n := narrowed[im.Source]; n != nil && im.Kind == mirror.KindCatalog {
 			p.Images[i].SourceRepo = mirror.LayoutRepoPrefix + n.rebuilt.LayoutDir
 		}
+	}
+	if r.opts.Signatures == signature.Off {
+		p.DropAttachments()
 	}
 	r.setPlan(p)
 	if err := r.writePlan(); err != nil {
@@ -271,21 +286,25 @@ func (r *run) planFromArchive(ctx context.Context, ar *archive.Reader, dst endpo
 	isBlocked := mirror.BlockedMatcher(blocked)
 	seenAdditional := map[string]bool{}
 	for _, ir := range m.Images {
+		of := ir.Source // an attachment goes with its image
+		if ir.Attachment != nil {
+			of = ir.Attachment.Of
+		}
 		keep := false
 		var origins []string
 		for _, o := range ir.Origins {
 			if !wantCatalog[o] {
 				continue
 			}
-			if n := narrowed[o]; n != nil && ir.Kind != string(mirror.KindCatalog) && !n.images[ir.Source] {
+			if n := narrowed[o]; n != nil && ir.Kind != string(mirror.KindCatalog) && !n.images[of] {
 				continue // the re-pruned catalog no longer names it
 			}
 			keep = true
 			origins = append(origins, o)
 		}
-		if wantAdditional[ir.Source] {
+		if wantAdditional[of] {
 			keep = true
-			seenAdditional[ir.Source] = true
+			seenAdditional[of] = true
 			origins = append(origins, "additionalImages")
 		}
 		if !keep {
@@ -299,6 +318,7 @@ func (r *run) planFromArchive(ctx context.Context, ar *archive.Reader, dst endpo
 			Source: ir.Source, Kind: mirror.ImageKind(ir.Kind), Origins: origins,
 			SourceRepo: ir.Destination, Digest: ir.Digest, MediaType: ir.MediaType,
 			DestRepo: ir.Destination, Tags: ir.Tags,
+			Attachment: ir.Attachment, Signature: ir.Signature, Attachments: ir.Attachments,
 		}
 		if n := narrowed[ir.Source]; n != nil && im.Kind == mirror.KindCatalog {
 			im.Digest, im.MediaType = n.rebuilt.Digest, string(n.rebuilt.MediaType)

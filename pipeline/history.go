@@ -139,7 +139,7 @@ func (r *run) wantsOf(im mirror.PlanImage) []workspace.Want {
 	for _, o := range im.Origins {
 		origins[o] = true
 	}
-	for _, w := range r.wants[im.Source] {
+	for _, w := range r.wants[im.Owner()] {
 		if origins[w.Catalog] {
 			add(w)
 		}
@@ -147,7 +147,7 @@ func (r *run) wantsOf(im mirror.PlanImage) []workspace.Want {
 	for _, o := range im.Origins {
 		switch {
 		case o == "additionalImages":
-			add(workspace.Want{Kind: workspace.WantAdditional, Image: im.Source})
+			add(workspace.Want{Kind: workspace.WantAdditional, Image: im.Owner()})
 		case !wantedFrom(out, o):
 			// Known by catalog only (an archive loaded as it was packed).
 			add(workspace.Want{Kind: workspace.WantBundle, Catalog: o})

@@ -304,7 +304,9 @@ func TestRefusedRunKeepsLastReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res2, err := pipeline.Mirror(ctx, o) // batch 2, builds on batch 1
+	o2 := o // something new: a run with nothing new writes no batch
+	o2.ConfigPath = e.config(t, "    - name: baz\n    - name: bar")
+	res2, err := pipeline.Mirror(ctx, o2) // batch 2, builds on batch 1
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func (r *run) writeResults() error {
 	r.res.Images = nil
 	r.res.Failed = 0
 	for _, im := range r.res.Plan.Images {
-		out := ImageOutcome{Source: im.Source, Kind: im.Kind, Digest: im.Digest.String(), Destination: im.Destination()}
+		out := ImageOutcome{Source: im.Source, Kind: im.Kind, Digest: im.Digest.String(), Destination: im.Destination(), Signature: im.Signature, Attachments: im.Attachments}
 		switch {
 		case im.Error != "":
 			out.Status, out.Error = transfer.StatusFailed, im.Error
@@ -87,7 +87,7 @@ func (r *run) clusterResources() error {
 		if r.res.Copy != nil && !ok[im.DestRepo+"@"+im.Digest.String()] {
 			continue
 		}
-		if im.Kind == mirror.KindCatalog {
+		if im.Kind == mirror.KindCatalog || im.Kind == mirror.KindAttachment {
 			continue
 		}
 		images = append(images, manifests.Image{
@@ -116,7 +116,11 @@ func (r *run) clusterResources() error {
 		return nil
 	}
 	r.stage("cluster-resources")
-	set, err := manifests.Build(images, catalogs, manifests.Options{RepositoryScope: r.opts.MaxNestedPaths > 0})
+	key, err := manifests.LoadSignatureKey(r.opts.SignatureKey)
+	if err != nil {
+		return err
+	}
+	set, err := manifests.Build(images, catalogs, manifests.Options{RepositoryScope: r.opts.MaxNestedPaths > 0, SignatureKey: key})
 	if err != nil {
 		return err
 	}

@@ -15,14 +15,12 @@ import (
 	"sort"
 	"time"
 
-	"github.com/opencontainers/go-digest"
-
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
-	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/retry"
+	"github.com/airlock-mirror/airlock/mirror/signature"
 	"github.com/airlock-mirror/airlock/mirror/transfer"
 	"github.com/airlock-mirror/airlock/workspace"
 )
@@ -85,6 +83,15 @@ type Options struct {
 	// CacheDir (--cache-dir, $OC_MIRROR_CACHE) holds the catalog cache shared
 	// across workspaces (workspace.CatalogCacheDir); "" keeps it in working-dir.
 	CacheDir string
+	// Signatures is --signatures: attachments carried, unsigned images listed
+	// or failed ("" is best-effort).
+	Signatures signature.Mode
+	// SignatureKey is --signature-key: a PEM public key; the cluster resources
+	// then include ClusterImagePolicy objects requiring signatures by it.
+	SignatureKey string
+	// SignKey (mirror-to-disk --sign-key) signs the archive; ArchiveKey
+	// (disk-to-mirror --archive-key) refuses an archive it did not sign.
+	SignKey, ArchiveKey string
 	// Logger receives the run's log; nil discards it.
 	Logger *slog.Logger
 	// Progress, when set, receives the copy's progress against totals read from
@@ -95,6 +102,8 @@ type Options struct {
 	// "measure", "copy", "archive", "cluster-resources"…). The run logs stages
 	// at debug level only: announcing them is the caller's job.
 	Stage func(stage string)
+	// batchConfig replaces the configuration (an earlier batch of --from).
+	batchConfig *imageset.ImageSetConfiguration
 }
 
 // Result is what a run did.
@@ -123,8 +132,16 @@ type Result struct {
 	Report string `json:"report,omitempty"`
 	// ClusterResources are the files written to working-dir/cluster-resources.
 	ClusterResources []string `json:"clusterResources,omitempty"`
+	// Batches are what --from TARGET loaded before this Result's batch.
+	Batches *workspace.BatchLoadPlan `json:"batches,omitempty"`
+	// PinnedConfig is the configuration pinned by digest the run wrote.
+	PinnedConfig string `json:"pinnedConfig,omitempty"`
+	// NothingNew is the batch holding all a mirror-to-disk run planned (none written).
+	NothingNew *archive.BatchRef `json:"nothingNew,omitempty"`
 	// Archive describes the archive written (mirror-to-disk).
 	Archive *ArchiveSummary `json:"archive,omitempty"`
+	// Signatures counts what attachment discovery found and cost.
+	Signatures *signature.Stats `json:"signatures,omitempty"`
 	// DryRun holds the dry run's findings.
 	DryRun *transfer.Estimate `json:"dryRun,omitempty"`
 	// Shard describes the shard a --shard run copied.
@@ -149,6 +166,9 @@ type ImageOutcome struct {
 	Destination string           `json:"destination"`
 	Status      string           `json:"status"`
 	Error       string           `json:"error,omitempty"`
+	// Signature is "signed" or "unsigned"; Attachments counts what was carried.
+	Signature   string `json:"signature,omitempty"`
+	Attachments int    `json:"attachments,omitempty"`
 }
 
 // ArchiveSummary describes a written archive.
@@ -200,11 +220,8 @@ type run struct {
 	looking func(stop bool)
 }
 
-// Mirror runs one mirror command: mirror-to-mirror (Destination docker:// and
-// Workspace), mirror-to-disk (Destination file://) or disk-to-mirror (From and
-// Destination docker://). It always returns a Result when it got as far as
-// planning; the error wraps ErrIncomplete when some images failed.
-func Mirror(ctx context.Context, opts Options) (*Result, error) {
+// mirrorOnce runs one workflow once (Mirror calls it for each batch it loads).
+func mirrorOnce(ctx context.Context, opts Options) (*Result, error) {
 	r := &run{opts: opts, log: opts.Logger}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
@@ -235,6 +252,12 @@ func Mirror(ctx context.Context, opts Options) (*Result, error) {
 		}
 		if werr := r.recordHistory(); werr != nil && err == nil {
 			err = werr
+		}
+		if o := r.opts; err == nil && r.res.Failed == 0 && !r.res.Interrupted && !o.DryRun && !o.PlanOnly && o.PlanFile == "" && o.batchConfig == nil {
+			if r.res.PinnedConfig, err = workspace.WritePinned(r.workDir, r.cfg, r.res.Plan, r.wants, time.Now()); err != nil {
+				r.log.Warn("no pinned configuration written", "error", err)
+				err = nil
+			}
 		}
 	}
 	if werr := r.writeReport(err); werr != nil && err == nil {
@@ -306,34 +329,6 @@ func (r *run) copyOptions(progress func(transfer.ProgressEvent)) transfer.Option
 	}
 }
 
-// copy copies the plan's jobs from src to dst, measuring them first for the
-// progress totals.
-func (r *run) copy(ctx context.Context, src endpoint.Source, dst endpoint.Destination) (*transfer.Report, error) {
-	return r.copyJobs(ctx, src, dst, r.res.Plan.Jobs(), nil)
-}
-
-// copyJobs copies jobs from src to dst; blobs in elsewhere are sent by another
-// shard (transfer.Options.Elsewhere).
-func (r *run) copyJobs(ctx context.Context, src endpoint.Source, dst endpoint.Destination, jobs []transfer.Job, elsewhere map[digest.Digest]string) (*transfer.Report, error) {
-	memo := newMemoSource(src)
-	progress, held, err := r.track(ctx, memo, dst, jobs)
-	if err != nil {
-		return nil, err
-	}
-	o := r.copyOptions(progress)
-	o.Held = held
-	o.Elsewhere = elsewhere
-	rep, err := transfer.Copy(ctx, memo, dst, jobs, o)
-	r.setCopy(rep)
-	if ctx.Err() != nil {
-		return rep, ctx.Err()
-	}
-	if errors.Is(err, endpoint.ErrRegistryUnreachable) {
-		return rep, err
-	}
-	return rep, nil // other failures are in the report
-}
-
 // plan resolves the images the catalogs name while the last catalog is still
 // being rebuilt (rebuilt waits for it), then adds the catalogs. With est, the
 // dry run's reading of the images runs meanwhile too.
@@ -359,6 +354,11 @@ func (r *run) plan(ctx context.Context, src *registry.Client, cats []mirror.Cata
 	if !r.opts.DryRun { // the dry run finds them unreadable, image by image
 		p.FailHosts(down)
 	}
+	st, err := p.AddAttachments(ctx, src, r.opts.Signatures, 16)
+	if err != nil {
+		return err
+	}
+	r.res.Signatures = &st
 	if est != nil {
 		jobs := p.Jobs()
 		lctx, cancel := context.WithCancel(ctx)

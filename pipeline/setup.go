@@ -30,6 +30,9 @@ func (r *run) setup() error {
 		return err
 	}
 	r.cfg = cfg
+	if o.batchConfig != nil {
+		r.cfg = o.batchConfig // an earlier batch of --from TARGET, as it was made
+	}
 	switch {
 	case o.From != "":
 		if !strings.HasPrefix(o.Destination, "docker://") {
@@ -41,16 +44,7 @@ func (r *run) setup() error {
 		}
 		r.workflow, r.topDir = mirror.DiskToMirror, dir
 		r.dest = strings.TrimPrefix(o.Destination, "docker://")
-		// The archive may be on read-only media: nothing is written into it. The
-		// working files go to --workspace, by default a folder in the current
-		// directory.
-		ws := workspace.DefaultName
-		if o.Workspace != "" {
-			if ws, err = workspace.WorkspaceDir(o.Workspace); err != nil {
-				return err
-			}
-		}
-		if r.workspace, err = filepath.Abs(ws); err != nil {
+		if r.workspace, err = workspace.DiskToMirrorDir(o.Workspace); err != nil {
 			return err
 		}
 		if archAbs, err := filepath.Abs(dir); err == nil && within(r.workspace, archAbs) {

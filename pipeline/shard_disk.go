@@ -149,7 +149,7 @@ func (r *run) diskFinish(ctx context.Context) error {
 		}
 	}
 	w, err := archive.NewWriter(dir, archive.WriterOptions{
-		ChunkSize: r.cfg.ArchiveSizeBytes(), Shipped: shipped, Logger: r.log, Part: archive.FinishPart, Elsewhere: elsewhere, Strict: r.opts.StrictArchive,
+		ChunkSize: r.cfg.ArchiveSizeBytes(), Shipped: shipped, Logger: r.log, Part: archive.FinishPart, Elsewhere: elsewhere, Strict: r.opts.StrictArchive, SignKey: r.opts.SignKey,
 	})
 	if err != nil {
 		return err

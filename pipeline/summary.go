@@ -88,6 +88,10 @@ func (r *Result) WriteSummary(w io.Writer) {
 		title = string(r.Workflow) + " summary: interrupted"
 	}
 	fmt.Fprintf(w, "\n%s\n", title)
+	if r.writeNothingNew(w) {
+		return
+	}
+	r.Batches.WriteSummary(w)
 	copied, present := "copied", "already at the destination"
 	if r.Workflow == mirror.MirrorToDisk {
 		copied, present = "downloaded into the archive", "already staged in this batch by an interrupted run"
@@ -176,10 +180,7 @@ func (r *Result) WriteSummary(w io.Writer) {
 	if r.DryRun != nil {
 		fmt.Fprintf(w, "  files:     %s, %s\n", workspace.Dir(r.WorkingDir).DryRunMappingPath(), workspace.MissingFile)
 	}
-	fmt.Fprintf(w, "  records:   %s\n", workspace.Dir(r.WorkingDir).ResultsPath())
-	if r.Report != "" {
-		fmt.Fprintf(w, "  report:    %s\n", r.Report)
-	}
+	workspace.WriteRunFiles(w, r.PinnedConfig, workspace.Dir(r.WorkingDir), r.Report)
 	if r.Workflow == mirror.DiskToMirror {
 		fmt.Fprintf(w, "  workspace: %s (working files; nothing was written into the archive folder)\n", workspace.Dir(r.WorkingDir).Workspace())
 	}

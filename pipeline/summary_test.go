@@ -25,12 +25,14 @@ var (
 	digestRE = regexp.MustCompile(`sha256:[0-9a-f]{12,64}`)
 	sizeRE   = regexp.MustCompile(`[0-9]+(\.[0-9])? (B|KiB|MiB)\b`)
 	idRE     = regexp.MustCompile(`archive (ID )?[0-9a-f]{32}`)
+	pinnedRE = regexp.MustCompile(`isc_pinned_[0-9T-]+Z\.yaml`)
 )
 
 func (n *normalizer) apply(s string) string {
 	s = strings.NewReplacer(n.pairs...).Replace(s)
 	s = digestRE.ReplaceAllString(s, "sha256:DIGEST")
 	s = idRE.ReplaceAllString(s, "archive ID")
+	s = pinnedRE.ReplaceAllString(s, "isc_pinned_TIME.yaml")
 	return sizeRE.ReplaceAllString(s, "SIZE")
 }
 

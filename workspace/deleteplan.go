@@ -45,6 +45,11 @@ type DeletePlan struct {
 	Generated   time.Time `json:"generated" yaml:"generated"`
 	// Reason is what the plan was made from: "stale" or the delete configuration.
 	Reason string `json:"reason" yaml:"reason"`
+	// Selections are the current selections a --stale plan counted (the runs
+	// whose images it keeps); NotCounted the latest runs of other
+	// configuration files, and why (retired, --selections latest).
+	Selections []string `json:"selections,omitempty" yaml:"selections,omitempty"`
+	NotCounted []string `json:"notCounted,omitempty" yaml:"notCounted,omitempty"`
 	// HistoryRun is the last history run the plan saw.
 	HistoryRun int `json:"historyRun" yaml:"historyRun"`
 	// Manifests are deleted, tags first, then manifests by digest (indexes before

@@ -23,7 +23,7 @@ import (
 // run, never rewritten. It answers "what is in my mirror and why", and the
 // delete planner counts references over it.
 
-// Run kinds of the history.
+// Run kinds of the history (and RunRetire, retire.go).
 const (
 	RunMirror = "mirror"
 	RunDelete = "delete"
@@ -264,6 +264,8 @@ func (h *History) WriteText(w io.Writer) error {
 				delete(present, ImageKey(d.Repository, d.Digest))
 				fmt.Fprintf(w, "  - %s\n", ImageKey(d.Repository, d.Digest))
 			}
+		case RunRetire:
+			fmt.Fprintf(w, "run %d  %s  retired the selection of %s at %s (delete --stale no longer counts it)\n", run.Seq, when, run.ConfigPath, run.Destination)
 		default:
 			state := "complete"
 			if !run.Complete {

@@ -1,6 +1,8 @@
 package workspace
 
 import (
+	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/opencontainers/go-digest"
@@ -19,9 +21,13 @@ type Inventory struct {
 	// Wants are every reason any run selected each manifest.
 	Wants map[string][]RunWant
 	// Current are the wants of the current selections: the latest run of each
-	// configuration file at this destination.
+	// configuration file at this destination, unless it was retired since
+	// (Retire, CountSelections).
 	Current     map[string][]RunWant
 	CurrentRuns []HistoryRun
+	// NotCounted are the latest runs of configuration files that are not
+	// current selections, and why.
+	NotCounted []NotCounted
 	// Tags are the tags airlock put in each repository.
 	Tags map[string]map[string]bool
 	// LastSeq is the last run at the destination; Runs counts its mirror runs.
@@ -60,9 +66,15 @@ func (h *History) Inventory(dest string) *Inventory {
 			for _, d := range run.Deleted {
 				delete(inv.Present, ImageKey(d.Repository, d.Digest))
 			}
+		case RunRetire:
+			if j, ok := latest[run.ConfigPath]; ok {
+				inv.NotCounted = append(inv.NotCounted, NotCounted{Run: h.Runs[j], Why: fmt.Sprintf("retired by run %d", run.Seq)})
+				delete(latest, run.ConfigPath)
+			}
 		case RunMirror:
 			inv.Runs++
 			latest[run.ConfigPath] = i
+			inv.NotCounted = slices.DeleteFunc(inv.NotCounted, func(n NotCounted) bool { return n.Run.ConfigPath == run.ConfigPath })
 			for _, im := range run.Images {
 				k := ImageKey(im.Repository, im.Digest)
 				for _, w := range im.WantedBy {
@@ -87,16 +99,11 @@ func (h *History) Inventory(dest string) *Inventory {
 		idx = append(idx, i)
 	}
 	sort.Ints(idx)
+	var runs []HistoryRun
 	for _, i := range idx {
-		run := h.Runs[i]
-		inv.CurrentRuns = append(inv.CurrentRuns, run)
-		for _, im := range run.Images {
-			k := ImageKey(im.Repository, im.Digest)
-			for _, w := range im.WantedBy {
-				inv.Current[k] = append(inv.Current[k], RunWant{run.Seq, w})
-			}
-		}
+		runs = append(runs, h.Runs[i])
 	}
+	inv.countOnly(runs)
 	return inv
 }
 

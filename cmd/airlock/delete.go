@@ -26,7 +26,11 @@ this registry) still wants it, whichever catalog or package wants it.
       operators, additionalImages, blockedImages as in oc-mirror v2)
   airlock delete --generate --stale --workspace file://DIR docker://REG/NS
       plans the removal of everything earlier runs mirrored that no current
-      selection wants any more (what fell out of the catalogs' selection)
+      selection wants any more (what fell out of the catalogs' selection); the
+      plan and the output name the selections counted. Dated configuration
+      files (isc-2026-10.yaml, then isc-2026-11.yaml) each stay a selection
+      until retired: airlock history retire isc-2026-10.yaml --workspace
+      file://DIR, or count only the newest run with --selections latest
   airlock delete --delete-yaml-file DIR/working-dir/delete/delete-images.yaml docker://REG/NS
       executes exactly that plan, after review
 
@@ -63,6 +67,7 @@ garbage collection: airlock registry gc --root DIR for airlock registry serve.`,
 	f.BoolVar(&o.Generate, "generate", false, "write a plan (DIR/working-dir/delete/delete-images.yaml) instead of deleting")
 	f.StringVarP(&o.ConfigPath, "config", "c", "", "DeleteImageSetConfiguration: what to delete (with --generate)")
 	f.BoolVar(&o.Stale, "stale", false, "plan what earlier runs mirrored and no current selection wants (with --generate)")
+	f.StringVar(&o.Selections, "selections", "", "which selections --stale counts as current: all (the latest run of every configuration file not retired; default) or latest (only the newest run)")
 	f.StringVar(&o.Workspace, "workspace", "", "file://DIR: the workspace of the mirror runs (required with --generate; default for --delete-yaml-file: the workspace the file is in)")
 	f.StringVar(&o.PlanFile, "delete-yaml-file", "", "the reviewed plan to execute")
 	f.StringVar(&o.AuthFile, "authfile", "", "registry credentials file (default: $REGISTRY_AUTH_FILE, containers auth.json, ~/.docker/config.json)")

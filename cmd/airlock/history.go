@@ -2,10 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-mirror/airlock/pipeline"
+	"github.com/airlock-mirror/airlock/workspace"
 )
 
 func init() { register(newHistoryCmd) }
@@ -41,6 +44,48 @@ removed. Text output shows, per run, the images it added to the registry.
 	}
 	cmd.Flags().StringVar(&workspace, "workspace", "", "file://DIR: the --workspace of the mirror runs (required)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the records as JSON")
+	_ = cmd.MarkFlagRequired("workspace")
+	cmd.AddCommand(newHistoryRetireCmd())
+	return cmd
+}
+
+func newHistoryRetireCmd() *cobra.Command {
+	var location string
+	cmd := &cobra.Command{
+		Use:   "retire CONFIG --workspace file://DIR [docker://REGISTRY[:PORT]/NAMESPACE]",
+		Short: "Stop counting a configuration file's last run as a current selection",
+		Long: `Retire records in the history that the selection of the configuration file CONFIG
+(what its latest mirror run selected) is no longer current, at the destination
+given or at every destination where it is: delete --generate --stale then plans
+the removal of what only that selection wanted. For dated configuration files
+(isc-2026-10.yaml, then isc-2026-11.yaml), retire the old one once the new one
+has been mirrored. A later mirror run with CONFIG makes it current again. CONFIG
+is the path the runs recorded, or its file name when only one recorded path has
+it (airlock history lists them).`,
+		Example: `  airlock history retire isc-2026-10.yaml --workspace file://./ws
+  airlock delete --generate --stale --workspace file://./ws docker://127.0.0.1:5000/mirror`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dest := ""
+			if len(args) == 2 {
+				d, ok := strings.CutPrefix(args[1], "docker://")
+				if !ok || d == "" {
+					return fmt.Errorf("destination %q must be docker://REGISTRY[:PORT]/NAMESPACE", args[1])
+				}
+				dest = strings.TrimSuffix(d, "/")
+			}
+			wd, err := workspace.OpenLocation(location)
+			if err != nil {
+				return err
+			}
+			runs, err := workspace.Retire(wd, args[0], dest)
+			for _, r := range runs {
+				fmt.Fprintf(cmd.OutOrStdout(), "run %d: retired the selection of %s at %s\n", r.Seq, r.ConfigPath, r.Destination)
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&location, "workspace", "", "file://DIR: the --workspace of the mirror runs (required)")
 	_ = cmd.MarkFlagRequired("workspace")
 	return cmd
 }

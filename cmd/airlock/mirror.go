@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/airlock-mirror/airlock/internal/humanize"
+	"github.com/airlock-mirror/airlock/mirror/signature"
 	"github.com/airlock-mirror/airlock/workspace"
 
 	"github.com/spf13/cobra"
@@ -23,6 +24,7 @@ func newMirrorCmd() *cobra.Command {
 	o := pipeline.Options{SrcTLSVerify: true, DestTLSVerify: true}
 	var shard string
 	var shards int
+	var signatures func() (signature.Mode, error)
 	cmd := &cobra.Command{
 		Use:   "mirror -c imageset.yaml (file://DIR | docker://REGISTRY[:PORT]/NAMESPACE)",
 		Short: "Mirror what an ImageSetConfiguration names: mirror-to-mirror, mirror-to-disk, disk-to-mirror",
@@ -67,6 +69,9 @@ failed (they are listed in working-dir/results.json), 130 when interrupted.`,
 			if err := shardFlags(&o, shard, shards); err != nil {
 				return err
 			}
+			if o.Signatures, err = signatures(); err != nil {
+				return err
+			}
 			o.Destination = args[0]
 			o.Logger = log
 			stop := attachProgress(&o, cmd.ErrOrStderr(), log)
@@ -74,7 +79,7 @@ failed (they are listed in working-dir/results.json), 130 when interrupted.`,
 			stop()
 			// A summary once something was copied or estimated; an error before
 			// that speaks for itself.
-			if res != nil && (res.Copy != nil || res.DryRun != nil) {
+			if res != nil && (res.Copy != nil || res.DryRun != nil || res.NothingNew != nil) {
 				res.WriteSummary(cmd.ErrOrStderr())
 			}
 			if res != nil && o.PlanOnly && err == nil {
@@ -100,6 +105,7 @@ failed (they are listed in working-dir/results.json), 130 when interrupted.`,
 		},
 	}
 	f := cmd.Flags()
+	signatures = addSignatureFlags(f, &o)
 	f.StringVarP(&o.ConfigPath, "config", "c", "", "ImageSetConfiguration file (required)")
 	f.StringVar(&o.Workspace, "workspace", "", "file://DIR for working files: mirror-to-mirror (required), disk-to-mirror (default ./"+workspace.DefaultName+")")
 	f.StringVar(&o.From, "from", "", "file://DIR: a batch folder of a mirror-to-disk target, to load (disk-to-mirror)")

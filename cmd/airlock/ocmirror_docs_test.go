@@ -109,7 +109,7 @@ func TestOCMirrorCommandLines(t *testing.T) {
 	for _, p := range []string{
 		"oc-mirror/mirror1/batch-0001", "oc-mirror/mirror1/working-dir/cluster-resources",
 		"oc-mirror/output/working-dir/dry-run/mapping.txt", "oc-mirror/output/batch-0002",
-		"output/batch-0004", "oc-mirror/workspace/working-dir/delete/delete-images.yaml",
+		"output/batch-0002", "oc-mirror/workspace/working-dir/delete/delete-images.yaml",
 		"oc-mirror/workspace/working-dir/delete/delete-images-v4.11.yaml",
 		"enterprise-content/working-dir/cluster-resources",
 	} {

@@ -32,7 +32,10 @@ var rules = []rule{
 
 	// Images: the plan on top, then the catalog image, the engine, the
 	// endpoints, the vocabulary. No FBC, no configuration.
-	{"mirror", with("mirror/catalogimage", "mirror/transfer", "mirror/layout", "mirror/registry", "mirror/retry", "mirror/endpoint", "mirror/oci")},
+	{"mirror", with("mirror/catalogimage", "mirror/transfer", "mirror/layout", "mirror/registry", "mirror/signature", "mirror/retry", "mirror/endpoint", "mirror/oci")},
+	// Attachments (signatures, SBOMs, referrers): found and kept findable
+	// through the endpoint interfaces only.
+	{"mirror/signature", with("mirror/retry", "mirror/endpoint", "mirror/oci")},
 	{"mirror/catalogimage", with("mirror/registry", "mirror/layout", "mirror/transfer", "mirror/retry", "mirror/endpoint", "mirror/oci")},
 	{"mirror/archive", with("mirror/endpoint", "mirror/oci")},
 	{"mirror/transfer", with("mirror/retry", "mirror/endpoint", "mirror/oci")},

@@ -157,7 +157,7 @@ func (w *Writer) FinishSharded(ctx context.Context, meta Meta, shards []*ShardRe
 	if err := a.complete(w.dir); err != nil {
 		return nil, err
 	}
-	return m, w.dropStaging()
+	return m, w.finishSigned()
 }
 
 // takeShards makes the shards' records part of this writer: their manifests

@@ -146,7 +146,7 @@ func ResolveArchiveDir(dir string) (string, error) {
 	case len(done) == 1:
 		return done[0], nil
 	}
-	return "", fmt.Errorf("%s holds %d batches; name one batch folder (disk-to-mirror loads them one at a time, in this order: %s)", dir, len(done), strings.Join(done, ", "))
+	return "", fmt.Errorf("%s holds %d batches; name one batch folder (they are, in order: %s); archive verify and disk-to-mirror --from read them all", dir, len(done), strings.Join(done, ", "))
 }
 
 // ResolveLatest returns dir itself when it holds chunks, else its last finished

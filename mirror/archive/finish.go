@@ -60,7 +60,7 @@ func (w *Writer) Finish(ctx context.Context, meta Meta) (*Manifest, error) {
 	if err := w.writeChunks(ctx, m, plan); err != nil {
 		return nil, err
 	}
-	return m, w.dropStaging()
+	return m, w.finishSigned()
 }
 
 // dropStaging removes the staging area once the chunks are written.

@@ -25,6 +25,8 @@ import (
 	"time"
 
 	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/mirror/oci"
 )
 
 // FormatVersion is the version of the archive format this package writes and reads.
@@ -106,6 +108,12 @@ type ImageRecord struct {
 	// Origins are the catalogs (or "additionalImages") that asked for the image,
 	// so that disk-to-mirror can push the subset a configuration names.
 	Origins []string `json:"origins,omitempty"`
+	// Attachment is set on signatures, attestations, SBOMs and referrers of
+	// another image of the archive (Kind "attachment"); Signature ("signed",
+	// "unsigned") and Attachments are set on the images they belong to.
+	Attachment  *oci.Attachment `json:"attachment,omitempty"`
+	Signature   string          `json:"signature,omitempty"`
+	Attachments int             `json:"attachments,omitempty"`
 }
 
 // CatalogRecord is one pruned operator catalog.

@@ -27,6 +27,9 @@ type Reader struct {
 	relied   map[digest.Digest]ReliedRecord
 	tags     map[tagKey]TagRecord
 	manifest map[digest.Digest]string // manifest digest → media type
+	// manifestDigest is the digest of the archive manifest's bytes (what an
+	// archive signature signs).
+	manifestDigest digest.Digest
 }
 
 // Open opens the archive in dir: it reads the manifest from the first chunk (or the
@@ -66,11 +69,11 @@ func Open(dir string) (*Reader, error) {
 		scans[name] = s
 		return s, nil
 	}
-	m, err := readManifest(names, scan)
+	m, raw, err := readManifest(names, scan)
 	if err != nil {
 		return nil, err
 	}
-	r.m = m
+	r.m, r.manifestDigest = m, digest.FromBytes(raw)
 	// Every chunk the manifest names must be there, and nothing else.
 	present := map[string]bool{}
 	for _, n := range names {
@@ -159,7 +162,7 @@ func Open(dir string) (*Reader, error) {
 
 // readManifest finds the archive manifest in the first chunk, or in the last one
 // when the first is damaged, and decodes it.
-func readManifest(names []string, scan func(string) (*chunkScan, error)) (*Manifest, error) {
+func readManifest(names []string, scan func(string) (*chunkScan, error)) (*Manifest, []byte, error) {
 	var firstErr error
 	candidates := []string{names[0]}
 	if len(names) > 1 {
@@ -196,9 +199,9 @@ func readManifest(names []string, scan func(string) (*chunkScan, error)) (*Manif
 			}
 			continue
 		}
-		return &m, nil
+		return &m, s.manifest, nil
 	}
-	return nil, firstErr
+	return nil, nil, firstErr
 }
 
 func checkManifest(m *Manifest) error {

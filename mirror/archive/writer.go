@@ -34,7 +34,8 @@ type WriterOptions struct {
 	// the archive records that it relies on them.
 	Shipped ShippedSet
 	// Logger receives warnings (oversized blobs) and progress; nil discards.
-	Logger *slog.Logger
+	Logger  *slog.Logger
+	SignKey string // a private key (see Sign) the finished archive is signed with
 	// Part, when set, makes the Writer write one part of a sharded archive
 	// (ShardPart or FinishPart, see shard.go): its chunks are named after the
 	// part, and FinishShard or FinishSharded ends it instead of Finish.
@@ -80,6 +81,7 @@ type Writer struct {
 	finished bool
 	// completed are chunks an interrupted Finish finished writing (from finish.json).
 	completed *finishJournal
+	signKey   string // WriterOptions.SignKey
 }
 
 type stagedBlob struct {
@@ -136,6 +138,9 @@ func NewWriter(dir string, opts WriterOptions) (*Writer, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if _, err := signerFor(opts.SignKey); err != nil { // before anything is copied
+		return nil, err
+	}
 	if opts.Part != "" && !validPart(opts.Part) {
 		return nil, fmt.Errorf("archive part %q: not a shard part", opts.Part)
 	}
@@ -148,6 +153,7 @@ func NewWriter(dir string, opts WriterOptions) (*Writer, error) {
 		log:       log,
 		part:      opts.Part,
 		elsewhere: opts.Elsewhere,
+		signKey:   opts.SignKey,
 		blobs:     map[digest.Digest]*stagedBlob{},
 		relied:    map[digest.Digest]*reliedBlob{},
 		tags:      map[tagKey]TagRecord{},

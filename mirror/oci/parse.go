@@ -28,6 +28,8 @@ type ChildManifest struct {
 	Platform string `json:"platform,omitempty"`
 	// Annotations of the index entry (for example the attestation markers).
 	Annotations map[string]string `json:"annotations,omitempty"`
+	// ArtifactType of the entry (referrers indexes list it).
+	ArtifactType string `json:"artifactType,omitempty"`
 }
 
 type descriptorJSON struct {
@@ -36,7 +38,9 @@ type descriptorJSON struct {
 	Size        int64             `json:"size"`
 	URLs        []string          `json:"urls,omitempty"`
 	Annotations map[string]string `json:"annotations,omitempty"`
-	Platform    *struct {
+	// ArtifactType is set on referrers index entries.
+	ArtifactType string `json:"artifactType,omitempty"`
+	Platform     *struct {
 		OS           string `json:"os"`
 		Architecture string `json:"architecture"`
 		Variant      string `json:"variant"`
@@ -119,7 +123,7 @@ func Parse(m Manifest) (Refs, error) {
 			if err := check(c, "child manifest"); err != nil {
 				return Refs{}, err
 			}
-			cm := ChildManifest{Descriptor: Descriptor{MediaType: c.MediaType, Digest: c.Digest, Size: c.Size}, Annotations: c.Annotations}
+			cm := ChildManifest{Descriptor: Descriptor{MediaType: c.MediaType, Digest: c.Digest, Size: c.Size}, Annotations: c.Annotations, ArtifactType: c.ArtifactType}
 			if p := c.Platform; p != nil {
 				cm.Platform = p.OS + "/" + p.Architecture
 				if p.Variant != "" {

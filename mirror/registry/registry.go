@@ -197,6 +197,9 @@ func (g *schemeGuard) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, retry.Permanent(fmt.Errorf("refusing plain HTTP to %s: TLS verification is on (use --src-tls-verify=false or --dest-tls-verify=false for an insecure registry)", req.URL.Host))
 	}
+	if err := sendOnce(req); err != nil {
+		return nil, err
+	}
 	return g.inner.RoundTrip(req)
 }
 

@@ -32,9 +32,18 @@ const maxTagPages = 10000
 // Tags lists the tags of repo (tags/list, following Link pagination). A
 // repository the registry does not know has no tags.
 func (r *Client) Tags(ctx context.Context, repo string) ([]string, error) {
-	var tags []string
+	tags, complete, err := r.tagPages(ctx, repo, "", maxTagPages)
+	if err == nil && !complete {
+		err = fmt.Errorf("list tags of %s: more than %d pages", repo, maxTagPages)
+	}
+	return tags, err
+}
+
+// tagPages lists the tags of repo, reading at most pages pages (the first with
+// query, e.g. "?n=1000"); complete says whether that was all of them.
+func (r *Client) tagPages(ctx context.Context, repo, query string, pages int) (tags []string, complete bool, err error) {
 	next := ""
-	for page := 0; page < maxTagPages; page++ {
+	for page := 0; page < pages; page++ {
 		var body struct {
 			Tags []string `json:"tags"`
 		}
@@ -45,7 +54,7 @@ func (r *Client) Tags(ctx context.Context, repo string) ([]string, error) {
 			if err != nil {
 				return err
 			}
-			u := base + "/tags/list"
+			u := base + "/tags/list" + query
 			if next != "" {
 				u = next
 				if !strings.Contains(next, "://") {
@@ -80,18 +89,18 @@ func (r *Client) Tags(ctx context.Context, repo string) ([]string, error) {
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("list tags of %s: %w", repo, err)
+			return nil, false, fmt.Errorf("list tags of %s: %w", repo, err)
 		}
 		if gone {
-			return nil, nil
+			return nil, true, nil
 		}
 		tags = append(tags, body.Tags...)
 		if link == "" {
-			return tags, nil
+			return tags, true, nil
 		}
 		next = link
 	}
-	return nil, fmt.Errorf("list tags of %s: more than %d pages", repo, maxTagPages)
+	return tags, false, nil
 }
 
 // nextLink extracts the URL of a `Link: <URL>; rel="next"` header.

@@ -36,6 +36,9 @@ type Options struct {
 	ConfigPath string
 	// Stale plans what earlier runs mirrored that no current selection wants.
 	Stale bool
+	// Selections (with Stale) says which selections are current:
+	// workspace.SelectionsAll (default) or workspace.SelectionsLatest.
+	Selections string
 	// Workspace is --workspace file://DIR: the workspace of the mirror runs.
 	Workspace string
 	// Destination is docker://REGISTRY[:PORT][/NAMESPACE].
@@ -146,7 +149,17 @@ func currentDesc(inv *workspace.Inventory) string {
 	for _, r := range inv.CurrentRuns {
 		parts = append(parts, fmt.Sprintf("run %d (%s)", r.Seq, r.ConfigPath))
 	}
+	if len(parts) == 0 {
+		return "none counted"
+	}
 	return strings.Join(parts, ", ")
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none: every image the runs put there is planned"
+	}
+	return strings.Join(s, ", ")
 }
 
 // wantList lists the wants, each once, sorted.
@@ -194,6 +207,12 @@ func (r *Result) WriteText(w io.Writer, executed bool) {
 			tags += len(m.Tags)
 		}
 		fmt.Fprintf(w, "  %d manifest(s) to delete in %d repositories (%d tags); %d kept because a current selection still wants them or airlock does not own them\n", len(p.Manifests), len(byRepo), tags, len(p.Kept))
+		if p.Selections != nil || p.NotCounted != nil {
+			fmt.Fprintf(w, "  selections counted (their images are kept): %s\n", orNone(p.Selections))
+			for _, n := range p.NotCounted {
+				fmt.Fprintf(w, "  not counted: %s\n", n)
+			}
+		}
 		for _, m := range p.Manifests {
 			what := m.Source
 			if m.ChildOf != "" {

@@ -56,7 +56,16 @@ func generate(ctx context.Context, o Options, dest string, reg *registry.Client)
 	switch {
 	case o.Stale && o.ConfigPath != "":
 		return nil, errors.New("--stale plans what no current selection wants, -c what a DeleteImageSetConfiguration names: give one of them")
+	case o.Selections != "" && !o.Stale:
+		return nil, errors.New("--selections says which selections --stale counts: use it with --stale")
 	case o.Stale:
+		if err := inv.CountSelections(o.Selections); err != nil {
+			return nil, err
+		}
+		plan.Selections, plan.NotCounted = inv.SelectionLines()
+		if plan.Selections == nil {
+			plan.Selections = []string{}
+		}
 		plan.Reason = "stale: mirrored by earlier runs, wanted by no current selection (" + currentDesc(inv) + ")"
 		cands = staleCandidates(inv, plan)
 	case o.ConfigPath != "":

@@ -110,8 +110,10 @@ func (s *TokenServer) Realm() string { return s.realm }
 // ExpireNext makes the tokens of the next n requests that match expire just
 // before they arrive: the registry answers them, and every later request
 // carrying one of those tokens, 401 with an invalid_token challenge for the
-// request's scope. A token running out at the worst moment, mid-upload. The
-// function returned counts the requests the rule picked.
+// request's scope. A token running out at the worst moment, mid-upload. Arm
+// one rule per run: two rules firing moments apart can expire the fresh token
+// a client fetched after the first, which no real token does. The function
+// returned counts the requests the rule picked.
 func (s *TokenServer) ExpireNext(n int, match func(*http.Request) bool) (fired func() int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

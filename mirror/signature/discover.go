@@ -1,0 +1,279 @@
+package signature
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/oci"
+	"github.com/airlock-mirror/airlock/mirror/retry"
+)
+
+// Mode is --signatures: what to do about attachments and images without a
+// signature.
+type Mode string
+
+// The modes.
+const (
+	// BestEffort carries what exists and lists the images without a signature.
+	BestEffort Mode = "best-effort"
+	// Required carries what exists and fails the images without a signature.
+	Required Mode = "required"
+	// Off carries no attachment (oc-mirror's --remove-signatures).
+	Off Mode = "off"
+)
+
+// ParseMode reads a --signatures value ("" is BestEffort).
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case "":
+		return BestEffort, nil
+	case BestEffort, Required, Off:
+		return m, nil
+	}
+	return "", fmt.Errorf("--signatures %q: use best-effort, required or off", s)
+}
+
+// TagLister is implemented by sources that can list a repository's tags (a
+// registry): one listing then replaces three manifest requests per image.
+type TagLister interface {
+	// TagsUpTo lists the tags of repo if that takes at most pages pages
+	// (complete is false otherwise).
+	TagsUpTo(ctx context.Context, repo string, pages int) (tags []string, complete bool, err error)
+}
+
+// maxTagPages bounds a repository's tag listing: a repository with more tags
+// (tens of thousands) is asked for each attachment tag instead.
+const maxTagPages = 5
+
+// Image is an image whose attachments are wanted.
+type Image struct {
+	// Source names the image (recorded as each attachment's Of).
+	Source string
+	Repo   string
+	Digest digest.Digest
+}
+
+// Found is one attachment: a manifest of the image's repository.
+type Found struct {
+	Digest    digest.Digest
+	MediaType string
+	// Tag is the cosign tag ("sha256-<hex>.sig"); "" for a referrer, which is
+	// kept by digest.
+	Tag        string
+	Attachment oci.Attachment
+}
+
+// Stats count what discovery cost and found.
+type Stats struct {
+	Images      int   `json:"images"`
+	Signed      int   `json:"signed"`
+	Attachments int   `json:"attachments"`
+	Requests    int64 `json:"requests"`
+}
+
+// maxDepth bounds attachments of attachments (a signature of an SBOM of a
+// signature…).
+const maxDepth = 3
+
+// Discoverer finds attachments in a source. It is safe for concurrent use and
+// asks each repository for its tags, and each host whether it has the
+// referrers API, at most once.
+type Discoverer struct {
+	src      endpoint.Source
+	requests atomic.Int64
+
+	mu    sync.Mutex
+	tags  map[string]*repoTags
+	noAPI map[string]bool // hosts without the referrers API
+}
+
+type repoTags struct {
+	once sync.Once
+	set  map[string]bool // nil: the tags could not be listed
+}
+
+// NewDiscoverer returns a Discoverer reading src.
+func NewDiscoverer(src endpoint.Source) *Discoverer {
+	return &Discoverer{src: src, tags: map[string]*repoTags{}, noAPI: map[string]bool{}}
+}
+
+// Requests is how many requests discovery made so far.
+func (d *Discoverer) Requests() int64 { return d.requests.Load() }
+
+// Discover returns every attachment of im: those of its digest, of each child
+// when it is an index, and of the attachments themselves, each once.
+func (d *Discoverer) Discover(ctx context.Context, im Image) ([]Found, error) {
+	d.requests.Add(1)
+	m, err := d.src.Manifest(ctx, im.Repo, im.Digest.String())
+	if err != nil {
+		return nil, err
+	}
+	subjects := []digest.Digest{im.Digest}
+	if oci.IsIndex(m.MediaType) {
+		refs, err := oci.Parse(oci.Manifest(m))
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range refs.Manifests {
+			subjects = append(subjects, c.Digest)
+		}
+	}
+	seen := map[digest.Digest]bool{}
+	for _, s := range subjects {
+		seen[s] = true
+	}
+	var out []Found
+	for depth := 0; depth <= maxDepth && len(subjects) > 0; depth++ {
+		var next []digest.Digest
+		for _, s := range subjects {
+			found, err := d.of(ctx, im, s)
+			if err != nil {
+				return nil, err
+			}
+			for _, f := range found {
+				if seen[f.Digest] {
+					continue
+				}
+				seen[f.Digest] = true
+				out = append(out, f)
+				next = append(next, f.Digest)
+			}
+		}
+		subjects = next
+	}
+	return out, nil
+}
+
+// of returns the attachments of subject s in im.Repo (not recursively).
+func (d *Discoverer) of(ctx context.Context, im Image, s digest.Digest) ([]Found, error) {
+	var out []Found
+	tags := d.repoTags(ctx, im.Repo)
+	for _, suffix := range oci.TagSuffixes {
+		tag := oci.AttachmentTag(s, suffix)
+		if tags != nil && !tags[tag] {
+			continue
+		}
+		m, ok, err := d.manifest(ctx, im.Repo, tag)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, Found{Digest: m.Digest, MediaType: m.MediaType, Tag: tag,
+				Attachment: oci.Attachment{Of: im.Source, Subject: s, Kind: suffix, Size: int64(len(m.Raw))}})
+		}
+	}
+	refs, err := d.referrers(ctx, im.Repo, s, tags)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range refs {
+		if !oci.IsManifestType(r.MediaType) {
+			continue
+		}
+		out = append(out, Found{Digest: r.Digest, MediaType: r.MediaType,
+			Attachment: oci.Attachment{Of: im.Source, Subject: s, Kind: oci.AttachmentReferrer, Size: r.Size,
+				ArtifactType: r.ArtifactType, Annotations: r.Annotations}})
+	}
+	return out, nil
+}
+
+// referrers lists the referrers of s: through the API where the host has it,
+// else from the fallback tag (an index that is not s itself: airlock tags a
+// digest-only image with the same "sha256-<hex>").
+func (d *Discoverer) referrers(ctx context.Context, repo string, s digest.Digest, tags map[string]bool) ([]oci.ChildManifest, error) {
+	host := endpoint.RepoHost(repo)
+	if api, ok := d.src.(endpoint.Referrers); ok && !d.hostLacksAPI(host) {
+		d.requests.Add(1)
+		m, err := api.Referrers(ctx, repo, s)
+		switch {
+		case err == nil:
+			refs, err := oci.Parse(oci.Manifest(m))
+			if err != nil {
+				return nil, fmt.Errorf("referrers of %s@%s: %w", repo, s, err)
+			}
+			return refs.Manifests, nil
+		case errors.Is(err, endpoint.ErrReferrersUnsupported):
+			d.mu.Lock()
+			d.noAPI[host] = true
+			d.mu.Unlock()
+		default:
+			return nil, err
+		}
+	}
+	tag := oci.ReferrersTag(s)
+	if tags != nil && !tags[tag] {
+		return nil, nil
+	}
+	m, ok, err := d.manifest(ctx, repo, tag)
+	if err != nil || !ok || m.Digest == s || !oci.IsIndex(m.MediaType) {
+		return nil, err
+	}
+	refs, err := oci.Parse(oci.Manifest(m))
+	if err != nil {
+		return nil, fmt.Errorf("referrers index %s:%s: %w", repo, tag, err)
+	}
+	return refs.Manifests, nil
+}
+
+func (d *Discoverer) hostLacksAPI(host string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.noAPI[host]
+}
+
+// repoTags returns repo's tags that can name attachments (nil when the source
+// cannot list them: every tag is then asked for).
+func (d *Discoverer) repoTags(ctx context.Context, repo string) map[string]bool {
+	tl, ok := d.src.(TagLister)
+	if !ok {
+		return nil
+	}
+	d.mu.Lock()
+	rt := d.tags[repo]
+	if rt == nil {
+		rt = &repoTags{}
+		d.tags[repo] = rt
+	}
+	d.mu.Unlock()
+	rt.once.Do(func() {
+		d.requests.Add(1)
+		tags, complete, err := tl.TagsUpTo(ctx, repo, maxTagPages)
+		if err != nil || !complete {
+			return
+		}
+		rt.set = map[string]bool{}
+		for _, t := range tags {
+			if strings.HasPrefix(t, "sha256-") {
+				rt.set[t] = true
+			}
+		}
+	})
+	return rt.set
+}
+
+// manifest fetches repo:tag; ok is false when the registry does not have it.
+func (d *Discoverer) manifest(ctx context.Context, repo, tag string) (endpoint.Manifest, bool, error) {
+	d.requests.Add(1)
+	m, err := d.src.Manifest(ctx, repo, tag)
+	if err == nil {
+		return m, true, nil
+	}
+	if NotFound(err) {
+		return endpoint.Manifest{}, false, nil
+	}
+	return endpoint.Manifest{}, false, err
+}
+
+// NotFound reports whether err is a registry's 404.
+func NotFound(err error) bool {
+	var se *retry.StatusError
+	return errors.As(err, &se) && se.StatusCode == http.StatusNotFound
+}

@@ -1,0 +1,49 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/transfer"
+)
+
+// copy copies the plan's jobs from src to dst, measuring them first for the
+// progress totals.
+func (r *run) copy(ctx context.Context, src endpoint.Source, dst endpoint.Destination) (*transfer.Report, error) {
+	if err := r.res.Plan.PrepareReferrers(ctx, dst); err != nil {
+		return nil, err
+	}
+	rep, err := r.copyJobs(ctx, src, dst, r.res.Plan.Jobs(), nil)
+	if err == nil {
+		if werr := r.res.Plan.PublishReferrers(ctx, dst, rep); werr != nil {
+			r.log.Warn(werr.Error())
+			r.res.Warnings = append(r.res.Warnings, werr.Error())
+		}
+	}
+	return rep, err
+}
+
+// copyJobs copies jobs from src to dst; blobs in elsewhere are sent by another
+// shard (transfer.Options.Elsewhere).
+func (r *run) copyJobs(ctx context.Context, src endpoint.Source, dst endpoint.Destination, jobs []transfer.Job, elsewhere map[digest.Digest]string) (*transfer.Report, error) {
+	memo := newMemoSource(src)
+	progress, held, err := r.track(ctx, memo, dst, jobs)
+	if err != nil {
+		return nil, err
+	}
+	o := r.copyOptions(progress)
+	o.Held = held
+	o.Elsewhere = elsewhere
+	rep, err := transfer.Copy(ctx, memo, dst, jobs, o)
+	r.setCopy(rep)
+	if ctx.Err() != nil {
+		return rep, ctx.Err()
+	}
+	if errors.Is(err, endpoint.ErrRegistryUnreachable) {
+		return rep, err
+	}
+	return rep, nil // other failures are in the report
+}

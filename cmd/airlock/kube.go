@@ -7,8 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-mirror/airlock/internal/humanize"
-
-	"github.com/airlock-mirror/airlock/pipeline"
+	"github.com/airlock-mirror/airlock/pipeline/kubejob"
 )
 
 func init() {
@@ -17,7 +16,7 @@ func init() {
 }
 
 func newKubeImageCmd() *cobra.Command {
-	o := pipeline.KubeImageOptions{DestTLSVerify: true}
+	o := kubejob.ImageOptions{DestTLSVerify: true}
 	cmd := &cobra.Command{
 		Use:   "image docker://REGISTRY/REPOSITORY[:TAG]",
 		Short: "Push a minimal image holding this airlock binary, for the Job's pods",
@@ -40,7 +39,7 @@ The same binary always gives the same image digest, which is printed for --image
 					return err
 				}
 			}
-			res, err := pipeline.KubeImage(cmd.Context(), o)
+			res, err := kubejob.Image(cmd.Context(), o)
 			if err != nil {
 				return err
 			}
@@ -59,7 +58,7 @@ The same binary always gives the same image digest, which is printed for --image
 }
 
 func newKubeJobCmd() *cobra.Command {
-	var o pipeline.KubeJobOptions
+	var o kubejob.JobOptions
 	cmd := &cobra.Command{
 		Use:   "job -c imageset.yaml --plan FILE --shards N --image REF docker://REGISTRY/NAMESPACE",
 		Short: "Print the ConfigMap, Indexed Job and finish Job that mirror a plan in N shards",
@@ -82,7 +81,7 @@ the manifests reference but do not hold. The header says how the plan splits.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Destination = args[0]
-			out, err := pipeline.KubeJob(o)
+			out, err := kubejob.Job(o)
 			if err != nil {
 				return err
 			}

@@ -1,4 +1,10 @@
-package pipeline
+// Package kubejob is what `airlock kube` does: Job turns a plan made with
+// --plan-only and its configuration into an Indexed Job (kube.Job) whose pods each
+// copy one shard, after checking that the plan was made for the destination; Image
+// builds a minimal image holding the airlock binary and pushes it through the copy
+// engine, for a cluster that reaches only the mirror registry. It must not know
+// FBC fields or the stages of a mirror run: it reads the plan through pipeline.
+package kubejob
 
 import (
 	"bytes"
@@ -18,19 +24,20 @@ import (
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 	"github.com/airlock-mirror/airlock/mirror/transfer"
+	"github.com/airlock-mirror/airlock/pipeline"
 )
 
-// KubeJobOptions are airlock kube job's inputs: kube.JobOptions, with the
+// JobOptions are airlock kube job's inputs: kube.JobOptions, with the
 // configuration and the plan as files.
-type KubeJobOptions struct {
+type JobOptions struct {
 	kube.JobOptions
 	ConfigPath, PlanFile string
 }
 
-// KubeJob reads the configuration and the plan, checks that the plan was made
+// Job reads the configuration and the plan, checks that the plan was made
 // for the destination and can be split into the shards, and returns the
 // manifests (kube.Job), headed by how the plan splits.
-func KubeJob(o KubeJobOptions) ([]byte, error) {
+func Job(o JobOptions) ([]byte, error) {
 	if o.ConfigPath == "" {
 		return nil, fmt.Errorf("no ImageSetConfiguration given: use -c imageset.yaml (the one --plan-only used)")
 	}
@@ -48,7 +55,7 @@ func KubeJob(o KubeJobOptions) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan, part, err := PartitionFile(o.PlanFile, o.Shards)
+	plan, part, err := pipeline.PartitionFile(o.PlanFile, o.Shards)
 	if err != nil {
 		return nil, err
 	}
@@ -77,8 +84,8 @@ func KubeJob(o KubeJobOptions) ([]byte, error) {
 	return kube.Job(o.JobOptions)
 }
 
-// KubeImageOptions are airlock kube image's inputs.
-type KubeImageOptions struct {
+// ImageOptions are airlock kube image's inputs.
+type ImageOptions struct {
 	// Destination is docker://REGISTRY/REPOSITORY[:TAG] (TAG defaults to Version).
 	Destination string
 	// Binary is the airlock executable to put in the image (a static Linux
@@ -93,8 +100,8 @@ type KubeImageOptions struct {
 	Logger        *slog.Logger
 }
 
-// KubeImageResult is what airlock kube image pushed.
-type KubeImageResult struct {
+// ImageResult is what airlock kube image pushed.
+type ImageResult struct {
 	// Reference is REGISTRY/REPOSITORY@DIGEST, for the Job's --image.
 	Reference string
 	Tag       string
@@ -102,11 +109,11 @@ type KubeImageResult struct {
 	BytesSent int64
 }
 
-// KubeImage builds a minimal image holding the airlock binary (no container
+// Image builds a minimal image holding the airlock binary (no container
 // engine needed, layout.BuildBinaryImage) and pushes it through the copy
 // engine, so that the Job can run in a cluster that reaches only the mirror
 // registry.
-func KubeImage(ctx context.Context, o KubeImageOptions) (*KubeImageResult, error) {
+func Image(ctx context.Context, o ImageOptions) (*ImageResult, error) {
 	if !strings.HasPrefix(o.Destination, "docker://") {
 		return nil, fmt.Errorf("destination %q must be docker://REGISTRY/REPOSITORY[:TAG]", o.Destination)
 	}
@@ -154,5 +161,5 @@ func KubeImage(ctx context.Context, o KubeImageOptions) (*KubeImageResult, error
 	if err != nil {
 		return nil, err
 	}
-	return &KubeImageResult{Reference: ref.Repository() + "@" + img.Digest.String(), Tag: tag, Size: img.Size, BytesSent: rep.BytesSent}, nil
+	return &ImageResult{Reference: ref.Repository() + "@" + img.Digest.String(), Tag: tag, Size: img.Size, BytesSent: rep.BytesSent}, nil
 }

@@ -1,4 +1,4 @@
-package pipeline_test
+package kubejob_test
 
 import (
 	"archive/tar"
@@ -25,6 +25,7 @@ import (
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/layout"
 	"github.com/airlock-mirror/airlock/pipeline"
+	"github.com/airlock-mirror/airlock/pipeline/kubejob"
 )
 
 // TestKubeImage builds the image of a (tiny, static) binary and pushes it to a
@@ -44,8 +45,8 @@ func TestKubeImage(t *testing.T) {
 	}
 	want, _ := os.ReadFile(bin)
 	reg := registrytest.Start(t)
-	o := pipeline.KubeImageOptions{Destination: "docker://" + reg.Host() + "/tools/airlock", Binary: bin, Version: "v9.9.9", DestTLSVerify: true}
-	res, err := pipeline.KubeImage(context.Background(), o)
+	o := kubejob.ImageOptions{Destination: "docker://" + reg.Host() + "/tools/airlock", Binary: bin, Version: "v9.9.9", DestTLSVerify: true}
+	res, err := kubejob.Image(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func TestKubeImage(t *testing.T) {
 		t.Error("the image does not hold the binary, executable, at /airlock")
 	}
 
-	again, err := pipeline.KubeImage(context.Background(), o)
+	again, err := kubejob.Image(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func TestKubeImage(t *testing.T) {
 	}
 
 	o.Binary = src // not an executable
-	if _, err := pipeline.KubeImage(context.Background(), o); !errors.Is(err, layout.ErrNotStatic) {
+	if _, err := kubejob.Image(context.Background(), o); !errors.Is(err, layout.ErrNotStatic) {
 		t.Errorf("a Go source file as the binary: got %v, want ErrNotStatic", err)
 	}
 }
@@ -129,9 +130,9 @@ mirror:
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	o := pipeline.KubeJobOptions{ConfigPath: cfg, PlanFile: filepath.Join(t.TempDir(), "plan.json")}
+	o := kubejob.JobOptions{ConfigPath: cfg, PlanFile: filepath.Join(t.TempDir(), "plan.json")}
 	o.Shards, o.Image, o.Destination = 2, "registry.example/airlock:v1", "docker://registry.example/ocp"
-	if _, err := pipeline.KubeJob(o); err == nil || !strings.Contains(err.Error(), "cannot read") {
+	if _, err := kubejob.Job(o); err == nil || !strings.Contains(err.Error(), "cannot read") {
 		t.Errorf("got %v, want the template refused", err)
 	}
 }
@@ -171,9 +172,9 @@ func TestKubeJobLargePlan(t *testing.T) {
 			if err := os.WriteFile(planFile, b, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			o := pipeline.KubeJobOptions{ConfigPath: filepath.Join("..", "kube", "testdata", "imageset.yaml"), PlanFile: planFile}
+			o := kubejob.JobOptions{ConfigPath: filepath.Join("..", "..", "kube", "testdata", "imageset.yaml"), PlanFile: planFile}
 			o.Shards, o.Image, o.Destination = 3, "registry.example/airlock:v1", "docker://registry.example/ocp"
-			out, err := pipeline.KubeJob(o)
+			out, err := kubejob.Job(o)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -105,7 +105,7 @@ func (r *run) catalogsLater(ctx context.Context) (_ []mirror.CatalogRequest, wai
 // catalog was not rebuilt by this call).
 func (r *run) catalog(ctx context.Context, op imageset.Operator, fo catalogimage.FetchOptions) (*mirror.CatalogRequest, func() (*catalogimage.Rebuilt, error), error) {
 	none := func() (*catalogimage.Rebuilt, error) { return nil, nil }
-	r.log.Info("fetching catalog", "catalog", op.Catalog)
+	r.log.Debug("fetching catalog", "catalog", op.Catalog)
 	// The catalog's files are parsed as they are extracted, on the core the
 	// extraction leaves free.
 	pf := fbc.NewPrefetch(ctx, catalogLoadOptions(r.log))

@@ -6,29 +6,34 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/transfer"
 )
 
 // Progress is what a run has done of its copy stage, measured against totals
 // known before the first byte moves: the images of the plan and the distinct
-// blobs their manifests reference.
+// blobs their manifests reference. In the copy, the catalog images are counted
+// apart from the images (their layer is often most of the bytes); their bytes
+// are in the byte totals.
 type Progress struct {
 	// Stage is the stage being measured ("copy").
-	Stage                                 string
-	ImagesDone, ImagesFailed, ImagesTotal int
-	BlobsDone, BlobsTotal                 int
-	BytesDone, BytesTotal                 int64
+	Stage                                       string
+	ImagesDone, ImagesFailed, ImagesTotal       int
+	CatalogsDone, CatalogsFailed, CatalogsTotal int
+	BlobsDone, BlobsTotal                       int
+	BytesDone, BytesTotal                       int64
 }
 
 // tracker turns the copy engine's events into Progress against the totals.
 type tracker struct {
-	mu     sync.Mutex
-	cb     func(Progress)
-	p      Progress
-	size   map[digest.Digest]int64 // every blob of the plan
-	done   map[digest.Digest]bool
-	perJob map[string][]endpoint.Descriptor // by job key
+	mu      sync.Mutex
+	cb      func(Progress)
+	p       Progress
+	size    map[digest.Digest]int64 // every blob of the plan
+	done    map[digest.Digest]bool
+	perJob  map[string][]endpoint.Descriptor // by job key
+	catalog map[string]bool                  // the catalog images' job keys
 }
 
 // track reads the manifests of jobs at src for the totals (stage "measure"),
@@ -48,14 +53,26 @@ func (r *run) track(ctx context.Context, src *memoSource, dst endpoint.Destinati
 	if err != nil {
 		return nil, nil, err
 	}
-	t := &tracker{cb: r.opts.Progress, size: map[digest.Digest]int64{}, done: map[digest.Digest]bool{}, perJob: map[string][]endpoint.Descriptor{}}
+	t := &tracker{cb: r.opts.Progress, size: map[digest.Digest]int64{}, done: map[digest.Digest]bool{}, perJob: map[string][]endpoint.Descriptor{}, catalog: map[string]bool{}}
+	t.p = Progress{Stage: "copy", BlobsTotal: s.Blobs, BytesTotal: s.Bytes}
+	if r.res.Plan != nil {
+		for _, im := range r.res.Plan.Images {
+			if im.Kind == mirror.KindCatalog {
+				t.catalog[im.Job().Key()] = true
+			}
+		}
+	}
 	for i, j := range jobs {
+		if t.catalog[j.Key()] {
+			t.p.CatalogsTotal++
+		} else {
+			t.p.ImagesTotal++
+		}
 		t.perJob[j.Key()] = s.PerJob[i]
 		for _, b := range s.PerJob[i] {
 			t.size[b.Digest] = b.Size
 		}
 	}
-	t.p = Progress{Stage: "copy", ImagesTotal: s.Images, BlobsTotal: s.Blobs, BytesTotal: s.Bytes}
 	r.stage("copy")
 	t.cb(t.p)
 	return t.event, s.Held, nil
@@ -86,7 +103,14 @@ func (t *tracker) event(ev transfer.ProgressEvent) {
 				t.mark(b.Digest)
 			}
 		}
-		t.p.ImagesDone, t.p.ImagesFailed = ev.ImagesDone, ev.ImagesFailed
+		done, failed := &t.p.ImagesDone, &t.p.ImagesFailed
+		if t.catalog[ev.Image.Job.Key()] {
+			done, failed = &t.p.CatalogsDone, &t.p.CatalogsFailed
+		}
+		*done++
+		if ev.Image.Status == transfer.StatusFailed {
+			*failed++
+		}
 	}
 	t.cb(t.p)
 }

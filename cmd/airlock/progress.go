@@ -99,18 +99,22 @@ func (v *progressView) progress(p pipeline.Progress) {
 		if !byBytes(p) {
 			total = int64(p.ImagesTotal)
 		}
+		// The time left is the view's own (timeLeft): progressbar's guess from
+		// the last seconds' rate says 0s after a large first blob.
+		v.desc = v.description(p)
 		v.bar = progressbar.NewOptions64(max(total, 1),
 			progressbar.OptionSetWriter(v.w),
 			progressbar.OptionShowBytes(byBytes(p)),
 			progressbar.OptionShowCount(),
 			progressbar.OptionUseIECUnits(true),
-			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionSetPredictTime(false),
+			progressbar.OptionSetElapsedTime(true),
 			progressbar.OptionShowElapsedTimeOnFinish(),
 			progressbar.OptionSetWidth(30),
-			progressbar.OptionSetRenderBlankState(true),
-			progressbar.OptionSetDescription(barDescription(p)),
+			progressbar.OptionSetDescription(v.desc),
 		)
-		v.drawn = time.Now()
+		// The first frame shows what is done already, not 0%.
+		v.draw()
 		return
 	}
 	// Draw at most every drawEvery, and always the last state (finishBar).
@@ -129,14 +133,17 @@ const drawEvery = 150 * time.Millisecond
 
 // draw renders the bar for the last progress (lock held).
 func (v *progressView) draw() {
-	if d := barDescription(v.last); d != v.desc {
-		v.desc = d
-		v.bar.Describe(d)
-	}
+	// The value first, then the counts: each call draws a frame, and a frame
+	// between the two then shows counts that lag the bytes (blobs finish before
+	// their image does), never counts of images whose bytes are not shown.
 	if byBytes(v.last) {
 		_ = v.bar.Set64(v.last.BytesDone)
 	} else {
 		_ = v.bar.Set(v.last.ImagesDone)
+	}
+	if d := v.description(v.last); d != v.desc {
+		v.desc = d
+		v.bar.Describe(d)
 	}
 	v.drawn = time.Now()
 }
@@ -145,12 +152,76 @@ func (v *progressView) draw() {
 // images (planning, the dry run).
 func byBytes(p pipeline.Progress) bool { return p.BytesTotal > 0 }
 
+// description is the bar's text for p (lock held): what is done, and the time
+// left once it means something.
+func (v *progressView) description(p pipeline.Progress) string {
+	s := barDescription(p)
+	if left, ok := timeLeft(p, time.Since(v.started)); ok {
+		s += ", about " + humanDuration(left) + " left"
+	}
+	return s
+}
+
 func barDescription(p pipeline.Progress) string {
 	s := fmt.Sprintf("images %d/%d", p.ImagesDone, p.ImagesTotal)
 	if p.ImagesFailed > 0 {
 		s += fmt.Sprintf(" (%d failed)", p.ImagesFailed)
 	}
+	if p.CatalogsTotal > 0 {
+		s += fmt.Sprintf(", catalogs %d/%d", p.CatalogsDone, p.CatalogsTotal)
+		if p.CatalogsFailed > 0 {
+			s += fmt.Sprintf(" (%d failed)", p.CatalogsFailed)
+		}
+	}
 	return s
+}
+
+// The time left is shown only after etaAfter and etaFraction of the work:
+// before, one large blob (a catalog layer) or a slow first connection makes
+// any guess wrong by orders of magnitude.
+const (
+	etaAfter    = 5 * time.Second
+	etaFraction = 0.05
+)
+
+// timeLeft guesses how long the stage still runs after elapsed, from the
+// fraction of bytes and the fraction of images done so far, taking the longer
+// of the two: the bytes alone say "done" once a large catalog layer is in while
+// hundreds of small images remain; the images alone say "done" when the last
+// image is the largest. ok is false while a guess would mean nothing.
+func timeLeft(p pipeline.Progress, elapsed time.Duration) (left time.Duration, ok bool) {
+	if elapsed < etaAfter {
+		return 0, false
+	}
+	guess := func(done, total int64) (time.Duration, bool) {
+		if total <= 0 || float64(done) < etaFraction*float64(total) {
+			return 0, false
+		}
+		return time.Duration(float64(elapsed) * float64(total-done) / float64(done)), true
+	}
+	byImages, imagesOK := guess(int64(p.ImagesDone), int64(p.ImagesTotal))
+	if !byBytes(p) {
+		return byImages, imagesOK && byImages >= time.Second
+	}
+	byBytesLeft, bytesOK := guess(p.BytesDone, p.BytesTotal)
+	if !bytesOK || (p.ImagesTotal > 0 && !imagesOK) || p.BytesDone >= p.BytesTotal {
+		return 0, false
+	}
+	left = max(byBytesLeft, byImages)
+	return left, left >= time.Second
+}
+
+// humanDuration is d rounded for a person: "40s", "3m10s", "2h05m".
+func humanDuration(d time.Duration) string {
+	d = d.Round(time.Second)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	default:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	}
 }
 
 // finishBar ends the bar of the stage that ended (lock held), leaving it on
@@ -182,7 +253,7 @@ func (v *progressView) ticker() {
 // tick logs one progress line when the progress changed since the last one.
 func (v *progressView) tick() {
 	v.mu.Lock()
-	p, changed := v.last, v.last != v.printed
+	p, changed, started := v.last, v.last != v.printed, v.started
 	v.printed = p
 	v.mu.Unlock()
 	if !changed || p.ImagesTotal == 0 {
@@ -193,8 +264,15 @@ func (v *progressView) tick() {
 		v.log.Info("progress", "stage", p.Stage, "images", images, "failed", p.ImagesFailed)
 		return
 	}
-	v.log.Info("progress", "stage", p.Stage, "bytes", percent(p.BytesDone, p.BytesTotal)+" of "+humanize.Bytes(p.BytesTotal),
-		"images", images, "failed", p.ImagesFailed)
+	attrs := []any{"stage", p.Stage, "bytes", percent(p.BytesDone, p.BytesTotal) + " of " + humanize.Bytes(p.BytesTotal),
+		"images", images, "failed", p.ImagesFailed}
+	if p.CatalogsTotal > 0 {
+		attrs = append(attrs, "catalogs", fmt.Sprintf("%d/%d", p.CatalogsDone, p.CatalogsTotal))
+	}
+	if left, ok := timeLeft(p, time.Since(started)); ok {
+		attrs = append(attrs, "left", humanDuration(left))
+	}
+	v.log.Info("progress", attrs...)
 }
 
 func percent(n, total int64) string {

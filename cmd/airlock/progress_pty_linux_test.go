@@ -206,12 +206,72 @@ func TestProgressOnTerminal(t *testing.T) {
 	if !barRE.MatchString(bars[0]) {
 		t.Errorf("final bar %q does not match %s", bars[0], barRE)
 	}
-	// While copying, the bar showed the rate and the time left against the same total.
-	midRE := regexp.MustCompile(`images [0-9]/8 +[1-9][0-9]?% \|[█ ]+\| \([0-9.]+/6\.0 MiB, [0-9.]+ [KMG]iB/s\) \[[0-9a-z]+:[0-9a-z]+\]`)
+	// While copying, the bar showed the rate and the time elapsed against the same total.
+	midRE := regexp.MustCompile(`images [0-9]/8(, about [0-9hms]+ left)? +[1-9][0-9]?% \|[█ ]+\| \([0-9.]+/6\.0 MiB, [0-9.]+ [KMG]iB/s\) \[[0-9a-z]+\]`)
 	if !midRE.Match(raw.Bytes()) {
-		t.Errorf("no frame showed progress with rate and time left against the total:\n%q", raw.String())
+		t.Errorf("no frame showed progress with rate and elapsed time against the total:\n%q", raw.String())
 	}
+	checkFrames(t, raw.Bytes(), 8)
 	if !strings.Contains(shown, "mirror-to-mirror summary") || !strings.Contains(shown, "images:    8 planned: 8 copied") {
 		t.Errorf("summary missing")
+	}
+}
+
+var (
+	frameRE   = regexp.MustCompile(`images (\d+)/(\d+)(?: \(\d+ failed\))?(?:, catalogs \d+/\d+(?: \(\d+ failed\))?)?(?:, about ([0-9hms]+) left)? +(\d+)% \|[█ ]*\| \( ?([0-9.]+) ?([KMG]i)?B?/([0-9.]+) ([KMG]i)?B(?:, [^)]*)?\) \[(\d+)s\]`)
+	oldEtaRE  = regexp.MustCompile(`\[[0-9hms.]+:[0-9hms.]+\]`)
+	unitBytes = map[string]float64{"": 1, "Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30}
+)
+
+// checkFrames checks every frame the copy's bar drew, from the first: the
+// images start at 0 of the images planned, the percentage is never above the
+// bytes the frame shows as done, and no time left is shown in the first
+// seconds (etaAfter), nor a time left of 0s.
+func checkFrames(t *testing.T, raw []byte, images int) {
+	t.Helper()
+	var frames []string
+	for _, seg := range regexp.MustCompile(`[\r\n]`).Split(string(raw), -1) {
+		seg = regexp.MustCompile(`\x1b\[[0-9;?]*[@-~]`).ReplaceAllString(seg, "")
+		if strings.Contains(seg, "|") && strings.Contains(seg, "images ") {
+			frames = append(frames, strings.TrimSpace(seg))
+		}
+	}
+	var copyFrames []string
+	for _, f := range frames {
+		if oldEtaRE.MatchString(f) {
+			t.Errorf("frame %q shows progressbar's own guess of the time left", f)
+		}
+		if strings.Contains(f, "B/") { // the copy's bar, in bytes
+			copyFrames = append(copyFrames, f)
+		}
+	}
+	if len(copyFrames) == 0 {
+		t.Fatalf("no frame of the copy's bar in:\n%s", strings.Join(frames, "\n"))
+	}
+	if m := frameRE.FindStringSubmatch(copyFrames[0]); m == nil || m[1] != "0" || m[2] != strconv.Itoa(images) {
+		t.Errorf("first frame of the copy %q: want images 0/%d", copyFrames[0], images)
+	}
+	for _, f := range copyFrames {
+		m := frameRE.FindStringSubmatch(f)
+		if m == nil {
+			t.Errorf("frame %q does not match %s", f, frameRE)
+			continue
+		}
+		pct, _ := strconv.Atoi(m[4])
+		done, _ := strconv.ParseFloat(m[5], 64)
+		total, _ := strconv.ParseFloat(m[7], 64)
+		doneUnit := m[6]
+		if doneUnit == "" && !strings.Contains(f, " B/") {
+			doneUnit = m[8] // "5.7/7.2 MiB": both in the total's unit
+		}
+		done, total = done*unitBytes[doneUnit], total*unitBytes[m[8]]
+		// Sizes are rounded to one decimal: allow that much.
+		if float64(pct) > (done+0.05*unitBytes[doneUnit])/total*100+1 {
+			t.Errorf("frame %q: %d%% is above the bytes it shows done", f, pct)
+		}
+		elapsed, _ := strconv.Atoi(m[9])
+		if m[3] != "" && (time.Duration(elapsed)*time.Second < etaAfter-time.Second || m[3] == "0s") {
+			t.Errorf("frame %q: time left %s shown after %ds", f, m[3], elapsed)
+		}
 	}
 }

@@ -193,7 +193,7 @@ func Fetch(ctx context.Context, ref string, workDir string, o FetchOptions) (*Fe
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("catalog %s: creating %s: %w", ref, dir, err)
 	}
-	log.Info("extracting catalog", "catalog", ref, "digest", fc.Digest, "label", label, "inflater", inflater)
+	log.Debug("extracting catalog", "catalog", ref, "digest", fc.Digest, "label", label, "inflater", inflater)
 	tmp, err := fc.extract(ctx, dir, label, o, log)
 	if tmp != "" {
 		defer os.RemoveAll(tmp)

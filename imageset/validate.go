@@ -4,8 +4,10 @@ import (
 	_ "crypto/sha256" // digest references are validated: go-digest needs the hash linked in
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 
+	"github.com/airlock-mirror/airlock/internal/redact"
 	"github.com/blang/semver/v4"
 	"github.com/distribution/reference"
 )
@@ -307,6 +309,9 @@ func (v *validator) catalog(p, s string) bool {
 		}
 		return true
 	}
+	if v.credentials(p, "catalog", s) {
+		return false
+	}
 	ref := strings.TrimPrefix(s, "docker://")
 	if t, _, ok := strings.Cut(ref, "://"); ok {
 		v.report(p, ErrInvalid, "catalog %s uses transport %s://, which is not supported; use a registry reference (optionally prefixed with docker://) or oci://PATH", quote(s), t)
@@ -326,10 +331,22 @@ func (v *validator) catalog(p, s string) bool {
 	return true
 }
 
+// credentials reports a reference s that carries "user:password@" before its
+// host (printed as ***@) and says where credentials go instead.
+func (v *validator) credentials(p, what, s string) bool {
+	red, found := redact.Credentials(s)
+	if found {
+		host := redact.Host(red)
+		v.report(p, ErrInvalid, "%s %s carries credentials, which a configuration file must not hold: remove them and log in instead (podman login %s, or podman login --authfile FILE %s then --authfile FILE)", what, strconv.Quote(red), host, host)
+	}
+	return found
+}
+
 func (v *validator) additionalImage(p string, im Image) {
 	switch {
 	case im.Name == "":
 		v.report(p+".name", ErrInvalid, "image name is empty; set it to an image reference such as registry.example.com/ns/image:tag")
+	case v.credentials(p+".name", "additional image", im.Name):
 	case strings.HasPrefix(im.Name, "oci://"):
 		v.report(p+".name", ErrInvalid, "additional image %s: oci:// is supported only for operator catalogs; use a registry reference", quote(im.Name))
 	default:

@@ -7,10 +7,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
+	"github.com/airlock-mirror/airlock/internal/redact"
 	"golang.org/x/sys/unix"
 )
 
@@ -248,17 +248,14 @@ func self() Holder {
 	return Holder{PID: os.Getpid(), Host: hostname(), Started: time.Now().UTC().Truncate(time.Second), Command: redactArgs(os.Args)}
 }
 
-// userinfo is the user:password@ of a URL (docker://user:pass@host/ns).
-var userinfo = regexp.MustCompile(`://[^/@\s]*@`)
-
-// redactArgs is the command line with credentials in URLs removed.
+// redactArgs is the command line with credentials in references replaced by "***".
 func redactArgs(args []string) string {
 	out := make([]string, len(args))
 	for i, a := range args {
 		if i == 0 {
 			a = filepath.Base(a)
 		}
-		out[i] = userinfo.ReplaceAllString(a, "://")
+		out[i], _ = redact.Credentials(a)
 	}
 	return strings.Join(out, " ")
 }

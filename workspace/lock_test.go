@@ -180,7 +180,7 @@ func TestLockWithoutFlock(t *testing.T) {
 
 func TestRedactArgs(t *testing.T) {
 	got := redactArgs([]string{"/usr/bin/airlock", "mirror", "-c", "isc.yaml", "docker://user:s3cret@reg.example:5000/ns", "--workspace", "file://ws"})
-	want := "airlock mirror -c isc.yaml docker://reg.example:5000/ns --workspace file://ws"
+	want := "airlock mirror -c isc.yaml docker://***@reg.example:5000/ns --workspace file://ws"
 	if got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}

@@ -4,7 +4,7 @@ import "slices"
 
 // product lists the small helpers under internal/ that any layer may use:
 // they know nothing of catalogs, registries or the pipeline.
-var product = []string{"internal/atomicfile", "internal/humanize", "internal/browser"}
+var product = []string{"internal/atomicfile", "internal/humanize", "internal/browser", "internal/redact"}
 
 func with(extra ...string) []string { return append(slices.Clone(product), extra...) }
 
@@ -55,7 +55,7 @@ var rules = []rule{
 	{"fbc/legacy", with("fbc", "fbc/validate", "fbc/internal/scan")},
 	{"fbc", with("fbc/internal/scan")},
 	{"fbc/internal/scan", nil},
-	{"imageset", nil},
+	{"imageset", []string{"internal/redact"}},
 
 	// Product helpers.
 	{"internal/sqliteindex", with("fbc")},
@@ -63,6 +63,7 @@ var rules = []rule{
 	{"internal/fakeimage", nil},
 	{"internal/atomicfile", nil},
 	{"internal/humanize", nil},
+	{"internal/redact", nil},
 	{"internal/browser", nil},
 	{"internal/depcheck", nil},
 }

@@ -30,18 +30,22 @@ import (
 // faultRuns is how many runs of each workflow each fault kind gets: 10 by the
 // issue's measure (AIRLOCK_FAULT_RUNS=10, docs/copy.md), 2 by default so that
 // `make test` (race detector on) stays within its budget; -short runs 1.
-func faultRuns(t *testing.T) int {
-	if s := os.Getenv("AIRLOCK_FAULT_RUNS"); s != "" {
+func faultRuns(t *testing.T) int { return runsFromEnv(t, "AIRLOCK_FAULT_RUNS", 2, 1) }
+
+// runsFromEnv is how many runs a repeated fault test gets: the positive number
+// in $env when set, otherwise def, or short with -short.
+func runsFromEnv(t *testing.T, env string, def, short int) int {
+	if s := os.Getenv(env); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
-			t.Fatalf("AIRLOCK_FAULT_RUNS=%q: want a positive number", s)
+			t.Fatalf("%s=%q: want a positive number", env, s)
 		}
 		return n
 	}
 	if testing.Short() {
-		return 1
+		return short
 	}
-	return 2
+	return def
 }
 
 // faultSource is a source registry behind a fault-injecting proxy; everything

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,19 +22,7 @@ import (
 
 // integrityRuns is how many runs each case of TestManifestIntegrity gets: 10 (the
 // issue's measure, docs/copy.md), 2 with -short; AIRLOCK_INTEGRITY_RUNS overrides.
-func integrityRuns(t *testing.T) int {
-	if s := os.Getenv("AIRLOCK_INTEGRITY_RUNS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("AIRLOCK_INTEGRITY_RUNS=%q: want a positive number", s)
-		}
-		return n
-	}
-	if testing.Short() {
-		return 2
-	}
-	return 10
-}
+func integrityRuns(t *testing.T) int { return runsFromEnv(t, "AIRLOCK_INTEGRITY_RUNS", 10, 2) }
 
 // TestManifestIntegrity mirrors a catalog (two packages of the e2e catalog, one
 // image in three multi-arch, the catalog an index of two) through a proxy that alters 10% and

@@ -39,7 +39,7 @@ type tracker struct {
 // track reads the manifests of jobs at src for the totals (stage "measure"),
 // reports the start of the copy, and returns the callback for the copy engine.
 // The copy then reads the manifests from src's memory, not from the source again.
-func (r *run) track(ctx context.Context, src *memoSource, dst endpoint.Destination, jobs []transfer.Job) (func(transfer.ProgressEvent), []bool, error) {
+func (r *run) track(ctx context.Context, src *memoSource, dst endpoint.Destination, jobs []transfer.Job) (func(transfer.ProgressEvent), []transfer.Held, error) {
 	defer src.stopFilling()
 	if len(jobs) == 0 {
 		return nil, nil, nil // nothing to copy: no stage, no bar

@@ -26,8 +26,9 @@ import (
 //     delete it, PutManifest fails naming the registry, the repository and the
 //     altered digest, so that it can be removed by hand.
 //
-// A manifest this client already pushed by digest in this run is not pushed by
-// digest again for its other tags.
+// A manifest this client already pushed by digest in this run, or found the
+// registry holds (ManifestExists), is not pushed by digest again: a tag that
+// moved or went missing costs one PUT.
 func (r *Client) PutManifest(ctx context.Context, repo, reference string, m endpoint.Manifest) error {
 	want := digest.FromBytes(m.Raw)
 	if m.Digest != "" && want != m.Digest {

@@ -98,7 +98,7 @@ type Client struct {
 	down      map[string]error               // hosts found unreachable this run
 	probed    map[string]bool                // hosts (and push or pull) probed successfully
 	mounts    map[string]bool                // hosts that answered a mount with 201 this run
-	pushed    map[string]bool                // "repo@digest" manifests pushed (and verified) by digest
+	pushed    map[string]bool                // "repo@digest" manifests pushed (and verified) by digest, or found held
 	healthy   map[string]*hostHealth         // by host: progress, timeouts, 5xx in a row
 	timeouts  Timeouts
 }

@@ -52,9 +52,9 @@ type Options struct {
 	// Logger receives debug and warning lines; nil discards.
 	Logger *slog.Logger
 	// Held, when set, says (by job index) whether the destination holds each
-	// job's manifest, as the caller just asked it (Measure's Sizes.Held): the
-	// engine does not ask again.
-	Held []bool
+	// job's manifest and whether its first tag names it, as the caller just
+	// asked it (Measure's Sizes.Held): the engine does not ask again.
+	Held []Held
 	// Progress, when set, is called (serially) after each blob and image.
 	Progress func(ProgressEvent)
 	// Elsewhere are blobs another worker (a shard of the same plan) sends to the
@@ -146,10 +146,13 @@ func Copy(ctx context.Context, src endpoint.Source, dst endpoint.Destination, jo
 			break
 		}
 		rd := repoDigest{jobs[i].Dest, jobs[i].Digest}
-		e.holds[rd] = held
-		if held {
+		e.holds[rd] = held.Manifest
+		if held.Manifest {
 			h := endpoint.RepoHost(rd.repo)
 			e.toWalk[h] = append(e.toWalk[h], rd)
+		}
+		if held.FirstTag && len(jobs[i].Tags) > 0 {
+			e.tagged[jobs[i].Dest+":"+jobs[i].Tags[0]] = jobs[i].Digest
 		}
 	}
 	report := &Report{Images: make([]ImageResult, len(jobs))}
@@ -209,12 +212,14 @@ type copyEngine struct {
 
 	// Manifests the destination already holds are not read unless a new blob
 	// has no repository to be mounted from (see destHolds, discoverPresent).
-	walkMu    sync.Mutex              // one discovery at a time
-	holds     map[repoDigest]bool     // destination holds this manifest (asked once)
-	toWalk    map[string][]repoDigest // by host: held manifests not read yet
-	walked    map[repoDigest]bool     // manifests read for discovery
-	jobs      []Job                   // every image of the run
-	jobCursor int                     // jobs[:jobCursor] were looked at by discovery
+	walkMu    sync.Mutex               // one discovery at a time
+	holds     map[repoDigest]bool      // destination holds this manifest (asked once)
+	tagged    map[string]digest.Digest // "repo:tag" → the digest the destination was found to tag so
+	presence  presence                 // how the destination is asked about an image
+	toWalk    map[string][]repoDigest  // by host: held manifests not read yet
+	walked    map[repoDigest]bool      // manifests read for discovery
+	jobs      []Job                    // every image of the run
+	jobCursor int                      // jobs[:jobCursor] were looked at by discovery
 
 	blobsSent, blobsMounted, blobsSkipped, bytesSent, manifestsSent atomic.Int64
 
@@ -243,7 +248,7 @@ func newCopyEngine(src endpoint.Source, dst endpoint.Destination, opts Options) 
 		blobs: map[string]*copyFlight{}, manifests: map[string]*copyFlight{},
 		digestMu: map[digest.Digest]chan struct{}{}, present: map[digest.Digest][]string{},
 		hostSems: map[string]chan struct{}{}, seenTotal: map[digest.Digest]bool{}, seenDone: map[digest.Digest]bool{},
-		walked: map[repoDigest]bool{}, holds: map[repoDigest]bool{}, toWalk: map[string][]repoDigest{},
+		walked: map[repoDigest]bool{}, holds: map[repoDigest]bool{}, toWalk: map[string][]repoDigest{}, tagged: map[string]digest.Digest{},
 	}
 }
 
@@ -343,6 +348,9 @@ func (e *copyEngine) copyJob(ctx context.Context, ic *imageCtx) error {
 	if len(job.Tags) > 0 {
 		first = job.Tags[0]
 	}
+	if err := e.askPresence(ctx, job); err != nil {
+		return err
+	}
 	m, tagged, err := e.copyManifest(ctx, ic, job.Digest, "", first)
 	if err != nil {
 		return err
@@ -356,6 +364,9 @@ func (e *copyEngine) copyJob(ctx context.Context, ic *imageCtx) error {
 			continue
 		}
 		if !fresh {
+			if e.taggedSo(job.Dest, tag, job.Digest) {
+				continue
+			}
 			ok, err := e.dst.ManifestExists(ctx, job.Dest, tag, job.Digest)
 			if err != nil {
 				return fmt.Errorf("tag %s:%s: %w", job.Dest, tag, err)

@@ -25,7 +25,15 @@ func (e *copyEngine) destHolds(ctx context.Context, rd repoDigest) (bool, error)
 	if err != nil {
 		return false, err
 	}
+	e.setHolds(rd, held)
+	return held, nil
+}
+
+// setHolds records what the destination said about manifest rd (the first
+// answer stays).
+func (e *copyEngine) setHolds(rd repoDigest, held bool) {
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	if _, ok := e.holds[rd]; !ok {
 		e.holds[rd] = held
 		if held {
@@ -33,8 +41,37 @@ func (e *copyEngine) destHolds(ctx context.Context, rd repoDigest) (bool, error)
 			e.toWalk[h] = append(e.toWalk[h], rd)
 		}
 	}
+}
+
+// askPresence asks the destination about job's image unless the run knows
+// already (see presence): a re-run learns with one request that the image is
+// there and that its first tag names it.
+func (e *copyEngine) askPresence(ctx context.Context, job Job) error {
+	rd := repoDigest{job.Dest, job.Digest}
+	e.mu.Lock()
+	_, known := e.holds[rd]
 	e.mu.Unlock()
-	return held, nil
+	if known {
+		return nil
+	}
+	held, tagged, err := e.presence.check(ctx, e.dst, job)
+	if err != nil {
+		return err
+	}
+	e.setHolds(rd, held)
+	if tagged {
+		e.mu.Lock()
+		e.tagged[job.Dest+":"+job.Tags[0]] = job.Digest
+		e.mu.Unlock()
+	}
+	return nil
+}
+
+// taggedSo reports whether the destination was found to tag repo:tag as d.
+func (e *copyEngine) taggedSo(repo, tag string, d digest.Digest) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.tagged[repo+":"+tag] == d
 }
 
 // discoverBatch is how many images discoverPresent asks the destination about at

@@ -303,14 +303,22 @@ type Sizes struct {
 	// included), by job index; nil for a job whose manifest could not be read or
 	// that the destination already holds.
 	PerJob [][]endpoint.Descriptor `json:"-"`
-	// Held says, by job index, whether the destination already holds the job;
+	// Held says, by job index, what the destination already holds of the job;
 	// nil when Measure was given no destination.
-	Held []bool `json:"-"`
+	Held []Held `json:"-"`
+}
+
+// Held is what a destination was found to hold of a job (Sizes.Held,
+// Options.Held): the manifest (by digest), and whether the job's first tag
+// names it.
+type Held struct {
+	Manifest, FirstTag bool
 }
 
 // Measure walks the manifests at src of every job the destination does not hold
 // yet and sums the distinct blobs, each once. It reads manifests only. dst, when
-// not nil, is asked first (one manifest check per job, by digest): a job it
+// not nil, is asked first (one manifest check per job: under its first tag while
+// tags mostly name what they should, else by digest; see presence): a job it
 // already holds is not read at the source at all (a no-op re-run reads nothing
 // there) and is marked in Held, so the copy engine need not ask again
 // (Options.Held). A job whose manifests cannot be read counts with no blobs
@@ -322,16 +330,17 @@ func Measure(ctx context.Context, src EstimateSource, dst EstimateDestination, j
 	}
 	s := &Sizes{Images: len(jobs), PerJob: make([][]endpoint.Descriptor, len(jobs))}
 	if dst != nil {
-		s.Held = make([]bool, len(jobs))
+		s.Held = make([]Held, len(jobs))
 	}
+	var pr presence
 	count := NewCounter(progress, len(jobs))
 	var g errgroup.Group
 	g.SetLimit(parallel)
 	for i, j := range jobs {
 		g.Go(func() error {
 			if dst != nil {
-				if ok, err := dst.ManifestExists(ctx, j.Dest, j.Digest.String(), j.Digest); err == nil && ok {
-					s.Held[i] = true
+				if ok, tagged, err := pr.check(ctx, dst, j); err == nil && ok {
+					s.Held[i] = Held{Manifest: true, FirstTag: tagged}
 					count.Add(false)
 					return nil
 				}

@@ -1,0 +1,48 @@
+package transfer
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/opencontainers/go-digest"
+)
+
+// presence asks a destination whether it holds a job's image. On a re-run
+// nearly every image is there, and one request under the job's first tag
+// answers both questions the copy has (is the manifest there, does the tag
+// name it): a tag can only name a manifest the registry holds, and a manifest
+// is pushed only after everything it references. On a first run nearly none is
+// there, and a tag that misses says nothing about the digest, which must then
+// be asked for too. So the first tag is asked first while tags mostly hit, and
+// the digest alone once they mostly miss (after a few misses: one request per
+// image either way, plus at most missSlack plus the images already in flight).
+type presence struct {
+	hits, misses atomic.Int64
+}
+
+// missSlack is how many more misses than hits the first tags may have before
+// the digest is asked first.
+const missSlack = 3
+
+// check reports whether dst holds job's manifest, and whether job's first tag
+// names it (tagged).
+func (p *presence) check(ctx context.Context, dst manifestChecker, job Job) (held, tagged bool, err error) {
+	if len(job.Tags) > 0 && p.misses.Load() <= p.hits.Load()+missSlack {
+		ok, err := dst.ManifestExists(ctx, job.Dest, job.Tags[0], job.Digest)
+		if err != nil {
+			return false, false, err
+		}
+		if ok {
+			p.hits.Add(1)
+			return true, true, nil
+		}
+		p.misses.Add(1)
+	}
+	ok, err := dst.ManifestExists(ctx, job.Dest, job.Digest.String(), job.Digest)
+	return ok, false, err
+}
+
+// manifestChecker is the part of a destination presence asks.
+type manifestChecker interface {
+	ManifestExists(ctx context.Context, repo, reference string, d digest.Digest) (bool, error)
+}

@@ -28,14 +28,18 @@ const (
 // it is signed and how many attachments it has. With signature.Required an
 // image without a signature fails (and its attachments are not added); with
 // signature.Off nothing is looked for. An image whose attachments could not be
-// read fails with signature.Required and gets a warning otherwise. It returns
-// what discovery cost and found.
-func (p *Plan) AddAttachments(ctx context.Context, src endpoint.Source, mode signature.Mode, parallel int) (signature.Stats, error) {
+// read fails with signature.Required and gets a warning otherwise. Images known
+// holds (what earlier runs found, by source repository and digest; nil: none)
+// are not asked about again. It returns what discovery cost and found, and
+// the record of this plan's images to keep for the next run (nil with
+// signature.Off).
+func (p *Plan) AddAttachments(ctx context.Context, src endpoint.Source, mode signature.Mode, parallel int, known *signature.Record) (signature.Stats, *signature.Record, error) {
 	var st signature.Stats
 	if mode == signature.Off {
-		return st, nil
+		return st, nil, nil
 	}
 	d := signature.NewDiscoverer(src)
+	d.Reuse(known)
 	var idx []int
 	for i, im := range p.Images {
 		if im.Error == "" && im.Digest != "" && (im.Kind == KindOperator || im.Kind == KindGeneric) && !strings.HasPrefix(im.SourceRepo, LayoutRepoPrefix) {
@@ -61,7 +65,7 @@ func (p *Plan) AddAttachments(ctx context.Context, src endpoint.Source, mode sig
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return st, err
+		return st, nil, err
 	}
 	var unsigned []string
 	added := map[string]bool{}
@@ -110,12 +114,12 @@ func (p *Plan) AddAttachments(ctx context.Context, src endpoint.Source, mode sig
 			st.Attachments++
 		}
 	}
-	st.Requests = d.Requests()
+	st.Requests, st.Reused = d.Requests(), d.Reused()
 	if len(unsigned) > 0 && mode == signature.BestEffort {
 		sort.Strings(unsigned)
 		p.Warnings = append(p.Warnings, fmt.Sprintf("%d image(s) have no signature and are mirrored without one (--signatures required would refuse them): %s", len(unsigned), listSome(unsigned, 5)))
 	}
-	return st, nil
+	return st, d.Record(), nil
 }
 
 func listSome(s []string, n int) string {

@@ -84,8 +84,10 @@ type Options struct {
 	// across workspaces (workspace.CatalogCacheDir); "" keeps it in working-dir.
 	CacheDir string
 	// Signatures is --signatures: attachments carried, unsigned images listed
-	// or failed ("" is best-effort).
-	Signatures signature.Mode
+	// or failed ("" is best-effort). RefreshSignatures (--refresh-signatures)
+	// looks for every image's again, not only for digests no run looked at.
+	Signatures        signature.Mode
+	RefreshSignatures bool
 	// SignatureKey is --signature-key: a PEM public key; the cluster resources
 	// then include ClusterImagePolicy objects requiring signatures by it.
 	SignatureKey string
@@ -354,9 +356,19 @@ func (r *run) plan(ctx context.Context, src *registry.Client, cats []mirror.Cata
 	if !r.opts.DryRun { // the dry run finds them unreadable, image by image
 		p.FailHosts(down)
 	}
-	st, err := p.AddAttachments(ctx, src, r.opts.Signatures, 16)
+	known, err := signature.LoadRecord(r.workDir.AttachmentsPath())
+	if err != nil {
+		r.log.Warn(err.Error())
+	}
+	if r.opts.RefreshSignatures {
+		known = nil
+	}
+	st, rec, err := p.AddAttachments(ctx, src, r.opts.Signatures, 16, known)
 	if err != nil {
 		return err
+	}
+	if err := rec.Save(r.workDir.AttachmentsPath()); err != nil {
+		r.log.Warn(err.Error())
 	}
 	r.res.Signatures = &st
 	if est != nil {

@@ -65,6 +65,10 @@ const (
 	ArchiveStateFile = "archive-state.json"
 	// LoadedFile records the archives disk-to-mirror loaded, by destination.
 	LoadedFile = "loaded.json"
+	// AttachmentsFile records the attachments (signatures, SBOMs, referrers)
+	// found for each source image digest, so that a re-run does not look again
+	// (mirror/signature.Record; --refresh-signatures looks again).
+	AttachmentsFile = "attachments.json"
 	// HistoryDirName holds the history: one run-NNNNNN.json per run.
 	HistoryDirName = "history"
 	// DeleteDirName holds the delete plan (DeletePlanFile) and the record of
@@ -176,6 +180,9 @@ func (d Dir) ArchiveStatePath() string { return d.join(ArchiveStateFile) }
 
 // LoadedPath is loaded.json.
 func (d Dir) LoadedPath() string { return d.join(LoadedFile) }
+
+// AttachmentsPath is the record of the attachments found per source image.
+func (d Dir) AttachmentsPath() string { return d.join(AttachmentsFile) }
 
 // HistoryDir is the history folder.
 func (d Dir) HistoryDir() string { return d.join(HistoryDirName) }

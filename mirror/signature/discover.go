@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/opencontainers/go-digest"
 
@@ -63,12 +64,12 @@ type Image struct {
 
 // Found is one attachment: a manifest of the image's repository.
 type Found struct {
-	Digest    digest.Digest
-	MediaType string
+	Digest    digest.Digest `json:"digest"`
+	MediaType string        `json:"mediaType,omitempty"`
 	// Tag is the cosign tag ("sha256-<hex>.sig"); "" for a referrer, which is
 	// kept by digest.
-	Tag        string
-	Attachment oci.Attachment
+	Tag        string         `json:"tag,omitempty"`
+	Attachment oci.Attachment `json:"attachment"`
 }
 
 // Stats count what discovery cost and found.
@@ -77,6 +78,9 @@ type Stats struct {
 	Signed      int   `json:"signed"`
 	Attachments int   `json:"attachments"`
 	Requests    int64 `json:"requests"`
+	// Reused counts the images answered from the earlier runs' record
+	// (Discoverer.Reuse), without a request.
+	Reused int64 `json:"reused,omitempty"`
 }
 
 // maxDepth bounds attachments of attachments (a signature of an SBOM of a
@@ -93,6 +97,11 @@ type Discoverer struct {
 	mu    sync.Mutex
 	tags  map[string]*repoTags
 	noAPI map[string]bool // hosts without the referrers API
+
+	known  *Record                  // earlier runs' findings (Reuse)
+	found  map[string]RecordedImage // this run's, by "repo@digest" (Record)
+	reused atomic.Int64
+	now    func() time.Time
 }
 
 type repoTags struct {
@@ -102,15 +111,27 @@ type repoTags struct {
 
 // NewDiscoverer returns a Discoverer reading src.
 func NewDiscoverer(src endpoint.Source) *Discoverer {
-	return &Discoverer{src: src, tags: map[string]*repoTags{}, noAPI: map[string]bool{}}
+	return &Discoverer{src: src, tags: map[string]*repoTags{}, noAPI: map[string]bool{}, found: map[string]RecordedImage{}, now: time.Now}
 }
 
 // Requests is how many requests discovery made so far.
 func (d *Discoverer) Requests() int64 { return d.requests.Load() }
 
 // Discover returns every attachment of im: those of its digest, of each child
-// when it is an index, and of the attachments themselves, each once.
+// when it is an index, and of the attachments themselves, each once. An image
+// the reused record holds (Reuse) is answered from it, without a request.
 func (d *Discoverer) Discover(ctx context.Context, im Image) ([]Found, error) {
+	if found, ok := d.recorded(im); ok {
+		return found, nil
+	}
+	found, err := d.discover(ctx, im)
+	if err == nil {
+		d.remember(im, found)
+	}
+	return found, err
+}
+
+func (d *Discoverer) discover(ctx context.Context, im Image) ([]Found, error) {
 	d.requests.Add(1)
 	m, err := d.src.Manifest(ctx, im.Repo, im.Digest.String())
 	if err != nil {

@@ -1,0 +1,88 @@
+package signature_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/oci"
+	"github.com/airlock-mirror/airlock/mirror/signature"
+)
+
+// noSource fails every request: a discoverer answering from its record makes none.
+type noSource struct {
+	endpoint.Source
+	asked *int
+}
+
+func (s noSource) Manifest(context.Context, string, string) (endpoint.Manifest, error) {
+	*s.asked++
+	return endpoint.Manifest{}, os.ErrNotExist
+}
+
+func TestRecordRoundTripAndReuse(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "attachments.json")
+	img := digest.FromString("image")
+	sig := digest.FromString("sig")
+	rec, err := signature.LoadRecord(path)
+	if err != nil || len(rec.Images) != 0 {
+		t.Fatalf("missing file: %+v, %v; want an empty record", rec, err)
+	}
+	rec.Images["reg.example/ns/app@"+img.String()] = signature.RecordedImage{Found: []signature.Found{{
+		Digest: sig, MediaType: oci.MediaTypeOf("", []byte(`{"mediaType":"application/vnd.oci.image.manifest.v1+json"}`)), Tag: "sha256-" + img.Encoded() + ".sig",
+		Attachment: oci.Attachment{Of: "reg.example/ns/app:old", Subject: img, Kind: oci.AttachmentSignature, Size: 10},
+	}}}
+	if err := rec.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	back, err := signature.LoadRecord(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := 0
+	d := signature.NewDiscoverer(noSource{asked: &asked})
+	d.Reuse(back)
+	found, err := d.Discover(context.Background(), signature.Image{Source: "reg.example/ns/app@" + img.String(), Repo: "reg.example/ns/app", Digest: img})
+	if err != nil || asked != 0 || len(found) != 1 || found[0].Digest != sig || found[0].Attachment.Of != "reg.example/ns/app@"+img.String() {
+		t.Fatalf("reused: %+v, %v, %d requests; want the recorded signature, owned by the image as now named, and no request", found, err, asked)
+	}
+	if d.Reused() != 1 || d.Requests() != 0 || len(d.Record().Images) != 1 {
+		t.Errorf("reused %d, requests %d, record %+v", d.Reused(), d.Requests(), d.Record())
+	}
+	// An image the record does not hold is asked about, and a failed
+	// discovery is not recorded.
+	other := digest.FromString("other")
+	if _, err := d.Discover(context.Background(), signature.Image{Repo: "reg.example/ns/app", Digest: other}); err == nil || asked == 0 {
+		t.Fatalf("unrecorded image: err %v after %d requests", err, asked)
+	}
+	if _, ok := d.Record().Images["reg.example/ns/app@"+other.String()]; ok {
+		t.Error("a failed discovery was recorded")
+	}
+}
+
+func TestLoadRecordRefusesWhatItCannotRead(t *testing.T) {
+	for _, tc := range []struct{ name, content, want string }{
+		{"not json", "{", "unexpected end of JSON input"},
+		{"other version", `{"version": 7, "images": {}}`, "version 7, want 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "attachments.json")
+			if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			rec, err := signature.LoadRecord(path)
+			if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v: want one naming %s and %q", err, path, tc.want)
+			}
+			if rec == nil || len(rec.Images) != 0 {
+				t.Fatalf("record %+v: want an empty one (everything looked at again)", rec)
+			}
+		})
+	}
+}

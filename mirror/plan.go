@@ -313,6 +313,7 @@ func PlanImages(ctx context.Context, req PlanRequest, resolve Resolver, parallel
 			toResolve++
 		}
 	}
+	expect(resolve, images)
 	count := transfer.NewCounter(req.Progress, toResolve)
 	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
@@ -495,4 +496,21 @@ func (p *Plan) markConflicts() {
 			}
 		}
 	}
+}
+
+// expect tells a resolver that can use it (endpoint.Expecter: a registry
+// client sharing one token among repositories) which source repositories the
+// plan reads.
+func expect(resolve Resolver, images []PlanImage) {
+	ex, ok := resolve.(endpoint.Expecter)
+	if !ok {
+		return
+	}
+	var repos []string
+	for _, im := range images {
+		if im.Error == "" && im.SourceRepo != "" {
+			repos = append(repos, im.SourceRepo)
+		}
+	}
+	ex.Expect(repos, false)
 }

@@ -98,3 +98,11 @@ func RepoHost(repo string) string {
 	}
 	return repo
 }
+
+// Expecter is implemented by endpoints that do better when told in advance
+// which repositories a run will use (a registry client asks one token for a
+// group of them instead of one per repository: see registry.Client.Expect).
+type Expecter interface {
+	// Expect says the run will use repos, for push (and pull) when push is set.
+	Expect(repos []string, push bool)
+}

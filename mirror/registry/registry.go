@@ -93,6 +93,7 @@ type Client struct {
 	repoKey   map[string]string              // repository + host key → key in hosts
 	groupFill map[string]int                 // host key → repositories in its current group
 	groupNo   map[string]int                 // host key → current group number
+	scopes    map[string][]string            // key in hosts → token scopes of its expected repositories (Expect)
 	sems      map[string]chan struct{}       // by host
 	creds     map[string]authn.Authenticator // by repo
 	down      map[string]error               // hosts found unreachable this run
@@ -157,7 +158,7 @@ func New(opts Options) *Client {
 	}
 	r := &Client{
 		opts: opts, policy: p, keychain: kc, log: log,
-		hosts: map[string]*regHost{}, repoKey: map[string]string{}, groupFill: map[string]int{}, groupNo: map[string]int{}, sems: map[string]chan struct{}{}, creds: map[string]authn.Authenticator{}, down: map[string]error{}, probed: map[string]bool{}, mounts: map[string]bool{}, pushed: map[string]bool{},
+		hosts: map[string]*regHost{}, repoKey: map[string]string{}, groupFill: map[string]int{}, groupNo: map[string]int{}, scopes: map[string][]string{}, sems: map[string]chan struct{}{}, creds: map[string]authn.Authenticator{}, down: map[string]error{}, probed: map[string]bool{}, mounts: map[string]bool{}, pushed: map[string]bool{},
 		healthy: map[string]*hostHealth{}, timeouts: opts.Timeouts.withDefaults(),
 	}
 	// The transport never retries: retries belong to the operations (see
@@ -292,11 +293,7 @@ func (r *Client) client(ctx context.Context, repo string, push bool) (*http.Clie
 		if err != nil {
 			return nil, "", "", fmt.Errorf("registry host %q: %w", host, err)
 		}
-		scopes := []string{"repository:" + path + ":pull"}
-		if push {
-			scopes = []string{"repository:" + path + ":push,pull"}
-		}
-		rt, err := transport.NewWithContext(ctx, reg, auth, transport.NewUserAgent(r.base, r.opts.UserAgent), scopes)
+		rt, err := transport.NewWithContext(ctx, reg, auth, transport.NewUserAgent(r.base, r.opts.UserAgent), r.groupScopes(key, path, push))
 		if err != nil {
 			return nil, "", "", fmt.Errorf("connect to registry %s: %w", host, err)
 		}

@@ -141,6 +141,7 @@ func Copy(ctx context.Context, src endpoint.Source, dst endpoint.Destination, jo
 	e := newCopyEngine(src, dst, opts)
 	e.imagesTotal = len(jobs)
 	e.jobs = jobs
+	expectRepos(src, dst, jobs)
 	for i, held := range opts.Held {
 		if i >= len(jobs) {
 			break

@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 
 	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
 )
 
 // presence asks a destination whether it holds a job's image. On a re-run
@@ -45,4 +47,19 @@ func (p *presence) check(ctx context.Context, dst manifestChecker, job Job) (hel
 // manifestChecker is the part of a destination presence asks.
 type manifestChecker interface {
 	ManifestExists(ctx context.Context, repo, reference string, d digest.Digest) (bool, error)
+}
+
+// expectRepos tells endpoints that can use it (endpoint.Expecter) which
+// repositories the jobs read and write, before the first request.
+func expectRepos(src endpoint.Source, dst endpoint.Destination, jobs []Job) {
+	var from, to []string
+	for _, j := range jobs {
+		from, to = append(from, j.Source), append(to, j.Dest)
+	}
+	if ex, ok := src.(endpoint.Expecter); ok {
+		ex.Expect(from, false)
+	}
+	if ex, ok := dst.(endpoint.Expecter); ok {
+		ex.Expect(to, true)
+	}
 }

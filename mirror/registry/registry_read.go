@@ -84,26 +84,48 @@ func (r *Client) Blob(ctx context.Context, repo string, d endpoint.Descriptor) (
 }
 
 type regBlobReader struct {
-	ctx      context.Context
-	r        *Client
-	c        *http.Client
-	url      string
-	repo     string
-	d        endpoint.Descriptor
-	body     io.ReadCloser
-	off      int64
-	attempts *retry.Attempts
+	ctx context.Context
+	r   *Client
+	c   *http.Client
+	url string
+	// redirected is where the registry sent the blob's GET (a CDN's signed
+	// URL): a read resumed after a broken stream asks there first, not the
+	// registry again; "" once it failed (expired, refused).
+	redirected string
+	repo       string
+	d          endpoint.Descriptor
+	body       io.ReadCloser
+	off        int64
+	attempts   *retry.Attempts
 }
 
-// open makes one request for the rest of the blob (from b.off).
+// open makes one request for the rest of the blob (from b.off): at the URL
+// the registry redirected the first request to, when there was one (falling
+// back to the registry at once when that fails), else at the registry.
 func (b *regBlobReader) open() error {
 	hdr := map[string]string{}
 	if b.off > 0 {
 		hdr["Range"] = "bytes=" + strconv.FormatInt(b.off, 10) + "-"
 	}
-	resp, err := b.r.do(b.ctx, b.c, http.MethodGet, b.url, nil, hdr)
+	u := b.url
+	if b.off > 0 && b.redirected != "" {
+		u = b.redirected
+	}
+	resp, err := b.r.do(b.ctx, b.c, http.MethodGet, u, nil, hdr)
+	if err == nil && u != b.url && resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusPartialContent {
+		drain(resp)
+		err = statusError(resp)
+	}
+	if err != nil && u != b.url {
+		b.r.log.Debug("resuming a blob at its redirected URL failed: asking the registry", "repo", b.repo, "digest", b.d.Digest, "error", err.Error())
+		b.redirected = ""
+		return b.open()
+	}
 	if err != nil {
 		return err
+	}
+	if fin := resp.Request.URL; u == b.url && fin.String() != b.url {
+		b.redirected = fin.String()
 	}
 	switch {
 	case resp.StatusCode == http.StatusOK:

@@ -41,9 +41,12 @@ type Options struct {
 	// ParallelLayers is --parallel-layers: blobs of one image transferred at once
 	// (default 5).
 	ParallelLayers int
-	// MaxPerRegistry bounds blob transfers touching one registry host at once,
-	// across all images (default 2 × ParallelLayers). Hosts are taken from the
-	// repository names ("host/path").
+	// MaxPerRegistry is the ceiling of blob transfers touching one registry
+	// host at once, across all images (default ParallelImages ×
+	// ParallelLayers): each host's limit starts at half of it and adapts
+	// (hostLimit: it grows while transfers queue and go well, halves on 429,
+	// 5xx and answers far slower than the host's best). Hosts are taken from
+	// the repository names ("host/path").
 	MaxPerRegistry int
 	// Retry is the policy for whole blob transfers (--retry-times): a transfer
 	// that broke or failed verification in either direction is restarted from a
@@ -204,12 +207,12 @@ type copyEngine struct {
 	policy retry.Policy
 	log    *slog.Logger
 
-	mu        sync.Mutex
-	blobs     map[string]*copyFlight          // dest repo + digest → "present in that repo"
-	manifests map[string]*copyFlight          // dest repo + digest → manifest (and children) present
-	digestMu  map[digest.Digest]chan struct{} // one byte transfer per digest at a time
-	present   map[digest.Digest][]string      // dest repos known to hold the digest
-	hostSems  map[string]chan struct{}
+	mu         sync.Mutex
+	blobs      map[string]*copyFlight          // dest repo + digest → "present in that repo"
+	manifests  map[string]*copyFlight          // dest repo + digest → manifest (and children) present
+	digestMu   map[digest.Digest]chan struct{} // one byte transfer per digest at a time
+	present    map[digest.Digest][]string      // dest repos known to hold the digest
+	hostLimits map[string]*hostLimit
 
 	// Manifests the destination already holds are not read unless a new blob
 	// has no repository to be mounted from (see destHolds, discoverPresent).
@@ -238,7 +241,7 @@ func newCopyEngine(src endpoint.Source, dst endpoint.Destination, opts Options) 
 		opts.ParallelLayers = 5
 	}
 	if opts.MaxPerRegistry <= 0 {
-		opts.MaxPerRegistry = 2 * opts.ParallelLayers
+		opts.MaxPerRegistry = opts.ParallelImages * opts.ParallelLayers
 	}
 	log := opts.Logger
 	if log == nil {
@@ -248,7 +251,7 @@ func newCopyEngine(src endpoint.Source, dst endpoint.Destination, opts Options) 
 		src: src, dst: dst, opts: opts, policy: retry.OrDefault(opts.Retry), log: log,
 		blobs: map[string]*copyFlight{}, manifests: map[string]*copyFlight{},
 		digestMu: map[digest.Digest]chan struct{}{}, present: map[digest.Digest][]string{},
-		hostSems: map[string]chan struct{}{}, seenTotal: map[digest.Digest]bool{}, seenDone: map[digest.Digest]bool{},
+		hostLimits: map[string]*hostLimit{}, seenTotal: map[digest.Digest]bool{}, seenDone: map[digest.Digest]bool{},
 		walked: map[repoDigest]bool{}, holds: map[repoDigest]bool{}, toWalk: map[string][]repoDigest{}, tagged: map[string]digest.Digest{},
 	}
 }

@@ -188,35 +188,52 @@ func (e *copyEngine) lockDigest(ctx context.Context, d digest.Digest) (func(), e
 }
 
 // acquireHosts takes a transfer slot on each distinct host, in sorted order so
-// that two transfers never wait on each other.
-func (e *copyEngine) acquireHosts(ctx context.Context, hosts ...string) (func(), error) {
+// that two transfers never wait on each other. release says whether the
+// transfer went well (hostLimit adapts to it).
+func (e *copyEngine) acquireHosts(ctx context.Context, hosts ...string) (release func(ok bool), err error) {
 	sort.Strings(hosts)
-	var held []chan struct{}
-	release := func() {
-		for _, ch := range held {
-			<-ch
+	var held []*hostLimit
+	release = func(ok bool) {
+		for _, h := range held {
+			h.release(ok)
 		}
 	}
 	for i, h := range hosts {
 		if i > 0 && hosts[i-1] == h {
 			continue
 		}
-		e.mu.Lock()
-		ch := e.hostSems[h]
-		if ch == nil {
-			ch = make(chan struct{}, e.opts.MaxPerRegistry)
-			e.hostSems[h] = ch
+		l := e.hostLimit(h)
+		if err := l.acquire(ctx); err != nil {
+			release(false)
+			return nil, err
 		}
-		e.mu.Unlock()
-		select {
-		case ch <- struct{}{}:
-			held = append(held, ch)
-		case <-ctx.Done():
-			release()
-			return nil, ctx.Err()
-		}
+		held = append(held, l)
 	}
 	return release, nil
+}
+
+// hostLimit is host's adaptive transfer limit.
+func (e *copyEngine) hostLimit(host string) *hostLimit {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	l := e.hostLimits[host]
+	if l == nil {
+		l = newHostLimit(e.opts.MaxPerRegistry)
+		e.hostLimits[host] = l
+	}
+	return l
+}
+
+// attemptFailed tells the limit of the host that answered err with 429 or a
+// 5xx (one of the transfer's two hosts) to back off.
+func (e *copyEngine) attemptFailed(err error, hosts ...string) {
+	if th := throttledHost(err); th != "" {
+		for _, h := range hosts {
+			if h == th {
+				e.hostLimit(h).trouble()
+			}
+		}
+	}
 }
 
 // transfer reads d from the source and writes it to the destination, verified,
@@ -226,24 +243,25 @@ func (e *copyEngine) acquireHosts(ctx context.Context, hosts ...string) (func(),
 // of the same operation). The first attempt writes into up; later ones open a
 // new upload (and stop there if an earlier attempt did land the blob).
 func (e *copyEngine) transfer(ctx context.Context, srcRepo, dstRepo string, d endpoint.Descriptor, up endpoint.BlobUpload) error {
-	release, err := e.acquireHosts(ctx, endpoint.RepoHost(srcRepo), endpoint.RepoHost(dstRepo))
+	srcHost, dstHost := endpoint.RepoHost(srcRepo), endpoint.RepoHost(dstRepo)
+	release, err := e.acquireHosts(ctx, srcHost, dstHost)
 	if err != nil {
 		if up != nil {
 			up.Cancel(ctx)
 		}
 		return err
 	}
-	defer release()
-	err = e.policy.Do(ctx, e.log, "copy blob "+d.Digest.String()+" to "+dstRepo, func(ctx context.Context) error {
+	defer func() { release(err == nil) }()
+	err = e.policy.Do(ctx, e.log, "copy blob "+d.Digest.String()+" to "+dstRepo, func(ctx context.Context) (err error) {
+		defer func() { e.attemptFailed(err, srcHost, dstHost) }()
 		if up == nil {
-			var err error
 			if up, err = startBlob(ctx, e.dst, dstRepo, d); err != nil || up == nil {
 				return err
 			}
 		}
 		cur := up
 		up = nil
-		err := e.transferOnce(ctx, srcRepo, d, cur)
+		err = e.transferOnce(ctx, srcRepo, d, cur)
 		if ru, ok := cur.(endpoint.ReusableUpload); ok && err != nil && ru.Reusable() {
 			up = cur // the next attempt writes into the same session
 		}
@@ -277,11 +295,13 @@ func noteFailure(ctx context.Context, ep any, repo string, err error) error {
 }
 
 func (e *copyEngine) transferOnce(ctx context.Context, srcRepo string, d endpoint.Descriptor, up endpoint.BlobUpload) error {
+	start := time.Now()
 	rc, err := e.src.Blob(ctx, srcRepo, d)
 	if err != nil {
 		up.Cancel(ctx)
 		return err
 	}
+	e.hostLimit(endpoint.RepoHost(srcRepo)).firstByte(time.Since(start))
 	defer rc.Close()
 	v := oci.NewVerifier(rc, d)
 	if err := up.Write(ctx, v); err != nil {

@@ -1,9 +1,11 @@
 package pipeline
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/airlock-mirror/airlock/internal/atomicfile"
@@ -156,4 +158,42 @@ func writeFile(path string, b []byte) error {
 func sameFile(a os.FileInfo, path string) bool {
 	b, err := os.Stat(path)
 	return err == nil && os.SameFile(a, b)
+}
+
+// dryRunParallel is how many images a dry run compares at once: each costs a
+// few small requests (HEAD at the destination, the source manifest), so
+// latency, not bandwidth, bounds it (3,453 images of a real catalog: 3.1-3.4 s
+// at 8, 2.7-2.8 s at 32, under load).
+const dryRunParallel = 32
+
+func (r *run) dryRun(ctx context.Context, src transfer.EstimateSource, dst transfer.EstimateDestination) error {
+	r.stage("dry-run")
+	x := r.est
+	if x == nil {
+		x = transfer.NewEstimator(src, dst, dryRunParallel)
+	}
+	est, err := x.Estimate(ctx, r.res.Plan.Jobs(), r.stageProgress("dry-run"))
+	if r.looking != nil {
+		r.looking(false) // Estimate waited for what it read: this is the goroutine's end
+	}
+	if err != nil {
+		return err
+	}
+	r.res.DryRun = est
+	if err := os.MkdirAll(r.workDir.DryRunDir(), 0o755); err != nil {
+		return err
+	}
+	if err := writeLines(r.workDir.DryRunMappingPath(), r.res.Plan.Mapping()); err != nil {
+		return err
+	}
+	var miss []string
+	for _, j := range est.Missing {
+		miss = append(miss, j.Source+"@"+j.Digest.String()+"="+j.Dest)
+	}
+	sort.Strings(miss)
+	if err := writeLines(r.workDir.DryRunMissingPath(), miss); err != nil {
+		return err
+	}
+	// No cluster resources: nothing was mirrored for them to point at.
+	return nil
 }

@@ -65,6 +65,7 @@ var docRuns = []docPage{
 	{page: "docs/catalogs.md", fresh: 1, places: []string{"registry.example.com", "R1"},
 		files: []string{"mirror/catalogimage/testdata/catalog/full", "catalog"}, flags: plainHTTP,
 		seed: []string{"--registry", "R1", "--dest-tls-verify=false", "--catalog-dir", "catalog", "--catalog-repo", "catalogs/index", "--catalog-tag", "v1"}},
+	{page: "docs/catalog-io.md", files: []string{"testdata/demo/catalog", "catalog"}},
 	{page: "docs/catalog-validate.md", files: []string{"testdata/demo/catalog", "configs", "testdata/docs/catalog-validate", "."}},
 	{page: "docs/catalog-prune.md", files: []string{
 		"prune/testdata/filter/dependencies/config.yaml", "imageset.yaml", "prune/testdata/filter/_catalogs/sample", "catalog"}},

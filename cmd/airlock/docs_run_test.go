@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -350,5 +351,63 @@ func copyDocFiles(t *testing.T, from, to string, places, filePlaces *strings.Rep
 	})
 	if err != nil {
 		t.Fatalf("copying %s: %v", from, err)
+	}
+}
+
+// TestDocsReaderForms: the forms of command line the pages use are read as
+// the shell would run them, and shown output compares by shape.
+func TestDocsReaderForms(t *testing.T) {
+	page := "```sh\nairlock mirror -c isc.yaml file:///media/usb   # a comment\n" +
+		"airlock registry gc --root DIR --dry-run && airlock registry gc --root DIR\n" +
+		"airlock catalog graph ./catalog --package etcd | dot -Tpdf > etcd.pdf\n" +
+		"oc apply -f x\n```\n" +
+		"```\n$ JOB_COMPLETION_INDEX=1 airlock mirror --shards 2 docker://r/ns\nsummary\n" +
+		"$ rm -r manifests/x && airlock catalog render ./manifests --output-dir ./c2\nairlock: refused\n" +
+		"$ ls\nairlock_000001.tar\n" +
+		"airlock mirror -c CONFIG   (a plain block: not a command)\n```\n"
+	cmds, err := readDocCommands("page.md", strings.NewReader(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range cmds {
+		got = append(got, fmt.Sprintf("%d env=%v pre=%v args=%v out=%v", c.line, c.env, c.pre, c.args, c.output))
+	}
+	want := []string{
+		"2 env=[] pre=[] args=[mirror -c isc.yaml file:///media/usb] out=[]",
+		"3 env=[] pre=[] args=[registry gc --root DIR --dry-run] out=[]",
+		"3 env=[] pre=[] args=[registry gc --root DIR] out=[]",
+		"4 env=[] pre=[] args=[catalog graph ./catalog --package etcd] out=[]",
+		"8 env=[JOB_COMPLETION_INDEX=1] pre=[] args=[mirror --shards 2 docker://r/ns] out=[summary]",
+		"10 env=[] pre=[[rm -r manifests/x]] args=[catalog render ./manifests --output-dir ./c2] out=[airlock: refused]",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("read:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	printed := map[string]bool{}
+	for _, l := range []string{
+		"  blobs:     49 sent (61.5 KiB), 9 mounted from another repository",
+		"  x@sha256:7140e8d55874529b2fdc74ca39d87a54ba1faf63287cf178a808cf9aea9c6077 (127.0.0.1:41047/a:v2.0.0)",
+		"load them (12 blobs missing: sha256:26e1a965c47f0000 (needed in 127.0.0.1:1/mirror/a/b), sha256:ab (needed in c) and 7 more); or --full",
+	} {
+		printed[shape(l)] = true
+	}
+	for shown, want := range map[string]bool{
+		"  blobs:     72 sent (88.5 KiB), 3 mounted from another repository":                                    true,
+		"  blobs:     72 sent (88.5 KiB), 3 mounted from another registry":                                      false,
+		"  x@sha256:1234abcd… (127.0.0.1:5001/a:v1.0.0)":                                                        true,
+		"  y@sha256:1234abcd… (127.0.0.1:5001/a:v1.0.0)":                                                        false,
+		"load them (12 blobs missing: sha256:26e1a965c47f… (needed in 127.0.0.1:15082/mirror/…), …); or --full": true,
+		"load them (12 blobs missing: sha256:26e1a965c47f… (needed in 127.0.0.1:15082/other/…), …); or --full":  false,
+	} {
+		if shownIn(shape(shown), printed) != want {
+			t.Errorf("%q shown: matched %v, want %v", shown, !want, want)
+		}
+	}
+	for out, want := range map[string]int{"summary": 0, "airlock: refused": -1, "airlock: refused\n(exit status 2)": 2, "(exit 3)": 3} {
+		if got := wantExit(strings.Split(out, "\n")); got != want {
+			t.Errorf("wantExit(%q) = %d, want %d", out, got, want)
+		}
 	}
 }

@@ -277,3 +277,67 @@ func TestDocsCheckerCatches(t *testing.T) {
 		}
 	}
 }
+
+// TestInstallInstructions: the build and install lines of the sh blocks of
+// README.md and docs/*.md work with this repository: every `make TARGET` is a
+// target of the Makefile, every `go build|install ./PKG` a main package, and
+// no `go install PKG@VERSION` while go.mod has a replace (go refuses it).
+func TestInstallInstructions(t *testing.T) {
+	repo, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gomod, err := os.ReadFile(filepath.Join(repo, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replaced := regexp.MustCompile(`(?m)^replace\s`).Match(gomod)
+	makefile, err := os.ReadFile(filepath.Join(repo, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, page := range docPages(t, repo) {
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(repo, page)
+		in := false
+		for n, line := range strings.Split(string(b), "\n") {
+			trimmed := strings.TrimSpace(line)
+			if strings.HasPrefix(trimmed, "```") {
+				in = !in && docShellBlocks[strings.TrimPrefix(trimmed, "```")]
+				continue
+			}
+			words, _ := shellWords(strings.TrimPrefix(trimmed, "$ "))
+			if !in || len(words) < 2 {
+				continue
+			}
+			switch {
+			case words[0] == "make":
+				checked++
+				for _, target := range words[1:] {
+					if !strings.Contains(target, "=") && !regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(target)+`:`).Match(makefile) {
+						t.Errorf("%s:%d: make %s: the Makefile has no target %s", rel, n+1, target, target)
+					}
+				}
+			case words[0] == "go" && (words[1] == "install" || words[1] == "build"):
+				checked++
+				for _, w := range words[2:] {
+					switch {
+					case strings.Contains(w, "@") && replaced:
+						t.Errorf("%s:%d: %s: go.mod has a replace directive, so go install PKG@VERSION refuses this module: build from a clone (make build, make install)", rel, n+1, trimmed)
+					case strings.HasPrefix(w, "./"):
+						if main, err := os.ReadFile(filepath.Join(repo, w, "main.go")); err != nil || !strings.Contains(string(main), "package main") {
+							t.Errorf("%s:%d: %s: %s is not a main package of this repository", rel, n+1, trimmed, w)
+						}
+					}
+				}
+			}
+		}
+	}
+	if checked < 3 {
+		t.Fatalf("only %d make/go build lines found in sh blocks: README.md's Install section should have them", checked)
+	}
+}

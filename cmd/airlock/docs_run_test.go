@@ -83,7 +83,8 @@ var docRuns = []docPage{
 		"/work/wt-progress", "REPO",
 		"127.0.0.1:36079", "R1",
 		"127.0.0.1:37019", "R2",
-	}, files: []string{"testdata/demo/imageset.yaml", "isc.yaml"}, filePlaces: []string{
+		"127.0.0.1:5000", "SRC", // "your own catalog": seeding is idempotent
+	}, files: []string{"testdata/demo/imageset.yaml", "isc.yaml", "testdata/demo/catalog", "my-catalog"}, filePlaces: []string{
 		"quay.io/airlock-demo/", "R1/airlock-demo/", "registry.example.com/", "R1/",
 	}, end: regexp.MustCompile(`^(==> |ImageSetConfiguration \(|source registry stopped)`)},
 }

@@ -16,8 +16,9 @@ import (
 
 // docPage is a page whose command lines TestDocsRun runs, in order, in a
 // folder of its own, against the demo registries: the source seeded with the
-// demo catalog (shared by every page: no page writes to it) and registries of
-// its own, empty at the start.
+// demo catalog (shared by every page: a page only seeds it again, which is
+// idempotent, or adds a repository no other page reads) and registries of its
+// own, empty at the start.
 type docPage struct {
 	page string
 	// fresh is how many empty registries the page gets: R1, R2, … in places.

@@ -86,4 +86,4 @@ conformance:
 	cd conformance && $(GO) test -run '^$$' -fuzz '^FuzzSelectionAgreement$$' -fuzztime $(CONFORMANCE_FUZZTIME) .
 
 clean:
-	rm -rf bin
+	rm -rf bin /tmp/airlock-bench-cache

@@ -109,6 +109,9 @@ func TestProxyCounts(t *testing.T) {
 	if c.BytesIn != st.BlobBytes+manifestBytesPushed(w) {
 		t.Errorf("bytes in %d, want blobs %d + manifests %d", c.BytesIn, st.BlobBytes, manifestBytesPushed(w))
 	}
+	if p.FirstUploadByte().IsZero() {
+		t.Error("FirstUploadByte is zero after uploads")
+	}
 	if want := reg.Counts(); want.BlobsCommitted != c.BlobsCommitted || want.BytesUploaded != c.UploadBytesIn {
 		t.Errorf("registry saw %d blobs, %d bytes; proxy %d, %d", want.BlobsCommitted, want.BytesUploaded, c.BlobsCommitted, c.UploadBytesIn)
 	}

@@ -38,6 +38,8 @@ test-short:
 # 4 minutes on 2 cores; BENCH_QUICK=1 takes under 2. BENCH_FLAGS passes more
 # flags to bench/cmd/airlock-bench (go run ./bench/cmd/airlock-bench -h), e.g.
 # BENCH_FLAGS='-catalogs real -copy=false -docs ""'. BENCH_NOTE labels the run.
+# The catalog-scale section (over the WAN simulator) seeds its registry once
+# into /tmp/airlock-bench-cache (make clean removes it); BENCH_WAN=none skips it.
 BENCH_QUICK ?=
 BENCH_NOTE  ?=
 BENCH_FLAGS ?=

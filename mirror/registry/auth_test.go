@@ -38,6 +38,7 @@ func TestMain(m *testing.M) {
 	}
 	testHome = dir
 	os.Setenv("HOME", dir) // never the developer's own ~/.docker/config.json
+	dropInDir = filepath.Join(dir, "no-registries.conf.d") // nor this machine's registries.conf.d
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

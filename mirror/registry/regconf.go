@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/BurntSushi/toml"
 	"github.com/containers/image/v5/docker/reference"
 	"github.com/containers/image/v5/pkg/sysregistriesv2"
 	"github.com/containers/image/v5/types"
@@ -63,7 +64,7 @@ func LoadRegistriesConf(path string) (*RegistriesConf, error) {
 			path, from = os.Getenv(env), "$"+env
 		}
 	}
-	sys := &types.SystemContext{SystemRegistriesConfPath: path}
+	sys := &types.SystemContext{SystemRegistriesConfPath: path, SystemRegistriesConfDirPath: dropInDir}
 	if path != "" {
 		if _, err := os.Stat(path); err != nil {
 			return nil, fmt.Errorf("%w: %s %s: %v: give the path of an existing registries.conf", ErrRegistriesConf, from, path, errors.Unwrap(err))
@@ -100,6 +101,10 @@ func (c *RegistriesConf) entry(repo string) (*sysregistriesv2.Registry, error) {
 	c.mu.Unlock()
 	return reg, nil
 }
+
+// dropInDir, when set, replaces the registries.conf.d folders (tests: the
+// machine's own files must not change what a test file means).
+var dropInDir = ""
 
 // pullSource is one place an image may be pulled from: a repository ("host/path")
 // and whether its host is insecure.
@@ -180,14 +185,8 @@ func (c *RegistriesConf) mirrored(host string) bool {
 // last of the files read whose text holds it (drop-in files override the main
 // one), else the files read.
 func (c *RegistriesConf) definedIn(prefix string) string {
-	files := []string{sysregistriesv2.ConfigPath(c.sys)} //nolint:staticcheck // the file list, for the message
-	for _, dir := range strings.Split(c.from, ", ")[1:] {
-		m, _ := filepath.Glob(filepath.Join(dir, "*.conf"))
-		sort.Strings(m)
-		files = append(files, m...)
-	}
 	found := ""
-	for _, f := range files {
+	for _, f := range c.files() {
 		if b, err := os.ReadFile(f); err == nil && strings.Contains(string(b), `"`+prefix+`"`) {
 			found = f
 		}
@@ -196,6 +195,36 @@ func (c *RegistriesConf) definedIn(prefix string) string {
 		return c.from
 	}
 	return found
+}
+
+// files are the files read, in the order containers/image reads them (each
+// overrides the ones before).
+func (c *RegistriesConf) files() []string {
+	files := []string{sysregistriesv2.ConfigPath(c.sys)} //nolint:staticcheck // the file list, for messages
+	for _, dir := range strings.Split(c.from, ", ")[1:] {
+		m, _ := filepath.Glob(filepath.Join(dir, "*.conf"))
+		sort.Strings(m)
+		files = append(files, m...)
+	}
+	return files
+}
+
+// alias is the [aliases] entry of a short name in the files read, and the file
+// that sets it. (containers/image's ResolveShortNameAlias would also create
+// its own lock file under /var/cache or ~/.cache: a suggestion in an error
+// message is not worth a side effect.)
+func (c *RegistriesConf) alias(short string) (value, origin string) {
+	for _, f := range c.files() {
+		var doc struct {
+			Aliases map[string]string `toml:"aliases"`
+		}
+		if _, err := toml.DecodeFile(f, &doc); err == nil {
+			if v, ok := doc.Aliases[short]; ok {
+				value, origin = v, f
+			}
+		}
+	}
+	return value, origin
 }
 
 // Qualified checks that name (an image reference from the configuration) names
@@ -209,16 +238,15 @@ func (c *RegistriesConf) Qualified(name string) error {
 	if err != nil {
 		return nil // not a reference: the configuration's checks say so
 	}
-	first, _, _ := strings.Cut(in, "/")
-	if strings.ContainsAny(first, ".:") || first == "localhost" || strings.HasPrefix(in, "docker.io/") {
+	if first, _, ok := strings.Cut(in, "/"); ok && (strings.ContainsAny(first, ".:") || first == "localhost") {
 		return nil
 	}
 	short := reference.FamiliarName(named)
 	rest := strings.TrimPrefix(reference.FamiliarString(named), short)
 	var suggest []string
 	where := ""
-	if alias, origin, err := sysregistriesv2.ResolveShortNameAlias(c.sys, short); err == nil && alias != nil {
-		suggest, where = []string{alias.Name() + rest}, " (the alias in "+origin+")"
+	if alias, origin := c.alias(short); alias != "" {
+		suggest, where = []string{alias + rest}, " (the alias in "+origin+")"
 	} else if regs, origin, err := sysregistriesv2.UnqualifiedSearchRegistriesWithOrigin(c.sys); err == nil && len(regs) > 0 {
 		for _, r := range regs {
 			suggest = append(suggest, r+"/"+short+rest)

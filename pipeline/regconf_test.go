@@ -66,7 +66,7 @@ blocked = true
 	}
 	for ref, want := range map[string]string{
 		dst.Host() + "/mirror/ns/a@" + a.Digest.String(): a.Digest.String(),
-		dst.Host() + "/mirror/ns/c:v2":                    c.Digest.String(),
+		dst.Host() + "/mirror/ns/c:v2":                   c.Digest.String(),
 	} {
 		got, err := crane.Digest(ref, crane.Insecure)
 		if err != nil || got != want {
@@ -96,8 +96,8 @@ func TestRegistriesConfRefusals(t *testing.T) {
 	os.WriteFile(bad, []byte("[[registry]]\nlocation = quay.io\n"), 0o644)
 	for _, tc := range []struct {
 		name, conf, image string
-		want          []string
-		is            error
+		want              []string
+		is                error
 	}{
 		{"short name", empty, "busybox:1.36", []string{"imageset.yaml line 5", "docker.io/library/busybox:1.36"}, registry.ErrShortName},
 		{"two-part short name", empty, "ubi8/ubi", []string{"imageset.yaml line 5", "ubi8/ubi"}, registry.ErrShortName},

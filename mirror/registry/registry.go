@@ -142,7 +142,11 @@ func New(opts Options) *Client {
 	}
 	kc := opts.Keychain
 	if kc == nil {
-		kc = AuthKeychain(opts.AuthFile)
+		k := &containersKeychain{flag: opts.AuthFile}
+		if opts.Sources != nil {
+			k.regconf = opts.Sources.sys.SystemRegistriesConfPath
+		}
+		kc = k
 	}
 	var r *Client
 	base := opts.Transport

@@ -56,12 +56,7 @@ func (k *containersKeychain) init() {
 	if path == "" {
 		path, from = os.Getenv("REGISTRY_AUTH_FILE"), "$REGISTRY_AUTH_FILE"
 	}
-	rc := k.regconf
-	for _, env := range []string{"CONTAINERS_REGISTRIES_CONF", "REGISTRIES_CONFIG_PATH"} {
-		if rc == "" {
-			rc = os.Getenv(env) // as LoadRegistriesConf
-		}
-	}
+	rc, _ := registriesConfPath(k.regconf)
 	k.sys = &types.SystemContext{AuthFilePath: path, SystemRegistriesConfPath: rc, SystemRegistriesConfDirPath: dropInDir}
 	candidates := []authFileCandidate{{path: path}}
 	if path == "" {

@@ -58,12 +58,7 @@ type RegistriesConf struct {
 // or /etc/containers/registries.conf and the *.conf files of registries.conf.d).
 // A named file must exist; every file read must parse.
 func LoadRegistriesConf(path string) (*RegistriesConf, error) {
-	from := "--registries-conf"
-	for _, env := range []string{"CONTAINERS_REGISTRIES_CONF", "REGISTRIES_CONFIG_PATH"} {
-		if path == "" {
-			path, from = os.Getenv(env), "$"+env
-		}
-	}
+	path, from := registriesConfPath(path)
 	sys := &types.SystemContext{SystemRegistriesConfPath: path, SystemRegistriesConfDirPath: dropInDir}
 	if path != "" {
 		if _, err := os.Stat(path); err != nil {
@@ -82,6 +77,18 @@ func LoadRegistriesConf(path string) (*RegistriesConf, error) {
 	}
 	c.entries = regs
 	return c, nil
+}
+
+// registriesConfPath is the registries.conf named by flag (--registries-conf) or
+// else the environment, and where the name came from; "" for the system files.
+func registriesConfPath(flag string) (path, from string) {
+	path, from = flag, "--registries-conf"
+	for _, env := range []string{"CONTAINERS_REGISTRIES_CONF", "REGISTRIES_CONFIG_PATH"} {
+		if path == "" {
+			path, from = os.Getenv(env), "$"+env
+		}
+	}
+	return path, from
 }
 
 // entry is the [[registry]] entry of repo (nil: none), looked up once.

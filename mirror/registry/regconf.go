@@ -48,8 +48,9 @@ type RegistriesConf struct {
 	from    string // the files read, for messages
 	entries []sysregistriesv2.Registry
 
-	mu    sync.Mutex
-	found map[string]*sysregistriesv2.Registry // by repository: its entry (nil: none)
+	mu     sync.Mutex
+	found  map[string]*sysregistriesv2.Registry // by repository: its entry (nil: none)
+	places map[string][]pullSource              // by repository and "digest"/"tag"
 }
 
 // LoadRegistriesConf reads registries.conf: path (--registries-conf) when set, else
@@ -65,7 +66,7 @@ func LoadRegistriesConf(path string) (*RegistriesConf, error) {
 			return nil, fmt.Errorf("%w: %s %s: %v: give the path of an existing registries.conf", ErrRegistriesConf, from, path, errors.Unwrap(err))
 		}
 	}
-	c := &RegistriesConf{sys: sys, from: sysregistriesv2.ConfigurationSourceDescription(sys), found: map[string]*sysregistriesv2.Registry{}}
+	c := &RegistriesConf{sys: sys, from: sysregistriesv2.ConfigurationSourceDescription(sys), found: map[string]*sysregistriesv2.Registry{}, places: map[string][]pullSource{}}
 	// Loading is what this call does first; its errors name the file, and a TOML
 	// error its line.
 	if _, _, err := sysregistriesv2.UnqualifiedSearchRegistriesWithOrigin(sys); err != nil {
@@ -125,6 +126,25 @@ type pullSource struct {
 // listing tags, which counts as a tag), then the location. An image the
 // configuration blocks is an ErrBlocked.
 func (c *RegistriesConf) sources(repo, ref string) ([]pullSource, error) {
+	_, derr := digest.Parse(ref)
+	key := repo + "\x00" + fmt.Sprint(derr == nil)
+	c.mu.Lock()
+	ps, ok := c.places[key]
+	c.mu.Unlock()
+	if ok {
+		return ps, nil
+	}
+	ps, err := c.lookup(repo, ref)
+	if err == nil {
+		c.mu.Lock()
+		c.places[key] = ps
+		c.mu.Unlock()
+	}
+	return ps, err
+}
+
+// lookup is sources without the memory.
+func (c *RegistriesConf) lookup(repo, ref string) ([]pullSource, error) {
 	named, err := reference.ParseNormalizedNamed(repo)
 	if err != nil || len(c.entries) == 0 {
 		return []pullSource{{repo: repo}}, nil // a bad name: the request itself will say what is wrong
@@ -282,7 +302,7 @@ type sourceKey struct{}
 // point where a source repository becomes a host to contact (client reads the
 // choice from the context). Without registries.conf it is op.
 func (r *Client) read(ctx context.Context, repo, ref, what string, f func(ctx context.Context) error) error {
-	if r.opts.Sources == nil {
+	if r.opts.Sources == nil || len(r.opts.Sources.entries) == 0 {
 		return r.op(ctx, repo, what, f)
 	}
 	srcs, err := r.opts.Sources.sources(repo, ref)

@@ -232,3 +232,23 @@ func TestQualified(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkSources is the cost registries.conf adds to each source read: the
+// places of a repository with a mirror entry, by digest.
+func BenchmarkSources(b *testing.B) {
+	p := filepath.Join(b.TempDir(), "registries.conf")
+	if err := os.WriteFile(p, []byte("[[registry]]\nlocation = \"quay.io\"\n[[registry.mirror]]\nlocation = \"mirror.example/quay\"\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	c, err := LoadRegistriesConf(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := digest.FromString("x").String()
+	b.ReportAllocs()
+	for b.Loop() {
+		if s, err := c.sources("quay.io/ns/app", d); err != nil || len(s) != 2 {
+			b.Fatal(s, err)
+		}
+	}
+}

@@ -197,7 +197,7 @@ func explainStatus(code int, host string) string {
 // With registries.conf (Options.Sources), a source repository is probed at its
 // mirrors and its location, and one that answers is enough.
 func (r *Client) Probe(ctx context.Context, repo string, push bool) error {
-	if r.opts.Sources != nil && !push {
+	if r.opts.Sources != nil && len(r.opts.Sources.entries) > 0 && !push {
 		return r.probeSources(ctx, repo)
 	}
 	return r.probeOnce(ctx, repo, push)

@@ -49,8 +49,7 @@ type RegistriesConf struct {
 	entries []sysregistriesv2.Registry
 
 	mu     sync.Mutex
-	found  map[string]*sysregistriesv2.Registry // by repository: its entry (nil: none)
-	places map[string][]pullSource              // by repository and "digest"/"tag"
+	places map[string][]pullSource // by repository and kind of reference
 }
 
 // LoadRegistriesConf reads registries.conf: path (--registries-conf) when set, else
@@ -66,7 +65,7 @@ func LoadRegistriesConf(path string) (*RegistriesConf, error) {
 			return nil, fmt.Errorf("%w: %s %s: %v: give the path of an existing registries.conf", ErrRegistriesConf, from, path, errors.Unwrap(err))
 		}
 	}
-	c := &RegistriesConf{sys: sys, from: sysregistriesv2.ConfigurationSourceDescription(sys), found: map[string]*sysregistriesv2.Registry{}, places: map[string][]pullSource{}}
+	c := &RegistriesConf{sys: sys, from: sysregistriesv2.ConfigurationSourceDescription(sys), places: map[string][]pullSource{}}
 	// Loading is what this call does first; its errors name the file, and a TOML
 	// error its line.
 	if _, _, err := sysregistriesv2.UnqualifiedSearchRegistriesWithOrigin(sys); err != nil {
@@ -90,24 +89,6 @@ func registriesConfPath(flag string) (path, from string) {
 		}
 	}
 	return path, from
-}
-
-// entry is the [[registry]] entry of repo (nil: none), looked up once.
-func (c *RegistriesConf) entry(repo string) (*sysregistriesv2.Registry, error) {
-	c.mu.Lock()
-	reg, ok := c.found[repo]
-	c.mu.Unlock()
-	if ok {
-		return reg, nil
-	}
-	reg, err := sysregistriesv2.FindRegistry(c.sys, repo)
-	if err != nil {
-		return nil, retry.Permanent(fmt.Errorf("%w (%s): %v", ErrRegistriesConf, c.from, err))
-	}
-	c.mu.Lock()
-	c.found[repo] = reg
-	c.mu.Unlock()
-	return reg, nil
 }
 
 // dropInDir, when set, replaces the registries.conf.d folders (tests: the
@@ -149,9 +130,9 @@ func (c *RegistriesConf) lookup(repo, ref string) ([]pullSource, error) {
 	if err != nil || len(c.entries) == 0 {
 		return []pullSource{{repo: repo}}, nil // a bad name: the request itself will say what is wrong
 	}
-	reg, err := c.entry(named.Name())
+	reg, err := sysregistriesv2.FindRegistry(c.sys, named.Name())
 	if err != nil {
-		return nil, err
+		return nil, retry.Permanent(fmt.Errorf("%w (%s): %v", ErrRegistriesConf, c.from, err))
 	}
 	if reg == nil {
 		return []pullSource{{repo: repo}}, nil
@@ -188,10 +169,12 @@ func (c *RegistriesConf) allSources(repo string) []pullSource {
 	byTag, _ := c.sources(repo, "")
 	seen := map[string]bool{}
 	var out []pullSource
-	for _, s := range append(byDigest[:len(byDigest)-1], byTag...) { // the location last
-		if !seen[s.repo] {
-			seen[s.repo] = true
-			out = append(out, s)
+	for _, list := range [][]pullSource{byDigest[:len(byDigest)-1], byTag} { // the location last
+		for _, s := range list {
+			if !seen[s.repo] {
+				seen[s.repo] = true
+				out = append(out, s)
+			}
 		}
 	}
 	return out

@@ -75,6 +75,9 @@ func TestRegistriesConfSources(t *testing.T) {
 		{name: "pull-from-mirror digest-only ignored for a tag", repo: dead + "/ns/app",
 			conf:  "[[registry]]\nlocation = \"" + dead + "\"\n" + mirror(holder.Host()) + "pull-from-mirror = \"digest-only\"\n",
 			byTag: "connection refused"},
+		{name: "tag-only mirror for tags only", repo: "registry.invalid/ns/app",
+			conf: "[[registry]]\nprefix = \"registry.invalid/ns\"\nlocation = \"" + holder.Host() + "/mirror/ns\"\n" +
+				"[[registry.mirror]]\nlocation = \"" + empty.Host() + "/ns\"\npull-from-mirror = \"tag-only\"\n[[registry.mirror]]\nlocation = \"" + dead2 + "/ns\"\n"},
 		{name: "prefix and location rewrite", repo: "registry.invalid/team/app",
 			conf: "[[registry]]\nprefix = \"registry.invalid/team\"\nlocation = \"" + holder.Host() + "/mirror/ns\"\n"},
 		{name: "blocked", repo: dead + "/ns/app", blocked: true,
@@ -91,6 +94,11 @@ func TestRegistriesConfSources(t *testing.T) {
 			path := writeConf(t, tc.conf)
 			c := sourceClient(t, path)
 			ctx := context.Background()
+			// The probe (a run's preflight) asks every place first; what it
+			// learns must not change where reads go.
+			if err := c.Probe(ctx, tc.repo, false); err != nil {
+				t.Fatalf("probe: %v", err)
+			}
 			for _, ref := range []struct{ ref, want string }{{"v1", tc.byTag}, {p.Digest.String(), tc.byDigest}} {
 				m, err := c.Manifest(ctx, tc.repo, ref.ref)
 				if ref.want != "" {
@@ -123,9 +131,6 @@ func TestRegistriesConfSources(t *testing.T) {
 			b, err := io.ReadAll(rc)
 			if err != nil || digest.FromBytes(b) != p.Blobs[0] {
 				t.Fatalf("blob: %v, digest %s, want %s", err, digest.FromBytes(b), p.Blobs[0])
-			}
-			if err := c.Probe(ctx, tc.repo, false); err != nil {
-				t.Fatalf("probe: %v", err)
 			}
 		})
 	}

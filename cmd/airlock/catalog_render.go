@@ -73,11 +73,14 @@ olm.channel documents to build a catalog, or use "airlock catalog add".`,
 			if workDir, err = catalogCache(workDir); err != nil {
 				return err
 			}
+			fetch, err := catalogimage.SourceFetchOptions(authFile, tlsVerify, log)
+			if err != nil {
+				return err
+			}
 			path, fmtOut := renderOutput(cmd, output, format)
 			return writeOutput(cmd, path, func(w io.Writer) error {
 				return pipeline.Render(cmd.Context(), pipeline.RenderOptions{
-					Sources: args, Format: fmtOut, WorkDir: workDir,
-					Fetch: catalogimage.NewFetchOptions(authFile, tlsVerify, nil, log),
+					Sources: args, Format: fmtOut, WorkDir: workDir, Fetch: fetch,
 				}, w)
 			})
 		},

@@ -1,7 +1,9 @@
 // Package registry is airlock's one registry client (Client): the registry
 // HTTP API (manifests, blobs with resumable reads and streaming uploads,
 // mounts, tags, deletes), auth (auth.json, docker config, registries.conf
-// credentials), TLS and plain-HTTP rules, per-host request limits, probing a
+// credentials), TLS and plain-HTTP rules, where a source repository is read
+// (registries.conf mirrors, rewrites, blocked and insecure registries:
+// RegistriesConf), per-host request limits, probing a
 // registry before a run, timeouts on silent registries (Timeouts), manifest
 // pushes the registry verifies (PutManifest), and remembering hosts found
 // unreachable, stalled or failing (the circuit breaker, NoteFailure). Every

@@ -120,3 +120,16 @@ func TestRegistriesConfRefusals(t *testing.T) {
 		})
 	}
 }
+
+// Disk-to-mirror reads nothing from the sources, so a short name in the
+// configuration an archive was made with does not stop it from being loaded.
+func TestRegistriesConfShortNameDiskToMirror(t *testing.T) {
+	o := opts(writeCfg(t, "apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  additionalImages:\n  - name: busybox:1.36\n"))
+	o.From = "file://" + t.TempDir()
+	o.Destination = "docker://" + registrytest.ClosedAddr(t) + "/mirror"
+	o.Workspace = "file://" + t.TempDir()
+	_, err := pipeline.Mirror(context.Background(), o)
+	if err == nil || errors.Is(err, registry.ErrShortName) {
+		t.Fatalf("err = %v, want the empty archive refused, not the short name", err)
+	}
+}

@@ -38,7 +38,7 @@ func (r *run) setup() error {
 		return err
 	}
 	for _, im := range r.cfg.SourceImages() {
-		if err := r.regconf.Qualified(im.Name); err != nil {
+		if err := r.regconf.Qualified(im.Name); err != nil && o.From == "" { // disk-to-mirror reads no source
 			return fmt.Errorf("%s line %d: %w", r.cfg.Source, im.Line, err)
 		}
 	}

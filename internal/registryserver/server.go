@@ -93,6 +93,10 @@ func NewServer(cfg Config) (*Server, error) {
 	// The default of the registry's own configuration loader (a Configuration
 	// built by hand has 0, and /v2/_catalog then lists nothing).
 	conf.Catalog.MaxEntries = 1000
+	// Sparse indexes are accepted (an index some of whose children are not
+	// here): what a platform subset (platforms: in the configuration) pushes,
+	// keeping the index's digest. oc-mirror's cache registry does the same.
+	conf.Validation.Manifests.Indexes.Platforms = "none"
 	// A fixed secret per server keeps upload state valid across handler instances.
 	conf.HTTP.Secret = fmt.Sprintf("airlock-%d", time.Now().UnixNano())
 	var app *handlers.App

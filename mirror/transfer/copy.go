@@ -29,6 +29,11 @@ type Job struct {
 	Digest digest.Digest `json:"digest"`
 	Dest   string        `json:"dest"`
 	Tags   []string      `json:"tags,omitempty"`
+	// Platforms, when set, is the platform subset of the image ("os/arch"
+	// pairs): of an index, only the children oci.Platforms.Keep keeps are
+	// copied, and the index itself is pushed unchanged (a sparse index, with
+	// the digest the cluster pulls). Empty copies every platform.
+	Platforms []string `json:"platforms,omitempty"`
 }
 
 // Key names the job in maps: "DEST@DIGEST".
@@ -343,7 +348,7 @@ func (e *copyEngine) copyJob(ctx context.Context, ic *imageCtx) error {
 	if len(job.Tags) > 0 {
 		first = job.Tags[0]
 	}
-	m, tagged, err := e.copyManifest(ctx, ic, job.Digest, "", first)
+	m, tagged, err := e.copyManifest(ctx, ic, job.Digest, "", first, len(job.Platforms) > 0)
 	if err != nil {
 		return err
 	}
@@ -389,16 +394,21 @@ func (e *copyEngine) copyJob(ctx context.Context, ic *imageCtx) error {
 // tag: a tag the registry refuses for good (a 4xx: an immutable tag, a tag
 // policy) does not keep the manifest out, it is pushed by digest for the other
 // jobs and indexes that share it.
-func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Digest, parent, tag string) (*endpoint.Manifest, bool, error) {
+//
+// With a platform subset (Job.Platforms), an index the destination holds is
+// still read when recheck is set (the job's own manifest, and children that are
+// indexes): a sparse index pushed by an earlier run with fewer platforms lacks
+// children this subset wants, and they are copied.
+func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Digest, parent, tag string, recheck bool) (*endpoint.Manifest, bool, error) {
 	job := ic.job
 	var got *endpoint.Manifest
 	tagged := tag != ""
 	_, _, err := e.flight(ctx, e.manifests, job.Dest+"@"+d.String(), func() (bool, error) {
-		ok, err := e.destHolds(ctx, repoDigest{job.Dest, d})
+		held, err := e.destHolds(ctx, repoDigest{job.Dest, d})
 		if err != nil {
 			return false, err
 		}
-		if ok {
+		if held && !recheck {
 			return false, nil
 		}
 		m, err := e.src.Manifest(ctx, job.Source, d.String())
@@ -415,10 +425,20 @@ func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Di
 		if err != nil {
 			return false, fmt.Errorf("manifest %s@%s%s: %w", job.Source, d, parent, err)
 		}
+		children, err := subset(job, d, refs.Manifests)
+		if err != nil {
+			return false, err
+		}
+		if held {
+			return false, e.forEach(ctx, len(children), func(i int) error {
+				_, _, err := e.copyManifest(ctx, ic, children[i].Digest, " (child of "+d.String()+")", "", oci.IsIndex(children[i].MediaType))
+				return err
+			})
+		}
 		e.addTotal(refs.Blobs)
 		// Children first (index), then blobs, each bounded by ParallelLayers.
-		if err := e.forEach(ctx, len(refs.Manifests), func(i int) error {
-			_, _, err := e.copyManifest(ctx, ic, refs.Manifests[i].Digest, " (child of "+d.String()+")", "")
+		if err := e.forEach(ctx, len(children), func(i int) error {
+			_, _, err := e.copyManifest(ctx, ic, children[i].Digest, " (child of "+d.String()+")", "", recheck && oci.IsIndex(children[i].MediaType))
 			return err
 		}); err != nil {
 			return false, err
@@ -432,9 +452,10 @@ func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Di
 		if ref == "" {
 			ref = d.String()
 		}
-		if err := e.dst.PutManifest(ctx, job.Dest, ref, m); err != nil {
+		sparse := len(children) < len(refs.Manifests)
+		if err := e.putIndex(ctx, job, ref, m, sparse); err != nil {
 			if tag == "" || !refusedForGood(err) || e.dst.PutManifest(ctx, job.Dest, d.String(), m) != nil {
-				return false, err
+				return false, sparseRefused(job, d, sparse, err)
 			}
 			tagged = false
 		}

@@ -56,7 +56,7 @@ func (p *Plan) AddAttachments(ctx context.Context, src endpoint.Source, mode sig
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			found[k], errs[k] = d.Discover(ctx, signature.Image{Source: im.Source, Repo: im.SourceRepo, Digest: im.Digest})
+			found[k], errs[k] = d.Discover(ctx, signature.Image{Source: im.Source, Repo: im.SourceRepo, Digest: im.Digest, Platforms: im.Platforms})
 		}()
 	}
 	wg.Wait()

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 
 	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/mirror/oci"
 )
 
 // ChunkReport is what VerifyChunk checked in one chunk.
@@ -164,6 +166,16 @@ func Verify(ctx context.Context, dir string) (*VerifyReport, error) {
 	for _, t := range m.Tags {
 		tagged[t.Digest] = true
 	}
+	// The platform subset of each image's index: only those children are in
+	// the archive (every platform when one image of that digest wants all).
+	subsets := map[digest.Digest]oci.Platforms{}
+	for _, im := range m.Images {
+		if ps, seen := subsets[im.Digest]; seen {
+			subsets[im.Digest] = ps.Union(im.Platforms)
+		} else {
+			subsets[im.Digest] = im.Platforms
+		}
+	}
 	for _, im := range m.Images {
 		if !tagged[im.Digest] {
 			errs = append(errs, fmt.Errorf("image %s (%s): manifest %s is not in the archive: %w", im.Source, im.Destination, im.Digest, ErrCorrupt))
@@ -175,7 +187,7 @@ func Verify(ctx context.Context, dir string) (*VerifyReport, error) {
 			errs = append(errs, err)
 			continue
 		}
-		for _, ref := range manifestReferences(mf.Raw) {
+		for _, ref := range manifestReferences(mf.Raw, subsets[d]) {
 			if _, ok := r.blobs[ref]; ok {
 				continue
 			}

@@ -59,6 +59,9 @@ type Image struct {
 	Source string
 	Repo   string
 	Digest digest.Digest
+	// Platforms is the image's platform subset ("os/arch"): the attachments of
+	// the children it leaves out are not looked for. Empty: every child.
+	Platforms []string
 }
 
 // Found is one attachment: a manifest of the image's repository.
@@ -109,7 +112,8 @@ func NewDiscoverer(src endpoint.Source) *Discoverer {
 func (d *Discoverer) Requests() int64 { return d.requests.Load() }
 
 // Discover returns every attachment of im: those of its digest, of each child
-// when it is an index, and of the attachments themselves, each once.
+// when it is an index (each child of im.Platforms), and of the attachments
+// themselves, each once.
 func (d *Discoverer) Discover(ctx context.Context, im Image) ([]Found, error) {
 	d.requests.Add(1)
 	m, err := d.src.Manifest(ctx, im.Repo, im.Digest.String())
@@ -122,7 +126,7 @@ func (d *Discoverer) Discover(ctx context.Context, im Image) ([]Found, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, c := range refs.Manifests {
+		for _, c := range oci.Platforms(im.Platforms).Keep(refs.Manifests) {
 			subjects = append(subjects, c.Digest)
 		}
 	}

@@ -133,6 +133,8 @@ type PlanCatalog struct {
 	DestRepo     string        `json:"destRepo"`
 	Tag          string        `json:"tag"`
 	Packages     []string      `json:"packages,omitempty"`
+	// Platforms is the operator entry's platform subset (PlanImage.Platforms).
+	Platforms []string `json:"platforms,omitempty"`
 }
 
 // Plan is what a run will copy.

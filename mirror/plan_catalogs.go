@@ -40,7 +40,7 @@ type CatalogRequest struct {
 func (p *Plan) AddCatalogs(req PlanRequest) {
 	var cats []PlanImage
 	for _, c := range req.Catalogs {
-		pc := PlanCatalog{Catalog: c.Catalog, SourceDigest: c.SourceDigest, Packages: c.Packages}
+		pc := PlanCatalog{Catalog: c.Catalog, SourceDigest: c.SourceDigest, Packages: c.Packages, Platforms: c.Platforms}
 		im := PlanImage{Source: c.Catalog, Kind: KindCatalog, Origins: []string{c.Catalog}, Platforms: c.Platforms}
 		var rebuilt digest.Digest
 		if c.Rebuilt != nil {

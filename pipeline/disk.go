@@ -148,7 +148,7 @@ func archiveCatalogs(p *mirror.Plan) []archive.CatalogRecord {
 	for _, c := range p.Catalogs {
 		out = append(out, archive.CatalogRecord{
 			Source: c.Catalog, SourceDigest: c.SourceDigest, Destination: c.DestRepo,
-			Digest: c.Digest, Tag: c.Tag, Packages: c.Packages, Rebuilt: c.Rebuilt,
+			Digest: c.Digest, Tag: c.Tag, Packages: c.Packages, Rebuilt: c.Rebuilt, Platforms: c.Platforms,
 		})
 	}
 	return out

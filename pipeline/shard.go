@@ -246,7 +246,7 @@ func (r *run) finish(ctx context.Context) error {
 	var jobs []transfer.Job
 	for _, im := range p.Images {
 		if im.Kind == mirror.KindCatalog && im.Error == "" {
-			jobs = append(jobs, transfer.Job{Source: im.SourceRepo, Digest: im.Digest, Dest: im.DestRepo, Tags: im.Tags})
+			jobs = append(jobs, im.Job())
 		}
 	}
 	rep, err := r.copyJobs(ctx, &mirror.SourceMux{Default: r.srcRegistry()}, dst, jobs, nil)
@@ -256,7 +256,7 @@ func (r *run) finish(ctx context.Context) error {
 	for _, im := range p.Images {
 		if mirror.Shardable(im) {
 			// Verified at the destination above.
-			rep.Images = append(rep.Images, transfer.ImageResult{Job: transfer.Job{Source: im.SourceRepo, Digest: im.Digest, Dest: im.DestRepo, Tags: im.Tags}, Status: transfer.StatusSkipped})
+			rep.Images = append(rep.Images, transfer.ImageResult{Job: im.Job(), Status: transfer.StatusSkipped})
 		}
 	}
 	r.setCopy(rep)

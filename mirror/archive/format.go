@@ -132,6 +132,8 @@ type CatalogRecord struct {
 	Packages []string `json:"packages,omitempty"`
 	// Rebuilt is false when the catalog was mirrored untouched (full: true, no packages).
 	Rebuilt bool `json:"rebuilt,omitempty"`
+	// Platforms is the catalog image's platform subset (as ImageRecord's).
+	Platforms []string `json:"platforms,omitempty"`
 }
 
 // Meta is what the orchestrator tells Finish about the run: the configuration it

@@ -41,12 +41,13 @@ func subset(job Job, d digest.Digest, children []oci.ChildManifest) ([]oci.Child
 }
 
 // putIndex pushes manifest m of job under ref. A sparse index (children left
-// out) is tried once first: a registry that checks an index's children answers
-// 400 MANIFEST_BLOB_UNKNOWN, which the registry client would otherwise take for
-// a body altered on the way and send again and again. Any other failure of that
-// attempt is left to the usual push and its retries.
+// out) is first tried in single attempts (a few: one may only fetch a fresh
+// token): a registry that checks an index's children answers 400
+// MANIFEST_BLOB_UNKNOWN, which the registry client would otherwise take for a
+// body altered on the way and send again and again, with its backoff. Other
+// failures are left to the usual push and its retries.
 func (e *copyEngine) putIndex(ctx context.Context, job Job, ref string, m endpoint.Manifest, sparse bool) error {
-	if sparse {
+	for attempt := 0; sparse && attempt < 3 && ctx.Err() == nil; attempt++ {
 		err := retry.Policy{}.Do(ctx, nil, "put sparse index", func(ctx context.Context) error {
 			return e.dst.PutManifest(ctx, job.Dest, ref, m)
 		})

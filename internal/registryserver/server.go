@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -267,6 +268,9 @@ func (h slogHook) Fire(e *logrus.Entry) error {
 		if p, ok := e.Data["http.request.uri"]; ok {
 			attrs = append(attrs, "uri", fmt.Sprint(p))
 		}
+	}
+	if strings.HasPrefix(e.Message, "Image index completeness validation has been disabled") {
+		lvl = slog.LevelDebug // on purpose: sparse indexes are accepted (NewServer)
 	}
 	h.l.Log(context.Background(), lvl, "registry: "+e.Message, attrs...)
 	return nil

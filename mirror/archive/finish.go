@@ -245,8 +245,7 @@ func manifestRefs(raw []byte) (children []oci.ChildManifest, blobs []digest.Dige
 }
 
 // manifestReferences returns the digests a manifest or index references
-// (children of the platform subset, config, layers); nil when it cannot be
-// parsed.
+// (children of the platform subset, config, layers); nil if it does not parse.
 func manifestReferences(raw []byte, subset oci.Platforms) []digest.Digest {
 	refs, err := oci.Parse(oci.Manifest{Digest: digest.FromBytes(raw), Raw: raw})
 	if err != nil {
@@ -291,7 +290,7 @@ func (w *Writer) reachable(images []ImageRecord) (*reachSet, error) {
 		}
 	}
 	type refsOf struct {
-		children []oci.ChildManifest
+		children []oci.ChildManifest // of a platform subset, only its children are here
 		blobs    []digest.Digest
 	}
 	parsed := map[digest.Digest]refsOf{}
@@ -356,7 +355,6 @@ func (w *Writer) reachable(images []ImageRecord) (*reachSet, error) {
 				}
 				parsed[md] = refs
 			}
-			// A platform subset carries only its children (a sparse index).
 			for _, c := range oci.Platforms(im.Platforms).Keep(refs.children) {
 				stack = append(stack, step{c.Digest, k})
 			}

@@ -166,20 +166,16 @@ func Verify(ctx context.Context, dir string) (*VerifyReport, error) {
 	for _, t := range m.Tags {
 		tagged[t.Digest] = true
 	}
-	// The platform subset of each image's index: only those children are in
-	// the archive (every platform when one image of that digest wants all).
-	subsets := map[digest.Digest]oci.Platforms{}
-	for _, im := range m.Images {
-		if ps, seen := subsets[im.Digest]; seen {
-			subsets[im.Digest] = ps.Union(im.Platforms)
-		} else {
-			subsets[im.Digest] = im.Platforms
-		}
-	}
+	subsets := map[digest.Digest]oci.Platforms{} // only the subset's children are in the archive
 	for _, im := range m.Images {
 		if !tagged[im.Digest] {
 			errs = append(errs, fmt.Errorf("image %s (%s): manifest %s is not in the archive: %w", im.Source, im.Destination, im.Digest, ErrCorrupt))
 		}
+		ps, seen := subsets[im.Digest]
+		if !seen {
+			ps = im.Platforms
+		}
+		subsets[im.Digest] = ps.Union(im.Platforms)
 	}
 	for d := range tagged {
 		mf, err := r.Manifest(ctx, "", d.String())

@@ -16,6 +16,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/seed"
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/pipeline/deletion"
 )
@@ -154,6 +155,9 @@ func platformsAccepted(t *testing.T, e *platformEnv) {
 	ares, err := pipeline.Mirror(ctx, m2d)
 	if err != nil {
 		t.Fatalf("mirror-to-disk: %v", err)
+	}
+	if _, err := archive.Verify(ctx, ares.Archive.Dir); err != nil {
+		t.Errorf("archive verify of the archive with sparse indexes: %v", err)
 	}
 	d2m := e.options(t, "d2m", true)
 	d2m.From = "file://" + ares.Archive.Dir

@@ -10,12 +10,17 @@ FUZZTIME  ?= 30s
 ISAL      ?= $(shell test -f /usr/include/isa-l/igzip_lib.h && echo 1)
 TAGS      := $(if $(ISAL),isal)
 
-.PHONY: all build test test-short matrix bench fuzz lint demo conformance clean
+.PHONY: all build install test test-short matrix bench fuzz lint demo conformance clean
 
 all: build
 
 build:
 	$(GO) build -trimpath -tags "$(TAGS)" -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/airlock
+
+# airlock into $GOBIN (default $(go env GOPATH)/bin), built as make build builds it. From a
+# clone only: go install …/cmd/airlock@latest refuses a module whose go.mod has a replace.
+install:
+	$(GO) install -trimpath -tags "$(TAGS)" -ldflags "$(LDFLAGS)" ./cmd/airlock
 
 # The full test suite, race detector on. This is what CI runs (then make matrix).
 test:

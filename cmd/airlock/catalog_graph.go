@@ -46,6 +46,9 @@ bundled with the Graphviz library draws PNG edges wrongly).`,
 				return err
 			}
 			opts.Dir, opts.Logger = args[0], log
+			if _, _, err := outputFlag(cmd, opts.Output, "file to write (its extension gives the format)", []string{"svg", "png", "dot", "mmd"}, false); err != nil {
+				return err
+			}
 			if workDir, err = catalogCache(workDir); err != nil {
 				return err
 			}

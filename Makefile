@@ -40,9 +40,12 @@ test-short:
 
 # Benchmarks at real scale (docs/benchmarks.md): one table, appended to
 # docs/benchmarks.md with the date and the machine. The full run takes about
-# 4 minutes on 2 cores; BENCH_QUICK=1 takes under 2. BENCH_FLAGS passes more
+# 4 minutes on 2 cores plus about 4 for the catalog-scale section over the
+# WAN simulator; BENCH_QUICK=1 takes under 3. BENCH_FLAGS passes more
 # flags to bench/cmd/airlock-bench (go run ./bench/cmd/airlock-bench -h), e.g.
 # BENCH_FLAGS='-catalogs real -copy=false -docs ""'. BENCH_NOTE labels the run.
+# The catalog-scale section (over the WAN simulator) seeds its registry once
+# into /tmp/airlock-bench-cache (make clean removes it); BENCH_WAN=none skips it.
 BENCH_QUICK ?=
 BENCH_NOTE  ?=
 BENCH_FLAGS ?=
@@ -91,4 +94,4 @@ conformance:
 	cd conformance && $(GO) test -run '^$$' -fuzz '^FuzzSelectionAgreement$$' -fuzztime $(CONFORMANCE_FUZZTIME) .
 
 clean:
-	rm -rf bin
+	rm -rf bin /tmp/airlock-bench-cache

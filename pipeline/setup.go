@@ -11,6 +11,7 @@ import (
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/mirror/oci"
+	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
@@ -32,6 +33,14 @@ func (r *run) setup() error {
 	r.cfg = cfg
 	if o.batchConfig != nil {
 		r.cfg = o.batchConfig // an earlier batch of --from TARGET, as it was made
+	}
+	if r.regconf, err = registry.LoadRegistriesConf(o.RegistriesConf); err != nil {
+		return err
+	}
+	for _, im := range r.cfg.SourceImages() {
+		if err := r.regconf.Qualified(im.Name); err != nil && o.From == "" { // disk-to-mirror reads no source
+			return fmt.Errorf("%s line %d: %w", r.cfg.Source, im.Line, err)
+		}
 	}
 	switch {
 	case o.From != "":

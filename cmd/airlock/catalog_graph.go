@@ -52,7 +52,11 @@ bundled with the Graphviz library draws PNG edges wrongly).`,
 			if workDir, err = catalogCache(workDir); err != nil {
 				return err
 			}
-			return pipeline.GraphDir(cmd.Context(), configPath, opts, catalogimage.NewFetchOptions(authFile, tlsVerify, nil, log), workDir, cmd.OutOrStdout())
+			fetch, err := catalogimage.SourceFetchOptions(authFile, tlsVerify, log)
+			if err != nil {
+				return err
+			}
+			return pipeline.GraphDir(cmd.Context(), configPath, opts, fetch, workDir, cmd.OutOrStdout())
 		},
 	}
 	f := cmd.Flags()

@@ -74,6 +74,10 @@ olm.channel documents to build a catalog, or use "airlock catalog add".`,
 			if workDir, err = catalogCache(workDir); err != nil {
 				return err
 			}
+			fetch, err := catalogimage.SourceFetchOptions(authFile, tlsVerify, log)
+			if err != nil {
+				return err
+			}
 			path, fmtOut, err := outputFlag(cmd, output, "file to write", []string{fbc.FormatJSON, fbc.FormatYAML}, true)
 			if err != nil {
 				return err
@@ -83,8 +87,7 @@ olm.channel documents to build a catalog, or use "airlock catalog add".`,
 			}
 			return writeOutput(cmd, path, func(w io.Writer) error {
 				return pipeline.Render(cmd.Context(), pipeline.RenderOptions{
-					Sources: args, Format: fmtOut, WorkDir: workDir,
-					Fetch: catalogimage.NewFetchOptions(authFile, tlsVerify, nil, log),
+					Sources: args, Format: fmtOut, WorkDir: workDir, Fetch: fetch,
 				}, w)
 			})
 		},

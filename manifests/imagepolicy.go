@@ -56,10 +56,19 @@ func LoadSignatureKey(path string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--signature-key: %w", err)
 	}
-	if err := checkPublicKey(b); err != nil {
-		return nil, fmt.Errorf("--signature-key %s: %w", path, err)
+	return CheckSignatureKey(b, "--signature-key "+path)
+}
+
+// CheckSignatureKey returns key if it is one PEM public key (nil for none);
+// from names where it comes from, for the error.
+func CheckSignatureKey(key []byte, from string) ([]byte, error) {
+	if key == nil {
+		return nil, nil
 	}
-	return b, nil
+	if err := checkPublicKey(key); err != nil {
+		return nil, fmt.Errorf("%s: %w", from, err)
+	}
+	return key, nil
 }
 
 // checkPublicKey refuses what the CRD would: keyData must be one PEM "PUBLIC

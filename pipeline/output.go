@@ -117,6 +117,9 @@ func (r *run) clusterResources() error {
 	}
 	r.stage("cluster-resources")
 	key, err := manifests.LoadSignatureKey(r.opts.SignatureKey)
+	if key == nil && err == nil && r.policy != nil { // the one sigstore key --policy requires
+		key, err = manifests.CheckSignatureKey(r.policy.ClusterKey())
+	}
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 	"github.com/airlock-mirror/airlock/mirror/signature"
+	"github.com/airlock-mirror/airlock/mirror/sigpolicy"
 	"github.com/airlock-mirror/airlock/mirror/transfer"
 	"github.com/airlock-mirror/airlock/workspace"
 )
@@ -89,6 +90,7 @@ type Options struct {
 	// SignatureKey is --signature-key: a PEM public key; the cluster resources
 	// then include ClusterImagePolicy objects requiring signatures by it.
 	SignatureKey string
+	Policy       sigpolicy.Options // --policy, --secure-policy, --registries.d (docs/signatures.md)
 	// SignKey (mirror-to-disk --sign-key) signs the archive; ArchiveKey
 	// (disk-to-mirror --archive-key) refuses an archive it did not sign.
 	SignKey, ArchiveKey string
@@ -218,6 +220,7 @@ type run struct {
 	// looking waits for the reading planning started (stopping it first).
 	est     *transfer.Estimator
 	looking func(stop bool)
+	policy  *sigpolicy.Checker // --policy (nil without), opened by setup
 }
 
 // mirrorOnce runs one workflow once (Mirror calls it for each batch it loads).
@@ -354,7 +357,7 @@ func (r *run) plan(ctx context.Context, src *registry.Client, cats []mirror.Cata
 	if !r.opts.DryRun { // the dry run finds them unreadable, image by image
 		p.FailHosts(down)
 	}
-	st, err := p.AddAttachments(ctx, src, r.opts.Signatures, 16)
+	st, err := p.AddAttachments(ctx, src, mirror.Attach{Signatures: r.opts.Signatures, Policy: r.policy.Verifier(), Catalogs: cats}, 16)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,19 @@
+//go:build !containers_image_openpgp
+
+package sigpolicy
+
+import (
+	"errors"
+	"testing"
+)
+
+// TestUntaggedBuild: a build without containers_image_openpgp refuses a policy
+// with what to do, and runs without one.
+func TestUntaggedBuild(t *testing.T) {
+	if _, err := Open(Options{Policy: "policy.json"}, Source{}); !errors.Is(err, ErrNotBuiltIn) {
+		t.Errorf("--policy in an untagged build: %v", err)
+	}
+	if chk, err := Open(Options{}, Source{}); chk != nil || err != nil {
+		t.Errorf("no policy: %v, %v", chk, err)
+	}
+}

@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -33,6 +32,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
@@ -169,19 +169,7 @@ func New(opts Options) *Client {
 
 // allowHTTP reports whether plain HTTP may be used for host.
 func (r *Client) allowHTTP(host string) bool {
-	return r.opts.SkipTLSVerify || isLoopbackHost(host)
-}
-
-func isLoopbackHost(host string) bool {
-	h := host
-	if hh, _, err := net.SplitHostPort(host); err == nil {
-		h = hh
-	}
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(strings.Trim(h, "[]"))
-	return ip != nil && ip.IsLoopback()
+	return r.opts.SkipTLSVerify || oci.IsLoopbackHost(host)
 }
 
 // schemeGuard refuses plain-HTTP requests to hosts where TLS is required.

@@ -89,7 +89,7 @@ func TestCheck(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(regD, "lookaside.yaml"), []byte("default-docker:\n  lookaside: file://"+s.lookaside+"\n  use-sigstore-attachments: true\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	noAttachments := t.TempDir() // a registries.d that does not say use-sigstore-attachments
+	noAttachments := t.TempDir()           // a registries.d that does not say use-sigstore-attachments
 	type want map[*imagetest.Pushed]string // "" accepted, else a part of the reason
 	cases := []struct {
 		name    string
@@ -103,7 +103,7 @@ func TestCheck(t *testing.T) {
 			&s.tampered: "does not match", &s.otherSig: "cryptographic signature verification failed", &s.gpgSigned: "no signature exists",
 		}, s.key.Public},
 		{"sigstore keyData, repository scope", policy(t, reject, map[string]any{
-			s.host + "/apps/signed": []any{map[string]any{"type": "sigstoreSigned", "keyData": base64.StdEncoding.EncodeToString(pem), "signedIdentity": map[string]any{"type": "matchRepository"}}},
+			s.host + "/apps/signed":   []any{map[string]any{"type": "sigstoreSigned", "keyData": base64.StdEncoding.EncodeToString(pem), "signedIdentity": map[string]any{"type": "matchRepository"}}},
 			s.host + "/apps/unsigned": []any{map[string]any{"type": "insecureAcceptAnything"}},
 		}), "", want{&s.signed: "", &s.unsigned: "", &s.index: "is rejected by policy", &s.tampered: "is rejected by policy"}, s.key.Public},
 		{"reject", policy(t, reject, nil), "", want{&s.signed: "is rejected by policy", &s.unsigned: "is rejected by policy"}, ""},
@@ -120,7 +120,7 @@ func TestCheck(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			chk, err := sigpolicy.Open(sigpolicy.Options{Policy: c.policy, RegistriesDir: c.regD}, sigpolicy.Source{Insecure: true, DefaultRegistriesDir: filepath.Join(t.TempDir(), "registries.d")})
+			chk, err := sigpolicy.Open(sigpolicy.Options{Policy: c.policy, RegistriesDir: c.regD}, sigpolicy.Source{DefaultRegistriesDir: filepath.Join(t.TempDir(), "registries.d")})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -17,10 +17,14 @@ var ErrNotBuiltIn = errors.New("--policy/--secure-policy: this airlock was built
 // Checker is the evaluation of a policy; see the tagged build.
 type Checker struct{}
 
-// Open refuses a policy: this build cannot evaluate one.
+// Open refuses a policy: this build cannot evaluate one (a policy file that
+// does not exist is named first, as in the tagged build).
 func Open(o Options, _ Source) (*Checker, error) {
 	if !o.Enabled() {
 		return nil, nil
+	}
+	if _, err := o.policyFile(); err != nil {
+		return nil, err
 	}
 	return nil, ErrNotBuiltIn
 }

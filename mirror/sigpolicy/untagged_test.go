@@ -4,13 +4,19 @@ package sigpolicy
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
 // TestUntaggedBuild: a build without containers_image_openpgp refuses a policy
 // with what to do, and runs without one.
 func TestUntaggedBuild(t *testing.T) {
-	if _, err := Open(Options{Policy: "policy.json"}, Source{}); !errors.Is(err, ErrNotBuiltIn) {
+	p := filepath.Join(t.TempDir(), "policy.json")
+	if err := os.WriteFile(p, []byte(`{"default":[{"type":"reject"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(Options{Policy: p}, Source{}); !errors.Is(err, ErrNotBuiltIn) {
 		t.Errorf("--policy in an untagged build: %v", err)
 	}
 	if chk, err := Open(Options{}, Source{}); chk != nil || err != nil {

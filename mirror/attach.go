@@ -222,15 +222,20 @@ func (p *Plan) PrepareReferrers(ctx context.Context, dst endpoint.Destination) e
 	return err
 }
 
-// PublishReferrers makes the referrers rep copied findable at dst
+// PublishReferrers makes the referrers rep copied (nil: every referrer of the
+// plan, as a sharded run's --finish has checked) findable at dst
 // (signature.KeepFindable). The error says what could not be made findable:
 // the referrers themselves were copied.
 func (p *Plan) PublishReferrers(ctx context.Context, dst endpoint.Destination, rep *transfer.Report) error {
-	copied := map[string]bool{}
-	for _, ir := range rep.Images {
-		copied[ir.Job.Key()] = ir.Status != transfer.StatusFailed
+	var done func(PlanImage) bool
+	if rep != nil {
+		copied := map[string]bool{}
+		for _, ir := range rep.Images {
+			copied[ir.Job.Key()] = ir.Status != transfer.StatusFailed
+		}
+		done = func(im PlanImage) bool { return copied[im.Job().Key()] }
 	}
-	groups := p.Referrers(func(im PlanImage) bool { return copied[im.Job().Key()] })
+	groups := p.Referrers(done)
 	if len(groups) == 0 {
 		return nil
 	}

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -13,8 +14,14 @@ import (
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
-// writePlan writes plan.json and mapping.txt.
-func (r *run) writePlan() error {
+// writePlan writes plan.json and mapping.txt, with the destination's tags
+// as the copy will leave them (mirror.Plan.PrepareReferrers).
+func (r *run) writePlan(ctx context.Context) error {
+	if r.dest != "" {
+		if err := r.res.Plan.PrepareReferrers(ctx, r.destRegistry()); err != nil {
+			return err
+		}
+	}
 	b, err := json.MarshalIndent(r.res.Plan, "", "  ")
 	if err != nil {
 		return err

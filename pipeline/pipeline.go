@@ -383,7 +383,7 @@ func (r *run) plan(ctx context.Context, src *registry.Client, cats []mirror.Cata
 	}
 	p.AddCatalogs(req) // req.Catalogs is cats: rebuilt set their Rebuilt
 	r.setPlan(p)
-	return r.writePlan()
+	return r.writePlan(ctx)
 }
 
 func (r *run) setPlan(p *mirror.Plan) {

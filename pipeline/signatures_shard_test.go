@@ -12,6 +12,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/testutil/signtest"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/pipeline"
+	"github.com/airlock-mirror/airlock/report"
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
@@ -48,6 +49,7 @@ func TestSignaturesSharded(t *testing.T) {
 			if n == 0 {
 				res = run(base)
 				checkPlanned(t, res, digestTag)
+				e.checkReport(t, res)
 			} else {
 				po := base
 				po.PlanOnly = true
@@ -112,5 +114,31 @@ func checkPlanned(t *testing.T, res *pipeline.Result, digestTag string) {
 		if strings.Contains(string(m), ":"+digestTag+"\n") {
 			t.Errorf("%s maps an image to the tag %s, which the referrers index takes:\n%s", filepath.Base(f), digestTag, m)
 		}
+	}
+}
+
+// checkReport: report.json (and so report.html) has the signature column:
+// signed with its attachments counted, unsigned.
+func (e *signedEnv) checkReport(t *testing.T, res *pipeline.Result) {
+	t.Helper()
+	b, err := os.ReadFile(workspace.Dir(res.WorkingDir).ReportDataPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r report.Run
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{e.ref(e.signed): "signed, 2 attachments carried", e.ref(e.index): "signed, 3 attachments carried", e.ref(e.unsigned): "unsigned"}
+	for _, im := range r.Images {
+		if w, ok := want[im.Source]; ok {
+			if im.SignatureNote() != w {
+				t.Errorf("report: %s %q, want %q", im.Source, im.SignatureNote(), w)
+			}
+			delete(want, im.Source)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("report lacks %v", want)
 	}
 }

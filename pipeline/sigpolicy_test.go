@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/yaml"
 
@@ -145,4 +146,42 @@ func checkPolicyKey(t *testing.T, res *pipeline.Result, keyFile string, scopes [
 		return
 	}
 	t.Errorf("no ClusterImagePolicy from the policy's key among %v", res.ClusterResources)
+}
+
+// What judging by a policy costs: the source requests and the time of a run
+// with a policy requiring the key against a run without one (logged for
+// docs/signatures.md; the requests are bounded: containers/image opens each
+// image once and reads its manifest, each instance's manifest and signatures).
+func TestSignaturePolicyCost(t *testing.T) {
+	e := newSignedEnv(t)
+	requireKey := writePolicy(t, "reject", map[string]any{e.src.Host(): []any{map[string]any{
+		"type": "sigstoreSigned", "keyPath": e.key.Public, "signedIdentity": map[string]any{"type": "matchRepository"}}}})
+	count := func(policy string) (int64, time.Duration) {
+		dst := registrytest.Start(t)
+		o := opts(e.cfg)
+		o.Destination = "docker://" + dst.Host() + "/mirror"
+		o.Workspace = "file://" + t.TempDir()
+		o.Policy.Policy, o.DryRun = policy, true
+		e.src.Reset()
+		start := time.Now()
+		if _, err := pipeline.Mirror(context.Background(), o); err != nil && (policy == "" || !errors.Is(err, pipeline.ErrIncomplete)) {
+			t.Fatal(err)
+		}
+		var n int64
+		for _, v := range e.src.Counts().ByPath {
+			n += v
+		}
+		return n, time.Since(start)
+	}
+	without, tw := count("")
+	with, tp := count(requireKey)
+	more := with - without
+	t.Logf("dry run of 4 images (1 index of 2): %d source requests without --policy (%v), %d with (+%d, %v)", without, tw, with, more, tp)
+	// Per image: containers/image's ping and the manifest; per single image
+	// or instance judged (5 here): its manifest and its signature's. The two
+	// refused images then cost no attachment discovery, so the difference is
+	// smaller than what the policy itself asked; 12 per image is generous.
+	if more <= 0 || more > 12*4 {
+		t.Errorf("%d extra source requests for 4 images", more)
+	}
 }

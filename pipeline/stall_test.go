@@ -38,38 +38,28 @@ func TestStalledOrFailingRegistryStopsRun(t *testing.T) {
 	both := []int{retry.DefaultTimes, 0}
 	cases := []struct {
 		name  string
-		side  string
+		side  registrytest.Side
 		fault registrytest.Fault
 		match func(*http.Request) bool
 		want  string
 		times []int
 	}{
-		{"source never answers", "source", registrytest.Stall, registrytest.Everything, "stopped answering", both},
-		{"source answers headers then stalls", "source", registrytest.StallBody, registrytest.Everything, "stopped answering", both},
+		{"source never answers", registrytest.SourceSide, registrytest.Stall, registrytest.Everything, "stopped answering", both},
+		{"source answers headers then stalls", registrytest.SourceSide, registrytest.StallBody, registrytest.Everything, "stopped answering", both},
 		// Manifests still come, blobs do not: three blob reads in a row time out.
-		{"source blob bodies stop", "source", registrytest.StallBody, blobGET, "stopped answering", both},
-		{"destination never answers", "destination", registrytest.Stall, registrytest.Everything, "stopped answering", both},
-		{"destination answers headers then stalls", "destination", registrytest.StallBody, registrytest.Everything, "stopped answering", both},
-		{"destination uploads hang", "destination", registrytest.Stall, uploads, "stopped answering", both},
-		{"destination answers 503", "destination", registrytest.Unavailable, registrytest.Everything, "503", both},
-		{"destination answers 503 after /v2/", "destination", registrytest.Unavailable, notBase, "server error", both},
-		{"source answers 503 after /v2/", "source", registrytest.Unavailable, notBase, "server error", both},
+		{"source blob bodies stop", registrytest.SourceSide, registrytest.StallBody, blobGET, "stopped answering", both},
+		{"destination never answers", registrytest.DestinationSide, registrytest.Stall, registrytest.Everything, "stopped answering", both},
+		{"destination answers headers then stalls", registrytest.DestinationSide, registrytest.StallBody, registrytest.Everything, "stopped answering", both},
+		{"destination uploads hang", registrytest.DestinationSide, registrytest.Stall, uploads, "stopped answering", both},
+		{"destination answers 503", registrytest.DestinationSide, registrytest.Unavailable, registrytest.Everything, "503", both},
+		{"destination answers 503 after /v2/", registrytest.DestinationSide, registrytest.Unavailable, notBase, "server error", both},
+		{"source answers 503 after /v2/", registrytest.SourceSide, registrytest.Unavailable, notBase, "server error", both},
 	}
 	for _, tc := range cases {
 		for _, times := range tc.times {
 			t.Run(fmt.Sprintf("%s/retry-times=%d", tc.name, times), func(t *testing.T) {
-				dstReg := registrytest.Start(t)
-				target := srcReg.Host()
-				if tc.side == "destination" {
-					target = dstReg.Host()
-				}
-				proxy := registrytest.NewFaultProxy(t, target, registrytest.FaultPlan{Match: tc.match, Rate: 1, Kinds: []registrytest.Fault{tc.fault}})
-				srcHost, dstHost := srcReg.Host(), dstReg.Host()
-				if tc.side == "source" {
-					srcHost = proxy.Host()
-				} else {
-					dstHost = proxy.Host()
-				}
+				plan := registrytest.FaultPlan{Match: tc.match, Rate: 1, Kinds: []registrytest.Fault{tc.fault}}
+				proxy, srcHost, dstHost := registrytest.ProxySide(t, tc.side, srcReg, registrytest.Start(t), plan)
 				var lines []string
 				for i := 0; i < 6; i++ {
 					lines = append(lines, fmt.Sprintf("  - name: %s/apps/s%d:1.0", srcHost, i))

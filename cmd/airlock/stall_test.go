@@ -33,19 +33,19 @@ func TestStalledRegistryDefaultFlags(t *testing.T) {
 	imagetest.MustPush(t, src.Host()+"/apps/one:1.0", fakeimage.Spec{Seed: 31, Layers: 1})
 	cases := []struct {
 		name  string
-		side  string
+		side  registrytest.Side
 		fault registrytest.Fault
 		args  []string
 		bound time.Duration
 		want  string
 	}{
-		{"stalled source", "source", registrytest.Stall, nil, 60 * time.Second, "stopped answering"},
-		{"stalled source, --retry-times 0", "source", registrytest.Stall, []string{"--retry-times", "0"}, 60 * time.Second, "stopped answering"},
-		{"stalled destination", "destination", registrytest.Stall, nil, 60 * time.Second, "stopped answering"},
-		{"stalled destination, --retry-times 0", "destination", registrytest.Stall, []string{"--retry-times", "0"}, 60 * time.Second, "stopped answering"},
-		{"source answering headers then stalling", "source", registrytest.StallBody, nil, 60 * time.Second, "stopped answering"},
-		{"destination answering headers then stalling", "destination", registrytest.StallBody, nil, 60 * time.Second, "stopped answering"},
-		{"destination answering 503", "destination", registrytest.Unavailable, nil, 15 * time.Second, "503"},
+		{"stalled source", registrytest.SourceSide, registrytest.Stall, nil, 60 * time.Second, "stopped answering"},
+		{"stalled source, --retry-times 0", registrytest.SourceSide, registrytest.Stall, []string{"--retry-times", "0"}, 60 * time.Second, "stopped answering"},
+		{"stalled destination", registrytest.DestinationSide, registrytest.Stall, nil, 60 * time.Second, "stopped answering"},
+		{"stalled destination, --retry-times 0", registrytest.DestinationSide, registrytest.Stall, []string{"--retry-times", "0"}, 60 * time.Second, "stopped answering"},
+		{"source answering headers then stalling", registrytest.SourceSide, registrytest.StallBody, nil, 60 * time.Second, "stopped answering"},
+		{"destination answering headers then stalling", registrytest.DestinationSide, registrytest.StallBody, nil, 60 * time.Second, "stopped answering"},
+		{"destination answering 503", registrytest.DestinationSide, registrytest.Unavailable, nil, 15 * time.Second, "503"},
 	}
 	// Every case at once, each in its own process: the runs wait, they do not
 	// compute, and -parallel would run only GOMAXPROCS of them together.
@@ -58,18 +58,8 @@ func TestStalledRegistryDefaultFlags(t *testing.T) {
 	results := make([]outcome, len(cases))
 	var wg sync.WaitGroup
 	for i, tc := range cases {
-		dst := registrytest.Start(t)
-		target := src.Host()
-		if tc.side == "destination" {
-			target = dst.Host()
-		}
-		proxy := registrytest.NewFaultProxy(t, target, registrytest.FaultPlan{Match: registrytest.Everything, Rate: 1, Kinds: []registrytest.Fault{tc.fault}})
-		srcHost, dstHost := src.Host(), dst.Host()
-		if tc.side == "source" {
-			srcHost = proxy.Host()
-		} else {
-			dstHost = proxy.Host()
-		}
+		plan := registrytest.FaultPlan{Match: registrytest.Everything, Rate: 1, Kinds: []registrytest.Fault{tc.fault}}
+		proxy, srcHost, dstHost := registrytest.ProxySide(t, tc.side, src, registrytest.Start(t), plan)
 		dir := t.TempDir()
 		cfg := filepath.Join(dir, "isc.yaml")
 		if err := os.WriteFile(cfg, []byte("apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  additionalImages:\n  - name: "+srcHost+"/apps/one:1.0\n"), 0o644); err != nil {

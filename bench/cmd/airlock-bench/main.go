@@ -7,6 +7,7 @@
 //	go run ./bench/cmd/airlock-bench -quick          # < 2 min: real-scale catalog, small catalog, 64 MB workload
 //	go run ./bench/cmd/airlock-bench                 # full: + large catalog, 0.91 GB reference workload, 3 runs, Go benchmarks
 //	go run ./bench/cmd/airlock-bench -catalogs real -copy=false -docs ""
+//	go run ./bench/cmd/airlock-bench wan-proxy -preset wan -upstream http://127.0.0.1:5000
 //
 // Every flag has an environment default (BENCH_QUICK=1, BENCH_CATALOGS,
 // BENCH_WORKLOAD, BENCH_COUNT, BENCH_COPY, BENCH_GO, BENCH_DOCS, BENCH_NOTE,
@@ -31,6 +32,13 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "wan-proxy" {
+		if err := wanProxy(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "airlock-bench:", err)
+			os.Exit(2)
+		}
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "airlock-bench:", err)
 		os.Exit(1)

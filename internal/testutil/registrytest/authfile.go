@@ -13,6 +13,15 @@ import (
 // are used) and returns its path.
 func WriteAuthFile(t testing.TB, creds map[string]Credentials) string {
 	t.Helper()
+	p, err := writeAuthJSON(filepath.Join(t.TempDir(), "auth.json"), creds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// writeAuthJSON writes the auth.json of WriteAuthFile at path.
+func writeAuthJSON(path string, creds map[string]Credentials) (string, error) {
 	auths := map[string]any{}
 	for host, c := range creds {
 		if c.Username != "" {
@@ -20,9 +29,8 @@ func WriteAuthFile(t testing.TB, creds map[string]Credentials) string {
 		}
 	}
 	b, _ := json.Marshal(map[string]any{"auths": auths})
-	p := filepath.Join(t.TempDir(), "auth.json")
-	if err := os.WriteFile(p, b, 0o600); err != nil {
-		t.Fatal(err)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return "", err
 	}
-	return p
+	return path, nil
 }

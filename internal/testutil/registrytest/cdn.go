@@ -22,7 +22,7 @@ import (
 // expired, or a request that carries an Authorization header (as S3 does for a
 // pre-signed URL), and otherwise serves the blob (Range requests included).
 type CDN struct {
-	srv    *httptest.Server
+	base   string // "http://127.0.0.1:PORT"
 	origin http.Handler
 	secret []byte
 	ttl    time.Duration
@@ -34,15 +34,23 @@ type CDN struct {
 // the blobs.
 func newCDN(t testing.TB, ttl time.Duration) *CDN {
 	t.Helper()
+	c := newCDNHandler(ttl)
+	srv := httptest.NewServer(http.HandlerFunc(c.serve))
+	c.base = srv.URL
+	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() })
+	return c
+}
+
+// newCDNHandler makes a CDN whose server the caller starts (serving c.serve)
+// and whose base URL it then sets.
+func newCDNHandler(ttl time.Duration) *CDN {
 	c := &CDN{secret: make([]byte, 32), ttl: ttl}
 	rand.Read(c.secret)
-	c.srv = httptest.NewServer(http.HandlerFunc(c.serve))
-	t.Cleanup(func() { c.srv.CloseClientConnections(); c.srv.Close() })
 	return c
 }
 
 // Host returns the CDN's "127.0.0.1:PORT".
-func (c *CDN) Host() string { u, _ := url.Parse(c.srv.URL); return u.Host }
+func (c *CDN) Host() string { u, _ := url.Parse(c.base); return u.Host }
 
 // Redirects counts the 307s the registry answered; Served the blob GETs the
 // CDN answered; Refused those it refused (expired, tampered, with credentials).
@@ -55,7 +63,7 @@ func (c *CDN) Refused() int64   { return c.refused.Load() }
 func (c *CDN) SignedURL(repo, dgst string, expires time.Time) string {
 	exp := strconv.FormatInt(expires.Unix(), 10)
 	q := url.Values{"repo": {repo}, "expires": {exp}, "signature": {c.sign(repo, dgst, exp)}}
-	return c.srv.URL + "/blobs/" + dgst + "?" + q.Encode()
+	return c.base + "/blobs/" + dgst + "?" + q.Encode()
 }
 
 func (c *CDN) sign(repo, dgst, exp string) string {

@@ -47,17 +47,20 @@ type TokenUser struct {
 // does: go-containerregistry (and so airlock) refuses a realm on another
 // private or loopback address (an SSRF guard), whatever the port.
 type TokenServer struct {
-	realm    string
-	key      *ecdsa.PrivateKey
-	certDER  []byte
-	bundle   string
-	service  string
-	issuer   string
-	ttl      atomic.Int64 // time.Duration
-	users    map[string]TokenUser
-	issued   atomic.Int64
-	refusals atomic.Int64
-	expired  atomic.Int64
+	realm   string
+	key     *ecdsa.PrivateKey
+	certDER []byte
+	bundle  string
+	service string
+	issuer  string
+	ttl     atomic.Int64 // time.Duration
+	users   map[string]TokenUser
+	// anonymousPull grants pull to a token request without credentials, as
+	// quay.io does for public repositories (the WAN simulator's default).
+	anonymousPull bool
+	issued        atomic.Int64
+	refusals      atomic.Int64
+	expired       atomic.Int64
 
 	mu      sync.Mutex
 	expire  []expireRule
@@ -72,9 +75,19 @@ type expireRule struct {
 // NewTokenServer makes a token server; a registry started with it serves it.
 func NewTokenServer(t testing.TB, service string, ttl time.Duration, users map[string]TokenUser) *TokenServer {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	s, err := newTokenServer(t.TempDir(), service, ttl, users)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return s
+}
+
+// newTokenServer is NewTokenServer writing the signer's certificate (the
+// registry's rootcertbundle) into dir.
+func newTokenServer(dir, service string, ttl time.Duration, users map[string]TokenUser) (*TokenServer, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "airlock test token signer"},
@@ -83,15 +96,15 @@ func NewTokenServer(t testing.TB, service string, ttl time.Duration, users map[s
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	bundle := filepath.Join(t.TempDir(), "token-signer.pem")
+	bundle := filepath.Join(dir, "token-signer.pem")
 	if err := os.WriteFile(bundle, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("token server: %w", err)
 	}
 	s := &TokenServer{key: key, certDER: der, bundle: bundle, service: service, issuer: "airlock-test-issuer", users: users}
 	s.SetTTL(ttl)
-	return s
+	return s, nil
 }
 
 // SetTTL changes the lifetime of the tokens issued from now on (at least a
@@ -257,7 +270,10 @@ func (s *TokenServer) serve(w http.ResponseWriter, r *http.Request) {
 			var granted []string
 			for _, a := range wanted {
 				switch {
-				case rights == nil: // anonymous: nothing
+				case rights == nil: // anonymous: pull only where public
+					if s.anonymousPull && typ == "repository" && a == "pull" {
+						granted = append(granted, a)
+					}
 				case typ == "repository" && a == "pull":
 					granted = append(granted, a)
 				case typ == "repository" && (a == "push" || a == "delete" || a == "*") && rights.Push:

@@ -1,0 +1,257 @@
+package registrytest
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// fakeClock is a clock whose Sleep only moves it on: what the link charged
+// is how far it moved.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_000_000, 0)} }
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d > 0 {
+		c.now = c.now.Add(d)
+	}
+	return ctx.Err()
+}
+
+func (c *fakeClock) elapsed(since time.Time) time.Duration { return c.Now().Sub(since) }
+
+func TestBucket(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	type step struct {
+		ms   int
+		n    float64
+		wait time.Duration
+	}
+	for _, tc := range []struct {
+		name        string
+		rate, burst float64
+		steps       []step
+	}{
+		{"unlimited", 0, 0, []step{{0, 1e9, 0}, {0, 1e9, 0}}},
+		{"within the burst", 1000, 500, []step{{0, 200, 0}, {0, 300, 0}}},
+		{"debt waits at the rate", 1000, 500, []step{{0, 500, 0}, {0, 1000, time.Second}}},
+		{"later takers queue behind the debt", 1000, 500, []step{{0, 1500, time.Second}, {0, 1000, 2 * time.Second}}},
+		{"refills while idle, up to the burst", 1000, 500, []step{{0, 500, 0}, {10_000, 500, 0}, {10_000, 100, 100 * time.Millisecond}}},
+		{"time passed pays the debt", 1000, 0, []step{{0, 1000, time.Second}, {1000, 1000, time.Second}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBucket(tc.rate, tc.burst)
+			for i, s := range tc.steps {
+				if got := b.take(at(s.ms), s.n); got != s.wait {
+					t.Errorf("step %d: take(%d ms, %v) waits %v, want %v", i, s.ms, s.n, got, s.wait)
+				}
+			}
+		})
+	}
+}
+
+func TestBucketAllow(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	b := newBucket(2, 2) // 2 requests a second, 2 at once
+	for i, want := range []struct {
+		at   time.Duration
+		ok   bool
+		wait time.Duration
+	}{
+		{0, true, 0}, {0, true, 0}, {0, false, 500 * time.Millisecond},
+		{250 * time.Millisecond, false, 250 * time.Millisecond},
+		{500 * time.Millisecond, true, 0}, {500 * time.Millisecond, false, 500 * time.Millisecond},
+	} {
+		ok, wait := b.allow(t0.Add(want.at))
+		if ok != want.ok || wait != want.wait {
+			t.Errorf("request %d at %v: allow = %v, %v; want %v, %v", i, want.at, ok, wait, want.ok, want.wait)
+		}
+	}
+}
+
+// seedWAN pushes a one-layer image of about size bytes to a registry of the
+// given kind and returns the registry and the layer.
+func seedWAN(t *testing.T, size int64) (*Target, v1.Layer) {
+	t.Helper()
+	tg := StartKind(t, DistributionV3)
+	img, err := random.Image(size, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := tg.Ref("wan/app:v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img, tg.Remote(tg.Push)...); err != nil {
+		t.Fatal(err)
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tg, layers[0]
+}
+
+func get(t *testing.T, c *http.Client, url string) (*http.Response, int64) {
+	t.Helper()
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(io.Discard, resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, n
+}
+
+// TestWANLinkCharges checks what the link charges a client, on a fake clock:
+// the handshake once per connection, the round trip per request, and a body
+// at the bandwidth cap (less the bucket's burst).
+func TestWANLinkCharges(t *testing.T) {
+	tg, layer := seedWAN(t, 1<<20)
+	clk := newFakeClock()
+	w := NewWAN(t, tg.Host, WANConfig{Latency: 50 * time.Millisecond, Handshake: 100 * time.Millisecond, Bandwidth: 1_000_000, Clock: clk})
+	dgst, _ := layer.Digest()
+	size, _ := layer.Size()
+	c := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}}
+	defer c.CloseIdleConnections()
+	blobURL := "http://" + w.Host + "/v2/wan/app/blobs/" + dgst.String()
+
+	start := clk.Now()
+	resp, n := get(t, c, blobURL)
+	if resp.StatusCode != http.StatusOK || n != size {
+		t.Fatalf("GET blob through the WAN: %s, %d bytes; want 200 and %d bytes", resp.Status, n, size)
+	}
+	burst := int64(linkChunk) // max(64 KiB, 10 ms at 1 MB/s)
+	want := 150*time.Millisecond + time.Duration(float64(size-burst)/1e6*float64(time.Second))
+	if got := clk.elapsed(start); got < want-time.Millisecond || got > want+time.Millisecond {
+		t.Errorf("first GET of %d bytes charged %v, want %v (handshake + round trip + (size - burst) / cap)", size, got, want)
+	}
+
+	// The same connection again: a round trip, no handshake, and the whole
+	// body at the cap (the bucket is in debt no more, but empty).
+	start = clk.Now()
+	get(t, c, "http://"+w.Host+"/v2/")
+	if got := clk.elapsed(start); got != 50*time.Millisecond {
+		t.Errorf("GET /v2/ on a kept-alive connection charged %v, want the 50ms round trip alone", got)
+	}
+	s := w.Stats()
+	if s.Connections != 1 || s.Requests != 2 || s.BytesDown < size {
+		t.Errorf("stats %+v: want 1 connection, 2 requests, at least %d bytes down", s, size)
+	}
+}
+
+func TestWANRateLimit(t *testing.T) {
+	tg := StartKind(t, DistributionV3)
+	clk := newFakeClock() // never moves: no latency configured
+	w := NewWAN(t, tg.Host, WANConfig{RequestRate: 0.5, RequestBurst: 2, Clock: clk})
+	c := &http.Client{}
+	defer c.CloseIdleConnections()
+	for i, want := range []struct {
+		code       int
+		retryAfter string
+	}{{200, ""}, {200, ""}, {429, "2"}, {429, "2"}} {
+		resp, _ := get(t, c, "http://"+w.Host+"/v2/")
+		if resp.StatusCode != want.code || resp.Header.Get("Retry-After") != want.retryAfter {
+			t.Errorf("request %d: %s, Retry-After %q; want %d, %q", i, resp.Status, resp.Header.Get("Retry-After"), want.code, want.retryAfter)
+		}
+	}
+	clk.Sleep(context.Background(), 2*time.Second)
+	if resp, _ := get(t, c, "http://"+w.Host+"/v2/"); resp.StatusCode != http.StatusOK {
+		t.Errorf("after Retry-After: %s, want 200", resp.Status)
+	}
+	if got := w.Stats().Throttled; got != 2 {
+		t.Errorf("Throttled = %d, want 2", got)
+	}
+}
+
+// TestWANTokenAuthAndCDN pulls anonymously and pushes as WANUser through a
+// WAN with token auth and the CDN host, with go-containerregistry.
+func TestWANTokenAuthAndCDN(t *testing.T) {
+	tg, layer := seedWAN(t, 64<<10)
+	w := NewWAN(t, tg.Host, WANConfig{TokenAuth: true, CDN: true, Bandwidth: 1 << 30})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	src, err := name.ParseReference(w.Host+"/wan/app:v1", name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := remote.Image(src, remote.WithContext(ctx))
+	if err != nil {
+		t.Fatalf("anonymous pull through the WAN: %v", err)
+	}
+	dgst, _ := layer.Digest()
+	l, err := img.LayerByDigest(dgst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := l.Compressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := io.Copy(io.Discard, rc)
+	rc.Close()
+	if err != nil {
+		t.Fatalf("blob through the CDN host: %v", err)
+	}
+	if size, _ := layer.Size(); n != size {
+		t.Errorf("blob: %d bytes, want %d", n, size)
+	}
+
+	dst, _ := name.ParseReference(w.Host+"/wan/copy:v1", name.Insecure)
+	if err := remote.Write(dst, img, remote.WithContext(ctx)); err == nil {
+		t.Error("anonymous push through the WAN succeeded; want it refused")
+	}
+	if err := remote.Write(dst, img, remote.WithContext(ctx), remote.WithAuth(&authn.Basic{Username: WANUser.Username, Password: WANUser.Password})); err != nil {
+		t.Fatalf("push as %s through the WAN: %v", WANUser.Username, err)
+	}
+	if d, err := tg.Digest(ctx, "wan/copy:v1"); err != nil || d == "" {
+		t.Errorf("pushed image at the registry behind: %q, %v", d, err)
+	}
+	s := w.Stats()
+	if s.TokenRequests < 2 || s.Challenges < 2 || s.Redirects < 1 {
+		t.Errorf("stats %+v: want token requests and challenges for pull and push, a CDN redirect", s)
+	}
+	if s.BytesUp == 0 {
+		t.Errorf("stats %+v: the push sent no bytes up", s)
+	}
+}
+
+func TestWANPreset(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		latency   time.Duration
+		bandwidth int64
+	}{{"lan", time.Millisecond, 1_000_000_000}, {"wan", 50 * time.Millisecond, 50_000_000}, {"far", 150 * time.Millisecond, 20_000_000}} {
+		c, err := WANPreset(tc.name)
+		if err != nil || c.Latency != tc.latency || c.Bandwidth != tc.bandwidth || !c.TokenAuth || !c.CDN {
+			t.Errorf("WANPreset(%q) = %v, %v; want %v RTT, %d B/s, token auth and CDN", tc.name, c, err, tc.latency, tc.bandwidth)
+		}
+	}
+	if _, err := WANPreset("moon"); err == nil || err.Error() != `unknown WAN preset "moon" (want one of far, lan, wan)` {
+		t.Errorf("WANPreset(moon) error = %v", err)
+	}
+	if _, err := StartWAN("::not a url", WANConfig{}); err == nil {
+		t.Error("StartWAN with a bad upstream: no error")
+	}
+}

@@ -47,21 +47,26 @@ type ClusterImagePolicy struct {
 }
 
 // LoadSignatureKey reads the PEM public key at path (--signature-key) and
-// checks it is one; "" gives nil (no ClusterImagePolicy).
-func LoadSignatureKey(path string) ([]byte, error) {
+// checks it is one. Without a path it takes fallback's key, if fallback is
+// set (the one sigstore key --policy requires, and where it comes from); nil
+// is no key (no ClusterImagePolicy).
+func LoadSignatureKey(path string, fallback func() ([]byte, string)) ([]byte, error) {
 	if path == "" {
-		return nil, nil
+		if fallback == nil {
+			return nil, nil
+		}
+		return checkSignatureKey(fallback())
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("--signature-key: %w", err)
 	}
-	return CheckSignatureKey(b, "--signature-key "+path)
+	return checkSignatureKey(b, "--signature-key "+path)
 }
 
-// CheckSignatureKey returns key if it is one PEM public key (nil for none);
+// checkSignatureKey returns key if it is one PEM public key (nil for none);
 // from names where it comes from, for the error.
-func CheckSignatureKey(key []byte, from string) ([]byte, error) {
+func checkSignatureKey(key []byte, from string) ([]byte, error) {
 	if key == nil {
 		return nil, nil
 	}

@@ -15,18 +15,12 @@ import (
 func (r *run) copy(ctx context.Context, src endpoint.Source, dst endpoint.Destination) (*transfer.Report, error) {
 	rep, err := r.copyJobs(ctx, src, dst, r.res.Plan.Jobs(), nil)
 	if err == nil {
-		r.publishReferrers(ctx, dst, rep)
+		if werr := r.res.Plan.PublishReferrers(ctx, dst, rep); werr != nil {
+			r.log.Warn(werr.Error())
+			r.res.Warnings = append(r.res.Warnings, werr.Error())
+		}
 	}
 	return rep, err
-}
-
-// publishReferrers makes the referrers rep copied (nil: all) findable by
-// their subject; a failure is a warning (the referrers were copied).
-func (r *run) publishReferrers(ctx context.Context, dst endpoint.Destination, rep *transfer.Report) {
-	if err := r.res.Plan.PublishReferrers(ctx, dst, rep); err != nil {
-		r.log.Warn(err.Error())
-		r.res.Warnings = append(r.res.Warnings, err.Error())
-	}
 }
 
 // copyJobs copies jobs from src to dst; blobs in elsewhere are sent by another

@@ -14,8 +14,7 @@ import (
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
-// writePlan writes plan.json and mapping.txt, with the destination's tags
-// as the copy will leave them (mirror.Plan.PrepareReferrers).
+// writePlan writes plan.json and mapping.txt (tags as the copy will leave them).
 func (r *run) writePlan(ctx context.Context) error {
 	if r.dest != "" {
 		if err := r.res.Plan.PrepareReferrers(ctx, r.destRegistry()); err != nil {
@@ -123,10 +122,7 @@ func (r *run) clusterResources() error {
 		return nil
 	}
 	r.stage("cluster-resources")
-	key, err := manifests.LoadSignatureKey(r.opts.SignatureKey)
-	if key == nil && err == nil && r.policy != nil { // the one sigstore key --policy requires
-		key, err = manifests.CheckSignatureKey(r.policy.ClusterKey())
-	}
+	key, err := manifests.LoadSignatureKey(r.opts.SignatureKey, r.policy.ClusterKey)
 	if err != nil {
 		return err
 	}

@@ -260,7 +260,10 @@ func (r *run) finish(ctx context.Context) error {
 		}
 	}
 	r.setCopy(rep)
-	r.publishReferrers(ctx, dst, nil) // the shards copied them (checked above)
+	if werr := p.PublishReferrers(ctx, dst, nil); werr != nil { // the shards copied them (checked above)
+		r.log.Warn(werr.Error())
+		r.res.Warnings = append(r.res.Warnings, werr.Error())
+	}
 	return r.clusterResources()
 }
 

@@ -104,9 +104,10 @@ func (c *Checker) File() string { return c.file }
 
 // ClusterKey is the sigstore public key the policy requires (its
 // sigstoreSigned keyPath, keyPaths, keyData or keyDatas) when it names exactly
-// one, with where it comes from; nil when it names none or several.
+// one, with where it comes from; nil when it names none or several, or for a
+// nil Checker (no policy).
 func (c *Checker) ClusterKey() ([]byte, string) {
-	if len(c.keys) != 1 {
+	if c == nil || len(c.keys) != 1 {
 		return nil, ""
 	}
 	return c.keys[0], "the sigstore key of --policy " + c.file

@@ -125,7 +125,10 @@ func buildImagePolicies(images []Image, key []byte) ([]ClusterImagePolicy, []Fil
 		o.Spec.Scopes = part
 		o.Spec.Policy.RootOfTrust.PolicyType = "PublicKey"
 		o.Spec.Policy.RootOfTrust.PublicKey.KeyData = key
-		o.Spec.Policy.SignedIdentity.MatchPolicy = "MatchRepoDigestOrExact"
+		// cosign's signatures name the repository only, which
+		// MatchRepoDigestOrExact refuses (containers-policy.json(5)):
+		// MatchRepository accepts them, as the CRD allows.
+		o.Spec.Policy.SignedIdentity.MatchPolicy = "MatchRepository"
 		data, err := yaml.Marshal(o)
 		if err != nil {
 			return nil, nil, err

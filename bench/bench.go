@@ -12,6 +12,12 @@
 //     with `skopeo sync`, the registry's ingestion floor (a minimal client
 //     pushing every unique blob and manifest once, in parallel) and `cp -r`
 //     of the registry storage;
+//   - catalog scale: `airlock mirror` heads-only of a generated catalog shaped
+//     like redhat-operator-index (500 images, 1.5 GB; 1/10 in quick runs),
+//     seeded once into a cache folder, from a source behind the WAN
+//     simulator (registrytest.WAN: round trips, a bandwidth cap, token auth,
+//     CDN redirects) over the wan and far links: wall time against the link
+//     floor, time to the first blob byte sent, the no-op re-run, peak RSS;
 //   - go: the packages' Go benchmarks (go test -bench), once each.
 //
 // Run writes the table to Config.Out and appends it, with the date and the
@@ -92,6 +98,18 @@ type Config struct {
 	// for later runs (default: in WorkDir).
 	Pipeline     bool
 	PipelineRoot string
+	// Links are the WAN simulator's presets (registrytest.WANPresets, or
+	// "loopback": no simulated link) the catalog-scale section mirrors over;
+	// empty skips the section. CatalogWorkload is its workload
+	// (CatalogPreset names it), seeded once into CacheDir (default
+	// DefaultCacheDir; CleanCache empties it first) with a catalog naming
+	// the images at 127.0.0.1:CatalogPort, where the simulator listens.
+	Links           []string
+	CatalogWorkload workload.Options
+	CatalogPreset   string
+	CacheDir        string
+	CleanCache      bool
+	CatalogPort     int
 	// Out receives the table; Docs, when set, gets it appended.
 	Out  io.Writer
 	Docs string
@@ -134,6 +152,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	log := cfg.Log
+	if cfg.CacheDir == "" {
+		cfg.CacheDir = DefaultCacheDir
+	}
+	if cfg.CatalogPort == 0 {
+		cfg.CatalogPort = 5790
+	}
+	if cfg.CleanCache {
+		log.Info("removing the benchmarks' cache", "dir", cfg.CacheDir)
+		if err := os.RemoveAll(cfg.CacheDir); err != nil {
+			return nil, err
+		}
+	}
 	load0 := loadAvg()
 	start := time.Now()
 	if cfg.Airlock == "" {
@@ -162,6 +192,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.Rows = append(res.Rows, rows...)
 		if err != nil {
 			fail("copy", err)
+		}
+	}
+	if len(cfg.Links) > 0 {
+		rows, err := runCatalogScale(ctx, cfg)
+		res.Rows = append(res.Rows, rows...)
+		if err != nil {
+			fail("catalog scale", err)
 		}
 	}
 	if cfg.Pipeline {
@@ -241,6 +278,9 @@ func header(cfg Config, load0, load1 string, took time.Duration) string {
 		o := cfg.Workload
 		fmt.Fprintf(&b, "- copy workload: %d images and %d two-arch indexes in %d repositories, %d shared base layers of %s, %d unique layers per image (%s in all), mode %s\n",
 			o.Images, o.Indexes, o.Repos, o.BaseLayers, Bytes(o.BaseLayerSize), o.UniqueLayers, Bytes(o.UniqueBytes), cfg.CopyMode)
+	}
+	if len(cfg.Links) > 0 {
+		fmt.Fprintf(&b, "- catalog scale: workload %s over %s (WAN simulator presets), cache %s\n", cfg.CatalogPreset, strings.Join(cfg.Links, ", "), cfg.CacheDir)
 	}
 	b.WriteString("\n")
 	return b.String()

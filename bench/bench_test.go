@@ -109,6 +109,9 @@ func TestProxyCounts(t *testing.T) {
 	if c.BytesIn != st.BlobBytes+manifestBytesPushed(w) {
 		t.Errorf("bytes in %d, want blobs %d + manifests %d", c.BytesIn, st.BlobBytes, manifestBytesPushed(w))
 	}
+	if p.FirstUploadByte().IsZero() {
+		t.Error("FirstUploadByte is zero after uploads")
+	}
 	if want := reg.Counts(); want.BlobsCommitted != c.BlobsCommitted || want.BytesUploaded != c.UploadBytesIn {
 		t.Errorf("registry saw %d blobs, %d bytes; proxy %d, %d", want.BlobsCommitted, want.BytesUploaded, c.BlobsCommitted, c.UploadBytesIn)
 	}
@@ -263,7 +266,8 @@ func TestRunEndToEnd(t *testing.T) {
 	}
 	table := out.String()
 	for _, want := range []string{"quick run (test)", "catalog validate", "catalog prune heads-only", "airlock mirror m2m, first run",
-		"airlock mirror m2m, no-op re-run", "ingestion floor", "airlock mirror m2d", "airlock mirror d2m", "airlock m2m / ingestion floor", "copy floor", "airlock m2m / copy floor"} {
+		"airlock mirror m2m, no-op re-run", "ingestion floor", "airlock mirror m2d", "airlock mirror d2m", "airlock m2m / ingestion floor", "copy floor", "airlock m2m / copy floor",
+		"loopback: client CPU per GB copied", "loopback: destination requests per blob"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)
 		}

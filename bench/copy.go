@@ -23,6 +23,7 @@ type copyRun struct {
 	wall   time.Duration
 	blobs  int64 // blobs committed at the destination
 	upload int64 // blob bytes uploaded to the destination
+	dstReq int64 // requests to the destination
 	ok     bool
 	// cpu is everything the run cost the machine: the client, the registries
 	// and this process's counting proxies.
@@ -164,7 +165,7 @@ func runCopy(ctx context.Context, cfg Config) ([]Row, error) {
 			r.Requests = fmt.Sprintf("– / %d", dd.Requests)
 		}
 		r.Note = breakdown(ds, dd, srcR != nil, dstR != nil) + fmt.Sprintf("; the bench's counting proxies %.2f s CPU", proxies.Seconds())
-		cr := copyRun{row: r, wall: m.Wall, blobs: dd.BlobsCommitted, upload: dd.UploadBytesIn, ok: m.Exit == 0, cpu: m.CPU() + (cpu1 - cpu0) + proxies}
+		cr := copyRun{row: r, wall: m.Wall, blobs: dd.BlobsCommitted, upload: dd.UploadBytesIn, dstReq: dd.Requests, ok: m.Exit == 0, cpu: m.CPU() + (cpu1 - cpu0) + proxies}
 		if m.Exit != 0 {
 			cr.row.Note = fmt.Sprintf("FAILED (exit %d): %s", m.Exit, lastLine(m.Stderr))
 			return cr, fmt.Errorf("%s: exit %d: %s", name, m.Exit, lastLine(m.Stderr))
@@ -310,7 +311,7 @@ func runCopy(ctx context.Context, cfg Config) ([]Row, error) {
 			CPU: selfCPU() - c0, RegCPU: regCPU, Pulled: ds.BytesOut, Pushed: dd.BytesIn, Counted: true,
 			Blobs: fmt.Sprintf("%d (%d)", dd.BlobsCommitted, dd.Mounted), Requests: requests,
 			Throughput: Rate(dd.UploadBytesIn, wall)}
-		fr := copyRun{row: r, wall: wall, blobs: dd.BlobsCommitted, upload: dd.UploadBytesIn, ok: err == nil, cpu: r.CPU + r.RegCPU}
+		fr := copyRun{row: r, wall: wall, blobs: dd.BlobsCommitted, upload: dd.UploadBytesIn, dstReq: dd.Requests, ok: err == nil, cpu: r.CPU + r.RegCPU}
 		if err != nil {
 			r.Note = "FAILED: " + err.Error()
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
@@ -401,6 +402,7 @@ func runCopy(ctx context.Context, cfg Config) ([]Row, error) {
 				WallText: fmt.Sprintf("%.2f", float64(cr.upload)/float64(unique)), Target: "1.00"})
 		}
 	}
+	rows = append(rows, loopbackRows(input, unique, st.Blobs, m2m, copyFloor)...)
 	return rows, errors.Join(errs...)
 }
 

@@ -56,6 +56,9 @@ type counters struct {
 	// inflight counts the handlers that have not finished counting: a client
 	// has the whole answer before its handler counts it.
 	inflight atomic.Int64
+	// firstUpload is when the first byte of a blob upload arrived (Unix
+	// nanoseconds; 0: none yet).
+	firstUpload atomic.Int64
 }
 
 // Proxy is a counting reverse proxy in front of one registry: every request
@@ -131,9 +134,10 @@ func kind(path string) string {
 }
 
 type countingReader struct {
-	r io.ReadCloser
-	n *atomic.Int64
-	m *atomic.Int64 // optional second counter
+	r     io.ReadCloser
+	n     *atomic.Int64
+	m     *atomic.Int64 // optional second counter
+	first *atomic.Int64 // optional: set to the time of the first byte
 }
 
 func (c countingReader) Read(b []byte) (int, error) {
@@ -141,6 +145,9 @@ func (c countingReader) Read(b []byte) (int, error) {
 	c.n.Add(int64(n))
 	if c.m != nil {
 		c.m.Add(int64(n))
+	}
+	if c.first != nil && n > 0 && c.first.Load() == 0 {
+		c.first.CompareAndSwap(0, time.Now().UnixNano())
 	}
 	return n, err
 }
@@ -184,7 +191,11 @@ func (p *Proxy) handler(next http.Handler) http.Handler {
 		k := kind(req.URL.Path)
 		var in atomic.Int64
 		if req.Body != nil && req.Body != http.NoBody {
-			req.Body = countingReader{r: req.Body, n: &c.bytesIn, m: &in}
+			cr := countingReader{r: req.Body, n: &c.bytesIn, m: &in}
+			if k == "upload" {
+				cr.first = &c.firstUpload
+			}
+			req.Body = cr
 		}
 		rec := &recorder{ResponseWriter: w}
 		next.ServeHTTP(rec, req)
@@ -241,6 +252,15 @@ func (p *Proxy) Counts() Counts {
 		BytesIn: c.bytesIn.Load(), BytesOut: c.bytesOut.Load(), BlobBytesOut: c.blobBytesOut.Load(),
 		UploadBytesIn: c.uploadBytesIn.Load(), ManifestPUTByDigest: c.manifestPUTByDigest.Load(),
 	}
+}
+
+// FirstUploadByte is when the first byte of a blob upload reached the proxy
+// (the zero time when none has).
+func (p *Proxy) FirstUploadByte() time.Time {
+	if ns := p.c.firstUpload.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
 }
 
 // Close stops the proxy.

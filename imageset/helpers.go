@@ -119,6 +119,18 @@ func (o Operator) CatalogRef() string {
 	return strings.TrimPrefix(o.Catalog, "docker://")
 }
 
+// SourceImages lists the registry references the configuration pulls from:
+// its catalogs (except oci:// ones) and additionalImages, with their lines.
+func (c *ImageSetConfiguration) SourceImages() []Image {
+	var out []Image
+	for _, o := range c.Mirror.Operators {
+		if !o.IsOCI() {
+			out = append(out, Image{Name: o.Catalog, Line: o.Line})
+		}
+	}
+	return append(out, c.Mirror.AdditionalImages...)
+}
+
 // IsFullCatalog reports whether the catalog is taken as is: full: true and no packages
 // (no filtering and no rebuild).
 func (o Operator) IsFullCatalog() bool { return o.Full && len(o.Packages) == 0 }

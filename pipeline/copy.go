@@ -23,6 +23,14 @@ func (r *run) copy(ctx context.Context, src endpoint.Source, dst endpoint.Destin
 	return rep, err
 }
 
+// copyOptions are the copy engine's options from the run's flags.
+func (r *run) copyOptions(progress func(transfer.ProgressEvent)) transfer.Options {
+	return transfer.Options{
+		ParallelImages: r.opts.ParallelImages, ParallelLayers: r.opts.ParallelLayers,
+		Retry: r.retry(), Logger: r.log, Progress: progress, ImageTimeout: r.opts.ImageTimeout,
+	}
+}
+
 // copyJobs copies jobs from src to dst; blobs in elsewhere are sent by another
 // shard (transfer.Options.Elsewhere).
 func (r *run) copyJobs(ctx context.Context, src endpoint.Source, dst endpoint.Destination, jobs []transfer.Job, elsewhere map[digest.Digest]string) (*transfer.Report, error) {

@@ -59,6 +59,8 @@ type Options struct {
 	// SrcCertDir and DestCertDir are --src-cert-dir and --dest-cert-dir (see
 	// registry.Options.CertDir).
 	SrcCertDir, DestCertDir string
+	// RegistriesConf is --registries-conf (see registry.LoadRegistriesConf).
+	RegistriesConf string
 	// ParallelImages, ParallelLayers and RetryTimes tune the copy engine.
 	// RetryTimes is --retry-times: retries after the first attempt of any one
 	// registry request (0: none).
@@ -212,6 +214,7 @@ type run struct {
 	dest      string // REGISTRY/NS for registry workflows
 	res       *Result
 	src, dst  *registry.Client           // made once by srcRegistry and destRegistry
+	regconf   *registry.RegistriesConf   // the sources' registries.conf
 	templates map[string]catalogTemplate // by catalog, read by preflight
 	rep       reporter                   // what report.html shows (report.go)
 	// wants says why each image a catalog names is wanted (the history).
@@ -302,9 +305,9 @@ func (r *run) retry() *retry.Policy {
 	return &retry.Policy{Times: max(r.opts.RetryTimes, 0), Delay: r.opts.RetryDelay}
 }
 
-func (r *run) registry(tlsVerify bool, flag, certDir string) *registry.Client {
+func (r *run) registry(tlsVerify bool, flag, certDir string, conf *registry.RegistriesConf) *registry.Client {
 	return registry.New(registry.Options{
-		AuthFile: r.opts.AuthFile, SkipTLSVerify: !tlsVerify, TLSFlag: flag, CertDir: certDir,
+		AuthFile: r.opts.AuthFile, SkipTLSVerify: !tlsVerify, TLSFlag: flag, CertDir: certDir, Sources: conf,
 		Retry: r.retry(), Logger: r.log, Timeouts: r.opts.Timeouts,
 	})
 }
@@ -313,23 +316,16 @@ func (r *run) registry(tlsVerify bool, flag, certDir string) *registry.Client {
 // the hosts each found unreachable are remembered for the whole run.
 func (r *run) srcRegistry() *registry.Client {
 	if r.src == nil {
-		r.src = r.registry(r.opts.SrcTLSVerify, "--src-tls-verify=false", r.opts.SrcCertDir)
+		r.src = r.registry(r.opts.SrcTLSVerify, "--src-tls-verify=false", r.opts.SrcCertDir, r.regconf)
 	}
 	return r.src
 }
 
 func (r *run) destRegistry() *registry.Client {
 	if r.dst == nil {
-		r.dst = r.registry(r.opts.DestTLSVerify, "--dest-tls-verify=false", r.opts.DestCertDir)
+		r.dst = r.registry(r.opts.DestTLSVerify, "--dest-tls-verify=false", r.opts.DestCertDir, nil)
 	}
 	return r.dst
-}
-
-func (r *run) copyOptions(progress func(transfer.ProgressEvent)) transfer.Options {
-	return transfer.Options{
-		ParallelImages: r.opts.ParallelImages, ParallelLayers: r.opts.ParallelLayers,
-		Retry: r.retry(), Logger: r.log, Progress: progress, ImageTimeout: r.opts.ImageTimeout,
-	}
 }
 
 // plan resolves the images the catalogs name while the last catalog is still

@@ -11,6 +11,7 @@ import (
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/mirror/oci"
+	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/sigpolicy"
 	"github.com/airlock-mirror/airlock/workspace"
 )
@@ -33,6 +34,14 @@ func (r *run) setup() error {
 	r.cfg = cfg
 	if o.batchConfig != nil {
 		r.cfg = o.batchConfig // an earlier batch of --from TARGET, as it was made
+	}
+	if r.regconf, err = registry.LoadRegistriesConf(o.RegistriesConf); err != nil {
+		return err
+	}
+	for _, im := range r.cfg.SourceImages() {
+		if err := r.regconf.Qualified(im.Name); err != nil && o.From == "" { // disk-to-mirror reads no source
+			return fmt.Errorf("%s line %d: %w", r.cfg.Source, im.Line, err)
+		}
 	}
 	switch {
 	case o.From != "":
@@ -91,7 +100,7 @@ func (r *run) setup() error {
 	if err := os.MkdirAll(r.workDir.Path(), 0o755); err != nil {
 		return fmt.Errorf("create working directory: %w", err)
 	}
-	if r.policy, err = sigpolicy.Open(o.Policy, sigpolicy.Source{AuthFile: o.AuthFile, Insecure: !o.SrcTLSVerify, CertDir: o.SrcCertDir, Timeout: o.ImageTimeout, DefaultRegistriesDir: r.workDir.RegistriesDDir()}); err != nil {
+	if r.policy, err = sigpolicy.Open(o.Policy, sigpolicy.Source{AuthFile: o.AuthFile, Insecure: !o.SrcTLSVerify, CertDir: o.SrcCertDir, Timeout: o.ImageTimeout, DefaultRegistriesDir: r.workDir.RegistriesDDir(), RegistriesConf: r.regconf.Path()}); err != nil {
 		return err
 	}
 	r.res = &Result{Workflow: r.workflow, WorkingDir: r.workDir.Path(), ConfigPath: absOrSame(o.ConfigPath), PlanPath: absOrSame(o.PlanFile)}

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"sort"
 	"strings"
@@ -18,61 +19,47 @@ import (
 // CatalogPackage is the package name of the workload's catalog.
 const CatalogPackage = "bench-workload"
 
-// AddCatalog adds a bundle image and a file-based catalog image to the
-// workload. The catalog has one package (CatalogPackage) with one channel and
-// one bundle whose relatedImages are every tag of the workload, named in
-// registry (the address the mirror will pull from). It returns the catalog
-// image's reference in registry. Call it once, after New.
+// AddCatalog adds bundle images and a file-based catalog image to the
+// workload. With Options.Packages at most 1 the catalog has one package
+// (CatalogPackage) with one channel and one bundle whose relatedImages are
+// every tag of the workload; with more, package p (CatalogPackage-NNN, its own
+// bundle image) names the tags i with i % Packages == p. Every channel starts
+// with Options.OlderBundles older bundles naming images the registry does not
+// have. Images are named in registry (the address the mirror will pull from).
+// It returns the catalog image's reference in registry. Call it once, after
+// New.
 func (w *Workload) AddCatalog(registry string) (string, error) {
 	if w.Catalog != nil {
 		return "", errors.New("workload: the catalog was already added")
 	}
 	ns := w.Options.Namespace
-	bundleLayer, err := tarGz(map[string]string{
-		"manifests/bench-workload.clusterserviceversion.yaml": "apiVersion: operators.coreos.com/v1alpha1\nkind: ClusterServiceVersion\nmetadata:\n  name: bench-workload.v1.0.0\nspec:\n  version: 1.0.0\n",
-		"metadata/annotations.yaml":                           "annotations:\n  operators.operatorframework.io.bundle.package.v1: bench-workload\n  operators.operatorframework.io.bundle.channels.v1: stable\n",
-	})
-	if err != nil {
-		return "", err
-	}
-	bl := &Blob{Digest: digest.FromBytes(bundleLayer), Size: int64(len(bundleLayer)), MediaType: MediaOCILayer, data: bundleLayer}
-	bundle, err := w.imageWithConfig([]*Blob{bl}, MediaOCILayer, MediaOCIConfig, MediaOCIManifest, map[string]any{
-		"architecture": "amd64", "os": "linux", "created": time.Unix(0, 0).UTC().Format(time.RFC3339),
-		"config": map[string]any{"Labels": map[string]string{"operators.operatorframework.io.bundle.package.v1": CatalogPackage}},
-		"rootfs": map[string]any{"type": "layers", "diff_ids": []digest.Digest{diffOfGz(bundleLayer)}},
-	}, "")
-	if err != nil {
-		return "", err
-	}
-	bundleTag := Tag{Repo: ns + "/workload-bundle", Tag: "v1.0.0", Manifest: bundle}
-
-	type rel struct {
-		Name  string `json:"name"`
-		Image string `json:"image"`
-	}
-	rels := []rel{{Name: "", Image: bundleTag.Ref(registry)}}
-	for _, t := range w.Tags {
-		n := strings.NewReplacer("/", "-", ".", "-").Replace(strings.TrimPrefix(t.Repo, ns+"/") + "-" + t.Tag)
-		rels = append(rels, rel{Name: n, Image: t.Ref(registry)})
-	}
-	docs := []any{
-		map[string]any{"schema": "olm.package", "name": CatalogPackage, "defaultChannel": "stable"},
-		map[string]any{"schema": "olm.channel", "name": "stable", "package": CatalogPackage, "entries": []map[string]string{{"name": CatalogPackage + ".v1.0.0"}}},
-		map[string]any{"schema": "olm.bundle", "name": CatalogPackage + ".v1.0.0", "package": CatalogPackage, "image": bundleTag.Ref(registry),
-			"properties": []any{
-				map[string]any{"type": "olm.package", "value": map[string]string{"packageName": CatalogPackage, "version": "1.0.0"}},
-			},
-			"relatedImages": rels},
-	}
-	var fbc bytes.Buffer
-	enc := json.NewEncoder(&fbc)
-	enc.SetIndent("", "    ")
-	for _, d := range docs {
-		if err := enc.Encode(d); err != nil {
+	n := max(1, w.Options.Packages)
+	tags := w.Tags
+	files := map[string]string{}
+	for p := range n {
+		pkg, bundleRepo := CatalogPackage, ns+"/workload-bundle"
+		if n > 1 {
+			pkg = fmt.Sprintf("%s-%03d", CatalogPackage, p)
+			bundleRepo = ns + "/" + pkg + "-bundle"
+		}
+		var mine []Tag
+		for i, t := range tags {
+			if i%n == p {
+				mine = append(mine, t)
+			}
+		}
+		bundleTag, err := w.bundle(pkg, bundleRepo)
+		if err != nil {
 			return "", err
 		}
+		fbc, err := packageFBC(pkg, registry, ns, bundleTag, mine, w.Options.OlderBundles)
+		if err != nil {
+			return "", err
+		}
+		files["configs/"+pkg+"/catalog.json"] = fbc
+		w.Tags = append(w.Tags, bundleTag)
 	}
-	catLayer, err := tarGz(map[string]string{"configs/" + CatalogPackage + "/catalog.json": fbc.String()})
+	catLayer, err := tarGz(files)
 	if err != nil {
 		return "", err
 	}
@@ -90,13 +77,88 @@ func (w *Workload) AddCatalog(registry string) (string, error) {
 		return "", err
 	}
 	catTag := Tag{Repo: ns + "/workload-catalog", Tag: "v1", Manifest: cat}
-	w.Tags = append(w.Tags, bundleTag, catTag)
+	w.Tags = append(w.Tags, catTag)
 	w.Catalog = &w.Tags[len(w.Tags)-1]
 	return catTag.Ref(registry), nil
 }
 
-// CatalogFBC returns the file-based catalog inside the catalog image (for tests
-// and for `airlock catalog` runs on it).
+// bundle builds the bundle image of package pkg, tagged v1.0.0 in repo.
+func (w *Workload) bundle(pkg, repo string) (Tag, error) {
+	layer, err := tarGz(map[string]string{
+		"manifests/" + pkg + ".clusterserviceversion.yaml": "apiVersion: operators.coreos.com/v1alpha1\nkind: ClusterServiceVersion\nmetadata:\n  name: " + pkg + ".v1.0.0\nspec:\n  version: 1.0.0\n",
+		"metadata/annotations.yaml":                        "annotations:\n  operators.operatorframework.io.bundle.package.v1: " + pkg + "\n  operators.operatorframework.io.bundle.channels.v1: stable\n",
+	})
+	if err != nil {
+		return Tag{}, err
+	}
+	bl := &Blob{Digest: digest.FromBytes(layer), Size: int64(len(layer)), MediaType: MediaOCILayer, data: layer}
+	m, err := w.imageWithConfig([]*Blob{bl}, MediaOCILayer, MediaOCIConfig, MediaOCIManifest, map[string]any{
+		"architecture": "amd64", "os": "linux", "created": time.Unix(0, 0).UTC().Format(time.RFC3339),
+		"config": map[string]any{"Labels": map[string]string{"operators.operatorframework.io.bundle.package.v1": pkg}},
+		"rootfs": map[string]any{"type": "layers", "diff_ids": []digest.Digest{diffOfGz(layer)}},
+	}, "")
+	if err != nil {
+		return Tag{}, err
+	}
+	return Tag{Repo: repo, Tag: "v1.0.0", Manifest: m}, nil
+}
+
+// packageFBC is the catalog.json of one package: its channel "stable" of
+// older bundles (v0.K.0, a replaces chain, naming images the registry does not
+// have) and the head v1.0.0 naming bundle and tags.
+func packageFBC(pkg, registry, ns string, bundle Tag, tags []Tag, older int) (string, error) {
+	type rel struct {
+		Name  string `json:"name"`
+		Image string `json:"image"`
+	}
+	bundleDoc := func(version, image string, rels []rel) map[string]any {
+		return map[string]any{"schema": "olm.bundle", "name": pkg + ".v" + version, "package": pkg, "image": image,
+			"properties": []any{
+				map[string]any{"type": "olm.package", "value": map[string]string{"packageName": pkg, "version": version}},
+			},
+			"relatedImages": rels}
+	}
+	var entries []map[string]string
+	var bundles []any
+	prev := ""
+	for k := range older {
+		v := fmt.Sprintf("0.%d.0", k)
+		img := registry + "/" + bundle.Repo + ":v" + v
+		rels := []rel{{Name: "", Image: img}, {Name: "operator", Image: registry + "/" + ns + "/" + pkg + "-operator:v" + v}}
+		e := map[string]string{"name": pkg + ".v" + v}
+		if prev != "" {
+			e["replaces"] = prev
+		}
+		entries, bundles, prev = append(entries, e), append(bundles, bundleDoc(v, img, rels)), pkg+".v"+v
+	}
+	rels := []rel{{Name: "", Image: bundle.Ref(registry)}}
+	for _, t := range tags {
+		name := strings.NewReplacer("/", "-", ".", "-").Replace(strings.TrimPrefix(t.Repo, ns+"/") + "-" + t.Tag)
+		rels = append(rels, rel{Name: name, Image: t.Ref(registry)})
+	}
+	head := map[string]string{"name": pkg + ".v1.0.0"}
+	if prev != "" {
+		head["replaces"] = prev
+	}
+	entries, bundles = append(entries, head), append(bundles, bundleDoc("1.0.0", bundle.Ref(registry), rels))
+	docs := append([]any{
+		map[string]any{"schema": "olm.package", "name": pkg, "defaultChannel": "stable"},
+		map[string]any{"schema": "olm.channel", "name": "stable", "package": pkg, "entries": entries},
+	}, bundles...)
+	var fbc bytes.Buffer
+	enc := json.NewEncoder(&fbc)
+	enc.SetIndent("", "    ")
+	for _, d := range docs {
+		if err := enc.Encode(d); err != nil {
+			return "", err
+		}
+	}
+	return fbc.String(), nil
+}
+
+// CatalogFBC returns the file-based catalog inside the catalog image, every
+// package's catalog.json one after the other (for tests and for `airlock
+// catalog` runs on it).
 func (w *Workload) CatalogFBC() ([]byte, error) {
 	if w.Catalog == nil {
 		return nil, errors.New("workload: no catalog: call AddCatalog")
@@ -106,13 +168,21 @@ func (w *Workload) CatalogFBC() ([]byte, error) {
 		return nil, err
 	}
 	tr := tar.NewReader(zr)
+	var out []byte
 	for {
 		h, err := tr.Next()
+		if err == io.EOF {
+			return out, nil
+		}
 		if err != nil {
 			return nil, err
 		}
 		if strings.HasSuffix(h.Name, "catalog.json") {
-			return io.ReadAll(tr)
+			b, err := io.ReadAll(tr)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, b...)
 		}
 	}
 }

@@ -70,6 +70,15 @@ type Options struct {
 	UniqueBytes int64
 	// Seed makes the workload reproducible.
 	Seed uint64
+	// Packages is the number of operator packages of the catalog AddCatalog
+	// builds (0 or 1: one package naming every tag). With more, the tags are
+	// dealt out to the packages, each with its own bundle image, so that a
+	// heads-only mirror selects them all.
+	Packages int
+	// OlderBundles adds this many bundles before the head to every package's
+	// channel (a replaces chain): they name images that are not in the
+	// registry, as a catalog's old releases do; a heads-only mirror skips them.
+	OlderBundles int
 }
 
 // Preset returns the options of a named workload:
@@ -78,9 +87,19 @@ type Options struct {
 //     of unique blobs;
 //   - "quick": 26 tags (24 images, 2 indexes) in 4 repositories, 2 base layers
 //     of 8 MB, about 64 MB: the quick benchmark;
-//   - "tiny": 5 tags in 2 repositories, under 1 MB: tests.
+//   - "tiny": 5 tags in 2 repositories, under 1 MB: tests;
+//   - "catalog": shaped like redhat-operator-index heads-only: 100 packages
+//     (each a bundle image and a channel of 9 bundles, the head naming the
+//     package's images), 400 tags (380 images, 20 two-arch indexes) in 250
+//     repositories, 6 shared 40 MB base layers, 2 unique layers per image:
+//     500 images, about 1,470 unique blobs, 1.5 GB;
+//   - "catalog-quick": the same at 1/10 (10 packages, 40 tags, 150 MB).
 func Preset(name string) (Options, error) {
 	switch name {
+	case "catalog":
+		return Options{Namespace: "bench", Repos: 250, Images: 380, Indexes: 20, BaseLayers: 6, BaseLayerSize: 40_000_000, UniqueLayers: 2, UniqueBytes: 1_260_000_000, Seed: 31, Packages: 100, OlderBundles: 8}, nil
+	case "catalog-quick":
+		return Options{Namespace: "bench", Repos: 25, Images: 38, Indexes: 2, BaseLayers: 2, BaseLayerSize: 20_000_000, UniqueLayers: 2, UniqueBytes: 110_000_000, Seed: 31, Packages: 10, OlderBundles: 8}, nil
 	case "reference":
 		return Options{Namespace: "bench", Repos: 12, Images: 120, Indexes: 10, BaseLayers: 4, BaseLayerSize: 40_000_000, UniqueLayers: 3, UniqueBytes: 750_000_000, Seed: 1}, nil
 	case "quick":
@@ -88,7 +107,7 @@ func Preset(name string) (Options, error) {
 	case "tiny":
 		return Options{Namespace: "bench", Repos: 2, Images: 4, Indexes: 1, BaseLayers: 1, BaseLayerSize: 64 << 10, UniqueLayers: 2, UniqueBytes: 300 << 10, Seed: 1}, nil
 	}
-	return Options{}, fmt.Errorf("unknown workload preset %q: use reference, quick or tiny", name)
+	return Options{}, fmt.Errorf("unknown workload preset %q: use reference, quick, tiny, catalog or catalog-quick", name)
 }
 
 func (o Options) check() error {
@@ -99,6 +118,8 @@ func (o Options) check() error {
 		return errors.New("workload: need at least 1 image or index")
 	case o.BaseLayers < 0 || o.UniqueLayers < 0 || o.BaseLayers+o.UniqueLayers < 1:
 		return errors.New("workload: every image needs at least one layer: set base or unique layers")
+	case o.Packages < 0 || o.OlderBundles < 0:
+		return errors.New("workload: packages and older bundles cannot be negative")
 	case o.BaseLayerSize < 0 || o.UniqueBytes < 0:
 		return errors.New("workload: sizes cannot be negative")
 	case o.BaseLayers > 0 && o.BaseLayerSize == 0:

@@ -45,6 +45,9 @@ would break any opm validate rule. The catalog is rewritten deterministically (o
 			if err != nil {
 				return err
 			}
+			if _, _, err := outputFlag(cmd, o.OutDir, "folder the catalog is written to", []string{"json", "yaml"}, false); err != nil {
+				return err
+			}
 			o.Catalog = args[0]
 			o.Add.ReplacesSet = cmd.Flags().Changed("replaces")
 			if !cmd.Flags().Changed("skips") {
@@ -55,7 +58,9 @@ would break any opm validate rule. The catalog is rewritten deterministically (o
 			if o.WorkDir, err = catalogCache(o.WorkDir); err != nil {
 				return err
 			}
-			o.Fetch = catalogimage.NewFetchOptions(authFile, tlsVerify, nil, log)
+			if o.Fetch, err = catalogimage.SourceFetchOptions(authFile, tlsVerify, log); err != nil {
+				return err
+			}
 			res, err := pipeline.AddBundle(cmd.Context(), o)
 			if err != nil {
 				return err

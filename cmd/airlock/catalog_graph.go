@@ -46,10 +46,17 @@ bundled with the Graphviz library draws PNG edges wrongly).`,
 				return err
 			}
 			opts.Dir, opts.Logger = args[0], log
+			if _, _, err := outputFlag(cmd, opts.Output, "file to write (its extension gives the format)", []string{"svg", "png", "dot", "mmd"}, false); err != nil {
+				return err
+			}
 			if workDir, err = catalogCache(workDir); err != nil {
 				return err
 			}
-			return pipeline.GraphDir(cmd.Context(), configPath, opts, catalogimage.NewFetchOptions(authFile, tlsVerify, nil, log), workDir, cmd.OutOrStdout())
+			fetch, err := catalogimage.SourceFetchOptions(authFile, tlsVerify, log)
+			if err != nil {
+				return err
+			}
+			return pipeline.GraphDir(cmd.Context(), configPath, opts, fetch, workDir, cmd.OutOrStdout())
 		},
 	}
 	f := cmd.Flags()

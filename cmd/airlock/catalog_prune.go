@@ -40,7 +40,7 @@ file-based catalog.`,
 			if opts.ConfigPath == "" {
 				return fmt.Errorf("no configuration: pass -c imageset.yaml")
 			}
-			if err := pruneOutput(opts.OutDir, cmd.Flags().Changed("format")); err != nil {
+			if _, _, err := outputFlag(cmd, opts.OutDir, "folder the pruned catalog is written to", []string{fbc.FormatJSON, fbc.FormatYAML}, false); err != nil {
 				return err
 			}
 			opts.Source = args[0]

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/fbc/legacy"
 	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/pipeline"
@@ -73,11 +74,20 @@ olm.channel documents to build a catalog, or use "airlock catalog add".`,
 			if workDir, err = catalogCache(workDir); err != nil {
 				return err
 			}
-			path, fmtOut := renderOutput(cmd, output, format)
+			fetch, err := catalogimage.SourceFetchOptions(authFile, tlsVerify, log)
+			if err != nil {
+				return err
+			}
+			path, fmtOut, err := outputFlag(cmd, output, "file to write", []string{fbc.FormatJSON, fbc.FormatYAML}, true)
+			if err != nil {
+				return err
+			}
+			if fmtOut == "" {
+				fmtOut = format
+			}
 			return writeOutput(cmd, path, func(w io.Writer) error {
 				return pipeline.Render(cmd.Context(), pipeline.RenderOptions{
-					Sources: args, Format: fmtOut, WorkDir: workDir,
-					Fetch: catalogimage.NewFetchOptions(authFile, tlsVerify, nil, log),
+					Sources: args, Format: fmtOut, WorkDir: workDir, Fetch: fetch,
 				}, w)
 			})
 		},

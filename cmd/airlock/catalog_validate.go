@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 
 	"github.com/spf13/cobra"
 
@@ -24,9 +27,9 @@ type catalogValidateResult struct {
 }
 
 func newCatalogValidateCmd() *cobra.Command {
-	var output string
+	var output, format string
 	cmd := &cobra.Command{
-		Use:   "validate DIR|INDEX.DB",
+		Use:   "validate DIR|INDEX.DB [--format text|json] [-o FILE]",
 		Short: "Check a file-based catalog against every rule of opm validate (and opm serve)",
 		Long: `Validate loads the file-based catalog rooted at DIR and checks it against every
 rule of the newest "opm validate" (package, channel, bundle and deprecation rules,
@@ -40,60 +43,76 @@ loaded (the message names the file and document). INDEX.DB, the SQLite database 
 an old index image, and a package-manifest folder (recognised by its
 *.clusterserviceversion.yaml files) are converted first as opm v1.73 did.`,
 		Example: `  airlock catalog validate ./configs
-  airlock catalog validate ./configs -o json`,
+  airlock catalog validate ./configs --format json
+  airlock catalog validate ./configs --format json -o report.json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "text" && output != "json" {
-				return fmt.Errorf("invalid --output %q: use text or json", output)
+			path, f, err := outputFlag(cmd, output, "file to write", []string{"text", "json"}, true)
+			if err != nil {
+				return err
+			}
+			if f != "" {
+				format = f
+			}
+			if format != "text" && format != "json" {
+				return fmt.Errorf("invalid --format %q: use text or json", format)
 			}
 			log, err := logger()
 			if err != nil {
 				return err
 			}
-			dir := args[0]
-			counts, err := legacy.ValidateLocal(cmd.Context(), dir, log)
-			var verr *validate.ValidationError
-			loadFailed := err != nil && !errors.As(err, &verr)
-			out := cmd.OutOrStdout()
-
-			if output == "json" {
-				res := catalogValidateResult{Dir: dir, Valid: err == nil}
-				if !loadFailed {
-					res.Counts = &counts
-				}
-				if verr != nil {
-					res.Problems = verr.Problems
-				} else if err != nil {
-					res.Error = err.Error()
-				}
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if encErr := enc.Encode(res); encErr != nil {
-					return encErr
-				}
-				switch {
-				case loadFailed:
-					return &exitError{code: 2}
-				case err != nil:
-					return &exitError{code: 1}
-				}
-				return nil
+			var out bytes.Buffer // what goes to -o FILE, or standard output
+			verdict := validateReport(cmd, args[0], format, log, &out)
+			if werr := writeOutput(cmd, path, func(w io.Writer) error { _, err := w.Write(out.Bytes()); return err }); werr != nil {
+				return werr
 			}
-
-			switch {
-			case loadFailed:
-				return &exitError{code: 2, msg: fmt.Sprintf("cannot load catalog %s: %v", dir, err)}
-			case err != nil:
-				for _, p := range verr.Problems {
-					fmt.Fprintln(out, p.String())
-				}
-				return &exitError{code: 1, msg: fmt.Sprintf("%s: invalid catalog: %d problem(s) (%d packages, %d channels, %d bundles)",
-					dir, len(verr.Problems), counts.Packages, counts.Channels, counts.Bundles)}
-			}
-			fmt.Fprintf(out, "%s: valid (%d packages, %d channels, %d bundles)\n", dir, counts.Packages, counts.Channels, counts.Bundles)
-			return nil
+			return verdict
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "file to write the result to (default: standard output)")
+	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
 	return cmd
+}
+
+// validateReport validates dir and writes the result in format to out; the
+// error is the exit status (1 invalid, 2 not loaded) with its message.
+func validateReport(cmd *cobra.Command, dir, format string, log *slog.Logger, out io.Writer) error {
+	counts, err := legacy.ValidateLocal(cmd.Context(), dir, log)
+	var verr *validate.ValidationError
+	loadFailed := err != nil && !errors.As(err, &verr)
+	if format == "json" {
+		res := catalogValidateResult{Dir: dir, Valid: err == nil}
+		if !loadFailed {
+			res.Counts = &counts
+		}
+		if verr != nil {
+			res.Problems = verr.Problems
+		} else if err != nil {
+			res.Error = err.Error()
+		}
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if encErr := enc.Encode(res); encErr != nil {
+			return encErr
+		}
+		switch {
+		case loadFailed:
+			return &exitError{code: 2}
+		case err != nil:
+			return &exitError{code: 1}
+		}
+		return nil
+	}
+	switch {
+	case loadFailed:
+		return &exitError{code: 2, msg: fmt.Sprintf("cannot load catalog %s: %v", dir, err)}
+	case err != nil:
+		for _, p := range verr.Problems {
+			fmt.Fprintln(out, p.String())
+		}
+		return &exitError{code: 1, msg: fmt.Sprintf("%s: invalid catalog: %d problem(s) (%d packages, %d channels, %d bundles)",
+			dir, len(verr.Problems), counts.Packages, counts.Channels, counts.Bundles)}
+	}
+	fmt.Fprintf(out, "%s: valid (%d packages, %d channels, %d bundles)\n", dir, counts.Packages, counts.Channels, counts.Bundles)
+	return nil
 }

@@ -2,15 +2,14 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // The docs test: every `$ airlock …` line of a fenced block in README.md and
@@ -20,13 +19,16 @@ import (
 // with the output lines the page shows (their shape: numbers, digests and
 // column widths aside). The convention is in docs/development.md.
 
-// docCommand is one `$ airlock …` line of a fenced block and the output the
-// page shows under it.
+// docCommand is one airlock command line of a fenced block and the output the
+// page shows under it: a `$ airlock …` line (or `$ VAR=value airlock …`, or
+// `$ rm -r DIR && airlock …`), or an `airlock …` line of a sh block.
 type docCommand struct {
 	file   string
 	line   int
-	text   string   // the line after "$ airlock ", continuation lines joined
-	args   []string // its words, without redirections, "&" and a trailing comment
+	text   string   // the line after "$ ", continuation lines joined
+	args   []string // airlock's words, without redirections, "&", a pipe and a trailing comment
+	env    []string // VAR=value words before airlock
+	pre    [][]string
 	output []string // the lines shown under it, up to the next "$ " line or the fence's end
 	skip   string   // the reason given by a docs-test: skip marker before the fence
 }
@@ -36,12 +38,15 @@ type docCommand struct {
 // <!-- docs-test: skip REASON -->.
 var docSkipMarker = regexp.MustCompile(`^<!-- docs-test: skip (.+) -->$`)
 
-// readDocCommands reads the `$ airlock` lines of the fenced blocks of r.
+// docShellBlocks are the fence languages whose every line is a command.
+var docShellBlocks = map[string]bool{"sh": true, "bash": true, "shell": true}
+
+// readDocCommands reads the airlock command lines of the fenced blocks of r.
 func readDocCommands(file string, r io.Reader) ([]docCommand, error) {
-	var cmds []docCommand
+	var lines []docCommand // every "$ " line (and sh line), airlock's or not
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	in, skip, prev := false, "", ""
+	in, shell, skip, prev := false, false, "", ""
 	var cur *docCommand
 	for n := 1; sc.Scan(); n++ {
 		text := sc.Text()
@@ -52,6 +57,7 @@ func readDocCommands(file string, r io.Reader) ([]docCommand, error) {
 				if m := docSkipMarker.FindStringSubmatch(strings.TrimSpace(prev)); m != nil {
 					skip = m[1]
 				}
+				shell = docShellBlocks[strings.TrimPrefix(trimmed, "```")]
 			}
 			in, cur = !in, nil
 			prev = text
@@ -65,32 +71,60 @@ func readDocCommands(file string, r io.Reader) ([]docCommand, error) {
 			cur.text = strings.TrimSuffix(cur.text, "\\") + " " + trimmed
 			continue
 		}
-		if strings.HasPrefix(trimmed, "$ ") {
-			cur = nil
-			if !strings.HasPrefix(trimmed, "$ airlock ") {
-				continue
+		if strings.HasPrefix(trimmed, "$ ") || (shell && strings.HasPrefix(trimmed, "airlock ")) {
+			lines = append(lines, docCommand{file: file, line: n, text: strings.TrimPrefix(trimmed, "$ "), skip: skip})
+			cur = &lines[len(lines)-1]
+			if shell {
+				cur = nil // a sh block shows no output
+				if strings.HasSuffix(trimmed, "\\") {
+					cur = &lines[len(lines)-1]
+				}
 			}
-			cmds = append(cmds, docCommand{file: file, line: n, text: strings.TrimPrefix(trimmed, "$ airlock "), skip: skip})
-			cur = &cmds[len(cmds)-1]
 			continue
 		}
-		if cur != nil {
+		if cur != nil && !shell {
 			cur.output = append(cur.output, text)
 		}
 	}
-	for i := range cmds {
-		args, err := shellWords(cmds[i].text)
+	var cmds []docCommand
+	for _, l := range lines {
+		words, err := shellWords(l.text)
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %v", file, cmds[i].line, err)
+			return nil, fmt.Errorf("%s:%d: %v", file, l.line, err)
 		}
-		cmds[i].args = args
+		// "A && B && …": the airlock parts are commands, what comes
+		// before one of them its preparation.
+		var pre [][]string
+		for len(words) > 0 {
+			part := words
+			if i := slices.Index(words, "&&"); i >= 0 {
+				part, words = words[:i], words[i+1:]
+			} else {
+				words = nil
+			}
+			var env []string
+			for len(part) > 0 && docEnvWord.MatchString(part[0]) {
+				env, part = append(env, part[0]), part[1:]
+			}
+			if len(part) == 0 || part[0] != "airlock" {
+				pre = append(pre, part)
+				continue
+			}
+			c := l
+			c.args, c.env, c.pre = part[1:], env, pre
+			cmds = append(cmds, c)
+			pre = nil
+		}
 	}
 	return cmds, sc.Err()
 }
 
+// docEnvWord is a VAR=value word before a command.
+var docEnvWord = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*=`)
+
 // shellWords splits a documented command line as a shell would, for what the
-// docs use: single and double quotes, a trailing "&", redirections and a
-// "# comment" are dropped.
+// docs use: single and double quotes; a trailing "&", redirections, a pipe
+// and what follows it, and a "# comment" are dropped.
 func shellWords(s string) ([]string, error) {
 	var words []string
 	var w strings.Builder
@@ -114,7 +148,7 @@ func shellWords(s string) ([]string, error) {
 			quote, inWord = r, true
 		case r == ' ' || r == '\t':
 			flush()
-		case r == '#' && !inWord:
+		case (r == '#' || r == '|') && !inWord:
 			flush()
 			return dropRedirections(words), nil
 		default:
@@ -151,13 +185,13 @@ func checkDocCommand(c docCommand) error {
 	args := MirrorArgs(root, c.args)
 	cmd, rest, err := root.Find(args)
 	if err != nil {
-		return fmt.Errorf("%s:%d: airlock %s: %v", c.file, c.line, c.text, err)
+		return fmt.Errorf("%s:%d: %s: %v", c.file, c.line, c.text, err)
 	}
 	if cmd == root || (!cmd.Runnable() && len(rest) > 0) {
-		return fmt.Errorf("%s:%d: airlock %s: no such command", c.file, c.line, c.text)
+		return fmt.Errorf("%s:%d: %s: no such command", c.file, c.line, c.text)
 	}
 	if err := cmd.ParseFlags(rest); err != nil {
-		return fmt.Errorf("%s:%d: airlock %s: %v (airlock %s --help lists its flags)", c.file, c.line, c.text, err, cmd.CommandPath()[len("airlock "):])
+		return fmt.Errorf("%s:%d: %s: %v (airlock %s --help lists its flags)", c.file, c.line, c.text, err, cmd.CommandPath()[len("airlock "):])
 	}
 	return nil
 }
@@ -244,100 +278,66 @@ func TestDocsCheckerCatches(t *testing.T) {
 	}
 }
 
-// docRuns are the pages whose `$ airlock` lines are run, in order, against the
-// demo registries of demoRegistries (the source seeded with the demo catalog,
-// an empty mirror), with what the page's example names replaced by the test's.
-var docRuns = []struct {
-	page string
-	// places maps what the page writes to the test's: "SRC", "DST", "TMP" and
-	// "REPO" are replaced by the source and mirror hosts, the test's folder and
-	// the repository.
-	places []string
-	// end ends a command's output: what follows is the page's own (a script's
-	// step headers, files it lists).
-	end *regexp.Regexp
-}{
-	{"docs/demo.md", []string{
-		"/tmp/progdemo2/imageset.yaml", "TMP/isc.yaml",
-		"/tmp/progdemo2", "TMP",
-		"/work/wt-progress", "REPO",
-		"127.0.0.1:36079", "SRC",
-		"127.0.0.1:37019", "DST",
-	}, regexp.MustCompile(`^(==> |ImageSetConfiguration \(|source registry stopped)`)},
-}
-
-var (
-	shapeHex    = regexp.MustCompile(`[0-9a-f]{12,}`)
-	shapeNumber = regexp.MustCompile(`[0-9]+(\.[0-9]+)?`)
-	shapeSpace  = regexp.MustCompile(`\s+`)
-)
-
-// shape is what of an output line must match the page: digests, numbers and
-// column widths may differ.
-func shape(s string) string {
-	s = shapeHex.ReplaceAllString(s, "H")
-	s = shapeNumber.ReplaceAllString(s, "N")
-	return strings.TrimSpace(shapeSpace.ReplaceAllString(s, " "))
-}
-
-// TestDocsRun runs the pages of docRuns: each line must exit 0 and print (on
-// stdout or stderr) every output line the page shows under it, in shape.
-func TestDocsRun(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs two registries and the documented command lines")
-	}
+// TestInstallInstructions: the build and install lines of the sh blocks of
+// README.md and docs/*.md work with this repository: every `make TARGET` is a
+// target of the Makefile, every `go build|install ./PKG` a main package, and
+// no `go install PKG@VERSION` while go.mod has a replace (go refuses it).
+func TestInstallInstructions(t *testing.T) {
 	repo, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, run := range docRuns {
-		t.Run(run.page, func(t *testing.T) {
-			cmds := readDocFile(t, repo, filepath.Join(repo, run.page))
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-			defer cancel()
-			tmp, src, dst := demoRegistries(ctx, t, repo)
-			var pairs []string
-			for i := 0; i < len(run.places); i += 2 {
-				to := strings.NewReplacer("SRC", src.host, "DST", dst.host, "TMP", tmp, "REPO", repo).Replace(run.places[i+1])
-				pairs = append(pairs, run.places[i], to)
+	gomod, err := os.ReadFile(filepath.Join(repo, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replaced := regexp.MustCompile(`(?m)^replace\s`).Match(gomod)
+	makefile, err := os.ReadFile(filepath.Join(repo, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, page := range docPages(t, repo) {
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(repo, page)
+		in := false
+		for n, line := range strings.Split(string(b), "\n") {
+			trimmed := strings.TrimSpace(line)
+			if strings.HasPrefix(trimmed, "```") {
+				in = !in && docShellBlocks[strings.TrimPrefix(trimmed, "```")]
+				continue
 			}
-			places := strings.NewReplacer(pairs...)
-			ran, compared := 0, 0
-			for _, c := range cmds {
-				if c.skip != "" || (len(c.args) >= 2 && c.args[0] == "registry" && c.args[1] == "serve") {
-					continue // not run (marked), or the registries the test started
-				}
-				args := make([]string, len(c.args))
-				for i, a := range c.args {
-					args[i] = places.Replace(a)
-				}
-				out, serr, err := runCmd(ctx, args...)
-				if err != nil {
-					t.Fatalf("%s:%d: airlock %s\nfailed: %v\n%s%s", c.file, c.line, strings.Join(args, " "), err, out, serr)
-				}
-				ran++
-				got := map[string]bool{}
-				for _, l := range strings.Split(out+serr, "\n") {
-					got[shape(l)] = true
-				}
-				for _, want := range c.output {
-					if run.end != nil && run.end.MatchString(want) {
-						break
-					}
-					w := shape(places.Replace(want))
-					if w == "" || w == "…" {
-						continue
-					}
-					compared++
-					if !got[w] {
-						t.Errorf("%s:%d: airlock %s: the page shows %q, the command printed no such line:\n%s%s", c.file, c.line, c.text, strings.TrimSpace(want), out, serr)
+			words, _ := shellWords(strings.TrimPrefix(trimmed, "$ "))
+			if !in || len(words) < 2 {
+				continue
+			}
+			switch {
+			case words[0] == "make":
+				checked++
+				for _, target := range words[1:] {
+					if !strings.Contains(target, "=") && !regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(target)+`:`).Match(makefile) {
+						t.Errorf("%s:%d: make %s: the Makefile has no target %s", rel, n+1, target, target)
 					}
 				}
+			case words[0] == "go" && (words[1] == "install" || words[1] == "build"):
+				checked++
+				for _, w := range words[2:] {
+					switch {
+					case strings.Contains(w, "@") && replaced:
+						t.Errorf("%s:%d: %s: go.mod has a replace directive, so go install PKG@VERSION refuses this module: build from a clone (make build, make install)", rel, n+1, trimmed)
+					case strings.HasPrefix(w, "./"):
+						if main, err := os.ReadFile(filepath.Join(repo, w, "main.go")); err != nil || !strings.Contains(string(main), "package main") {
+							t.Errorf("%s:%d: %s: %s is not a main package of this repository", rel, n+1, trimmed, w)
+						}
+					}
+				}
 			}
-			if ran == 0 || compared == 0 {
-				t.Fatalf("%s: %d command lines run, %d output lines compared", run.page, ran, compared)
-			}
-			t.Logf("%s: %d command lines run, %d output lines compared", run.page, ran, compared)
-		})
+		}
+	}
+	if checked < 3 {
+		t.Fatalf("only %d make/go build lines found in sh blocks: README.md's Install section should have them", checked)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -28,35 +29,35 @@ func catalogCache(location string) (string, error) {
 	return d.OperatorCatalogsDir(), nil
 }
 
-// isFormatWord reports whether an -o value is a format name rather than a path.
-func isFormatWord(s string) bool { return s == "json" || s == "yaml" }
-
 // exists reports whether path names something on disk.
 func exists(path string) bool { _, err := os.Stat(path); return err == nil }
 
-// renderOutput resolves catalog render's -o and --format. -o is an output file;
-// "-o json" and "-o yaml" (the format, before -o was a path) still choose the
-// format, with a note, when that is unambiguous: --format not given and no
-// file of that name.
-func renderOutput(cmd *cobra.Command, output, format string) (path, fmtOut string) {
-	if isFormatWord(output) && !cmd.Flags().Changed("format") && !exists(output) {
-		fmt.Fprintf(cmd.ErrOrStderr(), "airlock: note: -o %s is read as --format %s; -o is an output file (write -o ./%s for a file named %s)\n", output, output, output, output)
-		return "", output
+// outputFlag resolves a command's -o and --format, one rule for every command
+// (docs/catalog-io.md#-o-and---format): -o is a path, the file (or catalog
+// prune's folder) written. A bare format name given to -o ("-o json", the
+// habit of oc and kubectl) is read as --format, with a note, only where that
+// cannot mean anything else: the command prints that format (asFormat), --format
+// is not given and nothing of that name exists. Otherwise it is refused,
+// pointing to --format and to ./NAME for a path of that name: never a file or
+// folder silently named after a format. format is "" when -o is a path.
+func outputFlag(cmd *cobra.Command, output, what string, formats []string, asFormat bool) (path, format string, err error) {
+	if !slices.Contains(formats, output) {
+		return output, "", nil
 	}
-	return output, format
-}
-
-// pruneOutput refuses catalog prune's "-o json" or "-o yaml" when no folder of
-// that name exists: it would silently create one where the user meant a format.
-func pruneOutput(output string, formatGiven bool) error {
-	if isFormatWord(output) && !exists(output) {
-		hint := "--format " + output
-		if formatGiven {
-			hint = "a folder path"
-		}
-		return fmt.Errorf("-o %s: -o is the folder the pruned catalog is written to; did you mean %s? (for a folder named %s write -o ./%s)", output, hint, output, output)
+	given := cmd.Flags().Changed("format")
+	if asFormat && !given && !exists(output) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "airlock: note: -o %s is read as --format %s; -o is the %s (write -o ./%s for one named %s)\n", output, output, what, output, output)
+		return "", output, nil
 	}
-	return nil
+	hint := "--format " + output
+	if given {
+		hint = "a path"
+	}
+	why := ""
+	if exists(output) {
+		why = " (" + output + " exists)"
+	}
+	return "", "", fmt.Errorf("-o %s: -o is the %s; did you mean %s?%s For one named %s write -o ./%s", output, what, hint, why, output, output)
 }
 
 // writeOutput runs write into the file path (atomically), or standard output

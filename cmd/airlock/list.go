@@ -42,7 +42,9 @@ With --package and --channel: the channel's bundles, by version, and what each r
 			if o.WorkDir, err = catalogCache(o.WorkDir); err != nil {
 				return err
 			}
-			o.Fetch = catalogimage.NewFetchOptions(authFile, tlsVerify, nil, log)
+			if o.Fetch, err = catalogimage.SourceFetchOptions(authFile, tlsVerify, log); err != nil {
+				return err
+			}
 			l, err := pipeline.ListOperators(cmd.Context(), o)
 			if err != nil {
 				return err

@@ -115,6 +115,7 @@ failed (they are listed in working-dir/results.json), 130 when interrupted.`,
 	f.BoolVar(&o.SrcTLSVerify, "src-tls-verify", true, "verify TLS certificates of source registries (false also allows plain HTTP)")
 	f.BoolVar(&o.DestTLSVerify, "dest-tls-verify", true, "verify TLS certificates of the destination registry (false also allows plain HTTP)")
 	f.StringVar(&o.SrcCertDir, "src-cert-dir", "", "folder of *.crt certificate authorities (and *.cert/*.key client certificates) for source registries (default: certs.d/HOST under ~/.config/containers, /etc/containers, /etc/docker)")
+	f.StringVar(&o.RegistriesConf, "registries-conf", "", "registries.conf for source registries: mirrors, blocked and insecure registries (default: $CONTAINERS_REGISTRIES_CONF, else ~/.config/containers/registries.conf or /etc/containers/registries.conf and registries.conf.d)")
 	f.StringVar(&o.DestCertDir, "dest-cert-dir", "", "folder of *.crt certificate authorities (and *.cert/*.key client certificates) for the destination registry (default: certs.d/HOST as for --src-cert-dir)")
 	f.IntVar(&o.ParallelImages, "parallel-images", 4, "images copied at once")
 	f.IntVar(&o.ParallelLayers, "parallel-layers", 5, "blobs of one image copied at once")

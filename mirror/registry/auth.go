@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/containers/image/v5/pkg/docker/config"
 	"github.com/containers/image/v5/types"
 	"github.com/google/go-containerregistry/pkg/authn"
 
@@ -31,7 +30,7 @@ var ErrAuthConfig = errors.New("registry credentials configuration")
 //     ($DOCKER_CONFIG/config.json), ~/.dockercfg, in that order;
 //  3. credential helpers named in those files: credHelpers (per registry) and
 //     credsStore (every other registry), run as docker-credential-NAME from
-//     $PATH, and credential_helpers in registries.conf.
+//     $PATH, and credential-helpers in registries.conf.
 //
 // Keys may be a registry ("quay.io") or a namespace ("quay.io/ns"); the most
 // specific match wins. Registries without credentials are accessed anonymously.
@@ -42,7 +41,8 @@ func AuthKeychain(authFile string) authn.Keychain {
 }
 
 type containersKeychain struct {
-	flag string // --authfile
+	flag    string // --authfile
+	regconf string // the registries.conf whose credential-helpers apply ("": see init)
 
 	once  sync.Once
 	err   error
@@ -56,7 +56,8 @@ func (k *containersKeychain) init() {
 	if path == "" {
 		path, from = os.Getenv("REGISTRY_AUTH_FILE"), "$REGISTRY_AUTH_FILE"
 	}
-	k.sys = &types.SystemContext{AuthFilePath: path}
+	rc, _ := registriesConfPath(k.regconf)
+	k.sys = &types.SystemContext{AuthFilePath: path, SystemRegistriesConfPath: rc, SystemRegistriesConfDirPath: dropInDir}
 	candidates := []authFileCandidate{{path: path}}
 	if path == "" {
 		candidates = defaultAuthFiles()
@@ -93,7 +94,7 @@ func (k *containersKeychain) Resolve(res authn.Resource) (authn.Authenticator, e
 		host = "docker.io"
 	}
 	key = strings.TrimSuffix(key, "/")
-	cred, err := config.GetCredentials(k.sys, key)
+	cred, err := k.lookup(key, host)
 	if err != nil {
 		// containers/image errors name files and helpers, never credential values.
 		return nil, retry.Permanent(fmt.Errorf("%w: look up credentials for %s%s: %v", ErrAuthConfig, key, k.where(), err))

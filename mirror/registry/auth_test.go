@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -37,7 +38,8 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	testHome = dir
-	os.Setenv("HOME", dir) // never the developer's own ~/.docker/config.json
+	os.Setenv("HOME", dir)                                 // never the developer's own ~/.docker/config.json
+	dropInDir = filepath.Join(dir, "no-registries.conf.d") // nor this machine's registries.conf.d
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -220,6 +222,53 @@ func TestAuthKeychainSources(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), "unreachable") {
 				t.Errorf("a credentials problem reported as unreachable: %v", err)
+			}
+		})
+	}
+}
+
+// A credential helper that never answers fails the lookup after the helper
+// deadline, naming where it comes from: credHelpers of an auth file (run and
+// stopped by airlock) and credential-helpers of registries.conf (run by
+// containers/image).
+func TestCredentialHelperDeadline(t *testing.T) {
+	defer func(old time.Duration) { helperTimeout = old }(helperTimeout)
+	helperTimeout = 300 * time.Millisecond
+	reg := registrytest.Start(t, registrytest.WithBasicAuth(authUser, authPass))
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T, e authEnv) *RegistriesConf
+		want  []string
+	}{
+		{"credHelpers", func(t *testing.T, e authEnv) *RegistriesConf {
+			e.write(t, ".docker/config.json", `{"credHelpers":{"`+reg.Host()+`":"slow"}}`)
+			return nil
+		}, []string{`credHelpers "slow"`, ".docker/config.json", "no answer within 300ms"}},
+		{"registries.conf credential-helpers", func(t *testing.T, e authEnv) *RegistriesConf {
+			conf, err := LoadRegistriesConf(e.write(t, "rc/registries.conf", "credential-helpers = [\"slow\"]\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return conf
+		}, []string{"no answer within 300ms", "credential-helpers"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newAuthEnv(t)
+			// exec: the deadline stops the helper itself; sleep 3 bounds it anyway
+			// where containers/image runs it without one.
+			if err := os.WriteFile(filepath.Join(e.bin, "docker-credential-slow"), []byte("#!/bin/sh\nexec sleep 3\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			conf := tc.setup(t, e)
+			r := New(Options{Retry: retry.Retries(0), Sources: conf})
+			err := r.Probe(context.Background(), reg.Host()+"/sec/app", false)
+			if !errors.Is(err, ErrAuthConfig) {
+				t.Fatalf("err = %v, want ErrAuthConfig", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("err = %v, want it to say %q", err, w)
+				}
 			}
 		})
 	}

@@ -16,14 +16,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/containers/image/v5/pkg/docker/config"
 	"github.com/containers/image/v5/types"
 	"github.com/containers/storage/pkg/homedir"
 	"github.com/docker/docker-credential-helpers/client"
 	"github.com/docker/docker-credential-helpers/credentials"
 )
 
-// helperTimeout bounds one run of a credential helper.
-const helperTimeout = 30 * time.Second
+// helperTimeout bounds one run of a credential helper (a variable for tests).
+var helperTimeout = 30 * time.Second
 
 // authFileCandidate is a file the default lookup consults, if it exists.
 type authFileCandidate struct {
@@ -34,8 +35,63 @@ type authFileCandidate struct {
 // authFileInfo is what airlock itself needs from one auth file: containers/image
 // reads auths and credHelpers; credsStore is docker's and read here.
 type authFileInfo struct {
-	path       string
-	credsStore string
+	path        string
+	credsStore  string
+	credHelpers map[string]string // registry → helper
+	auths       []string          // the keys of auths
+}
+
+// lookup finds the credentials of key (a registry or a repository on host).
+// The credHelpers helper of host in the first auth file that names host runs
+// here, with helperTimeout, as containers/image would run it (a file's
+// credHelpers before its auths); anything else, credential-helpers of
+// registries.conf included, goes through containers/image, bounded by the same
+// deadline.
+func (k *containersKeychain) lookup(key, host string) (types.DockerAuthConfig, error) {
+	for _, f := range k.files {
+		if name := f.credHelpers[host]; name != "" {
+			cred, err := helperCredentials(name, host)
+			if err != nil {
+				return cred, fmt.Errorf("credHelpers %q in %s: %v", name, f.path, err)
+			}
+			return cred, nil
+		}
+		if f.hasAuth(key, host) {
+			break
+		}
+	}
+	type answer struct {
+		cred types.DockerAuthConfig
+		err  error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		cred, err := config.GetCredentials(k.sys, key)
+		done <- answer{cred, err}
+	}()
+	select {
+	case a := <-done:
+		return a.cred, a.err
+	case <-time.After(helperTimeout):
+		return types.DockerAuthConfig{}, fmt.Errorf("no answer within %s (a credential helper named in registries.conf credential-helpers?)", helperTimeout)
+	}
+}
+
+// hasAuth reports whether the file's auths hold an entry for key (a repository
+// on host, or one of its namespaces) or host, in any of the forms
+// containers/image accepts ("quay.io", "quay.io/ns", "https://quay.io/v1/").
+func (f authFileInfo) hasAuth(key, host string) bool {
+	for _, a := range f.auths {
+		if s, ok := strings.CutPrefix(a, "https://"); ok {
+			a, _, _ = strings.Cut(s, "/")
+		} else if s, ok := strings.CutPrefix(a, "http://"); ok {
+			a, _, _ = strings.Cut(s, "/")
+		}
+		if a == host || a == key || strings.HasPrefix(key, a+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // defaultAuthFiles is the default lookup order of containers/image
@@ -105,7 +161,7 @@ func readAuthFile(c authFileCandidate) (*authFileInfo, error) {
 			return nil, fmt.Errorf("auth file %s line %d: the \"auth\" of %q is not base64 of USER:PASSWORD: log in again (podman login %s)", c.path, lineOfKey(data, k), k, k)
 		}
 	}
-	return &authFileInfo{path: c.path, credsStore: doc.CredsStore}, nil
+	return &authFileInfo{path: c.path, credsStore: doc.CredsStore, credHelpers: doc.CredHelpers, auths: keys}, nil
 }
 
 type authEntry struct {
@@ -201,6 +257,7 @@ func (h *helperCmd) Output() ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), helperTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, h.name, h.args...) //nolint:gosec // the helper named by the user's auth file
+	cmd.WaitDelay = time.Second                        // a child of a killed helper may hold its output open
 	cmd.Stdin = h.input
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()

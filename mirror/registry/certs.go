@@ -30,6 +30,9 @@ var certsDirs = func() []string {
 type certRouter struct {
 	base    *http.Transport
 	certDir string // Options.CertDir
+	// insecure reports the hosts whose certificates are not verified
+	// (registries.conf insecure = true).
+	insecure func(host string) bool
 	// tmpl is a copy of base made before base served a request: the transports
 	// of certificate folders are cloned from it (a transport in use changes
 	// its TLS configuration on its first request, so cloning base would race).
@@ -69,13 +72,21 @@ func (c *certRouter) dirFor(host string) string {
 
 func (c *certRouter) transport(host string) (http.RoundTripper, error) {
 	dir := c.dirFor(host)
-	if dir == "" {
+	skip := c.insecure != nil && c.insecure(host)
+	if dir == "" && !skip {
 		return c.base, nil
 	}
+	key := fmt.Sprint(skip, "\x00", dir)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if rt, ok := c.byDir[dir]; ok {
+	if rt, ok := c.byDir[key]; ok {
 		return rt, nil
+	}
+	if dir == "" {
+		tr := c.tmpl.Clone()
+		tr.TLSClientConfig.InsecureSkipVerify = true //nolint:gosec // registries.conf insecure = true
+		c.remember(key, tr)
+		return tr, nil
 	}
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("certificate folder %s (for %s): not a folder; give a folder of *.crt (and *.cert/*.key) files", dir, host)
@@ -87,11 +98,16 @@ func (c *certRouter) transport(host string) (http.RoundTripper, error) {
 	if err := tlsclientconfig.SetupCertificates(dir, tlsc); err != nil {
 		return nil, fmt.Errorf("certificates in %s (for %s): %w", dir, host, err)
 	}
+	tlsc.InsecureSkipVerify = tlsc.InsecureSkipVerify || skip
 	tr := c.tmpl.Clone()
 	tr.TLSClientConfig = tlsc
+	c.remember(key, tr)
+	return tr, nil
+}
+
+func (c *certRouter) remember(key string, tr http.RoundTripper) {
 	if c.byDir == nil {
 		c.byDir = map[string]http.RoundTripper{}
 	}
-	c.byDir[dir] = tr
-	return tr, nil
+	c.byDir[key] = tr
 }

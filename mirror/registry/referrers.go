@@ -18,7 +18,7 @@ import (
 // endpoint.ErrReferrersUnsupported.
 func (r *Client) Referrers(ctx context.Context, repo string, d digest.Digest) (endpoint.Manifest, error) {
 	var m endpoint.Manifest
-	err := r.op(ctx, repo, "list referrers of "+repo+"@"+d.String(), func(ctx context.Context) error {
+	err := r.read(ctx, repo, d.String(), "list referrers of "+repo+"@"+d.String(), func(ctx context.Context) error {
 		c, base, _, err := r.client(ctx, repo, false)
 		if err != nil {
 			return err

@@ -1,7 +1,9 @@
 // Package registry is airlock's one registry client (Client): the registry
 // HTTP API (manifests, blobs with resumable reads and streaming uploads,
 // mounts, tags, deletes), auth (auth.json, docker config, registries.conf
-// credentials), TLS and plain-HTTP rules, per-host request limits, probing a
+// credentials), TLS and plain-HTTP rules, where a source repository is read
+// (registries.conf mirrors, rewrites, blocked and insecure registries:
+// RegistriesConf), per-host request limits, probing a
 // registry before a run, timeouts on silent registries (Timeouts), manifest
 // pushes the registry verifies (PutManifest), and remembering hosts found
 // unreachable, stalled or failing (the circuit breaker, NoteFailure). Every
@@ -76,6 +78,10 @@ type Options struct {
 	// Timeouts bound how long a registry may stay silent (zero values: the
 	// defaults, see Timeouts).
 	Timeouts Timeouts
+	// Sources, for a client that reads sources, is registries.conf: mirrors,
+	// rewritten locations, blocked and insecure registries (see RegistriesConf).
+	// nil reads every repository where its name says.
+	Sources *RegistriesConf
 }
 
 // Client is an endpoint.Source and endpoint.Destination for any registry host.
@@ -100,6 +106,7 @@ type Client struct {
 	mounts    map[string]bool                // hosts that answered a mount with 201 this run
 	pushed    map[string]bool                // "repo@digest" manifests pushed (and verified) by digest
 	healthy   map[string]*hostHealth         // by host: progress, timeouts, 5xx in a row
+	insecure  map[string]bool                // hosts registries.conf marks insecure
 	timeouts  Timeouts
 }
 
@@ -137,8 +144,13 @@ func New(opts Options) *Client {
 	}
 	kc := opts.Keychain
 	if kc == nil {
-		kc = AuthKeychain(opts.AuthFile)
+		k := &containersKeychain{flag: opts.AuthFile}
+		if opts.Sources != nil {
+			k.regconf = opts.Sources.sys.SystemRegistriesConfPath
+		}
+		kc = k
 	}
+	var r *Client
 	base := opts.Transport
 	if base == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
@@ -149,16 +161,16 @@ func New(opts Options) *Client {
 			InsecureSkipVerify: opts.SkipTLSVerify, //nolint:gosec // explicit --tls-verify=false
 			RootCAs:            opts.RootCAs,
 		}
-		base = &certRouter{base: t, tmpl: t.Clone(), certDir: opts.CertDir}
+		base = &certRouter{base: t, tmpl: t.Clone(), certDir: opts.CertDir, insecure: func(h string) bool { return r.insecureHost(h) }}
 	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Client{
+	r = &Client{
 		opts: opts, policy: p, keychain: kc, log: log,
 		hosts: map[string]*regHost{}, repoKey: map[string]string{}, groupFill: map[string]int{}, groupNo: map[string]int{}, sems: map[string]chan struct{}{}, creds: map[string]authn.Authenticator{}, down: map[string]error{}, probed: map[string]bool{}, mounts: map[string]bool{}, pushed: map[string]bool{},
-		healthy: map[string]*hostHealth{}, timeouts: opts.Timeouts.withDefaults(),
+		healthy: map[string]*hostHealth{}, timeouts: opts.Timeouts.withDefaults(), insecure: map[string]bool{},
 	}
 	// The transport never retries: retries belong to the operations (see
 	// retry.Policy), so that one request is never retried by two layers.
@@ -169,7 +181,7 @@ func New(opts Options) *Client {
 
 // allowHTTP reports whether plain HTTP may be used for host.
 func (r *Client) allowHTTP(host string) bool {
-	return r.opts.SkipTLSVerify || oci.IsLoopbackHost(host)
+	return r.opts.SkipTLSVerify || oci.IsLoopbackHost(host) || r.insecureHost(host)
 }
 
 // schemeGuard refuses plain-HTTP requests to hosts where TLS is required.
@@ -233,6 +245,7 @@ func authFingerprint(a authn.Authenticator) string {
 // client returns the authenticated HTTP client for repo (one per host and
 // credential, created on first use: ping, then token exchange).
 func (r *Client) client(ctx context.Context, repo string, push bool) (*http.Client, string, string, error) {
+	repo = contacted(ctx, repo, push)
 	host, path, err := splitRepo(repo)
 	if err != nil {
 		return nil, "", "", err

@@ -49,7 +49,7 @@ func (r *Client) tagPages(ctx context.Context, repo, query string, pages int) (t
 		}
 		link := ""
 		gone := false
-		err := r.op(ctx, repo, "list tags of "+repo, func(ctx context.Context) error {
+		err := r.read(ctx, repo, "", "list tags of "+repo, func(ctx context.Context) error {
 			c, base, _, err := r.client(ctx, repo, false)
 			if err != nil {
 				return err

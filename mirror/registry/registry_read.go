@@ -21,7 +21,7 @@ import (
 // one altered or cut in transit is fetched again under the retry policy.
 func (r *Client) Manifest(ctx context.Context, repo, reference string) (endpoint.Manifest, error) {
 	var m endpoint.Manifest
-	err := r.op(ctx, repo, "get manifest "+repo+":"+reference, func(ctx context.Context) error {
+	err := r.read(ctx, repo, reference, "get manifest "+repo+":"+reference, func(ctx context.Context) error {
 		c, base, _, err := r.client(ctx, repo, false)
 		if err != nil {
 			return err
@@ -69,7 +69,7 @@ func (r *Client) Blob(ctx context.Context, repo string, d endpoint.Descriptor) (
 	if br.attempts == nil {
 		br.attempts = retry.NewAttempts(r.policy, r.log)
 	}
-	err := r.op(ctx, repo, "get blob "+repo+"@"+d.Digest.String(), func(ctx context.Context) error {
+	err := r.read(ctx, repo, d.Digest.String(), "get blob "+repo+"@"+d.Digest.String(), func(ctx context.Context) error {
 		c, base, _, err := r.client(ctx, repo, false)
 		if err != nil {
 			return err
@@ -186,7 +186,7 @@ func (r *Client) ManifestExists(ctx context.Context, repo, reference string, d d
 // a repository it does not hold); any other answer counts as known.
 func (r *Client) RepositoryKnown(ctx context.Context, repo string) (bool, error) {
 	known := true
-	err := r.op(ctx, repo, "list tags of "+repo, func(ctx context.Context) error {
+	err := r.read(ctx, repo, "", "list tags of "+repo, func(ctx context.Context) error {
 		c, base, _, err := r.client(ctx, repo, false)
 		if err != nil {
 			return err
@@ -214,7 +214,7 @@ func (r *Client) RepositoryKnown(ctx context.Context, repo string) (bool, error)
 func (r *Client) head(ctx context.Context, repo, reference string) (endpoint.Descriptor, error) {
 	var out endpoint.Descriptor
 	fallback := false
-	err := r.op(ctx, repo, "check manifest "+repo+":"+reference, func(ctx context.Context) error {
+	err := r.read(ctx, repo, reference, "check manifest "+repo+":"+reference, func(ctx context.Context) error {
 		c, base, _, err := r.client(ctx, repo, false)
 		if err != nil {
 			return err

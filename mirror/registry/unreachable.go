@@ -193,7 +193,17 @@ func explainStatus(code int, host string) string {
 // registry, the cause and the fix.
 //
 // A host probed successfully is not probed again by the same Client.
+//
+// With registries.conf (Options.Sources), a source repository is probed at its
+// mirrors and its location, and one that answers is enough.
 func (r *Client) Probe(ctx context.Context, repo string, push bool) error {
+	if r.opts.Sources != nil && len(r.opts.Sources.entries) > 0 && !push {
+		return r.probeSources(ctx, repo)
+	}
+	return r.probeOnce(ctx, repo, push)
+}
+
+func (r *Client) probeOnce(ctx context.Context, repo string, push bool) error {
 	host := endpoint.RepoHost(repo)
 	if err := r.hostDown(host); err != nil {
 		return err

@@ -73,9 +73,8 @@ func Open(o Options, s Source) (*Checker, error) {
 }
 
 // system is the containers/image configuration the evaluations share, made
-// on first use: the images are read from their source, as airlock copies
-// them (no mirrors or search lists from the system's registries.conf), their
-// signatures where the registries.d folder says.
+// on first use: the images are read where airlock reads them (through the
+// same registries.conf), their signatures where the registries.d folder says.
 func (c *Checker) system() (*types.SystemContext, error) {
 	c.once.Do(func() {
 		regD := c.opts.RegistriesDir
@@ -87,10 +86,7 @@ func (c *Checker) system() (*types.SystemContext, error) {
 		}
 		c.sys = &types.SystemContext{
 			AuthFilePath: c.src.AuthFile, DockerCertPath: c.src.CertDir, RegistriesDirPath: regD,
-			// No registries.conf: an empty file, and a drop-in folder that
-			// holds no *.conf (the registries.d folder).
-			SystemRegistriesConfPath: os.DevNull, SystemRegistriesConfDirPath: regD,
-			DockerRegistryUserAgent: "airlock",
+			SystemRegistriesConfPath: c.src.RegistriesConf, DockerRegistryUserAgent: "airlock",
 		}
 		if c.src.Insecure {
 			c.sys.DockerInsecureSkipTLSVerify = types.OptionalBoolTrue

@@ -36,6 +36,9 @@ type Source struct {
 	Insecure bool
 	// CertDir is --src-cert-dir.
 	CertDir string
+	// RegistriesConf is the registries.conf the sources are read through
+	// (mirrors, blocked, insecure entries); "": the system's files.
+	RegistriesConf string
 	// Timeout bounds the evaluation of one image (0: 5 minutes).
 	Timeout time.Duration
 	// DefaultRegistriesDir is where the registries.d folder used without

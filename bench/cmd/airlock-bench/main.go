@@ -119,6 +119,11 @@ func run() error {
 	fixtures := flag.String("fixtures", env("AIRLOCK_FIXTURES", ""), "fixtures folder (default ../shared/fixtures from the repository root) [AIRLOCK_FIXTURES]")
 	realYAMLDir := flag.String("real-yaml-dir", env("BENCH_REAL_YAML_DIR", "/tmp/airlock-large/catalog-yaml"), "keep (and reuse) the YAML rendering of the real-scale catalog here")
 	opm := flag.String("opm", env("OPM_BIN", ""), "opm binary (operator-registry v1.73.0) to measure beside airlock on the v4.21 input; empty skips it [OPM_BIN]")
+	links := flag.String("wan", env("BENCH_WAN", "wan,far"), "catalog-scale section: mirror over these WAN simulator presets (lan, wan, far, loopback); \"none\" skips it [BENCH_WAN]")
+	catPreset := flag.String("catalog-workload", env("BENCH_CATALOG_WORKLOAD", ""), "catalog-scale workload preset: catalog (500 images, 1.5 GB) or catalog-quick (1/10) (default catalog-quick; full: catalog) [BENCH_CATALOG_WORKLOAD]")
+	cacheDir := flag.String("cache", env("BENCH_CACHE", bench.DefaultCacheDir), "keep what is seeded once (the catalog-scale registry) here [BENCH_CACHE]")
+	cleanCache := flag.Bool("clean-cache", false, "remove the cache folder first (it is seeded again)")
+	catPort := flag.Int("catalog-port", 5790, "the catalog-scale source's fixed port on 127.0.0.1 (the catalog names its images there)")
 	flag.Parse()
 
 	root, err := repoRoot()
@@ -199,6 +204,20 @@ func run() error {
 		return fmt.Errorf("invalid -pipeline %q: use auto, on or off", *pipe)
 	}
 	cfg.PipelineRoot = *pipeRoot
+	cfg.CacheDir, cfg.CleanCache, cfg.CatalogPort = *cacheDir, *cleanCache, *catPort
+	if *links != "none" && *links != "" {
+		cfg.Links = strings.Split(*links, ",")
+		cfg.CatalogPreset = *catPreset
+		if cfg.CatalogPreset == "" {
+			cfg.CatalogPreset = "catalog"
+			if *quick {
+				cfg.CatalogPreset = "catalog-quick"
+			}
+		}
+		if cfg.CatalogWorkload, err = workload.Preset(cfg.CatalogPreset); err != nil {
+			return err
+		}
+	}
 	if *docs != "" {
 		cfg.Docs = *docs
 		if !filepath.IsAbs(cfg.Docs) {

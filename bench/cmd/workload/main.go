@@ -26,7 +26,7 @@ func main() {
 
 func run() error {
 	var (
-		preset   = flag.String("preset", "quick", "reference (130 tags, 0.91 GB), quick (26 tags, 64 MB) or tiny; other flags override it")
+		preset   = flag.String("preset", "quick", "reference (130 tags, 0.91 GB), quick (26 tags, 64 MB), tiny, catalog (500 images in 100 packages, 1.5 GB: use -catalog) or catalog-quick (1/10); other flags override it")
 		registry = flag.String("registry", "", "push to this registry HOST:PORT (plain HTTP); empty: print the workload only")
 		catalog  = flag.Bool("catalog", false, "also push a bundle image and a catalog image naming every tag")
 		parallel = flag.Int("parallel", 8, "concurrent requests")

@@ -57,6 +57,10 @@ type WANConfig struct {
 	Listen string
 	// Clock is the simulator's time (default: the real one).
 	Clock Clock
+	// Observe, when set, is called after every request on either host with
+	// its method, path, status and when it arrived and finished (the link's
+	// costs included): benchmarks find out when a given blob was fetched.
+	Observe func(method, path string, status int, start, end time.Time)
 }
 
 // WANUser may push and pull through a TokenAuth WAN.
@@ -257,6 +261,12 @@ func (w *WAN) serveOn(ln net.Listener, h http.Handler) {
 func (w *WAN) link(h http.Handler, limited bool) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		w.requests.Add(1)
+		if obs := w.Config.Observe; obs != nil {
+			sw := &statusWriter{ResponseWriter: rw}
+			rw = sw
+			start := w.clk.Now()
+			defer func() { obs(r.Method, r.URL.Path, sw.status, start, w.clk.Now()) }()
+		}
 		ctx := r.Context()
 		delay := w.Config.Latency
 		if st, _ := ctx.Value(connKey{}).(*connState); st != nil && !st.setUp.Swap(true) {
@@ -283,6 +293,35 @@ func (w *WAN) link(h http.Handler, limited bool) http.Handler {
 		h.ServeHTTP(&pacedWriter{ResponseWriter: rw, ctx: ctx, clk: w.clk, b: w.down, count: func(n int64) { w.bytesDown.Add(n) }}, r)
 	})
 }
+
+// statusWriter remembers the status of an answer.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusWriter) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // Stats returns what the simulator saw so far.
 func (w *WAN) Stats() WANStats {

@@ -2,8 +2,10 @@ package registrytest
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -130,7 +132,16 @@ func get(t *testing.T, c *http.Client, url string) (*http.Response, int64) {
 func TestWANLinkCharges(t *testing.T) {
 	tg, layer := seedWAN(t, 1<<20)
 	clk := newFakeClock()
-	w := NewWAN(t, tg.Host, WANConfig{Latency: 50 * time.Millisecond, Handshake: 100 * time.Millisecond, Bandwidth: 1_000_000, Clock: clk})
+	var mu sync.Mutex
+	var seen []string
+	var took []time.Duration
+	observe := func(method, path string, status int, start, end time.Time) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, fmt.Sprintf("%s %s %d", method, path, status))
+		took = append(took, end.Sub(start))
+	}
+	w := NewWAN(t, tg.Host, WANConfig{Latency: 50 * time.Millisecond, Handshake: 100 * time.Millisecond, Bandwidth: 1_000_000, Clock: clk, Observe: observe})
 	dgst, _ := layer.Digest()
 	size, _ := layer.Size()
 	c := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}}
@@ -155,6 +166,14 @@ func TestWANLinkCharges(t *testing.T) {
 	if got := clk.elapsed(start); got != 50*time.Millisecond {
 		t.Errorf("GET /v2/ on a kept-alive connection charged %v, want the 50ms round trip alone", got)
 	}
+	mu.Lock()
+	wantSeen := []string{fmt.Sprintf("GET /v2/wan/app/blobs/%s 200", dgst), "GET /v2/ 200"}
+	if strings.Join(seen, "\n") != strings.Join(wantSeen, "\n") {
+		t.Errorf("observed:\n%s\nwant:\n%s", strings.Join(seen, "\n"), strings.Join(wantSeen, "\n"))
+	} else if took[0] < want-time.Millisecond || took[0] > want+time.Millisecond || took[1] != 50*time.Millisecond {
+		t.Errorf("observed spans %v, want about %v and 50ms: what the link charged", took, want)
+	}
+	mu.Unlock()
 	s := w.Stats()
 	if s.Connections != 1 || s.Requests != 2 || s.BytesDown < size {
 		t.Errorf("stats %+v: want 1 connection, 2 requests, at least %d bytes down", s, size)

@@ -151,3 +151,32 @@ func TestCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckThroughMirror: the policy reads an image where airlock reads it,
+// through registries.conf: the source is down, its mirror holds the image and
+// its signature, and the image is judged (accepted) from the mirror.
+func TestCheckThroughMirror(t *testing.T) {
+	s := newSource(t)
+	down := registrytest.ClosedAddr(t)
+	conf := filepath.Join(t.TempDir(), "registries.conf")
+	if err := os.WriteFile(conf, []byte("[[registry]]\nprefix = \""+down+"\"\nlocation = \""+down+"\"\n[[registry.mirror]]\nlocation = \""+s.host+"\"\ninsecure = true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The test's signature names the mirror's repository (where signtest
+	// pushed it): the policy asks for exactly that identity.
+	p := policy(t, reject, map[string]any{down: []any{map[string]any{"type": "sigstoreSigned", "keyPath": s.key.Public,
+		"signedIdentity": map[string]any{"type": "exactRepository", "dockerRepository": s.host + "/apps/signed"}}}})
+	for _, rc := range []struct {
+		conf   string
+		accept bool
+	}{{conf, true}, {"", false}} {
+		chk, err := sigpolicy.Open(sigpolicy.Options{Policy: p}, sigpolicy.Source{DefaultRegistriesDir: filepath.Join(t.TempDir(), "registries.d"), RegistriesConf: rc.conf})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = chk.Verifier()(context.Background(), down+"/apps/signed", s.signed.Digest)
+		if (err == nil) != rc.accept {
+			t.Errorf("registries.conf %q: %v, want accepted %v", rc.conf, err, rc.accept)
+		}
+	}
+}

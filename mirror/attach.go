@@ -20,7 +20,19 @@ const (
 	Unsigned = "unsigned"
 )
 
-// AddAttachments looks in src for what is attached to every operator and
+// Attach says what AddAttachments does besides finding attachments.
+type Attach struct {
+	// Signatures is the --signatures mode.
+	Signatures signature.Mode
+	// Policy, when set, judges the sources first (Verify): of the images,
+	// and of Catalogs.
+	Policy   Verifier
+	Catalogs []CatalogRequest
+}
+
+// AddAttachments judges the sources by a.Policy when it is set (Verify: a
+// refused image fails and carries nothing; a refused catalog fails the run),
+// then looks in src for what is attached to every operator and
 // additional image of the plan (signatures, attestations, SBOMs, referrers;
 // catalogs are rebuilt, so theirs would not match) and adds each as an image
 // of kind KindAttachment, copied to the image's destination repository by
@@ -30,8 +42,14 @@ const (
 // signature.Off nothing is looked for. An image whose attachments could not be
 // read fails with signature.Required and gets a warning otherwise. It returns
 // what discovery cost and found.
-func (p *Plan) AddAttachments(ctx context.Context, src endpoint.Source, mode signature.Mode, parallel int) (signature.Stats, error) {
+func (p *Plan) AddAttachments(ctx context.Context, src endpoint.Source, a Attach, parallel int) (signature.Stats, error) {
 	var st signature.Stats
+	if a.Policy != nil {
+		if err := p.Verify(ctx, a.Policy, a.Catalogs, parallel); err != nil {
+			return st, err
+		}
+	}
+	mode := a.Signatures
 	if mode == signature.Off {
 		return st, nil
 	}
@@ -204,15 +222,20 @@ func (p *Plan) PrepareReferrers(ctx context.Context, dst endpoint.Destination) e
 	return err
 }
 
-// PublishReferrers makes the referrers rep copied findable at dst
+// PublishReferrers makes the referrers rep copied (nil: every referrer of the
+// plan, as a sharded run's --finish has checked) findable at dst
 // (signature.KeepFindable). The error says what could not be made findable:
 // the referrers themselves were copied.
 func (p *Plan) PublishReferrers(ctx context.Context, dst endpoint.Destination, rep *transfer.Report) error {
-	copied := map[string]bool{}
-	for _, ir := range rep.Images {
-		copied[ir.Job.Key()] = ir.Status != transfer.StatusFailed
+	var done func(PlanImage) bool
+	if rep != nil {
+		copied := map[string]bool{}
+		for _, ir := range rep.Images {
+			copied[ir.Job.Key()] = ir.Status != transfer.StatusFailed
+		}
+		done = func(im PlanImage) bool { return copied[im.Job().Key()] }
 	}
-	groups := p.Referrers(func(im PlanImage) bool { return copied[im.Job().Key()] })
+	groups := p.Referrers(done)
 	if len(groups) == 0 {
 		return nil
 	}

@@ -211,7 +211,7 @@ func (r *run) diskToMirror(ctx context.Context) error {
 		p.DropAttachments()
 	}
 	r.setPlan(p)
-	if err := r.writePlan(); err != nil {
+	if err := r.writePlan(ctx); err != nil {
 		return err
 	}
 	src := &mirror.SourceMux{Default: ar}

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -13,8 +14,13 @@ import (
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
-// writePlan writes plan.json and mapping.txt.
-func (r *run) writePlan() error {
+// writePlan writes plan.json and mapping.txt (tags as the copy will leave them).
+func (r *run) writePlan(ctx context.Context) error {
+	if r.dest != "" {
+		if err := r.res.Plan.PrepareReferrers(ctx, r.destRegistry()); err != nil {
+			return err
+		}
+	}
 	b, err := json.MarshalIndent(r.res.Plan, "", "  ")
 	if err != nil {
 		return err
@@ -116,7 +122,7 @@ func (r *run) clusterResources() error {
 		return nil
 	}
 	r.stage("cluster-resources")
-	key, err := manifests.LoadSignatureKey(r.opts.SignatureKey)
+	key, err := manifests.LoadSignatureKey(r.opts.SignatureKey, r.policy.ClusterKey)
 	if err != nil {
 		return err
 	}

@@ -179,7 +179,7 @@ func (r *run) recordBlobs(ctx context.Context, src transfer.EstimateSource) erro
 		}
 		p.Images[i].Blobs = blobs
 	}
-	return r.writePlan()
+	return r.writePlan(ctx)
 }
 
 // shard copies one shard of the plan --plan names.
@@ -201,7 +201,7 @@ func (r *run) shard(ctx context.Context) error {
 		UniqueBytes: part.UniqueBytes, WaitsFor: len(sh.Elsewhere)}
 	r.log.Info("shard", "index", r.opts.Shard, "of", r.opts.Shards, "images", len(sh.Images), "bytes", sh.Bytes, "waitsFor", len(sh.Elsewhere))
 	r.setPlan(sub)
-	if err := r.writePlan(); err != nil {
+	if err := r.writePlan(ctx); err != nil {
 		return err
 	}
 	src := &mirror.SourceMux{Default: r.srcRegistry()}
@@ -228,7 +228,7 @@ func (r *run) finish(ctx context.Context) error {
 		return err
 	}
 	r.setPlan(p)
-	if err := r.writePlan(); err != nil {
+	if err := r.writePlan(ctx); err != nil {
 		return err
 	}
 	if r.workflow == mirror.MirrorToDisk {
@@ -260,6 +260,10 @@ func (r *run) finish(ctx context.Context) error {
 		}
 	}
 	r.setCopy(rep)
+	if werr := p.PublishReferrers(ctx, dst, nil); werr != nil { // the shards copied them (checked above)
+		r.log.Warn(werr.Error())
+		r.res.Warnings = append(r.res.Warnings, werr.Error())
+	}
 	return r.clusterResources()
 }
 

@@ -8,7 +8,10 @@ FUZZTIME  ?= 30s
 # in when its development files are installed (Debian: libisal-dev); ISAL= builds
 # without it, ISAL=1 insists.
 ISAL      ?= $(shell test -f /usr/include/isa-l/igzip_lib.h && echo 1)
-TAGS      := $(if $(ISAL),isal)
+# containers_image_openpgp: containers/image's signature package (--policy)
+# verifies GPG signatures in pure Go instead of through gpgme (cgo,
+# libgpgme-dev): docs/signatures.md. Every build, test and lint uses it.
+TAGS      := containers_image_openpgp $(if $(ISAL),isal)
 
 .PHONY: all build install test test-short matrix bench fuzz lint demo conformance clean
 

@@ -169,7 +169,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Airlock == "" {
 		cfg.Airlock = filepath.Join(cfg.WorkDir, "airlock")
 		log.Info("building airlock", "to", cfg.Airlock)
-		if out, err := goCmd(ctx, cfg.RepoRoot, "build", "-trimpath", "-o", cfg.Airlock, "./cmd/airlock").CombinedOutput(); err != nil {
+		if out, err := goCmd(ctx, cfg.RepoRoot, "build", "-trimpath", "-tags", "containers_image_openpgp", "-o", cfg.Airlock, "./cmd/airlock").CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("build airlock: %w\n%s", err, out)
 		}
 	} else if abs, err := filepath.Abs(cfg.Airlock); err == nil {

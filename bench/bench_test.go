@@ -245,7 +245,7 @@ func TestRunEndToEnd(t *testing.T) {
 	}
 	work := t.TempDir()
 	bin := filepath.Join(work, "airlock")
-	if out, err := exec.Command("go", "build", "-o", bin, filepath.Join(root, "cmd", "airlock")).CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-tags", "containers_image_openpgp", "-o", bin, filepath.Join(root, "cmd", "airlock")).CombinedOutput(); err != nil {
 		t.Fatalf("build airlock: %v\n%s", err, out)
 	}
 	o, _ := workload.Preset("tiny")

@@ -13,7 +13,7 @@ import (
 var ErrInvalid = errors.New("invalid image set configuration")
 
 // ErrNotSupported is wrapped by every FieldError that reports a field airlock parses but
-// does not implement yet (mirror.platform, mirror.helm, mirror.samples, platforms).
+// does not implement yet (mirror.platform, mirror.helm, mirror.samples).
 // Test with errors.Is.
 var ErrNotSupported = errors.New("not supported yet")
 

@@ -76,9 +76,15 @@ func TestLoadErrors(t *testing.T) {
 		{"unsupported-platform.yaml", []wantErr{{5, `mirror.platform: not supported yet`, true}}},
 		{"unsupported-helm.yaml", []wantErr{{5, `mirror.helm: not supported yet`, true}}},
 		{"unsupported-samples.yaml", []wantErr{{5, `mirror.samples: not supported yet`, true}}},
-		{"unsupported-platforms.yaml", []wantErr{
-			{7, `mirror.operators[0].platforms: not supported yet`, true},
-			{12, `mirror.additionalImages[0].platforms: not supported yet`, true},
+		{"bad-platforms.yaml", []wantErr{
+			{6, `mirror.operators[0].platforms: platforms is empty: list at least one platform`, false},
+			{10, `mirror.operators[1].platforms[0].architecture: unknown architecture "x86_64" (did you mean amd64?)`, false},
+			{13, `mirror.operators[1].platforms[2]: platform linux/amd64 is listed twice (also mirror.operators[1].platforms[1], line 11)`, false},
+			{14, `mirror.operators[1].platforms[3]: architecture is missing`, false},
+			{18, `mirror.additionalImages[0].platforms[0].os: unknown os "linus" (did you mean linux?)`, false},
+			{21, `mirror.additionalImages[0].platforms[1].architecture: unknown architecture "multi" (for every platform, remove platforms)`, false},
+			{24, `mirror.additionalImages[0].platforms[2].variant: unknown field "variant"`, false},
+			{26, `mirror.additionalImages[1].platforms: platforms is empty`, false},
 		}},
 
 		{"many-errors.yaml", []wantErr{
@@ -426,6 +432,29 @@ func BenchmarkLoad(b *testing.B) {
 	for b.Loop() {
 		if _, err := Load(bytes.NewReader(data), "bench.yaml"); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// platforms: entries load as os/architecture pairs, os defaulting to linux;
+// no entry means every platform (nil).
+func TestLoadPlatforms(t *testing.T) {
+	c, err := LoadFile("testdata/valid/platforms.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		specs []PlatformSpec
+		want  []string
+	}{
+		{"operator", c.Mirror.Operators[0].Platforms, []string{"linux/amd64", "linux/arm64"}},
+		{"additional image", c.Mirror.AdditionalImages[0].Platforms, []string{"linux/arm64"}},
+		{"no platforms", c.Mirror.AdditionalImages[1].Platforms, nil},
+	}
+	for _, tc := range tests {
+		if got := PlatformList(tc.specs); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

@@ -76,7 +76,8 @@ type Operator struct {
 	Full bool `json:"full,omitempty"`
 	// SkipDependencies turns off dependency resolution.
 	SkipDependencies bool `json:"skipDependencies,omitempty"`
-	// Platforms filters the catalog and its images by os/architecture (not supported yet).
+	// Platforms is the platform subset of the catalog image, its bundles and their
+	// related images: of an index only these platforms are mirrored (PlatformList).
 	Platforms []PlatformSpec `json:"platforms,omitempty"`
 	// Packages selects packages; empty means every package.
 	Packages []IncludePackage `json:"packages,omitempty"`

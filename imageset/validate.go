@@ -52,6 +52,9 @@ func (v *validator) at(path string) position {
 	}
 }
 
+// written reports whether the file wrote path (even as an empty value).
+func (v *validator) written(path string) bool { _, ok := v.pos[path]; return ok }
+
 // report adds an error unless path (or a parent) already has one from decoding.
 func (v *validator) report(path string, cause error, format string, args ...any) {
 	if v.covered(path) {
@@ -179,9 +182,7 @@ func (v *validator) operators(prefix string, ops []Operator) {
 		if o.TargetTag != "" {
 			v.tag(p+".targetTag", "targetTag", o.TargetTag)
 		}
-		if len(o.Platforms) > 0 {
-			v.report(p+".platforms", ErrNotSupported, "not supported yet: airlock mirrors every platform of a catalog and its images; remove platforms")
-		}
+		v.platforms(p+".platforms", o.Platforms, o.Platforms != nil || v.written(p+".platforms"))
 		if catalogOK {
 			key := catalogKey(o)
 			if j, dup := seen[key]; dup {
@@ -363,9 +364,7 @@ func (v *validator) additionalImage(p string, im Image) {
 	if im.TargetTag != "" {
 		v.tag(p+".targetTag", "targetTag", im.TargetTag)
 	}
-	if len(im.Platforms) > 0 {
-		v.report(p+".platforms", ErrNotSupported, "not supported yet: airlock copies every platform of an image; remove platforms")
-	}
+	v.platforms(p+".platforms", im.Platforms, im.Platforms != nil || v.written(p+".platforms"))
 }
 
 var (

@@ -47,19 +47,33 @@ type ClusterImagePolicy struct {
 }
 
 // LoadSignatureKey reads the PEM public key at path (--signature-key) and
-// checks it is one; "" gives nil (no ClusterImagePolicy).
-func LoadSignatureKey(path string) ([]byte, error) {
+// checks it is one. Without a path it takes fallback's key, if fallback is
+// set (the one sigstore key --policy requires, and where it comes from); nil
+// is no key (no ClusterImagePolicy).
+func LoadSignatureKey(path string, fallback func() ([]byte, string)) ([]byte, error) {
 	if path == "" {
-		return nil, nil
+		if fallback == nil {
+			return nil, nil
+		}
+		return checkSignatureKey(fallback())
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("--signature-key: %w", err)
 	}
-	if err := checkPublicKey(b); err != nil {
-		return nil, fmt.Errorf("--signature-key %s: %w", path, err)
+	return checkSignatureKey(b, "--signature-key "+path)
+}
+
+// checkSignatureKey returns key if it is one PEM public key (nil for none);
+// from names where it comes from, for the error.
+func checkSignatureKey(key []byte, from string) ([]byte, error) {
+	if key == nil {
+		return nil, nil
 	}
-	return b, nil
+	if err := checkPublicKey(key); err != nil {
+		return nil, fmt.Errorf("%s: %w", from, err)
+	}
+	return key, nil
 }
 
 // checkPublicKey refuses what the CRD would: keyData must be one PEM "PUBLIC
@@ -111,7 +125,10 @@ func buildImagePolicies(images []Image, key []byte) ([]ClusterImagePolicy, []Fil
 		o.Spec.Scopes = part
 		o.Spec.Policy.RootOfTrust.PolicyType = "PublicKey"
 		o.Spec.Policy.RootOfTrust.PublicKey.KeyData = key
-		o.Spec.Policy.SignedIdentity.MatchPolicy = "MatchRepoDigestOrExact"
+		// cosign's signatures name the repository only, which
+		// MatchRepoDigestOrExact refuses (containers-policy.json(5)):
+		// MatchRepository accepts them, as the CRD allows.
+		o.Spec.Policy.SignedIdentity.MatchPolicy = "MatchRepository"
 		data, err := yaml.Marshal(o)
 		if err != nil {
 			return nil, nil, err

@@ -66,15 +66,32 @@ func TestLoadSignatureKey(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED SIGSTORE PRIVATE KEY-----\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct{ path, err string }{
-		{"", ""},
-		{good, ""},
-		{bad, bad + ": the signature key is not one PEM public key"},
-		{filepath.Join(dir, "missing.pub"), "--signature-key: open"},
+	policyKey := func(key string) func() ([]byte, string) {
+		return func() ([]byte, string) {
+			if key == "" {
+				return nil, ""
+			}
+			return []byte(key), "the sigstore key of --policy policy.json"
+		}
+	}
+	for _, tc := range []struct {
+		path     string
+		fallback func() ([]byte, string)
+		key, err string
+	}{
+		{"", nil, "", ""},
+		{good, nil, testKey, ""},
+		{bad, nil, "", bad + ": the signature key is not one PEM public key"},
+		{filepath.Join(dir, "missing.pub"), nil, "", "--signature-key: open"},
+		// Without --signature-key, the policy's one key; --signature-key wins.
+		{"", policyKey(testKey), testKey, ""},
+		{"", policyKey(""), "", ""},
+		{"", policyKey("not a key"), "", "the sigstore key of --policy policy.json: the signature key is not one PEM public key"},
+		{good, policyKey("not a key"), testKey, ""},
 	} {
-		_, err := LoadSignatureKey(tc.path)
-		if (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
-			t.Errorf("LoadSignatureKey(%q) = %v, want %q", tc.path, err, tc.err)
+		key, err := LoadSignatureKey(tc.path, tc.fallback)
+		if (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) || string(key) != tc.key {
+			t.Errorf("LoadSignatureKey(%q) = %q, %v, want %q, %q", tc.path, key, err, tc.key, tc.err)
 		}
 	}
 }

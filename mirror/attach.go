@@ -20,7 +20,22 @@ const (
 	Unsigned = "unsigned"
 )
 
-// AddAttachments looks in src for what is attached to every operator and
+// Attach says what AddAttachments does besides finding attachments.
+type Attach struct {
+	// Signatures is the --signatures mode.
+	Signatures signature.Mode
+	// Policy, when set, judges the sources first (Verify): of the images,
+	// and of Catalogs.
+	Policy   Verifier
+	Catalogs []CatalogRequest
+	// Known is what earlier runs found (working-dir/attachments.json; nil:
+	// nothing): images it holds are not asked about again.
+	Known *signature.Record
+}
+
+// AddAttachments judges the sources by a.Policy when it is set (Verify: a
+// refused image fails and carries nothing; a refused catalog fails the run),
+// then looks in src for what is attached to every operator and
 // additional image of the plan (signatures, attestations, SBOMs, referrers;
 // catalogs are rebuilt, so theirs would not match) and adds each as an image
 // of kind KindAttachment, copied to the image's destination repository by
@@ -28,18 +43,24 @@ const (
 // it is signed and how many attachments it has. With signature.Required an
 // image without a signature fails (and its attachments are not added); with
 // signature.Off nothing is looked for. An image whose attachments could not be
-// read fails with signature.Required and gets a warning otherwise. Images known
-// holds (what earlier runs found, by source repository and digest; nil: none)
-// are not asked about again. It returns what discovery cost and found, and
-// the record of this plan's images to keep for the next run (nil with
+// read fails with signature.Required and gets a warning otherwise. Images
+// a.Known holds (what earlier runs found, by source repository and digest) are
+// not asked about again. It returns what discovery cost and found, and the
+// record of this plan's images to keep for the next run (nil with
 // signature.Off).
-func (p *Plan) AddAttachments(ctx context.Context, src endpoint.Source, mode signature.Mode, parallel int, known *signature.Record) (signature.Stats, *signature.Record, error) {
+func (p *Plan) AddAttachments(ctx context.Context, src endpoint.Source, a Attach, parallel int) (signature.Stats, *signature.Record, error) {
 	var st signature.Stats
+	if a.Policy != nil {
+		if err := p.Verify(ctx, a.Policy, a.Catalogs, parallel); err != nil {
+			return st, nil, err
+		}
+	}
+	mode := a.Signatures
 	if mode == signature.Off {
 		return st, nil, nil
 	}
 	d := signature.NewDiscoverer(src)
-	d.Reuse(known)
+	d.Reuse(a.Known)
 	var idx []int
 	for i, im := range p.Images {
 		if im.Error == "" && im.Digest != "" && (im.Kind == KindOperator || im.Kind == KindGeneric) && !strings.HasPrefix(im.SourceRepo, LayoutRepoPrefix) {
@@ -60,7 +81,7 @@ func (p *Plan) AddAttachments(ctx context.Context, src endpoint.Source, mode sig
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			found[k], errs[k] = d.Discover(ctx, signature.Image{Source: im.Source, Repo: im.SourceRepo, Digest: im.Digest})
+			found[k], errs[k] = d.Discover(ctx, signature.Image{Source: im.Source, Repo: im.SourceRepo, Digest: im.Digest, Platforms: im.Platforms})
 		}()
 	}
 	wg.Wait()
@@ -208,15 +229,20 @@ func (p *Plan) PrepareReferrers(ctx context.Context, dst endpoint.Destination) e
 	return err
 }
 
-// PublishReferrers makes the referrers rep copied findable at dst
+// PublishReferrers makes the referrers rep copied (nil: every referrer of the
+// plan, as a sharded run's --finish has checked) findable at dst
 // (signature.KeepFindable). The error says what could not be made findable:
 // the referrers themselves were copied.
 func (p *Plan) PublishReferrers(ctx context.Context, dst endpoint.Destination, rep *transfer.Report) error {
-	copied := map[string]bool{}
-	for _, ir := range rep.Images {
-		copied[ir.Job.Key()] = ir.Status != transfer.StatusFailed
+	var done func(PlanImage) bool
+	if rep != nil {
+		copied := map[string]bool{}
+		for _, ir := range rep.Images {
+			copied[ir.Job.Key()] = ir.Status != transfer.StatusFailed
+		}
+		done = func(im PlanImage) bool { return copied[im.Job().Key()] }
 	}
-	groups := p.Referrers(func(im PlanImage) bool { return copied[im.Job().Key()] })
+	groups := p.Referrers(done)
 	if len(groups) == 0 {
 		return nil
 	}

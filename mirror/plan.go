@@ -53,6 +53,8 @@ type AdditionalImage struct {
 	Name       string
 	TargetRepo string
 	TargetTag  string
+	// Platforms is the image's platform subset ("os/arch"); empty: every platform.
+	Platforms []string
 }
 
 // PlanRequest is everything the plan is made from.
@@ -108,6 +110,10 @@ type PlanImage struct {
 	// Blobs are the configs and layers the image's manifests reference
 	// (children of indexes included), recorded by --plan-only for sharding.
 	Blobs []PlanBlob `json:"blobs,omitempty"`
+	// Platforms is the platform subset ("os/arch") the image is copied with:
+	// of an index, only those children (transfer.Job.Platforms). Empty means
+	// every platform; an image several entries ask for gets the union.
+	Platforms []string `json:"platforms,omitempty"`
 }
 
 // Destination is "DestRepo:firstTag", or "DestRepo@digest" without a tag.
@@ -127,6 +133,8 @@ type PlanCatalog struct {
 	DestRepo     string        `json:"destRepo"`
 	Tag          string        `json:"tag"`
 	Packages     []string      `json:"packages,omitempty"`
+	// Platforms is the operator entry's platform subset (PlanImage.Platforms).
+	Platforms []string `json:"platforms,omitempty"`
 }
 
 // Plan is what a run will copy.
@@ -155,7 +163,7 @@ func (p *Plan) Jobs() []transfer.Job {
 
 // Job is what the copy engine does for the image.
 func (im PlanImage) Job() transfer.Job {
-	return transfer.Job{Source: im.SourceRepo, Digest: im.Digest, Dest: im.DestRepo, Tags: im.Tags}
+	return transfer.Job{Source: im.SourceRepo, Digest: im.Digest, Dest: im.DestRepo, Tags: im.Tags, Platforms: im.Platforms}
 }
 
 // Failed returns the images that could not be planned.
@@ -230,20 +238,22 @@ func PlanImages(ctx context.Context, req PlanRequest, resolve Resolver, parallel
 
 	// Bundle, related and additional images, de-duplicated by reference.
 	type want struct {
-		ref     string
-		kind    ImageKind
-		origins []string
-		target  *AdditionalImage
+		ref       string
+		kind      ImageKind
+		origins   []string
+		target    *AdditionalImage
+		platforms oci.Platforms
 	}
 	var order []string
 	wants := map[string]*want{}
-	add := func(ref string, kind ImageKind, origin string, target *AdditionalImage) {
+	add := func(ref string, kind ImageKind, origin string, target *AdditionalImage, platforms []string) {
 		w, ok := wants[ref]
 		if !ok {
-			w = &want{ref: ref, kind: kind}
+			w = &want{ref: ref, kind: kind, platforms: platforms}
 			wants[ref] = w
 			order = append(order, ref)
 		}
+		w.platforms = w.platforms.Union(platforms)
 		if kind == KindGeneric && w.kind != KindGeneric {
 			// An additional image that a catalog also names stays an operator image.
 			target = nil
@@ -260,18 +270,18 @@ func PlanImages(ctx context.Context, req PlanRequest, resolve Resolver, parallel
 	}
 	for _, c := range req.Catalogs {
 		for _, ref := range c.Images {
-			add(ref, KindOperator, c.Catalog, nil)
+			add(ref, KindOperator, c.Catalog, nil, c.Platforms)
 		}
 	}
 	for i := range req.Additional {
 		a := req.Additional[i]
-		add(a.Name, KindGeneric, OriginAdditional, &a)
+		add(a.Name, KindGeneric, OriginAdditional, &a, a.Platforms)
 	}
 
 	images := make([]PlanImage, len(order))
 	for i, ref := range order {
 		w := wants[ref]
-		im := PlanImage{Source: ref, Kind: w.kind, Origins: w.origins}
+		im := PlanImage{Source: ref, Kind: w.kind, Origins: w.origins, Platforms: w.platforms}
 		r, err := oci.ParseReference(ref)
 		if err != nil {
 			im.Error = err.Error()
@@ -410,41 +420,6 @@ func (p *Plan) imageDest(req PlanRequest, r oci.Reference, target *AdditionalIma
 		return DestRef{}, err
 	}
 	return DestRef{Repository: repo, Tag: tag}, nil
-}
-
-// Relocate maps a mirror-to-disk plan (relative destination paths) onto a
-// registry destination for disk-to-mirror: every DestRepo becomes
-// REGISTRY/NAMESPACE/path, flattened by maxNestedPaths. Source repositories
-// become the archive's repository names (the relative paths).
-func (p *Plan) Relocate(destination string, maxNestedPaths int) (*Plan, error) {
-	if _, _, err := splitRegistryNS(destination); err != nil {
-		return nil, err
-	}
-	out := &Plan{Workflow: DiskToMirror, Destination: destination, Blocked: p.Blocked, Warnings: p.Warnings}
-	for _, im := range p.Images {
-		rel := im.DestRepo
-		im.SourceRepo = rel
-		if im.Error == "" {
-			repo, err := destinationRepo(rel, destination, maxNestedPaths)
-			if err != nil {
-				im.Error = err.Error()
-			} else {
-				im.DestRepo = repo
-			}
-		}
-		out.Images = append(out.Images, im)
-	}
-	for _, c := range p.Catalogs {
-		repo, err := destinationRepo(c.DestRepo, destination, maxNestedPaths)
-		if err != nil {
-			return nil, err
-		}
-		c.DestRepo = repo
-		out.Catalogs = append(out.Catalogs, c)
-	}
-	// Flattening (--max-nested-paths) can make two repositories one.
-	out.markConflicts()
-	return out, nil
 }
 
 // BlockedMatcher compiles blockedImages patterns (already validated by the config

@@ -29,6 +29,9 @@ type CatalogRequest struct {
 	Images []string
 	// Packages kept in the pruned catalog, for the record.
 	Packages []string
+	// Platforms is the operator entry's platform subset ("os/arch"), for the
+	// catalog image, its bundles and their related images; empty: every platform.
+	Platforms []string
 }
 
 // AddCatalogs adds the images of req.Catalogs (their digests are known: no
@@ -37,8 +40,8 @@ type CatalogRequest struct {
 func (p *Plan) AddCatalogs(req PlanRequest) {
 	var cats []PlanImage
 	for _, c := range req.Catalogs {
-		pc := PlanCatalog{Catalog: c.Catalog, SourceDigest: c.SourceDigest, Packages: c.Packages}
-		im := PlanImage{Source: c.Catalog, Kind: KindCatalog, Origins: []string{c.Catalog}}
+		pc := PlanCatalog{Catalog: c.Catalog, SourceDigest: c.SourceDigest, Packages: c.Packages, Platforms: c.Platforms}
+		im := PlanImage{Source: c.Catalog, Kind: KindCatalog, Origins: []string{c.Catalog}, Platforms: c.Platforms}
 		var rebuilt digest.Digest
 		if c.Rebuilt != nil {
 			rebuilt = c.Rebuilt.Digest

@@ -41,8 +41,7 @@ type Shard struct {
 func (s Shard) Jobs(p *Plan) []transfer.Job {
 	jobs := make([]transfer.Job, 0, len(s.Images))
 	for _, i := range s.Images {
-		im := p.Images[i]
-		jobs = append(jobs, transfer.Job{Source: im.SourceRepo, Digest: im.Digest, Dest: im.DestRepo, Tags: im.Tags})
+		jobs = append(jobs, p.Images[i].Job())
 	}
 	return jobs
 }

@@ -121,7 +121,7 @@ func (r *run) catalog(ctx context.Context, op imageset.Operator, fo catalogimage
 	}
 	cr := &mirror.CatalogRequest{
 		Catalog: op.Catalog, SourceDigest: fc.Digest,
-		TargetCatalog: op.TargetCatalog, TargetTag: op.TargetTag,
+		TargetCatalog: op.TargetCatalog, TargetTag: op.TargetTag, Platforms: imageset.PlatformList(op.Platforms),
 	}
 	if op.IsFullCatalog() && fc.Database == "" {
 		// Mirrored untouched: no filter, no rebuild. (A SQLite-based catalog is
@@ -294,7 +294,7 @@ func catalogImages(c *fbc.Catalog) (images, packages, warnings []string) {
 func (r *run) additional() []mirror.AdditionalImage {
 	var out []mirror.AdditionalImage
 	for _, im := range r.cfg.Mirror.AdditionalImages {
-		out = append(out, mirror.AdditionalImage{Name: im.Ref(), TargetRepo: im.TargetRepo, TargetTag: im.TargetTag})
+		out = append(out, mirror.AdditionalImage{Name: im.Ref(), TargetRepo: im.TargetRepo, TargetTag: im.TargetTag, Platforms: imageset.PlatformList(im.Platforms)})
 	}
 	return out
 }

@@ -13,9 +13,6 @@ import (
 // copy copies the plan's jobs from src to dst, measuring them first for the
 // progress totals.
 func (r *run) copy(ctx context.Context, src endpoint.Source, dst endpoint.Destination) (*transfer.Report, error) {
-	if err := r.res.Plan.PrepareReferrers(ctx, dst); err != nil {
-		return nil, err
-	}
 	rep, err := r.copyJobs(ctx, src, dst, r.res.Plan.Jobs(), nil)
 	if err == nil {
 		if werr := r.res.Plan.PublishReferrers(ctx, dst, rep); werr != nil {
@@ -24,6 +21,14 @@ func (r *run) copy(ctx context.Context, src endpoint.Source, dst endpoint.Destin
 		}
 	}
 	return rep, err
+}
+
+// copyOptions are the copy engine's options from the run's flags.
+func (r *run) copyOptions(progress func(transfer.ProgressEvent)) transfer.Options {
+	return transfer.Options{
+		ParallelImages: r.opts.ParallelImages, ParallelLayers: r.opts.ParallelLayers,
+		Retry: r.retry(), Logger: r.log, Progress: progress, ImageTimeout: r.opts.ImageTimeout,
+	}
 }
 
 // copyJobs copies jobs from src to dst; blobs in elsewhere are sent by another

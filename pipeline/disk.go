@@ -136,7 +136,7 @@ func archiveImages(p *mirror.Plan) []archive.ImageRecord {
 		}
 		out = append(out, archive.ImageRecord{
 			Source: im.Source, Digest: im.Digest, Destination: im.DestRepo, Tags: im.Tags,
-			MediaType: im.MediaType, Kind: string(im.Kind), Origins: im.Origins,
+			MediaType: im.MediaType, Kind: string(im.Kind), Origins: im.Origins, Platforms: im.Platforms,
 			Attachment: im.Attachment, Signature: im.Signature, Attachments: im.Attachments,
 		})
 	}
@@ -148,7 +148,7 @@ func archiveCatalogs(p *mirror.Plan) []archive.CatalogRecord {
 	for _, c := range p.Catalogs {
 		out = append(out, archive.CatalogRecord{
 			Source: c.Catalog, SourceDigest: c.SourceDigest, Destination: c.DestRepo,
-			Digest: c.Digest, Tag: c.Tag, Packages: c.Packages, Rebuilt: c.Rebuilt,
+			Digest: c.Digest, Tag: c.Tag, Packages: c.Packages, Rebuilt: c.Rebuilt, Platforms: c.Platforms,
 		})
 	}
 	return out
@@ -211,7 +211,7 @@ func (r *run) diskToMirror(ctx context.Context) error {
 		p.DropAttachments()
 	}
 	r.setPlan(p)
-	if err := r.writePlan(); err != nil {
+	if err := r.writePlan(ctx); err != nil {
 		return err
 	}
 	src := &mirror.SourceMux{Default: ar}
@@ -317,7 +317,7 @@ func (r *run) planFromArchive(ctx context.Context, ar *archive.Reader, dst endpo
 		im := mirror.PlanImage{
 			Source: ir.Source, Kind: mirror.ImageKind(ir.Kind), Origins: origins,
 			SourceRepo: ir.Destination, Digest: ir.Digest, MediaType: ir.MediaType,
-			DestRepo: ir.Destination, Tags: ir.Tags,
+			DestRepo: ir.Destination, Tags: ir.Tags, Platforms: ir.Platforms,
 			Attachment: ir.Attachment, Signature: ir.Signature, Attachments: ir.Attachments,
 		}
 		if n := narrowed[ir.Source]; n != nil && im.Kind == mirror.KindCatalog {

@@ -15,8 +15,13 @@ import (
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
-// writePlan writes plan.json and mapping.txt.
-func (r *run) writePlan() error {
+// writePlan writes plan.json and mapping.txt (tags as the copy will leave them).
+func (r *run) writePlan(ctx context.Context) error {
+	if r.dest != "" {
+		if err := r.res.Plan.PrepareReferrers(ctx, r.destRegistry()); err != nil {
+			return err
+		}
+	}
 	b, err := json.MarshalIndent(r.res.Plan, "", "  ")
 	if err != nil {
 		return err
@@ -118,7 +123,7 @@ func (r *run) clusterResources() error {
 		return nil
 	}
 	r.stage("cluster-resources")
-	key, err := manifests.LoadSignatureKey(r.opts.SignatureKey)
+	key, err := manifests.LoadSignatureKey(r.opts.SignatureKey, r.policy.ClusterKey)
 	if err != nil {
 		return err
 	}

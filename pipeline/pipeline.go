@@ -19,6 +19,7 @@ import (
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 	"github.com/airlock-mirror/airlock/mirror/signature"
+	"github.com/airlock-mirror/airlock/mirror/sigpolicy"
 	"github.com/airlock-mirror/airlock/mirror/transfer"
 	"github.com/airlock-mirror/airlock/workspace"
 )
@@ -91,6 +92,7 @@ type Options struct {
 	// SignatureKey is --signature-key: a PEM public key; the cluster resources
 	// then include ClusterImagePolicy objects requiring signatures by it.
 	SignatureKey string
+	Policy       sigpolicy.Options // --policy, --secure-policy, --registries.d (docs/signatures.md)
 	// SignKey (mirror-to-disk --sign-key) signs the archive; ArchiveKey
 	// (disk-to-mirror --archive-key) refuses an archive it did not sign.
 	SignKey, ArchiveKey string
@@ -221,6 +223,7 @@ type run struct {
 	// looking waits for the reading planning started (stopping it first).
 	est     *transfer.Estimator
 	looking func(stop bool)
+	policy  *sigpolicy.Checker // --policy (nil without), opened by setup
 }
 
 // mirrorOnce runs one workflow once (Mirror calls it for each batch it loads).
@@ -325,13 +328,6 @@ func (r *run) destRegistry() *registry.Client {
 	return r.dst
 }
 
-func (r *run) copyOptions(progress func(transfer.ProgressEvent)) transfer.Options {
-	return transfer.Options{
-		ParallelImages: r.opts.ParallelImages, ParallelLayers: r.opts.ParallelLayers,
-		Retry: r.retry(), Logger: r.log, Progress: progress, ImageTimeout: r.opts.ImageTimeout,
-	}
-}
-
 // plan resolves the images the catalogs name while the last catalog is still
 // being rebuilt (rebuilt waits for it), then adds the catalogs. With est, the
 // dry run's reading of the images runs meanwhile too.
@@ -364,7 +360,7 @@ func (r *run) plan(ctx context.Context, src *registry.Client, cats []mirror.Cata
 	if r.opts.RefreshSignatures {
 		known = nil
 	}
-	st, rec, err := p.AddAttachments(ctx, src, r.opts.Signatures, 16, known)
+	st, rec, err := p.AddAttachments(ctx, src, mirror.Attach{Signatures: r.opts.Signatures, Policy: r.policy.Verifier(), Catalogs: cats, Known: known}, 16)
 	if err != nil {
 		return err
 	}
@@ -393,7 +389,7 @@ func (r *run) plan(ctx context.Context, src *registry.Client, cats []mirror.Cata
 	}
 	p.AddCatalogs(req) // req.Catalogs is cats: rebuilt set their Rebuilt
 	r.setPlan(p)
-	return r.writePlan()
+	return r.writePlan(ctx)
 }
 
 func (r *run) setPlan(p *mirror.Plan) {

@@ -110,7 +110,7 @@ func (r *run) writeReport(runErr error) error {
 	if res.Plan != nil {
 		for i, im := range res.Plan.Images {
 			ri := report.Image{Source: im.Source, Kind: string(im.Kind), Digest: im.Digest.String(), Destination: im.Destination(),
-				DestRepo: im.DestRepo, Origins: im.Origins, Bytes: sent[im.DestRepo+"@"+im.Digest.String()]}
+				DestRepo: im.DestRepo, Origins: im.Origins, Bytes: sent[im.DestRepo+"@"+im.Digest.String()], Signature: im.Signature, Attachments: im.Attachments}
 			if i < len(res.Images) {
 				ri.Status, ri.Error = res.Images[i].Status, res.Images[i].Error
 			}

@@ -89,7 +89,7 @@ func (r *run) archivedCatalog(ctx context.Context, ar endpoint.Source, c archive
 	if err != nil {
 		return nil, nil, err
 	}
-	job := transfer.Job{Source: c.Destination, Digest: c.Digest, Dest: "catalog", Tags: []string{tag}}
+	job := transfer.Job{Source: c.Destination, Digest: c.Digest, Dest: "catalog", Tags: []string{tag}, Platforms: c.Platforms}
 	if _, err := transfer.Copy(ctx, ar, dst, []transfer.Job{job}, transfer.Options{Logger: r.log}); err != nil {
 		return nil, nil, err
 	}

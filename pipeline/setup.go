@@ -12,6 +12,7 @@ import (
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/mirror/registry"
+	"github.com/airlock-mirror/airlock/mirror/sigpolicy"
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
@@ -98,6 +99,9 @@ func (r *run) setup() error {
 	}
 	if err := os.MkdirAll(r.workDir.Path(), 0o755); err != nil {
 		return fmt.Errorf("create working directory: %w", err)
+	}
+	if r.policy, err = sigpolicy.Open(o.Policy, sigpolicy.Source{AuthFile: o.AuthFile, Insecure: !o.SrcTLSVerify, CertDir: o.SrcCertDir, Timeout: o.ImageTimeout, DefaultRegistriesDir: r.workDir.RegistriesDDir(), RegistriesConf: r.regconf.Path()}); err != nil {
+		return err
 	}
 	r.res = &Result{Workflow: r.workflow, WorkingDir: r.workDir.Path(), ConfigPath: absOrSame(o.ConfigPath), PlanPath: absOrSame(o.PlanFile)}
 	// Last: a run refused here has written nothing.

@@ -179,7 +179,7 @@ func (r *run) recordBlobs(ctx context.Context, src transfer.EstimateSource) erro
 		}
 		p.Images[i].Blobs = blobs
 	}
-	return r.writePlan()
+	return r.writePlan(ctx)
 }
 
 // shard copies one shard of the plan --plan names.
@@ -201,7 +201,7 @@ func (r *run) shard(ctx context.Context) error {
 		UniqueBytes: part.UniqueBytes, WaitsFor: len(sh.Elsewhere)}
 	r.log.Info("shard", "index", r.opts.Shard, "of", r.opts.Shards, "images", len(sh.Images), "bytes", sh.Bytes, "waitsFor", len(sh.Elsewhere))
 	r.setPlan(sub)
-	if err := r.writePlan(); err != nil {
+	if err := r.writePlan(ctx); err != nil {
 		return err
 	}
 	src := &mirror.SourceMux{Default: r.srcRegistry()}
@@ -228,7 +228,7 @@ func (r *run) finish(ctx context.Context) error {
 		return err
 	}
 	r.setPlan(p)
-	if err := r.writePlan(); err != nil {
+	if err := r.writePlan(ctx); err != nil {
 		return err
 	}
 	if r.workflow == mirror.MirrorToDisk {
@@ -246,7 +246,7 @@ func (r *run) finish(ctx context.Context) error {
 	var jobs []transfer.Job
 	for _, im := range p.Images {
 		if im.Kind == mirror.KindCatalog && im.Error == "" {
-			jobs = append(jobs, transfer.Job{Source: im.SourceRepo, Digest: im.Digest, Dest: im.DestRepo, Tags: im.Tags})
+			jobs = append(jobs, im.Job())
 		}
 	}
 	rep, err := r.copyJobs(ctx, &mirror.SourceMux{Default: r.srcRegistry()}, dst, jobs, nil)
@@ -256,10 +256,14 @@ func (r *run) finish(ctx context.Context) error {
 	for _, im := range p.Images {
 		if mirror.Shardable(im) {
 			// Verified at the destination above.
-			rep.Images = append(rep.Images, transfer.ImageResult{Job: transfer.Job{Source: im.SourceRepo, Digest: im.Digest, Dest: im.DestRepo, Tags: im.Tags}, Status: transfer.StatusSkipped})
+			rep.Images = append(rep.Images, transfer.ImageResult{Job: im.Job(), Status: transfer.StatusSkipped})
 		}
 	}
 	r.setCopy(rep)
+	if werr := p.PublishReferrers(ctx, dst, nil); werr != nil { // the shards copied them (checked above)
+		r.log.Warn(werr.Error())
+		r.res.Warnings = append(r.res.Warnings, werr.Error())
+	}
 	return r.clusterResources()
 }
 

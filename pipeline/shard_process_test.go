@@ -45,7 +45,7 @@ func airlockBinary(t *testing.T) string {
 		}
 		binDir = dir
 		airlockBin = filepath.Join(dir, "airlock")
-		out, err := exec.Command("go", "build", "-o", airlockBin, "../cmd/airlock").CombinedOutput()
+		out, err := exec.Command("go", "build", "-tags", "containers_image_openpgp", "-o", airlockBin, "../cmd/airlock").CombinedOutput()
 		if err != nil {
 			airlockErr = fmt.Errorf("build airlock: %v\n%s", err, out)
 		}

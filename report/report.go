@@ -94,6 +94,26 @@ type Image struct {
 	// Bytes counts the blob bytes sent for the image (blobs already at the
 	// destination or shared with an image copied earlier count zero).
 	Bytes int64 `json:"bytes"`
+	// Signature is "signed" or "unsigned" when attachments were looked for
+	// ("" otherwise: catalogs, attachments, --signatures off); Attachments
+	// counts those carried with the image (signatures, SBOMs, referrers).
+	Signature   string `json:"signature,omitempty"`
+	Attachments int    `json:"attachments,omitempty"`
+}
+
+// SignatureNote is the report's signature column: "signed", "unsigned", with
+// ", N attachment(s) carried" when there are any; "" when not looked for.
+func (im Image) SignatureNote() string {
+	if im.Signature == "" {
+		return ""
+	}
+	switch im.Attachments {
+	case 0:
+		return im.Signature
+	case 1:
+		return im.Signature + ", 1 attachment carried"
+	}
+	return fmt.Sprintf("%s, %d attachments carried", im.Signature, im.Attachments)
 }
 
 // Archive is what a mirror-to-disk run wrote.

@@ -52,6 +52,14 @@ func bigRun(t testing.TB, n int) *Run {
 		if i%97 == 0 {
 			im.Status, im.Error = "failed", "manifest unknown: the source has no such image"
 		}
+		switch i % 3 { // attachments looked for: signed with 2 attachments, unsigned, or signed alone
+		case 0:
+			im.Signature, im.Attachments = "signed", 2
+		case 1:
+			im.Signature = "unsigned"
+		case 2:
+			im.Signature, im.Attachments = "signed", 1
+		}
 		r.Images = append(r.Images, im)
 	}
 	return r
@@ -78,7 +86,9 @@ func TestReportDeterministic(t *testing.T) {
 		t.Error("two recordings of the same run give different pages")
 	}
 	html := pa.String()
-	for _, want := range []string{"operator-00", "in range &gt;=1.0.0", "manifest unknown", "<svg", "mirror.example.com/ns/vendor0/image-000"} {
+	for _, want := range []string{"operator-00", "in range &gt;=1.0.0", "manifest unknown", "<svg", "mirror.example.com/ns/vendor0/image-000",
+		"<th>signature</th>", `<td>signed, 2 attachments carried</td>`, `<td class="bad">unsigned</td>`, `<td>signed, 1 attachment carried</td>`,
+		`<b>40</b>signed, <span class="bad">20 unsigned</span>`} {
 		if !strings.Contains(html, want) {
 			t.Errorf("page lacks %q", want)
 		}

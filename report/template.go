@@ -33,6 +33,7 @@ details{margin:.4em 0}summary{cursor:pointer;font-weight:600}
 <div class="card"><b>{{.BlobsMounted}}</b>blobs mounted</div>
 <div class="card"><b>{{.BlobsSkipped}}</b>blobs already there</div>
 <div class="card"><b>{{dur .Duration}}</b>total time</div>
+{{if or .Signed .Unsigned}}<div class="card"><b>{{.Signed}}</b>signed, <span{{if .Unsigned}} class="bad"{{end}}>{{.Unsigned}} unsigned</span></div>{{end}}
 </div>
 {{if .Error}}<p class="bad">The run ended with an error: {{.Error}}</p>{{end}}
 {{if .Refused}}<p>The run was refused before it planned anything: nothing was copied, and report.html still shows the last run that did something.</p>{{end}}
@@ -77,8 +78,8 @@ details{margin:.4em 0}summary{cursor:pointer;font-weight:600}
 
 <h2 id="images">Every image</h2>
 <details><summary>{{.Total}} image(s)</summary>
-<table><tr><th>source</th><th>kind</th><th>destination</th><th>status</th><th>bytes sent</th></tr>
-{{range .Images}}<tr><td><code>{{short .Source}}</code></td><td>{{.Kind}}</td><td><code>{{short .Destination}}</code></td><td{{if .Failed}} class="bad"{{end}}>{{.Status}}</td><td class="n">{{bytes .Bytes}}</td></tr>
+<table><tr><th>source</th><th>kind</th><th>destination</th><th>status</th><th>signature</th><th>bytes sent</th></tr>
+{{range .Images}}<tr><td><code>{{short .Source}}</code></td><td>{{.Kind}}</td><td><code>{{short .Destination}}</code></td><td{{if .Failed}} class="bad"{{end}}>{{.Status}}</td><td{{if eq .Signature "unsigned"}} class="bad"{{end}}>{{.SignatureNote}}</td><td class="n">{{bytes .Bytes}}</td></tr>
 {{end}}</table></details>
 
 <h2 id="config">Configuration</h2>

@@ -13,9 +13,11 @@ import (
 type view struct {
 	*Run
 	Total, Failed int
-	FailedImages  []Image
-	Repos         []repoRow
-	Catalogs      []catalogView
+	// Signed and Unsigned count the images whose attachments were looked for.
+	Signed, Unsigned int
+	FailedImages     []Image
+	Repos            []repoRow
+	Catalogs         []catalogView
 }
 
 type repoRow struct {
@@ -50,6 +52,12 @@ func newView(r *Run) *view {
 		}
 		row.Images++
 		row.Bytes += im.Bytes
+		switch im.Signature {
+		case "signed":
+			v.Signed++
+		case "unsigned":
+			v.Unsigned++
+		}
 		if im.Failed() {
 			row.Failed++
 			v.Failed++

@@ -21,7 +21,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 AIRLOCK=${AIRLOCK:-$here/bin/airlock}
 case $AIRLOCK in /*) ;; *) AIRLOCK=$PWD/$AIRLOCK ;; esac
 if [[ ! -x $AIRLOCK ]]; then
-	echo "demo: $AIRLOCK not found: run make demo (or go build -o bin/airlock ./cmd/airlock)" >&2
+	echo "demo: $AIRLOCK not found: run make demo (or go build -tags containers_image_openpgp -o bin/airlock ./cmd/airlock)" >&2
 	exit 1
 fi
 

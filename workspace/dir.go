@@ -49,6 +49,9 @@ const (
 	ReportsDirName = "reports"
 	// DryRunDirName holds a dry run's mapping and missing lists.
 	DryRunDirName = "dry-run"
+	// RegistriesDDirName is the registries.d folder of --policy without
+	// --registries.d.
+	RegistriesDDirName = "containers/registries.d"
 	// ClusterResourcesDirName holds the cluster resources of the run.
 	ClusterResourcesDirName = "cluster-resources"
 	// ShardsDirName holds the working directory of each shard of a
@@ -155,6 +158,11 @@ func (d Dir) DryRunMappingPath() string { return d.join(DryRunDirName, MappingFi
 
 // DryRunMissingPath is dry-run/missing.txt.
 func (d Dir) DryRunMissingPath() string { return d.join(DryRunDirName, MissingFile) }
+
+// RegistriesDDir is the registries.d folder --policy reads signatures with
+// when --registries.d is not given (oc-mirror's name): sigstore attachments
+// in every registry.
+func (d Dir) RegistriesDDir() string { return d.join(RegistriesDDirName) }
 
 // ClusterResourcesDir is cluster-resources.
 func (d Dir) ClusterResourcesDir() string { return d.join(ClusterResourcesDirName) }

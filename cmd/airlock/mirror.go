@@ -24,7 +24,7 @@ func newMirrorCmd() *cobra.Command {
 	o := pipeline.Options{SrcTLSVerify: true, DestTLSVerify: true}
 	var shard string
 	var shards int
-	var signatures func() (signature.Mode, error)
+	var signatures func(io.Writer) (signature.Mode, error)
 	cmd := &cobra.Command{
 		Use:   "mirror -c imageset.yaml (file://DIR | docker://REGISTRY[:PORT]/NAMESPACE)",
 		Short: "Mirror what an ImageSetConfiguration names: mirror-to-mirror, mirror-to-disk, disk-to-mirror",
@@ -69,7 +69,7 @@ failed (they are listed in working-dir/results.json), 130 when interrupted.`,
 			if err := shardFlags(&o, shard, shards); err != nil {
 				return err
 			}
-			if o.Signatures, err = signatures(); err != nil {
+			if o.Signatures, err = signatures(cmd.ErrOrStderr()); err != nil {
 				return err
 			}
 			o.Destination = args[0]

@@ -9,12 +9,12 @@ import (
 // TestBinaryLinksNoTestCode: the shipped binary links nothing meant for tests:
 // no package testing (nor testing/...), no test support (internal/testutil/...),
 // no generators (internal/gen/..., bench/...). It asks the go command, which
-// resolves the build exactly as `make build` does.
+// resolves the build exactly as `make build` does (with its tag).
 func TestBinaryLinksNoTestCode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
 	}
-	cmd := exec.Command("go", "list", "-deps", "./cmd/airlock")
+	cmd := exec.Command("go", "list", "-deps", "-tags", "containers_image_openpgp", "./cmd/airlock")
 	cmd.Dir = moduleRoot(t)
 	out, err := cmd.Output()
 	if err != nil {

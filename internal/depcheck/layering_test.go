@@ -93,7 +93,7 @@ func moduleRoot(t *testing.T) string {
 func loadPackages(t *testing.T, root string) map[string]*pkgInfo {
 	t.Helper()
 	pkgs := map[string]*pkgInfo{}
-	for _, tags := range [][]string{nil, {"isal", "cgo"}} {
+	for _, tags := range [][]string{nil, {"isal", "cgo", "containers_image_openpgp"}} {
 		ctx := build.Default
 		ctx.BuildTags = tags
 		ctx.CgoEnabled = true

@@ -38,6 +38,9 @@ var rules = []rule{
 	// Attachments (signatures, SBOMs, referrers): found and kept findable
 	// through the endpoint interfaces only.
 	{"mirror/signature", with("mirror/retry", "mirror/endpoint", "mirror/oci")},
+	// The signature policy (--policy): containers/image's evaluation, given
+	// repositories and digests; no plan, no other package of airlock.
+	{"mirror/sigpolicy", with("mirror/oci")},
 	{"mirror/catalogimage", with("mirror/registry", "mirror/layout", "mirror/transfer", "mirror/retry", "mirror/endpoint", "mirror/oci")},
 	{"mirror/archive", with("mirror/endpoint", "mirror/oci")},
 	{"mirror/transfer", with("mirror/retry", "mirror/endpoint", "mirror/oci")},

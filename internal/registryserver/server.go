@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -93,6 +94,10 @@ func NewServer(cfg Config) (*Server, error) {
 	// The default of the registry's own configuration loader (a Configuration
 	// built by hand has 0, and /v2/_catalog then lists nothing).
 	conf.Catalog.MaxEntries = 1000
+	// Sparse indexes are accepted (an index some of whose children are not
+	// here): what a platform subset (platforms: in the configuration) pushes,
+	// keeping the index's digest. oc-mirror's cache registry does the same.
+	conf.Validation.Manifests.Indexes.Platforms = "none"
 	// A fixed secret per server keeps upload state valid across handler instances.
 	conf.HTTP.Secret = fmt.Sprintf("airlock-%d", time.Now().UnixNano())
 	var app *handlers.App
@@ -263,6 +268,9 @@ func (h slogHook) Fire(e *logrus.Entry) error {
 		if p, ok := e.Data["http.request.uri"]; ok {
 			attrs = append(attrs, "uri", fmt.Sprint(p))
 		}
+	}
+	if strings.HasPrefix(e.Message, "Image index completeness validation has been disabled") {
+		lvl = slog.LevelDebug // on purpose: sparse indexes are accepted (NewServer)
 	}
 	h.l.Log(context.Background(), lvl, "registry: "+e.Message, attrs...)
 	return nil

@@ -232,14 +232,12 @@ func (w *Writer) openBlob(d digest.Digest) (io.ReadCloser, error) {
 // manifests and the blobs (config and distributable layers) to carry. The subject
 // (OCI referrers) is not followed: the copy engine does not copy it, and a
 // referrer is in the archive only as an image of the plan itself.
-func manifestRefs(raw []byte) (children, blobs []digest.Digest, err error) {
+func manifestRefs(raw []byte) (children []oci.ChildManifest, blobs []digest.Digest, err error) {
 	refs, err := oci.Parse(oci.Manifest{Digest: digest.FromBytes(raw), Raw: raw})
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, c := range refs.Manifests {
-		children = append(children, c.Digest)
-	}
+	children = refs.Manifests
 	for _, b := range refs.Blobs {
 		blobs = append(blobs, b.Digest)
 	}
@@ -247,12 +245,13 @@ func manifestRefs(raw []byte) (children, blobs []digest.Digest, err error) {
 }
 
 // manifestReferences returns the digests a manifest or index references
-// (children, config, layers); nil when it cannot be parsed.
-func manifestReferences(raw []byte) []digest.Digest {
+// (children of the platform subset, config, layers); nil if it does not parse.
+func manifestReferences(raw []byte, subset oci.Platforms) []digest.Digest {
 	refs, err := oci.Parse(oci.Manifest{Digest: digest.FromBytes(raw), Raw: raw})
 	if err != nil {
 		return nil
 	}
+	refs.Manifests = subset.Keep(refs.Manifests)
 	return refs.Digests()
 }
 
@@ -290,7 +289,10 @@ func (w *Writer) reachable(images []ImageRecord) (*reachSet, error) {
 			r.parent[d] = from
 		}
 	}
-	type refsOf struct{ children, blobs []digest.Digest }
+	type refsOf struct {
+		children []oci.ChildManifest // of a platform subset, only its children are here
+		blobs    []digest.Digest
+	}
 	parsed := map[digest.Digest]refsOf{}
 	visited := map[tagKey]bool{}
 	for _, im := range images {
@@ -353,8 +355,8 @@ func (w *Writer) reachable(images []ImageRecord) (*reachSet, error) {
 				}
 				parsed[md] = refs
 			}
-			for _, c := range refs.children {
-				stack = append(stack, step{c, k})
+			for _, c := range oci.Platforms(im.Platforms).Keep(refs.children) {
+				stack = append(stack, step{c.Digest, k})
 			}
 			for _, b := range refs.blobs {
 				use(b, repo, k)

@@ -131,7 +131,8 @@ type CatalogRecord struct {
 	// Packages kept in the pruned catalog.
 	Packages []string `json:"packages,omitempty"`
 	// Rebuilt is false when the catalog was mirrored untouched (full: true, no packages).
-	Rebuilt bool `json:"rebuilt,omitempty"`
+	Rebuilt   bool     `json:"rebuilt,omitempty"`
+	Platforms []string `json:"platforms,omitempty"` // the catalog image's platform subset, as ImageRecord's
 }
 
 // Meta is what the orchestrator tells Finish about the run: the configuration it

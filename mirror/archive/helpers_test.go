@@ -221,7 +221,7 @@ func pull(ctx context.Context, r *Reader, dst endpoint.Destination) error {
 		if err != nil {
 			return err
 		}
-		for _, ref := range manifestReferences(mf.Raw) {
+		for _, ref := range manifestReferences(mf.Raw, nil) {
 			if _, isManifest := r.manifest[ref]; isManifest {
 				continue
 			}

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 
 	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/mirror/oci"
 )
 
 // ChunkReport is what VerifyChunk checked in one chunk.
@@ -164,10 +166,16 @@ func Verify(ctx context.Context, dir string) (*VerifyReport, error) {
 	for _, t := range m.Tags {
 		tagged[t.Digest] = true
 	}
+	subsets := map[digest.Digest]oci.Platforms{} // only the subset's children are in the archive
 	for _, im := range m.Images {
 		if !tagged[im.Digest] {
 			errs = append(errs, fmt.Errorf("image %s (%s): manifest %s is not in the archive: %w", im.Source, im.Destination, im.Digest, ErrCorrupt))
 		}
+		ps, seen := subsets[im.Digest]
+		if !seen {
+			ps = im.Platforms
+		}
+		subsets[im.Digest] = ps.Union(im.Platforms)
 	}
 	for d := range tagged {
 		mf, err := r.Manifest(ctx, "", d.String())
@@ -175,7 +183,7 @@ func Verify(ctx context.Context, dir string) (*VerifyReport, error) {
 			errs = append(errs, err)
 			continue
 		}
-		for _, ref := range manifestReferences(mf.Raw) {
+		for _, ref := range manifestReferences(mf.Raw, subsets[d]) {
 			if _, ok := r.blobs[ref]; ok {
 				continue
 			}

@@ -3,6 +3,7 @@ package oci
 import (
 	"errors"
 	"fmt"
+	"net"
 	"regexp"
 	"strings"
 
@@ -107,3 +108,18 @@ var anchoredTagRE = regexp.MustCompile(`^(?:` + reference.TagRegexp.String() + `
 
 // ValidTag reports whether s is a valid image tag ([A-Za-z0-9_][A-Za-z0-9_.-]{0,127}).
 func ValidTag(s string) bool { return anchoredTagRE.MatchString(s) }
+
+// IsLoopbackHost reports whether a registry host ("host[:port]") is localhost
+// or a loopback address: the registries that may be reached over plain HTTP
+// without --*-tls-verify=false (as docker and go-containerregistry allow).
+func IsLoopbackHost(host string) bool {
+	h := host
+	if hh, _, err := net.SplitHostPort(host); err == nil {
+		h = hh
+	}
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(h, "[]"))
+	return ip != nil && ip.IsLoopback()
+}

@@ -79,6 +79,10 @@ func LoadRegistriesConf(path string) (*RegistriesConf, error) {
 	return c, nil
 }
 
+// Path is the registries.conf file read ("": the system files), for other
+// readers of the same sources (the signature policy's).
+func (c *RegistriesConf) Path() string { return c.sys.SystemRegistriesConfPath }
+
 // registriesConfPath is the registries.conf named by flag (--registries-conf) or
 // else the environment, and where the name came from; "" for the system files.
 func registriesConfPath(flag string) (path, from string) {

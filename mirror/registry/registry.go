@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -35,6 +34,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
@@ -182,19 +182,7 @@ func New(opts Options) *Client {
 
 // allowHTTP reports whether plain HTTP may be used for host.
 func (r *Client) allowHTTP(host string) bool {
-	return r.opts.SkipTLSVerify || isLoopbackHost(host) || r.insecureHost(host)
-}
-
-func isLoopbackHost(host string) bool {
-	h := host
-	if hh, _, err := net.SplitHostPort(host); err == nil {
-		h = hh
-	}
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(strings.Trim(h, "[]"))
-	return ip != nil && ip.IsLoopback()
+	return r.opts.SkipTLSVerify || oci.IsLoopbackHost(host) || r.insecureHost(host)
 }
 
 // schemeGuard refuses plain-HTTP requests to hosts where TLS is required.

@@ -60,6 +60,9 @@ type Image struct {
 	Source string
 	Repo   string
 	Digest digest.Digest
+	// Platforms is the image's platform subset ("os/arch"): the attachments of
+	// the children it leaves out are not looked for. Empty: every child.
+	Platforms []string
 }
 
 // Found is one attachment: a manifest of the image's repository.
@@ -118,8 +121,9 @@ func NewDiscoverer(src endpoint.Source) *Discoverer {
 func (d *Discoverer) Requests() int64 { return d.requests.Load() }
 
 // Discover returns every attachment of im: those of its digest, of each child
-// when it is an index, and of the attachments themselves, each once. An image
-// the reused record holds (Reuse) is answered from it, without a request.
+// when it is an index (each child of im.Platforms), and of the attachments
+// themselves, each once. An image the reused record holds (Reuse) is answered
+// from it, without a request.
 func (d *Discoverer) Discover(ctx context.Context, im Image) ([]Found, error) {
 	if found, ok := d.recorded(im); ok {
 		return found, nil
@@ -143,7 +147,7 @@ func (d *Discoverer) discover(ctx context.Context, im Image) ([]Found, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, c := range refs.Manifests {
+		for _, c := range oci.Platforms(im.Platforms).Keep(refs.Manifests) {
 			subjects = append(subjects, c.Digest)
 		}
 	}

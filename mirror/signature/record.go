@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -21,7 +23,7 @@ import (
 // resolves to another digest, which has no entry and is looked at anew.
 type Record struct {
 	Version int                      `json:"version"`
-	Images  map[string]RecordedImage `json:"images"` // by "repo@digest"
+	Images  map[string]RecordedImage `json:"images"` // by "repo@digest" (recordKey)
 }
 
 // RecordedImage is one image's discovery: when it was asked, what it found.
@@ -34,7 +36,17 @@ type RecordedImage struct {
 // ignored (everything is looked at again).
 const recordVersion = 1
 
-func recordKey(repo string, d digest.Digest) string { return repo + "@" + d.String() }
+// recordKey names an image in a Record: "repo@digest", and the platform
+// subset its children were looked at for (" platforms=os/arch,…").
+func recordKey(repo string, d digest.Digest, platforms []string) string {
+	k := repo + "@" + d.String()
+	if len(platforms) > 0 {
+		p := slices.Clone(platforms)
+		slices.Sort(p)
+		k += " platforms=" + strings.Join(p, ",")
+	}
+	return k
+}
 
 // LoadRecord reads a Record written by Save. A missing file is an empty
 // record; an unreadable or malformed one is an empty record and an error
@@ -101,7 +113,7 @@ func (d *Discoverer) Reused() int64 { return d.reused.Load() }
 
 // recorded returns im's attachments from the reused record, owned by im.
 func (d *Discoverer) recorded(im Image) ([]Found, bool) {
-	key := recordKey(im.Repo, im.Digest)
+	key := recordKey(im.Repo, im.Digest, im.Platforms)
 	d.mu.Lock()
 	var ri RecordedImage
 	ok := false
@@ -128,5 +140,5 @@ func (d *Discoverer) recorded(im Image) ([]Found, bool) {
 func (d *Discoverer) remember(im Image, found []Found) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.found[recordKey(im.Repo, im.Digest)] = RecordedImage{Checked: d.now(), Found: found}
+	d.found[recordKey(im.Repo, im.Digest, im.Platforms)] = RecordedImage{Checked: d.now(), Found: found}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +28,11 @@ type Job struct {
 	Digest digest.Digest `json:"digest"`
 	Dest   string        `json:"dest"`
 	Tags   []string      `json:"tags,omitempty"`
+	// Platforms, when set, is the platform subset of the image ("os/arch"
+	// pairs): of an index, only the children oci.Platforms.Keep keeps are
+	// copied, and the index itself is pushed unchanged (a sparse index, with
+	// the digest the cluster pulls). Empty copies every platform.
+	Platforms []string `json:"platforms,omitempty"`
 }
 
 // Key names the job in maps: "DEST@DIGEST".
@@ -355,7 +359,7 @@ func (e *copyEngine) copyJob(ctx context.Context, ic *imageCtx) error {
 	if err := e.askPresence(ctx, job); err != nil {
 		return err
 	}
-	m, tagged, err := e.copyManifest(ctx, ic, job.Digest, "", first)
+	m, tagged, err := e.copyManifest(ctx, ic, job.Digest, "", first, len(job.Platforms) > 0)
 	if err != nil {
 		return err
 	}
@@ -404,16 +408,21 @@ func (e *copyEngine) copyJob(ctx context.Context, ic *imageCtx) error {
 // tag: a tag the registry refuses for good (a 4xx: an immutable tag, a tag
 // policy) does not keep the manifest out, it is pushed by digest for the other
 // jobs and indexes that share it.
-func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Digest, parent, tag string) (*endpoint.Manifest, bool, error) {
+//
+// With a platform subset (Job.Platforms), an index the destination holds is
+// still read when recheck is set (the job's own manifest, and children that are
+// indexes): a sparse index pushed by an earlier run with fewer platforms lacks
+// children this subset wants, and they are copied.
+func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Digest, parent, tag string, recheck bool) (*endpoint.Manifest, bool, error) {
 	job := ic.job
 	var got *endpoint.Manifest
 	tagged := tag != ""
 	_, _, err := e.flight(ctx, e.manifests, job.Dest+"@"+d.String(), func() (bool, error) {
-		ok, err := e.destHolds(ctx, repoDigest{job.Dest, d})
+		held, err := e.destHolds(ctx, repoDigest{job.Dest, d})
 		if err != nil {
 			return false, err
 		}
-		if ok {
+		if held && !recheck {
 			return false, nil
 		}
 		m, err := e.src.Manifest(ctx, job.Source, d.String())
@@ -430,10 +439,20 @@ func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Di
 		if err != nil {
 			return false, fmt.Errorf("manifest %s@%s%s: %w", job.Source, d, parent, err)
 		}
+		children, err := subset(job, d, refs.Manifests)
+		if err != nil {
+			return false, err
+		}
+		if held {
+			return false, e.forEach(ctx, len(children), func(i int) error {
+				_, _, err := e.copyManifest(ctx, ic, children[i].Digest, " (child of "+d.String()+")", "", oci.IsIndex(children[i].MediaType))
+				return err
+			})
+		}
 		e.addTotal(refs.Blobs)
 		// Children first (index), then blobs, each bounded by ParallelLayers.
-		if err := e.forEach(ctx, len(refs.Manifests), func(i int) error {
-			_, _, err := e.copyManifest(ctx, ic, refs.Manifests[i].Digest, " (child of "+d.String()+")", "")
+		if err := e.forEach(ctx, len(children), func(i int) error {
+			_, _, err := e.copyManifest(ctx, ic, children[i].Digest, " (child of "+d.String()+")", "", recheck && oci.IsIndex(children[i].MediaType))
 			return err
 		}); err != nil {
 			return false, err
@@ -447,9 +466,10 @@ func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Di
 		if ref == "" {
 			ref = d.String()
 		}
-		if err := e.dst.PutManifest(ctx, job.Dest, ref, m); err != nil {
+		sparse := len(children) < len(refs.Manifests)
+		if err := e.putIndex(ctx, job, ref, m, sparse); err != nil {
 			if tag == "" || !refusedForGood(err) || e.dst.PutManifest(ctx, job.Dest, d.String(), m) != nil {
-				return false, err
+				return false, sparseRefused(job, d, sparse, err)
 			}
 			tagged = false
 		}
@@ -459,29 +479,4 @@ func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Di
 		return true, nil
 	})
 	return got, tagged && got != nil, err
-}
-
-// refusedForGood reports whether err is a registry's 4xx answer that another
-// attempt would not change (not 408 or 429, and not a body altered on the way).
-func refusedForGood(err error) bool {
-	var se *retry.StatusError
-	if !errors.As(err, &se) || errors.Is(err, retry.ErrContentRejected) {
-		return false
-	}
-	return se.StatusCode >= 400 && se.StatusCode < 500 && se.StatusCode != http.StatusRequestTimeout && se.StatusCode != http.StatusTooManyRequests
-}
-
-// forEach runs f(0..n-1) with at most ParallelLayers at once; the first error is
-// returned after the others have finished (siblings are not cancelled, so that
-// shared blobs still land for other images).
-func (e *copyEngine) forEach(ctx context.Context, n int, f func(int) error) error {
-	var g errgroup.Group
-	g.SetLimit(e.opts.ParallelLayers)
-	for i := 0; i < n && ctx.Err() == nil; i++ {
-		g.Go(func() error { return f(i) })
-	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
-	return ctx.Err()
 }

@@ -112,7 +112,7 @@ func (x *Estimator) Look(ctx context.Context, jobs []Job, progress StageProgress
 			defer close(l.done)
 			ok, err := x.dst.ManifestExists(ctx, j.Dest, j.Digest.String(), j.Digest)
 			l.present = err == nil && ok
-			l.blobs, l.err = walkBlobs(ctx, x.src, j.Source, j.Digest, 0)
+			l.blobs, l.err = walkBlobs(ctx, x.src, j, j.Digest, 0)
 			count.Add(l.err != nil)
 			return nil
 		})
@@ -269,12 +269,13 @@ func (k *repoKnowledge) known(ctx context.Context, repo string) bool {
 }
 
 // walkBlobs lists the blobs (configs, layers, and child manifests as blobs of
-// their own size) of the manifest d in repo.
-func walkBlobs(ctx context.Context, src EstimateSource, repo string, d digest.Digest, depth int) ([]endpoint.Descriptor, error) {
+// their own size) of the manifest d in job's source repository: of an index,
+// only the children of the job's platform subset.
+func walkBlobs(ctx context.Context, src EstimateSource, job Job, d digest.Digest, depth int) ([]endpoint.Descriptor, error) {
 	if depth > 4 {
 		return nil, fmt.Errorf("manifest %s nests indexes too deeply", d)
 	}
-	m, err := src.Manifest(ctx, repo, d.String())
+	m, err := src.Manifest(ctx, job.Source, d.String())
 	if err != nil {
 		return nil, err
 	}
@@ -282,9 +283,13 @@ func walkBlobs(ctx context.Context, src EstimateSource, repo string, d digest.Di
 	if err != nil {
 		return nil, err
 	}
+	children, err := subset(job, d, refs.Manifests)
+	if err != nil {
+		return nil, err
+	}
 	out := append([]endpoint.Descriptor(nil), refs.Blobs...)
-	for _, c := range refs.Manifests {
-		sub, err := walkBlobs(ctx, src, repo, c.Digest, depth+1)
+	for _, c := range children {
+		sub, err := walkBlobs(ctx, src, job, c.Digest, depth+1)
 		if err != nil {
 			return out, err
 		}
@@ -345,7 +350,7 @@ func Measure(ctx context.Context, src EstimateSource, dst EstimateDestination, j
 					return nil
 				}
 			}
-			blobs, err := walkBlobs(ctx, src, j.Source, j.Digest, 0)
+			blobs, err := walkBlobs(ctx, src, j, j.Digest, 0)
 			if err == nil {
 				s.PerJob[i] = blobs
 			}

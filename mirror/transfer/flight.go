@@ -1,6 +1,14 @@
 package transfer
 
-import "context"
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/airlock-mirror/airlock/mirror/retry"
+)
 
 type copyFlight struct {
 	done chan struct{}
@@ -45,4 +53,29 @@ func (e *copyEngine) flight(ctx context.Context, m map[string]*copyFlight, key s
 	}
 	close(fl.done)
 	return true, fl.sent, fl.err
+}
+
+// refusedForGood reports whether err is a registry's 4xx answer that another
+// attempt would not change (not 408 or 429, and not a body altered on the way).
+func refusedForGood(err error) bool {
+	var se *retry.StatusError
+	if !errors.As(err, &se) || errors.Is(err, retry.ErrContentRejected) {
+		return false
+	}
+	return se.StatusCode >= 400 && se.StatusCode < 500 && se.StatusCode != http.StatusRequestTimeout && se.StatusCode != http.StatusTooManyRequests
+}
+
+// forEach runs f(0..n-1) with at most ParallelLayers at once; the first error is
+// returned after the others have finished (siblings are not cancelled, so that
+// shared blobs still land for other images).
+func (e *copyEngine) forEach(ctx context.Context, n int, f func(int) error) error {
+	var g errgroup.Group
+	g.SetLimit(e.opts.ParallelLayers)
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		g.Go(func() error { return f(i) })
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return ctx.Err()
 }

@@ -205,6 +205,13 @@ func resolveCandidates(ctx context.Context, reg *registry.Client, inv *workspace
 				if keep[d] || planned[d] {
 					continue
 				}
+				// A sparse index (a platform subset) names children the
+				// registry never received: nothing to delete.
+				if held, err := reg.ManifestExists(ctx, repo, d.String(), d); err != nil {
+					return err
+				} else if !held {
+					continue
+				}
 				tags := st.tagsOf(d)
 				if len(notOurs(tags, inv.Tags[repo])) > 0 {
 					continue

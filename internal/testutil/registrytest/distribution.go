@@ -33,6 +33,7 @@ type distOptions struct {
 	htpasswd map[string]string // auth: htpasswd with these users (bcrypt)
 	token    *TokenServer      // auth: token, the token endpoint served at /v2/auth of the registry's host
 	wrap     func(http.Handler) http.Handler
+	sparse   bool // accept sparse indexes (validation.manifests.indexes.platforms: none)
 }
 
 type distribution struct {
@@ -64,6 +65,9 @@ func startDistribution(t testing.TB, o distOptions) *distribution {
 		"maintenance": configuration.Parameters{"uploadpurging": map[any]any{"enabled": false}},
 	}
 	conf.Catalog.MaxEntries = 1000
+	if o.sparse {
+		conf.Validation.Manifests.Indexes.Platforms = "none"
+	}
 	conf.HTTP.Secret = fmt.Sprintf("registrytest-%d", time.Now().UnixNano())
 	switch {
 	case o.htpasswd != nil:

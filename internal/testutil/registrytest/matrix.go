@@ -39,6 +39,12 @@ const (
 	Htpasswd = "htpasswd"
 )
 
+// DistributionV3Sparse is DistributionV3 configured to accept sparse indexes
+// (validation.manifests.indexes.platforms: none), as a site mirroring platform
+// subsets sets it. StartKind knows it; it is not one of Kinds (every kind of
+// the matrix runs with its default configuration).
+const DistributionV3Sparse = "distribution-v3-sparse"
+
 // Kinds lists every kind, in the matrix's order.
 var Kinds = []string{Distribution28, DistributionV3, TokenAuth, CDNRedirect, PrivateCA, Htpasswd}
 
@@ -97,8 +103,8 @@ func StartKind(t testing.TB, kind string) *Target {
 	case Distribution28:
 		d := startDistribution28(t)
 		tg.Host, tg.Root, tg.TagDelete = d.host, d.root, false
-	case DistributionV3:
-		d := startDistribution(t, distOptions{})
+	case DistributionV3, DistributionV3Sparse:
+		d := startDistribution(t, distOptions{sparse: kind == DistributionV3Sparse})
 		tg.Host, tg.Root = d.host(), d.root
 	case TokenAuth:
 		tg.Push = Credentials{"pusher", "push-secret"}

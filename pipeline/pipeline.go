@@ -305,10 +305,10 @@ func (r *run) retry() *retry.Policy {
 	return &retry.Policy{Times: max(r.opts.RetryTimes, 0), Delay: r.opts.RetryDelay}
 }
 
-func (r *run) registry(tlsVerify bool, flag, certDir string, conf *registry.RegistriesConf) *registry.Client {
+func (r *run) registry(tlsVerify bool, flag, certDir string, conf *registry.RegistriesConf, keep int64) *registry.Client {
 	return registry.New(registry.Options{
 		AuthFile: r.opts.AuthFile, SkipTLSVerify: !tlsVerify, TLSFlag: flag, CertDir: certDir, Sources: conf,
-		Retry: r.retry(), Logger: r.log, Timeouts: r.opts.Timeouts,
+		Retry: r.retry(), Logger: r.log, Timeouts: r.opts.Timeouts, KeepManifests: keep,
 	})
 }
 
@@ -316,14 +316,14 @@ func (r *run) registry(tlsVerify bool, flag, certDir string, conf *registry.Regi
 // the hosts each found unreachable are remembered for the whole run.
 func (r *run) srcRegistry() *registry.Client {
 	if r.src == nil {
-		r.src = r.registry(r.opts.SrcTLSVerify, "--src-tls-verify=false", r.opts.SrcCertDir, r.regconf)
+		r.src = r.registry(r.opts.SrcTLSVerify, "--src-tls-verify=false", r.opts.SrcCertDir, r.regconf, registry.SourceManifests)
 	}
 	return r.src
 }
 
 func (r *run) destRegistry() *registry.Client {
 	if r.dst == nil {
-		r.dst = r.registry(r.opts.DestTLSVerify, "--dest-tls-verify=false", r.opts.DestCertDir, nil)
+		r.dst = r.registry(r.opts.DestTLSVerify, "--dest-tls-verify=false", r.opts.DestCertDir, nil, 0)
 	}
 	return r.dst
 }

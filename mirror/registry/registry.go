@@ -82,6 +82,9 @@ type Options struct {
 	// rewritten locations, blocked and insecure registries (see RegistriesConf).
 	// nil reads every repository where its name says.
 	Sources *RegistriesConf
+	// KeepManifests, for a client that reads sources, is how many bytes of
+	// manifests to keep (0: none): see manifestMemo.
+	KeepManifests int64
 }
 
 // Client is an endpoint.Source and endpoint.Destination for any registry host.
@@ -109,6 +112,7 @@ type Client struct {
 	healthy   map[string]*hostHealth         // by host: progress, timeouts, 5xx in a row
 	insecure  map[string]bool                // hosts registries.conf marks insecure
 	timeouts  Timeouts
+	memo      manifestMemo
 }
 
 // Policy is the retry policy of the client's operations, for work it hands

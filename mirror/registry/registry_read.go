@@ -20,6 +20,20 @@ import (
 // Manifest implements endpoint.Source. A manifest fetched by digest is verified;
 // one altered or cut in transit is fetched again under the retry policy.
 func (r *Client) Manifest(ctx context.Context, repo, reference string) (endpoint.Manifest, error) {
+	m, err := r.getManifest(ctx, repo, reference)
+	if err != nil {
+		err = r.missingTag(ctx, repo, reference, err)
+		return endpoint.Manifest{}, fmt.Errorf("get manifest %s:%s: %w", repo, reference, err)
+	}
+	return m, nil
+}
+
+// getManifest reads and verifies repo:reference, or serves it from the memo
+// (see manifestMemo), and keeps what it read there.
+func (r *Client) getManifest(ctx context.Context, repo, reference string) (endpoint.Manifest, error) {
+	if m, ok := r.memo.get(repo, reference); ok {
+		return m, nil
+	}
 	var m endpoint.Manifest
 	err := r.read(ctx, repo, reference, "get manifest "+repo+":"+reference, func(ctx context.Context) error {
 		c, base, _, err := r.client(ctx, repo, false)
@@ -54,9 +68,9 @@ func (r *Client) Manifest(ctx context.Context, repo, reference string) (endpoint
 		return nil
 	})
 	if err != nil {
-		err = r.missingTag(ctx, repo, reference, err)
-		return endpoint.Manifest{}, fmt.Errorf("get manifest %s:%s: %w", repo, reference, err)
+		return endpoint.Manifest{}, err
 	}
+	r.memo.put(r.opts.KeepManifests, repo, m)
 	return m, nil
 }
 
@@ -283,13 +297,23 @@ func (r *Client) head(ctx context.Context, repo, reference string) (endpoint.Des
 }
 
 // Resolve returns the descriptor of an image reference ("host/path:tag" or
-// "host/path@sha256:..."): a HEAD by tag, with a GET fallback.
+// "host/path@sha256:..."): a HEAD by tag, with a GET fallback; with
+// Options.KeepManifests, a GET whose manifest is kept.
 func (r *Client) Resolve(ctx context.Context, ref string) (endpoint.Descriptor, error) {
 	repo, reference, err := splitImageRef(ref)
 	if err != nil {
 		return endpoint.Descriptor{}, err
 	}
-	d, err := r.head(ctx, repo, reference)
+	var d endpoint.Descriptor
+	if r.opts.KeepManifests > 0 { // one GET, kept for the stages that read it next
+		var m endpoint.Manifest
+		if m, err = r.getManifest(ctx, repo, reference); err != nil {
+			err = fmt.Errorf("check manifest %s:%s: %w", repo, reference, err)
+		}
+		d = endpoint.Descriptor{MediaType: m.MediaType, Digest: m.Digest, Size: int64(len(m.Raw))}
+	} else {
+		d, err = r.head(ctx, repo, reference)
+	}
 	if err != nil {
 		// Its errors name the reference; a missing tag names the tags there are.
 		if mt := r.missingTag(ctx, repo, reference, err); mt != err {

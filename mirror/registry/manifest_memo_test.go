@@ -1,0 +1,61 @@
+package registry
+
+import (
+	"context"
+	"testing"
+
+	"github.com/airlock-mirror/airlock/internal/fakeimage"
+	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+)
+
+// With KeepManifests, a tag is resolved with one GET whose manifest serves the
+// later reads by digest (in that repository only); a read by tag always asks
+// the registry (tags move); with no room, nothing is kept.
+func TestKeepManifests(t *testing.T) {
+	reg := registrytest.Start(t)
+	p := imagetest.MustPush(t, reg.Host()+"/apps/a:1", fakeimage.Spec{Seed: 3, Layers: 1})
+	imagetest.MustPush(t, reg.Host()+"/apps/b:1", fakeimage.Spec{Seed: 3, Layers: 1}) // same manifest, another repository
+	ctx := context.Background()
+	repo := reg.Host() + "/apps/a"
+	tests := []struct {
+		name        string
+		keep        int64
+		gets, heads int64 // resolving
+		later       int64 // manifest requests of the reads: twice by digest, by tag, in b
+	}{
+		{"kept", SourceManifests, 1, 0, 2},
+		{"off", 0, 0, 1, 4},
+		{"no room", 10, 1, 0, 4},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			reg.Reset()
+			r := New(Options{KeepManifests: tc.keep})
+			d, err := r.Resolve(ctx, repo+":1")
+			if err != nil || d.Digest != p.Digest {
+				t.Fatalf("Resolve = %v, %v; want %s", d, err, p.Digest)
+			}
+			c := reg.Counts().ByPath
+			if c["GET manifest"] != tc.gets || c["HEAD manifest"] != tc.heads {
+				t.Errorf("resolve asked %v", c)
+			}
+			for i := 0; i < 2; i++ {
+				m, err := r.Manifest(ctx, repo, p.Digest.String())
+				if err != nil || m.Digest != p.Digest || len(m.Raw) != int(d.Size) {
+					t.Fatalf("Manifest by digest = %s (%d bytes), %v", m.Digest, len(m.Raw), err)
+				}
+			}
+			if _, err := r.Manifest(ctx, repo, "1"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Manifest(ctx, reg.Host()+"/apps/b", p.Digest.String()); err != nil {
+				t.Fatal(err)
+			}
+			c = reg.Counts().ByPath
+			if got := c["GET manifest"] + c["HEAD manifest"] - tc.gets - tc.heads; got != tc.later {
+				t.Errorf("the reads after resolving asked %d times (%v)", got, c)
+			}
+		})
+	}
+}

@@ -21,7 +21,6 @@ import (
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/internal/testutil/signtest"
-	"github.com/airlock-mirror/airlock/manifests"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/mirror/registry"
@@ -321,29 +320,7 @@ func TestSignaturesDryRun(t *testing.T) {
 // are the four source repositories and whose key is the signing key.
 func (e *signedEnv) checkImagePolicy(t *testing.T, res *pipeline.Result) {
 	t.Helper()
-	key, err := os.ReadFile(e.key.Public)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range res.ClusterResources {
-		if !strings.HasPrefix(filepath.Base(f), "cip-") {
-			continue
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var cip manifests.ClusterImagePolicy
-		if err := yaml.UnmarshalStrict(b, &cip); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		want := []string{imagetest.Repo(e.index.Ref), imagetest.Repo(e.signed.Ref), imagetest.Repo(e.tampered.Ref), imagetest.Repo(e.unsigned.Ref)}
-		if fmt.Sprint(cip.Spec.Scopes) != fmt.Sprint(want) || string(cip.Spec.Policy.RootOfTrust.PublicKey.KeyData) != string(key) {
-			t.Errorf("%s: scopes %v (want %v), key %q", f, cip.Spec.Scopes, want, cip.Spec.Policy.RootOfTrust.PublicKey.KeyData)
-		}
-		return
-	}
-	t.Errorf("no ClusterImagePolicy among %v", res.ClusterResources)
+	checkPolicyKey(t, res, e.key.Public, []string{imagetest.Repo(e.index.Ref), imagetest.Repo(e.signed.Ref), imagetest.Repo(e.tampered.Ref), imagetest.Repo(e.unsigned.Ref)})
 }
 
 // archiveKeyPair writes an Ed25519 key pair as openssl genpkey / pkey -pubout do.

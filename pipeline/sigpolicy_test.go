@@ -120,8 +120,8 @@ func TestSignaturePolicy(t *testing.T) {
 	}
 }
 
-// checkPolicyKey: without --signature-key, the ClusterImagePolicy requires
-// the policy's sigstore key for the mirrored repositories.
+// checkPolicyKey: the ClusterImagePolicy written requires keyFile (given by
+// --signature-key, or taken from the policy's one sigstore key) for scopes.
 func checkPolicyKey(t *testing.T, res *pipeline.Result, keyFile string, scopes []string) {
 	t.Helper()
 	key, err := os.ReadFile(keyFile)

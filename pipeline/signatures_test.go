@@ -21,6 +21,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/internal/testutil/signtest"
+	"github.com/airlock-mirror/airlock/manifests"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/mirror/registry"
@@ -321,6 +322,34 @@ func TestSignaturesDryRun(t *testing.T) {
 func (e *signedEnv) checkImagePolicy(t *testing.T, res *pipeline.Result) {
 	t.Helper()
 	checkPolicyKey(t, res, e.key.Public, []string{imagetest.Repo(e.index.Ref), imagetest.Repo(e.signed.Ref), imagetest.Repo(e.tampered.Ref), imagetest.Repo(e.unsigned.Ref)})
+}
+
+// checkPolicyKey: the ClusterImagePolicy written requires keyFile (given by
+// --signature-key, or taken from the policy's one sigstore key) for scopes.
+func checkPolicyKey(t *testing.T, res *pipeline.Result, keyFile string, scopes []string) {
+	t.Helper()
+	key, err := os.ReadFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range res.ClusterResources {
+		if !strings.HasPrefix(filepath.Base(f), "cip-") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cip manifests.ClusterImagePolicy
+		if err := yaml.UnmarshalStrict(b, &cip); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if fmt.Sprint(cip.Spec.Scopes) != fmt.Sprint(scopes) || string(cip.Spec.Policy.RootOfTrust.PublicKey.KeyData) != string(key) {
+			t.Errorf("%s: scopes %v (want %v), key %q", f, cip.Spec.Scopes, scopes, cip.Spec.Policy.RootOfTrust.PublicKey.KeyData)
+		}
+		return
+	}
+	t.Errorf("no ClusterImagePolicy from the policy's key among %v", res.ClusterResources)
 }
 
 // archiveKeyPair writes an Ed25519 key pair as openssl genpkey / pkey -pubout do.

@@ -14,12 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/internal/testutil/signtest"
-	"github.com/airlock-mirror/airlock/manifests"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/pipeline"
 )
@@ -118,34 +115,6 @@ func TestSignaturePolicy(t *testing.T) {
 			}
 		})
 	}
-}
-
-// checkPolicyKey: the ClusterImagePolicy written requires keyFile (given by
-// --signature-key, or taken from the policy's one sigstore key) for scopes.
-func checkPolicyKey(t *testing.T, res *pipeline.Result, keyFile string, scopes []string) {
-	t.Helper()
-	key, err := os.ReadFile(keyFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range res.ClusterResources {
-		if !strings.HasPrefix(filepath.Base(f), "cip-") {
-			continue
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var cip manifests.ClusterImagePolicy
-		if err := yaml.UnmarshalStrict(b, &cip); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		if fmt.Sprint(cip.Spec.Scopes) != fmt.Sprint(scopes) || string(cip.Spec.Policy.RootOfTrust.PublicKey.KeyData) != string(key) {
-			t.Errorf("%s: scopes %v (want %v), key %q", f, cip.Spec.Scopes, scopes, cip.Spec.Policy.RootOfTrust.PublicKey.KeyData)
-		}
-		return
-	}
-	t.Errorf("no ClusterImagePolicy from the policy's key among %v", res.ClusterResources)
 }
 
 // What judging by a policy costs: the source requests and the time of a run

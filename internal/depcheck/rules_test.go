@@ -43,8 +43,10 @@ var rules = []rule{
 	{"mirror/sigpolicy", with("mirror/oci")},
 	{"mirror/catalogimage", with("mirror/registry", "mirror/layout", "mirror/transfer", "mirror/retry", "mirror/endpoint", "mirror/oci")},
 	{"mirror/archive", with("mirror/endpoint", "mirror/oci")},
-	{"mirror/transfer", with("mirror/retry", "mirror/endpoint", "mirror/oci")},
-	{"mirror/registry", with("mirror/retry", "mirror/endpoint", "mirror/oci")},
+	{"mirror/transfer", with("mirror/adaptive", "mirror/retry", "mirror/endpoint", "mirror/oci")},
+	{"mirror/registry", with("mirror/adaptive", "mirror/retry", "mirror/endpoint", "mirror/oci")},
+	// The adaptive concurrency limit per host: no HTTP, no registry, no engine.
+	{"mirror/adaptive", nil},
 	{"mirror/layout", with("mirror/endpoint", "mirror/oci")},
 	{"mirror/retry", with("mirror/endpoint", "mirror/oci")},
 	{"mirror/endpoint", with("mirror/oci")},

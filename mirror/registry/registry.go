@@ -33,6 +33,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
+	"github.com/airlock-mirror/airlock/mirror/adaptive"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/mirror/retry"
@@ -62,8 +63,11 @@ type Options struct {
 	CertDir string
 	// Retry is the retry policy (--retry-times); nil means retry.DefaultTimes.
 	Retry *retry.Policy
-	// MaxRequestsPerHost bounds concurrent requests to one registry host (default
-	// 16). Streaming uploads are bounded by the copy engine instead.
+	// MaxRequestsPerHost is the ceiling of requests in flight to one registry
+	// host (default 64): each host's bound starts at a quarter of it (16) and
+	// adapts (adaptive.Limit: it grows while requests queue and are answered
+	// well, halves on 429, 5xx and answers far slower than the host's best).
+	// Streaming uploads are bounded by the copy engine instead.
 	MaxRequestsPerHost int
 	// MonolithicMax: blobs up to this size are uploaded in one PUT (default 4 MiB);
 	// bigger blobs are streamed with PATCH then committed with PUT.
@@ -103,7 +107,7 @@ type Client struct {
 	groupFill map[string]int                 // host key → repositories in its current group
 	groupNo   map[string]int                 // host key → current group number
 	scopes    map[string][]string            // key in hosts → token scopes of its expected repositories (Expect)
-	sems      map[string]chan struct{}       // by host
+	limits    map[string]*adaptive.Limit     // requests in flight, by host
 	creds     map[string]authn.Authenticator // by repo
 	down      map[string]error               // hosts found unreachable this run
 	probed    map[string]bool                // hosts (and push or pull) probed successfully
@@ -139,7 +143,7 @@ var (
 func New(opts Options) *Client {
 	p := retry.OrDefault(opts.Retry)
 	if opts.MaxRequestsPerHost <= 0 {
-		opts.MaxRequestsPerHost = 16
+		opts.MaxRequestsPerHost = DefaultMaxRequestsPerHost
 	}
 	if opts.MonolithicMax <= 0 {
 		opts.MonolithicMax = 4 << 20
@@ -174,7 +178,7 @@ func New(opts Options) *Client {
 	}
 	r = &Client{
 		opts: opts, policy: p, keychain: kc, log: log,
-		hosts: map[string]*regHost{}, repoKey: map[string]string{}, groupFill: map[string]int{}, groupNo: map[string]int{}, scopes: map[string][]string{}, sems: map[string]chan struct{}{}, creds: map[string]authn.Authenticator{}, down: map[string]error{}, probed: map[string]bool{}, mounts: map[string]bool{}, pushed: map[string]bool{},
+		hosts: map[string]*regHost{}, repoKey: map[string]string{}, groupFill: map[string]int{}, groupNo: map[string]int{}, scopes: map[string][]string{}, limits: map[string]*adaptive.Limit{}, creds: map[string]authn.Authenticator{}, down: map[string]error{}, probed: map[string]bool{}, mounts: map[string]bool{}, pushed: map[string]bool{},
 		healthy: map[string]*hostHealth{}, timeouts: opts.Timeouts.withDefaults(), insecure: map[string]bool{},
 	}
 	// The transport never retries: retries belong to the operations (see
@@ -280,10 +284,10 @@ func (r *Client) client(ctx context.Context, repo string, push bool) (*http.Clie
 		h = &regHost{}
 		r.hosts[key] = h
 	}
-	sem := r.sems[host]
-	if sem == nil {
-		sem = make(chan struct{}, r.opts.MaxRequestsPerHost)
-		r.sems[host] = sem
+	lim := r.limits[host]
+	if lim == nil {
+		lim = newRequestLimit(r.opts.MaxRequestsPerHost)
+		r.limits[host] = lim
 	}
 	r.mu.Unlock()
 
@@ -304,32 +308,10 @@ func (r *Client) client(ctx context.Context, repo string, push bool) (*http.Clie
 		}
 		h.reg = reg
 		h.rt = rt
-		h.client = &http.Client{Transport: &hostLimiter{inner: rt, sem: sem}}
+		h.client = &http.Client{Transport: &hostLimiter{inner: rt, lim: lim}}
 	}
 	base := h.reg.Scheme() + "://" + h.reg.RegistryStr() + "/v2/" + path
 	return h.client, base, path, nil
-}
-
-// hostLimiter bounds in-flight requests to one host: a slot is held until the
-// response headers arrive. Streaming uploads (a body without GetBody) are not
-// limited here, so that an upload reading from another request never waits for a
-// slot (no deadlock); the copy engine bounds those.
-type hostLimiter struct {
-	inner http.RoundTripper
-	sem   chan struct{}
-}
-
-func (l *hostLimiter) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
-		return l.inner.RoundTrip(req)
-	}
-	select {
-	case l.sem <- struct{}{}:
-	case <-req.Context().Done():
-		return nil, req.Context().Err()
-	}
-	defer func() { <-l.sem }()
-	return l.inner.RoundTrip(req)
 }
 
 func redactURL(u *url.URL) string {

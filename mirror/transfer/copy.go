@@ -12,6 +12,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/airlock-mirror/airlock/mirror/adaptive"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/mirror/retry"
@@ -48,8 +49,8 @@ type Options struct {
 	// MaxPerRegistry is the ceiling of blob transfers touching one registry
 	// host at once, across all images (default ParallelImages ×
 	// ParallelLayers): each host's limit starts at half of it and adapts
-	// (hostLimit: it grows while transfers queue and go well, halves on 429,
-	// 5xx and answers far slower than the host's best). Hosts are taken from
+	// (adaptive.Limit: it grows while transfers queue and go well, halves on
+	// 429, 5xx and answers far slower than the host's best). Hosts are taken from
 	// the repository names ("host/path").
 	MaxPerRegistry int
 	// Retry is the policy for whole blob transfers (--retry-times): a transfer
@@ -216,7 +217,7 @@ type copyEngine struct {
 	manifests  map[string]*copyFlight          // dest repo + digest → manifest (and children) present
 	digestMu   map[digest.Digest]chan struct{} // one byte transfer per digest at a time
 	present    map[digest.Digest][]string      // dest repos known to hold the digest
-	hostLimits map[string]*hostLimit
+	hostLimits map[string]*adaptive.Limit
 
 	// Manifests the destination already holds are not read unless a new blob
 	// has no repository to be mounted from (see destHolds, discoverPresent).
@@ -255,7 +256,7 @@ func newCopyEngine(src endpoint.Source, dst endpoint.Destination, opts Options) 
 		src: src, dst: dst, opts: opts, policy: retry.OrDefault(opts.Retry), log: log,
 		blobs: map[string]*copyFlight{}, manifests: map[string]*copyFlight{},
 		digestMu: map[digest.Digest]chan struct{}{}, present: map[digest.Digest][]string{},
-		hostLimits: map[string]*hostLimit{}, seenTotal: map[digest.Digest]bool{}, seenDone: map[digest.Digest]bool{},
+		hostLimits: map[string]*adaptive.Limit{}, seenTotal: map[digest.Digest]bool{}, seenDone: map[digest.Digest]bool{},
 		walked: map[repoDigest]bool{}, holds: map[repoDigest]bool{}, toWalk: map[string][]repoDigest{}, tagged: map[string]digest.Digest{},
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/airlock-mirror/airlock/mirror/adaptive"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 )
@@ -192,10 +193,10 @@ func (e *copyEngine) lockDigest(ctx context.Context, d digest.Digest) (func(), e
 // transfer went well (hostLimit adapts to it).
 func (e *copyEngine) acquireHosts(ctx context.Context, hosts ...string) (release func(ok bool), err error) {
 	sort.Strings(hosts)
-	var held []*hostLimit
+	var held []*adaptive.Limit
 	release = func(ok bool) {
 		for _, h := range held {
-			h.release(ok)
+			h.Release(ok)
 		}
 	}
 	for i, h := range hosts {
@@ -203,7 +204,7 @@ func (e *copyEngine) acquireHosts(ctx context.Context, hosts ...string) (release
 			continue
 		}
 		l := e.hostLimit(h)
-		if err := l.acquire(ctx); err != nil {
+		if err := l.Acquire(ctx); err != nil {
 			release(false)
 			return nil, err
 		}
@@ -213,12 +214,12 @@ func (e *copyEngine) acquireHosts(ctx context.Context, hosts ...string) (release
 }
 
 // hostLimit is host's adaptive transfer limit.
-func (e *copyEngine) hostLimit(host string) *hostLimit {
+func (e *copyEngine) hostLimit(host string) *adaptive.Limit {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	l := e.hostLimits[host]
 	if l == nil {
-		l = newHostLimit(e.opts.MaxPerRegistry)
+		l = adaptive.New(e.opts.MaxPerRegistry)
 		e.hostLimits[host] = l
 	}
 	return l
@@ -230,7 +231,7 @@ func (e *copyEngine) attemptFailed(err error, hosts ...string) {
 	if th := throttledHost(err); th != "" {
 		for _, h := range hosts {
 			if h == th {
-				e.hostLimit(h).trouble()
+				e.hostLimit(h).Trouble()
 			}
 		}
 	}
@@ -301,7 +302,7 @@ func (e *copyEngine) transferOnce(ctx context.Context, srcRepo string, d endpoin
 		up.Cancel(ctx)
 		return err
 	}
-	e.hostLimit(endpoint.RepoHost(srcRepo)).firstByte(time.Since(start))
+	e.hostLimit(endpoint.RepoHost(srcRepo)).Latency(time.Since(start))
 	defer rc.Close()
 	v := oci.NewVerifier(rc, d)
 	if err := up.Write(ctx, v); err != nil {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
@@ -31,6 +33,7 @@ func wanProxy(args []string) error {
 	tokenAuth := fs.Bool("token-auth", true, "token auth in front (anonymous pull; push as the user of the auth file written)")
 	cdn := fs.Bool("cdn", true, "redirect blob GETs to a CDN host")
 	authDir := fs.String("authfile-dir", os.TempDir(), "write wan-auth.json (the push user's credentials) here")
+	trace := fs.String("trace", "", "write every request over the link to this file, one a line: start and end (seconds since the proxy started), status, method, path")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -56,6 +59,14 @@ func wanProxy(args []string) error {
 		c.RequestBurst = int(*rate)
 	}
 	c.TokenAuth, c.CDN, c.Listen = *tokenAuth, *cdn, *listen
+	if *trace != "" {
+		f, err := os.Create(*trace)
+		if err != nil {
+			return fmt.Errorf("wan-proxy: -trace: %w", err)
+		}
+		defer f.Close()
+		c.Observe = traceTo(f, time.Now())
+	}
 	w, err := registrytest.StartWAN(*upstream, c)
 	if err != nil {
 		return fmt.Errorf("wan-proxy: %w", err)
@@ -89,5 +100,17 @@ func wanProxy(args []string) error {
 				last = s
 			}
 		}
+	}
+}
+
+// traceTo returns a WANConfig.Observe writing each request as a line of
+// "start end status method path" (seconds since t0) to w: a timeline of the
+// link (docs/benchmarks.md).
+func traceTo(w io.Writer, t0 time.Time) func(method, path string, status int, start, end time.Time) {
+	var mu sync.Mutex
+	return func(method, path string, status int, start, end time.Time) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(w, "%.4f %.4f %d %s %s\n", start.Sub(t0).Seconds(), end.Sub(t0).Seconds(), status, method, path)
 	}
 }

@@ -1,0 +1,183 @@
+// Package adaptive is airlock's one adaptive concurrency limit (Limit): how
+// many operations may run at once against one registry host, grown while
+// work waits and operations go well, cut when the host shows it is
+// overloaded, between a floor and a configurable ceiling. The copy engine
+// bounds its blob transfers per host with it (mirror/transfer), the registry
+// client its requests in flight per host (mirror/registry).
+//
+// It knows nothing of HTTP, registries, blobs or the copy engine: callers
+// say when an operation starts and ends, whether it went well, when the host
+// answered "too many requests" or failed (Trouble), and how long the host
+// took to start answering (Latency).
+package adaptive
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Limit bounds the operations touching one host at once, and adapts the bound
+// to what the host and the link take, between Floor and a ceiling:
+//
+//   - it grows while operations wait for a slot and finish well: by one for
+//     each operation that finishes until the first sign of trouble (doubling
+//     per round of operations, so a link where each operation is bound by
+//     round trips, not bandwidth, soon has enough of them in flight), then by
+//     one per round (each finished operation adds 1/limit);
+//   - it halves on Trouble (a 429 Too Many Requests or a 5xx: the retry
+//     policy honours Retry-After), at most once per Cooldown, and when the
+//     host starts answering far slower than it did at best (a Latency above
+//     SlowFactor times the best seen and SlowMargin more): a queue building
+//     up at the host or on the link.
+//
+// It starts at the ceiling's half (and at least Floor). A Limit is safe for
+// concurrent use.
+type Limit struct {
+	mu          sync.Mutex
+	limit       float64
+	ceiling     float64
+	inUse       int
+	wake        chan struct{} // closed when a slot may have become free
+	waiters     int           // operations waiting for a slot
+	growing     bool          // no trouble yet: grow by one per finish
+	lastCut     time.Time
+	best        time.Duration
+	peak        int // the most operations in flight at once
+	grows, cuts int
+	now         func() time.Time
+}
+
+const (
+	// Floor is the least a Limit is cut to (or its ceiling, when lower).
+	Floor = 2
+	// Cooldown is the least time between two cuts: one burst of 429s or one
+	// slow round is one sign, not many.
+	Cooldown = time.Second
+	// SlowFactor and SlowMargin say when a Latency is a sign of a queue:
+	// more than SlowFactor times the best seen and SlowMargin more than it
+	// (a new connection's set-up, a few round trips, is not).
+	SlowFactor = 4
+	SlowMargin = 250 * time.Millisecond
+)
+
+// New returns a Limit with the given ceiling (at least 1), starting at half of
+// it.
+func New(ceiling int) *Limit {
+	return NewFrom(max(Floor, ceiling/2), ceiling)
+}
+
+// NewFrom returns a Limit with the given ceiling (at least 1) starting at
+// start (between Floor and the ceiling).
+func NewFrom(start, ceiling int) *Limit {
+	ceiling = max(ceiling, 1)
+	start = min(max(start, Floor), ceiling)
+	return &Limit{limit: float64(start), ceiling: float64(ceiling), wake: make(chan struct{}), growing: true, now: time.Now}
+}
+
+// Acquire waits for a slot, or until ctx ends (then it returns ctx.Err()).
+func (l *Limit) Acquire(ctx context.Context) error {
+	for {
+		l.mu.Lock()
+		if l.inUse < int(l.limit) {
+			l.inUse++
+			l.peak = max(l.peak, l.inUse)
+			l.mu.Unlock()
+			return nil
+		}
+		l.waiters++
+		ch := l.wake
+		l.mu.Unlock()
+		var err error
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		l.mu.Lock()
+		l.waiters--
+		l.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// Release frees a slot taken by Acquire; ok says the operation went well.
+func (l *Limit) Release(ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.inUse--
+	if ok && l.waiters > 0 && l.limit < l.ceiling {
+		before := int(l.limit)
+		if l.growing {
+			l.limit++
+		} else {
+			l.limit += 1 / l.limit
+		}
+		l.limit = min(l.limit, l.ceiling)
+		if int(l.limit) > before {
+			l.grows++
+		}
+	}
+	close(l.wake)
+	l.wake = make(chan struct{})
+}
+
+// Trouble halves the limit (at most once per Cooldown): the host answered
+// 429 or a 5xx.
+func (l *Limit) Trouble() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	if !l.lastCut.IsZero() && now.Sub(l.lastCut) < Cooldown {
+		return
+	}
+	l.lastCut = now
+	l.growing = false
+	l.limit = max(min(Floor, l.ceiling), l.limit/2)
+	l.cuts++
+}
+
+// Latency records how long the host took to start answering an operation
+// (the time to a response's headers, to a blob's first byte); one far slower
+// than the best seen is Trouble.
+func (l *Limit) Latency(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	l.mu.Lock()
+	best := l.best
+	if best == 0 || d < best {
+		l.best = d
+	}
+	l.mu.Unlock()
+	if best > 0 && d > SlowFactor*best && d > best+SlowMargin {
+		l.Trouble()
+	}
+}
+
+// Stats is what a Limit did, for logs and tests.
+type Stats struct {
+	// Limit is the bound now, Ceiling the most it may grow to.
+	Limit, Ceiling int
+	// InUse are the operations in flight now, Peak the most at once.
+	InUse, Peak int
+	// Grows and Cuts count the times the bound went up (by at least one)
+	// and was halved.
+	Grows, Cuts int
+}
+
+// Stats returns what the Limit did so far.
+func (l *Limit) Stats() Stats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return Stats{Limit: int(l.limit), Ceiling: int(l.ceiling), InUse: l.inUse, Peak: l.peak, Grows: l.grows, Cuts: l.cuts}
+}
+
+// Current is the limit now.
+func (l *Limit) Current() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return int(l.limit)
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/internal/humanize"
 	"github.com/airlock-mirror/airlock/mirror/signature"
+	"github.com/airlock-mirror/airlock/mirror/transfer"
 	"github.com/airlock-mirror/airlock/workspace"
 
 	"github.com/spf13/cobra"
@@ -117,7 +118,7 @@ failed (they are listed in working-dir/results.json), 130 when interrupted.`,
 	f.StringVar(&o.SrcCertDir, "src-cert-dir", "", "folder of *.crt certificate authorities (and *.cert/*.key client certificates) for source registries (default: certs.d/HOST under ~/.config/containers, /etc/containers, /etc/docker)")
 	f.StringVar(&o.RegistriesConf, "registries-conf", "", "registries.conf for source registries: mirrors, blocked and insecure registries (default: $CONTAINERS_REGISTRIES_CONF, else ~/.config/containers/registries.conf or /etc/containers/registries.conf and registries.conf.d)")
 	f.StringVar(&o.DestCertDir, "dest-cert-dir", "", "folder of *.crt certificate authorities (and *.cert/*.key client certificates) for the destination registry (default: certs.d/HOST as for --src-cert-dir)")
-	f.IntVar(&o.ParallelImages, "parallel-images", 4, "images copied at once")
+	f.IntVar(&o.ParallelImages, "parallel-images", transfer.DefaultParallelImages, "the most images copied at once (4 always; more while the registries' adaptive transfer limits have room)")
 	f.IntVar(&o.ParallelLayers, "parallel-layers", 5, "blobs of one image copied at once")
 	f.IntVar(&o.RetryTimes, "retry-times", 5, "retries of a failed request, with exponential backoff")
 	f.DurationVar(&o.RetryDelay, "retry-delay", 0, "fixed wait between retries (0: exponential backoff from 250ms, or the registry's Retry-After)")

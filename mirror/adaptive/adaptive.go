@@ -13,6 +13,8 @@ package adaptive
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 )
@@ -46,6 +48,8 @@ type Limit struct {
 	peak        int // the most operations in flight at once
 	grows, cuts int
 	now         func() time.Time
+	log         *slog.Logger
+	what        string
 }
 
 const (
@@ -124,19 +128,36 @@ func (l *Limit) Release(ok bool) {
 	l.wake = make(chan struct{})
 }
 
-// Trouble halves the limit (at most once per Cooldown): the host answered
-// 429 or a 5xx.
-func (l *Limit) Trouble() {
+// Logged makes the Limit write its cuts to log at debug level, naming it what
+// ("blob transfers to quay.io"); it returns l.
+func (l *Limit) Logged(log *slog.Logger, what string) *Limit {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.log, l.what = log, what
+	return l
+}
+
+// Trouble halves the limit (at most once per Cooldown): the host answered
+// 429 or a 5xx.
+func (l *Limit) Trouble() { l.cut("the host answered 429 or a 5xx") }
+
+func (l *Limit) cut(why string) {
+	l.mu.Lock()
 	now := l.now()
 	if !l.lastCut.IsZero() && now.Sub(l.lastCut) < Cooldown {
+		l.mu.Unlock()
 		return
 	}
+	from := int(l.limit)
 	l.lastCut = now
 	l.growing = false
 	l.limit = max(min(Floor, l.ceiling), l.limit/2)
 	l.cuts++
+	to, log, what := int(l.limit), l.log, l.what
+	l.mu.Unlock()
+	if log != nil {
+		log.Debug("adaptive limit cut", "what", what, "from", from, "to", to, "why", why)
+	}
 }
 
 // Latency records how long the host took to start answering an operation
@@ -153,7 +174,7 @@ func (l *Limit) Latency(d time.Duration) {
 	}
 	l.mu.Unlock()
 	if best > 0 && d > SlowFactor*best && d > best+SlowMargin {
-		l.Trouble()
+		l.cut(fmt.Sprintf("an answer took %v, the best %v", d.Round(time.Millisecond), best.Round(time.Millisecond)))
 	}
 }
 
@@ -180,4 +201,14 @@ func (l *Limit) Current() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return int(l.limit)
+}
+
+// Spare reports whether the Limit has a slot nobody waits for (fewer
+// operations in flight and waiting than the limit), and a channel closed when
+// that may change (the next Release): a caller deciding whether to start more
+// work (the copy engine starting another image) waits on it.
+func (l *Limit) Spare() (bool, <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.inUse+l.waiters < int(l.limit), l.wake
 }

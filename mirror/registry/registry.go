@@ -286,7 +286,7 @@ func (r *Client) client(ctx context.Context, repo string, push bool) (*http.Clie
 	}
 	lim := r.limits[host]
 	if lim == nil {
-		lim = newRequestLimit(r.opts.MaxRequestsPerHost)
+		lim = newRequestLimit(r.opts.MaxRequestsPerHost).Logged(r.log, "requests in flight to "+host)
 		r.limits[host] = lim
 	}
 	r.mu.Unlock()

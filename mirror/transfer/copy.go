@@ -41,14 +41,17 @@ func (j Job) Key() string { return j.Dest + "@" + j.Digest.String() }
 
 // Options tunes Copy. Zero values take the defaults.
 type Options struct {
-	// ParallelImages is --parallel-images: images copied at once (default 4).
+	// ParallelImages is --parallel-images: the most images copied at once
+	// (default 16). Four always run; more start while the hosts they touch
+	// have spare transfer slots (see admission).
 	ParallelImages int
 	// ParallelLayers is --parallel-layers: blobs of one image transferred at once
 	// (default 5).
 	ParallelLayers int
 	// MaxPerRegistry is the ceiling of blob transfers touching one registry
 	// host at once, across all images (default ParallelImages ×
-	// ParallelLayers): each host's limit starts at half of it and adapts
+	// ParallelLayers): each host's limit starts at 10 (or half the ceiling,
+	// when lower) and adapts
 	// (adaptive.Limit: it grows while transfers queue and go well, halves on
 	// 429, 5xx and answers far slower than the host's best). Hosts are taken from
 	// the repository names ("host/path").
@@ -170,15 +173,18 @@ func Copy(ctx context.Context, src endpoint.Source, dst endpoint.Destination, jo
 	rctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	var g errgroup.Group
-	g.SetLimit(e.opts.ParallelImages)
 	for i, job := range jobs {
 		report.Images[i] = ImageResult{Job: job}
 		res := &report.Images[i]
+		if rctx.Err() == nil {
+			_ = e.admit(rctx, job) // at most ParallelImages at once (see admission)
+		}
 		if rctx.Err() != nil {
 			res.Status, res.Err = StatusFailed, "not started: "+context.Cause(rctx).Error()
 			continue
 		}
 		g.Go(func() error {
+			defer e.admission.finished()
 			if err := e.copyImage(rctx, res); errors.Is(err, endpoint.ErrRegistryUnreachable) {
 				stop(err)
 			}
@@ -187,6 +193,7 @@ func Copy(ctx context.Context, src endpoint.Source, dst endpoint.Destination, jo
 		})
 	}
 	_ = g.Wait()
+	e.logLimits()
 	report.BlobsSent = e.blobsSent.Load()
 	report.BlobsMounted = e.blobsMounted.Load()
 	report.BlobsSkipped = e.blobsSkipped.Load()
@@ -218,6 +225,7 @@ type copyEngine struct {
 	digestMu   map[digest.Digest]chan struct{} // one byte transfer per digest at a time
 	present    map[digest.Digest][]string      // dest repos known to hold the digest
 	hostLimits map[string]*adaptive.Limit
+	admission  *admission
 
 	// Manifests the destination already holds are not read unless a new blob
 	// has no repository to be mounted from (see destHolds, discoverPresent).
@@ -240,7 +248,7 @@ type copyEngine struct {
 
 func newCopyEngine(src endpoint.Source, dst endpoint.Destination, opts Options) *copyEngine {
 	if opts.ParallelImages <= 0 {
-		opts.ParallelImages = 4
+		opts.ParallelImages = DefaultParallelImages
 	}
 	if opts.ParallelLayers <= 0 {
 		opts.ParallelLayers = 5
@@ -256,7 +264,7 @@ func newCopyEngine(src endpoint.Source, dst endpoint.Destination, opts Options) 
 		src: src, dst: dst, opts: opts, policy: retry.OrDefault(opts.Retry), log: log,
 		blobs: map[string]*copyFlight{}, manifests: map[string]*copyFlight{},
 		digestMu: map[digest.Digest]chan struct{}{}, present: map[digest.Digest][]string{},
-		hostLimits: map[string]*adaptive.Limit{}, seenTotal: map[digest.Digest]bool{}, seenDone: map[digest.Digest]bool{},
+		hostLimits: map[string]*adaptive.Limit{}, admission: newAdmission(), seenTotal: map[digest.Digest]bool{}, seenDone: map[digest.Digest]bool{},
 		walked: map[repoDigest]bool{}, holds: map[repoDigest]bool{}, toWalk: map[string][]repoDigest{}, tagged: map[string]digest.Digest{},
 	}
 }

@@ -219,7 +219,7 @@ func (e *copyEngine) hostLimit(host string) *adaptive.Limit {
 	defer e.mu.Unlock()
 	l := e.hostLimits[host]
 	if l == nil {
-		l = adaptive.New(e.opts.MaxPerRegistry)
+		l = newTransferLimit(e.opts.MaxPerRegistry).Logged(e.log, "blob transfers to "+host)
 		e.hostLimits[host] = l
 	}
 	return l

@@ -1,0 +1,96 @@
+package transfer
+
+import (
+	"context"
+	"sync"
+
+	"github.com/airlock-mirror/airlock/mirror/adaptive"
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
+)
+
+// minImages is how many images always run at once (when the ceiling allows):
+// the fixed number the engine ran before ParallelImages became a ceiling.
+const minImages = 4
+
+// admission decides when the next image starts. ParallelImages is a ceiling:
+// below minImages an image starts at once; above it, only while every host
+// the image touches has a spare transfer slot (adaptive.Limit.Spare). Over a
+// link where each blob costs round trips (a registry, then its CDN) an image
+// holds few transfers at a time, mostly waiting for its last blob, so the
+// copy needs more images in flight than a fixed four to keep the link full;
+// once the hosts' limits are taken, another image would only wait for them.
+type admission struct {
+	mu      sync.Mutex
+	running int
+	wake    chan struct{} // closed when an image finishes
+	peak    int
+}
+
+func newAdmission() *admission { return &admission{wake: make(chan struct{})} }
+
+// admit waits until job may start (or ctx ends), then counts it as running;
+// finished must be called when it ends.
+func (e *copyEngine) admit(ctx context.Context, job Job) error {
+	a := e.admission
+	limits := []*adaptive.Limit{e.hostLimit(endpoint.RepoHost(job.Source)), e.hostLimit(endpoint.RepoHost(job.Dest))}
+	for {
+		a.mu.Lock()
+		n, imageDone := a.running, a.wake
+		a.mu.Unlock()
+		spare := true
+		var slotFreed []<-chan struct{}
+		for _, l := range limits {
+			ok, ch := l.Spare()
+			spare = spare && ok
+			slotFreed = append(slotFreed, ch)
+		}
+		if n < e.opts.ParallelImages && (n < minImages || spare) {
+			a.mu.Lock()
+			a.running++
+			a.peak = max(a.peak, a.running)
+			a.mu.Unlock()
+			return nil
+		}
+		select {
+		case <-imageDone:
+		case <-slotFreed[0]:
+		case <-slotFreed[1]:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// finished ends an image admitted by admit.
+func (a *admission) finished() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.running--
+	close(a.wake)
+	a.wake = make(chan struct{})
+}
+
+// DefaultParallelImages is Options.ParallelImages' default (and
+// --parallel-images'): the most images copied at once.
+const DefaultParallelImages = 16
+
+// transferStart is where a host's bound on blob transfers starts (or half the
+// ceiling, when lower): what the engine used with the old defaults.
+const transferStart = 10
+
+func newTransferLimit(ceiling int) *adaptive.Limit {
+	return adaptive.NewFrom(min(transferStart, ceiling/2), ceiling)
+}
+
+// logLimits writes what the adaptive bounds did in this run (debug level).
+func (e *copyEngine) logLimits() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for h, l := range e.hostLimits {
+		st := l.Stats()
+		e.log.Debug("blob transfers per host", "host", h, "limit", st.Limit, "ceiling", st.Ceiling, "peak", st.Peak, "grew", st.Grows, "cut", st.Cuts)
+	}
+	e.admission.mu.Lock()
+	defer e.admission.mu.Unlock()
+	e.log.Debug("images at once", "peak", e.admission.peak, "ceiling", e.opts.ParallelImages)
+}

@@ -1,0 +1,127 @@
+package registry
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/airlock-mirror/airlock/internal/fakeimage"
+	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/mirror/retry"
+)
+
+// inFlight is a base transport that counts the manifest requests in flight
+// (from the request to its response's headers, as the client's bound holds a
+// slot): the most at once, and the most at once among those sent after
+// throttledAfter 429 answers came back.
+type inFlight struct {
+	inner          http.RoundTripper
+	throttledAfter int
+
+	mu                sync.Mutex
+	now, peak         int
+	answered429       int
+	peakAfterThrottle int
+}
+
+func (c *inFlight) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !strings.Contains(req.URL.Path, "/manifests/") {
+		return c.inner.RoundTrip(req)
+	}
+	c.mu.Lock()
+	c.now++
+	c.peak = max(c.peak, c.now)
+	if c.throttledAfter > 0 && c.answered429 >= c.throttledAfter {
+		c.peakAfterThrottle = max(c.peakAfterThrottle, c.now)
+	}
+	c.mu.Unlock()
+	resp, err := c.inner.RoundTrip(req)
+	c.mu.Lock()
+	c.now--
+	if err == nil && resp.StatusCode == http.StatusTooManyRequests {
+		c.answered429++
+	}
+	c.mu.Unlock()
+	return resp, err
+}
+
+// readAtOnce reads the manifest n times at once through r.
+func readAtOnce(t *testing.T, r *Client, repo, ref string, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := r.Manifest(context.Background(), repo, ref); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// Over a link where every request costs a round trip, requests waiting for a
+// slot let the bound on requests in flight grow past where it starts, never
+// past the ceiling.
+func TestRequestLimitGrowsWhenLatencyBound(t *testing.T) {
+	be := registrytest.Start(t)
+	p := imagetest.MustPush(t, be.Host()+"/ns/app:v1", fakeimage.Spec{Seed: 1, Layers: 1})
+	wan := registrytest.NewWAN(t, be.URL(), registrytest.WANConfig{Latency: 20 * time.Millisecond})
+	const ceiling = 40
+	count := &inFlight{inner: http.DefaultTransport.(*http.Transport).Clone()}
+	r := New(Options{Transport: count, MaxRequestsPerHost: ceiling})
+	readAtOnce(t, r, wan.Host+"/ns/app", p.Digest.String(), 160)
+
+	st := r.RequestLimits()[wan.Host]
+	if count.peak <= requestStart || st.Grows == 0 {
+		t.Fatalf("at most %d requests in flight (the bound starts at %d), limit %+v: it did not grow", count.peak, requestStart, st)
+	}
+	if count.peak > ceiling || st.Peak > ceiling {
+		t.Fatalf("%d requests in flight (limit %+v), above the ceiling %d", count.peak, st, ceiling)
+	}
+}
+
+// A host answering 429 halves the bound: once the first round of requests
+// (all answered 429) came back, the requests sent (their retries and the
+// others) are never as many at once as before.
+func TestRequestLimitBacksOffOn429(t *testing.T) {
+	be := registrytest.Start(t)
+	p := imagetest.MustPush(t, be.Host()+"/ns/app:v1", fakeimage.Spec{Seed: 1, Layers: 1})
+	seq := make([]registrytest.Fault, requestStart) // the first round: every request in flight
+	for i := range seq {
+		seq[i] = registrytest.TooManyRequests
+	}
+	proxy := registrytest.NewFaultProxy(t, be.Host(), registrytest.FaultPlan{
+		Match: func(r *http.Request) bool {
+			return r.Method == http.MethodGet && registrytest.PathKind(r.URL.Path) == "manifest"
+		},
+		Sequence: seq,
+	})
+	wan := registrytest.NewWAN(t, proxy.Host(), registrytest.WANConfig{Latency: 20 * time.Millisecond})
+	count := &inFlight{inner: http.DefaultTransport.(*http.Transport).Clone(), throttledAfter: requestStart}
+	r := New(Options{Transport: count, Retry: &retry.Policy{Times: 3, Base: time.Millisecond, Max: time.Millisecond}})
+	// Few enough reads that growing back (1/limit per answer once cut) cannot
+	// reach the start again: 8 + 64 answers.
+	readAtOnce(t, r, wan.Host+"/ns/app", p.Digest.String(), 3*requestStart)
+
+	st := r.RequestLimits()[wan.Host]
+	if proxy.Applied()[registrytest.TooManyRequests] != requestStart || st.Cuts == 0 {
+		t.Fatalf("429s %v, limit %+v: want %d 429s and a cut", proxy.Applied(), st, requestStart)
+	}
+	if count.peak > requestStart {
+		t.Fatalf("%d requests in flight at once, above the start %d (the bound grew from answers 429)", count.peak, requestStart)
+	}
+	if count.peakAfterThrottle == 0 || count.peakAfterThrottle >= requestStart {
+		t.Fatalf("after the 429s %d requests in flight at once (before: %d): no back-off; limit %+v", count.peakAfterThrottle, count.peak, st)
+	}
+}

@@ -29,9 +29,9 @@ import (
 //     one per round (each finished operation adds 1/limit);
 //   - it halves on Trouble (a 429 Too Many Requests or a 5xx: the retry
 //     policy honours Retry-After), at most once per Cooldown, and when the
-//     host starts answering far slower than it did at best (a Latency above
-//     SlowFactor times the best seen and SlowMargin more): a queue building
-//     up at the host or on the link.
+//     host starts answering far slower than it did at best (the fastest of
+//     Window answers above SlowFactor times the best seen and SlowMargin
+//     more): a queue building up at the host or on the link.
 //
 // It starts at the ceiling's half (and at least Floor). A Limit is safe for
 // concurrent use.
@@ -44,8 +44,10 @@ type Limit struct {
 	waiters     int           // operations waiting for a slot
 	growing     bool          // no trouble yet: grow by one per finish
 	lastCut     time.Time
-	best        time.Duration
-	peak        int // the most operations in flight at once
+	best        time.Duration // the fastest answer seen
+	recentMin   time.Duration // the fastest of the recent answers
+	recent      int           // recent answers (up to Window)
+	peak        int           // the most operations in flight at once
 	grows, cuts int
 	now         func() time.Time
 	log         *slog.Logger
@@ -58,11 +60,13 @@ const (
 	// Cooldown is the least time between two cuts: one burst of 429s or one
 	// slow round is one sign, not many.
 	Cooldown = time.Second
-	// SlowFactor and SlowMargin say when a Latency is a sign of a queue:
-	// more than SlowFactor times the best seen and SlowMargin more than it
-	// (a new connection's set-up, a few round trips, is not).
+	// SlowFactor, SlowMargin and Window say when answers show a queue: the
+	// fastest of Window answers in a row took more than SlowFactor times the
+	// best seen and SlowMargin more than it (a new connection's set-up, a few
+	// round trips, is not).
 	SlowFactor = 4
 	SlowMargin = 250 * time.Millisecond
+	Window     = 16
 )
 
 // New returns a Limit with the given ceiling (at least 1), starting at half of
@@ -161,20 +165,30 @@ func (l *Limit) cut(why string) {
 }
 
 // Latency records how long the host took to start answering an operation
-// (the time to a response's headers, to a blob's first byte); one far slower
-// than the best seen is Trouble.
+// (the time to a response's headers, to a blob's first byte). When even the
+// fastest of the last Window answers was far slower than the best seen, a
+// queue is building up at the host or on the link: Trouble. One slow answer
+// (a new connection's set-up, a pause of a loaded machine) is not.
 func (l *Limit) Latency(d time.Duration) {
 	if d <= 0 {
 		return
 	}
 	l.mu.Lock()
-	best := l.best
-	if best == 0 || d < best {
+	if l.best == 0 || d < l.best {
 		l.best = d
 	}
+	if l.recent == 0 || d < l.recentMin {
+		l.recentMin = d
+	}
+	l.recent++
+	best, fastest, slow := l.best, l.recentMin, false
+	if l.recent >= Window {
+		slow = fastest > SlowFactor*best && fastest > best+SlowMargin
+		l.recent = 0
+	}
 	l.mu.Unlock()
-	if best > 0 && d > SlowFactor*best && d > best+SlowMargin {
-		l.cut(fmt.Sprintf("an answer took %v, the best %v", d.Round(time.Millisecond), best.Round(time.Millisecond)))
+	if slow {
+		l.cut(fmt.Sprintf("the fastest of %d answers took %v, the best %v", Window, fastest.Round(time.Millisecond), best.Round(time.Millisecond)))
 	}
 }
 

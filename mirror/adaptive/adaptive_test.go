@@ -15,6 +15,7 @@ type step struct {
 	failed  bool          // the finished operations failed
 	trouble bool          // a 429 or 5xx
 	latency time.Duration // a time to the first byte of an answer
+	answers int           // how many answers took latency (default 1)
 	advance time.Duration // the clock moves
 	want    int           // the limit after the step
 }
@@ -48,16 +49,24 @@ func TestLimitAdapts(t *testing.T) {
 			{acquire: 2, waiting: 1, release: 2, want: 3},      // 3.55
 			{acquire: 3, waiting: 1, release: 3, want: 4},      // 4.34
 		}},
-		{"far slower answers than the best are trouble", 0, 20, []step{
-			{latency: 10 * time.Millisecond, want: 10},
-			{latency: 30 * time.Millisecond, want: 10},  // 3× the best
-			{latency: 200 * time.Millisecond, want: 10}, // 20×, but within the margin
-			{latency: 400 * time.Millisecond, want: 5},
+		{"a window of far slower answers than the best is trouble", 0, 20, []step{
+			{latency: 10 * time.Millisecond, answers: Window, want: 10},
+			{latency: 30 * time.Millisecond, answers: Window, want: 10},  // 3× the best
+			{latency: 200 * time.Millisecond, answers: Window, want: 10}, // 20×, but within the margin
+			{latency: 400 * time.Millisecond, answers: Window, want: 5},
 		}},
-		{"a new connection's set-up over a far link is not a queue", 0, 20, []step{
-			{latency: 150 * time.Millisecond, want: 10},
-			{latency: 450 * time.Millisecond, want: 10}, // 3×: round trip + handshake
-			{latency: 700 * time.Millisecond, want: 5},  // 4.7×
+		{"one fast answer in the window is no queue", 0, 20, []step{
+			{latency: 10 * time.Millisecond, answers: Window, want: 10},
+			{latency: 400 * time.Millisecond, answers: Window - 2, want: 10},
+			{latency: 12 * time.Millisecond, want: 10},
+			{latency: 400 * time.Millisecond, answers: 1, want: 10}, // the window ends: its fastest was 12 ms
+			{latency: 400 * time.Millisecond, answers: Window - 1, want: 10},
+			{latency: 400 * time.Millisecond, answers: 1, want: 5}, // a whole window slow
+		}},
+		{"new connections' set-up over a far link is not a queue", 0, 20, []step{
+			{latency: 150 * time.Millisecond, answers: Window, want: 10},
+			{latency: 450 * time.Millisecond, answers: Window, want: 10}, // 3×: round trip + handshake
+			{latency: 700 * time.Millisecond, answers: Window, want: 5},  // 4.7×
 		}},
 		{"a ceiling of one is kept, also after trouble", 0, 1, []step{
 			{acquire: 1, waiting: 1, release: 1, want: 1},
@@ -112,8 +121,10 @@ func TestLimitAdapts(t *testing.T) {
 				if s.trouble {
 					l.Trouble()
 				}
-				if s.latency > 0 {
-					l.Latency(s.latency)
+				for range max(s.answers, 1) {
+					if s.latency > 0 {
+						l.Latency(s.latency)
+					}
 				}
 				if s.want != 0 && l.Current() != s.want {
 					t.Fatalf("step %d (%+v): limit %d, want %d", i, s, l.Current(), s.want)

@@ -82,6 +82,7 @@ func testNoOpRerunOfACatalog(t *testing.T, byTag bool) {
 		t.Fatal(err)
 	}
 	sc, dc := src.Counts(), dst.Counts()
+	t.Logf("no-op re-run: source %v, destination %v, %d images", sc.ByPath, dc.ByPath, len(res.Plan.Jobs()))
 	checkMirrored(t, res, dst)
 	catalogReads := int64(1) // the catalog's manifest, by tag
 	wantSrc := catalogReads

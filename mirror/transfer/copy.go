@@ -155,6 +155,9 @@ func Copy(ctx context.Context, src endpoint.Source, dst endpoint.Destination, jo
 		}
 		rd := repoDigest{jobs[i].Dest, jobs[i].Digest}
 		e.holds[rd] = held.Manifest
+		if held.NewRepo {
+			e.presence.markNew(rd.repo)
+		}
 		if held.Manifest {
 			h := endpoint.RepoHost(rd.repo)
 			e.toWalk[h] = append(e.toWalk[h], rd)

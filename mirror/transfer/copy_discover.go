@@ -21,7 +21,7 @@ func (e *copyEngine) destHolds(ctx context.Context, rd repoDigest) (bool, error)
 	if ok {
 		return v, nil
 	}
-	if e.presence.isNew(rd.repo) {
+	if e.presence.repoNew(ctx, e.dst, rd.repo) {
 		// The destination did not know the repository: nothing in it was
 		// there before this run (what this run pushes, it knows).
 		e.setHolds(rd, false)
@@ -31,6 +31,7 @@ func (e *copyEngine) destHolds(ctx context.Context, rd repoDigest) (bool, error)
 	if err != nil {
 		return false, err
 	}
+	e.presence.note(held)
 	e.setHolds(rd, held)
 	return held, nil
 }

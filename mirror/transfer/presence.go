@@ -60,14 +60,31 @@ func (p *presence) check(ctx context.Context, dst manifestChecker, job Job) (hel
 			return true, true, nil
 		}
 		p.misses.Add(1)
+		// That miss may be the one that makes the listing worth asking.
+		if p.repoNew(ctx, dst, job.Dest) {
+			return false, false, nil
+		}
 	}
 	ok, err := dst.ManifestExists(ctx, job.Dest, job.Digest.String(), job.Digest)
+	if err == nil {
+		p.note(ok)
+	}
 	return ok, false, err
 }
 
+// note counts an answer to "does the destination hold this manifest" asked by
+// digest: misses make the repository listing worth asking (repoNew).
+func (p *presence) note(held bool) {
+	if held {
+		p.hits.Add(1)
+	} else {
+		p.misses.Add(1)
+	}
+}
+
 // repoNew reports whether the destination did not know repo when the run first
-// asked. It asks (once per repository) only while first tags mostly miss: a
-// re-run, whose tags hit, never asks.
+// asked. It asks (once per repository) only while images are mostly found
+// missing: a re-run, whose images are there, never asks.
 func (p *presence) repoNew(ctx context.Context, dst manifestChecker, repo string) bool {
 	if p.isNew(repo) {
 		return true

@@ -158,6 +158,7 @@ func New(opts Options) *Client {
 	base := opts.Transport
 	if base == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.DialContext = largeWrites(t.DialContext)
 		t.MaxIdleConnsPerHost = 64
 		t.MaxIdleConns = 256
 		t.TLSClientConfig = &tls.Config{

@@ -160,13 +160,17 @@ func TestInterruptedRunReruns(t *testing.T) {
 			}
 			n := requestsBeyondBase(c)
 			t.Logf("re-run: %d requests for %d blobs (%.2f): %v", n, want, float64(n)/float64(want), c.ByPath)
-			// Without mounts a new blob also costs a HEAD.
-			limit := 2.5
+			// Without mounts every blob also costs a HEAD. The images asked
+			// at once before any answer (16 by Measure) may each ask twice.
+			limit, slack := 2.5, 4
 			if !tc.mounts {
 				limit = 3.5
 			}
-			if r := float64(n) / float64(want); r > limit {
-				t.Errorf("re-run: %.2f destination requests per blob, want ≤ %.1f", r, limit)
+			if tc.measure {
+				slack = 16
+			}
+			if r := float64(n-int64(slack)) / float64(want); r > limit {
+				t.Errorf("re-run: %.2f destination requests per blob (less %d), want ≤ %.1f", r, slack, limit)
 			}
 
 			dst.Reset()

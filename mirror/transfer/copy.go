@@ -352,8 +352,9 @@ func (e *copyEngine) copyJob(ctx context.Context, ic *imageCtx) error {
 	}
 	// The top manifest is pushed under its first tag (by digest when it has
 	// none), its other tags after it. The destination verifies every push
-	// (registry.Client.PutManifest: by digest first, then the tag, an altered
-	// revision deleted and pushed again), so an altered body is never reported
+	// (registry.Client.PutManifest: the digest the registry reports for a tag
+	// must be the manifest's, an altered revision is deleted and pushed
+	// again), so an altered body is never reported
 	// as copied nor left behind. Children of an index are pushed by digest.
 	first := ""
 	if len(job.Tags) > 0 {

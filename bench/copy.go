@@ -286,8 +286,9 @@ func runCopy(ctx context.Context, cfg Config) ([]Row, error) {
 	// every unique blob and manifest once, in parallel (the content is
 	// generated, not pulled); the copy floor does the same with each blob read
 	// from the source (through its counting proxy, as airlock reads it), which
-	// is the least a mirror-to-mirror copy costs on this machine.
-	floorRun := func(name, from string) copyRun {
+	// is the least a mirror-to-mirror copy costs on this machine; the verifying
+	// copy floor also hashes every blob it streams (airlock verifies every byte).
+	floorRun := func(name, from string, verify bool) copyRun {
 		dst, err := start("dst-floor")
 		if err != nil {
 			errs = append(errs, err)
@@ -301,7 +302,7 @@ func runCopy(ctx context.Context, cfg Config) ([]Row, error) {
 		}
 		log.Info("measuring", "what", name)
 		t0 := time.Now()
-		_, err = w.Push(ctx, workload.PushOptions{Registry: dst.Addr(), Parallel: cfg.FloorParallel, From: from})
+		_, err = w.Push(ctx, workload.PushOptions{Registry: dst.Addr(), Parallel: cfg.FloorParallel, From: from, Verify: verify})
 		wall := time.Since(t0)
 		dd := dst.Proxy.Counts().Sub(d0)
 		regCPU := dst.CPU() - rc0
@@ -328,8 +329,9 @@ func runCopy(ctx context.Context, cfg Config) ([]Row, error) {
 		rows = append(rows, r)
 		return fr
 	}
-	floor := floorRun("ingestion floor (minimal client: each blob and manifest pushed once, parallel)", "")
-	copyFloor := floorRun("copy floor (the same, each blob read from the source: GET streamed into the upload, unverified)", src.Addr())
+	floor := floorRun("ingestion floor (minimal client: each blob and manifest pushed once, parallel)", "", false)
+	copyFloor := floorRun("copy floor (the same, each blob read from the source: GET streamed into the upload, unverified)", src.Addr(), false)
+	verifyFloor := floorRun("verifying copy floor (the copy floor hashing each blob as it streams: SHA-256 checked at its end)", src.Addr(), true)
 
 	// 4. cp -r of the source registry's storage (page cache warm).
 	if m, err := Exec(ctx, Command{Name: "cp", Args: []string{"-r", src.Root, filepath.Join(work, "cp-copy")}}); err != nil || m.Exit != 0 {
@@ -407,7 +409,7 @@ func runCopy(ctx context.Context, cfg Config) ([]Row, error) {
 				WallText: fmt.Sprintf("%.2f", float64(cr.upload)/float64(unique)), Target: "1.00"})
 		}
 	}
-	rows = append(rows, loopbackRows(input, unique, st.Blobs, m2m, copyFloor)...)
+	rows = append(rows, loopbackRows(input, unique, st.Blobs, m2m, copyFloor, verifyFloor)...)
 	return rows, errors.Join(errs...)
 }
 

@@ -34,6 +34,11 @@ type PushOptions struct {
 	// from there (one GET, streamed into the upload, not verified) instead of
 	// generated. Manifests are still sent from memory.
 	From string
+	// Verify, with From, hashes each blob while it streams into the upload and
+	// fails the upload (the request body ends in an error, so the registry
+	// commits nothing) when the content does not match its digest: the least
+	// a copy that verifies what it sends can cost.
+	Verify bool
 }
 
 // PushStats counts what Push sent.
@@ -227,6 +232,9 @@ func (p *pusher) blob(ctx context.Context, repo string, b *Blob, from string) er
 	if p.o.From != "" {
 		if body, err = p.pull(ctx, repo, b); err != nil {
 			return fmt.Errorf("%s: %w", what, err)
+		}
+		if p.o.Verify {
+			body = newVerifying(body, b.Digest, b.Size)
 		}
 	} else {
 		body = b.Open()

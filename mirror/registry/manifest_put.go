@@ -13,22 +13,24 @@ import (
 )
 
 // PutManifest implements endpoint.Destination. Nothing the registry did not
-// verify is left behind:
+// verify is left behind, with one PUT per reference:
 //
-//   - the manifest is first pushed by its digest (PUT /manifests/<digest>): the
-//     registry hashes what arrived and refuses (400 DIGEST_INVALID) a body
-//     altered on the way, which is then sent again under the retry policy;
-//   - a tag is then pushed with the same bytes (PUT /manifests/<tag>): the
-//     registry stores whatever arrives under a tag, so the digest it reports
-//     (Docker-Content-Digest, or a HEAD when it sends none) must be m's. When it
-//     is not, the revision that arrived altered is deleted by its digest (which
-//     also drops the tag) and the tag is pushed again. When the registry cannot
-//     delete it, PutManifest fails naming the registry, the repository and the
-//     altered digest, so that it can be removed by hand.
+//   - the content is checked against its digest before it leaves (a manifest
+//     whose bytes do not hash to m.Digest is refused here);
+//   - pushed by digest (PUT /manifests/<digest>), the registry hashes what
+//     arrived and refuses (400 DIGEST_INVALID) a body altered on the way, which
+//     is then sent again under the retry policy;
+//   - pushed under a tag (PUT /manifests/<tag>), the registry stores whatever
+//     arrives, so the digest it reports (Docker-Content-Digest, or a HEAD when
+//     it sends none) must be m's. When it is not, the revision that arrived
+//     altered is deleted by its digest (which also drops the tag) and the tag
+//     is pushed again. When the registry cannot delete it, PutManifest fails
+//     naming the registry, the repository and the altered digest, so that it
+//     can be removed by hand.
 //
-// A manifest this client already pushed by digest in this run, or found the
-// registry holds (ManifestExists), is not pushed by digest again: a tag that
-// moved or went missing costs one PUT.
+// A tag is not pushed by digest first: that would not protect the tag's own
+// PUT, which the check above protects either way, and it cost every image a
+// second PUT (issue 31: destination requests per blob).
 func (r *Client) PutManifest(ctx context.Context, repo, reference string, m endpoint.Manifest) error {
 	want := digest.FromBytes(m.Raw)
 	if m.Digest != "" && want != m.Digest {
@@ -37,20 +39,8 @@ func (r *Client) PutManifest(ctx context.Context, repo, reference string, m endp
 	if m.MediaType == "" {
 		m.MediaType = oci.MediaTypeOf("", m.Raw)
 	}
-	if d, err := digest.Parse(reference); err == nil {
-		if d != want {
-			return fmt.Errorf("put manifest %s@%s: content has digest %s: %w", repo, d, want, oci.ErrDigestMismatch)
-		}
-		return r.putVerified(ctx, repo, reference, m, want)
-	}
-	key := repo + "@" + want.String()
-	r.mu.Lock()
-	done := r.pushed[key]
-	r.mu.Unlock()
-	if !done {
-		if err := r.putVerified(ctx, repo, want.String(), m, want); err != nil {
-			return err
-		}
+	if d, err := digest.Parse(reference); err == nil && d != want {
+		return fmt.Errorf("put manifest %s@%s: content has digest %s: %w", repo, d, want, oci.ErrDigestMismatch)
 	}
 	return r.putVerified(ctx, repo, reference, m, want)
 }
@@ -66,9 +56,6 @@ func (r *Client) putVerified(ctx context.Context, repo, reference string, m endp
 			return fmt.Errorf("put manifest %s:%s: %w", repo, reference, err)
 		}
 		if stored == want {
-			r.mu.Lock()
-			r.pushed[repo+"@"+want.String()] = true
-			r.mu.Unlock()
 			return nil
 		}
 		altered := fmt.Errorf("put manifest %s:%s: the registry stored %s, not %s (the manifest was altered on the way): %w", repo, reference, stored, want, oci.ErrDigestMismatch)

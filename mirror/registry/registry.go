@@ -111,8 +111,7 @@ type Client struct {
 	creds     map[string]authn.Authenticator // by repo
 	down      map[string]error               // hosts found unreachable this run
 	probed    map[string]bool                // hosts (and push or pull) probed successfully
-	mounts    map[string]bool                // hosts that answered a mount with 201 this run
-	pushed    map[string]bool                // "repo@digest" manifests pushed (and verified) by digest, or found held
+	mounts    map[string]bool                // hosts that answered a mount with 201 this run (true), or were probed (false, see probeMounts)
 	healthy   map[string]*hostHealth         // by host: progress, timeouts, 5xx in a row
 	insecure  map[string]bool                // hosts registries.conf marks insecure
 	timeouts  Timeouts
@@ -163,6 +162,7 @@ func New(opts Options) *Client {
 	base := opts.Transport
 	if base == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.DialContext = largeWrites(t.DialContext)
 		t.MaxIdleConnsPerHost = 64
 		t.MaxIdleConns = 256
 		t.TLSClientConfig = &tls.Config{
@@ -178,7 +178,7 @@ func New(opts Options) *Client {
 	}
 	r = &Client{
 		opts: opts, policy: p, keychain: kc, log: log,
-		hosts: map[string]*regHost{}, repoKey: map[string]string{}, groupFill: map[string]int{}, groupNo: map[string]int{}, scopes: map[string][]string{}, limits: map[string]*adaptive.Limit{}, creds: map[string]authn.Authenticator{}, down: map[string]error{}, probed: map[string]bool{}, mounts: map[string]bool{}, pushed: map[string]bool{},
+		hosts: map[string]*regHost{}, repoKey: map[string]string{}, groupFill: map[string]int{}, groupNo: map[string]int{}, scopes: map[string][]string{}, limits: map[string]*adaptive.Limit{}, creds: map[string]authn.Authenticator{}, down: map[string]error{}, probed: map[string]bool{}, mounts: map[string]bool{},
 		healthy: map[string]*hostHealth{}, timeouts: opts.Timeouts.withDefaults(), insecure: map[string]bool{},
 	}
 	// The transport never retries: retries belong to the operations (see

@@ -204,9 +204,7 @@ func (b *regBlobReader) Close() error {
 }
 
 // ManifestExists implements endpoint.Destination (HEAD, GET when the registry
-// does not return a digest for a tag). A manifest found this way is known to
-// be held by its digest: a later PutManifest of it under a tag is then one PUT,
-// not a push by digest first.
+// does not return a digest for a tag).
 func (r *Client) ManifestExists(ctx context.Context, repo, reference string, d digest.Digest) (bool, error) {
 	desc, err := r.head(ctx, repo, reference)
 	if err != nil {
@@ -216,13 +214,7 @@ func (r *Client) ManifestExists(ctx context.Context, repo, reference string, d d
 		}
 		return false, err
 	}
-	if desc.Digest != d {
-		return false, nil
-	}
-	r.mu.Lock()
-	r.pushed[repo+"@"+d.String()] = true
-	r.mu.Unlock()
-	return true, nil
+	return desc.Digest == d, nil
 }
 
 // RepositoryKnown reports whether the registry knows repo: false only when it

@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -127,8 +126,9 @@ func (r *Client) PutBlob(ctx context.Context, repo string, d endpoint.Descriptor
 // returns nil); otherwise it opens the upload session (202) that the returned
 // upload writes into. So a blob costs two requests (POST, PUT) instead of three
 // (HEAD, POST, PUT). A registry that does not honour mounts also answers 202;
-// until this run has seen the host answer a mount with 201, the blob is looked
-// up with a HEAD before anything is sent, as the plain path would.
+// until this run has seen the host answer a mount with 201 (the first blob
+// committed there is probed: probeMounts), the blob is looked up with a HEAD
+// before anything is sent, as the plain path would.
 func (r *Client) StartBlob(ctx context.Context, repo string, d endpoint.Descriptor) (endpoint.BlobUpload, error) {
 	if err := d.Digest.Validate(); err != nil {
 		return nil, fmt.Errorf("put blob into %s: %w", repo, err)
@@ -235,8 +235,17 @@ func (u *blobUpload) Cancel(ctx context.Context) {
 // Write implements endpoint.BlobUpload: small blobs are read (and verified) into
 // memory and sent with one PUT; bigger ones stream with PATCH through a
 // verifying reader and are committed with the final PUT only when digest and
-// size matched. On any error the upload session is cancelled.
+// size matched. On any error the upload session is cancelled. The first blob
+// committed on a host tells whether it honours mounts (probeMounts).
 func (u *blobUpload) Write(ctx context.Context, rd io.Reader) error {
+	if err := u.write(ctx, rd); err != nil {
+		return err
+	}
+	u.r.probeMounts(ctx, u.repo, u.d)
+	return nil
+}
+
+func (u *blobUpload) write(ctx context.Context, rd io.Reader) error {
 	r, c, loc, d := u.r, u.c, u.loc, u.d
 	v := oci.AsVerifier(rd, d)
 	wrap := func(err error) error { return fmt.Errorf("put blob %s@%s: %w", u.repo, d.Digest, err) }
@@ -244,15 +253,16 @@ func (u *blobUpload) Write(ctx context.Context, rd io.Reader) error {
 	u.writes++
 	u.reusable = false
 	if d.Size >= 0 && d.Size <= r.opts.MonolithicMax {
-		buf := make([]byte, 0, d.Size+1)
-		b := bytes.NewBuffer(buf)
-		_, err := b.ReadFrom(v)
-		buf = b.Bytes()
+		whole := getBuf(int(d.Size)+1, int(r.opts.MonolithicMax)+1)
+		buf, err := readBlob(v, whole)
 		if err != nil {
 			r.cancelUpload(ctx, c, loc)
 			return wrap(err)
 		}
 		err = r.commitUpload(ctx, c, loc, d, buf, wrap)
+		if err == nil {
+			putBuf(whole) // the registry answered: it read the whole body
+		}
 		var se *retry.StatusError
 		if err != nil && errors.As(err, &se) {
 			switch {

@@ -159,6 +159,9 @@ func Copy(ctx context.Context, src endpoint.Source, dst endpoint.Destination, jo
 		}
 		rd := repoDigest{jobs[i].Dest, jobs[i].Digest}
 		e.holds[rd] = held.Manifest
+		if held.NewRepo {
+			e.presence.markNew(rd.repo)
+		}
 		if held.Manifest {
 			h := endpoint.RepoHost(rd.repo)
 			e.toWalk[h] = append(e.toWalk[h], rd)
@@ -358,8 +361,9 @@ func (e *copyEngine) copyJob(ctx context.Context, ic *imageCtx) error {
 	}
 	// The top manifest is pushed under its first tag (by digest when it has
 	// none), its other tags after it. The destination verifies every push
-	// (registry.Client.PutManifest: by digest first, then the tag, an altered
-	// revision deleted and pushed again), so an altered body is never reported
+	// (registry.Client.PutManifest: the digest the registry reports for a tag
+	// must be the manifest's, an altered revision is deleted and pushed
+	// again), so an altered body is never reported
 	// as copied nor left behind. Children of an index are pushed by digest.
 	first := ""
 	if len(job.Tags) > 0 {

@@ -21,10 +21,17 @@ func (e *copyEngine) destHolds(ctx context.Context, rd repoDigest) (bool, error)
 	if ok {
 		return v, nil
 	}
+	if e.presence.repoNew(ctx, e.dst, rd.repo) {
+		// The destination did not know the repository: nothing in it was
+		// there before this run (what this run pushes, it knows).
+		e.setHolds(rd, false)
+		return false, nil
+	}
 	held, err := e.dst.ManifestExists(ctx, rd.repo, rd.d.String(), rd.d)
 	if err != nil {
 		return false, err
 	}
+	e.presence.note(held)
 	e.setHolds(rd, held)
 	return held, nil
 }

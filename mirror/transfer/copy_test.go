@@ -151,13 +151,16 @@ func TestCopyImageKinds(t *testing.T) {
 			}
 			checkDest(t, jobs)
 			c := dst.Counts()
-			// Every manifest once by digest, then the top one under each of
-			// its two tags.
-			if want := int64(len(p.Manifests) + 2); c.ManifestPUT != want || rep.ManifestsSent != want-1 {
-				t.Fatalf("manifest PUTs %d (report %d), want %d (%d)", c.ManifestPUT, rep.ManifestsSent, want, want-1)
+			// Children of an index by digest, then the top manifest under
+			// each of its two tags: one PUT each.
+			if want := int64(len(p.Manifests) + 1); c.ManifestPUT != want || rep.ManifestsSent != want {
+				t.Fatalf("manifest PUTs %d (report %d), want %d", c.ManifestPUT, rep.ManifestsSent, want)
 			}
-			if c.BlobsCommitted+c.Mounted != int64(len(p.Blobs)) {
-				t.Fatalf("blobs committed %d + mounted %d, want %d", c.BlobsCommitted, c.Mounted, len(p.Blobs))
+			// Mounted: the probe of mount support after the first commit
+			// (probeMounts in mirror/registry), a mount of a blob into its
+			// own repository.
+			if c.BlobsCommitted != int64(len(p.Blobs)) || c.Mounted != 1 {
+				t.Fatalf("blobs committed %d, mounted %d; want %d and 1 (the probe)", c.BlobsCommitted, c.Mounted, len(p.Blobs))
 			}
 		})
 	}
@@ -195,8 +198,10 @@ func TestCopySharedLayersOnceThenNothing(t *testing.T) {
 		t.Fatalf("upload sessions %d, want %d", c.Sessions, len(unique))
 	}
 	t.Logf("destination requests: %+v", c)
-	if want := int64(pairs - len(unique)); c.Mounted != want || rep.BlobsMounted != want {
-		t.Fatalf("mounts: registry %d, report %d; want %d", c.Mounted, rep.BlobsMounted, want)
+	// The registry also counts the probe of mount support (probeMounts in
+	// mirror/registry), unless a mount across repositories came first.
+	if want := int64(pairs - len(unique)); c.Mounted-rep.BlobsMounted > 1 || rep.BlobsMounted != want {
+		t.Fatalf("mounts: registry %d, report %d; want %d (the registry: at most one more)", c.Mounted, rep.BlobsMounted, want)
 	}
 	if last.ImagesDone != len(jobs) || last.BytesDone != last.BytesTotal || events.Load() == 0 {
 		t.Fatalf("last progress event %+v", last)

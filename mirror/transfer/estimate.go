@@ -318,6 +318,9 @@ type Sizes struct {
 // names it.
 type Held struct {
 	Manifest, FirstTag bool
+	// NewRepo: the destination did not know the job's repository when asked
+	// (see presence): nothing in it is asked about again.
+	NewRepo bool
 }
 
 // Measure walks the manifests at src of every job the destination does not hold
@@ -361,6 +364,11 @@ func Measure(ctx context.Context, src EstimateSource, dst EstimateDestination, j
 	_ = g.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	for i, j := range jobs {
+		if dst != nil && pr.isNew(j.Dest) {
+			s.Held[i].NewRepo = true
+		}
 	}
 	seen := map[digest.Digest]bool{}
 	for _, blobs := range s.PerJob {

@@ -30,9 +30,10 @@ import (
 type Option func(*options)
 
 type options struct {
-	tls   bool
-	users map[string]string
-	disk  bool
+	tls      bool
+	users    map[string]string
+	disk     bool
+	noMounts bool
 }
 
 // WithTLS serves HTTPS with a self-signed certificate; use Registry.CertPool or
@@ -51,6 +52,24 @@ func WithBasicAuth(user, password string) Option {
 
 // WithFilesystem stores blobs under t.TempDir() instead of in memory.
 func WithFilesystem() Option { return func(o *options) { o.disk = true } }
+
+// WithoutMounts makes the registry ignore cross-repository mounts, as some
+// registries do: a mount request opens an upload session (202) instead of
+// mounting. Counts still count it as a mount attempt (MountPOST).
+func WithoutMounts() Option { return func(o *options) { o.noMounts = true } }
+
+// ignoreMounts drops the mount and from parameters of upload POSTs.
+func ignoreMounts(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if q := req.URL.Query(); req.Method == http.MethodPost && q.Has("mount") {
+			req = req.Clone(req.Context()) // Counts still see the mount asked
+			q.Del("mount")
+			q.Del("from")
+			req.URL.RawQuery = q.Encode()
+		}
+		next.ServeHTTP(w, req)
+	})
+}
 
 // Registry is a running embedded registry.
 type Registry struct {
@@ -77,7 +96,11 @@ func Start(t testing.TB, opts ...Option) *Registry {
 		t.Fatalf("registrytest: %v", err)
 	}
 	r := &Registry{server: s, root: cfg.RootDir}
-	r.srv = httptest.NewUnstartedServer(r.count(s.Handler()))
+	h := s.Handler()
+	if o.noMounts {
+		h = ignoreMounts(h)
+	}
+	r.srv = httptest.NewUnstartedServer(r.count(h))
 	if o.tls {
 		r.srv.StartTLS()
 	} else {

@@ -6,7 +6,9 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/signature"
 	"github.com/airlock-mirror/airlock/mirror/transfer"
 )
 
@@ -21,6 +23,16 @@ func (r *run) copy(ctx context.Context, src endpoint.Source, dst endpoint.Destin
 		}
 	}
 	return rep, err
+}
+
+// prefetch starts sending blobs while planning (transfer.Prefetch) where only
+// the copy of the final plan writes: mirror-to-mirror, not a dry run, plan or
+// shard, and no --policy or --signatures required (refused images get no blob).
+func (r *run) prefetch(ctx context.Context, src endpoint.Source) *transfer.Prefetch {
+	if o := r.opts; r.workflow != mirror.MirrorToMirror || o.DryRun || o.PlanOnly || o.PlanFile != "" || r.policy != nil || o.Signatures == signature.Required {
+		return nil
+	}
+	return transfer.NewPrefetch(ctx, src, r.destRegistry(), r.copyOptions(nil))
 }
 
 // copyOptions are the copy engine's options from the run's flags.
@@ -41,7 +53,7 @@ func (r *run) copyJobs(ctx context.Context, src endpoint.Source, dst endpoint.De
 	}
 	o := r.copyOptions(progress)
 	o.Held = held
-	o.Elsewhere = elsewhere
+	o.Elsewhere, o.Prefetch = elsewhere, r.pre
 	rep, err := transfer.Copy(ctx, memo, dst, jobs, o)
 	r.setCopy(rep)
 	if ctx.Err() != nil {

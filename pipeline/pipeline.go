@@ -224,6 +224,7 @@ type run struct {
 	est     *transfer.Estimator
 	looking func(stop bool)
 	policy  *sigpolicy.Checker // --policy (nil without), opened by setup
+	pre     *transfer.Prefetch // blobs sent while planning (copy.go), stopped by mirrorOnce
 }
 
 // mirrorOnce runs one workflow once (Mirror calls it for each batch it loads).
@@ -250,6 +251,7 @@ func mirrorOnce(ctx context.Context, opts Options) (*Result, error) {
 	case mirror.DiskToMirror:
 		err = r.diskToMirror(ctx)
 	}
+	r.pre.Stop()
 	r.res.Duration = time.Since(start)
 	r.res.Interrupted = ctx.Err() != nil
 	if r.res.Plan != nil {
@@ -336,7 +338,7 @@ func (r *run) plan(ctx context.Context, src *registry.Client, cats []mirror.Cata
 	req := mirror.PlanRequest{
 		Workflow: r.workflow, Destination: r.dest, MaxNestedPaths: r.opts.MaxNestedPaths,
 		Catalogs: cats, Additional: r.additional(), Blocked: r.blocked(),
-		Progress: r.stageProgress("plan"),
+		Progress: r.stageProgress("plan"), Prefetch: r.pre,
 	}
 	var refs []string
 	for _, c := range cats {
@@ -411,6 +413,7 @@ func (r *run) setPlan(p *mirror.Plan) {
 func (r *run) planSources(ctx context.Context, dryRunDest transfer.EstimateDestination) (*mirror.SourceMux, error) {
 	src := r.srcRegistry()
 	mux := &mirror.SourceMux{Default: src}
+	r.pre = r.prefetch(ctx, mux)
 	if dryRunDest != nil {
 		r.est = transfer.NewEstimator(mux, dryRunDest, dryRunParallel)
 	}

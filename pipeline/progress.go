@@ -49,7 +49,7 @@ func (r *run) track(ctx context.Context, src *memoSource, dst endpoint.Destinati
 		return nil, nil, nil
 	}
 	r.stage("measure")
-	s, err := transfer.Measure(ctx, src, dst, jobs, 16, r.stageProgress("measure"))
+	s, err := transfer.Measure(ctx, src, r.pre.Destination(dst), jobs, 16, r.stageProgress("measure"))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -209,3 +209,42 @@ func (e *copyEngine) begin(jobs []Job, held []Held) {
 		}
 	}
 }
+
+// Destination returns dst answering Measure's questions from what the
+// prefetch learnt (and asking through it what it did not learn yet), so that
+// measuring the final plan asks the destination nothing the prefetch asked.
+// Nil-safe: without a prefetch it is dst.
+func (p *Prefetch) Destination(dst EstimateDestination) EstimateDestination {
+	if p == nil {
+		return dst
+	}
+	return knownDestination{dst, p.e}
+}
+
+type knownDestination struct {
+	EstimateDestination
+	e *copyEngine
+}
+
+// ManifestExists asks about the job (repo, d) as Copy would, once per job
+// (askPresence), then answers from what the engine knows.
+func (k knownDestination) ManifestExists(ctx context.Context, repo, reference string, d digest.Digest) (bool, error) {
+	job := Job{Dest: repo, Digest: d}
+	if reference != d.String() {
+		job.Tags = []string{reference}
+	}
+	if err := k.e.askPresence(ctx, job); err != nil {
+		return false, err
+	}
+	k.e.mu.Lock()
+	held, asked := k.e.holds[repoDigest{repo, d}]
+	tagged := k.e.tagged[repo+":"+reference] == d
+	k.e.mu.Unlock()
+	switch {
+	case !asked:
+		return k.EstimateDestination.ManifestExists(ctx, repo, reference, d)
+	case reference == d.String() || tagged || !held:
+		return held && (reference == d.String() || tagged), nil
+	}
+	return k.EstimateDestination.ManifestExists(ctx, repo, reference, d) // held: whether the tag names it
+}

@@ -6,9 +6,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
-	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
-	"github.com/airlock-mirror/airlock/mirror/signature"
 	"github.com/airlock-mirror/airlock/mirror/transfer"
 )
 
@@ -23,16 +21,6 @@ func (r *run) copy(ctx context.Context, src endpoint.Source, dst endpoint.Destin
 		}
 	}
 	return rep, err
-}
-
-// prefetch starts sending blobs while planning (transfer.Prefetch) where only
-// the copy of the final plan writes: mirror-to-mirror, not a dry run, plan or
-// shard, and no --policy or --signatures required (refused images get no blob).
-func (r *run) prefetch(ctx context.Context, src endpoint.Source) *transfer.Prefetch {
-	if o := r.opts; r.workflow != mirror.MirrorToMirror || o.DryRun || o.PlanOnly || o.PlanFile != "" || r.policy != nil || o.Signatures == signature.Required {
-		return nil
-	}
-	return transfer.NewPrefetch(ctx, src, r.destRegistry(), r.copyOptions(nil))
 }
 
 // copyOptions are the copy engine's options from the run's flags.

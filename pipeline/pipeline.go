@@ -413,7 +413,10 @@ func (r *run) setPlan(p *mirror.Plan) {
 func (r *run) planSources(ctx context.Context, dryRunDest transfer.EstimateDestination) (*mirror.SourceMux, error) {
 	src := r.srcRegistry()
 	mux := &mirror.SourceMux{Default: src}
-	r.pre = r.prefetch(ctx, mux)
+	// Blobs move while planning (transfer.Prefetch) unless the plan may refuse images later.
+	if o := r.opts; r.workflow == mirror.MirrorToMirror && !o.DryRun && !o.PlanOnly && r.policy == nil && o.Signatures != signature.Required {
+		r.pre = transfer.NewPrefetch(ctx, mux, r.destRegistry(), r.copyOptions(nil))
+	}
 	if dryRunDest != nil {
 		r.est = transfer.NewEstimator(mux, dryRunDest, dryRunParallel)
 	}

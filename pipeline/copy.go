@@ -34,7 +34,7 @@ func (r *run) copyOptions(progress func(transfer.ProgressEvent)) transfer.Option
 // copyJobs copies jobs from src to dst; blobs in elsewhere are sent by another
 // shard (transfer.Options.Elsewhere).
 func (r *run) copyJobs(ctx context.Context, src endpoint.Source, dst endpoint.Destination, jobs []transfer.Job, elsewhere map[digest.Digest]string) (*transfer.Report, error) {
-	memo := newMemoSource(src)
+	memo := transfer.NewMemoSource(src)
 	progress, held, err := r.track(ctx, memo, dst, jobs)
 	if err != nil {
 		return nil, err

@@ -225,6 +225,7 @@ type run struct {
 	looking func(stop bool)
 	policy  *sigpolicy.Checker // --policy (nil without), opened by setup
 	pre     *transfer.Prefetch // blobs sent while planning (copy.go), stopped by mirrorOnce
+	checked func() error       // waits for preflight's registry probes: the first failure
 }
 
 // mirrorOnce runs one workflow once (Mirror calls it for each batch it loads).
@@ -238,20 +239,25 @@ func mirrorOnce(ctx context.Context, opts Options) (*Result, error) {
 	}
 	defer r.locks.Unlock()
 	start := time.Now()
-	if err := r.preflight(ctx); err != nil {
+	wctx, err := r.preflight(ctx)
+	if err == nil {
+		switch r.workflow {
+		case mirror.MirrorToMirror:
+			err = r.mirrorToMirror(wctx)
+		case mirror.MirrorToDisk:
+			err = r.mirrorToDisk(wctx)
+		case mirror.DiskToMirror:
+			err = r.diskToMirror(wctx)
+		}
+		r.pre.Stop()
+		if perr := r.checked(); perr != nil {
+			err = perr
+		}
+	}
+	if r.checked == nil || r.checked() != nil {
 		_ = r.writeReport(err) // refused: it does not replace the last report
 		return nil, err
 	}
-	var err error
-	switch r.workflow {
-	case mirror.MirrorToMirror:
-		err = r.mirrorToMirror(ctx)
-	case mirror.MirrorToDisk:
-		err = r.mirrorToDisk(ctx)
-	case mirror.DiskToMirror:
-		err = r.diskToMirror(ctx)
-	}
-	r.pre.Stop()
 	r.res.Duration = time.Since(start)
 	r.res.Interrupted = ctx.Err() != nil
 	if r.res.Plan != nil {
@@ -421,6 +427,10 @@ func (r *run) planSources(ctx context.Context, dryRunDest transfer.EstimateDesti
 		r.est = transfer.NewEstimator(mux, dryRunDest, dryRunParallel)
 	}
 	cats, rebuilt, err := r.catalogsLater(ctx)
+	if err == nil && r.checked() != nil {
+		_ = rebuilt(true)
+		err = r.checked()
+	}
 	if err != nil {
 		return nil, err
 	}

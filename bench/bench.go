@@ -83,6 +83,9 @@ type Config struct {
 	// Skopeo compares with skopeo sync; InstallSkopeo runs apt-get install -y
 	// skopeo when it is missing.
 	Skopeo, InstallSkopeo bool
+	// OcMirror is the oc-mirror binary the catalog-scale section compares
+	// with over wan ("": the row says it is not available).
+	OcMirror string
 	// ParallelImages and ParallelLayers are passed to airlock mirror (0: its
 	// defaults); FloorParallel bounds the floor client's requests.
 	ParallelImages, ParallelLayers, FloorParallel int

@@ -47,13 +47,18 @@ func TestKubeJobManifests(t *testing.T) {
 	cases := map[string][]byte{"golden": golden}
 	cfg, _ := os.ReadFile(filepath.Join("..", "kube", "testdata", "imageset.yaml"))
 	plan, _ := os.ReadFile(filepath.Join("..", "kube", "testdata", "plan.json"))
+	regconf, _ := os.ReadFile(filepath.Join("..", "kube", "testdata", "registries.conf"))
 	for _, n := range []int{1, 2, 4, 16} {
 		for _, ns := range []string{"", "mirror-system"} {
-			out, err := kube.Job(kube.JobOptions{
+			o := kube.JobOptions{
 				Name: "airlock-" + strconv.Itoa(n), Namespace: ns, Image: "registry.example/tools/airlock@sha256:" + strings.Repeat("ab", 32),
 				Destination: "docker://registry.example:5000/ocp", Shards: n, Parallelism: (n + 1) / 2,
 				Config: cfg, Plan: plan, Args: []string{"--dest-tls-verify=false"},
-			})
+			}
+			if ns != "" { // and a registries.conf carried
+				o.RegistriesConf = regconf
+			}
+			out, err := kube.Job(o)
 			if err != nil {
 				t.Fatal(err)
 			}

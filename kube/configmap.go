@@ -21,7 +21,8 @@ var planPartsLimit = MaxPlanParts
 // PlanPartKey is the key of part i of a split compressed plan: plan.json.gz.000.
 func PlanPartKey(i int) string { return fmt.Sprintf("%s.%03d", PlanGzKey, i) }
 
-// configMaps returns the ConfigMaps holding the configuration and the plan,
+// configMaps returns the ConfigMaps holding the configuration (with the
+// registries.conf when there is one) and the plan,
 // and the plan's file name in the pods' config folder: the plan as it is
 // when the two fit one ConfigMap (and the plan is text); else compressed (gzip) as binary data;
 // else compressed and split over ConfigMaps of its own (at most MaxPlanParts).
@@ -32,6 +33,10 @@ func (o *JobOptions) configMaps() ([]ConfigMap, string, error) {
 		Data:       map[string]string{ConfigKey: string(o.Config)},
 	}
 	base := len(ConfigKey) + len(o.Config)
+	if o.RegistriesConf != nil {
+		cm.Data[RegistriesConfKey] = string(o.RegistriesConf)
+		base += len(RegistriesConfKey) + len(o.RegistriesConf)
+	}
 	if base > partSize {
 		return nil, "", fmt.Errorf("the configuration alone is %d bytes, %w (%d bytes): Kubernetes refuses it; split the ImageSetConfiguration into smaller ones, each with its own plan and Job", len(o.Config), ErrTooBig, ConfigMapLimit)
 	}

@@ -38,9 +38,12 @@ const (
 	PlanKey   = "plan.json"
 	PlanGzKey = "plan.json.gz"
 	AuthKey   = "auth.json"
-	configDir = "/etc/airlock"
-	authDir   = "/etc/airlock-auth"
-	workDir   = "/work"
+	// RegistriesConfKey holds the registries.conf the plan's sources are read
+	// through (JobOptions.RegistriesConf), passed to every pod as --registries-conf.
+	RegistriesConfKey = "registries.conf"
+	configDir         = "/etc/airlock"
+	authDir           = "/etc/airlock-auth"
+	workDir           = "/work"
 )
 
 // JobOptions are what the manifests are made from.
@@ -66,6 +69,9 @@ type JobOptions struct {
 	// Config and Plan are the ImageSetConfiguration and the plan.json of
 	// airlock mirror --plan-only.
 	Config, Plan []byte
+	// RegistriesConf, when set, is the registries.conf (mirrors, rewrites,
+	// blocked and insecure registries) the pods read the sources through.
+	RegistriesConf []byte
 	// Args are more airlock mirror flags for every pod (e.g. --dest-tls-verify=false).
 	Args []string
 	// Comment is written at the top, each line as a YAML comment.
@@ -190,6 +196,9 @@ func (o *JobOptions) meta(name, component string) ObjectMeta {
 func (o *JobOptions) job(name, component string, args []string) BatchJob {
 	mirrorArgs := append([]string{"mirror", "-c", configDir + "/" + ConfigKey}, args...)
 	mirrorArgs = append(mirrorArgs, "--workspace", "file://"+workDir, "--authfile", authDir+"/"+AuthKey)
+	if o.RegistriesConf != nil {
+		mirrorArgs = append(mirrorArgs, "--registries-conf", configDir+"/"+RegistriesConfKey)
+	}
 	mirrorArgs = append(mirrorArgs, o.Args...)
 	mirrorArgs = append(mirrorArgs, o.Destination)
 	meta := o.meta(name, component)

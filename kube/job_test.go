@@ -182,3 +182,51 @@ func TestJobLargePlan(t *testing.T) {
 		})
 	}
 }
+
+// TestJobRegistriesConf: a registries.conf goes into the ConfigMap beside the
+// configuration and every pod reads the sources through it; without one, no pod
+// is told about one.
+func TestJobRegistriesConf(t *testing.T) {
+	conf, err := os.ReadFile(filepath.Join("testdata", "registries.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, with := range []bool{true, false} {
+		o := testOptions(t)
+		if with {
+			o.RegistriesConf = conf
+		}
+		out, err := Job(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cm ConfigMap
+		var args [][]string
+		for _, doc := range strings.Split(string(out), "\n---\n") {
+			switch {
+			case strings.Contains(doc, "kind: ConfigMap"):
+				if err := yaml.Unmarshal([]byte(doc), &cm); err != nil {
+					t.Fatal(err)
+				}
+			case strings.Contains(doc, "kind: Job"):
+				var j BatchJob
+				if err := yaml.Unmarshal([]byte(doc), &j); err != nil {
+					t.Fatal(err)
+				}
+				args = append(args, j.Spec.Template.Spec.Containers[0].Args)
+			}
+		}
+		if got := cm.Data[RegistriesConfKey]; got != map[bool]string{true: string(conf)}[with] {
+			t.Errorf("with=%v: ConfigMap's %s = %q", with, RegistriesConfKey, got)
+		}
+		if len(args) != 2 {
+			t.Fatalf("%d Jobs, want the shards' and the finish one", len(args))
+		}
+		for _, a := range args {
+			flag := strings.Join(a, " ")
+			if has := strings.Contains(flag, "--registries-conf /etc/airlock/"+RegistriesConfKey); has != with {
+				t.Errorf("with=%v: pod args %q", with, flag)
+			}
+		}
+	}
+}

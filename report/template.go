@@ -15,6 +15,7 @@ var page = template.Must(template.New("report").Funcs(funcs).Parse(`<!DOCTYPE ht
 body{font-family:system-ui,-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:0 auto;max-width:1200px;padding:1em 2em;color:#212121;line-height:1.4}
 h1{font-size:1.6em;margin-bottom:.2em}h2{border-bottom:2px solid #e0e0e0;padding-bottom:.2em;margin-top:1.6em}h3{margin-bottom:.3em}h4{margin:.8em 0 .3em}
 table{border-collapse:collapse;margin:.4em 0 1em;font-size:.9em}th,td{border:1px solid #e0e0e0;padding:.25em .6em;text-align:left;vertical-align:top}
+td code,td{overflow-wrap:anywhere}td.n{white-space:nowrap}
 th{background:#f5f5f5}td.n{text-align:right;font-variant-numeric:tabular-nums}
 code,pre{font-family:ui-monospace,"SFMono-Regular",Menlo,Consolas,monospace;font-size:.88em}pre{background:#f5f5f5;padding:.8em;overflow:auto;border-radius:4px}
 .ok{color:#2e7d32}.bad{color:#c62828;font-weight:600}.muted{color:#757575}

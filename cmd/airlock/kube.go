@@ -73,7 +73,8 @@ func newKubeJobCmd() *cobra.Command {
     the destination, then pushes the catalogs and writes the cluster resources.
 
 The pods read registry credentials from auth.json in a Secret (--auth-secret) that
-the manifests reference but do not hold. The header says how the plan splits.`,
+the manifests reference but do not hold, and the sources through the registries.conf
+of --registries-conf (or $CONTAINERS_REGISTRIES_CONF), carried in the ConfigMap. The header says how the plan splits.`,
 		Example: `  airlock mirror -c isc.yaml --workspace file://ws --plan-only docker://mirror.example:5000/ocp
   airlock kube image docker://mirror.example:5000/tools/airlock:v1
   airlock kube job -c isc.yaml --plan ws/working-dir/plan.json --shards 4 \
@@ -99,6 +100,7 @@ the manifests reference but do not hold. The header says how the plan splits.`,
 	f.StringVar(&o.Name, "name", "airlock-mirror", "name of the ConfigMap and Job (the finish Job adds -finish)")
 	f.StringVarP(&o.Namespace, "namespace", "n", "", "namespace written into the manifests (default: kubectl's)")
 	f.StringVar(&o.AuthSecret, "auth-secret", "", "Secret holding auth.json (default NAME-auth)")
+	f.StringVar(&o.RegistriesConfPath, "registries-conf", "", "registries.conf the pods read the sources through, carried in the ConfigMap (default: $CONTAINERS_REGISTRIES_CONF when set; this machine's system files are not carried)")
 	f.StringArrayVar(&o.Args, "mirror-arg", nil, "more airlock mirror flags for the pods, e.g. --mirror-arg=--dest-tls-verify=false (repeatable)")
 	for _, r := range []string{"config", "plan", "shards", "image"} {
 		_ = cmd.MarkFlagRequired(r)

@@ -32,6 +32,10 @@ import (
 type JobOptions struct {
 	kube.JobOptions
 	ConfigPath, PlanFile string
+	// RegistriesConfPath is --registries-conf: the registries.conf the pods
+	// read the sources through ("": $CONTAINERS_REGISTRIES_CONF when set, else
+	// none; this machine's system files are not carried).
+	RegistriesConfPath string
 }
 
 // Job reads the configuration and the plan, checks that the plan was made
@@ -73,6 +77,9 @@ func Job(o JobOptions) ([]byte, error) {
 		return nil, fmt.Errorf("plan %s: %w", o.PlanFile, err)
 	}
 	o.Config, o.Plan = cfg, append(plain.Bytes(), '\n')
+	if o.RegistriesConf, err = registriesConf(o.RegistriesConfPath); err != nil {
+		return nil, err
+	}
 	var c strings.Builder
 	fmt.Fprintf(&c, "airlock mirror, sharded: %d shards of plan %s into %s\n", o.Shards, o.PlanFile, o.Destination)
 	fmt.Fprintf(&c, "distinct blobs: %s; groups spread over shards: %d\n", humanize.Bytes(part.UniqueBytes), part.Split)
@@ -82,6 +89,19 @@ func Job(o JobOptions) ([]byte, error) {
 	c.WriteString("\n")
 	o.Comment = c.String()
 	return kube.Job(o.JobOptions)
+}
+
+// registriesConf is the registries.conf named by path or the environment,
+// checked as airlock mirror reads it (nil when neither names one).
+func registriesConf(path string) ([]byte, error) {
+	conf, err := registry.LoadRegistriesConf(path)
+	if err != nil {
+		return nil, err
+	}
+	if conf.Path() == "" {
+		return nil, nil
+	}
+	return os.ReadFile(conf.Path())
 }
 
 // ImageOptions are airlock kube image's inputs.

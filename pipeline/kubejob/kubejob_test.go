@@ -213,3 +213,55 @@ func TestKubeJobLargePlan(t *testing.T) {
 		})
 	}
 }
+
+// TestKubeJobRegistriesConf: the registries.conf of --registries-conf (or of
+// $CONTAINERS_REGISTRIES_CONF) is checked and carried into the ConfigMap; a
+// missing or broken one is refused naming it.
+func TestKubeJobRegistriesConf(t *testing.T) {
+	dir := t.TempDir()
+	plan := mirror.Plan{Workflow: mirror.MirrorToMirror, Destination: "registry.example/ocp"}
+	b, _ := json.Marshal(plan)
+	planFile := filepath.Join(dir, "plan.json")
+	good, bad := filepath.Join("..", "..", "kube", "testdata", "registries.conf"), filepath.Join(dir, "bad.conf")
+	if err := errors.Join(os.WriteFile(planFile, b, 0o644), os.WriteFile(bad, []byte("[[registry]\nlocation = 1\n"), 0o644)); err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, flag, env string
+		carried         bool
+		refused         string
+	}{
+		{"flag", good, "", true, ""},
+		{"environment", "", good, true, ""},
+		{"neither", "", "", false, ""},
+		{"missing", filepath.Join(dir, "nope.conf"), "", false, "--registries-conf " + filepath.Join(dir, "nope.conf")},
+		{"broken", bad, "", false, bad},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("CONTAINERS_REGISTRIES_CONF", tc.env)
+			o := kubejob.JobOptions{ConfigPath: filepath.Join("..", "..", "kube", "testdata", "imageset.yaml"), PlanFile: planFile, RegistriesConfPath: tc.flag}
+			o.Shards, o.Image, o.Destination = 2, "registry.example/airlock:v1", "docker://registry.example/ocp"
+			out, err := kubejob.Job(o)
+			if tc.refused != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.refused) {
+					t.Fatalf("got %v, want a refusal naming %s", err, tc.refused)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cm kube.ConfigMap
+			if err := yaml.Unmarshal([]byte(strings.Split(string(out), "\n---\n")[1]), &cm); err != nil {
+				t.Fatal(err)
+			}
+			if got, ok := cm.Data[kube.RegistriesConfKey]; ok != tc.carried || (ok && got != string(want)) {
+				t.Errorf("ConfigMap's %s: %q (carried %v, want %v)", kube.RegistriesConfKey, got, ok, tc.carried)
+			}
+		})
+	}
+}

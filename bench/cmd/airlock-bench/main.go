@@ -103,6 +103,7 @@ func run() error {
 	shards := flag.Bool("shards", envBool("BENCH_SHARDS", true), "copy section: measure 2 shards of the plan at once (per-shard bytes, wall) [BENCH_SHARDS]")
 	shardsOnly := flag.Bool("shards-only", false, "copy section: only the sharded rows")
 	skopeo := flag.Bool("skopeo", envBool("BENCH_SKOPEO", true), "compare with skopeo sync")
+	ocMirror := flag.String("oc-mirror", env("BENCH_OC_MIRROR", ""), "oc-mirror binary to compare with at catalog scale over wan (default: oc-mirror on PATH) [BENCH_OC_MIRROR]")
 	installSkopeo := flag.Bool("install-skopeo", envBool("BENCH_INSTALL_SKOPEO", true), "apt-get install -y skopeo when missing")
 	pImages := flag.Int("parallel-images", 0, "airlock mirror --parallel-images (0: airlock's default)")
 	pLayers := flag.Int("parallel-layers", 0, "airlock mirror --parallel-layers (0: airlock's default)")
@@ -134,6 +135,7 @@ func run() error {
 		RepoRoot: root, Airlock: *airlock, WorkDir: *work, Keep: *keep, Quick: *quick,
 		Fixtures: *fixtures, RealDir: *realDir, RealYAMLDir: *realYAMLDir, Opm: *opm, Count: *count,
 		Copy: *doCopy, Shards: *shards || *shardsOnly, ShardsOnly: *shardsOnly, CopyMode: *mode, Skopeo: *skopeo, InstallSkopeo: *installSkopeo,
+		OcMirror:       bench.FindOcMirror(*ocMirror),
 		ParallelImages: *pImages, ParallelLayers: *pLayers, FloorParallel: *floorPar,
 		GoBenchPkgs: strings.Fields(*goPkgs), GoBenchTime: *goTime, GoTags: *goTags, Note: *note, Out: os.Stdout,
 		Log: slog.New(slog.NewTextHandler(os.Stderr, nil)),

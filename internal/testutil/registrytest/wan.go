@@ -205,7 +205,11 @@ func StartWAN(upstream string, c WANConfig) (*WAN, error) {
 		if err != nil {
 			return nil, err
 		}
-		w.cdn.base = "http://" + cdnHost
+		// A CDN is another domain than the registry's (quay.io's blobs come from
+		// cloudfront.net): clients drop the registry's Authorization header on
+		// the redirect only for another host name, and the CDN refuses one (as
+		// S3 does), so it is named localhost while the registry is 127.0.0.1.
+		w.cdn.base = "http://" + strings.Replace(cdnHost, "127.0.0.1", "localhost", 1)
 	}
 	// The registry's listener first: the token realm names its address.
 	addr := c.Listen

@@ -1,0 +1,106 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+)
+
+// ocMirrorTarget is the speed-up over oc-mirror v2 on the catalog-scale
+// workload over wan.
+const ocMirrorTarget = 2.0
+
+// FindOcMirror is the oc-mirror binary to compare with: flag (-oc-mirror),
+// else oc-mirror on PATH; "" when there is none.
+func FindOcMirror(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	p, err := exec.LookPath("oc-mirror")
+	if err != nil {
+		return ""
+	}
+	return p
+}
+
+// ocMirrorOverLink runs oc-mirror v2's mirror-to-mirror of the same
+// ImageSetConfiguration over the same link into a fresh destination, in the
+// same sitting as airlock's first run (wall airlock), and the speed-up row.
+// oc-mirror keeps its cache and its local registry under work.
+func ocMirrorOverLink(ctx context.Context, cfg Config, link string, wc registrytest.WANConfig, wan *registrytest.WAN,
+	src *Registry, isc, work, input string, unique int64, airlock time.Duration) ([]Row, error) {
+	name := "oc-mirror v2 m2m over " + link
+	if cfg.OcMirror == "" {
+		return []Row{{Name: name, Input: input, Target: fmt.Sprintf("airlock ≥ %.0f× faster", ocMirrorTarget),
+			Note: "not available: no oc-mirror binary (-oc-mirror PATH or oc-mirror on PATH; docs/benchmarks.md says how one was built here)"}}, nil
+	}
+	dst, err := StartRegistry(ctx, cfg.Airlock, filepath.Join(work, "dst"))
+	if err != nil {
+		return nil, err
+	}
+	defer func() { dst.Stop(); _ = os.RemoveAll(work) }()
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	home := filepath.Join(work, "home")
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		return nil, err
+	}
+	cmd := Command{Name: cfg.OcMirror, Dir: work, Env: []string{"HOME=" + home, "XDG_RUNTIME_DIR=" + home},
+		Args: []string{"--v2", "-c", isc, "--workspace", "file://" + filepath.Join(work, "ws"), "--cache-dir", filepath.Join(work, "cache"),
+			"-p", fmt.Sprint(port), "docker://" + dst.Addr() + "/mirror", "--dest-tls-verify=false", "--src-tls-verify=false"}}
+	s0, d0, w0 := src.Proxy.Counts(), dst.Proxy.Counts(), wan.Stats()
+	cfg.Log.Info("measuring", "what", name)
+	m, err := Exec(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	ds, dd, ws := src.Proxy.Counts().Sub(s0), dst.Proxy.Counts().Sub(d0), wan.Stats()
+	r := Row{Name: name + ", first run", Input: input, Wall: m.Wall, RSS: m.MaxRSS, CPU: m.CPU(), Pulled: ds.BytesOut, Pushed: dd.BytesIn, Counted: true,
+		Blobs: fmt.Sprintf("%d (%d)", dd.BlobsCommitted, dd.Mounted), Requests: fmt.Sprintf("%d / %d", ws.Requests-w0.Requests, dd.Requests),
+		Note: fmt.Sprintf("%s; link %s; over the link: %d connections, %d token requests, %d CDN redirects, %d answered 429; sent / unique %.2f",
+			cfg.OcMirror, wc, ws.Connections-w0.Connections, ws.TokenRequests-w0.TokenRequests, ws.Redirects-w0.Redirects,
+			ws.Throttled-w0.Throttled, float64(dd.UploadBytesIn)/float64(unique))}
+	if m.Exit != 0 {
+		logFile := filepath.Join(cfg.WorkDir, "oc-mirror-"+link+".log")
+		_ = os.WriteFile(logFile, []byte(m.Stdout+m.Stderr), 0o644)
+		r.Note = fmt.Sprintf("FAILED (exit %d): %s", m.Exit, lastLine(m.Stderr+m.Stdout))
+		return []Row{r}, fmt.Errorf("%s: exit %d (its output: %s; -keep keeps it)", name, m.Exit, logFile)
+	}
+	rows := []Row{r}
+	if airlock > 0 {
+		x := float64(m.Wall) / float64(airlock)
+		rows = append(rows, Row{Name: name + " / airlock m2m (wall: speed-up)", Input: input, WallText: fmt.Sprintf("%.2f×", x),
+			Target: fmt.Sprintf("≥ %.0f×", ocMirrorTarget), Met: met(x >= ocMirrorTarget),
+			Note: fmt.Sprintf("oc-mirror %s, airlock %s, one after the other into fresh destinations", Seconds(m.Wall), Seconds(airlock))})
+	}
+	return rows, nil
+}
+
+// firstWall is the wall time of airlock's first run among a link's rows.
+func firstWall(rows []Row) time.Duration {
+	for _, r := range rows {
+		if strings.HasSuffix(r.Name, ", first run") {
+			return r.Wall
+		}
+	}
+	return 0
+}
+
+// freePort is a TCP port free on 127.0.0.1 just now.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

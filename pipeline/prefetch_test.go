@@ -21,31 +21,28 @@ import (
 	"github.com/airlock-mirror/airlock/pipeline"
 )
 
-// gatedSource is a source registry whose answer to the manifest of one
-// repository (the last image the plan resolves) waits until the destination
-// has committed a blob, then records what the destination had received by
-// then. Without blobs moving while planning goes on, the wait runs out
-// (gateWait) and the test fails: no clock is asserted.
-type gatedSource struct {
-	host                  string
-	gated                 string // repository path whose manifest waits
-	dst                   *registrytest.Registry
-	mu                    sync.Mutex
-	released              bool
-	blobsBefore, manBefor int64
-	onRelease             func()
+// gate stands in front of a registry: the first request match selects waits
+// until ready says so (at most gateWait), then snap records what the test
+// wants to know at that moment. Without the overlap under test the wait runs
+// out and the test fails on what snap recorded: no clock is asserted.
+type gate struct {
+	host     string
+	mu       sync.Mutex
+	released bool
+	ready    func() bool
+	snap     func()
 }
 
-// gateWait bounds the wait of the gated manifest (generous: a loaded machine).
+// gateWait bounds a gate's wait (generous: a loaded machine).
 const gateWait = 60 * time.Second
 
-func startGatedSource(t *testing.T, src *registrytest.Registry, gated string, dst *registrytest.Registry) *gatedSource {
+func startGate(t *testing.T, target string, match func(*http.Request) bool, ready func() bool, snap func()) *gate {
 	t.Helper()
-	g := &gatedSource{gated: gated, dst: dst}
-	u, _ := url.Parse("http://" + src.Host())
+	g := &gate{ready: ready, snap: snap}
+	u, _ := url.Parse("http://" + target)
 	proxy := httputil.NewSingleHostReverseProxy(u)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasPrefix(r.URL.Path, "/v2/"+g.gated+"/manifests/") {
+		if match(r) {
 			g.wait()
 		}
 		proxy.ServeHTTP(w, r)
@@ -55,20 +52,41 @@ func startGatedSource(t *testing.T, src *registrytest.Registry, gated string, ds
 	return g
 }
 
-func (g *gatedSource) wait() {
+func (g *gate) wait() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.released {
 		return
 	}
-	for deadline := time.Now().Add(gateWait); time.Now().Before(deadline) && g.dst.Counts().BlobsCommitted == 0; {
+	for deadline := time.Now().Add(gateWait); time.Now().Before(deadline) && !g.ready(); {
 		time.Sleep(10 * time.Millisecond)
 	}
-	c := g.dst.Counts()
-	g.released, g.blobsBefore, g.manBefor = true, c.BlobsCommitted, c.ManifestPUT
-	if g.onRelease != nil {
-		g.onRelease()
-	}
+	g.released = true
+	g.snap()
+}
+
+// gatedSource is a source whose manifest of repository gated (the image the
+// plan resolves last) waits until dst has committed a blob, and records what
+// dst had received by then.
+type gatedSource struct {
+	*gate
+	blobsBefore, manBefor int64
+	onRelease             func()
+}
+
+func startGatedSource(t *testing.T, src *registrytest.Registry, gated string, dst *registrytest.Registry) *gatedSource {
+	t.Helper()
+	g := &gatedSource{}
+	g.gate = startGate(t, src.Host(), func(r *http.Request) bool {
+		return strings.HasPrefix(r.URL.Path, "/v2/"+gated+"/manifests/")
+	}, func() bool { return dst.Counts().BlobsCommitted > 0 }, func() {
+		c := dst.Counts()
+		g.blobsBefore, g.manBefor = c.BlobsCommitted, c.ManifestPUT
+		if g.onRelease != nil {
+			g.onRelease()
+		}
+	})
+	return g
 }
 
 // prefetchConfig writes a configuration of n images named by tag at host
@@ -226,4 +244,24 @@ func TestPrefetchBlockedAndConflicting(t *testing.T) {
 		t.Errorf("blocked image's repository exists at the destination (%v)", err)
 	}
 	checkTagged(t, dst, 2)
+}
+
+// The catalog is fetched while the preflight still waits for the destination
+// (its first /v2/ ping is held until the source served a manifest).
+func TestPreflightBesideCatalogFetch(t *testing.T) {
+	e := setup(t)
+	dst := registrytest.Start(t)
+	var fetched int64
+	g := startGate(t, dst.Host(), func(r *http.Request) bool { return r.URL.Path == "/v2/" },
+		func() bool { return e.src.Counts().ManifestGET > 0 },
+		func() { fetched = e.src.Counts().ManifestGET })
+	o := opts(e.config(t, "    - name: baz"))
+	o.Destination = "docker://" + g.host + "/mirror"
+	o.Workspace = "file://" + t.TempDir()
+	if _, err := pipeline.Mirror(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if fetched == 0 {
+		t.Error("the source served no manifest while the destination's preflight ping waited: the catalog stage waited for the preflight")
+	}
 }

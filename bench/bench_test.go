@@ -281,6 +281,7 @@ func TestRunEndToEnd(t *testing.T) {
 		t.Fatalf("no row %q", name)
 		return Row{}
 	}
+	o.TagRefs = true // as the copy section's catalog names its images
 	w, _ := workload.New(o)
 	w.AddCatalog("x")
 	st := w.Stats()

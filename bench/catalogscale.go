@@ -149,8 +149,12 @@ func runCatalogScale(ctx context.Context, cfg Config) ([]Row, error) {
 	st := seed.Stats
 	unique := st.BlobBytes
 	input := fmt.Sprintf("%s: %d images, %d indexes, %d blobs, %s", cfg.CatalogPreset, st.Tags-1, st.Indexes, st.Blobs, Bytes(unique))
-	rows := []Row{heading(fmt.Sprintf("catalog scale: %d packages (heads only), %d images (%d two-arch indexes) in %d repositories, %d unique blobs, %s; source behind the WAN simulator, destination on loopback; cache %s",
-		max(1, o.Packages), st.Tags-1, st.Indexes, st.Repos, st.Blobs, Bytes(unique), cfg.CacheDir))}
+	named := "pinned by digest"
+	if o.TagRefs {
+		named = "named by tag"
+	}
+	rows := []Row{heading(fmt.Sprintf("catalog scale: %d packages (heads only), %d images (%d two-arch indexes; the catalog's references %s) in %d repositories, %d unique blobs, %s; source behind the WAN simulator, destination on loopback; cache %s",
+		max(1, o.Packages), st.Tags-1, st.Indexes, named, st.Repos, st.Blobs, Bytes(unique), cfg.CacheDir))}
 	var errs []error
 	var peak int64
 	for _, link := range cfg.Links {

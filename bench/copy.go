@@ -54,7 +54,12 @@ func runCopy(ctx context.Context, cfg Config) ([]Row, error) {
 		return nil, err
 	}
 	t0 := time.Now()
-	w, err := workload.New(cfg.Workload)
+	// The catalog names the images by tag, as skopeo sync reads them: every
+	// tool resolves the same tags, and the rows stay comparable with earlier
+	// runs (the catalog-scale section pins them by digest).
+	o := cfg.Workload
+	o.TagRefs = true
+	w, err := workload.New(o)
 	if err != nil {
 		return nil, err
 	}

@@ -25,7 +25,8 @@ const CatalogPackage = "bench-workload"
 // every tag of the workload; with more, package p (CatalogPackage-NNN, its own
 // bundle image) names the tags i with i % Packages == p. Every channel starts
 // with Options.OlderBundles older bundles naming images the registry does not
-// have. Images are named in registry (the address the mirror will pull from).
+// have. Images are named in registry (the address the mirror will pull from),
+// by digest (Tag.Pinned) unless Options.TagRefs names them by tag (Tag.Ref).
 // It returns the catalog image's reference in registry. Call it once, after
 // New.
 func (w *Workload) AddCatalog(registry string) (string, error) {
@@ -52,7 +53,7 @@ func (w *Workload) AddCatalog(registry string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		fbc, err := packageFBC(pkg, registry, ns, bundleTag, mine, w.Options.OlderBundles)
+		fbc, err := packageFBC(pkg, registry, ns, bundleTag, mine, w.Options.OlderBundles, w.Options.TagRefs)
 		if err != nil {
 			return "", err
 		}
@@ -103,13 +104,32 @@ func (w *Workload) bundle(pkg, repo string) (Tag, error) {
 	return Tag{Repo: repo, Tag: "v1.0.0", Manifest: m}, nil
 }
 
+// RefOf is how the catalog AddCatalog builds names image t in registry: by
+// digest, or by tag with Options.TagRefs.
+func (w *Workload) RefOf(t Tag, registry string) string { return refOf(t, registry, w.Options.TagRefs) }
+
+func refOf(t Tag, registry string, byTag bool) string {
+	if byTag {
+		return t.Ref(registry)
+	}
+	return t.Pinned(registry)
+}
+
 // packageFBC is the catalog.json of one package: its channel "stable" of
 // older bundles (v0.K.0, a replaces chain, naming images the registry does not
-// have) and the head v1.0.0 naming bundle and tags.
-func packageFBC(pkg, registry, ns string, bundle Tag, tags []Tag, older int) (string, error) {
+// have) and the head v1.0.0 naming bundle and tags, by tag with byTag, else by
+// digest (the older bundles by made-up digests).
+func packageFBC(pkg, registry, ns string, bundle Tag, tags []Tag, older int, byTag bool) (string, error) {
 	type rel struct {
 		Name  string `json:"name"`
 		Image string `json:"image"`
+	}
+	ref := func(t Tag) string { return refOf(t, registry, byTag) }
+	gone := func(repo, tag string) string { // an older release's image, not in the registry
+		if byTag {
+			return registry + "/" + repo + ":" + tag
+		}
+		return registry + "/" + repo + "@" + digest.FromString(repo+":"+tag).String()
 	}
 	bundleDoc := func(version, image string, rels []rel) map[string]any {
 		return map[string]any{"schema": "olm.bundle", "name": pkg + ".v" + version, "package": pkg, "image": image,
@@ -123,24 +143,24 @@ func packageFBC(pkg, registry, ns string, bundle Tag, tags []Tag, older int) (st
 	prev := ""
 	for k := range older {
 		v := fmt.Sprintf("0.%d.0", k)
-		img := registry + "/" + bundle.Repo + ":v" + v
-		rels := []rel{{Name: "", Image: img}, {Name: "operator", Image: registry + "/" + ns + "/" + pkg + "-operator:v" + v}}
+		img := gone(bundle.Repo, "v"+v)
+		rels := []rel{{Name: "", Image: img}, {Name: "operator", Image: gone(ns+"/"+pkg+"-operator", "v"+v)}}
 		e := map[string]string{"name": pkg + ".v" + v}
 		if prev != "" {
 			e["replaces"] = prev
 		}
 		entries, bundles, prev = append(entries, e), append(bundles, bundleDoc(v, img, rels)), pkg+".v"+v
 	}
-	rels := []rel{{Name: "", Image: bundle.Ref(registry)}}
+	rels := []rel{{Name: "", Image: ref(bundle)}}
 	for _, t := range tags {
 		name := strings.NewReplacer("/", "-", ".", "-").Replace(strings.TrimPrefix(t.Repo, ns+"/") + "-" + t.Tag)
-		rels = append(rels, rel{Name: name, Image: t.Ref(registry)})
+		rels = append(rels, rel{Name: name, Image: ref(t)})
 	}
 	head := map[string]string{"name": pkg + ".v1.0.0"}
 	if prev != "" {
 		head["replaces"] = prev
 	}
-	entries, bundles = append(entries, head), append(bundles, bundleDoc("1.0.0", bundle.Ref(registry), rels))
+	entries, bundles = append(entries, head), append(bundles, bundleDoc("1.0.0", ref(bundle), rels))
 	docs := append([]any{
 		map[string]any{"schema": "olm.package", "name": pkg, "defaultChannel": "stable"},
 		map[string]any{"schema": "olm.channel", "name": "stable", "package": pkg, "entries": entries},

@@ -18,17 +18,24 @@ import (
 // TestCatalogPackages checks the catalog of a workload with several packages
 // and older bundles: a valid catalog whose channel heads name every tag once
 // (and their bundle images), while the older bundles name only images the
-// workload does not have.
+// workload does not have; every reference pinned by digest, or by tag with
+// TagRefs.
 func TestCatalogPackages(t *testing.T) {
+	for _, byTag := range []bool{false, true} {
+		t.Run(map[bool]string{false: "by digest", true: "by tag"}[byTag], func(t *testing.T) { testCatalogPackages(t, byTag) })
+	}
+}
+
+func testCatalogPackages(t *testing.T, byTag bool) {
 	o, _ := workload.Preset("tiny")
-	o.Packages, o.OlderBundles = 3, 2
+	o.Packages, o.OlderBundles, o.TagRefs = 3, 2, byTag
 	w, err := workload.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tags := map[string]bool{}
 	for _, tg := range w.Tags {
-		tags[tg.Ref("reg.example:5000")] = true
+		tags[w.RefOf(tg, "reg.example:5000")] = true
 	}
 	if _, err := w.AddCatalog("reg.example:5000"); err != nil {
 		t.Fatal(err)
@@ -67,6 +74,11 @@ func TestCatalogPackages(t *testing.T) {
 			continue
 		}
 		head := strings.HasSuffix(d.Name, ".v1.0.0")
+		for _, r := range append([]struct{ Image string }{{d.Image}}, d.RelatedImages...) {
+			if pinned := strings.Contains(r.Image, "@sha256:"); pinned == byTag {
+				t.Errorf("bundle %s names %s: pinned by digest %v, want %v", d.Name, r.Image, pinned, !byTag)
+			}
+		}
 		if head {
 			heads = append(heads, d.Name)
 			bundles = append(bundles, d.Image)

@@ -79,6 +79,11 @@ type Options struct {
 	// channel (a replaces chain): they name images that are not in the
 	// registry, as a catalog's old releases do; a heads-only mirror skips them.
 	OlderBundles int
+	// TagRefs makes the catalog AddCatalog builds name its bundle and related
+	// images by tag (repo:tag). By default it pins each by digest
+	// (repo@sha256:…), as redhat-operator-index and the other Red Hat catalogs
+	// do for every bundle image and relatedImages entry.
+	TagRefs bool
 }
 
 // Preset returns the options of a named workload:
@@ -219,6 +224,12 @@ type Tag struct {
 
 // Ref returns the tag's reference in registry ("127.0.0.1:5000/bench/app-03:v1.7").
 func (t Tag) Ref(registry string) string { return registry + "/" + t.Repo + ":" + t.Tag }
+
+// Pinned returns the reference of the tag's manifest by digest in registry
+// ("127.0.0.1:5000/bench/app-03@sha256:…").
+func (t Tag) Pinned(registry string) string {
+	return registry + "/" + t.Repo + "@" + t.Manifest.Digest.String()
+}
 
 // Workload is a generated set of tagged images.
 type Workload struct {

@@ -379,7 +379,7 @@ func (e *copyEngine) copyJob(ctx context.Context, ic *imageCtx) error {
 			}
 		}
 		if m == nil {
-			mm, err := e.src.Manifest(ctx, job.Source, job.Digest.String())
+			mm, err := e.readManifest(ctx, job, job.Digest, true)
 			if err != nil {
 				return err
 			}
@@ -420,7 +420,7 @@ func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Di
 		if held && !recheck {
 			return false, nil
 		}
-		m, err := e.src.Manifest(ctx, job.Source, d.String())
+		m, err := e.readManifest(ctx, job, d, held)
 		if err != nil {
 			return false, err
 		}

@@ -152,3 +152,25 @@ func (e *copyEngine) discoverPresent(ctx context.Context, d digest.Digest, host 
 		}
 	}
 }
+
+// readManifest reads manifest d of job. One the destination holds (held) is
+// read there: its bytes are the source's, since a manifest is its digest, and
+// they are checked against d here and again by the caller, so a re-run that
+// needs a held manifest (an index rechecked for a platform subset, a tag put
+// back) costs the source no request, and an image pinned by digest costs the
+// source nothing while the destination holds it. Otherwise, or when the
+// destination cannot be read or answers with other bytes, it is read from the
+// source.
+func (e *copyEngine) readManifest(ctx context.Context, job Job, d digest.Digest, held bool) (endpoint.Manifest, error) {
+	if rd, ok := e.dst.(endpoint.Source); ok && held {
+		m, err := rd.Manifest(ctx, job.Dest, d.String())
+		if err == nil && digest.FromBytes(m.Raw) == d {
+			if m.Digest == "" {
+				m.Digest = d
+			}
+			return m, nil
+		}
+		e.log.Debug("cannot read a held manifest at the destination: reading it from the source", "repo", job.Dest, "digest", d, "error", err)
+	}
+	return e.src.Manifest(ctx, job.Source, d.String())
+}

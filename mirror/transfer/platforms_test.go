@@ -163,6 +163,21 @@ func TestCopyPlatformSubset(t *testing.T) {
 	if !exists(t, dest, arm.child, false) || rep.BytesSent != allBytes-amdBytes || rep.Images[0].Status != StatusCopied {
 		t.Errorf("widened: arm64 child present %v, %d bytes sent (want %d), status %s", exists(t, dest, arm.child, false), rep.BytesSent, allBytes-amdBytes, rep.Images[0].Status)
 	}
+
+	// A no-op re-run with a subset reads the held index again (to see whether
+	// the subset wants children it lacks), at the destination: the image,
+	// pinned by digest, costs the source nothing.
+	for _, plats := range [][]string{{"linux/amd64"}, {"linux/amd64", "linux/arm64"}} {
+		jobs[0].Platforms = plats
+		src.Reset()
+		rep, err = Copy(ctx, testRegistry(), testRegistry(), jobs, Options{Retry: mirrortest.FastRetry})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := requestsBeyondBase(src.Counts()); n != 0 || rep.Images[0].Status != StatusSkipped {
+			t.Errorf("no-op re-run with platforms %v: %s, %d source requests (%v), want skipped and none", plats, rep.Images[0].Status, n, src.Counts().ByPath)
+		}
+	}
 }
 
 // What a subset cannot do is an error naming the image and the fix: an index

@@ -86,7 +86,8 @@ func TestNoOpRerunOneDestinationRequestPerImage(t *testing.T) {
 
 // An image the destination holds whose tag went missing (or moved) gets the
 // tag back with one PUT: the destination said it holds the manifest by
-// digest, so the push by digest that verifies a new manifest is not repeated.
+// digest, so the push by digest that verifies a new manifest is not repeated,
+// and the manifest is read there, not at the source.
 func TestMissingTagOfHeldManifestIsOnePut(t *testing.T) {
 	ctx := context.Background()
 	src, dst := registrytest.Start(t), registrytest.Start(t)
@@ -126,9 +127,13 @@ func TestMissingTagOfHeldManifestIsOnePut(t *testing.T) {
 			if c.UploadPOST+c.MountPOST+c.BlobHEAD != 0 {
 				t.Errorf("blobs of held manifests asked for: %v", c.ByPath)
 			}
-			// The manifest to tag is read at the source, once.
-			if n := requestsBeyondBase(src.Counts()); n != tc.puts*int64(len(jobs)) {
-				t.Errorf("%d source requests (%v), want %d", n, src.Counts().ByPath, tc.puts*int64(len(jobs)))
+			// The manifest to tag is read where it is held, the destination
+			// (verified by digest), once; the source is not asked.
+			if n := requestsBeyondBase(src.Counts()); n != 0 {
+				t.Errorf("%d source requests (%v), want none", n, src.Counts().ByPath)
+			}
+			if c.ManifestGET != tc.puts*int64(len(jobs)) {
+				t.Errorf("%d destination manifest GETs (%v), want %d", c.ManifestGET, c.ByPath, tc.puts*int64(len(jobs)))
 			}
 			checkDest(t, again)
 		})

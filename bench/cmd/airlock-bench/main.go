@@ -122,6 +122,7 @@ func run() error {
 	opm := flag.String("opm", env("OPM_BIN", ""), "opm binary (operator-registry v1.73.0) to measure beside airlock on the v4.21 input; empty skips it [OPM_BIN]")
 	links := flag.String("wan", env("BENCH_WAN", "wan,far"), "catalog-scale section: mirror over these WAN simulator presets (lan, wan, far, loopback); \"none\" skips it [BENCH_WAN]")
 	catPreset := flag.String("catalog-workload", env("BENCH_CATALOG_WORKLOAD", ""), "catalog-scale workload preset: catalog (500 images, 1.5 GB) or catalog-quick (1/10) (default catalog-quick; full: catalog) [BENCH_CATALOG_WORKLOAD]")
+	catRefs := flag.String("catalog-refs", env("BENCH_CATALOG_REFS", "digest"), "how the catalog-scale catalog names its bundle and related images: digest (pinned, as Red Hat's catalogs) or tag [BENCH_CATALOG_REFS]")
 	cacheDir := flag.String("cache", env("BENCH_CACHE", bench.DefaultCacheDir), "keep what is seeded once (the catalog-scale registry) here [BENCH_CACHE]")
 	cleanCache := flag.Bool("clean-cache", false, "remove the cache folder first (it is seeded again)")
 	catPort := flag.Int("catalog-port", 5790, "the catalog-scale source's fixed port on 127.0.0.1 (the catalog names its images there)")
@@ -218,6 +219,13 @@ func run() error {
 		}
 		if cfg.CatalogWorkload, err = workload.Preset(cfg.CatalogPreset); err != nil {
 			return err
+		}
+		switch *catRefs {
+		case "digest":
+		case "tag":
+			cfg.CatalogWorkload.TagRefs = true
+		default:
+			return fmt.Errorf("invalid -catalog-refs %q: use digest or tag", *catRefs)
 		}
 	}
 	if *docs != "" {

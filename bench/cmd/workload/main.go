@@ -28,7 +28,7 @@ func run() error {
 	var (
 		preset   = flag.String("preset", "quick", "reference (130 tags, 0.91 GB), quick (26 tags, 64 MB), tiny, catalog (500 images in 100 packages, 1.5 GB: use -catalog) or catalog-quick (1/10); other flags override it")
 		registry = flag.String("registry", "", "push to this registry HOST:PORT (plain HTTP); empty: print the workload only")
-		catalog  = flag.Bool("catalog", false, "also push a bundle image and a catalog image naming every tag")
+		catalog  = flag.Bool("catalog", false, "also push a bundle image and a catalog image naming every tag (pinned by digest)")
 		parallel = flag.Int("parallel", 8, "concurrent requests")
 		o        workload.Options
 		baseMB   float64
@@ -43,6 +43,7 @@ func run() error {
 	flag.IntVar(&o.UniqueLayers, "unique-layers", 0, "unique layers per image manifest")
 	flag.Float64Var(&uniqMB, "unique-mb", 0, "total MB of unique layers")
 	flag.Uint64Var(&o.Seed, "seed", 0, "random seed")
+	flag.BoolVar(&o.TagRefs, "tag-refs", false, "the catalog names its images by tag instead of pinning them by digest")
 	flag.Parse()
 	opts, err := workload.Preset(*preset)
 	if err != nil {
@@ -68,6 +69,8 @@ func run() error {
 			opts.UniqueBytes = int64(uniqMB * 1e6)
 		case "seed":
 			opts.Seed = o.Seed
+		case "tag-refs":
+			opts.TagRefs = o.TagRefs
 		}
 	})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)

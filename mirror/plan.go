@@ -73,6 +73,9 @@ type PlanRequest struct {
 	// Progress, when set, is told how many of the tag references to resolve
 	// are resolved (or failed) so far.
 	Progress transfer.StageProgress
+	// Prefetch, when set, is given each image as soon as its digest is known
+	// (blocked images never), to send its blobs while planning goes on.
+	Prefetch *transfer.Prefetch
 }
 
 // Resolver resolves a tag reference to the digest of its manifest.
@@ -324,6 +327,7 @@ func PlanImages(ctx context.Context, req PlanRequest, resolve Resolver, parallel
 		}
 	}
 	expect(resolve, images)
+	prefetchPinned(req.Prefetch, images)
 	count := transfer.NewCounter(req.Progress, toResolve)
 	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup
@@ -350,6 +354,7 @@ func PlanImages(ctx context.Context, req PlanRequest, resolve Resolver, parallel
 				return
 			}
 			im.Digest, im.MediaType = d.Digest, d.MediaType
+			req.Prefetch.Add(im.Job())
 		}()
 	}
 	wg.Wait()

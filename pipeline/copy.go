@@ -34,14 +34,14 @@ func (r *run) copyOptions(progress func(transfer.ProgressEvent)) transfer.Option
 // copyJobs copies jobs from src to dst; blobs in elsewhere are sent by another
 // shard (transfer.Options.Elsewhere).
 func (r *run) copyJobs(ctx context.Context, src endpoint.Source, dst endpoint.Destination, jobs []transfer.Job, elsewhere map[digest.Digest]string) (*transfer.Report, error) {
-	memo := newMemoSource(src)
+	memo := transfer.NewMemoSource(src)
 	progress, held, err := r.track(ctx, memo, dst, jobs)
 	if err != nil {
 		return nil, err
 	}
 	o := r.copyOptions(progress)
 	o.Held = held
-	o.Elsewhere = elsewhere
+	o.Elsewhere, o.Prefetch = elsewhere, r.pre
 	rep, err := transfer.Copy(ctx, memo, dst, jobs, o)
 	r.setCopy(rep)
 	if ctx.Err() != nil {

@@ -83,7 +83,10 @@ func TestFirstRunSourceRequestsPerImage(t *testing.T) {
 	if got := per["measure"]["GET manifest"] + per["copy"]["GET manifest"]; got != 0 {
 		t.Errorf("measuring and copying read %d manifests from the source again, want none", got)
 	}
+	// Blobs move while planning goes on (transfer.Prefetch): they are not
+	// requests made before the copy could start.
 	before := requestsBeyondBase(registrytest.Counts{ByPath: per["plan"]}) + requestsBeyondBase(registrytest.Counts{ByPath: per["measure"]})
+	before -= per["plan"]["GET blob"] + per["measure"]["GET blob"]
 	if before > 3*n {
 		t.Errorf("%d source requests before the copy for %d images, want at most 3 each (%v)", before, n, per)
 	}

@@ -224,6 +224,8 @@ type run struct {
 	est     *transfer.Estimator
 	looking func(stop bool)
 	policy  *sigpolicy.Checker // --policy (nil without), opened by setup
+	pre     *transfer.Prefetch // blobs sent while planning (copy.go), stopped by mirrorOnce
+	checked func() error       // waits for preflight's registry probes: the first failure
 }
 
 // mirrorOnce runs one workflow once (Mirror calls it for each batch it loads).
@@ -237,18 +239,24 @@ func mirrorOnce(ctx context.Context, opts Options) (*Result, error) {
 	}
 	defer r.locks.Unlock()
 	start := time.Now()
-	if err := r.preflight(ctx); err != nil {
+	wctx, err := r.preflight(ctx)
+	if err == nil {
+		switch r.workflow {
+		case mirror.MirrorToMirror:
+			err = r.mirrorToMirror(wctx)
+		case mirror.MirrorToDisk:
+			err = r.mirrorToDisk(wctx)
+		case mirror.DiskToMirror:
+			err = r.diskToMirror(wctx)
+		}
+		r.pre.Stop()
+		if perr := r.checked(); perr != nil {
+			err = perr
+		}
+	}
+	if r.checked == nil || r.checked() != nil {
 		_ = r.writeReport(err) // refused: it does not replace the last report
 		return nil, err
-	}
-	var err error
-	switch r.workflow {
-	case mirror.MirrorToMirror:
-		err = r.mirrorToMirror(ctx)
-	case mirror.MirrorToDisk:
-		err = r.mirrorToDisk(ctx)
-	case mirror.DiskToMirror:
-		err = r.diskToMirror(ctx)
 	}
 	r.res.Duration = time.Since(start)
 	r.res.Interrupted = ctx.Err() != nil
@@ -336,7 +344,7 @@ func (r *run) plan(ctx context.Context, src *registry.Client, cats []mirror.Cata
 	req := mirror.PlanRequest{
 		Workflow: r.workflow, Destination: r.dest, MaxNestedPaths: r.opts.MaxNestedPaths,
 		Catalogs: cats, Additional: r.additional(), Blocked: r.blocked(),
-		Progress: r.stageProgress("plan"),
+		Progress: r.stageProgress("plan"), Prefetch: r.pre,
 	}
 	var refs []string
 	for _, c := range cats {
@@ -411,10 +419,18 @@ func (r *run) setPlan(p *mirror.Plan) {
 func (r *run) planSources(ctx context.Context, dryRunDest transfer.EstimateDestination) (*mirror.SourceMux, error) {
 	src := r.srcRegistry()
 	mux := &mirror.SourceMux{Default: src}
+	// Blobs move while planning (transfer.Prefetch) unless the plan may refuse images later.
+	if o := r.opts; r.workflow == mirror.MirrorToMirror && !o.DryRun && !o.PlanOnly && r.policy == nil && o.Signatures != signature.Required {
+		r.pre = transfer.NewPrefetch(ctx, mux, r.destRegistry(), r.copyOptions(nil))
+	}
 	if dryRunDest != nil {
 		r.est = transfer.NewEstimator(mux, dryRunDest, dryRunParallel)
 	}
 	cats, rebuilt, err := r.catalogsLater(ctx)
+	if err == nil && r.checked() != nil {
+		_ = rebuilt(true)
+		err = r.checked()
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -32,10 +33,15 @@ type catalogTemplate struct {
 // catalogs' and the destination) answers and accepts the credentials.
 // Registries are probed once each, concurrently; the first failure stops the
 // run with one message that names the registry, the cause and the fix.
-func (r *run) preflight(ctx context.Context) error {
+//
+// The probes run beside the catalog stage, which only reads the source (a
+// mirror-to-mirror or mirror-to-disk run that is not a shard): planSources
+// waits for them (r.checked) before planning, the first to write, and a
+// failed probe cancels the returned context. Other runs wait here.
+func (r *run) preflight(ctx context.Context) (context.Context, error) {
 	r.stage("preflight")
 	if err := r.readTemplates(); err != nil {
-		return err
+		return ctx, err
 	}
 	seen := map[string]bool{}
 	var probes []probe
@@ -65,12 +71,23 @@ func (r *run) preflight(ctx context.Context) error {
 		add(r.destRegistry(), strings.TrimSuffix(r.dest, "/")+"/airlock-preflight", true, "destination registry")
 	}
 	sort.SliceStable(probes, func(i, j int) bool { return probes[i].push && !probes[j].push })
-	for _, err := range probeAll(ctx, probes) {
-		if err != nil {
-			return err
+	pctx, cancel := context.WithCancelCause(ctx)
+	failed := make(chan error, 1)
+	go func() {
+		for _, err := range probeAll(ctx, probes) {
+			if err != nil {
+				cancel(err)
+				failed <- err
+				return
+			}
 		}
+		failed <- nil
+	}()
+	r.checked = sync.OnceValue(func() error { return <-failed })
+	if r.workflow == mirror.DiskToMirror || r.opts.PlanFile != "" {
+		return pctx, r.checked()
 	}
-	return nil
+	return pctx, nil
 }
 
 // probe is one registry check: reach repo's host with the credentials, for

@@ -39,8 +39,8 @@ type tracker struct {
 // track reads the manifests of jobs at src for the totals (stage "measure"),
 // reports the start of the copy, and returns the callback for the copy engine.
 // The copy then reads the manifests from src's memory, not from the source again.
-func (r *run) track(ctx context.Context, src *memoSource, dst endpoint.Destination, jobs []transfer.Job) (func(transfer.ProgressEvent), []transfer.Held, error) {
-	defer src.stopFilling()
+func (r *run) track(ctx context.Context, src *transfer.MemoSource, dst endpoint.Destination, jobs []transfer.Job) (func(transfer.ProgressEvent), []transfer.Held, error) {
+	defer src.StopFilling()
 	if len(jobs) == 0 {
 		return nil, nil, nil // nothing to copy: no stage, no bar
 	}
@@ -49,7 +49,7 @@ func (r *run) track(ctx context.Context, src *memoSource, dst endpoint.Destinati
 		return nil, nil, nil
 	}
 	r.stage("measure")
-	s, err := transfer.Measure(ctx, src, dst, jobs, 16, r.stageProgress("measure"))
+	s, err := transfer.Measure(ctx, src, r.pre.Destination(dst), jobs, 16, r.stageProgress("measure"))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -113,48 +113,4 @@ func (t *tracker) event(ev transfer.ProgressEvent) {
 		}
 	}
 	t.cb(t.p)
-}
-
-// memoSource keeps the manifests read while measuring the plan until the copy
-// reads them, so that each manifest is fetched from the source once.
-type memoSource struct {
-	endpoint.Source
-	mu      sync.Mutex
-	m       map[string]endpoint.Manifest
-	filling bool
-}
-
-func newMemoSource(src endpoint.Source) *memoSource {
-	return &memoSource{Source: src, m: map[string]endpoint.Manifest{}, filling: true}
-}
-
-// stopFilling ends the measuring: later reads are not kept.
-func (s *memoSource) stopFilling() {
-	s.mu.Lock()
-	s.filling = false
-	s.mu.Unlock()
-}
-
-// Manifest implements endpoint.Source: a manifest read before is served once
-// more from memory, then forgotten.
-func (s *memoSource) Manifest(ctx context.Context, repo, reference string) (endpoint.Manifest, error) {
-	k := repo + "@" + reference
-	s.mu.Lock()
-	m, ok := s.m[k]
-	if ok {
-		delete(s.m, k)
-	}
-	s.mu.Unlock()
-	if ok {
-		return m, nil
-	}
-	m, err := s.Source.Manifest(ctx, repo, reference)
-	if err == nil {
-		s.mu.Lock()
-		if s.filling {
-			s.m[k] = m
-		}
-		s.mu.Unlock()
-	}
-	return m, err
 }

@@ -66,11 +66,15 @@ func TestNoOpRerunAsksTheSourceNothing(t *testing.T) {
 	// the destination has the referrers API (asked before the copy and again
 	// when keeping referrers findable) and, without it, a read of the one
 	// subject's fallback index (the SBOM's), found up to date.
+	// An image whose first tag misses is asked again by digest: the first
+	// tag is asked first until misses outnumber hits by 3 (transfer's
+	// presence), and the images the prefetch asks about while the plan is
+	// made come in resolution order, so one of the fixture's may cost two.
 	c := dst.Counts()
-	if c.ManifestHEAD != images || c.ManifestPUT != 0 || c.UploadPOST+c.MountPOST+c.BlobHEAD != 0 {
-		t.Errorf("no-op re-run: destination %v, want %d manifest HEADs and nothing else per image", c.ByPath, images)
+	if c.ManifestHEAD < images || c.ManifestHEAD > images+3 || c.ManifestPUT != 0 || c.UploadPOST+c.MountPOST+c.BlobHEAD != 0 {
+		t.Errorf("no-op re-run: destination %v, want %d manifest HEADs (up to 3 more) and nothing else per image", c.ByPath, images)
 	}
-	if n := requestsBeyondBase(c); n > images+3 {
+	if n := requestsBeyondBase(c); n > c.ManifestHEAD+3 {
 		t.Errorf("no-op re-run: %d destination requests for %d images (%v)", n, images, c.ByPath)
 	}
 

@@ -135,7 +135,14 @@ func TestSummaries(t *testing.T) {
 		if err == nil {
 			t.Fatal("no error")
 		}
-		checkGolden(t, "m2m-interrupted", summary(res))
+		// Blobs move while planning goes on (transfer.Prefetch): how many
+		// were sent before the interruption depends on timing, so that line
+		// is left out; no manifest may have been pushed.
+		got := regexp.MustCompile(`(?m)^  blobs: .*\n`).ReplaceAllString(summary(res), "")
+		checkGolden(t, "m2m-interrupted", got)
+		if c := dst.Counts(); c.ManifestPUT != 0 {
+			t.Errorf("interrupted before the copy: %d manifests pushed (%v)", c.ManifestPUT, c.ByPath)
+		}
 	})
 	t.Run("archive-full-incremental-load", func(t *testing.T) {
 		target := newDir(t, "TARGET")

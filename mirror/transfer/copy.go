@@ -76,6 +76,10 @@ type Options struct {
 	Elsewhere map[digest.Digest]string
 	// ElsewhereWait bounds the wait for one Elsewhere blob (default 30 minutes).
 	ElsewhereWait time.Duration
+	// Prefetch, when set, is the prefetch that sent blobs of these jobs while
+	// they were planned: Copy continues with its engine (and reads from the
+	// source the prefetch was given, not from src).
+	Prefetch *Prefetch
 	// ImageTimeout is --image-timeout: how long one image (its manifests,
 	// blobs and tags) may take; 0 means no limit. An image that runs out fails
 	// alone; blobs it was sending for other images are sent by them.
@@ -149,27 +153,8 @@ func (r *Report) Failed() []ImageResult {
 // report is always returned.
 func Copy(ctx context.Context, src endpoint.Source, dst endpoint.Destination, jobs []Job, opts Options) (*Report, error) {
 	start := time.Now()
-	e := newCopyEngine(src, dst, opts)
-	e.imagesTotal = len(jobs)
-	e.jobs = jobs
-	expectRepos(src, dst, jobs)
-	for i, held := range opts.Held {
-		if i >= len(jobs) {
-			break
-		}
-		rd := repoDigest{jobs[i].Dest, jobs[i].Digest}
-		e.holds[rd] = held.Manifest
-		if held.NewRepo {
-			e.presence.markNew(rd.repo)
-		}
-		if held.Manifest {
-			h := endpoint.RepoHost(rd.repo)
-			e.toWalk[h] = append(e.toWalk[h], rd)
-		}
-		if held.FirstTag && len(jobs[i].Tags) > 0 {
-			e.tagged[jobs[i].Dest+":"+jobs[i].Tags[0]] = jobs[i].Digest
-		}
-	}
+	e := opts.Prefetch.engine(src, dst, opts)
+	e.begin(jobs, opts.Held)
 	report := &Report{Images: make([]ImageResult, len(jobs))}
 	// A registry found unreachable stops the run: the images not started yet are
 	// not tried one by one against it.
@@ -225,6 +210,7 @@ type copyEngine struct {
 	mu         sync.Mutex
 	blobs      map[string]*copyFlight          // dest repo + digest → "present in that repo"
 	manifests  map[string]*copyFlight          // dest repo + digest → manifest (and children) present
+	asks       map[string]*copyFlight          // job key → the destination asked about it (askPresence)
 	digestMu   map[digest.Digest]chan struct{} // one byte transfer per digest at a time
 	present    map[digest.Digest][]string      // dest repos known to hold the digest
 	hostLimits map[string]*adaptive.Limit
@@ -247,6 +233,8 @@ type copyEngine struct {
 	imagesTotal, imagesDone, imagesFail int
 	bytesDone, bytesTotal               int64
 	seenTotal, seenDone                 map[digest.Digest]bool
+	early                               *prefetched           // set on a Prefetch's engine
+	doneBlobs                           []endpoint.Descriptor // with early: blobs done, for Copy's progress
 }
 
 func newCopyEngine(src endpoint.Source, dst endpoint.Destination, opts Options) *copyEngine {
@@ -265,7 +253,7 @@ func newCopyEngine(src endpoint.Source, dst endpoint.Destination, opts Options) 
 	}
 	return &copyEngine{
 		src: src, dst: dst, opts: opts, policy: retry.OrDefault(opts.Retry), log: log,
-		blobs: map[string]*copyFlight{}, manifests: map[string]*copyFlight{},
+		blobs: map[string]*copyFlight{}, manifests: map[string]*copyFlight{}, asks: map[string]*copyFlight{},
 		digestMu: map[digest.Digest]chan struct{}{}, present: map[digest.Digest][]string{},
 		hostLimits: map[string]*adaptive.Limit{}, admission: newAdmission(), seenTotal: map[digest.Digest]bool{}, seenDone: map[digest.Digest]bool{},
 		walked: map[repoDigest]bool{}, holds: map[repoDigest]bool{}, toWalk: map[string][]repoDigest{}, tagged: map[string]digest.Digest{},
@@ -310,6 +298,9 @@ func (e *copyEngine) blobDone(d endpoint.Descriptor) {
 		return
 	}
 	e.seenDone[d.Digest] = true
+	if e.early != nil {
+		e.doneBlobs = append(e.doneBlobs, d)
+	}
 	e.bytesDone += d.Size
 	if e.opts.Progress != nil {
 		e.opts.Progress(ProgressEvent{ImagesDone: e.imagesDone, ImagesTotal: e.imagesTotal, ImagesFailed: e.imagesFail,
@@ -320,6 +311,7 @@ func (e *copyEngine) blobDone(d endpoint.Descriptor) {
 // imageCtx carries per-image accounting.
 type imageCtx struct {
 	job   Job
+	early bool // a Prefetch's: its flights' failures are provisional
 	sent  atomic.Bool
 	bytes atomic.Int64
 }
@@ -430,7 +422,7 @@ func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Di
 	job := ic.job
 	var got *endpoint.Manifest
 	tagged := tag != ""
-	_, _, err := e.flight(ctx, e.manifests, job.Dest+"@"+d.String(), func() (bool, error) {
+	_, _, err := e.flight(ctx, e.manifests, job.Dest+"@"+d.String(), false, func() (bool, error) {
 		held, err := e.destHolds(ctx, repoDigest{job.Dest, d})
 		if err != nil {
 			return false, err

@@ -24,7 +24,8 @@ import (
 // what an earlier one sent.
 func (e *copyEngine) ensureBlob(ctx context.Context, ic *imageCtx, d endpoint.Descriptor) error {
 	job := ic.job
-	_, _, err := e.flight(ctx, e.blobs, job.Dest+"@"+d.Digest.String(), func() (bool, error) {
+	key := job.Dest + "@" + d.Digest.String()
+	leader, _, err := e.flight(ctx, e.blobs, key, ic.early, func() (bool, error) {
 		unlock, err := e.lockDigest(ctx, d.Digest)
 		if err != nil {
 			return false, err
@@ -68,8 +69,14 @@ func (e *copyEngine) ensureBlob(ctx context.Context, ic *imageCtx, d endpoint.De
 		e.bytesSent.Add(d.Size)
 		ic.bytes.Add(d.Size)
 		ic.sent.Store(true)
+		if ic.early {
+			e.earlySent(job.Dest, d)
+		}
 		return true, nil
 	})
+	if err == nil && !leader {
+		e.claimEarly(ic, key)
+	}
 	return err
 }
 

@@ -53,25 +53,30 @@ func (e *copyEngine) setHolds(rd repoDigest, held bool) {
 // askPresence asks the destination about job's image unless the run knows
 // already (see presence): a re-run learns with one request that the image is
 // there and that its first tag names it.
+// One question at a time per job (a Prefetch and Copy may both ask); a
+// failed one is asked again by the next caller.
 func (e *copyEngine) askPresence(ctx context.Context, job Job) error {
 	rd := repoDigest{job.Dest, job.Digest}
-	e.mu.Lock()
-	_, known := e.holds[rd]
-	e.mu.Unlock()
-	if known {
-		return nil
-	}
-	held, tagged, err := e.presence.check(ctx, e.dst, job)
-	if err != nil {
-		return err
-	}
-	e.setHolds(rd, held)
-	if tagged {
+	_, _, err := e.flight(ctx, e.asks, job.Key(), true, func() (bool, error) {
 		e.mu.Lock()
-		e.tagged[job.Dest+":"+job.Tags[0]] = job.Digest
+		_, known := e.holds[rd]
 		e.mu.Unlock()
-	}
-	return nil
+		if known {
+			return false, nil
+		}
+		held, tagged, err := e.presence.check(ctx, e.dst, job)
+		if err != nil {
+			return false, err
+		}
+		e.setHolds(rd, held)
+		if tagged {
+			e.mu.Lock()
+			e.tagged[job.Dest+":"+job.Tags[0]] = job.Digest
+			e.mu.Unlock()
+		}
+		return false, nil
+	})
+	return err
 }
 
 // taggedSo reports whether the destination was found to tag repo:tag as d.

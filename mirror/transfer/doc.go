@@ -4,6 +4,8 @@
 // against its digest before it is committed, manifests pushed only after their
 // blobs, retries under the one retry policy, and one failure never cancelling
 // the rest; a re-run after an interruption copies only what is missing.
+// Prefetch starts the blobs of images while their plan is still being made,
+// and Copy of the final plan continues with its engine.
 // EstimatePlan, Estimator and Measure answer what a copy would move without
 // moving it.
 //

@@ -19,7 +19,9 @@ type copyFlight struct {
 }
 
 // flight runs f once per key; other callers wait for (and share) its result.
-func (e *copyEngine) flight(ctx context.Context, m map[string]*copyFlight, key string, f func() (bool, error)) (leader bool, sent bool, err error) {
+// A provisional flight's failure is not shared either (a prefetch: Prefetch):
+// the next caller tries again itself.
+func (e *copyEngine) flight(ctx context.Context, m map[string]*copyFlight, key string, provisional bool, f func() (bool, error)) (leader bool, sent bool, err error) {
 	var fl *copyFlight
 	for fl == nil {
 		e.mu.Lock()
@@ -43,9 +45,9 @@ func (e *copyEngine) flight(ctx context.Context, m map[string]*copyFlight, key s
 		}
 	}
 	fl.sent, fl.err = f()
-	if fl.err != nil && ctx.Err() != nil {
-		// Cancelled (the run, or the leader's image timed out): do not cache, a
-		// later caller may retry.
+	if fl.err != nil && (ctx.Err() != nil || provisional) {
+		// Cancelled (the run, or the leader's image timed out), or only a
+		// prefetch: do not cache, a later caller may retry.
 		fl.cancelled = true
 		e.mu.Lock()
 		delete(m, key)

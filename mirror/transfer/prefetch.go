@@ -1,0 +1,253 @@
+package transfer
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/oci"
+)
+
+// Prefetch sends the blobs of images while the plan is still being made, so
+// that copying starts as soon as the first image is resolved instead of after
+// the last one (and after signature discovery). It sends blobs only: configs
+// and layers, of the children of indexes too (honouring Job.Platforms), with
+// the copy engine's guarantees (one transfer per digest, verified, mounted when
+// another repository holds it, host limits). Manifests and tags are left to
+// Copy, which runs with the Prefetch (Options.Prefetch) once the plan is final:
+// so the destination never shows an image the plan does not hold (a blocked
+// image, a conflicting destination, a run interrupted while planning), and a
+// re-run starts from what the destination holds, as after any interruption.
+//
+// Copy uses the Prefetch's engine: what the prefetch sent or found is present
+// without asking the destination again, counted once in the report (and in the
+// bytes of the first image that needs it), and replayed to Options.Progress as
+// done. A prefetch failure is never final: Copy tries that blob again itself.
+type Prefetch struct {
+	e      *copyEngine
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	images chan struct{} // bounds the images read at once (ParallelImages)
+	late   atomic.Bool   // Copy has begun: images not started yet are its
+}
+
+// prefetched is what the engine keeps about a Prefetch: bytes sent per
+// "repo@digest" not yet counted by an image of Copy.
+type prefetched struct {
+	sent map[string]int64
+}
+
+// NewPrefetch starts an idle prefetch from src to dst. opts are Copy's options
+// (Progress, Held and Elsewhere are not used here: Copy brings its own; a
+// prefetch is not for shards). Stop must be called once the copy is over.
+func NewPrefetch(ctx context.Context, src endpoint.Source, dst endpoint.Destination, opts Options) *Prefetch {
+	opts.Progress, opts.Held, opts.Elsewhere = nil, nil, nil
+	e := newCopyEngine(src, dst, opts)
+	e.early = &prefetched{sent: map[string]int64{}}
+	ctx, cancel := context.WithCancel(ctx)
+	return &Prefetch{e: e, ctx: ctx, cancel: cancel, images: make(chan struct{}, e.opts.ParallelImages)}
+}
+
+// Expect tells the endpoints which repositories the jobs read and write
+// (digests need not be known yet), before the first request: tokens are then
+// asked for many repositories at once. Nil-safe.
+func (p *Prefetch) Expect(jobs []Job) {
+	if p != nil {
+		expectRepos(p.e.src, p.e.dst, jobs)
+	}
+}
+
+// Add starts sending the blobs of job (resolved: its Digest is set) in the
+// background. Nil-safe; ignored after Stop.
+func (p *Prefetch) Add(job Job) {
+	if p == nil || p.ctx.Err() != nil || job.Digest.Validate() != nil || job.Source == "" || job.Dest == "" {
+		return
+	}
+	p.e.mu.Lock()
+	p.e.jobs = append(p.e.jobs, job) // discoverPresent may look at it
+	p.e.mu.Unlock()
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		select {
+		case p.images <- struct{}{}:
+		case <-p.ctx.Done():
+			return
+		}
+		defer func() { <-p.images }()
+		if p.late.Load() {
+			return
+		}
+		if err := p.e.prefetchImage(p.ctx, job); err != nil && p.ctx.Err() == nil {
+			p.e.log.Debug("prefetch: left to the copy", "source", job.Source+"@"+job.Digest.String(), "error", err)
+		}
+	}()
+}
+
+// Stop cancels what the prefetch still does and waits for it. Nil-safe.
+func (p *Prefetch) Stop() {
+	if p == nil {
+		return
+	}
+	p.cancel()
+	p.wg.Wait()
+}
+
+// engine is the copy engine Copy runs: the prefetch's, given Copy's progress
+// callback (told first of the blobs already present), or a new one.
+func (p *Prefetch) engine(src endpoint.Source, dst endpoint.Destination, opts Options) *copyEngine {
+	if p == nil {
+		return newCopyEngine(src, dst, opts)
+	}
+	p.late.Store(true)
+	e := p.e
+	e.progMu.Lock()
+	defer e.progMu.Unlock()
+	e.opts.Progress = opts.Progress
+	for _, d := range e.doneBlobs {
+		if opts.Progress != nil {
+			d := d
+			opts.Progress(ProgressEvent{BytesDone: e.bytesDone, BytesTotal: e.bytesTotal, Blob: &d})
+		}
+	}
+	return e
+}
+
+// prefetchImage sends the blobs of job's image unless the destination holds
+// it (asked as Copy asks, once: Copy does not ask again).
+func (e *copyEngine) prefetchImage(ctx context.Context, job Job) error {
+	if err := e.askPresence(ctx, job); err != nil {
+		return err
+	}
+	if held, _ := e.destHolds(ctx, repoDigest{job.Dest, job.Digest}); held {
+		return nil // a re-run: Copy checks what an index may lack
+	}
+	return e.prefetchManifest(ctx, &imageCtx{job: job, early: true}, job.Digest)
+}
+
+// prefetchManifest sends the blobs manifest d references, and those of its
+// children (the platform subset of the job), without pushing any manifest.
+func (e *copyEngine) prefetchManifest(ctx context.Context, ic *imageCtx, d digest.Digest) error {
+	job := ic.job
+	m, err := e.src.Manifest(ctx, job.Source, d.String())
+	if err != nil {
+		return err
+	}
+	if digest.FromBytes(m.Raw) != d {
+		return fmt.Errorf("manifest %s@%s: content has digest %s: %w", job.Source, d, digest.FromBytes(m.Raw), oci.ErrDigestMismatch)
+	}
+	refs, err := oci.Parse(m)
+	if err != nil {
+		return err
+	}
+	children, err := subset(job, d, refs.Manifests)
+	if err != nil {
+		return err
+	}
+	e.addTotal(refs.Blobs)
+	if err := e.forEach(ctx, len(children), func(i int) error {
+		return e.prefetchManifest(ctx, ic, children[i].Digest)
+	}); err != nil {
+		return err
+	}
+	return e.forEach(ctx, len(refs.Blobs), func(i int) error {
+		return e.ensureBlob(ctx, ic, refs.Blobs[i])
+	})
+}
+
+// earlySent records that the prefetch sent d into repo (ensureBlob).
+func (e *copyEngine) earlySent(repo string, d endpoint.Descriptor) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.early.sent[repo+"@"+d.Digest.String()] = d.Size
+}
+
+// claimEarly counts a blob the prefetch sent into the job's repository as sent
+// by ic's image, the first image of Copy that needs it (ensureBlob).
+func (e *copyEngine) claimEarly(ic *imageCtx, key string) {
+	if e.early == nil || ic.early {
+		return
+	}
+	e.mu.Lock()
+	n, ok := e.early.sent[key]
+	delete(e.early.sent, key)
+	e.mu.Unlock()
+	if ok {
+		ic.bytes.Add(n)
+		ic.sent.Store(true)
+	}
+}
+
+// begin readies the engine for Copy's jobs: held says what the caller found
+// at the destination (Options.Held). A Prefetch's engine may be busy still:
+// everything shared is set under its locks.
+func (e *copyEngine) begin(jobs []Job, held []Held) {
+	e.progMu.Lock()
+	e.imagesTotal = len(jobs)
+	e.progMu.Unlock()
+	expectRepos(e.src, e.dst, jobs)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.jobs = append(e.jobs, jobs...) // after the prefetch's: jobCursor stays valid
+	for i, h := range held {
+		if i >= len(jobs) {
+			break
+		}
+		rd := repoDigest{jobs[i].Dest, jobs[i].Digest}
+		if h.NewRepo {
+			e.presence.markNew(rd.repo)
+		}
+		if !e.holds[rd] && h.Manifest {
+			host := endpoint.RepoHost(rd.repo)
+			e.toWalk[host] = append(e.toWalk[host], rd)
+		}
+		e.holds[rd] = h.Manifest
+		if h.FirstTag && len(jobs[i].Tags) > 0 {
+			e.tagged[jobs[i].Dest+":"+jobs[i].Tags[0]] = jobs[i].Digest
+		}
+	}
+}
+
+// Destination returns dst answering Measure's questions from what the
+// prefetch learnt (and asking through it what it did not learn yet), so that
+// measuring the final plan asks the destination nothing the prefetch asked.
+// Nil-safe: without a prefetch it is dst.
+func (p *Prefetch) Destination(dst EstimateDestination) EstimateDestination {
+	if p == nil {
+		return dst
+	}
+	return knownDestination{dst, p.e}
+}
+
+type knownDestination struct {
+	EstimateDestination
+	e *copyEngine
+}
+
+// ManifestExists asks about the job (repo, d) as Copy would, once per job
+// (askPresence), then answers from what the engine knows.
+func (k knownDestination) ManifestExists(ctx context.Context, repo, reference string, d digest.Digest) (bool, error) {
+	job := Job{Dest: repo, Digest: d}
+	if reference != d.String() {
+		job.Tags = []string{reference}
+	}
+	if err := k.e.askPresence(ctx, job); err != nil {
+		return false, err
+	}
+	k.e.mu.Lock()
+	held, asked := k.e.holds[repoDigest{repo, d}]
+	tagged := k.e.tagged[repo+":"+reference] == d
+	k.e.mu.Unlock()
+	switch {
+	case !asked:
+		return k.EstimateDestination.ManifestExists(ctx, repo, reference, d)
+	case reference == d.String() || tagged || !held:
+		return held && (reference == d.String() || tagged), nil
+	}
+	return k.EstimateDestination.ManifestExists(ctx, repo, reference, d) // held: whether the tag names it
+}

@@ -322,9 +322,20 @@ func redactURL(u *url.URL) string {
 }
 
 // statusError reads a bounded part of resp's body into an *retry.StatusError.
+// A 401 whose challenge says invalid_token (RFC 6750: the token expired or was
+// revoked) is marked as such: the bearer transport fetches one new token and
+// resends once, and a token that ran out again before that resend arrived (a
+// short-lived token on a slow link or a loaded machine) is worth another
+// attempt, unlike credentials the registry refuses.
 func statusError(resp *http.Response) error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	return retry.NewStatusError(resp.Request.Method, redactURL(resp.Request.URL), resp.StatusCode, strings.TrimSpace(string(b)), resp.Header.Get("Retry-After"))
+	se := retry.NewStatusError(resp.Request.Method, redactURL(resp.Request.URL), resp.StatusCode, strings.TrimSpace(string(b)), resp.Header.Get("Retry-After"))
+	if resp.StatusCode == http.StatusUnauthorized {
+		for _, c := range resp.Header.Values("WWW-Authenticate") {
+			se.ExpiredToken = se.ExpiredToken || strings.Contains(c, `error="invalid_token"`)
+		}
+	}
+	return se
 }
 
 func (r *Client) do(ctx context.Context, c *http.Client, method, u string, body []byte, hdr map[string]string) (*http.Response, error) {

@@ -174,8 +174,11 @@ type StatusError struct {
 	Method, URL string
 	StatusCode  int
 	Body        string // first bytes of the answer (registry error JSON)
-	retryAfter  time.Duration
-	hasRetry    bool
+	// ExpiredToken marks a 401 whose challenge said the bearer token was
+	// invalid (expired or revoked), not the credentials: retryable.
+	ExpiredToken bool
+	retryAfter   time.Duration
+	hasRetry     bool
 }
 
 // NewStatusError returns the error of an unexpected answer; retryAfter is the
@@ -204,7 +207,8 @@ func RetryableStatus(code int) bool {
 	return code >= 500 && code != http.StatusNotImplemented && code != http.StatusHTTPVersionNotSupported
 }
 
-// isRetryable reports whether err is worth another attempt: 408, 429, 5xx,
+// isRetryable reports whether err is worth another attempt: 408, 429, 5xx, a
+// 401 for an expired token (StatusError.ExpiredToken),
 // content that failed verification (in either direction: a body altered or cut
 // in transit), a registry refusing verified content as invalid (see
 // contentRejected), EOFs, connection
@@ -226,6 +230,9 @@ func isRetryable(err error) bool {
 	var se *StatusError
 	if errors.As(err, &se) {
 		if se.StatusCode == http.StatusBadRequest && contentRejected(se.Body) {
+			return true
+		}
+		if se.StatusCode == http.StatusUnauthorized && se.ExpiredToken {
 			return true
 		}
 		return RetryableStatus(se.StatusCode)

@@ -146,11 +146,11 @@ func testNoOpRerunOfACatalog(t *testing.T, byTag bool) {
 			copied++
 		}
 	}
-	// The manifest is pushed by digest, then under its tag (verified by the
-	// registry both times); its blobs are still in the repository (a manifest
+	// The manifest is pushed once, under its tag (the digest the registry
+	// reports checked); its blobs are still in the repository (a manifest
 	// delete leaves them): none is sent again.
-	if copied != 1 || dc.ManifestPUT != 2 || dc.BytesUploaded != 0 {
-		t.Errorf("re-run after losing one image: %d copied, %d manifest PUTs, %d bytes uploaded (%v), want 1 image, 2 PUTs (digest, tag), no byte", copied, dc.ManifestPUT, dc.BytesUploaded, dc.ByPath)
+	if copied != 1 || dc.ManifestPUT != 1 || dc.BytesUploaded != 0 {
+		t.Errorf("re-run after losing one image: %d copied, %d manifest PUTs, %d bytes uploaded (%v), want 1 image, 1 PUT (its tag), no byte", copied, dc.ManifestPUT, dc.BytesUploaded, dc.ByPath)
 	}
 	got, err := dreg.Manifest(ctx, lost.DestRepo, lost.Digest.String())
 	if err != nil || got.Digest != lost.Digest {

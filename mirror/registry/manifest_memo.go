@@ -26,16 +26,44 @@ type manifestMemo struct {
 	mu    sync.Mutex
 	bytes int64
 	m     map[string]endpoint.Manifest // by "repo@digest"
+	// reading are the manifests being read: a second reader of one (the
+	// prefetch and the copy of the same image, say) waits for the first read
+	// instead of asking the registry again.
+	reading map[string]chan struct{}
 }
 
-func (c *manifestMemo) get(repo, reference string) (endpoint.Manifest, bool) {
-	if _, err := digest.Parse(reference); err != nil {
-		return endpoint.Manifest{}, false
+// claim returns the kept manifest repo@reference (ok), or else a channel to
+// wait on while another caller reads it, or else (both nil) makes the caller
+// its reader: done must then be called once the read is over (after put).
+// References that are not digests, and a memo of size 0, are never claimed.
+func (c *manifestMemo) claim(max int64, repo, reference string) (m endpoint.Manifest, ok bool, wait <-chan struct{}, done func()) {
+	done = func() {}
+	if max <= 0 {
+		return m, false, nil, done
 	}
+	if _, err := digest.Parse(reference); err != nil {
+		return m, false, nil, done
+	}
+	k := repo + "@" + reference
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	m, ok := c.m[repo+"@"+reference]
-	return m, ok
+	if m, ok = c.m[k]; ok {
+		return m, true, nil, done
+	}
+	if ch, busy := c.reading[k]; busy {
+		return m, false, ch, done
+	}
+	if c.reading == nil {
+		c.reading = map[string]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	c.reading[k] = ch
+	return m, false, nil, func() {
+		c.mu.Lock()
+		delete(c.reading, k)
+		c.mu.Unlock()
+		close(ch)
+	}
 }
 
 func (c *manifestMemo) put(max int64, repo string, m endpoint.Manifest) {

@@ -2,7 +2,15 @@ package registry
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/airlock-mirror/airlock/internal/fakeimage"
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
@@ -57,5 +65,52 @@ func TestKeepManifests(t *testing.T) {
 				t.Errorf("the reads after resolving asked %d times (%v)", got, c)
 			}
 		})
+	}
+}
+
+// Two readers of one manifest at once (the prefetch and the copy of the same
+// image) make one request: the second waits for the first's read and gets
+// what it kept. The first read is held at the registry until the second
+// reader has either asked the registry too (the failure) or had ample time to.
+func TestKeepManifestsOneReadAtATime(t *testing.T) {
+	reg := registrytest.Start(t)
+	p := imagetest.MustPush(t, reg.Host()+"/apps/a:1", fakeimage.Spec{Seed: 4, Layers: 1})
+	upstream, _ := url.Parse("http://" + reg.Host())
+	proxy := httputil.NewSingleHostReverseProxy(upstream)
+	var gets atomic.Int32
+	arrived, release := make(chan int32, 4), make(chan struct{})
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.Contains(r.URL.Path, "/manifests/") {
+			n := gets.Add(1)
+			arrived <- n
+			if n == 1 {
+				<-release
+			}
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+	r := New(Options{KeepManifests: SourceManifests})
+	repo := strings.TrimPrefix(front.URL, "http://") + "/apps/a"
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	read := func() {
+		defer wg.Done()
+		if m, err := r.Manifest(ctx, repo, p.Digest.String()); err != nil || m.Digest != p.Digest {
+			t.Errorf("Manifest = %s, %v", m.Digest, err)
+		}
+	}
+	wg.Add(2)
+	go read()
+	<-arrived // the first read is at the registry, held
+	go read()
+	select {
+	case <-arrived:
+	case <-time.After(500 * time.Millisecond):
+	}
+	close(release)
+	wg.Wait()
+	if n := gets.Load(); n != 1 {
+		t.Errorf("%d manifest GETs for two readers at once, want 1", n)
 	}
 }

@@ -31,8 +31,20 @@ func (r *Client) Manifest(ctx context.Context, repo, reference string) (endpoint
 // getManifest reads and verifies repo:reference, or serves it from the memo
 // (see manifestMemo), and keeps what it read there.
 func (r *Client) getManifest(ctx context.Context, repo, reference string) (endpoint.Manifest, error) {
-	if m, ok := r.memo.get(repo, reference); ok {
-		return m, nil
+	for {
+		m, ok, wait, done := r.memo.claim(r.opts.KeepManifests, repo, reference)
+		if ok {
+			return m, nil
+		}
+		if wait == nil {
+			defer done()
+			break
+		}
+		select { // another caller reads it: its result, or a read of our own if it failed
+		case <-wait:
+		case <-ctx.Done():
+			return endpoint.Manifest{}, ctx.Err()
+		}
 	}
 	var m endpoint.Manifest
 	err := r.read(ctx, repo, reference, "get manifest "+repo+":"+reference, func(ctx context.Context) error {

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"crypto/sha256"
+	"debug/elf"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -76,12 +77,17 @@ func memoKey(fc *catalogimage.Fetched, op imageset.Operator) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// buildID is the SHA-256 of the running executable: a rebuilt airlock may load
-// or prune differently, so its memos are not reused.
+// buildID identifies the running executable: a rebuilt airlock may load or
+// prune differently, so its memos are not reused. It is the Go build ID (a hash
+// of the binary's content, read from its ELF note in a millisecond), else the
+// SHA-256 of the whole file (~60 ms for 60 MB, on the way to the first byte).
 var buildID = sync.OnceValue(func() string {
 	exe, err := os.Executable()
 	if err != nil {
 		return ""
+	}
+	if id := goBuildID(exe); id != "" {
+		return "go:" + id
 	}
 	f, err := os.Open(exe)
 	if err != nil {
@@ -94,6 +100,30 @@ var buildID = sync.OnceValue(func() string {
 	}
 	return hex.EncodeToString(h.Sum(nil))
 })
+
+// goBuildID is the Go build ID in the .note.go.buildid section of the ELF
+// executable at path ("" when it has none).
+func goBuildID(path string) string {
+	f, err := elf.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	s := f.Section(".note.go.buildid")
+	if s == nil {
+		return ""
+	}
+	b, err := s.Data()
+	if err != nil || len(b) < 16 {
+		return ""
+	}
+	namesz, descsz := f.ByteOrder.Uint32(b), f.ByteOrder.Uint32(b[4:])
+	off := 12 + uint64(namesz+3)&^3
+	if namesz != 4 || string(b[12:15]) != "Go\x00" || off+uint64(descsz) > uint64(len(b)) {
+		return ""
+	}
+	return string(b[off : off+uint64(descsz)])
+}
 
 // catalogRoot is the folder of the fetched catalog that holds its extracted
 // (or converted) catalog and the filtered results.

@@ -83,7 +83,13 @@ func (p *Prefetch) Add(job Job) {
 		if p.late.Load() {
 			return
 		}
-		if err := p.e.prefetchImage(p.ctx, job); err != nil && p.ctx.Err() == nil {
+		ctx := p.ctx
+		if d := p.e.opts.ImageTimeout; d > 0 { // --image-timeout bounds an image's prefetch too
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, d)
+			defer cancel()
+		}
+		if err := p.e.prefetchImage(ctx, job); err != nil && p.ctx.Err() == nil {
 			p.e.log.Debug("prefetch: left to the copy", "source", job.Source+"@"+job.Digest.String(), "error", err)
 		}
 	}()

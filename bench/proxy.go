@@ -61,6 +61,9 @@ type counters struct {
 	firstUpload atomic.Int64
 }
 
+// probeDigest is the digest of "{}", the blob airlock's mount probe commits.
+const probeDigest = "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
+
 // Proxy is a counting reverse proxy in front of one registry: every request
 // goes through it, so what a client pulls and pushes can be counted without
 // trusting the client's own report.
@@ -192,7 +195,10 @@ func (p *Proxy) handler(next http.Handler) http.Handler {
 		var in atomic.Int64
 		if req.Body != nil && req.Body != http.NoBody {
 			cr := countingReader{r: req.Body, n: &c.bytesIn, m: &in}
-			if k == "upload" {
+			// The first byte of a copied blob: not the two bytes of the
+			// registry client's mount probe (the OCI empty JSON blob, once
+			// per destination host before the first blob is started).
+			if k == "upload" && req.URL.Query().Get("digest") != probeDigest {
 				cr.first = &c.firstUpload
 			}
 			req.Body = cr

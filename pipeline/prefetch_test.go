@@ -79,9 +79,9 @@ func startGatedSource(t *testing.T, src *registrytest.Registry, gated string, ds
 	g := &gatedSource{}
 	g.gate = startGate(t, src.Host(), func(r *http.Request) bool {
 		return strings.HasPrefix(r.URL.Path, "/v2/"+gated+"/manifests/")
-	}, func() bool { return dst.Counts().BlobsCommitted > 0 }, func() {
+	}, func() bool { return dst.Counts().Committed() > 0 }, func() {
 		c := dst.Counts()
-		g.blobsBefore, g.manBefor = c.BlobsCommitted, c.ManifestPUT
+		g.blobsBefore, g.manBefor = c.Committed(), c.ManifestPUT
 		if g.onRelease != nil {
 			g.onRelease()
 		}
@@ -136,8 +136,8 @@ func TestPrefetchSendsBlobsWhilePlanning(t *testing.T) {
 		t.Errorf("when the last image was resolved the destination had %d blobs and %d manifests, want some blobs and no manifest", g.blobsBefore, g.manBefor)
 	}
 	c := dst.Counts()
-	if res.BlobsSent+res.BlobsMounted != 3*n || res.BlobsSent != c.BlobsCommitted {
-		t.Errorf("report: %d blobs sent, %d mounted; destination committed %d; want %d blobs each sent once", res.BlobsSent, res.BlobsMounted, c.BlobsCommitted, 3*n)
+	if res.BlobsSent+res.BlobsMounted != 3*n || res.BlobsSent != c.Committed() {
+		t.Errorf("report: %d blobs sent, %d mounted; destination committed %d; want %d blobs each sent once", res.BlobsSent, res.BlobsMounted, c.Committed(), 3*n)
 	}
 	var perImage int64
 	for _, im := range res.Copy.Images {
@@ -146,8 +146,8 @@ func TestPrefetchSendsBlobsWhilePlanning(t *testing.T) {
 			t.Errorf("%s: %s %s", im.Job.Source, im.Status, im.Err)
 		}
 	}
-	if perImage != res.BytesSent || res.BytesSent != c.BytesUploaded {
-		t.Errorf("bytes: per image %d, report %d, destination received %d: want the same", perImage, res.BytesSent, c.BytesUploaded)
+	if perImage != res.BytesSent || res.BytesSent != c.Uploaded() {
+		t.Errorf("bytes: per image %d, report %d, destination received %d: want the same", perImage, res.BytesSent, c.Uploaded())
 	}
 	if last.BlobsDone != last.BlobsTotal || last.BytesDone != last.BytesTotal || last.ImagesDone != last.ImagesTotal || last.BlobsTotal != 3*n {
 		t.Errorf("last progress %+v, want every blob (%d) and image done", last, 3*n)

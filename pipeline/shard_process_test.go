@@ -296,7 +296,7 @@ func shardedM2M(t *testing.T, cfg string, n int) {
 		files = append(files, workspace.At(shardWS[i]).Shard(archive.ShardPart(i, n)).PlanPath())
 	}
 	checkUnion(t, plan, files)
-	if got := dst.Counts().BytesUploaded; got != part.UniqueBytes {
+	if got := dst.Counts().Uploaded(); got != part.UniqueBytes {
 		t.Errorf("registry received %d blob bytes from the shards, the plan's distinct blobs are %d (%.3fx)", got, part.UniqueBytes, float64(got)/float64(part.UniqueBytes))
 	}
 	if out, err := finish(); err != nil {

@@ -180,7 +180,7 @@ func TestShardedMirror(t *testing.T) {
 			checkDoneOnce(t, plan, done)
 
 			// Each distinct blob was sent once across all shards.
-			if got := dst.Counts().BytesUploaded; got != part.UniqueBytes {
+			if got := dst.Counts().Uploaded(); got != part.UniqueBytes {
 				t.Errorf("registry received %d blob bytes, the plan's distinct blobs are %d (%.3fx)", got, part.UniqueBytes, float64(got)/float64(part.UniqueBytes))
 			}
 			if n > 1 && part.Split == 0 {

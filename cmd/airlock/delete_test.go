@@ -65,7 +65,7 @@ func TestMonthlyScript(t *testing.T) {
 		"still wanted by run 3 as bundle beta.v2.2.0",
 		"delete plan refused", "(foreign registry)", "(exit 3)",
 		"deleted 24 manifest(s) and 10 tag(s)",
-		"would free 56.5 KiB in 66 unreferenced blobs", "freed 56.5 KiB in 66 unreferenced blobs",
+		"would free 56.5 KiB in 67 unreferenced blobs", "freed 56.5 KiB in 67 unreferenced blobs",
 		`"tags":["v1","v3"]`, `"tags":["2.0"]`,
 		"0 manifest(s) to delete",
 	} {

@@ -70,7 +70,7 @@ func TestSeed(t *testing.T) {
 				}
 			}
 			// Idempotent: the same options give the same digests, and push nothing new.
-			before := reg.Counts().BlobsCommitted
+			before := reg.Counts().Committed()
 			again, err := seed.Run(ctx, tc.opts)
 			if err != nil {
 				t.Fatal(err)
@@ -83,7 +83,7 @@ func TestSeed(t *testing.T) {
 			if tc.catalog && again.Catalog.CatalogDigest != res.Catalog.CatalogDigest {
 				t.Errorf("catalog digest %s then %s", res.Catalog.CatalogDigest, again.Catalog.CatalogDigest)
 			}
-			if n := reg.Counts().BlobsCommitted - before; n > 0 && !tc.catalog {
+			if n := reg.Counts().Committed() - before; n > 0 && !tc.catalog {
 				t.Errorf("second seed committed %d blobs", n)
 			}
 		})

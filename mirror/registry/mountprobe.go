@@ -5,39 +5,120 @@ import (
 	"errors"
 	"net/url"
 
+	"github.com/opencontainers/go-digest"
+
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 )
 
-// probeMounts learns, once per run and host, whether the registry honours
-// cross-repository mounts, right after the first blob this run committed there
-// (d, in repo): it asks to mount d into repo from repo itself, one request. A
-// registry that honours mounts answers 201, and from then on StartBlob takes a
-// 202 to its mount request as "not held" and asks no HEAD. One that does not
-// opens an upload session instead (202), which is cancelled: StartBlob keeps
-// asking with a HEAD before it sends anything. Without the probe a first run
-// learns it only from its first mount across repositories, and asks a HEAD for
-// every new blob until then.
-func (r *Client) probeMounts(ctx context.Context, repo string, d endpoint.Descriptor) {
-	host, path, err := splitRepo(repo)
+// probeBlob is what the mount probe mounts: the OCI empty JSON blob ("{}",
+// the config of artifacts and of cosign's attachments), two bytes whose
+// digest every client knows.
+var probeBlob = []byte("{}")
+
+// mountProbe is one host's probe: done closes when honours is known.
+type mountProbe struct {
+	done    chan struct{}
+	honours bool
+}
+
+// honoursMountsOf tells whether the registry behind repo's host honours
+// cross-repository mounts, learning it once per run and host before the first
+// blob is started there; every StartBlob on the host waits for that answer
+// (a few small requests, none waiting on another blob's transfer). A registry
+// that honours mounts answers a mount request with 201, so StartBlob can take
+// a 202 to its own mount request as "not held" and skip the HEAD; one that
+// ignores mounts answers 202 either way, and StartBlob asks a HEAD before it
+// sends anything, so an interrupted run never sends a blob again.
+//
+// The probe mounts the empty JSON blob into repo from repo itself. A registry
+// that holds it there and honours mounts answers 201 at once (a re-run: one
+// request). Otherwise it opens an upload session; when a HEAD finds the blob
+// held, the registry ignores mounts. When it is absent the probe commits it
+// into that session (verified by the registry against its digest, as every
+// upload) and asks again: 201 means the registry honours mounts; 202 means it
+// does not. Sessions left open are cancelled. A probe that fails (the host refuses writes, is unreachable)
+// leaves the HEAD in place; the blob's own requests then meet the same error.
+//
+// Probing after the first blob committed instead (it is free of the extra
+// blob) let every blob started before that commit ask its HEAD: with 16
+// images started at once, about 70 HEADs on the reference workload.
+func (r *Client) honoursMountsOf(ctx context.Context, repo string) (bool, error) {
+	host, _, err := splitRepo(repo)
 	if err != nil {
-		return
+		return false, err
 	}
 	r.mu.Lock()
-	_, asked := r.mounts[host]
+	p, asked := r.mountProbes[host]
 	if !asked {
-		r.mounts[host] = false // probed (or being probed): at most once
+		p = &mountProbe{done: make(chan struct{})}
+		r.mountProbes[host] = p
 	}
 	r.mu.Unlock()
-	if asked {
-		return
+	if !asked {
+		p.honours = r.probeMounts(ctx, repo)
+		close(p.done)
 	}
-	up, err := r.openUpload(ctx, repo, d, url.Values{"mount": {d.Digest.String()}, "from": {path}})
+	select {
+	case <-p.done:
+		return p.honours || r.honoursMounts(host), nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}
+
+// probeMounts runs the probe honoursMountsOf describes, retried as any
+// operation (transient failures, a 429's Retry-After).
+func (r *Client) probeMounts(ctx context.Context, repo string) bool {
+	host, path, err := splitRepo(repo)
+	if err != nil {
+		return false
+	}
+	var honours bool
+	err = r.op(ctx, repo, "probe mounts on "+host, func(ctx context.Context) error {
+		var err error
+		honours, err = r.mountProbeOnce(ctx, repo, path)
+		return err
+	})
 	switch {
-	case errors.Is(err, errBlobMounted):
-		r.noteMounts(host)
-	case err == nil:
-		r.cancelUpload(ctx, up.c, up.loc)
-	default:
+	case err != nil:
 		r.log.Debug("mount probe failed: blobs are looked up with a HEAD before they are sent", "repo", repo, "error", err)
+	case honours:
+		r.noteMounts(host)
+	default:
+		r.log.Debug("the registry ignores cross-repository mounts: blobs are looked up with a HEAD before they are sent", "host", host)
 	}
+	return honours
+}
+
+// mountProbeOnce is one attempt of the probe; it leaves no session open.
+func (r *Client) mountProbeOnce(ctx context.Context, repo, path string) (bool, error) {
+	d := endpoint.Descriptor{Digest: digest.FromBytes(probeBlob), Size: int64(len(probeBlob))}
+	q := url.Values{"mount": {d.Digest.String()}, "from": {path}}
+	up, err := r.openUpload(ctx, repo, d, q)
+	if errors.Is(err, errBlobMounted) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	// Not mounted: absent, or held by a registry that ignores mounts (then
+	// it is not sent again).
+	held, err := r.BlobExists(ctx, repo, d)
+	if err != nil || held {
+		r.cancelUpload(ctx, up.c, up.loc)
+		return false, err
+	}
+	if err := r.commitUpload(ctx, up.c, up.loc, d, probeBlob, func(err error) error { return err }); err != nil {
+		r.cancelUpload(ctx, up.c, up.loc)
+		return false, err
+	}
+	up, err = r.openUpload(ctx, repo, d, q)
+	if errors.Is(err, errBlobMounted) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	r.cancelUpload(ctx, up.c, up.loc)
+	return false, nil
 }

@@ -5,7 +5,13 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/opencontainers/go-digest"
@@ -16,12 +22,14 @@ import (
 	"github.com/airlock-mirror/airlock/mirror/oci"
 )
 
-// TestMountProbe: the first blob a client commits on a host is followed by one
-// mount request of that blob into its own repository. A registry that honours
-// it (201) is trusted from then on: a new blob costs the POST and the PUT, no
-// HEAD. One that ignores mounts gets its session cancelled, is not probed
-// again, and every new blob is still looked up with a HEAD first, so a blob it
-// holds is never sent again.
+// TestMountProbe: before the first blob a client starts on a host, it learns
+// once whether the registry honours mounts: it mounts the empty JSON blob
+// into the repository from itself, committing it first when absent. A
+// registry that honours mounts (201) is trusted from then on: a new blob costs
+// the POST and the PUT, no HEAD, from the very first one. One that ignores
+// mounts gets the probe's session cancelled, is not probed again, and every
+// new blob is looked up with a HEAD first, so a blob it holds is never sent
+// again.
 func TestMountProbe(t *testing.T) {
 	ctx := context.Background()
 	blob := func(s string) (endpoint.Descriptor, []byte) {
@@ -31,7 +39,7 @@ func TestMountProbe(t *testing.T) {
 	cases := []struct {
 		name    string
 		honours bool
-		// after the probe, for each new blob
+		// per new blob, after the probe
 		wantHEAD int64
 	}{
 		{"honours mounts", true, 0},
@@ -51,23 +59,24 @@ func TestMountProbe(t *testing.T) {
 			if err != nil || up == nil {
 				t.Fatalf("StartBlob: %v, %v", up, err)
 			}
-			if c := reg.Counts(); c.BlobHEAD != 1 {
-				t.Fatalf("before the probe a new blob is looked up with a HEAD: %+v", c)
+			c := reg.Counts()
+			// The probe: mount (202), HEAD (absent), commit "{}", mount
+			// again; then the blob's own POST (and HEAD).
+			if c.BlobsCommitted != 1 || c.BytesUploaded != 2 || c.UploadPOST+c.MountPOST != 3 || c.BlobHEAD != 1+tc.wantHEAD {
+				t.Fatalf("probe and first start: %+v (%v)", c, c.ByPath)
+			}
+			if tc.honours && c.Mounted != 1 {
+				t.Fatalf("the probe was not answered 201: %+v", c)
+			}
+			if !tc.honours && c.ByPath["DELETE upload"] != 1 {
+				t.Fatalf("the probe's session was not cancelled: %+v (%v)", c, c.ByPath)
 			}
 			reg.Reset()
 			if err := up.Write(ctx, bytes.NewReader(content)); err != nil {
 				t.Fatal(err)
 			}
-			c := reg.Counts()
-			// The commit, then the probe: one more upload POST.
-			if c.BlobsCommitted != 1 || c.UploadPOST+c.MountPOST != 1 {
-				t.Fatalf("commit and probe: %+v", c)
-			}
-			if tc.honours && c.Mounted != 1 {
-				t.Fatalf("the probe was not answered 201: %+v", c)
-			}
-			if !tc.honours && (c.Sessions != 1 || c.ByPath["DELETE upload"] != 1) {
-				t.Fatalf("the probe's session was not cancelled: %+v (%v)", c, c.ByPath)
+			if c := reg.Counts(); c.BlobsCommitted != 1 || c.UploadPOST+c.MountPOST != 0 {
+				t.Fatalf("commit: %+v", c)
 			}
 			for _, s := range []string{"second", "third"} {
 				reg.Reset()
@@ -92,7 +101,79 @@ func TestMountProbe(t *testing.T) {
 			if c := reg.Counts(); c.BytesUploaded != 0 || c.UploadPUT != 0 {
 				t.Fatalf("a held blob was sent: %+v", c)
 			}
+			// The next run's client: the repository holds the probe's blob,
+			// so a registry that honours mounts answers the probe at once.
+			reg.Reset()
+			next := New(Options{Retry: mirrortest.FastRetry})
+			d, _ := blob("fourth")
+			up, err = next.StartBlob(ctx, repo, d)
+			if err != nil || up == nil {
+				t.Fatalf("StartBlob, next run: %v, %v", up, err)
+			}
+			up.Cancel(ctx)
+			// The probe's mount (and, ignored, its HEAD), the blob's POST (and
+			// HEAD); "{}" is not sent again.
+			if c := reg.Counts(); c.UploadPOST+c.MountPOST != 2 || c.BytesUploaded != 0 || c.BlobHEAD != 2*tc.wantHEAD {
+				t.Fatalf("next run's probe: %+v (%v)", c, c.ByPath)
+			}
 		})
+	}
+}
+
+// TestMountProbeOnce: blobs started at once on a fresh host all wait for one
+// probe, and none of them asks a HEAD on a registry that honours mounts.
+func TestMountProbeOnce(t *testing.T) {
+	ctx := context.Background()
+	reg := registrytest.Start(t)
+	r := New(Options{Retry: mirrortest.FastRetry})
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b := bytes.Repeat([]byte{byte(i)}, 300)
+			d := endpoint.Descriptor{Digest: digest.FromBytes(b), Size: int64(len(b))}
+			up, err := r.StartBlob(ctx, reg.Host()+"/once/r"+strconv.Itoa(i%4), d)
+			if err == nil && up != nil {
+				err = up.Write(ctx, bytes.NewReader(b))
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c := reg.Counts(); c.BlobHEAD != 1 || c.BlobsCommitted != 17 || c.Mounted != 1 {
+		t.Fatalf("16 blobs at once: %+v, want the probe's HEAD only, 16 commits and the probe's", c)
+	}
+}
+
+// TestMountProbeRefused: a host that refuses the probe's writes is looked up
+// with a HEAD per blob, and the blob's own request reports the refusal.
+func TestMountProbeRefused(t *testing.T) {
+	ctx := context.Background()
+	reg := registrytest.Start(t)
+	u, _ := url.Parse(reg.URL())
+	rp := httputil.NewSingleHostReverseProxy(u)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Method != http.MethodGet && req.Method != http.MethodHead {
+			http.Error(w, `{"errors":[{"code":"DENIED","message":"read-only"}]}`, http.StatusForbidden)
+			return
+		}
+		rp.ServeHTTP(w, req)
+	}))
+	t.Cleanup(srv.Close)
+	r := New(Options{Retry: mirrortest.FastRetry})
+	b := []byte("refused")
+	d := endpoint.Descriptor{Digest: digest.FromBytes(b), Size: int64(len(b))}
+	_, err := r.StartBlob(ctx, strings.TrimPrefix(srv.URL, "http://")+"/ro/a", d)
+	if err == nil || !strings.Contains(err.Error(), "403") {
+		t.Fatalf("err %v, want the registry's refusal", err)
 	}
 }
 

@@ -103,19 +103,20 @@ type Client struct {
 	mu    sync.Mutex
 	hosts map[string]*regHost // by host + credential fingerprint + repository group
 
-	repoKey   map[string]string              // repository + host key → key in hosts
-	groupFill map[string]int                 // host key → repositories in its current group
-	groupNo   map[string]int                 // host key → current group number
-	scopes    map[string][]string            // key in hosts → token scopes of its expected repositories (Expect)
-	limits    map[string]*adaptive.Limit     // requests in flight, by host
-	creds     map[string]authn.Authenticator // by repo
-	down      map[string]error               // hosts found unreachable this run
-	probed    map[string]bool                // hosts (and push or pull) probed successfully
-	mounts    map[string]bool                // hosts that answered a mount with 201 this run (true), or were probed (false, see probeMounts)
-	healthy   map[string]*hostHealth         // by host: progress, timeouts, 5xx in a row
-	insecure  map[string]bool                // hosts registries.conf marks insecure
-	timeouts  Timeouts
-	memo      manifestMemo
+	repoKey     map[string]string              // repository + host key → key in hosts
+	groupFill   map[string]int                 // host key → repositories in its current group
+	groupNo     map[string]int                 // host key → current group number
+	scopes      map[string][]string            // key in hosts → token scopes of its expected repositories (Expect)
+	limits      map[string]*adaptive.Limit     // requests in flight, by host
+	creds       map[string]authn.Authenticator // by repo
+	down        map[string]error               // hosts found unreachable this run
+	probed      map[string]bool                // hosts (and push or pull) probed successfully
+	mounts      map[string]bool                // hosts that answered a mount with 201 this run
+	mountProbes map[string]*mountProbe         // by host: whether it honours mounts (honoursMountsOf)
+	healthy     map[string]*hostHealth         // by host: progress, timeouts, 5xx in a row
+	insecure    map[string]bool                // hosts registries.conf marks insecure
+	timeouts    Timeouts
+	memo        manifestMemo
 }
 
 // Policy is the retry policy of the client's operations, for work it hands
@@ -178,7 +179,7 @@ func New(opts Options) *Client {
 	}
 	r = &Client{
 		opts: opts, policy: p, keychain: kc, log: log,
-		hosts: map[string]*regHost{}, repoKey: map[string]string{}, groupFill: map[string]int{}, groupNo: map[string]int{}, scopes: map[string][]string{}, limits: map[string]*adaptive.Limit{}, creds: map[string]authn.Authenticator{}, down: map[string]error{}, probed: map[string]bool{}, mounts: map[string]bool{},
+		hosts: map[string]*regHost{}, repoKey: map[string]string{}, groupFill: map[string]int{}, groupNo: map[string]int{}, scopes: map[string][]string{}, limits: map[string]*adaptive.Limit{}, creds: map[string]authn.Authenticator{}, down: map[string]error{}, probed: map[string]bool{}, mounts: map[string]bool{}, mountProbes: map[string]*mountProbe{},
 		healthy: map[string]*hostHealth{}, timeouts: opts.Timeouts.withDefaults(), insecure: map[string]bool{},
 	}
 	// The transport never retries: retries belong to the operations (see

@@ -125,10 +125,9 @@ func (r *Client) PutBlob(ctx context.Context, repo string, d endpoint.Descriptor
 // A registry holding d in repo answers 201 and nothing is sent (StartBlob
 // returns nil); otherwise it opens the upload session (202) that the returned
 // upload writes into. So a blob costs two requests (POST, PUT) instead of three
-// (HEAD, POST, PUT). A registry that does not honour mounts also answers 202;
-// until this run has seen the host answer a mount with 201 (the first blob
-// committed there is probed: probeMounts), the blob is looked up with a HEAD
-// before anything is sent, as the plain path would.
+// (HEAD, POST, PUT). A registry that does not honour mounts also answers 202:
+// on a host the mount probe found so (honoursMountsOf), the blob is looked up
+// with a HEAD before anything is sent, as the plain path would.
 func (r *Client) StartBlob(ctx context.Context, repo string, d endpoint.Descriptor) (endpoint.BlobUpload, error) {
 	if err := d.Digest.Validate(); err != nil {
 		return nil, fmt.Errorf("put blob into %s: %w", repo, err)
@@ -136,6 +135,10 @@ func (r *Client) StartBlob(ctx context.Context, repo string, d endpoint.Descript
 	host, path, err := splitRepo(repo)
 	if err != nil {
 		return nil, err
+	}
+	honours, err := r.honoursMountsOf(ctx, repo)
+	if err != nil {
+		return nil, fmt.Errorf("put blob %s@%s: %w", repo, d.Digest, err)
 	}
 	var up *blobUpload
 	err = r.op(ctx, repo, "start blob "+d.Digest.String()+" in "+repo, func(ctx context.Context) error {
@@ -155,7 +158,7 @@ func (r *Client) StartBlob(ctx context.Context, repo string, d endpoint.Descript
 	if up == nil {
 		return nil, nil // repo holds d
 	}
-	if r.honoursMounts(host) {
+	if honours || r.honoursMounts(host) {
 		return up, nil
 	}
 	ok, err := r.BlobExists(ctx, repo, d)
@@ -235,17 +238,8 @@ func (u *blobUpload) Cancel(ctx context.Context) {
 // Write implements endpoint.BlobUpload: small blobs are read (and verified) into
 // memory and sent with one PUT; bigger ones stream with PATCH through a
 // verifying reader and are committed with the final PUT only when digest and
-// size matched. On any error the upload session is cancelled. The first blob
-// committed on a host tells whether it honours mounts (probeMounts).
+// size matched. On any error the upload session is cancelled.
 func (u *blobUpload) Write(ctx context.Context, rd io.Reader) error {
-	if err := u.write(ctx, rd); err != nil {
-		return err
-	}
-	u.r.probeMounts(ctx, u.repo, u.d)
-	return nil
-}
-
-func (u *blobUpload) write(ctx context.Context, rd io.Reader) error {
 	r, c, loc, d := u.r, u.c, u.loc, u.d
 	v := oci.AsVerifier(rd, d)
 	wrap := func(err error) error { return fmt.Errorf("put blob %s@%s: %w", u.repo, d.Digest, err) }

@@ -66,8 +66,8 @@ func TestCopyElsewhere(t *testing.T) {
 		if reps[1].BlobsMounted != 1 {
 			t.Errorf("the waiting shard mounted %d blobs, want the base", reps[1].BlobsMounted)
 		}
-		if c := dst.Counts(); c.BlobsCommitted != int64(len(uniqueBlobs(imgs))) {
-			t.Errorf("registry committed %d blobs, %d distinct", c.BlobsCommitted, len(uniqueBlobs(imgs)))
+		if c := dst.Counts(); c.Committed() != int64(len(uniqueBlobs(imgs))) {
+			t.Errorf("registry committed %d blobs, %d distinct", c.Committed(), len(uniqueBlobs(imgs)))
 		}
 	})
 

@@ -75,8 +75,8 @@ func TestFirstRunRequestsPerBlob(t *testing.T) {
 			if r := float64(n-int64(slack)) / float64(unique); r > 2.5 {
 				t.Errorf("%.2f destination requests per blob (less %d), want ≤ 2.5", r, slack)
 			}
-			if c.BlobsCommitted != unique || c.Mounted < pairs-unique {
-				t.Errorf("committed %d (want %d, each once), mounted %d (want ≥ %d)", c.BlobsCommitted, unique, c.Mounted, pairs-unique)
+			if c.Committed() != unique || c.Mounted < pairs-unique {
+				t.Errorf("committed %d (want %d, each once), mounted %d (want ≥ %d)", c.Committed(), unique, c.Mounted, pairs-unique)
 			}
 			if c.ManifestPUT != manifests {
 				t.Errorf("%d manifest PUTs for %d manifests, want one each", c.ManifestPUT, manifests)
@@ -155,8 +155,8 @@ func TestInterruptedRunReruns(t *testing.T) {
 			}
 			c := dst.Counts()
 			checkDest(t, jobs)
-			if c.BlobsCommitted != want-first || rep.BlobsSent != want-first {
-				t.Errorf("re-run committed %d (report %d), want %d: every blob once over both runs", c.BlobsCommitted, rep.BlobsSent, want-first)
+			if c.Committed() != want-first || rep.BlobsSent != want-first {
+				t.Errorf("re-run committed %d (report %d), want %d: every blob once over both runs", c.Committed(), rep.BlobsSent, want-first)
 			}
 			n := requestsBeyondBase(c)
 			t.Logf("re-run: %d requests for %d blobs (%.2f): %v", n, want, float64(n)/float64(want), c.ByPath)

@@ -39,8 +39,8 @@ func TestPrefetchThenCopy(t *testing.T) {
 	p.wg.Wait() // every image's blobs tried
 	unique := int64(len(uniqueBlobs(imgs)))
 	before := dst.Counts()
-	if before.ManifestPUT != 0 || before.BlobsCommitted == 0 || before.BlobsCommitted > unique-1 {
-		t.Fatalf("after the prefetch: %d manifests pushed, %d blobs committed; want none, and all but the blobs whose reads failed", before.ManifestPUT, before.BlobsCommitted)
+	if before.ManifestPUT != 0 || before.Committed() == 0 || before.Committed() > unique-1 {
+		t.Fatalf("after the prefetch: %d manifests pushed, %d blobs committed; want none, and all but the blobs whose reads failed", before.ManifestPUT, before.Committed())
 	}
 	if a := proxy.Applied()[registrytest.Unavailable]; a != 2 {
 		t.Fatalf("%d blob reads failed, want 2", a)
@@ -59,7 +59,7 @@ func TestPrefetchThenCopy(t *testing.T) {
 	if rep.BlobsSent+rep.BlobsMounted != int64(blobsPerRepo(jobs, imgs)) || rep.BlobsSent != unique {
 		t.Errorf("report: %d sent, %d mounted; want %d unique blobs sent once and %d blob placements", rep.BlobsSent, rep.BlobsMounted, unique, blobsPerRepo(jobs, imgs))
 	}
-	if got := before.BlobsCommitted + c.BlobsCommitted; got != unique {
+	if got := before.Committed() + c.Committed(); got != unique {
 		t.Errorf("destination committed %d blobs in all, want %d", got, unique)
 	}
 	if c.BlobHEAD != 0 {

@@ -144,21 +144,37 @@ func (r *Registry) TLSConfig() *tls.Config {
 	return &tls.Config{RootCAs: r.CertPool(), MinVersion: tls.VersionTLS12}
 }
 
+// emptyJSON is the digest of the OCI empty JSON blob, "{}".
+const emptyJSON = "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
+
 // Counts is a snapshot of the requests a registry served, by kind.
 type Counts struct {
-	BlobGET, BlobHEAD         int64
-	UploadPOST                int64 // upload sessions started (not mounts)
-	MountPOST                 int64 // mount attempts
-	Mounted                   int64 // mounts answered 201 Created
-	Sessions                  int64 // upload POSTs (mounts included) answered 202: sessions opened
-	UploadPATCH, UploadPUT    int64
-	BlobsCommitted            int64 // upload PUTs answered 201 Created
+	BlobGET, BlobHEAD      int64
+	UploadPOST             int64 // upload sessions started (not mounts)
+	MountPOST              int64 // mount attempts
+	Mounted                int64 // mounts answered 201 Created
+	Sessions               int64 // upload POSTs (mounts included) answered 202: sessions opened
+	UploadPATCH, UploadPUT int64
+	BlobsCommitted         int64 // upload PUTs answered 201 Created
+	// ProbeCommitted is the part of BlobsCommitted that was the OCI empty
+	// JSON blob ("{}"), which the registry client's mount probe commits
+	// once per run and host when the repository it probes lacks it.
+	ProbeCommitted            int64
+	ProbeBytes                int64 // the part of BytesUploaded sent to commit it
 	ManifestGET, ManifestHEAD int64
 	ManifestPUT               int64
 	BytesUploaded             int64 // request body bytes of PATCH/PUT to uploads
 	Other                     int64
 	ByPath                    map[string]int64 `json:"-"` // "METHOD kind" → count
 }
+
+// Committed is BlobsCommitted less the mount probe's blob: the blobs a
+// client copied.
+func (c Counts) Committed() int64 { return c.BlobsCommitted - c.ProbeCommitted }
+
+// Uploaded is BytesUploaded less the mount probe's: the blob bytes a client
+// copied.
+func (c Counts) Uploaded() int64 { return c.BytesUploaded - c.ProbeBytes }
 
 type stats struct {
 	mu sync.Mutex
@@ -262,6 +278,9 @@ func (r *Registry) count(next http.Handler) http.Handler {
 			}
 			c.ByPath[req.Method+" "+kind]++
 			c.BytesUploaded += uploaded.Load()
+			if kind == "upload" && req.URL.Query().Get("digest") == emptyJSON {
+				c.ProbeBytes += uploaded.Load()
+			}
 			switch kind + " " + req.Method {
 			case "blob GET":
 				c.BlobGET++
@@ -285,6 +304,9 @@ func (r *Registry) count(next http.Handler) http.Handler {
 				c.UploadPUT++
 				if status == http.StatusCreated {
 					c.BlobsCommitted++
+					if req.URL.Query().Get("digest") == emptyJSON {
+						c.ProbeCommitted++
+					}
 				}
 			case "manifest GET":
 				c.ManifestGET++

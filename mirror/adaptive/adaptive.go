@@ -36,22 +36,23 @@ import (
 // It starts at the ceiling's half (and at least Floor). A Limit is safe for
 // concurrent use.
 type Limit struct {
-	mu          sync.Mutex
-	limit       float64
-	ceiling     float64
-	inUse       int
-	wake        chan struct{} // closed when a slot may have become free
-	waiters     int           // operations waiting for a slot
-	growing     bool          // no trouble yet: grow by one per finish
-	lastCut     time.Time
-	best        time.Duration // the fastest answer seen
-	recentMin   time.Duration // the fastest of the recent answers
-	recent      int           // recent answers (up to Window)
-	peak        int           // the most operations in flight at once
-	grows, cuts int
-	now         func() time.Time
-	log         *slog.Logger
-	what        string
+	mu           sync.Mutex
+	limit        float64
+	ceiling      float64
+	inUse        int
+	wake         chan struct{} // closed when a slot may have become free
+	waiters      int           // operations waiting for a slot
+	firstWaiters int           // the part of waiters in AcquireFirst
+	growing      bool          // no trouble yet: grow by one per finish
+	lastCut      time.Time
+	best         time.Duration // the fastest answer seen
+	recentMin    time.Duration // the fastest of the recent answers
+	recent       int           // recent answers (up to Window)
+	peak         int           // the most operations in flight at once
+	grows, cuts  int
+	now          func() time.Time
+	log          *slog.Logger
+	what         string
 }
 
 const (
@@ -84,31 +85,63 @@ func NewFrom(start, ceiling int) *Limit {
 }
 
 // Acquire waits for a slot, or until ctx ends (then it returns ctx.Err()).
-func (l *Limit) Acquire(ctx context.Context) error {
+// It gives way to operations waiting in AcquireFirst.
+func (l *Limit) Acquire(ctx context.Context) error { return l.acquire(ctx, false) }
+
+// AcquireFirst is Acquire for an operation that goes before those waiting in
+// Acquire: a slot that frees goes to it first.
+func (l *Limit) AcquireFirst(ctx context.Context) error { return l.acquire(ctx, true) }
+
+func (l *Limit) acquire(ctx context.Context, first bool) error {
+	l.mu.Lock()
+	waiting := false
 	for {
-		l.mu.Lock()
-		if l.inUse < int(l.limit) {
+		if l.inUse < int(l.limit) && (first || l.firstWaiters == 0) {
 			l.inUse++
 			l.peak = max(l.peak, l.inUse)
+			if waiting {
+				l.stopWaiting(first)
+			}
 			l.mu.Unlock()
 			return nil
 		}
-		l.waiters++
+		if !waiting {
+			waiting = true
+			l.waiters++
+			if first {
+				l.firstWaiters++
+			}
+		}
 		ch := l.wake
 		l.mu.Unlock()
-		var err error
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			err = ctx.Err()
+			l.mu.Lock()
+			l.stopWaiting(first)
+			l.mu.Unlock()
+			return ctx.Err()
 		}
 		l.mu.Lock()
-		l.waiters--
-		l.mu.Unlock()
-		if err != nil {
-			return err
+	}
+}
+
+// stopWaiting counts a waiter out; l.mu is held. When the last operation
+// waiting in AcquireFirst stops, those that gave way look again.
+func (l *Limit) stopWaiting(first bool) {
+	l.waiters--
+	if first {
+		l.firstWaiters--
+		if l.firstWaiters == 0 {
+			l.wakeAll()
 		}
 	}
+}
+
+// wakeAll wakes every waiter to look again; l.mu is held.
+func (l *Limit) wakeAll() {
+	close(l.wake)
+	l.wake = make(chan struct{})
 }
 
 // Release frees a slot taken by Acquire; ok says the operation went well.
@@ -128,8 +161,7 @@ func (l *Limit) Release(ok bool) {
 			l.grows++
 		}
 	}
-	close(l.wake)
-	l.wake = make(chan struct{})
+	l.wakeAll()
 }
 
 // Logged makes the Limit write its cuts to log at debug level, naming it what

@@ -201,3 +201,70 @@ func TestAcquireGivesUpWithTheContext(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAcquireFirstGoesFirst: a slot that frees goes to an operation waiting
+// in AcquireFirst before those waiting in Acquire, whatever the order they
+// came in; the others go once none waits first; one that gives up lets them go.
+func TestAcquireFirstGoesFirst(t *testing.T) {
+	ctx := context.Background()
+	l := NewFrom(Floor, Floor)
+	for range Floor {
+		if err := l.Acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor := func(waiters, first int) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			l.mu.Lock()
+			w, f := l.waiters, l.firstWaiters
+			l.mu.Unlock()
+			if w == waiters && f == first {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("waiters %d (%d first), want %d (%d)", w, f, waiters, first)
+			}
+		}
+	}
+	order := make(chan string, 3)
+	go func() { _ = l.Acquire(ctx); order <- "plain" }()
+	waitFor(1, 0)
+	go func() { _ = l.AcquireFirst(ctx); order <- "first" }()
+	waitFor(2, 1)
+	l.Release(true) // one slot free (the limit is at its ceiling)
+	if got := <-order; got != "first" {
+		t.Fatalf("the freed slot went to %q, want the one waiting first", got)
+	}
+	select {
+	case got := <-order:
+		t.Fatalf("%q took a slot beyond the limit %d", got, l.Current())
+	case <-time.After(20 * time.Millisecond):
+	}
+	l.Release(true)
+	if got := <-order; got != "plain" {
+		t.Fatalf("got %q, want the plain waiter once none waits first", got)
+	}
+
+	// A first waiter that gives up lets a plain one take a free slot.
+	l = NewFrom(Floor, Floor)
+	for range Floor {
+		_ = l.Acquire(ctx)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	gaveUp := make(chan error, 1)
+	go func() { gaveUp <- l.AcquireFirst(cctx) }()
+	waitFor(1, 1)
+	go func() { _ = l.Acquire(ctx); order <- "plain" }()
+	waitFor(2, 1)
+	l.mu.Lock()
+	l.inUse-- // a slot frees without a wake-up: only the first waiter's leaving may wake the plain one
+	l.mu.Unlock()
+	cancel()
+	if err := <-gaveUp; err == nil {
+		t.Fatal("AcquireFirst took a slot after its context ended")
+	}
+	if got := <-order; got != "plain" {
+		t.Fatalf("got %q", got)
+	}
+}

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/airlock-mirror/airlock/mirror/adaptive"
@@ -37,7 +38,11 @@ func (l *hostLimiter) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
 		return l.inner.RoundTrip(req)
 	}
-	if err := l.lim.Acquire(req.Context()); err != nil {
+	acquire := l.lim.Acquire
+	if carriesBlob(req) {
+		acquire = l.lim.AcquireFirst
+	}
+	if err := acquire(req.Context()); err != nil {
 		return nil, err
 	}
 	start := time.Now()
@@ -51,6 +56,16 @@ func (l *hostLimiter) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	l.lim.Release(ok)
 	return resp, err
+}
+
+// carriesBlob tells the requests that fetch blob contents: a blob GET, and a
+// redirect's next request (the CDN's answer to one). They take a free slot
+// before manifest reads, tag lists and checks: bytes on the link first, and
+// at the start of a run the first image's blob reads do not queue behind the
+// manifest reads and signature lookups of the next images (over a WAN each
+// of those first requests also waits for a new connection).
+func carriesBlob(req *http.Request) bool {
+	return req.Method == http.MethodGet && (req.Response != nil || strings.Contains(req.URL.Path, "/blobs/sha256:"))
 }
 
 // RequestLimits returns, by host, what the bounds on requests in flight did

@@ -125,3 +125,34 @@ func TestRequestLimitBacksOffOn429(t *testing.T) {
 		t.Fatalf("after the 429s %d requests in flight at once (before: %d): no back-off; limit %+v", count.peakAfterThrottle, count.peak, st)
 	}
 }
+
+// TestCarriesBlob: blob reads, and the request a redirect leads to (a CDN's
+// answer to one), take a free request slot before the other requests.
+func TestCarriesBlob(t *testing.T) {
+	redirected := &http.Response{StatusCode: http.StatusTemporaryRedirect}
+	cases := []struct {
+		method, url string
+		redirect    bool
+		want        bool
+	}{
+		{"GET", "http://r/v2/a/b/blobs/sha256:0123", false, true},
+		{"GET", "https://cdn.example.com/blobs/abc?sig=x", true, true},
+		{"GET", "http://r/v2/a/b/manifests/sha256:0123", false, false},
+		{"HEAD", "http://r/v2/a/b/blobs/sha256:0123", false, false},
+		{"GET", "http://r/v2/a/b/tags/list?n=1", false, false},
+		{"GET", "http://r/v2/", false, false},
+		{"POST", "http://r/v2/a/b/blobs/uploads/", false, false},
+	}
+	for _, tc := range cases {
+		req, err := http.NewRequest(tc.method, tc.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.redirect {
+			req.Response = redirected
+		}
+		if got := carriesBlob(req); got != tc.want {
+			t.Errorf("%s %s (after a redirect: %v): %v, want %v", tc.method, tc.url, tc.redirect, got, tc.want)
+		}
+	}
+}

@@ -22,9 +22,11 @@ type mountProbe struct {
 }
 
 // honoursMountsOf tells whether the registry behind repo's host honours
-// cross-repository mounts, learning it once per run and host before the first
-// blob is started there; every StartBlob on the host waits for that answer
-// (a few small requests, none waiting on another blob's transfer). A registry
+// cross-repository mounts. A host that answered a mount with 201 this run
+// does; otherwise it is learnt once per run and host, when the first blob
+// started there is found missing, and every blob started on the host meanwhile
+// waits for that answer (a few small requests, none waiting on another blob's
+// transfer). So a re-run whose blobs are all held never probes. A registry
 // that honours mounts answers a mount request with 201, so StartBlob can take
 // a 202 to its own mount request as "not held" and skip the HEAD; one that
 // ignores mounts answers 202 either way, and StartBlob asks a HEAD before it
@@ -48,6 +50,10 @@ func (r *Client) honoursMountsOf(ctx context.Context, repo string) (bool, error)
 		return false, err
 	}
 	r.mu.Lock()
+	if r.mounts[host] {
+		r.mu.Unlock()
+		return true, nil // a mount answered 201: no probe needed
+	}
 	p, asked := r.mountProbes[host]
 	if !asked {
 		p = &mountProbe{done: make(chan struct{})}

@@ -126,8 +126,9 @@ func (r *Client) PutBlob(ctx context.Context, repo string, d endpoint.Descriptor
 // returns nil); otherwise it opens the upload session (202) that the returned
 // upload writes into. So a blob costs two requests (POST, PUT) instead of three
 // (HEAD, POST, PUT). A registry that does not honour mounts also answers 202:
-// on a host the mount probe found so (honoursMountsOf), the blob is looked up
-// with a HEAD before anything is sent, as the plain path would.
+// unless the run has seen the host answer a mount with 201, the mount probe
+// tells (honoursMountsOf), and on a host that ignores mounts the blob is
+// looked up with a HEAD before anything is sent, as the plain path would.
 func (r *Client) StartBlob(ctx context.Context, repo string, d endpoint.Descriptor) (endpoint.BlobUpload, error) {
 	if err := d.Digest.Validate(); err != nil {
 		return nil, fmt.Errorf("put blob into %s: %w", repo, err)
@@ -135,10 +136,6 @@ func (r *Client) StartBlob(ctx context.Context, repo string, d endpoint.Descript
 	host, path, err := splitRepo(repo)
 	if err != nil {
 		return nil, err
-	}
-	honours, err := r.honoursMountsOf(ctx, repo)
-	if err != nil {
-		return nil, fmt.Errorf("put blob %s@%s: %w", repo, d.Digest, err)
 	}
 	var up *blobUpload
 	err = r.op(ctx, repo, "start blob "+d.Digest.String()+" in "+repo, func(ctx context.Context) error {
@@ -158,7 +155,12 @@ func (r *Client) StartBlob(ctx context.Context, repo string, d endpoint.Descript
 	if up == nil {
 		return nil, nil // repo holds d
 	}
-	if honours || r.honoursMounts(host) {
+	honours, err := r.honoursMountsOf(ctx, repo)
+	if err != nil {
+		r.cancelUpload(ctx, up.c, up.loc)
+		return nil, fmt.Errorf("put blob %s@%s: %w", repo, d.Digest, err)
+	}
+	if honours {
 		return up, nil
 	}
 	ok, err := r.BlobExists(ctx, repo, d)

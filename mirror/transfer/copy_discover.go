@@ -43,6 +43,7 @@ func (e *copyEngine) setHolds(rd repoDigest, held bool) {
 	defer e.mu.Unlock()
 	if _, ok := e.holds[rd]; !ok {
 		e.holds[rd] = held
+		e.asked[map[bool]int{false: 0, true: 1}[held]]++
 		if held {
 			h := endpoint.RepoHost(rd.repo)
 			e.toWalk[h] = append(e.toWalk[h], rd)
@@ -115,7 +116,7 @@ func (e *copyEngine) discoverPresent(ctx context.Context, d digest.Digest, host 
 			e.walked[next] = true
 		}
 		var batch []Job
-		if !found {
+		if !found && !e.foundEmpty() {
 			for e.jobCursor < len(e.jobs) && len(batch) < discoverBatch {
 				if j := e.jobs[e.jobCursor]; endpoint.RepoHost(j.Dest) == host {
 					batch = append(batch, j)
@@ -158,6 +159,16 @@ func (e *copyEngine) discoverPresent(ctx context.Context, d digest.Digest, host 
 			return
 		}
 	}
+}
+
+// foundEmpty tells that the destination held none of the first discoverBatch
+// or more images the run asked it about (a first run into a new mirror): then
+// asking it about more images to find blobs to mount would only delay the
+// first blobs (on loopback about 100 ms before the first byte; a round trip
+// per batch of images over a WAN). Images it does hold, asked about by the
+// copy, are still walked. e.mu is held.
+func (e *copyEngine) foundEmpty() bool {
+	return e.asked[1] == 0 && e.asked[0] >= discoverBatch
 }
 
 // readManifest reads manifest d of job. One the destination holds (held) is

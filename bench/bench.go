@@ -89,6 +89,11 @@ type Config struct {
 	// ParallelImages and ParallelLayers are passed to airlock mirror (0: its
 	// defaults); FloorParallel bounds the floor client's requests.
 	ParallelImages, ParallelLayers, FloorParallel int
+	// Self is the harness binary, which runs the floor clients in processes
+	// of their own (its floor-push subcommand, FloorPushMain): their CPU is
+	// then measured exactly. Empty: they run inside the harness, and their CPU
+	// is estimated as the harness's less its counting proxies'.
+	Self string
 	// GoBench runs go test -bench over GoBenchPkgs with GoBenchTime.
 	GoBench     bool
 	GoBenchPkgs []string

@@ -39,6 +39,13 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == bench.FloorPushCommand {
+		if err := bench.FloorPushMain(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "airlock-bench:", err)
+			os.Exit(2)
+		}
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "airlock-bench:", err)
 		os.Exit(1)
@@ -62,6 +69,15 @@ func envBool(k string, def bool) bool {
 		return def
 	}
 	return b
+}
+
+// self is this binary (it runs the floor clients apart), or "" when unknown.
+func self() string {
+	p, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	return p
 }
 
 // repoRoot walks up from the working directory to airlock's go.mod.
@@ -137,7 +153,7 @@ func run() error {
 		Fixtures: *fixtures, RealDir: *realDir, RealYAMLDir: *realYAMLDir, Opm: *opm, Count: *count,
 		Copy: *doCopy, Shards: *shards || *shardsOnly, ShardsOnly: *shardsOnly, CopyMode: *mode, Skopeo: *skopeo, InstallSkopeo: *installSkopeo,
 		OcMirror:       bench.FindOcMirror(*ocMirror),
-		ParallelImages: *pImages, ParallelLayers: *pLayers, FloorParallel: *floorPar,
+		ParallelImages: *pImages, ParallelLayers: *pLayers, FloorParallel: *floorPar, Self: self(),
 		GoBenchPkgs: strings.Fields(*goPkgs), GoBenchTime: *goTime, GoTags: *goTags, Note: *note, Out: os.Stdout,
 		Log: slog.New(slog.NewTextHandler(os.Stderr, nil)),
 	}

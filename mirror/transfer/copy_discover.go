@@ -96,9 +96,11 @@ const discoverBatch = 16
 // not looked at yet (asking the destination whether it holds each, once). It
 // stops as soon as a repository on host is known to hold d. Each manifest is
 // read at most once per run. So a blob an earlier run put in another repository
-// is mounted, never sent again, whatever order the images are processed in. It
-// needs a destination that can also be read (a registry); others have nothing to
-// find.
+// is mounted, never sent again, whatever order the images are processed in,
+// unless the destination held none of the first images asked about
+// (foundEmpty: a new mirror), when only the images it is found to hold are
+// read. It needs a destination that can also be read (a registry); others
+// have nothing to find.
 func (e *copyEngine) discoverPresent(ctx context.Context, d digest.Digest, host string) {
 	rd, ok := e.dst.(endpoint.Source)
 	if !ok {

@@ -62,7 +62,17 @@ func (r *Client) honoursMountsOf(ctx context.Context, repo string) (bool, error)
 	r.mu.Unlock()
 	if !asked {
 		p.honours = r.probeMounts(ctx, repo)
+		if ctx.Err() != nil {
+			// Cut short by its caller's end, not answered: the next blob
+			// started on the host probes again.
+			r.mu.Lock()
+			delete(r.mountProbes, host)
+			r.mu.Unlock()
+		}
 		close(p.done)
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
 	}
 	select {
 	case <-p.done:

@@ -221,3 +221,20 @@ func (o *oneByte) Read(p []byte) (int, error) {
 	}
 	return o.r.Read(p)
 }
+
+// TestMountProbeCutShort: a probe whose caller's context ends is not taken as
+// the host's answer: the next blob started there probes again.
+func TestMountProbeCutShort(t *testing.T) {
+	reg := registrytest.Start(t)
+	r := New(Options{Retry: mirrortest.FastRetry})
+	repo := reg.Host() + "/cut/a"
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := r.honoursMountsOf(ctx, repo); err == nil {
+		t.Fatal("a probe with an ended context answered")
+	}
+	honours, err := r.honoursMountsOf(context.Background(), repo)
+	if err != nil || !honours {
+		t.Fatalf("the next probe: %v, %v; want the registry's answer (it honours mounts)", honours, err)
+	}
+}

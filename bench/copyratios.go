@@ -3,8 +3,33 @@ package bench
 import (
 	"fmt"
 	"strings"
+	"syscall"
 	"time"
 )
+
+// copyRun is one measured copy.
+type copyRun struct {
+	row    Row
+	wall   time.Duration
+	blobs  int64 // blobs committed at the destination
+	upload int64 // blob bytes uploaded to the destination
+	dstReq int64 // requests to the destination
+	ok     bool
+	// cpu is everything the run cost the machine: the client, the registries
+	// and this process's counting proxies.
+	cpu time.Duration
+	// apart says the client ran in a process of its own (a floor client
+	// through the floor-push subcommand): row.CPU is exactly the client's.
+	apart bool
+}
+
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
 
 // loopbackRows are issue 31's loopback copy targets, which replace the wall
 // ratio against the ingestion floor (on 2 cores that mostly measures three

@@ -21,7 +21,7 @@ type speculation struct {
 	tmp     string
 	err     error
 	onStart func() // o.OnRestart: forget the files it reported
-	used    bool   // handed over by result, or discarded
+	used    bool // handed over by result, or discarded
 }
 
 // speculate starts the extraction of a catalog streamed from a registry,

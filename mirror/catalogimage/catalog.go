@@ -161,7 +161,6 @@ func Fetch(ctx context.Context, ref string, workDir string, o FetchOptions) (*Fe
 	if err != nil && fc.copy != nil {
 		// Read while the copy ran; the copy's own error (retries exhausted)
 		// says more, and a config it did write is read again from the layout.
-		spec.discard() // before settle replaces the image it reads
 		if _, cerr := fc.settle(want); cerr != nil {
 			return nil, fmt.Errorf("catalog %s: %w", ref, cerr)
 		}
@@ -202,7 +201,7 @@ func Fetch(ctx context.Context, ref string, workDir string, o FetchOptions) (*Fe
 	tmp, err, ok := spec.result(label, db)
 	if !ok {
 		log.Debug("extracting catalog", "catalog", ref, "digest", fc.Digest, "label", label, "inflater", inflater)
-		tmp, err = extract(ctx, fc.Image, dir, label, db != "", o, log)
+		tmp, err = fc.extract(ctx, dir, label, o, log)
 	}
 	if tmp != "" {
 		defer os.RemoveAll(tmp)
@@ -220,7 +219,7 @@ func Fetch(ctx context.Context, ref string, workDir string, o FetchOptions) (*Fe
 				o.OnRestart()
 			}
 			os.RemoveAll(tmp)
-			tmp, err = extract(ctx, fc.Image, dir, label, db != "", o, log)
+			tmp, err = fc.extract(ctx, dir, label, o, log)
 			if tmp != "" {
 				defer os.RemoveAll(tmp)
 			}
@@ -321,22 +320,19 @@ const (
 	opaqueWhiteout = ".wh..wh..opq"
 )
 
-// extract extracts the catalog folder label of img into a new temporary
+// extract extracts the catalog folder label of fc.Image into a new temporary
 // folder of dir, which it returns (also on error, for the caller to remove).
-// Its files are reported to o.OnFile unless sqlite (a database's folder). It
-// reads nothing of the Fetched: a speculative extraction runs while Fetch
-// sets its fields.
-func extract(ctx context.Context, img v1.Image, dir, label string, sqlite bool, o FetchOptions, log *slog.Logger) (string, error) {
+func (fc *Fetched) extract(ctx context.Context, dir, label string, o FetchOptions, log *slog.Logger) (string, error) {
 	tmp, err := os.MkdirTemp(dir, ".configs-")
 	if err != nil {
 		return "", err
 	}
-	layers, err := img.Layers()
+	layers, err := fc.Image.Layers()
 	if err != nil {
 		return tmp, fmt.Errorf("listing layers: %w", err)
 	}
 	var onFile func(string)
-	if o.OnFile != nil && !sqlite {
+	if o.OnFile != nil && fc.Database == "" {
 		onFile = func(rel string) { o.OnFile(tmp, rel) }
 	}
 	return tmp, extractLayers(ctx, layers, label, tmp, o.Limits, log, onFile)

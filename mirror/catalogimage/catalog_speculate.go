@@ -21,7 +21,7 @@ type speculation struct {
 	tmp     string
 	err     error
 	onStart func() // o.OnRestart: forget the files it reported
-	used    bool // handed over by result, or discarded
+	used    bool
 }
 
 // speculate starts the extraction of a catalog streamed from a registry,
@@ -37,10 +37,9 @@ func (fc *Fetched) speculate(ctx context.Context, dir string, o FetchOptions, lo
 	ctx, cancel := context.WithCancel(ctx)
 	s := &speculation{cancel: cancel, done: make(chan struct{}), onStart: o.OnRestart}
 	log.Debug("extracting catalog", "catalog", fc.Ref, "digest", fc.Digest, "label", DefaultConfigsFolder+" (before the config's label arrived)", "inflater", inflater)
-	img := fc.Image
 	go func() {
 		defer close(s.done)
-		s.tmp, s.err = extract(ctx, img, dir, DefaultConfigsFolder, false, o, log)
+		s.tmp, s.err = fc.extract(ctx, dir, DefaultConfigsFolder, o, log)
 	}()
 	return s
 }
@@ -49,8 +48,8 @@ func (fc *Fetched) speculate(ctx context.Context, dir string, o FetchOptions, lo
 // database say it extracted the right folder (ok); otherwise it stops it,
 // removes what it wrote and tells the caller (OnRestart) to forget its files.
 func (s *speculation) result(label, db string) (tmp string, err error, ok bool) {
-	if s == nil || s.used {
-		return "", nil, false // none, or discarded
+	if s == nil {
+		return "", nil, false
 	}
 	<-s.done
 	if label == DefaultConfigsFolder && db == "" {

@@ -18,9 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/airlock-mirror/airlock/internal/testutil/mirrortest"
-	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/mirror/registry"
-	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
 // holdingProxy forwards to the registry at target, holding the answer to a
@@ -133,46 +131,5 @@ func TestFetchCatalogOtherLabel(t *testing.T) {
 	defer mu.Unlock()
 	if !seen["real.json"] || seen["decoy.json"] || len(seen) != 1 {
 		t.Errorf("files reported and not forgotten: %v, want real.json only", seen)
-	}
-}
-
-// Transfers of the config that go wrong while the extraction already runs
-// under /configs: the fetch still ends with the catalog, whichever way the
-// config is read in the end (from the follower, or from the layout once the
-// copy retried it).
-func TestFetchCatalogConfigFaults(t *testing.T) {
-	reg := startRegistry(t)
-	img, _, files := bigCatalogImage(t)
-	push(t, reg.Host()+"/ns/big:v1", img)
-	cd, err := img.ConfigName()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		name string
-		seq  []registrytest.Fault
-	}{
-		{"flip", []registrytest.Fault{registrytest.FlipByte}},
-		{"cut", []registrytest.Fault{registrytest.CutMidBody}},
-		{"503", []registrytest.Fault{registrytest.Unavailable, registrytest.Unavailable}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			p := registrytest.NewFaultProxy(t, reg.Host(), registrytest.FaultPlan{
-				Match: func(r *http.Request) bool {
-					return r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/blobs/"+cd.String())
-				},
-				Sequence: tc.seq,
-			})
-			fc, err := Fetch(context.Background(), p.Host()+"/ns/big:v1", t.TempDir(), FetchOptions{
-				Registry: registry.New(registry.Options{Retry: &retry.Policy{Times: 8, Base: 50 * time.Millisecond, Max: 50 * time.Millisecond}}),
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkFiles(t, fc.ConfigsDir, files)
-			if p.Applied()[tc.seq[0]] == 0 {
-				t.Errorf("fault %s never applied", tc.seq[0])
-			}
-		})
 	}
 }

@@ -151,12 +151,6 @@ func Fetch(ctx context.Context, ref string, workDir string, o FetchOptions) (*Fe
 		defer func() { c.stop(); s.closeUnread() }()
 	}
 	want := o.platform()
-	// The config (whose label names the catalog's folder) and the layer come
-	// through transfers of their own: the extraction starts at once under the
-	// usual folder and is redone only when the label names another.
-	dir := filepath.Join(workDir, "catalogs", key, fc.Digest.Encoded())
-	spec := fc.speculate(ctx, dir, o, log)
-	defer spec.discard()
 	cfg, err := fc.Image.ConfigFile()
 	if err != nil && fc.copy != nil {
 		// Read while the copy ran; the copy's own error (retries exhausted)
@@ -175,6 +169,7 @@ func Fetch(ctx context.Context, ref string, workDir string, o FetchOptions) (*Fe
 	}
 	fc.Label, fc.Database = label, db
 
+	dir := filepath.Join(workDir, "catalogs", key, fc.Digest.Encoded())
 	fc.ConfigsDir = filepath.Join(dir, "configs")
 	extracted := fc.ConfigsDir
 	if db != "" {
@@ -198,11 +193,8 @@ func Fetch(ctx context.Context, ref string, workDir string, o FetchOptions) (*Fe
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("catalog %s: creating %s: %w", ref, dir, err)
 	}
-	tmp, err, ok := spec.result(label, db)
-	if !ok {
-		log.Debug("extracting catalog", "catalog", ref, "digest", fc.Digest, "label", label, "inflater", inflater)
-		tmp, err = fc.extract(ctx, dir, label, o, log)
-	}
+	log.Debug("extracting catalog", "catalog", ref, "digest", fc.Digest, "label", label, "inflater", inflater)
+	tmp, err := fc.extract(ctx, dir, label, o, log)
 	if tmp != "" {
 		defer os.RemoveAll(tmp)
 	}

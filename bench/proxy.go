@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/airlock-mirror/airlock/mirror/oci"
 )
 
 // Counts are the requests and bytes a counting proxy saw.
@@ -60,9 +62,6 @@ type counters struct {
 	// nanoseconds; 0: none yet).
 	firstUpload atomic.Int64
 }
-
-// probeDigest is the digest of "{}", the blob airlock's mount probe commits.
-const probeDigest = "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
 
 // Proxy is a counting reverse proxy in front of one registry: every request
 // goes through it, so what a client pulls and pushes can be counted without
@@ -198,7 +197,7 @@ func (p *Proxy) handler(next http.Handler) http.Handler {
 			// The first byte of a copied blob: not the two bytes of the
 			// registry client's mount probe (the OCI empty JSON blob, once
 			// per destination host before the first blob is started).
-			if k == "upload" && req.URL.Query().Get("digest") != probeDigest {
+			if k == "upload" && req.URL.Query().Get("digest") != oci.EmptyJSONDigest {
 				cr.first = &c.firstUpload
 			}
 			req.Body = cr

@@ -31,6 +31,14 @@ const (
 // MediaTypeEmptyJSON is the OCI empty descriptor's media type ("{}").
 const MediaTypeEmptyJSON = "application/vnd.oci.empty.v1+json"
 
+// EmptyJSONDigest is the digest of the OCI empty descriptor's content, "{}"
+// (the config of artifacts, and the blob the registry client's mount probe
+// commits).
+const EmptyJSONDigest = "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
+
+// EmptyJSON returns the OCI empty descriptor's content.
+func EmptyJSON() []byte { return []byte("{}") }
+
 // Attachment says what a manifest is to the image it is attached to. It is
 // recorded with the plan and in archives, so that disk-to-mirror pushes an
 // attachment with its image and can rebuild a referrers index.

@@ -112,3 +112,9 @@ func TestMediaTypeOf(t *testing.T) {
 		}
 	}
 }
+
+func TestEmptyJSONDigest(t *testing.T) {
+	if got := digest.FromBytes(EmptyJSON()); got != EmptyJSONDigest {
+		t.Fatalf("digest of %q is %s, EmptyJSONDigest says %s", EmptyJSON(), got, EmptyJSONDigest)
+	}
+}

@@ -5,15 +5,9 @@ import (
 	"errors"
 	"net/url"
 
-	"github.com/opencontainers/go-digest"
-
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/oci"
 )
-
-// probeBlob is what the mount probe mounts: the OCI empty JSON blob ("{}",
-// the config of artifacts and of cosign's attachments), two bytes whose
-// digest every client knows.
-var probeBlob = []byte("{}")
 
 // mountProbe is one host's probe: done closes when honours is known.
 type mountProbe struct {
@@ -108,7 +102,10 @@ func (r *Client) probeMounts(ctx context.Context, repo string) bool {
 
 // mountProbeOnce is one attempt of the probe; it leaves no session open.
 func (r *Client) mountProbeOnce(ctx context.Context, repo, path string) (bool, error) {
-	d := endpoint.Descriptor{Digest: digest.FromBytes(probeBlob), Size: int64(len(probeBlob))}
+	// The OCI empty JSON blob ("{}", the config of artifacts and of cosign's
+	// attachments): two bytes whose digest every client knows.
+	probeBlob := oci.EmptyJSON()
+	d := endpoint.Descriptor{Digest: oci.EmptyJSONDigest, Size: int64(len(probeBlob))}
 	q := url.Values{"mount": {d.Digest.String()}, "from": {path}}
 	up, err := r.openUpload(ctx, repo, d, q)
 	if errors.Is(err, errBlobMounted) {

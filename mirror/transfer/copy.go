@@ -220,7 +220,7 @@ type copyEngine struct {
 	// has no repository to be mounted from (see destHolds, discoverPresent).
 	walkMu    sync.Mutex               // one discovery at a time
 	holds     map[repoDigest]bool      // destination holds this manifest (asked once)
-	asked     [2]int                   // answers in holds: [0] not held, [1] held
+	heldSeen  bool                     // some answer in holds was "held" (foundEmpty)
 	tagged    map[string]digest.Digest // "repo:tag" → the digest the destination was found to tag so
 	presence  presence                 // how the destination is asked about an image
 	toWalk    map[string][]repoDigest  // by host: held manifests not read yet

@@ -43,7 +43,7 @@ func (e *copyEngine) setHolds(rd repoDigest, held bool) {
 	defer e.mu.Unlock()
 	if _, ok := e.holds[rd]; !ok {
 		e.holds[rd] = held
-		e.asked[map[bool]int{false: 0, true: 1}[held]]++
+		e.heldSeen = e.heldSeen || held
 		if held {
 			h := endpoint.RepoHost(rd.repo)
 			e.toWalk[h] = append(e.toWalk[h], rd)
@@ -170,7 +170,7 @@ func (e *copyEngine) discoverPresent(ctx context.Context, d digest.Digest, host 
 // per batch of images over a WAN). Images it does hold, asked about by the
 // copy, are still walked. e.mu is held.
 func (e *copyEngine) foundEmpty() bool {
-	return e.asked[1] == 0 && e.asked[0] >= discoverBatch
+	return !e.heldSeen && len(e.holds) >= discoverBatch
 }
 
 // readManifest reads manifest d of job. One the destination holds (held) is

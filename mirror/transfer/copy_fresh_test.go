@@ -13,6 +13,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/fakeimage"
 	"github.com/airlock-mirror/airlock/internal/testutil/mirrortest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/mirror/oci"
 )
 
 // orderProxy is a reverse proxy in front of reg that records, in order, the
@@ -30,7 +31,7 @@ func orderProxy(t *testing.T, reg *registrytest.Registry) (host string, order fu
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		kind := registrytest.PathKind(r.URL.Path)
-		if r.URL.Query().Get("digest") == probeDigest {
+		if r.URL.Query().Get("digest") == oci.EmptyJSONDigest {
 			kind = "probe" // the registry client's mount probe
 		}
 		seen = append(seen, r.Method+" "+kind)

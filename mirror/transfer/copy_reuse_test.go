@@ -13,16 +13,14 @@ import (
 	"github.com/airlock-mirror/airlock/internal/fakeimage"
 	"github.com/airlock-mirror/airlock/internal/testutil/mirrortest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/mirror/oci"
 )
 
 // isUploadPUT matches the commit of a blob upload.
 // isUploadPUT matches the commits of the blobs copied (not the mount probe's).
 func isUploadPUT(r *http.Request) bool {
-	return r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/blobs/uploads/") && r.URL.Query().Get("digest") != probeDigest
+	return r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/blobs/uploads/") && r.URL.Query().Get("digest") != oci.EmptyJSONDigest
 }
-
-// probeDigest is the digest of the mount probe's blob (mirror/registry).
-const probeDigest = "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
 
 // A commit answered 503 leaves the upload session open: the next attempt of
 // the transfer is one PUT into it, not a new session and a PUT (under 10% of

@@ -213,6 +213,7 @@ func (e *copyEngine) begin(jobs []Job, held []Held) {
 			e.toWalk[host] = append(e.toWalk[host], rd)
 		}
 		e.holds[rd] = h.Manifest
+		e.heldSeen = e.heldSeen || h.Manifest
 		if h.FirstTag && len(jobs[i].Tags) > 0 {
 			e.tagged[jobs[i].Dest+":"+jobs[i].Tags[0]] = jobs[i].Digest
 		}

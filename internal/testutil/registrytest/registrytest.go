@@ -24,6 +24,7 @@ import (
 	"testing"
 
 	"github.com/airlock-mirror/airlock/internal/registryserver"
+	"github.com/airlock-mirror/airlock/mirror/oci"
 )
 
 // Option configures Start.
@@ -143,9 +144,6 @@ func (r *Registry) CertPool() *x509.CertPool {
 func (r *Registry) TLSConfig() *tls.Config {
 	return &tls.Config{RootCAs: r.CertPool(), MinVersion: tls.VersionTLS12}
 }
-
-// emptyJSON is the digest of the OCI empty JSON blob, "{}".
-const emptyJSON = "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
 
 // Counts is a snapshot of the requests a registry served, by kind.
 type Counts struct {
@@ -278,7 +276,7 @@ func (r *Registry) count(next http.Handler) http.Handler {
 			}
 			c.ByPath[req.Method+" "+kind]++
 			c.BytesUploaded += uploaded.Load()
-			if kind == "upload" && req.URL.Query().Get("digest") == emptyJSON {
+			if kind == "upload" && req.URL.Query().Get("digest") == oci.EmptyJSONDigest {
 				c.ProbeBytes += uploaded.Load()
 			}
 			switch kind + " " + req.Method {
@@ -304,7 +302,7 @@ func (r *Registry) count(next http.Handler) http.Handler {
 				c.UploadPUT++
 				if status == http.StatusCreated {
 					c.BlobsCommitted++
-					if req.URL.Query().Get("digest") == emptyJSON {
+					if req.URL.Query().Get("digest") == oci.EmptyJSONDigest {
 						c.ProbeCommitted++
 					}
 				}

@@ -93,7 +93,7 @@ func TestBuildErrors(t *testing.T) {
 	}{
 		{"bad source", []Image{{Source: "quay.io/UPPER/x@sha256:zz", Destination: "m.example.com/x:1", Kind: KindOperator}}, nil, Options{}, `image "quay.io/UPPER/x@sha256:zz": invalid source reference`},
 		{"bad destination", []Image{{Source: "quay.io/a/x:1", Destination: "", Kind: KindOperator}}, nil, Options{}, "invalid destination reference"},
-		{"unknown kind", []Image{{Source: "quay.io/a/x:1", Destination: "m.example.com/a/x:1", Kind: "helm"}}, nil, Options{}, `unknown kind "helm"`},
+		{"kind that cannot name an object", []Image{{Source: "quay.io/a/x:1", Destination: "m.example.com/a/x:1", Kind: "Helm Charts"}}, nil, Options{}, `kind "Helm Charts" cannot name a mirror set`},
 		{"bad catalog destination", nil, []Catalog{{Source: "quay.io/a/c:1", Destination: "not a ref"}}, Options{}, `catalog "quay.io/a/c:1": invalid destination reference`},
 		{"rule over the limit", []Image{mirrored("quay.io/a/x@"+dg("x"), KindOperator)}, nil, Options{MaxObjectBytes: 100}, "more than the 100-byte object limit"},
 	} {
@@ -103,6 +103,53 @@ func TestBuildErrors(t *testing.T) {
 				t.Fatalf("error %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestKindsOfContent: every kind of content gets mirror sets of its own
+// (idms-KIND, itms-KIND, icsp/icsp-KIND), and a repository several kinds
+// share goes to the first: operator, then the other kinds by name, generic last.
+func TestKindsOfContent(t *testing.T) {
+	images := []Image{
+		mirrored("quay.io/rel/payload@"+dg("p"), "release"),
+		mirrored("quay.io/rel/payload:4.18.1", "release"),
+		mirrored("quay.io/charts/podinfo@"+dg("c"), "helm"),
+		mirrored("quay.io/charts/podinfo@"+dg("d"), KindGeneric),
+		mirrored("quay.io/shared/x@"+dg("x"), "release"),
+		mirrored("quay.io/shared/x@"+dg("y"), KindOperator),
+	}
+	s, err := Build(images, nil, Options{RepositoryScope: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, f := range s.Files() {
+		switch f.Kind {
+		case KindIDMS, KindITMS, KindICSP:
+			got[f.ObjectName] = append(got[f.ObjectName], f.Name)
+		}
+	}
+	for _, want := range []string{"idms-release-0", "itms-release-0", "icsp-release-0", "idms-helm-0", "icsp-helm-0", "idms-operator-0"} {
+		if got[want] == nil {
+			t.Errorf("no object %s; got %v", want, got)
+		}
+	}
+	for _, idms := range s.ImageDigestMirrorSets {
+		for _, r := range idms.Spec.ImageDigestMirrors {
+			switch r.Source {
+			case "quay.io/shared/x":
+				if idms.Metadata.Name != "idms-operator-0" {
+					t.Errorf("%s is in %s, want idms-operator-0 (operator goes first)", r.Source, idms.Metadata.Name)
+				}
+			case "quay.io/charts/podinfo":
+				if idms.Metadata.Name != "idms-helm-0" {
+					t.Errorf("%s is in %s, want idms-helm-0 (a named kind before generic)", r.Source, idms.Metadata.Name)
+				}
+			}
+		}
+	}
+	if got["idms-generic-0"] != nil {
+		t.Errorf("an empty generic mirror set was written: %v", got["idms-generic-0"])
 	}
 }
 

@@ -10,7 +10,9 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// category groups mirror rules into objects, like oc-mirror does.
+// category groups mirror rules into objects, like oc-mirror does: one per
+// kind of content (operator, generic, and the kinds other content sources
+// name), each object named after it (idms-operator, itms-generic…).
 type category string
 
 const (
@@ -18,10 +20,50 @@ const (
 	catGeneric  category = "generic"
 )
 
+// categoryOf is the category of an image kind: "" is generic.
+func categoryOf(k Kind) category {
+	if k == "" {
+		return catGeneric
+	}
+	return category(k)
+}
+
+// validCategory reports whether a kind can name objects (a DNS label less the
+// object prefix and chunk suffix).
+func validCategory(c category) bool {
+	if len(c) == 0 || len(c) > 40 {
+		return false
+	}
+	for _, r := range c {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '-' {
+			return false
+		}
+	}
+	return c[0] != '-' && c[len(c)-1] != '-'
+}
+
+// categoryLess orders categories: operator first, generic last, the others
+// by name between them. A rule several categories share goes to the first.
+func categoryLess(a, b category) bool {
+	rank := func(c category) int {
+		switch c {
+		case catOperator:
+			return 0
+		case catGeneric:
+			return 2
+		}
+		return 1
+	}
+	if rank(a) != rank(b) {
+		return rank(a) < rank(b)
+	}
+	return a < b
+}
+
 // ruleAcc accumulates one mirror rule.
 type ruleAcc struct {
-	mirrors  map[string]bool
-	operator bool // at least one operator image uses the rule
+	mirrors map[string]bool
+	cat     category // the first category (categoryLess) of the images that use it
 }
 
 // rules holds the digest and tag rules keyed by source.
@@ -72,16 +114,12 @@ func buildRules(images []Image, catalogs []Catalog, opts Options) (rules, []stri
 			continue
 		}
 		addPair(src.repo, dst.repo)
-		var cat category
-		switch img.Kind {
-		case KindOperator:
-			cat = catOperator
-		case KindGeneric, "":
-			cat = catGeneric
-		case KindCatalog:
+		if img.Kind == KindCatalog {
 			continue // used through CatalogSource/ClusterCatalog; no mirror rule
-		default:
-			errs = append(errs, fmt.Errorf("image %q: unknown kind %q (want %q, %q or %q)", img.Source, img.Kind, KindOperator, KindGeneric, KindCatalog))
+		}
+		cat := categoryOf(img.Kind)
+		if !validCategory(cat) {
+			errs = append(errs, fmt.Errorf("image %q: kind %q cannot name a mirror set (lower-case letters, digits and '-', at most 40)", img.Source, img.Kind))
 			continue
 		}
 		mapped = append(mapped, mappedImage{img: img, src: src, dst: dst, cat: cat})
@@ -120,12 +158,12 @@ func buildRules(images []Image, catalogs []Catalog, opts Options) (rules, []stri
 		}
 		acc := set[source]
 		if acc == nil {
-			acc = &ruleAcc{mirrors: map[string]bool{}}
+			acc = &ruleAcc{mirrors: map[string]bool{}, cat: m.cat}
 			set[source] = acc
 		}
 		acc.mirrors[mirror] = true
-		if m.cat == catOperator {
-			acc.operator = true
+		if categoryLess(m.cat, acc.cat) {
+			acc.cat = m.cat
 		}
 	}
 	sort.Strings(skipped)
@@ -187,11 +225,28 @@ func collapseNamespaces(repoDests map[string]map[string]bool) map[string]string 
 	return out
 }
 
+// categories returns the categories of the rules, in categoryLess order;
+// operator and generic are always there (their objects may be empty).
+func (r rules) categories() []category {
+	seen := map[category]bool{catOperator: true, catGeneric: true}
+	for _, set := range []map[string]*ruleAcc{r.digest, r.tag} {
+		for _, acc := range set {
+			seen[acc.cat] = true
+		}
+	}
+	out := make([]category, 0, len(seen))
+	for c := range seen {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return categoryLess(out[i], out[j]) })
+	return out
+}
+
 // sortedRules returns the rules of one category sorted by source, mirrors sorted.
 func sortedRules(set map[string]*ruleAcc, cat category) []MirrorRule {
 	var out []MirrorRule
 	for src, acc := range set {
-		if (cat == catOperator) != acc.operator {
+		if acc.cat != cat {
 			continue
 		}
 		mirrors := make([]string, 0, len(acc.mirrors))

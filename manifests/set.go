@@ -56,7 +56,7 @@ func Build(images []Image, catalogs []Catalog, opts Options) (*Set, error) {
 		return nil, err
 	}
 	s.ClusterImagePolicies, s.files = cips, cipFiles
-	for _, cat := range []category{catOperator, catGeneric} {
+	for _, cat := range rs.categories() {
 		digest := sortedRules(rs.digest, cat)
 		tag := sortedRules(rs.tag, cat)
 

@@ -63,7 +63,7 @@ func (p *Plan) AddAttachments(ctx context.Context, src endpoint.Source, a Attach
 	d.Reuse(a.Known)
 	var idx []int
 	for i, im := range p.Images {
-		if im.Error == "" && im.Digest != "" && (im.Kind == KindOperator || im.Kind == KindGeneric) && !strings.HasPrefix(im.SourceRepo, LayoutRepoPrefix) {
+		if im.Error == "" && im.Digest != "" && im.Kind.Content() && !strings.HasPrefix(im.SourceRepo, LayoutRepoPrefix) {
 			idx = append(idx, i)
 		}
 	}

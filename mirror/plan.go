@@ -40,6 +40,13 @@ const (
 	KindAttachment ImageKind = "attachment"
 )
 
+// Content reports whether images of kind k are content a source asked for
+// (operator images, additional images, any other source's kind), as opposed
+// to catalogs (rebuilt, consumed through CatalogSource) and attachments.
+func (k ImageKind) Content() bool {
+	return k != KindCatalog && k != KindAttachment && k != ""
+}
+
 // OriginAdditional is the origin of an image the configuration's
 // additionalImages asked for (PlanImage.Origins).
 const OriginAdditional = "additionalImages"
@@ -48,9 +55,18 @@ const OriginAdditional = "additionalImages"
 // disk (a rebuilt catalog) rather than a registry repository: "layout:<dir>".
 const LayoutRepoPrefix = "layout:"
 
-// AdditionalImage is one additionalImages entry.
-type AdditionalImage struct {
-	Name       string
+// ImageRequest is one image a content source asks for: an additionalImages
+// entry, or an image of another kind of content (its Kind groups its mirror
+// rule in the cluster resources).
+type ImageRequest struct {
+	// Name is the source reference, tag or digest.
+	Name string
+	// Kind is the image's kind in the plan (KindGeneric when empty).
+	Kind ImageKind
+	// Origin is what asked for it (PlanImage.Origins): OriginAdditional, or
+	// the content source's own name for the entry.
+	Origin string
+	// TargetRepo and TargetTag override the destination repository path and tag.
 	TargetRepo string
 	TargetTag  string
 	// Platforms is the image's platform subset ("os/arch"); empty: every platform.
@@ -66,7 +82,9 @@ type PlanRequest struct {
 	Destination    string
 	MaxNestedPaths int
 	Catalogs       []CatalogRequest
-	Additional     []AdditionalImage
+	// Images are the images of every other kind of content, in the order
+	// their sources asked (the first to ask for a reference sets its kind).
+	Images []ImageRequest
 	// Blocked are blockedImages regular expressions, matched against the source
 	// reference and the destination reference.
 	Blocked []string
@@ -244,12 +262,12 @@ func PlanImages(ctx context.Context, req PlanRequest, resolve Resolver, parallel
 		ref       string
 		kind      ImageKind
 		origins   []string
-		target    *AdditionalImage
+		target    *ImageRequest
 		platforms oci.Platforms
 	}
 	var order []string
 	wants := map[string]*want{}
-	add := func(ref string, kind ImageKind, origin string, target *AdditionalImage, platforms []string) {
+	add := func(ref string, kind ImageKind, origin string, target *ImageRequest, platforms []string) {
 		w, ok := wants[ref]
 		if !ok {
 			w = &want{ref: ref, kind: kind, platforms: platforms}
@@ -257,8 +275,9 @@ func PlanImages(ctx context.Context, req PlanRequest, resolve Resolver, parallel
 			order = append(order, ref)
 		}
 		w.platforms = w.platforms.Union(platforms)
-		if kind == KindGeneric && w.kind != KindGeneric {
-			// An additional image that a catalog also names stays an operator image.
+		if kind != w.kind {
+			// An image that a catalog (or another source before) also names
+			// keeps its first kind and destination.
 			target = nil
 		}
 		if target != nil {
@@ -276,9 +295,12 @@ func PlanImages(ctx context.Context, req PlanRequest, resolve Resolver, parallel
 			add(ref, KindOperator, c.Catalog, nil, c.Platforms)
 		}
 	}
-	for i := range req.Additional {
-		a := req.Additional[i]
-		add(a.Name, KindGeneric, OriginAdditional, &a, a.Platforms)
+	for i := range req.Images {
+		a := req.Images[i]
+		if a.Kind == "" {
+			a.Kind = KindGeneric
+		}
+		add(a.Name, a.Kind, a.Origin, &a, a.Platforms)
 	}
 
 	images := make([]PlanImage, len(order))
@@ -406,7 +428,7 @@ func tagOf(ref string) string {
 // a placeholder host stripped again, so that repository paths stay relative.
 const m2dHost = "airlock.archive"
 
-func (p *Plan) imageDest(req PlanRequest, r oci.Reference, target *AdditionalImage) (DestRef, error) {
+func (p *Plan) imageDest(req PlanRequest, r oci.Reference, target *ImageRequest) (DestRef, error) {
 	path := r.Path
 	tag := r.DestinationTag()
 	if target != nil {

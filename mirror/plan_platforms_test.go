@@ -32,7 +32,7 @@ func TestPlanPlatforms(t *testing.T) {
 				req.Catalogs = []CatalogRequest{{Catalog: "quay.io/ns/catalog:v1", Images: []string{img}, Platforms: tc.catalog}}
 			}
 			if tc.additional {
-				req.Additional = []AdditionalImage{{Name: img, Platforms: tc.addl}}
+				req.Images = []ImageRequest{{Name: img, Origin: OriginAdditional, Platforms: tc.addl}}
 			}
 			p, err := PlanImages(context.Background(), req, nil, 1)
 			if err != nil {

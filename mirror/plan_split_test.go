@@ -31,7 +31,7 @@ func TestPlanImagesThenCatalogsIsNewPlan(t *testing.T) {
 				Rebuilt: &catalogimage.Rebuilt{Digest: digest.FromString("rebuilt"), MediaType: "application/vnd.oci.image.index.v1+json", LayoutDir: "/ws/image"}},
 			{Catalog: "quay.io/ns/other:v2", SourceDigest: digest.FromString("other"), SourceRepo: "quay.io/ns/other", Images: []string{op}},
 		},
-		Additional: []AdditionalImage{{Name: "quay.io/x/tool:1"}, {Name: "quay.io/y/thing:3", TargetRepo: "ns/index", TargetTag: "v1"},
+		Images: []ImageRequest{{Name: "quay.io/x/tool:1", Origin: OriginAdditional}, {Name: "quay.io/y/thing:3", Origin: OriginAdditional, TargetRepo: "ns/index", TargetTag: "v1"},
 			// Two images wanting the untouched catalog's destination: the one that
 			// is the catalog itself (same digest) is no conflict, the other is one.
 			{Name: "quay.io/y/thing:4", TargetRepo: "ns/other", TargetTag: "v2"},

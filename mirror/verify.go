@@ -37,7 +37,7 @@ func (p *Plan) Verify(ctx context.Context, v Verifier, cats []CatalogRequest, pa
 	}
 	for i := range p.Images {
 		im := &p.Images[i]
-		if im.Error == "" && im.Digest != "" && (im.Kind == KindOperator || im.Kind == KindGeneric) && !strings.HasPrefix(im.SourceRepo, LayoutRepoPrefix) {
+		if im.Error == "" && im.Digest != "" && im.Kind.Content() && !strings.HasPrefix(im.SourceRepo, LayoutRepoPrefix) {
 			jobs = append(jobs, job{repo: im.SourceRepo, d: im.Digest, im: im})
 		}
 	}

@@ -290,19 +290,3 @@ func catalogImages(c *fbc.Catalog) (images, packages, warnings []string) {
 	}
 	return images, packages, warnings
 }
-
-func (r *run) additional() []mirror.AdditionalImage {
-	var out []mirror.AdditionalImage
-	for _, im := range r.cfg.Mirror.AdditionalImages {
-		out = append(out, mirror.AdditionalImage{Name: im.Ref(), TargetRepo: im.TargetRepo, TargetTag: im.TargetTag, Platforms: imageset.PlatformList(im.Platforms)})
-	}
-	return out
-}
-
-func (r *run) blocked() []string {
-	var out []string
-	for _, b := range r.cfg.Mirror.BlockedImages {
-		out = append(out, b.Name)
-	}
-	return out
-}

@@ -186,26 +186,17 @@ func (r *run) diskToMirror(ctx context.Context) error {
 			return err
 		}
 	}
-	base, narrowed, missing, err := r.planFromArchive(ctx, ar, dst)
+	base, missing, err := r.planFromArchive(ctx, ar, dst)
 	if err != nil {
 		return err
 	}
 	if len(missing) > 0 {
 		return r.gapError(m, dir, missing)
 	}
+	sort.Strings(r.res.Repruned)
 	p, err := base.Relocate(r.dest, r.opts.MaxNestedPaths)
 	if err != nil {
 		return err
-	}
-	for c := range narrowed {
-		r.res.Repruned = append(r.res.Repruned, c)
-	}
-	sort.Strings(r.res.Repruned)
-	for i, im := range p.Images {
-		// A catalog pruned again is read from the workspace, not the archive.
-		if n := narrowed[im.Source]; n != nil && im.Kind == mirror.KindCatalog {
-			p.Images[i].SourceRepo = mirror.LayoutRepoPrefix + n.rebuilt.LayoutDir
-		}
 	}
 	if r.opts.Signatures == signature.Off {
 		p.DropAttachments()
@@ -230,84 +221,46 @@ func (r *run) diskToMirror(ctx context.Context) error {
 	return r.clusterResources()
 }
 
-// planFromArchive rebuilds the mirror-to-disk plan an archive recorded, keeping
-// what the configuration asks for: catalogs it names (re-pruned when it asks for
-// less than the archive's selection), their images, the additional images it
-// names. missing lists what it asks for that the archive lacks.
-func (r *run) planFromArchive(ctx context.Context, ar *archive.Reader, dst endpoint.Source) (*mirror.Plan, map[string]*narrowedCatalog, []string, error) {
+// planFromArchive rebuilds the mirror-to-disk plan an archive recorded,
+// keeping what the configuration asks for: each source says which archived
+// images it still wants (a catalog pruned again when the configuration asks
+// for less than the archive's selection) and what it asks for that the
+// archive lacks (missing).
+func (r *run) planFromArchive(ctx context.Context, ar *archive.Reader, dst endpoint.Source) (*mirror.Plan, []string, error) {
 	m := ar.ArchiveManifest()
-	cfg := r.cfg
+	in := Archived{Manifest: m, Content: &baseSource{ar: ar, dst: dst, repo: r.destRepo}}
 	p := &mirror.Plan{Workflow: mirror.MirrorToDisk}
-	wantCatalog := map[string]bool{}
-	narrowed := map[string]*narrowedCatalog{}
+	var loads []*Loaded
+	var adjust []func(*mirror.PlanImage)
 	var missing []string
-	archived := archivedOperators(m)
-	for _, op := range cfg.Mirror.Operators {
-		found := false
-		for _, c := range m.Catalogs {
-			if c.Source != op.Catalog {
-				continue
-			}
-			found = true
-			sel, gaps, err := r.reselect(ctx, &baseSource{ar: ar, dst: dst, repo: r.destRepo}, c, op, archived[op.Catalog])
-			if err != nil {
-				return nil, nil, nil, err
-			}
-			if len(gaps) > 0 {
-				missing = append(missing, gaps...)
-				continue
-			}
-			if sel.narrowed == nil && !r.opts.DryRun {
-				r.archivedWants(ctx, &baseSource{ar: ar, dst: dst, repo: r.destRepo}, c)
-			}
-			pc := mirror.PlanCatalog{
-				Catalog: c.Source, SourceDigest: c.SourceDigest, Rebuilt: c.Rebuilt,
-				Digest: c.Digest, DestRepo: c.Destination, Tag: c.Tag, Packages: c.Packages,
-			}
-			if n := sel.narrowed; n != nil {
-				pc.Rebuilt, pc.Digest, pc.Packages = true, n.rebuilt.Digest, n.packages
-				narrowed[c.Source] = n
-			}
-			p.Catalogs = append(p.Catalogs, pc)
+	for _, s := range r.sources() {
+		l, err := s.Load(ctx, in)
+		if err != nil {
+			return nil, nil, err
 		}
-		if !found {
-			missing = append(missing, "catalog "+op.Catalog+" (not in the archive)")
+		loads = append(loads, l)
+		p.Catalogs = append(p.Catalogs, l.Catalogs...)
+		missing = append(missing, l.Missing...)
+		r.res.Repruned = append(r.res.Repruned, l.Repruned...)
+		r.addWants(l.Wants)
+		r.res.Warnings = append(r.res.Warnings, l.Warnings...)
+		if l.Adjust != nil {
+			adjust = append(adjust, l.Adjust)
 		}
-		wantCatalog[op.Catalog] = true
 	}
-	wantAdditional := map[string]bool{}
-	for _, im := range cfg.Mirror.AdditionalImages {
-		wantAdditional[im.Ref()] = true
-	}
-	blocked := []string{}
-	for _, b := range cfg.Mirror.BlockedImages {
-		blocked = append(blocked, b.Name)
-	}
-	isBlocked := mirror.BlockedMatcher(blocked)
-	seenAdditional := map[string]bool{}
+	isBlocked := mirror.BlockedMatcher(r.blocked())
 	for _, ir := range m.Images {
 		of := ir.Source // an attachment goes with its image
 		if ir.Attachment != nil {
 			of = ir.Attachment.Of
 		}
-		keep := false
 		var origins []string
-		for _, o := range ir.Origins {
-			if !wantCatalog[o] {
-				continue
+		for _, l := range loads {
+			if l.Keep != nil {
+				origins = append(origins, l.Keep(ir, of)...)
 			}
-			if n := narrowed[o]; n != nil && ir.Kind != string(mirror.KindCatalog) && !n.images[of] {
-				continue // the re-pruned catalog no longer names it
-			}
-			keep = true
-			origins = append(origins, o)
 		}
-		if wantAdditional[of] {
-			keep = true
-			seenAdditional[of] = true
-			origins = append(origins, "additionalImages")
-		}
-		if !keep {
+		if len(origins) == 0 {
 			continue
 		}
 		if isBlocked(ir.Source) || isBlocked(ir.Destination) {
@@ -320,18 +273,13 @@ func (r *run) planFromArchive(ctx context.Context, ar *archive.Reader, dst endpo
 			DestRepo: ir.Destination, Tags: ir.Tags, Platforms: ir.Platforms,
 			Attachment: ir.Attachment, Signature: ir.Signature, Attachments: ir.Attachments,
 		}
-		if n := narrowed[ir.Source]; n != nil && im.Kind == mirror.KindCatalog {
-			im.Digest, im.MediaType = n.rebuilt.Digest, string(n.rebuilt.MediaType)
+		for _, f := range adjust {
+			f(&im)
 		}
 		p.Images = append(p.Images, im)
 	}
-	for ref := range wantAdditional {
-		if !seenAdditional[ref] {
-			missing = append(missing, "additional image "+ref+" (not in the archive)")
-		}
-	}
 	sort.Strings(missing)
-	return p, narrowed, missing, nil
+	return p, missing, nil
 }
 
 // archivedWants learns, for the history, which bundles want each image of an

@@ -96,11 +96,15 @@ func (r *run) recordHistory() error {
 	if abs, err := filepath.Abs(r.opts.ConfigPath); err == nil {
 		hr.ConfigPath = abs
 	}
-	for c, t := range r.templates {
-		if hr.Templates == nil {
-			hr.Templates = map[string]string{}
+	for _, s := range r.sources() {
+		if os, ok := s.(*operatorSource); ok {
+			for c, t := range os.templates {
+				if hr.Templates == nil {
+					hr.Templates = map[string]string{}
+				}
+				hr.Templates[c] = t.path
+			}
 		}
-		hr.Templates[c] = t.path
 	}
 	status := map[string]string{}
 	for _, o := range r.res.Images {
@@ -114,53 +118,9 @@ func (r *run) recordHistory() error {
 			Repository: im.DestRepo, Digest: im.Digest, Tags: im.Tags, MediaType: im.MediaType,
 			Source: im.Source, Kind: im.Kind, Status: status[im.Destination()+"\x00"+im.Digest.String()],
 		}
-		hi.WantedBy = r.wantsOf(im)
+		hi.WantedBy = wantsFrom(r.sources(), im)
 		hr.Images = append(hr.Images, hi)
 	}
 	_, err = workspace.AppendHistory(r.workDir, hr)
 	return err
-}
-
-// wantsOf says why the plan has im.
-func (r *run) wantsOf(im mirror.PlanImage) []workspace.Want {
-	var out []workspace.Want
-	seen := map[string]bool{}
-	add := func(w workspace.Want) {
-		if k := w.Key(); !seen[k] {
-			seen[k] = true
-			out = append(out, w)
-		}
-	}
-	if im.Kind == mirror.KindCatalog {
-		add(workspace.Want{Kind: workspace.WantCatalog, Catalog: im.Source})
-		return out
-	}
-	origins := map[string]bool{}
-	for _, o := range im.Origins {
-		origins[o] = true
-	}
-	for _, w := range r.wants[im.Owner()] {
-		if origins[w.Catalog] {
-			add(w)
-		}
-	}
-	for _, o := range im.Origins {
-		switch {
-		case o == "additionalImages":
-			add(workspace.Want{Kind: workspace.WantAdditional, Image: im.Owner()})
-		case !wantedFrom(out, o):
-			// Known by catalog only (an archive loaded as it was packed).
-			add(workspace.Want{Kind: workspace.WantBundle, Catalog: o})
-		}
-	}
-	return out
-}
-
-func wantedFrom(ws []workspace.Want, catalog string) bool {
-	for _, w := range ws {
-		if w.Catalog == catalog {
-			return true
-		}
-	}
-	return false
 }

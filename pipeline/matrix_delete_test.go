@@ -72,7 +72,7 @@ func TestDeleteKeepsWhatAForeignTagPins(t *testing.T) {
 	dopts := deletion.Options{Workspace: ws, Destination: o.Destination, AuthFile: e.auth, DestTLSVerify: true}
 	gen := dopts
 	gen.Generate, gen.ConfigPath = true, delCfg
-	plan, err := deletion.Run(ctx, gen)
+	plan, err := pipeline.Delete(ctx, gen)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestDeleteKeepsWhatAForeignTagPins(t *testing.T) {
 	victim = func() (string, digest.Digest) { return "del/tools/debug", child.Digest }
 	ex := dopts
 	ex.PlanFile = plan.PlanFile
-	res, err := deletion.Run(ctx, ex)
+	res, err := pipeline.Delete(ctx, ex)
 	if pinErr != nil || pinned == "" {
 		t.Fatalf("the proxy did not pin: %v", pinErr)
 	}

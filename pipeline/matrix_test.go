@@ -279,7 +279,7 @@ delete:
 	dopts := deletion.Options{Workspace: ws, Destination: o.Destination, AuthFile: e.auth, DestTLSVerify: true, DestCertDir: e.dst.CertDir, RetryTimes: 2}
 	gen := dopts
 	gen.Generate, gen.ConfigPath = true, delCfg
-	plan, err := deletion.Run(ctx, gen)
+	plan, err := pipeline.Delete(ctx, gen)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,7 @@ delete:
 	}
 	ex := dopts
 	ex.PlanFile = plan.PlanFile
-	dres, err := deletion.Run(ctx, ex)
+	dres, err := pipeline.Delete(ctx, ex)
 	if err != nil {
 		t.Fatal(err)
 	}

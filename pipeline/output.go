@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -85,38 +86,25 @@ func (r *run) clusterResources() error {
 			}
 		}
 	}
+	mirrored := func(im mirror.PlanImage) bool {
+		return im.Error == "" && (r.res.Copy == nil || ok[im.DestRepo+"@"+im.Digest.String()])
+	}
 	var images []manifests.Image
 	var catalogs []manifests.Catalog
 	for _, im := range r.res.Plan.Images {
-		if im.Error != "" {
-			continue
-		}
-		if r.res.Copy != nil && !ok[im.DestRepo+"@"+im.Digest.String()] {
-			continue
-		}
-		if im.Kind == mirror.KindCatalog || im.Kind == mirror.KindAttachment {
+		if !mirrored(im) || !im.Kind.Content() {
 			continue
 		}
 		images = append(images, manifests.Image{
 			Source: im.Source, Destination: im.Destination(), Digest: im.Digest.String(), Kind: manifests.Kind(im.Kind),
 		})
 	}
-	catalogOK := map[string]bool{}
-	for _, im := range r.res.Plan.Images {
-		if im.Kind == mirror.KindCatalog && im.Error == "" && (r.res.Copy == nil || ok[im.DestRepo+"@"+im.Digest.String()]) {
-			catalogOK[im.Source] = true
+	for _, s := range r.sources() {
+		res, err := s.Resources(r.res.Plan, mirrored)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.Name(), err)
 		}
-	}
-	for _, c := range r.res.Plan.Catalogs {
-		if c.DestRepo == "" || !catalogOK[c.Catalog] {
-			// Not mirrored: a CatalogSource would point at nothing.
-			continue
-		}
-		mc := manifests.Catalog{Source: c.Catalog, Destination: c.DestRepo + ":" + c.Tag, Digest: c.Digest.String()}
-		if t, ok := r.templates[c.Catalog]; ok {
-			mc.Template, mc.TemplatePath = t.data, t.path
-		}
-		catalogs = append(catalogs, mc)
+		catalogs = append(catalogs, res.Catalogs...)
 	}
 	if len(images) == 0 && len(catalogs) == 0 {
 		r.log.Info("nothing was mirrored: no cluster resources written")

@@ -108,6 +108,8 @@ type Options struct {
 	Stage func(stage string)
 	// batchConfig replaces the configuration (an earlier batch of --from).
 	batchConfig *imageset.ImageSetConfiguration
+	// sources are content sources added to the built-in ones (tests).
+	sources []Source
 }
 
 // Result is what a run did.
@@ -213,10 +215,10 @@ type run struct {
 	workspace string
 	dest      string // REGISTRY/NS for registry workflows
 	res       *Result
-	src, dst  *registry.Client           // made once by srcRegistry and destRegistry
-	regconf   *registry.RegistriesConf   // the sources' registries.conf
-	templates map[string]catalogTemplate // by catalog, read by preflight
-	rep       reporter                   // what report.html shows (report.go)
+	src, dst  *registry.Client         // made once by srcRegistry and destRegistry
+	regconf   *registry.RegistriesConf // the sources' registries.conf
+	srcs      []Source                 // the content sources (source.go)
+	rep       reporter                 // what report.html shows (report.go)
 	// wants says why each image a catalog names is wanted (the history).
 	wants map[string][]workspace.Want
 	// est is the dry run's comparison when it starts during planning;
@@ -336,21 +338,23 @@ func (r *run) destRegistry() *registry.Client {
 	return r.dst
 }
 
-// plan resolves the images the catalogs name while the last catalog is still
-// being rebuilt (rebuilt waits for it), then adds the catalogs. With est, the
-// dry run's reading of the images runs meanwhile too.
-func (r *run) plan(ctx context.Context, src *registry.Client, cats []mirror.CatalogRequest, rebuilt func() error, est *transfer.Estimator) error {
+// plan resolves the images the sources selected while what they still build
+// (a catalog being rebuilt) is finished (sel.Finish waits for it), then adds
+// the catalogs. With est, the dry run's reading of the images runs meanwhile
+// too.
+func (r *run) plan(ctx context.Context, src *registry.Client, sel *Selection, est *transfer.Estimator) error {
 	r.stage("plan")
+	cats := sel.Catalogs
 	req := mirror.PlanRequest{
 		Workflow: r.workflow, Destination: r.dest, MaxNestedPaths: r.opts.MaxNestedPaths,
-		Catalogs: cats, Additional: r.additional(), Blocked: r.blocked(),
+		Catalogs: cats, Images: sel.Images, Blocked: r.blocked(),
 		Progress: r.stageProgress("plan"), Prefetch: r.pre,
 	}
 	var refs []string
 	for _, c := range cats {
 		refs = append(refs, c.Images...)
 	}
-	for _, a := range req.Additional {
+	for _, a := range req.Images {
 		refs = append(refs, a.Name)
 	}
 	down := r.probeImageHosts(ctx, src, refs)
@@ -392,10 +396,10 @@ func (r *run) plan(ctx context.Context, src *registry.Client, cats []mirror.Cata
 			est.Look(lctx, jobs, nil)
 		}()
 	}
-	if err := rebuilt(); err != nil {
+	if err := sel.Finish(false); err != nil {
 		return err
 	}
-	p.AddCatalogs(req) // req.Catalogs is cats: rebuilt set their Rebuilt
+	p.AddCatalogs(req) // req.Catalogs is cats: Finish set their Rebuilt
 	r.setPlan(p)
 	return r.writePlan(ctx)
 }
@@ -426,20 +430,20 @@ func (r *run) planSources(ctx context.Context, dryRunDest transfer.EstimateDesti
 	if dryRunDest != nil {
 		r.est = transfer.NewEstimator(mux, dryRunDest, dryRunParallel)
 	}
-	cats, rebuilt, err := r.catalogsLater(ctx)
+	sel, err := r.selectAll(ctx)
 	if err == nil && r.checked() != nil {
-		_ = rebuilt(true)
+		_ = sel.Finish(true)
 		err = r.checked()
 	}
 	if err != nil {
 		return nil, err
 	}
-	if err := r.plan(ctx, src, cats, func() error { return rebuilt(false) }, r.est); err != nil {
+	if err := r.plan(ctx, src, sel, r.est); err != nil {
 		// Nothing keeps reading or writing after the run.
 		if r.looking != nil {
 			r.looking(true)
 		}
-		_ = rebuilt(true)
+		_ = sel.Finish(true)
 		return nil, err
 	}
 	return mux, nil

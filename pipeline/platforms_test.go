@@ -176,7 +176,7 @@ func platformsAccepted(t *testing.T, e *platformEnv) {
 	dopts := deletion.Options{Workspace: o.Workspace, Destination: o.Destination, AuthFile: e.auth, DestTLSVerify: true, DestCertDir: e.dst.CertDir, RetryTimes: 2}
 	gen := dopts
 	gen.Generate, gen.ConfigPath = true, delCfg
-	plan, err := deletion.Run(ctx, gen)
+	plan, err := pipeline.Delete(ctx, gen)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func platformsAccepted(t *testing.T, e *platformEnv) {
 	}
 	ex := dopts
 	ex.PlanFile = plan.PlanFile
-	if dr, err := deletion.Run(ctx, ex); err != nil || len(dr.Deleted) != 2 || len(dr.Failed) != 0 {
+	if dr, err := pipeline.Delete(ctx, ex); err != nil || len(dr.Deleted) != 2 || len(dr.Failed) != 0 {
 		t.Fatalf("delete: %v, deleted %d, failed %+v", err, len(dr.Deleted), dr.Failed)
 	}
 }

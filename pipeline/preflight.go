@@ -15,7 +15,6 @@ import (
 
 	"github.com/airlock-mirror/airlock/manifests"
 	"github.com/airlock-mirror/airlock/mirror"
-	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/mirror/registry"
@@ -40,8 +39,13 @@ type catalogTemplate struct {
 // failed probe cancels the returned context. Other runs wait here.
 func (r *run) preflight(ctx context.Context) (context.Context, error) {
 	r.stage("preflight")
-	if err := r.readTemplates(); err != nil {
-		return ctx, err
+	var sourceProbes []Probe
+	for _, s := range r.sources() {
+		ps, err := s.Preflight(ctx)
+		if err != nil {
+			return ctx, err
+		}
+		sourceProbes = append(sourceProbes, ps...)
 	}
 	seen := map[string]bool{}
 	var probes []probe
@@ -55,17 +59,14 @@ func (r *run) preflight(ctx context.Context) (context.Context, error) {
 		probes = append(probes, probe{reg, repo, push, what})
 	}
 	if r.workflow != mirror.DiskToMirror {
-		for _, op := range r.cfg.Mirror.Operators {
-			if strings.HasPrefix(op.Catalog, catalogimage.OCIPrefix) {
-				continue
-			}
-			if ref, err := oci.ParseReference(op.Catalog); err == nil {
-				add(r.srcRegistry(), ref.Repository(), false, "source registry of catalog "+op.Catalog)
+		// The registries of single images are probed with planning
+		// (probeImageHosts): one that cannot be reached fails its images,
+		// not the run.
+		for _, p := range sourceProbes {
+			if ref, err := oci.ParseReference(p.Ref); err == nil {
+				add(r.srcRegistry(), ref.Repository(), false, p.What)
 			}
 		}
-		// The registries of additionalImages are probed with the catalogs'
-		// images (probeImageHosts): one that cannot be reached fails its
-		// images, not the run.
 	}
 	if r.dest != "" {
 		add(r.destRegistry(), strings.TrimSuffix(r.dest, "/")+"/airlock-preflight", true, "destination registry")
@@ -154,8 +155,8 @@ func (r *run) probeImageHosts(ctx context.Context, src *registry.Client, refs []
 const preflightTimeout = 20 * time.Second
 
 // readTemplates reads and checks every targetCatalogSourceTemplate.
-func (r *run) readTemplates() error {
-	r.templates = map[string]catalogTemplate{}
+func (r *run) readTemplates() (map[string]catalogTemplate, error) {
+	out := map[string]catalogTemplate{}
 	for _, op := range r.cfg.Mirror.Operators {
 		t := op.TargetCatalogSourceTemplate
 		if t == "" {
@@ -167,12 +168,12 @@ func (r *run) readTemplates() error {
 		}
 		b, err := os.ReadFile(path)
 		if err != nil {
-			return fmt.Errorf("targetCatalogSourceTemplate of catalog %s (%s line %d): %w", op.Catalog, r.cfg.Source, op.Line, err)
+			return nil, fmt.Errorf("targetCatalogSourceTemplate of catalog %s (%s line %d): %w", op.Catalog, r.cfg.Source, op.Line, err)
 		}
 		if err := manifests.CheckTemplate(b, path); err != nil {
-			return fmt.Errorf("catalog %s (%s line %d): %w", op.Catalog, r.cfg.Source, op.Line, err)
+			return nil, fmt.Errorf("catalog %s (%s line %d): %w", op.Catalog, r.cfg.Source, op.Line, err)
 		}
-		r.templates[op.Catalog] = catalogTemplate{path: path, data: b}
+		out[op.Catalog] = catalogTemplate{path: path, data: b}
 	}
-	return nil
+	return out, nil
 }

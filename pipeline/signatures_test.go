@@ -404,7 +404,7 @@ func TestSignaturesDeletePlan(t *testing.T) {
 	if err := os.WriteFile(delCfg, []byte("apiVersion: mirror.openshift.io/v2alpha1\nkind: DeleteImageSetConfiguration\ndelete:\n  additionalImages:\n  - name: "+e.ref(e.signed)+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dres, err := deletion.Run(context.Background(), deletion.Options{Generate: true, ConfigPath: delCfg, Workspace: "file://" + ws, Destination: "docker://" + dst.Host() + "/mirror", DestTLSVerify: true})
+	dres, err := pipeline.Delete(context.Background(), deletion.Options{Generate: true, ConfigPath: delCfg, Workspace: "file://" + ws, Destination: "docker://" + dst.Host() + "/mirror", DestTLSVerify: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -106,7 +107,8 @@ func (h HistoryImage) Destination() string {
 }
 
 // Want is one reason an image was mirrored: a bundle of a catalog's package, a
-// catalog itself, or an additionalImages entry.
+// catalog itself, an additionalImages entry, or an entry of another kind of
+// content (its source names the Kind, and the entry in Catalog or Image).
 type Want struct {
 	// Kind is "bundle", "catalog" or "additionalImages".
 	Kind    string `json:"kind"`
@@ -134,8 +136,10 @@ func (w Want) Key() string {
 		return "bundle " + w.Catalog + " " + w.Package + "/" + w.Bundle
 	case WantCatalog:
 		return "catalog " + w.Catalog
+	case WantAdditional:
+		return "additional " + w.Image
 	}
-	return "additional " + w.Image
+	return w.Kind + " " + w.Catalog + " " + w.Image // another kind of content
 }
 
 func (w Want) String() string {
@@ -147,8 +151,10 @@ func (w Want) String() string {
 		return fmt.Sprintf("bundle %s of package %s (catalog %s)", w.Bundle, w.Package, w.Catalog)
 	case WantCatalog:
 		return "catalog image " + w.Catalog
+	case WantAdditional:
+		return "additionalImages " + w.Image
 	}
-	return "additionalImages " + w.Image
+	return strings.Join(slices.DeleteFunc([]string{w.Kind, w.Catalog, w.Image}, func(s string) bool { return s == "" }), " ")
 }
 
 // HistoryDelete is one manifest a delete run removed.

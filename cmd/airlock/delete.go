@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/pipeline/deletion"
 	"github.com/airlock-mirror/airlock/workspace"
 )
@@ -53,7 +54,7 @@ garbage collection: airlock registry gc --root DIR for airlock registry serve.`,
 				return err
 			}
 			o.Destination, o.Logger = args[len(args)-1], log // see addOCMirrorDeleteFlags
-			res, err := deletion.Run(cmd.Context(), o)
+			res, err := pipeline.Delete(cmd.Context(), o)
 			if res != nil {
 				res.WriteText(cmd.OutOrStdout(), !o.Generate)
 			}

@@ -66,7 +66,7 @@ func TestDatedConfigFiles(t *testing.T) {
 
 	gen := func(selections string) (*deletion.Result, string) {
 		t.Helper()
-		res, err := deletion.Run(ctx, deletion.Options{Generate: true, Stale: true, Selections: selections, Workspace: "file://" + ws, Destination: "docker://" + dest, DestTLSVerify: true})
+		res, err := pipeline.Delete(ctx, deletion.Options{Generate: true, Stale: true, Selections: selections, Workspace: "file://" + ws, Destination: "docker://" + dest, DestTLSVerify: true})
 		if err != nil {
 			t.Fatal(err)
 		}

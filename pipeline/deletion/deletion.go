@@ -22,6 +22,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/retry"
@@ -32,6 +33,10 @@ import (
 type Options struct {
 	// Generate writes a plan (--generate) instead of executing one.
 	Generate bool
+	// Names says whether a DeleteImageSetConfiguration names a want (why
+	// an image was mirrored): the rule of the content source of the want's
+	// kind. pipeline.Delete sets it; without it -c names nothing.
+	Names func(*imageset.DeleteImageSetConfiguration, workspace.Want) bool
 	// ConfigPath is -c: a DeleteImageSetConfiguration (with Generate).
 	ConfigPath string
 	// Stale plans what earlier runs mirrored that no current selection wants.

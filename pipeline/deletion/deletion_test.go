@@ -168,7 +168,7 @@ delete:
     - name: alpha
       maxVersion: 1.2.0
 `, runs[0].Catalogs[0].Catalog))
-	dres, err := deletion.Run(ctx, deletion.Options{Generate: true, ConfigPath: delCfg, Workspace: "file://" + ws, Destination: "docker://" + dest, DestTLSVerify: true})
+	dres, err := pipeline.Delete(ctx, deletion.Options{Generate: true, ConfigPath: delCfg, Workspace: "file://" + ws, Destination: "docker://" + dest, DestTLSVerify: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ delete:
 	// platform images), never what the last month uses.
 	gen := func() *deletion.Result {
 		t.Helper()
-		res, err := deletion.Run(ctx, deletion.Options{Generate: true, Stale: true, Workspace: "file://" + ws, Destination: "docker://" + dest, DestTLSVerify: true})
+		res, err := pipeline.Delete(ctx, deletion.Options{Generate: true, Stale: true, Workspace: "file://" + ws, Destination: "docker://" + dest, DestTLSVerify: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,12 +256,12 @@ delete:
 	for _, e := range edits {
 		f := filepath.Join(filepath.Dir(plan.PlanFile), e.name+".yaml")
 		writeFile(t, f, e.edit(string(body)))
-		_, err := deletion.Run(ctx, deletion.Options{PlanFile: f, Destination: "docker://" + dest, DestTLSVerify: true})
+		_, err := pipeline.Delete(ctx, deletion.Options{PlanFile: f, Destination: "docker://" + dest, DestTLSVerify: true})
 		if err == nil || !strings.Contains(err.Error(), e.want) {
 			t.Errorf("%s: err = %v, want %q", e.name, err, e.want)
 		}
 	}
-	if _, err := deletion.Run(ctx, deletion.Options{PlanFile: plan.PlanFile, Destination: "docker://" + src.Host() + "/mirror", DestTLSVerify: true}); !errors.Is(err, workspace.ErrPlanRefused) {
+	if _, err := pipeline.Delete(ctx, deletion.Options{PlanFile: plan.PlanFile, Destination: "docker://" + src.Host() + "/mirror", DestTLSVerify: true}); !errors.Is(err, workspace.ErrPlanRefused) {
 		t.Errorf("plan run against another registry: %v", err)
 	}
 
@@ -280,7 +280,7 @@ delete:
 	if code := raw.send(http.MethodPut, repoPath(victim.Repository), "pinned-by-someone", mraw, mt.MediaType); code != http.StatusCreated {
 		t.Fatalf("tag a planned manifest: %d", code)
 	}
-	if _, err := deletion.Run(ctx, deletion.Options{PlanFile: plan.PlanFile, Destination: "docker://" + dest, DestTLSVerify: true}); !errors.Is(err, workspace.ErrPlanRefused) || !strings.Contains(err.Error(), "pinned-by-someone") {
+	if _, err := pipeline.Delete(ctx, deletion.Options{PlanFile: plan.PlanFile, Destination: "docker://" + dest, DestTLSVerify: true}); !errors.Is(err, workspace.ErrPlanRefused) || !strings.Contains(err.Error(), "pinned-by-someone") {
 		t.Fatalf("a plan against a changed registry: %v", err)
 	}
 	if code := raw.send(http.MethodDelete, repoPath(victim.Repository), "pinned-by-someone", nil, ""); code != http.StatusAccepted {
@@ -307,14 +307,14 @@ delete:
 	}
 
 	// Execute the reviewed plan.
-	res, err := deletion.Run(ctx, deletion.Options{PlanFile: plan.PlanFile, Destination: "docker://" + dest, DestTLSVerify: true})
+	res, err := pipeline.Delete(ctx, deletion.Options{PlanFile: plan.PlanFile, Destination: "docker://" + dest, DestTLSVerify: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Deleted) != len(plan.Plan.Manifests) {
 		t.Errorf("deleted %d manifests, planned %d", len(res.Deleted), len(plan.Plan.Manifests))
 	}
-	if _, err := deletion.Run(ctx, deletion.Options{PlanFile: plan.PlanFile, Destination: "docker://" + dest, DestTLSVerify: true}); !errors.Is(err, workspace.ErrPlanRefused) {
+	if _, err := pipeline.Delete(ctx, deletion.Options{PlanFile: plan.PlanFile, Destination: "docker://" + dest, DestTLSVerify: true}); !errors.Is(err, workspace.ErrPlanRefused) {
 		t.Errorf("a plan executed twice: %v", err)
 	}
 
@@ -424,7 +424,7 @@ delete:
   additionalImages:
   - name: %s
 `, debug.source))
-	dplan, err := deletion.Run(ctx, deletion.Options{Generate: true, ConfigPath: delCfg, Workspace: "file://" + ws, Destination: "docker://" + dest, DestTLSVerify: true})
+	dplan, err := pipeline.Delete(ctx, deletion.Options{Generate: true, ConfigPath: delCfg, Workspace: "file://" + ws, Destination: "docker://" + dest, DestTLSVerify: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,7 +443,7 @@ delete:
 	if !named() {
 		t.Fatal("test set-up: the cluster resources do not name the additional image")
 	}
-	dres2, err := deletion.Run(ctx, deletion.Options{PlanFile: dplan.PlanFile, Destination: "docker://" + dest, DestTLSVerify: true})
+	dres2, err := pipeline.Delete(ctx, deletion.Options{PlanFile: dplan.PlanFile, Destination: "docker://" + dest, DestTLSVerify: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,7 +77,7 @@ func generate(ctx context.Context, o Options, dest string, reg *registry.Client)
 			return nil, fmt.Errorf("%s: delete.platform and delete.helm are not supported: airlock mirrors neither; list operators and additionalImages", o.ConfigPath)
 		}
 		plan.Reason = "DeleteImageSetConfiguration " + o.ConfigPath
-		cands, err = configCandidates(inv, cfg, plan)
+		cands, err = configCandidates(inv, cfg, o, plan)
 		if err != nil {
 			return nil, err
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/pipeline/deletion"
 	"github.com/airlock-mirror/airlock/workspace"
 )
@@ -24,12 +25,12 @@ func TestDeleteRefusedWhileWorkspaceHeld(t *testing.T) {
 		"generate": {Generate: true, Stale: true, Workspace: "file://" + dir, Destination: dest},
 		"execute":  {PlanFile: wd.DeletePlanPath(), Destination: dest},
 	} {
-		if _, err := deletion.Run(context.Background(), o); !errors.Is(err, workspace.ErrLocked) {
+		if _, err := pipeline.Delete(context.Background(), o); !errors.Is(err, workspace.ErrLocked) {
 			t.Errorf("%s: %v, want it refused while the workspace is held", name, err)
 		}
 	}
 	l.Unlock()
-	if _, err := deletion.Run(context.Background(), deletion.Options{Generate: true, Stale: true, Workspace: "file://" + dir, Destination: dest}); errors.Is(err, workspace.ErrLocked) {
+	if _, err := pipeline.Delete(context.Background(), deletion.Options{Generate: true, Stale: true, Workspace: "file://" + dir, Destination: dest}); errors.Is(err, workspace.ErrLocked) {
 		t.Errorf("refused once the workspace was released: %v", err)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"regexp"
 
 	"github.com/airlock-mirror/airlock/imageset"
-	"github.com/airlock-mirror/airlock/prune"
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
@@ -57,18 +56,18 @@ func lastWants(ws []workspace.RunWant, seq int) []workspace.RunWant {
 	return out
 }
 
-func configCandidates(inv *workspace.Inventory, cfg *imageset.DeleteImageSetConfiguration, plan *workspace.DeletePlan) ([]*candidate, error) {
+func configCandidates(inv *workspace.Inventory, cfg *imageset.DeleteImageSetConfiguration, o Options, plan *workspace.DeletePlan) ([]*candidate, error) {
 	blocked, err := cfg.BlockedPatterns()
 	if err != nil {
 		return nil, err
 	}
-	m := deleteMatcher{cfg: cfg}
+	names := func(w workspace.Want) bool { return o.Names != nil && o.Names(cfg, w) }
 	var out []*candidate
 	for _, k := range inv.Keys() {
 		e := inv.Present[k]
 		var matched []workspace.RunWant
 		for _, w := range inv.Wants[k] {
-			if m.match(w.Want) {
+			if names(w.Want) {
 				matched = append(matched, w)
 			}
 		}
@@ -81,7 +80,7 @@ func configCandidates(inv *workspace.Inventory, cfg *imageset.DeleteImageSetConf
 		}
 		var still []workspace.RunWant
 		for _, w := range inv.Current[k] {
-			if !m.match(w.Want) {
+			if !names(w.Want) {
 				still = append(still, w)
 			}
 		}
@@ -107,45 +106,4 @@ func firstMatch(res []*regexp.Regexp, refs ...string) string {
 		}
 	}
 	return ""
-}
-
-// deleteMatcher tells which wants a DeleteImageSetConfiguration names.
-type deleteMatcher struct {
-	cfg *imageset.DeleteImageSetConfiguration
-}
-
-func (m deleteMatcher) match(w workspace.Want) bool {
-	switch w.Kind {
-	case workspace.WantAdditional:
-		for _, im := range m.cfg.Delete.AdditionalImages {
-			if im.Ref() == w.Image {
-				return true
-			}
-		}
-		return false
-	case workspace.WantCatalog:
-		for _, op := range m.cfg.Delete.Operators {
-			if op.Catalog == w.Catalog && len(op.Packages) == 0 {
-				return true
-			}
-		}
-		return false
-	}
-	for _, op := range m.cfg.Delete.Operators {
-		if op.Catalog != w.Catalog {
-			continue
-		}
-		if len(op.Packages) == 0 {
-			return true
-		}
-		if w.Bundle == "" {
-			continue // known by catalog only: cannot tell its package
-		}
-		for _, p := range op.Packages {
-			if p.Name == w.Package && prune.SelectsBundle(p, w.Bundle, w.Version, w.Channels) {
-				return true
-			}
-		}
-	}
-	return false
 }

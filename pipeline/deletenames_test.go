@@ -1,4 +1,4 @@
-package deletion
+package pipeline
 
 import (
 	"strings"
@@ -8,7 +8,9 @@ import (
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
-func TestDeleteMatcher(t *testing.T) {
+// TestDeleteNames: the content sources say which wants a
+// DeleteImageSetConfiguration names (pipeline/deletion plans with it).
+func TestDeleteNames(t *testing.T) {
 	const cat = "reg/ns/index:v1"
 	cfg := func(y string) *imageset.DeleteImageSetConfiguration {
 		t.Helper()
@@ -47,7 +49,7 @@ func TestDeleteMatcher(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := (deleteMatcher{cfg: cfg(tc.cfg)}).match(tc.want); got != tc.match {
+			if got := DeleteNames(cfg(tc.cfg), tc.want); got != tc.match {
 				t.Errorf("match(%+v) = %v, want %v", tc.want, got, tc.match)
 			}
 		})

@@ -168,6 +168,10 @@ type Plan struct {
 	Blocked []string `json:"blocked,omitempty"`
 	// Warnings are non-fatal findings (untagged references read as :latest…).
 	Warnings []string `json:"warnings,omitempty"`
+	// Extras are files content sources need on the far side besides their
+	// images, by source and file name: an archive made from the plan carries
+	// them.
+	Extras map[string]map[string][]byte `json:"extras,omitempty"`
 }
 
 // Jobs returns the copy jobs of every plannable image, in plan order.

@@ -77,7 +77,7 @@ func (r *run) mirrorToDisk(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m, err := w.Finish(ctx, archive.Meta{Batch: batch, BuildsOn: buildsOn, Config: cfgJSON, Images: archiveImages(r.res.Plan), Catalogs: archiveCatalogs(r.res.Plan)})
+	m, err := w.Finish(ctx, archive.Meta{Batch: batch, BuildsOn: buildsOn, Config: cfgJSON, Images: archiveImages(r.res.Plan), Catalogs: archiveCatalogs(r.res.Plan), Extras: archiveExtras(r.res.Plan)})
 	if err != nil {
 		return err
 	}
@@ -141,6 +141,17 @@ func archiveImages(p *mirror.Plan) []archive.ImageRecord {
 		})
 	}
 	return out
+}
+
+// archiveExtras are the files the plan's sources carry to the far side.
+func archiveExtras(p *mirror.Plan) []archive.ExtraRecord {
+	var out []archive.ExtraRecord
+	for src, files := range p.Extras {
+		for name, data := range files {
+			out = append(out, archive.ExtraRecord{Source: src, Name: name, Data: data})
+		}
+	}
+	return out // archive.Writer sorts them
 }
 
 func archiveCatalogs(p *mirror.Plan) []archive.CatalogRecord {
@@ -234,6 +245,12 @@ func (r *run) planFromArchive(ctx context.Context, ar *archive.Reader, dst endpo
 	var adjust []func(*mirror.PlanImage)
 	var missing []string
 	for _, s := range r.sources() {
+		in.Extras = map[string][]byte{}
+		for _, x := range m.Extras {
+			if x.Source == s.Name() {
+				in.Extras[x.Name] = x.Data
+			}
+		}
 		l, err := s.Load(ctx, in)
 		if err != nil {
 			return nil, nil, err

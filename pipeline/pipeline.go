@@ -342,12 +342,12 @@ func (r *run) destRegistry() *registry.Client {
 // (a catalog being rebuilt) is finished (sel.Finish waits for it), then adds
 // the catalogs. With est, the dry run's reading of the images runs meanwhile
 // too.
-func (r *run) plan(ctx context.Context, src *registry.Client, sel *Selection, est *transfer.Estimator) error {
+func (r *run) plan(ctx context.Context, src *registry.Client, sel *selected, est *transfer.Estimator) error {
 	r.stage("plan")
-	cats := sel.Catalogs
+	cats := sel.catalogs
 	req := mirror.PlanRequest{
 		Workflow: r.workflow, Destination: r.dest, MaxNestedPaths: r.opts.MaxNestedPaths,
-		Catalogs: cats, Images: sel.Images, Blocked: r.blocked(),
+		Catalogs: cats, Images: sel.images, Blocked: r.blocked(),
 		Progress: r.stageProgress("plan"), Prefetch: r.pre,
 	}
 	var refs []string
@@ -396,10 +396,11 @@ func (r *run) plan(ctx context.Context, src *registry.Client, sel *Selection, es
 			est.Look(lctx, jobs, nil)
 		}()
 	}
-	if err := sel.Finish(false); err != nil {
+	if err := sel.finish(false); err != nil {
 		return err
 	}
-	p.AddCatalogs(req) // req.Catalogs is cats: Finish set their Rebuilt
+	p.AddCatalogs(req) // req.Catalogs is cats: finish set their Rebuilt
+	p.Extras = sel.extras
 	r.setPlan(p)
 	return r.writePlan(ctx)
 }
@@ -432,7 +433,7 @@ func (r *run) planSources(ctx context.Context, dryRunDest transfer.EstimateDesti
 	}
 	sel, err := r.selectAll(ctx)
 	if err == nil && r.checked() != nil {
-		_ = sel.Finish(true)
+		_ = sel.finish(true)
 		err = r.checked()
 	}
 	if err != nil {
@@ -443,7 +444,7 @@ func (r *run) planSources(ctx context.Context, dryRunDest transfer.EstimateDesti
 		if r.looking != nil {
 			r.looking(true)
 		}
-		_ = sel.Finish(true)
+		_ = sel.finish(true)
 		return nil, err
 	}
 	return mux, nil

@@ -173,7 +173,7 @@ func (r *run) diskFinish(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m, err := w.FinishSharded(ctx, archive.Meta{Batch: batch, BuildsOn: buildsOn, Config: cfgJSON, Images: archiveImages(p), Catalogs: archiveCatalogs(p)}, recs)
+	m, err := w.FinishSharded(ctx, archive.Meta{Batch: batch, BuildsOn: buildsOn, Config: cfgJSON, Images: archiveImages(p), Catalogs: archiveCatalogs(p), Extras: archiveExtras(p)}, recs)
 	if err != nil {
 		return err
 	}

@@ -72,6 +72,9 @@ type Selection struct {
 	Wants map[string][]workspace.Want
 	// Warnings are findings the run reports without failing.
 	Warnings []string
+	// Extras are files the source needs on the far side besides its images,
+	// by name: an archive carries them, and Load finds them in Archived.
+	Extras map[string][]byte
 	// Finish, when set, waits for what the source still builds (a catalog
 	// image being rebuilt while planning goes on) and fills Catalogs' Rebuilt;
 	// Finish(true) stops it first (the run failed). It may be called more
@@ -87,6 +90,8 @@ type Archived struct {
 	// Content reads the archive's images (blobs it relies on are read from
 	// the destination that holds them).
 	Content endpoint.Source
+	// Extras are the files the source's Selection carried, by name.
+	Extras map[string][]byte
 }
 
 // Loaded is what a source asks for among an archive's content.
@@ -127,13 +132,23 @@ func (r *run) sources() []Source {
 	return r.srcs
 }
 
+// selected is what every source selected, put together.
+type selected struct {
+	catalogs []mirror.CatalogRequest
+	images   []mirror.ImageRequest
+	// extras are the sources' Extras, by source name (mirror.Plan.Extras).
+	extras map[string]map[string][]byte
+	// finish finishes what every source still builds (Selection.Finish).
+	finish func(stop bool) error
+}
+
 // selectAll asks every source what it selects, in order, and puts the
-// selections together; the returned Selection's Finish finishes them all.
-// A source that fails stops what the others still build.
-func (r *run) selectAll(ctx context.Context) (*Selection, error) {
-	all := &Selection{}
+// selections together. A source that fails stops what the others still
+// build.
+func (r *run) selectAll(ctx context.Context) (*selected, error) {
+	all := &selected{}
 	var finishes []func(bool) error
-	all.Finish = func(stop bool) error {
+	all.finish = func(stop bool) error {
 		var first error
 		for _, f := range finishes {
 			if err := f(stop); err != nil && first == nil {
@@ -145,13 +160,19 @@ func (r *run) selectAll(ctx context.Context) (*Selection, error) {
 	for _, s := range r.sources() {
 		sel, err := s.Select(ctx)
 		if err != nil {
-			_ = all.Finish(true)
+			_ = all.finish(true)
 			return nil, err
 		}
-		all.Catalogs = append(all.Catalogs, sel.Catalogs...)
-		all.Images = append(all.Images, sel.Images...)
+		all.catalogs = append(all.catalogs, sel.Catalogs...)
+		all.images = append(all.images, sel.Images...)
 		r.addWants(sel.Wants)
 		r.res.Warnings = append(r.res.Warnings, sel.Warnings...)
+		if len(sel.Extras) > 0 {
+			if all.extras == nil {
+				all.extras = map[string]map[string][]byte{}
+			}
+			all.extras[s.Name()] = sel.Extras
+		}
 		if sel.Finish != nil {
 			finishes = append(finishes, sel.Finish)
 		}

@@ -35,7 +35,8 @@ func (g *gadgetSource) Owns(origin string) bool                    { return orig
 func (g *gadgetSource) Preflight(context.Context) ([]Probe, error) { return nil, nil }
 
 func (g *gadgetSource) Select(context.Context) (*Selection, error) {
-	sel := &Selection{Wants: map[string][]workspace.Want{}}
+	// The far side reads which gadgets there were from a file of its own.
+	sel := &Selection{Wants: map[string][]workspace.Want{}, Extras: map[string][]byte{"gadgets.txt": []byte(strings.Join(g.refs, "\n"))}}
 	for _, ref := range g.refs {
 		sel.Images = append(sel.Images, mirror.ImageRequest{Name: ref, Kind: gadgetKind, Origin: "gadgets", TargetRepo: "gadgets/" + strings.Split(filepath.Base(ref), ":")[0]})
 		sel.Wants[ref] = []workspace.Want{{Kind: gadgetKind, Image: ref}}
@@ -44,6 +45,7 @@ func (g *gadgetSource) Select(context.Context) (*Selection, error) {
 }
 
 func (g *gadgetSource) Load(_ context.Context, ar Archived) (*Loaded, error) {
+	carried := strings.Split(string(ar.Extras["gadgets.txt"]), "\n")
 	out := &Loaded{Keep: func(ir archive.ImageRecord, of string) []string {
 		if slices.Contains(g.refs, of) && slices.Contains(ir.Origins, "gadgets") {
 			return []string{"gadgets"}
@@ -51,7 +53,7 @@ func (g *gadgetSource) Load(_ context.Context, ar Archived) (*Loaded, error) {
 		return nil
 	}}
 	for _, ref := range g.refs {
-		if !slices.ContainsFunc(ar.Manifest.Images, func(ir archive.ImageRecord) bool { return ir.Source == ref }) {
+		if !slices.Contains(carried, ref) || !slices.ContainsFunc(ar.Manifest.Images, func(ir archive.ImageRecord) bool { return ir.Source == ref }) {
 			out.Missing = append(out.Missing, "gadget "+ref+" (not in the archive)")
 		}
 	}

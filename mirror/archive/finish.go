@@ -113,6 +113,11 @@ func (w *Writer) buildManifest(meta Meta) (*Manifest, *reachSet, error) {
 		}
 		return m.Catalogs[i].Destination < m.Catalogs[j].Destination
 	})
+	extras, err := sortedExtras(meta.Extras)
+	if err != nil {
+		return nil, nil, err
+	}
+	m.Extras = extras
 	if m.Images == nil {
 		m.Images = []ImageRecord{}
 	}
@@ -380,4 +385,29 @@ func (w *Writer) markFinished() error {
 	}
 	w.finished = true
 	return nil
+}
+
+// sortedExtras checks the content sources' files (named, each once, within
+// maxExtraBytes in all) and sorts them by source and name.
+func sortedExtras(in []ExtraRecord) ([]ExtraRecord, error) {
+	out := slices.Clone(in)
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Source != out[j].Source {
+			return out[i].Source < out[j].Source
+		}
+		return out[i].Name < out[j].Name
+	})
+	total := 0
+	for i, x := range out {
+		if x.Source == "" || x.Name == "" {
+			return nil, fmt.Errorf("archive extra file %q of source %q: a source and a name are needed", x.Name, x.Source)
+		}
+		if i > 0 && out[i-1].Source == x.Source && out[i-1].Name == x.Name {
+			return nil, fmt.Errorf("archive extra file %s of source %s given twice", x.Name, x.Source)
+		}
+		if total += len(x.Data); total > maxExtraBytes {
+			return nil, fmt.Errorf("the content sources' extra files exceed %d bytes", maxExtraBytes)
+		}
+	}
+	return out, nil
 }

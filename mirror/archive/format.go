@@ -135,6 +135,18 @@ type CatalogRecord struct {
 	Platforms []string `json:"platforms,omitempty"` // the catalog image's platform subset, as ImageRecord's
 }
 
+// ExtraRecord is a file a content source needs on the far side besides its
+// images (an update graph, say), carried in the archive's manifest.
+type ExtraRecord struct {
+	// Source names the content source that wrote it; Name is its name there.
+	Source string `json:"source"`
+	Name   string `json:"name"`
+	Data   []byte `json:"data"`
+}
+
+// maxExtraBytes bounds the files content sources carry in the manifest.
+const maxExtraBytes = 16 << 20
+
 // Meta is what the orchestrator tells Finish about the run: the configuration it
 // used and the plan.
 type Meta struct {
@@ -147,6 +159,8 @@ type Meta struct {
 	Config   json.RawMessage `json:"config,omitempty"`
 	Images   []ImageRecord   `json:"images,omitempty"`
 	Catalogs []CatalogRecord `json:"catalogs,omitempty"`
+	// Extras are the files content sources carry to the far side.
+	Extras []ExtraRecord `json:"extras,omitempty"`
 }
 
 // TagRecord says that the manifest Digest is stored in Repo under Reference (a tag
@@ -216,10 +230,12 @@ type Manifest struct {
 	Config    json.RawMessage `json:"config,omitempty"`
 	Images    []ImageRecord   `json:"images"`
 	Catalogs  []CatalogRecord `json:"catalogs"`
-	Tags      []TagRecord     `json:"tags"`
-	Blobs     []BlobRecord    `json:"blobs"`
-	ReliesOn  []ReliedRecord  `json:"reliesOn"`
-	Chunks    []ChunkRecord   `json:"chunks"`
+	// Extras are the files content sources carry to the far side (Meta.Extras).
+	Extras   []ExtraRecord  `json:"extras,omitempty"`
+	Tags     []TagRecord    `json:"tags"`
+	Blobs    []BlobRecord   `json:"blobs"`
+	ReliesOn []ReliedRecord `json:"reliesOn"`
+	Chunks   []ChunkRecord  `json:"chunks"`
 	// Shards is the number of shards a sharded archive was assembled from
 	// (0: not sharded); it is part of the archive ID.
 	Shards int `json:"shards,omitempty"`

@@ -42,7 +42,9 @@ func (m *Manifest) ContentID() (string, error) {
 		// S is the number of shards of a sharded archive: its chunks differ
 		// from an unsharded archive's of the same content.
 		S int `json:",omitempty"`
-	}{m.FormatVersion, m.Batch, on, m.ChunkSize, m.Config, m.Images, m.Catalogs, m.Tags, blobs, m.ReliesOn, m.Shards})
+		// X are the content sources' files.
+		X []ExtraRecord `json:",omitempty"`
+	}{m.FormatVersion, m.Batch, on, m.ChunkSize, m.Config, m.Images, m.Catalogs, m.Tags, blobs, m.ReliesOn, m.Shards, m.Extras})
 	if err != nil {
 		return "", fmt.Errorf("archive ID: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/transfer"
 	"github.com/opencontainers/go-digest"
 )
@@ -31,10 +32,10 @@ type Shard struct {
 	// Bytes is what this shard sends: the size of the distinct blobs it owns.
 	Bytes int64 `json:"bytes"`
 	// Elsewhere are blobs this shard's images use that another shard owns
-	// (sends): digest → the destination repository the owner puts it in. The
+	// (sends), with the destination repository the owner puts each in. The
 	// copy engine waits for them there and mounts them instead of sending them
 	// again (transfer.Options.Elsewhere).
-	Elsewhere map[digest.Digest]string `json:"elsewhere,omitempty"`
+	Elsewhere endpoint.HeldElsewhere `json:"elsewhere,omitempty"`
 }
 
 // Jobs returns the copy jobs of the shard's images.
@@ -222,7 +223,7 @@ func PartitionPlan(p *Plan, n int) (*Partition, error) {
 			for _, b := range p.Images[i].Blobs {
 				if o, ok := owner[b.Digest]; ok && o != si {
 					if sh.Elsewhere == nil {
-						sh.Elsewhere = map[digest.Digest]string{}
+						sh.Elsewhere = endpoint.HeldElsewhere{}
 					}
 					sh.Elsewhere[b.Digest] = ownerRepo[b.Digest]
 				}

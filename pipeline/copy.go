@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/opencontainers/go-digest"
-
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/transfer"
 )
@@ -33,7 +31,7 @@ func (r *run) copyOptions(progress func(transfer.ProgressEvent)) transfer.Option
 
 // copyJobs copies jobs from src to dst; blobs in elsewhere are sent by another
 // shard (transfer.Options.Elsewhere).
-func (r *run) copyJobs(ctx context.Context, src endpoint.Source, dst endpoint.Destination, jobs []transfer.Job, elsewhere map[digest.Digest]string) (*transfer.Report, error) {
+func (r *run) copyJobs(ctx context.Context, src endpoint.Source, dst endpoint.Destination, jobs []transfer.Job, elsewhere endpoint.HeldElsewhere) (*transfer.Report, error) {
 	memo := transfer.NewMemoSource(src)
 	progress, held, err := r.track(ctx, memo, dst, jobs)
 	if err != nil {

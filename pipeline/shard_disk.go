@@ -7,10 +7,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/opencontainers/go-digest"
-
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/transfer"
 )
 
@@ -50,12 +49,8 @@ func (r *run) diskShard(ctx context.Context, src *mirror.SourceMux, sh mirror.Sh
 		r.res.Archive = shardSummary(dir, rec, true)
 		return nil
 	}
-	elsewhere := make(map[digest.Digest]bool, len(sh.Elsewhere))
-	for d := range sh.Elsewhere {
-		elsewhere[d] = true
-	}
 	w, err := archive.NewWriter(dir, archive.WriterOptions{
-		ChunkSize: r.cfg.ArchiveSizeBytes(), Shipped: shipped, Logger: r.log, Part: part, Elsewhere: elsewhere, Strict: r.opts.StrictArchive,
+		ChunkSize: r.cfg.ArchiveSizeBytes(), Shipped: shipped, Logger: r.log, Part: part, Elsewhere: sh.Elsewhere, Strict: r.opts.StrictArchive,
 	})
 	if err != nil {
 		return err
@@ -142,10 +137,10 @@ func (r *run) diskFinish(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	elsewhere := map[digest.Digest]bool{}
+	elsewhere := endpoint.HeldElsewhere{}
 	for _, rec := range recs {
 		for _, b := range rec.Blobs {
-			elsewhere[b.Digest] = true
+			elsewhere[b.Digest] = ""
 		}
 	}
 	w, err := archive.NewWriter(dir, archive.WriterOptions{

@@ -162,7 +162,7 @@ func (w *Writer) buildManifest(meta Meta) (*Manifest, *reachSet, error) {
 		case fromShard:
 			// A shard's chunks hold it (FinishSharded).
 			m.Blobs = append(m.Blobs, BlobRecord{Digest: d, Size: sb.size, Repos: sortedKeys(repos)})
-		case w.elsewhere[d] && !r.manifests[d]:
+		case w.elsewhere.Has(d) && !r.manifests[d]:
 			// Another shard of the archive writes it (FinishShard).
 		case staged && (r.manifests[d] || !shipped):
 			// Manifests are always written, even when an earlier archive shipped them.

@@ -43,7 +43,7 @@ func blobsOf(imgs []testImage) map[digest.Digest]int64 {
 }
 
 // writeShard writes one shard of a sharded archive into dir.
-func writeShard(t *testing.T, dir string, index int, imgs []testImage, elsewhere map[digest.Digest]bool, chunkSize int64) *ShardRecord {
+func writeShard(t *testing.T, dir string, index int, imgs []testImage, elsewhere endpoint.HeldElsewhere, chunkSize int64) *ShardRecord {
 	t.Helper()
 	ctx := context.Background()
 	w, err := NewWriter(dir, WriterOptions{Part: ShardPart(index, 2), Elsewhere: elsewhere, ChunkSize: chunkSize})
@@ -87,10 +87,10 @@ func TestShardedArchive(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), BatchName(1))
 			// Shard 1 refers to what shard 0 owns: the shared base and app0's blobs.
 			own0 := blobsOf(shards[0])
-			elsewhere1 := map[digest.Digest]bool{}
+			elsewhere1 := endpoint.HeldElsewhere{}
 			for d := range blobsOf(shards[1]) {
 				if _, ok := own0[d]; ok {
-					elsewhere1[d] = true
+					elsewhere1[d] = ""
 				}
 			}
 			recs := []*ShardRecord{
@@ -123,10 +123,10 @@ func TestShardedArchive(t *testing.T) {
 				t.Fatalf("ReadShards: %v %+v", err, got)
 			}
 
-			fromShards := map[digest.Digest]bool{}
+			fromShards := endpoint.HeldElsewhere{}
 			for _, r := range got.Done {
 				for _, b := range r.Blobs {
-					fromShards[b.Digest] = true
+					fromShards[b.Digest] = ""
 				}
 			}
 			w, err := NewWriter(dir, WriterOptions{Part: FinishPart, Elsewhere: fromShards, ChunkSize: tc.chunkSize})

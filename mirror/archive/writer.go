@@ -42,7 +42,7 @@ type WriterOptions struct {
 	Part string
 	// Elsewhere are blobs another part of the same sharded archive writes: they
 	// count as present and are not written here.
-	Elsewhere map[digest.Digest]bool
+	Elsewhere endpoint.HeldElsewhere
 	// Strict (--strict-archive) makes a blob larger than ChunkSize an error
 	// instead of a chunk of its own.
 	Strict bool
@@ -63,7 +63,7 @@ type Writer struct {
 	shipped      ShippedSet
 	log          *slog.Logger
 	part         string
-	elsewhere    map[digest.Digest]bool
+	elsewhere    endpoint.HeldElsewhere
 	// fromShards are the blobs the shards' chunks hold, tail the shards'
 	// chunks in order and shards their number (FinishSharded).
 	fromShards map[digest.Digest]shardBlob
@@ -322,7 +322,7 @@ func (w *Writer) present(repo string, d endpoint.Descriptor) (bool, error) {
 	if w.finished {
 		return false, ErrFinished
 	}
-	if w.elsewhere[d.Digest] {
+	if w.elsewhere.Has(d.Digest) {
 		return true, nil // another part of the archive writes it
 	}
 	if _, ok := w.blobs[d.Digest]; ok {

@@ -69,11 +69,11 @@ type Options struct {
 	// Progress, when set, is called (serially) after each blob and image.
 	Progress func(ProgressEvent)
 	// Elsewhere are blobs another worker (a shard of the same plan) sends to the
-	// same destination: digest → the repository it puts the blob in. Instead of
+	// same destination, with the repository it puts each in. Instead of
 	// sending such a blob, the engine waits (up to ElsewhereWait) until that
 	// repository holds it and mounts it from there; only when the wait runs out
 	// (the other worker died) does it send the blob itself.
-	Elsewhere map[digest.Digest]string
+	Elsewhere endpoint.HeldElsewhere
 	// ElsewhereWait bounds the wait for one Elsewhere blob (default 30 minutes).
 	ElsewhereWait time.Duration
 	// Prefetch, when set, is the prefetch that sent blobs of these jobs while

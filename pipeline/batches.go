@@ -54,7 +54,7 @@ func Mirror(ctx context.Context, opts Options) (*Result, error) {
 func (r *Result) writeNothingNew(w io.Writer) bool {
 	if b := r.NothingNew; b != nil {
 		fmt.Fprintf(w, "  archive:   nothing new since %s: no batch written; its %d images are in %s and the batches before it\n", b, len(r.Images), b.Dir)
-		workspace.WriteRunFiles(w, r.PinnedConfig, workspace.Dir(r.WorkingDir), r.Report)
+		r.writeRecords(w)
 	}
 	return r.NothingNew != nil
 }

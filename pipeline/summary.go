@@ -180,7 +180,7 @@ func (r *Result) WriteSummary(w io.Writer) {
 	if r.DryRun != nil {
 		fmt.Fprintf(w, "  files:     %s, %s\n", workspace.Dir(r.WorkingDir).DryRunMappingPath(), workspace.MissingFile)
 	}
-	workspace.WriteRunFiles(w, r.PinnedConfig, workspace.Dir(r.WorkingDir), r.Report)
+	r.writeRecords(w)
 	if r.Workflow == mirror.DiskToMirror {
 		fmt.Fprintf(w, "  workspace: %s (working files; nothing was written into the archive folder)\n", workspace.Dir(r.WorkingDir).Workspace())
 	}
@@ -196,6 +196,18 @@ func (r *Result) WriteSummary(w io.Writer) {
 				fmt.Fprintf(w, "    %s: %s\n", im.Source, im.Error)
 			}
 		}
+	}
+}
+
+// writeRecords writes the summary lines naming the run's pinned configuration
+// (if any), results file and report (if any).
+func (r *Result) writeRecords(w io.Writer) {
+	if r.PinnedConfig != "" {
+		fmt.Fprintf(w, "  pinned:    %s (this configuration pinned by digest: mirror -c it to select exactly the same images)\n", r.PinnedConfig)
+	}
+	fmt.Fprintf(w, "  records:   %s\n", workspace.Dir(r.WorkingDir).ResultsPath())
+	if r.Report != "" {
+		fmt.Fprintf(w, "  report:    %s\n", r.Report)
 	}
 }
 

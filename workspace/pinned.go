@@ -2,7 +2,6 @@ package workspace
 
 import (
 	"fmt"
-	"io"
 	"slices"
 	"time"
 
@@ -59,16 +58,4 @@ func WritePinned(d Dir, cfg *imageset.ImageSetConfiguration, plan *mirror.Plan, 
 		return "", err
 	}
 	return p, nil
-}
-
-// WriteRunFiles writes the summary lines naming a run's pinned configuration
-// (if any), results file and report (if any).
-func WriteRunFiles(w io.Writer, pinned string, d Dir, report string) {
-	if pinned != "" {
-		fmt.Fprintf(w, "  pinned:    %s (this configuration pinned by digest: mirror -c it to select exactly the same images)\n", pinned)
-	}
-	fmt.Fprintf(w, "  records:   %s\n", d.ResultsPath())
-	if report != "" {
-		fmt.Fprintf(w, "  report:    %s\n", report)
-	}
 }

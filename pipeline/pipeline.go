@@ -344,7 +344,7 @@ func (r *run) destRegistry() *registry.Client {
 // too.
 func (r *run) plan(ctx context.Context, src *registry.Client, sel *selected, est *transfer.Estimator) error {
 	r.stage("plan")
-	cats := sel.catalogs
+	cats := sel.catalogs()
 	req := mirror.PlanRequest{
 		Workflow: r.workflow, Destination: r.dest, MaxNestedPaths: r.opts.MaxNestedPaths,
 		Catalogs: cats, Images: sel.images, Blocked: r.blocked(),
@@ -399,7 +399,8 @@ func (r *run) plan(ctx context.Context, src *registry.Client, sel *selected, est
 	if err := sel.finish(false); err != nil {
 		return err
 	}
-	p.AddCatalogs(req) // req.Catalogs is cats: finish set their Rebuilt
+	req.Catalogs = sel.catalogs() // finish set their Rebuilt
+	p.AddCatalogs(req)
 	p.Extras = sel.extras
 	r.setPlan(p)
 	return r.writePlan(ctx)

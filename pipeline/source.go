@@ -134,8 +134,8 @@ func (r *run) sources() []Source {
 
 // selected is what every source selected, put together.
 type selected struct {
-	catalogs []mirror.CatalogRequest
-	images   []mirror.ImageRequest
+	sels   []*Selection
+	images []mirror.ImageRequest
 	// extras are the sources' Extras, by source name (mirror.Plan.Extras).
 	extras map[string]map[string][]byte
 	// finish finishes what every source still builds (Selection.Finish).
@@ -163,7 +163,7 @@ func (r *run) selectAll(ctx context.Context) (*selected, error) {
 			_ = all.finish(true)
 			return nil, err
 		}
-		all.catalogs = append(all.catalogs, sel.Catalogs...)
+		all.sels = append(all.sels, sel)
 		all.images = append(all.images, sel.Images...)
 		r.addWants(sel.Wants)
 		r.res.Warnings = append(r.res.Warnings, sel.Warnings...)
@@ -178,6 +178,16 @@ func (r *run) selectAll(ctx context.Context) (*selected, error) {
 		}
 	}
 	return all, nil
+}
+
+// catalogs are the sources' catalogs; their Rebuilt is set once finish
+// returned (a source fills its own Selection's).
+func (s *selected) catalogs() []mirror.CatalogRequest {
+	var out []mirror.CatalogRequest
+	for _, sel := range s.sels {
+		out = append(out, sel.Catalogs...)
+	}
+	return out
 }
 
 // blocked are mirror.blockedImages' patterns: they apply to every source.

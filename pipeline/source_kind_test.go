@@ -119,6 +119,11 @@ func TestSourceKindGoesEverywhere(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(res.WorkingDir, "cluster-resources", "itms-"+gadgetKind+"-0.yaml")); err != nil {
 			t.Errorf("%s: no mirror set of the gadget kind: %v", what, err)
 		}
+		var sum strings.Builder
+		res.WriteSummary(&sum)
+		if !strings.Contains(sum.String(), "  gadget:    1 image\n") {
+			t.Errorf("%s: the summary has no line for the gadget kind:\n%s", what, sum.String())
+		}
 		b, err := os.ReadFile(filepath.Join(res.WorkingDir, workspace.ReportDataFile))
 		if err != nil || !strings.Contains(string(b), `"kind": "`+gadgetKind+`"`) && !strings.Contains(string(b), `"kind":"`+gadgetKind+`"`) {
 			t.Errorf("%s: the report does not show the gadget (%v)", what, err)

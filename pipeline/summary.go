@@ -148,6 +148,7 @@ func (r *Result) WriteSummary(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  catalog:   %s -> %s:%s (%s, %s)\n", cat.Catalog, cat.DestRepo, cat.Tag, state, shortDigest(cat.Digest.String()))
 	}
+	r.writeKinds(w)
 	if a := r.Archive; a != nil && a.Part != "" {
 		fmt.Fprintf(w, "  shard:     %s wrote %s, %s (%s) into %s\n", a.Part, plural(len(a.Chunks), "chunk", "chunks"),
 			plural(a.Blobs, "blob", "blobs"), humanize.Bytes(a.Bytes), a.Dir)
@@ -196,6 +197,30 @@ func (r *Result) WriteSummary(w io.Writer) {
 				fmt.Fprintf(w, "    %s: %s\n", im.Source, im.Error)
 			}
 		}
+	}
+}
+
+// writeKinds writes a line for each kind of content beyond catalogs,
+// operator images and additional images (whose lines above say enough):
+// how many images of it the run planned and how many failed.
+func (r *Result) writeKinds(w io.Writer) {
+	planned, failed := map[mirror.ImageKind]int{}, map[mirror.ImageKind]int{}
+	var kinds []mirror.ImageKind
+	for _, im := range r.Images {
+		switch im.Kind {
+		case mirror.KindCatalog, mirror.KindOperator, mirror.KindGeneric, mirror.KindAttachment:
+			continue
+		}
+		if planned[im.Kind]++; planned[im.Kind] == 1 {
+			kinds = append(kinds, im.Kind)
+		}
+		if im.Status == transfer.StatusFailed || im.Status == workspace.StatusNotRun {
+			failed[im.Kind]++
+		}
+	}
+	slices.Sort(kinds)
+	for _, k := range kinds {
+		fmt.Fprintf(w, "  %-10s %s%s\n", string(k)+":", plural(planned[k], "image", "images"), when(failed[k] > 0, fmt.Sprintf(", %d failed", failed[k])))
 	}
 }
 

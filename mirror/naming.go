@@ -142,3 +142,59 @@ func CatalogDestination(src, registryNS, targetCatalog, targetTag string, maxNes
 	}
 	return DestRef{Repository: repo, Tag: tag}, nil
 }
+
+// destHost is the registry part of the destination used for mirror-to-disk paths:
+// a placeholder host stripped again, so that repository paths stay relative.
+const m2dHost = "airlock.archive"
+
+func (p *Plan) imageDest(req PlanRequest, r oci.Reference, target *ImageRequest) (DestRef, error) {
+	path := r.Path
+	tag := r.DestinationTag()
+	if target != nil {
+		if target.TargetRepo != "" {
+			path = strings.Trim(target.TargetRepo, "/")
+		}
+		if target.TargetTag != "" {
+			tag = target.TargetTag
+		}
+	}
+	if req.Workflow == MirrorToDisk {
+		return DestRef{Repository: path, Tag: tag}, nil
+	}
+	repo, err := destinationRepo(path, req.Destination, req.MaxNestedPaths)
+	if err != nil {
+		return DestRef{}, err
+	}
+	return DestRef{Repository: repo, Tag: tag}, nil
+}
+
+// DestinationRepoPath places a repository path (no registry host) under
+// destination ("REGISTRY[:PORT][/NAMESPACE]"), flattened by maxNestedPaths.
+func DestinationRepoPath(path, destination string, maxNestedPaths int) (string, error) {
+	return destinationRepo(path, destination, maxNestedPaths)
+}
+
+// markConflicts fails images whose destination tag another image of the plan
+// (with another digest) already takes: the second push would silently replace
+// the first. Catalogs come first in the plan, so they win over the images they
+// name; among the others, the first in plan order wins.
+func (p *Plan) markConflicts() {
+	owner := map[string]int{}
+	for i := range p.Images {
+		im := &p.Images[i]
+		if im.Error != "" || im.Digest == "" {
+			continue
+		}
+		for _, t := range im.Tags {
+			key := im.DestRepo + ":" + t
+			j, taken := owner[key]
+			if !taken {
+				owner[key] = i
+				continue
+			}
+			if other := p.Images[j]; other.Digest != im.Digest {
+				im.Error = fmt.Sprintf("destination %s is already the destination of %s (%s); give one of them another targetRepo/targetTag or targetCatalog/targetTag", key, other.Source, other.Digest)
+			}
+		}
+	}
+}

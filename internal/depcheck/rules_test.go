@@ -17,7 +17,13 @@ func with(extra ...string) []string { return append(slices.Clone(product), extra
 var rules = []rule{
 	// The command line and the orchestration above everything else.
 	{"cmd/...", []string{anyProduct}},
-	{"pipeline", []string{anyProduct}},
+	// The orchestrator wires the engines to the plan through their public
+	// verbs: the catalog engine (fbc, its legacy formats and validation,
+	// prune), the image side (mirror and its packages), the records and the
+	// outputs. Not below them: no adaptive limits, scanners or test support.
+	{"pipeline", with("imageset", "fbc", "fbc/legacy", "fbc/validate", "prune", "prune/graph", "report", "manifests", "workspace",
+		"mirror", "mirror/archive", "mirror/catalogimage", "mirror/endpoint", "mirror/layout", "mirror/oci", "mirror/registry",
+		"mirror/retry", "mirror/signature", "mirror/sigpolicy", "mirror/transfer", "pipeline/deletion")},
 	// airlock delete: planned from the history, executed against one registry.
 	// airlock kube job / image: a sharded plan as Kubernetes manifests, the binary as an image.
 	{"pipeline/kubejob", with("pipeline", "kube", "imageset", "mirror", "mirror/layout", "mirror/oci", "mirror/registry", "mirror/retry", "mirror/transfer", "internal/humanize")},

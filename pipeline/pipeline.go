@@ -270,7 +270,7 @@ func mirrorOnce(ctx context.Context, opts Options) (*Result, error) {
 			err = werr
 		}
 		if o := r.opts; err == nil && r.res.Failed == 0 && !r.res.Interrupted && !o.DryRun && !o.PlanOnly && o.PlanFile == "" && o.batchConfig == nil {
-			if r.res.PinnedConfig, err = workspace.WritePinned(r.workDir, r.cfg, r.res.Plan, r.wants, time.Now()); err != nil {
+			if r.res.PinnedConfig, err = workspace.WritePinned(r.workDir, r.cfg, r.res.Plan.Workflow, r.pins(), time.Now()); err != nil {
 				r.log.Warn("no pinned configuration written", "error", err)
 				err = nil
 			}

@@ -52,6 +52,9 @@ type Source interface {
 	// Deletes reports whether the delete configuration names w, a want of
 	// the source's kind (ok is false for wants of other kinds).
 	Deletes(cfg *imageset.DeleteImageSetConfiguration, w workspace.Want) (names, ok bool)
+	// Pin adds to pins the digests the plan resolved for the source's
+	// stanza, so that the pinned configuration selects the same images.
+	Pin(p *mirror.Plan, pins *imageset.Pins)
 }
 
 // Probe is a registry a run checks before anything moves: the registry of
@@ -220,6 +223,15 @@ func (r *run) addWants(ws map[string][]workspace.Want) {
 	for img, w := range ws {
 		r.wants[img] = append(r.wants[img], w...)
 	}
+}
+
+// pins are the digests every source pins for the pinned configuration.
+func (r *run) pins() imageset.Pins {
+	pins := imageset.Pins{Catalogs: map[string]imageset.CatalogPin{}, Images: map[string]string{}}
+	for _, s := range r.sources() {
+		s.Pin(r.res.Plan, &pins)
+	}
+	return pins
 }
 
 // DeleteNames reports whether a DeleteImageSetConfiguration names w, asking

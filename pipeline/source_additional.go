@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"slices"
 
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/mirror"
@@ -71,6 +72,15 @@ func (s *additionalSource) Resources(*mirror.Plan, func(mirror.PlanImage) bool) 
 
 func (s *additionalSource) Wants(im mirror.PlanImage, _ string) []workspace.Want {
 	return []workspace.Want{{Kind: workspace.WantAdditional, Image: im.Owner()}}
+}
+
+// Pin pins each additional image to the digest it resolved to.
+func (s *additionalSource) Pin(p *mirror.Plan, pins *imageset.Pins) {
+	for _, im := range p.Images {
+		if slices.Contains(im.Origins, mirror.OriginAdditional) {
+			pins.Images[im.Source] = im.Digest.String()
+		}
+	}
 }
 
 // Deletes: delete.additionalImages names the image.

@@ -68,6 +68,9 @@ func (g *gadgetSource) Wants(im mirror.PlanImage, _ string) []workspace.Want {
 	return []workspace.Want{{Kind: gadgetKind, Image: im.Owner()}}
 }
 
+// Pin: gadgets have no stanza to pin.
+func (g *gadgetSource) Pin(*mirror.Plan, *imageset.Pins) {}
+
 // Deletes: a gadget is deleted when delete.additionalImages names it.
 func (g *gadgetSource) Deletes(cfg *imageset.DeleteImageSetConfiguration, w workspace.Want) (bool, bool) {
 	if w.Kind != gadgetKind {

@@ -170,6 +170,21 @@ func (s *operatorSource) Wants(im mirror.PlanImage, origin string) []workspace.W
 	return out
 }
 
+// Pin pins each catalog to the digest the run used and names the bundles it
+// selected (learnt while pruning).
+func (s *operatorSource) Pin(p *mirror.Plan, pins *imageset.Pins) {
+	for _, c := range p.Catalogs {
+		pins.Catalogs[c.Catalog] = imageset.CatalogPin{Digest: c.SourceDigest.String(), Bundles: map[string][]string{}}
+	}
+	for _, ws := range s.r.wants {
+		for _, w := range ws {
+			if cp, ok := pins.Catalogs[w.Catalog]; ok && w.Kind == workspace.WantBundle && w.Bundle != "" {
+				cp.Bundles[w.Package] = append(cp.Bundles[w.Package], w.Bundle)
+			}
+		}
+	}
+}
+
 // Deletes: delete.operators names a catalog (every package: its image too),
 // or packages of it, each selecting bundles as mirror.operators would.
 func (s *operatorSource) Deletes(cfg *imageset.DeleteImageSetConfiguration, w workspace.Want) (bool, bool) {

@@ -2,7 +2,6 @@ package workspace
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/airlock-mirror/airlock/imageset"
@@ -24,27 +23,12 @@ func (d Dir) PinnedConfigPath(t time.Time) string {
 	return d.join(PinnedConfigPrefix + t.UTC().Format(pinnedTimeLayout) + ".yaml")
 }
 
-// WritePinned writes cfg, the configuration of a run at t, pinned to the
-// digests its plan resolved (imageset.Pin) and naming the bundles it selected
-// (wants, by image), at once (never half-written), and returns its path.
-func WritePinned(d Dir, cfg *imageset.ImageSetConfiguration, plan *mirror.Plan, wants map[string][]Want, t time.Time) (string, error) {
-	header := fmt.Sprintf("%s, pinned by airlock after its %s run at %s:\nevery catalog and additional image is pinned by digest, so that mirroring with this file selects exactly the same images.", cfg.Source, plan.Workflow, t.UTC().Format(time.RFC3339))
-	pins := imageset.Pins{Catalogs: map[string]imageset.CatalogPin{}, Images: map[string]string{}}
-	for _, c := range plan.Catalogs {
-		pins.Catalogs[c.Catalog] = imageset.CatalogPin{Digest: c.SourceDigest.String(), Bundles: map[string][]string{}}
-	}
-	for _, ws := range wants {
-		for _, w := range ws {
-			if p, ok := pins.Catalogs[w.Catalog]; ok && w.Kind == WantBundle && w.Bundle != "" {
-				p.Bundles[w.Package] = append(p.Bundles[w.Package], w.Bundle)
-			}
-		}
-	}
-	for _, im := range plan.Images {
-		if slices.Contains(im.Origins, mirror.OriginAdditional) {
-			pins.Images[im.Source] = im.Digest.String()
-		}
-	}
+// WritePinned writes cfg, the configuration of a workflow's run at t, pinned
+// to the digests the run resolved (pins, which each content source filled
+// for its stanza: imageset.Pin), at once (never half-written), and returns
+// its path.
+func WritePinned(d Dir, cfg *imageset.ImageSetConfiguration, workflow mirror.Workflow, pins imageset.Pins, t time.Time) (string, error) {
+	header := fmt.Sprintf("%s, pinned by airlock after its %s run at %s:\nevery catalog and additional image is pinned by digest, so that mirroring with this file selects exactly the same images.", cfg.Source, workflow, t.UTC().Format(time.RFC3339))
 	pc, err := imageset.Pin(cfg, pins)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", cfg.Source, err)

@@ -28,19 +28,8 @@ func filterHash(op imageset.Operator) string {
 	return hex.EncodeToString(sum[:])[:16]
 }
 
-// catalogs fetches, prunes and rebuilds every operator catalog of the config.
-func (r *run) catalogs(ctx context.Context) ([]mirror.CatalogRequest, error) {
-	out, wait, err := r.catalogsLater(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := wait(false); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// catalogsLater is catalogs with the last rebuild still running: the images
+// catalogsLater fetches, prunes and rebuilds every operator catalog of the
+// configuration, the last rebuild still running: the images
 // the catalogs name are known, their Rebuilt is not (planning can start);
 // wait, which must be called (more than once is fine), finishes the rebuild,
 // sets Rebuilt in the returned slice and records the memo; wait(true) stops

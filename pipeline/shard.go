@@ -220,11 +220,15 @@ func (r *run) finish(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cats, err := r.catalogs(ctx)
+	// What the sources build themselves (the catalogs) is built again.
+	sel, err := r.selectAll(ctx)
 	if err != nil {
 		return err
 	}
-	if err := matchCatalogs(p, cats, r.opts.PlanFile); err != nil {
+	if err := sel.finish(false); err != nil {
+		return err
+	}
+	if err := matchCatalogs(p, sel.catalogs(), r.opts.PlanFile); err != nil {
 		return err
 	}
 	r.setPlan(p)

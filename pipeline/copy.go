@@ -39,8 +39,13 @@ func (r *run) copyJobs(ctx context.Context, src endpoint.Source, dst endpoint.De
 	}
 	o := r.copyOptions(progress)
 	o.Held = held
-	o.Elsewhere, o.Prefetch = elsewhere, r.pre
-	rep, err := transfer.Copy(ctx, memo, dst, jobs, o)
+	o.Elsewhere = elsewhere
+	var rep *transfer.Report
+	if r.pre != nil {
+		rep, err = r.pre.Copy(ctx, jobs, o) // with the endpoints it was made with
+	} else {
+		rep, err = transfer.Copy(ctx, memo, dst, jobs, o)
+	}
 	r.setCopy(rep)
 	if ctx.Err() != nil {
 		return rep, ctx.Err()

@@ -76,10 +76,6 @@ type Options struct {
 	Elsewhere endpoint.HeldElsewhere
 	// ElsewhereWait bounds the wait for one Elsewhere blob (default 30 minutes).
 	ElsewhereWait time.Duration
-	// Prefetch, when set, is the prefetch that sent blobs of these jobs while
-	// they were planned: Copy continues with its engine (and reads from the
-	// source the prefetch was given, not from src).
-	Prefetch *Prefetch
 	// ImageTimeout is --image-timeout: how long one image (its manifests,
 	// blobs and tags) may take; 0 means no limit. An image that runs out fails
 	// alone; blobs it was sending for other images are sent by them.
@@ -152,8 +148,12 @@ func (r *Report) Failed() []ImageResult {
 // wraps ErrFailed when an image failed, or is ctx's error when cancelled; the
 // report is always returned.
 func Copy(ctx context.Context, src endpoint.Source, dst endpoint.Destination, jobs []Job, opts Options) (*Report, error) {
+	return copyWith(ctx, newCopyEngine(src, dst, opts), jobs, opts)
+}
+
+// copyWith is Copy with engine e (a new one, or a Prefetch's).
+func copyWith(ctx context.Context, e *copyEngine, jobs []Job, opts Options) (*Report, error) {
 	start := time.Now()
-	e := opts.Prefetch.engine(src, dst, opts)
 	e.begin(jobs, opts.Held)
 	report := &Report{Images: make([]ImageResult, len(jobs))}
 	// A registry found unreachable stops the run: the images not started yet are

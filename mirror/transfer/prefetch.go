@@ -18,12 +18,12 @@ import (
 // and layers, of the children of indexes too (honouring Job.Platforms), with
 // the copy engine's guarantees (one transfer per digest, verified, mounted when
 // another repository holds it, host limits). Manifests and tags are left to
-// Copy, which runs with the Prefetch (Options.Prefetch) once the plan is final:
+// the Prefetch's Copy, which runs once the plan is final:
 // so the destination never shows an image the plan does not hold (a blocked
 // image, a conflicting destination, a run interrupted while planning), and a
 // re-run starts from what the destination holds, as after any interruption.
 //
-// Copy uses the Prefetch's engine: what the prefetch sent or found is present
+// Its Copy uses the Prefetch's engine and endpoints: what the prefetch sent or found is present
 // without asking the destination again, counted once in the report (and in the
 // bytes of the first image that needs it), and replayed to Options.Progress as
 // done. A prefetch failure is never final: Copy tries that blob again itself.
@@ -104,12 +104,16 @@ func (p *Prefetch) Stop() {
 	p.wg.Wait()
 }
 
+// Copy copies the final plan's jobs (as transfer.Copy does) from and to the
+// endpoints the prefetch was made with, continuing with its engine. Call it
+// once, then Stop.
+func (p *Prefetch) Copy(ctx context.Context, jobs []Job, opts Options) (*Report, error) {
+	return copyWith(ctx, p.engine(opts), jobs, opts)
+}
+
 // engine is the copy engine Copy runs: the prefetch's, given Copy's progress
-// callback (told first of the blobs already present), or a new one.
-func (p *Prefetch) engine(src endpoint.Source, dst endpoint.Destination, opts Options) *copyEngine {
-	if p == nil {
-		return newCopyEngine(src, dst, opts)
-	}
+// callback (told first of the blobs already present).
+func (p *Prefetch) engine(opts Options) *copyEngine {
 	p.late.Store(true)
 	e := p.e
 	e.progMu.Lock()

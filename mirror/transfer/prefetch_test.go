@@ -47,9 +47,8 @@ func TestPrefetchThenCopy(t *testing.T) {
 	}
 	dst.Reset()
 	var last ProgressEvent
-	opts.Prefetch = p
 	opts.Progress = func(ev ProgressEvent) { last = ev }
-	rep, err := Copy(context.Background(), srcReg, testRegistry(), jobs, opts)
+	rep, err := p.Copy(context.Background(), jobs, opts)
 	p.Stop()
 	if err != nil {
 		t.Fatalf("copy: %v %+v", err, rep.Failed())

@@ -264,3 +264,42 @@ func TestWriteErrorNamesPath(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+// TestSourceObjects: objects a content source built are written with the
+// rest, listed in README.txt, refused under a name another file takes, and
+// removed by the next Write that does not have them.
+func TestSourceObjects(t *testing.T) {
+	obj := File{Name: "updateservice.yaml", APIVersion: "updateservice.operator.openshift.io/v1", Kind: "UpdateService", ObjectName: "airlock", Data: []byte("kind: UpdateService\n")}
+	dir := t.TempDir()
+	s, err := Build([]Image{mirrored("quay.io/a/x@"+dg("x"), KindGeneric)}, nil, Options{Objects: []File{obj}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, obj.Name)); err != nil || string(b) != string(obj.Data) {
+		t.Fatalf("object written as %q, %v", b, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, ReadmeName)); !strings.Contains(string(b), obj.Name) {
+		t.Errorf("README.txt does not list %s:\n%s", obj.Name, b)
+	}
+	for _, bad := range []string{"idms-generic-0.yaml", "../escape.yaml", "notes.txt", ".hidden.yaml"} {
+		if _, err := Build(nil, nil, Options{Objects: []File{{Name: bad}}}); err == nil {
+			t.Errorf("object named %q accepted", bad)
+		}
+	}
+	s, err = Build([]Image{mirrored("quay.io/a/x@"+dg("x"), KindGeneric)}, nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, obj.Name)); !os.IsNotExist(err) {
+		t.Errorf("the stale object is still there: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, writtenList)); !os.IsNotExist(err) {
+		t.Errorf("the list of written objects stayed: %v", err)
+	}
+}

@@ -95,6 +95,17 @@ func Build(images []Image, catalogs []Catalog, opts Options) (*Set, error) {
 			File{Name: b.cc.Metadata.Name + ".yaml", APIVersion: APIVersionOLMv1, Kind: KindClusterCatalog, ObjectName: b.cc.Metadata.Name, Data: b.ccData},
 		)
 	}
+	taken := map[string]bool{}
+	for _, f := range s.files {
+		taken[f.Name] = true
+	}
+	for _, o := range opts.Objects {
+		if err := checkObjectName(o.Name, taken); err != nil {
+			return nil, err
+		}
+		taken[o.Name] = true
+		s.files = append(s.files, o)
+	}
 	sort.Slice(s.files, func(i, j int) bool { return s.files[i].Name < s.files[j].Name })
 	s.files = append(s.files, File{Name: ReadmeName, Data: readme(s.files, s.Skipped)})
 	sort.Slice(s.files, func(i, j int) bool { return s.files[i].Name < s.files[j].Name })
@@ -148,13 +159,67 @@ func (s *Set) Write(dir string) error {
 			return err
 		}
 	}
+	var written strings.Builder
+	for _, f := range s.files {
+		if !strings.Contains(f.Name, "/") && !owned(f.Name) {
+			written.WriteString(f.Name + "\n")
+		}
+	}
+	if written.Len() == 0 {
+		if err := os.Remove(filepath.Join(dir, writtenList)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	} else if err := atomicfile.WriteFile(filepath.Join(dir, writtenList), []byte(written.String()), 0); err != nil {
+		return err
+	}
 	// Leave no empty icsp/ behind when this run has no ICSP (a folder that still holds
 	// someone else's files is kept: Remove fails on it and that is fine).
 	_ = os.Remove(icspDir)
 	return nil
 }
 
+// writtenList is the file in the folder that lists what the last Write wrote,
+// so that the next one removes the objects content sources built (whose names
+// owned does not know). oc apply reads .yaml, .yml and .json files only.
+const writtenList = ".airlock-written"
+
+// checkObjectName checks the name of a content source's object.
+func checkObjectName(name string, taken map[string]bool) error {
+	switch {
+	case name == "" || strings.ContainsAny(name, "/\\") || strings.HasPrefix(name, "."):
+		return fmt.Errorf("cluster resource file %q: a plain file name is needed", name)
+	case !strings.HasSuffix(name, ".yaml") && !strings.HasSuffix(name, ".json"):
+		return fmt.Errorf("cluster resource file %q: the name must end in .yaml or .json", name)
+	case taken[name] || owned(name):
+		return fmt.Errorf("cluster resource file %q: the name is taken by another file airlock writes", name)
+	}
+	return nil
+}
+
+// removeWritten removes what the last Write listed in writtenList.
+func removeWritten(dir string) error {
+	b, err := os.ReadFile(filepath.Join(dir, writtenList))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, name := range strings.Split(string(b), "\n") {
+		if name == "" || checkObjectName(name, nil) != nil {
+			continue // only plain names of the folder: never a path outside it
+		}
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("removing stale %s: %w", filepath.Join(dir, name), err)
+		}
+	}
+	return nil
+}
+
 func removeOwned(dir string) error {
+	if err := removeWritten(dir); err != nil {
+		return err
+	}
 	for _, sub := range []string{"", ICSPDir} {
 		d := filepath.Join(dir, sub)
 		ents, err := os.ReadDir(d)

@@ -73,6 +73,12 @@ type Options struct {
 	// MaxObjectBytes is the largest serialised size of one mirror-set object; larger ones
 	// are split into -0, -1, …. 0 means DefaultMaxObjectBytes.
 	MaxObjectBytes int
+	// Objects are cluster resources content sources built themselves (an
+	// UpdateService, signature ConfigMaps…): written with the others, listed
+	// in README.txt, removed by the next Write like the others. Each Name is a
+	// file name of the folder (no '/') ending in .yaml or .json that no other
+	// file takes.
+	Objects []File
 }
 
 // DefaultMaxObjectBytes keeps an object (and the last-applied annotation `oc apply`

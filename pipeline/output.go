@@ -91,6 +91,7 @@ func (r *run) clusterResources() error {
 	}
 	var images []manifests.Image
 	var catalogs []manifests.Catalog
+	var objects []manifests.File
 	for _, im := range r.res.Plan.Images {
 		if !mirrored(im) || !im.Kind.Content() {
 			continue
@@ -105,8 +106,9 @@ func (r *run) clusterResources() error {
 			return fmt.Errorf("%s: %w", s.Name(), err)
 		}
 		catalogs = append(catalogs, res.Catalogs...)
+		objects = append(objects, res.Objects...)
 	}
-	if len(images) == 0 && len(catalogs) == 0 {
+	if len(images) == 0 && len(catalogs) == 0 && len(objects) == 0 {
 		r.log.Info("nothing was mirrored: no cluster resources written")
 		return nil
 	}
@@ -115,7 +117,7 @@ func (r *run) clusterResources() error {
 	if err != nil {
 		return err
 	}
-	set, err := manifests.Build(images, catalogs, manifests.Options{RepositoryScope: r.opts.MaxNestedPaths > 0, SignatureKey: key})
+	set, err := manifests.Build(images, catalogs, manifests.Options{RepositoryScope: r.opts.MaxNestedPaths > 0, SignatureKey: key, Objects: objects})
 	if err != nil {
 		return err
 	}

@@ -123,6 +123,8 @@ type Loaded struct {
 type Resources struct {
 	// Catalogs get a CatalogSource and a ClusterCatalog each.
 	Catalogs []manifests.Catalog
+	// Objects are other objects the source built (manifests.Options.Objects).
+	Objects []manifests.File
 }
 
 // sources returns the run's content sources, in the order their images are

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/fakeimage"
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/manifests"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/pipeline/deletion"
@@ -60,8 +62,18 @@ func (g *gadgetSource) Load(_ context.Context, ar Archived) (*Loaded, error) {
 	return out, nil
 }
 
-func (g *gadgetSource) Resources(*mirror.Plan, func(mirror.PlanImage) bool) (Resources, error) {
-	return Resources{}, nil
+// Resources: an inventory of the gadgets mirrored, as a ConfigMap.
+func (g *gadgetSource) Resources(p *mirror.Plan, mirrored func(mirror.PlanImage) bool) (Resources, error) {
+	var b strings.Builder
+	b.WriteString("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: gadgets\n  namespace: default\ndata:\n")
+	n := 0
+	for _, im := range p.Images {
+		if im.Kind == gadgetKind && mirrored(im) {
+			n++
+			b.WriteString(fmt.Sprintf("  gadget-%d: %q\n", n, im.Destination()))
+		}
+	}
+	return Resources{Objects: []manifests.File{{Name: "gadgets.yaml", APIVersion: "v1", Kind: "ConfigMap", ObjectName: "gadgets", Data: []byte(b.String())}}}, nil
 }
 
 func (g *gadgetSource) Wants(im mirror.PlanImage, _ string) []workspace.Want {
@@ -121,6 +133,9 @@ func TestSourceKindGoesEverywhere(t *testing.T) {
 		}
 		if _, err := os.Stat(filepath.Join(res.WorkingDir, "cluster-resources", "itms-"+gadgetKind+"-0.yaml")); err != nil {
 			t.Errorf("%s: no mirror set of the gadget kind: %v", what, err)
+		}
+		if b, err := os.ReadFile(filepath.Join(res.WorkingDir, "cluster-resources", "gadgets.yaml")); err != nil || !strings.Contains(string(b), dest+"/gadgets/widget:2.0") {
+			t.Errorf("%s: the gadget kind's own cluster resource: %q, %v", what, b, err)
 		}
 		var sum strings.Builder
 		res.WriteSummary(&sum)

@@ -27,8 +27,8 @@ import (
 	"github.com/airlock-mirror/airlock/pipeline"
 )
 
-// faultRuns is how many runs of each workflow each fault kind gets: 10 by the
-// issue's measure (AIRLOCK_FAULT_RUNS=10, docs/copy.md), 2 by default so that
+// faultRuns is how many runs of each workflow each fault kind gets: 10 for the
+// full measure (AIRLOCK_FAULT_RUNS=10, docs/copy.md), 2 by default so that
 // `make test` (race detector on) stays within its budget; -short runs 1.
 func faultRuns(t *testing.T) int { return runsFromEnv(t, "AIRLOCK_FAULT_RUNS", 2, 1) }
 

@@ -22,7 +22,7 @@ const (
 	realBytes   = 1_716_262_620
 )
 
-// Targets from the issue.
+// The targets of the real-scale catalog rows (docs/benchmarks.md, "Targets and reference figures").
 const (
 	targetWall = 10 * time.Second
 	targetRSS  = 500_000_000

@@ -12,14 +12,14 @@ import (
 	"time"
 )
 
-// The YAML rows (issue 18): the real-scale catalog rendered as YAML, measured
+// The YAML rows: the real-scale catalog rendered as YAML, measured
 // against the JSON figures of the same run, and community-operators-prod
 // v4.21 (real YAML) side by side with opm.
 
 const (
 	// v421Root is the YAML fixture compared with opm, relative to the fixtures.
 	v421Root = "real-catalogs/community-operators-prod-v4.21/catalogs/v4.21"
-	// Targets from issue 18.
+	// The YAML rows' targets (docs/benchmarks.md, "Targets and reference figures").
 	targetYAMLRatio = 3.0
 	targetYAMLRSS   = 300_000_000
 	targetOpmRatio  = 10.0

@@ -119,7 +119,7 @@ func (s *spans) span() time.Duration {
 	return s.end.Sub(s.first)
 }
 
-// linkTargets are the targets per link: first m2m / link floor.
+// linkTargets are the targets per link (docs/benchmarks.md): first m2m / link floor.
 var linkTargets = map[string]float64{"wan": 1.15, "far": 1.3}
 
 // runCatalogScale mirrors the catalog-scale workload (heads only) over each

@@ -380,7 +380,7 @@ func runCopy(ctx context.Context, cfg Config) ([]Row, error) {
 	}
 
 	// 7. Ratios and targets.
-	rows = append(rows, heading("copy: ratios (issue's reference: skopeo sync 18 s, crane copy 22 s sending 2.7×, oc-mirror v2 24 s sending 4.1×, floor 11 s, cp -r 2.5 s)"))
+	rows = append(rows, heading("copy: ratios (reference figures: skopeo sync 18 s, crane copy 22 s sending 2.7×, oc-mirror v2 24 s sending 4.1×, floor 11 s, cp -r 2.5 s)"))
 	if m2m.ok && floor.ok {
 		ratio := float64(m2m.wall) / float64(floor.wall)
 		// On a machine of n cores a CPU-bound run cannot finish in less than its

@@ -31,7 +31,7 @@ func selfCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// loopbackRows are issue 31's loopback copy targets, which replace the wall
+// loopbackRows are the loopback copy targets (docs/benchmarks.md), which replace the wall
 // ratio against the ingestion floor (on 2 cores that mostly measures three
 // processes sharing them): client CPU per GB copied against the copy floor's
 // client, and destination requests per unique blob. The copy floor does not

@@ -13,7 +13,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 )
 
-// ocMirrorTarget is the speed-up over oc-mirror v2 on the catalog-scale
+// ocMirrorTarget is the target speed-up over oc-mirror v2 on the catalog-scale
 // workload over wan.
 const ocMirrorTarget = 2.0
 

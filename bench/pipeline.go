@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// The whole pipeline (issue 19): the real-scale catalog as a one-layer catalog
+// The whole pipeline: the real-scale catalog as a one-layer catalog
 // image in a local registry, every image it names seeded there as a small
 // stand-in (so planning and the dry run resolve them), and `airlock mirror
 // --dry-run` heads-only and full: true, first run (empty workspace) and cached
@@ -17,7 +17,8 @@ import (
 // by later runs (seeding 20,912 images takes minutes); it listens on a fixed
 // address because the seeded catalog names it.
 
-// oc-mirror v2's figures for the same dry run on this machine (issue 19).
+// oc-mirror v2's figures for the same dry run on this machine (the reference
+// figures of docs/benchmarks.md).
 const (
 	ocMirrorHeads = "oc-mirror v2: 124 s, 5.6 GiB"
 	ocMirrorFull  = "oc-mirror v2: 112 s"
@@ -38,7 +39,7 @@ func runPipeline(ctx context.Context, cfg Config) ([]Row, error) {
 	}
 	defer reg.Stop()
 	host := pipelineAddr
-	rows := []Row{heading("Whole pipeline: the real-scale catalog as a catalog image, airlock mirror --dry-run (issue 19)")}
+	rows := []Row{heading("Whole pipeline: the real-scale catalog as a catalog image, airlock mirror --dry-run")}
 	marker := filepath.Join(root, "seeded")
 	seedRow := Row{Name: "seed the registry (setup, not measured against a target)", Input: "real: catalog image + stand-ins"}
 	if _, err := os.Stat(marker); err != nil {

@@ -25,7 +25,7 @@ type Row struct {
 	Counted        bool
 	// Blobs sent (and mounted), requests to the source / destination.
 	Blobs, Requests string
-	// Target is the goal from the issue; Met is "yes", "NO" or "".
+	// Target is the row's target (docs/benchmarks.md); Met is "yes", "NO" or "".
 	Target, Met string
 	Note        string
 }
@@ -50,7 +50,8 @@ func Seconds(d time.Duration) string {
 	return fmt.Sprintf("%.0f s", d.Seconds())
 }
 
-// Bytes formats a byte count in decimal units (MB = 10^6 B), like the issue.
+// Bytes formats a byte count in decimal units (MB = 10^6 B), like the
+// reference figures.
 func Bytes(n int64) string {
 	switch {
 	case n < 0:

@@ -271,7 +271,7 @@ func opmLoad(ctx context.Context, dir string) (*declcfg.DeclarativeConfig, error
 }
 
 // opmValidate is `opm validate`: LoadFS, then ConvertToModel (which runs the
-// model's Validate), then model.Validate once more as the issue asks.
+// model's Validate), then model.Validate once more, as opm validate does.
 func opmValidate(ctx context.Context, dir string) error {
 	cfg, err := declcfg.LoadFS(ctx, os.DirFS(dir))
 	if err != nil {

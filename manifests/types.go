@@ -1,7 +1,7 @@
-// Package manifests builds the cluster resources an administrator applies after a
-// mirror run: ImageDigestMirrorSet and ImageTagMirrorSet (config.openshift.io/v1),
-// ImageContentSourcePolicy (operator.openshift.io/v1alpha1, for clusters before 4.13),
-// one CatalogSource (operators.coreos.com/v1alpha1) and one ClusterCatalog
+// Package manifests holds the cluster resources an administrator applies after
+// a mirror run, and builds them: ImageDigestMirrorSet and ImageTagMirrorSet
+// (config.openshift.io/v1), ImageContentSourcePolicy
+// (operator.openshift.io/v1alpha1, for clusters before 4.13), one CatalogSource (operators.coreos.com/v1alpha1) and one ClusterCatalog
 // (olm.operatorframework.io/v1) per mirrored catalog, and, given a public key,
 // ClusterImagePolicy (config.openshift.io/v1) for the mirrored source
 // repositories.

@@ -21,7 +21,7 @@ import (
 )
 
 // integrityRuns is how many runs each case of TestManifestIntegrity gets: 10 (the
-// issue's measure, docs/copy.md), 2 with -short; AIRLOCK_INTEGRITY_RUNS overrides.
+// full measure, docs/copy.md), 2 with -short; AIRLOCK_INTEGRITY_RUNS overrides.
 func integrityRuns(t *testing.T) int { return runsFromEnv(t, "AIRLOCK_INTEGRITY_RUNS", 10, 2) }
 
 // TestManifestIntegrity mirrors a catalog (two packages of the e2e catalog, one

@@ -87,7 +87,7 @@ type Options struct {
 }
 
 // Preset returns the options of a named workload:
-//   - "reference": the reference workload: 130 tags (120 images and 10
+//   - "reference": the reference workload of docs/benchmarks.md's targets: 130 tags (120 images and 10
 //     two-arch indexes) in 12 repositories, 4 shared 40 MB base layers, 0.91 GB
 //     of unique blobs;
 //   - "quick": 26 tags (24 images, 2 indexes) in 4 repositories, 2 base layers

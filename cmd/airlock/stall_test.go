@@ -19,8 +19,9 @@ import (
 // TestStalledRegistryDefaultFlags runs the airlock binary (this test binary)
 // with its default timeouts against a source and a destination that accept
 // connections and never answer, with default flags and --retry-times 0: each run
-// must exit non-zero within 60 s naming the host (issue 28's bound). A
-// destination answering 503 to every request must stop the run within 15 s.
+// must exit non-zero within 60 s naming the host (the bound of docs/copy.md,
+// "Timeouts and the circuit breaker"). A destination answering 503 to every
+// request must stop the run within 15 s.
 func TestStalledRegistryDefaultFlags(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for the default timeouts (30 s)")
@@ -91,7 +92,7 @@ func TestStalledRegistryDefaultFlags(t *testing.T) {
 				t.Fatalf("the output does not name %s (%q):\n%s", r.proxy, tc.want, r.out)
 			}
 			if r.took > tc.bound {
-				t.Errorf("exit after %s, the issue's bound is %s\n%s", r.took.Round(time.Second), tc.bound, r.out)
+				t.Errorf("exit after %s, the bound is %s\n%s", r.took.Round(time.Second), tc.bound, r.out)
 			}
 			t.Logf("exit %d after %s: %s", ee.ExitCode(), r.took.Round(100*time.Millisecond), strings.TrimSpace(string(r.out)))
 		})

@@ -30,7 +30,7 @@ import (
 //
 // A tag is not pushed by digest first: that would not protect the tag's own
 // PUT, which the check above protects either way, and it cost every image a
-// second PUT (issue 31: destination requests per blob).
+// second PUT (destination requests per blob, docs/copy.md).
 func (r *Client) PutManifest(ctx context.Context, repo, reference string, m endpoint.Manifest) error {
 	want := digest.FromBytes(m.Raw)
 	if m.Digest != "" && want != m.Digest {

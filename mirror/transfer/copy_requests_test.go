@@ -41,7 +41,7 @@ func copyCounted(ctx context.Context, t *testing.T, jobs []Job, measure bool, op
 }
 
 // TestFirstRunRequestsPerBlob counts the destination's requests on a first run
-// into a new destination (issue 31: at most 2.5 per unique blob, each blob sent
+// into a new destination (the target of docs/benchmarks.md: at most 2.5 per unique blob, each blob sent
 // once): per new blob an upload POST and its PUT, a mount for each other
 // repository, one PUT per manifest, one tag listing per repository once first
 // tags miss; blob HEADs only until the first commit's mount probe, manifest

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -93,6 +94,9 @@ type Proxy struct {
 	total   int
 	rng     *rand.Rand
 	applied map[Fault]int
+	// injected counts the faults that changed what the client or the
+	// registry received (see Injected).
+	injected map[Fault]int
 }
 
 // NewFaultProxy starts a proxy on 127.0.0.1 forwarding to target ("host:port" of
@@ -112,12 +116,13 @@ func NewFaultProxy(t testing.TB, target string, plan FaultPlan) *Proxy {
 		plan.RetryAfter = "0"
 	}
 	p := &Proxy{
-		target:  u,
-		plan:    plan,
-		client:  &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
-		rng:     rand.New(rand.NewPCG(plan.Seed, plan.Seed^0x9e3779b97f4a7c15)),
-		applied: map[Fault]int{},
-		quit:    make(chan struct{}),
+		target:   u,
+		plan:     plan,
+		client:   &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+		rng:      rand.New(rand.NewPCG(plan.Seed, plan.Seed^0x9e3779b97f4a7c15)),
+		applied:  map[Fault]int{},
+		injected: map[Fault]int{},
+		quit:     make(chan struct{}),
 	}
 	p.srv = httptest.NewServer(http.HandlerFunc(p.serve))
 	t.Cleanup(func() { close(p.quit); p.srv.CloseClientConnections(); p.srv.Close() })
@@ -142,15 +147,29 @@ func (p *Proxy) Requests() int {
 	return p.total
 }
 
-// Applied returns how many times each fault was injected.
+// Applied returns how many times each fault was drawn for a request, including
+// those that could not alter it (a flipped byte of an empty answer, a cut HEAD).
 func (p *Proxy) Applied() map[Fault]int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	m := make(map[Fault]int, len(p.applied))
-	for k, v := range p.applied {
-		m[k] = v
-	}
-	return m
+	return maps.Clone(p.applied)
+}
+
+// Injected returns how many times each fault changed what the client or the
+// registry received: an answer replaced (429, 503), a request or answer body
+// cut, shortened or altered, a connection dropped or left hanging. A test that
+// means to exercise faults checks this, not Applied.
+func (p *Proxy) Injected() map[Fault]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.injected)
+}
+
+// hit records that fault f changed an exchange.
+func (p *Proxy) hit(f Fault) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.injected[f]++
 }
 
 func (p *Proxy) next(r *http.Request) Fault {
@@ -176,6 +195,10 @@ func (p *Proxy) next(r *http.Request) Fault {
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	fault := p.next(r)
 	switch fault {
+	case TooManyRequests, Unavailable, Stall:
+		p.hit(fault)
+	}
+	switch fault {
 	case TooManyRequests:
 		w.Header().Set("Retry-After", p.plan.RetryAfter)
 		http.Error(w, `{"errors":[{"code":"TOOMANYREQUESTS","message":"slow down"}]}`, http.StatusTooManyRequests)
@@ -196,9 +219,13 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 			panic(http.ErrAbortHandler)
 		}
 		if fault == CutMidBody {
+			p.hit(fault)
 			panic(http.ErrAbortHandler) // the registry never sees the request
 		}
-		body = damage(fault, body)
+		if d := damage(fault, body); !bytes.Equal(d, body) {
+			p.hit(fault)
+			body = d
+		}
 		out.Body = io.NopCloser(bytes.NewReader(body))
 		out.ContentLength = int64(len(body))
 		out.Header.Set("Content-Length", strconv.Itoa(len(body)))
@@ -240,6 +267,9 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	switch fault {
 	case CutMidBody, StallBody:
+		if len(body) > 0 {
+			p.hit(fault)
+		}
 		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 		w.WriteHeader(resp.StatusCode)
 		if fault == CutMidBody {
@@ -253,7 +283,10 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		panic(http.ErrAbortHandler) // drops the connection
 	}
-	body = damage(fault, body)
+	if d := damage(fault, body); !bytes.Equal(d, body) {
+		p.hit(fault)
+		body = d
+	}
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(resp.StatusCode)
 	w.Write(body)

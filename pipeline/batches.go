@@ -26,7 +26,7 @@ func Mirror(ctx context.Context, opts Options) (*Result, error) {
 		}
 		return mirrorOnce(ctx, opts)
 	}
-	r := &run{opts: opts, log: slog.New(slog.DiscardHandler), dest: strings.TrimPrefix(opts.Destination, "docker://")}
+	r := &run{opts: opts, log: slog.New(slog.DiscardHandler), inputs: inputs{dest: strings.TrimPrefix(opts.Destination, "docker://")}}
 	if err := lp.AskRegistry(func(m *archive.Manifest) (bool, error) { return m.CatalogsAt(ctx, r.destRegistry(), r.destRepo) }); err != nil {
 		return nil, fmt.Errorf("--from %s: %w", lp.Target, err)
 	}

@@ -9,9 +9,10 @@ import (
 )
 
 // copy copies the plan's jobs from src to dst, measuring them first for the
-// progress totals.
-func (r *run) copy(ctx context.Context, src endpoint.Source, dst endpoint.Destination) (*transfer.Report, error) {
-	rep, err := r.copyJobs(ctx, src, dst, r.res.Plan.Jobs(), nil)
+// progress totals. pre, when set, is the prefetch that began the copy while
+// planning (its endpoints are src and dst): the copy continues with it.
+func (r *run) copy(ctx context.Context, src endpoint.Source, dst endpoint.Destination, pre *transfer.Prefetch) (*transfer.Report, error) {
+	rep, err := r.copyWith(ctx, src, dst, r.res.Plan.Jobs(), nil, pre)
 	if err == nil {
 		if werr := r.res.Plan.PublishReferrers(ctx, dst, rep); werr != nil {
 			r.log.Warn(werr.Error())
@@ -32,8 +33,12 @@ func (r *run) copyOptions(progress func(transfer.ProgressEvent)) transfer.Option
 // copyJobs copies jobs from src to dst; blobs in elsewhere are sent by another
 // shard (transfer.Options.Elsewhere).
 func (r *run) copyJobs(ctx context.Context, src endpoint.Source, dst endpoint.Destination, jobs []transfer.Job, elsewhere endpoint.HeldElsewhere) (*transfer.Report, error) {
+	return r.copyWith(ctx, src, dst, jobs, elsewhere, nil)
+}
+
+func (r *run) copyWith(ctx context.Context, src endpoint.Source, dst endpoint.Destination, jobs []transfer.Job, elsewhere endpoint.HeldElsewhere, pre *transfer.Prefetch) (*transfer.Report, error) {
 	memo := transfer.NewMemoSource(src)
-	progress, held, err := r.track(ctx, memo, dst, jobs)
+	progress, held, err := r.track(ctx, memo, dst, jobs, pre)
 	if err != nil {
 		return nil, err
 	}
@@ -41,8 +46,8 @@ func (r *run) copyJobs(ctx context.Context, src endpoint.Source, dst endpoint.De
 	o.Held = held
 	o.Elsewhere = elsewhere
 	var rep *transfer.Report
-	if r.pre != nil {
-		rep, err = r.pre.Copy(ctx, jobs, o) // with the endpoints it was made with
+	if pre != nil {
+		rep, err = pre.Copy(ctx, jobs, o) // with the endpoints it was made with
 	} else {
 		rep, err = transfer.Copy(ctx, memo, dst, jobs, o)
 	}

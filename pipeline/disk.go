@@ -15,10 +15,11 @@ import (
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/signature"
+	"github.com/airlock-mirror/airlock/mirror/transfer"
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
-func (r *run) mirrorToDisk(ctx context.Context) error {
+func (r *run) mirrorToDisk(ctx context.Context, probes *background[struct{}]) error {
 	switch {
 	case r.opts.Finish:
 		return r.finish(ctx)
@@ -30,8 +31,8 @@ func (r *run) mirrorToDisk(ctx context.Context) error {
 			return err
 		}
 	}
-	mux, err := r.planSources(ctx, nil)
-	if err != nil {
+	mux := r.sourceMux()
+	if _, err := r.planSources(ctx, mux, probes, nil, nil); err != nil {
 		return err
 	}
 	if r.opts.PlanOnly {
@@ -48,7 +49,7 @@ func (r *run) mirrorToDisk(ctx context.Context) error {
 	if r.opts.DryRun {
 		// Nothing is written into the target: the estimate compares with what
 		// earlier batches shipped.
-		return r.dryRun(ctx, mux, shipped)
+		return r.dryRun(ctx, transfer.NewEstimator(mux, shipped, dryRunParallel), nil)
 	}
 	if !resume && !r.opts.Full && r.opts.SinceArchive == "" && r.opts.Since.IsZero() && len(r.res.Plan.Failed()) == 0 {
 		if r.res.NothingNew, err = state.Unchanged(archiveImages(r.res.Plan), archiveCatalogs(r.res.Plan)); err != nil || r.res.NothingNew != nil {
@@ -65,7 +66,7 @@ func (r *run) mirrorToDisk(ctx context.Context) error {
 		return err
 	}
 	defer w.Close()
-	rep, err := r.copy(ctx, mux, w)
+	rep, err := r.copy(ctx, mux, w, nil)
 	if err != nil {
 		return err
 	}
@@ -218,9 +219,9 @@ func (r *run) diskToMirror(ctx context.Context) error {
 	}
 	src := &mirror.SourceMux{Default: ar}
 	if r.opts.DryRun {
-		return r.dryRun(ctx, src, dst)
+		return r.dryRun(ctx, transfer.NewEstimator(src, dst, dryRunParallel), nil)
 	}
-	rep, err := r.copy(ctx, src, dst)
+	rep, err := r.copy(ctx, src, dst, nil)
 	if err != nil {
 		return err
 	}

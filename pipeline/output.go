@@ -161,16 +161,13 @@ func sameFile(a os.FileInfo, path string) bool {
 // at 8, 2.7-2.8 s at 32, under load).
 const dryRunParallel = 32
 
-func (r *run) dryRun(ctx context.Context, src transfer.EstimateSource, dst transfer.EstimateDestination) error {
+// dryRun compares the plan with the destination through x, whose reading
+// may have started while planning (looking: it ends when Estimate has waited
+// for what it read).
+func (r *run) dryRun(ctx context.Context, x *transfer.Estimator, looking *background[struct{}]) error {
 	r.stage("dry-run")
-	x := r.est
-	if x == nil {
-		x = transfer.NewEstimator(src, dst, dryRunParallel)
-	}
 	est, err := x.Estimate(ctx, r.res.Plan.Jobs(), r.stageProgress("dry-run"))
-	if r.looking != nil {
-		r.looking(false) // Estimate waited for what it read: this is the goroutine's end
-	}
+	_, _ = looking.wait()
 	if err != nil {
 		return err
 	}

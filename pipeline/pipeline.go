@@ -202,9 +202,25 @@ type ArchiveSummary struct {
 // mirrored; the Result says which.
 var ErrIncomplete = errors.New("not everything was mirrored")
 
+// run is one run of one workflow. What its stages run beside each other (the
+// registry probes, the prefetch, the dry run's reading) is not kept here: a
+// stage returns it (background, transfer.Prefetch) and the orchestrator
+// hands it to the stages that need it.
 type run struct {
-	opts     Options
-	log      *slog.Logger
+	opts Options
+	log  *slog.Logger
+	inputs
+	clients
+	srcs []Source // the content sources (source.go)
+	res  *Result
+	rep  reporter // what report.html shows (report.go)
+	// wants says why each image a source names is wanted (the history).
+	wants map[string][]workspace.Want
+}
+
+// inputs are what setup read from the options and the configuration: set
+// once, before any stage.
+type inputs struct {
 	cfg      *imageset.ImageSetConfiguration
 	workflow mirror.Workflow
 	workDir  workspace.Dir // DIR/working-dir
@@ -214,20 +230,14 @@ type run struct {
 	// (mirror-to-mirror, disk-to-mirror; default workspace.DefaultName).
 	workspace string
 	dest      string // REGISTRY/NS for registry workflows
-	res       *Result
-	src, dst  *registry.Client         // made once by srcRegistry and destRegistry
-	regconf   *registry.RegistriesConf // the sources' registries.conf
-	srcs      []Source                 // the content sources (source.go)
-	rep       reporter                 // what report.html shows (report.go)
-	// wants says why each image a catalog names is wanted (the history).
-	wants map[string][]workspace.Want
-	// est is the dry run's comparison when it starts during planning;
-	// looking waits for the reading planning started (stopping it first).
-	est     *transfer.Estimator
-	looking func(stop bool)
-	policy  *sigpolicy.Checker // --policy (nil without), opened by setup
-	pre     *transfer.Prefetch // blobs sent while planning (copy.go), stopped by mirrorOnce
-	checked func() error       // waits for preflight's registry probes: the first failure
+}
+
+// clients are how the run reaches registries: made once each (the hosts each
+// found unreachable are remembered for the whole run).
+type clients struct {
+	src, dst *registry.Client         // made by srcRegistry and destRegistry
+	regconf  *registry.RegistriesConf // the sources' registries.conf
+	policy   *sigpolicy.Checker       // --policy (nil without), opened by setup
 }
 
 // mirrorOnce runs one workflow once (Mirror calls it for each batch it loads).
@@ -241,22 +251,21 @@ func mirrorOnce(ctx context.Context, opts Options) (*Result, error) {
 	}
 	defer r.locks.Unlock()
 	start := time.Now()
-	wctx, err := r.preflight(ctx)
+	wctx, probes, err := r.preflight(ctx)
 	if err == nil {
 		switch r.workflow {
 		case mirror.MirrorToMirror:
-			err = r.mirrorToMirror(wctx)
+			err = r.mirrorToMirror(wctx, probes)
 		case mirror.MirrorToDisk:
-			err = r.mirrorToDisk(wctx)
+			err = r.mirrorToDisk(wctx, probes)
 		case mirror.DiskToMirror:
 			err = r.diskToMirror(wctx)
 		}
-		r.pre.Stop()
-		if perr := r.checked(); perr != nil {
+		if _, perr := probes.wait(); perr != nil {
 			err = perr
 		}
 	}
-	if r.checked == nil || r.checked() != nil {
+	if _, perr := probes.wait(); probes == nil || perr != nil {
 		_ = r.writeReport(err) // refused: it does not replace the last report
 		return nil, err
 	}
@@ -339,16 +348,17 @@ func (r *run) destRegistry() *registry.Client {
 }
 
 // plan resolves the images the sources selected while what they still build
-// (a catalog being rebuilt) is finished (sel.Finish waits for it), then adds
-// the catalogs. With est, the dry run's reading of the images runs meanwhile
-// too.
-func (r *run) plan(ctx context.Context, src *registry.Client, sel *selected, est *transfer.Estimator) error {
+// (a catalog being rebuilt) is finished (sel.finish waits for it), then adds
+// the catalogs. Each image resolved is handed to pre (nil: none) to send its
+// blobs meanwhile; with est, the dry run's reading of the images starts too,
+// in the returned background (nil without est).
+func (r *run) plan(ctx context.Context, src *registry.Client, sel *selected, pre *transfer.Prefetch, est *transfer.Estimator) (*background[struct{}], error) {
 	r.stage("plan")
 	cats := sel.catalogs()
 	req := mirror.PlanRequest{
 		Workflow: r.workflow, Destination: r.dest, MaxNestedPaths: r.opts.MaxNestedPaths,
 		Catalogs: cats, Images: sel.images, Blocked: r.blocked(),
-		Progress: r.stageProgress("plan"), Prefetch: r.pre,
+		Progress: r.stageProgress("plan"), Prefetch: pre,
 	}
 	var refs []string
 	for _, c := range cats {
@@ -360,7 +370,7 @@ func (r *run) plan(ctx context.Context, src *registry.Client, sel *selected, est
 	down := r.probeImageHosts(ctx, src, refs)
 	p, err := mirror.PlanImages(ctx, req, src, 16)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !r.opts.DryRun { // the dry run finds them unreadable, image by image
 		p.FailHosts(down)
@@ -374,36 +384,28 @@ func (r *run) plan(ctx context.Context, src *registry.Client, sel *selected, est
 	}
 	st, rec, err := p.AddAttachments(ctx, src, mirror.Attach{Signatures: r.opts.Signatures, Policy: r.policy.Verifier(), Catalogs: cats, Known: known}, 16)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := rec.Save(r.workDir.AttachmentsPath()); err != nil {
 		r.log.Warn(err.Error())
 	}
 	r.res.Signatures = &st
+	var looking *background[struct{}]
 	if est != nil {
 		jobs := p.Jobs()
-		lctx, cancel := context.WithCancel(ctx)
-		done := make(chan struct{})
-		r.looking = func(stop bool) {
-			if stop {
-				cancel()
-			}
-			<-done
-			cancel()
-		}
-		go func() {
-			defer close(done)
-			est.Look(lctx, jobs, nil)
-		}()
+		looking = goBackground(ctx, func(ctx context.Context) (struct{}, error) {
+			est.Look(ctx, jobs, nil)
+			return struct{}{}, nil
+		})
 	}
 	if err := sel.finish(false); err != nil {
-		return err
+		return looking, err
 	}
 	req.Catalogs = sel.catalogs() // finish set their Rebuilt
 	p.AddCatalogs(req)
 	p.Extras = sel.extras
 	r.setPlan(p)
-	return r.writePlan(ctx)
+	return looking, r.writePlan(ctx)
 }
 
 func (r *run) setPlan(p *mirror.Plan) {
@@ -416,42 +418,51 @@ func (r *run) setPlan(p *mirror.Plan) {
 	}
 }
 
-// planSources fetches and prunes the catalogs, plans every image from the
-// source registries, and returns what the copy reads from: the registries and
-// the layouts of the rebuilt catalogs.
-//
-// A dry run passes the destination it will compare with (nil otherwise): the
-// comparison starts reading while the catalogs are rebuilt (r.est).
-func (r *run) planSources(ctx context.Context, dryRunDest transfer.EstimateDestination) (*mirror.SourceMux, error) {
-	src := r.srcRegistry()
-	mux := &mirror.SourceMux{Default: src}
-	// Blobs move while planning (transfer.Prefetch) unless the plan may refuse images later.
-	if o := r.opts; r.workflow == mirror.MirrorToMirror && !o.DryRun && !o.PlanOnly && r.policy == nil && o.Signatures != signature.Required {
-		r.pre = transfer.NewPrefetch(ctx, mux, r.destRegistry(), r.copyOptions(nil))
-	}
-	if dryRunDest != nil {
-		r.est = transfer.NewEstimator(mux, dryRunDest, dryRunParallel)
-	}
+// planSources asks every source what it selects and plans every image from
+// the source registries (mux reads them, and the layouts of the rebuilt
+// catalogs). It waits for the registry probes (preflight) before planning,
+// the first stage that may write: each resolved image is handed to pre, the
+// prefetch the orchestrator started (nil: none). With est, the dry run's
+// reading starts while the catalogs are rebuilt: the returned background.
+func (r *run) planSources(ctx context.Context, mux *mirror.SourceMux, probes *background[struct{}], pre *transfer.Prefetch, est *transfer.Estimator) (*background[struct{}], error) {
 	sel, err := r.selectAll(ctx)
-	if err == nil && r.checked() != nil {
-		_ = sel.finish(true)
-		err = r.checked()
+	if err == nil {
+		if _, perr := probes.wait(); perr != nil {
+			_ = sel.finish(true)
+			err = perr
+		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	if err := r.plan(ctx, src, sel, r.est); err != nil {
+	looking, err := r.plan(ctx, r.srcRegistry(), sel, pre, est)
+	if err != nil {
 		// Nothing keeps reading or writing after the run.
-		if r.looking != nil {
-			r.looking(true)
-		}
+		_, _ = looking.stop()
 		_ = sel.finish(true)
 		return nil, err
 	}
-	return mux, nil
+	return looking, nil
 }
 
-func (r *run) mirrorToMirror(ctx context.Context) error {
+// sourceMux is what a run reads images from: the source registries, and the
+// OCI layouts of what the sources built (mirror.LayoutRepoPrefix).
+func (r *run) sourceMux() *mirror.SourceMux {
+	return &mirror.SourceMux{Default: r.srcRegistry()}
+}
+
+// startPrefetch starts copying blobs while planning goes on (the copy stage
+// begun early: transfer.Prefetch), for a mirror-to-mirror run whose plan
+// cannot refuse images after they were resolved (no --policy, signatures not
+// required); nil otherwise. The caller stops it once the copy is over.
+func (r *run) startPrefetch(ctx context.Context, mux *mirror.SourceMux, dst *registry.Client) *transfer.Prefetch {
+	if o := r.opts; r.workflow != mirror.MirrorToMirror || o.DryRun || o.PlanOnly || r.policy != nil || o.Signatures == signature.Required {
+		return nil
+	}
+	return transfer.NewPrefetch(ctx, mux, dst, r.copyOptions(nil))
+}
+
+func (r *run) mirrorToMirror(ctx context.Context, probes *background[struct{}]) error {
 	switch {
 	case r.opts.Finish:
 		return r.finish(ctx)
@@ -459,11 +470,15 @@ func (r *run) mirrorToMirror(ctx context.Context) error {
 		return r.shard(ctx)
 	}
 	dst := r.destRegistry()
-	var dryRunDest transfer.EstimateDestination
+	mux := r.sourceMux()
+	pre := r.startPrefetch(ctx, mux, dst)
+	defer pre.Stop()
+	var est *transfer.Estimator
 	if r.opts.DryRun && !r.opts.PlanOnly {
-		dryRunDest = dst
+		// The comparison starts reading while the catalogs are rebuilt.
+		est = transfer.NewEstimator(mux, dst, dryRunParallel)
 	}
-	mux, err := r.planSources(ctx, dryRunDest)
+	looking, err := r.planSources(ctx, mux, probes, pre, est)
 	if err != nil {
 		return err
 	}
@@ -471,9 +486,9 @@ func (r *run) mirrorToMirror(ctx context.Context) error {
 		return r.recordBlobs(ctx, mux)
 	}
 	if r.opts.DryRun {
-		return r.dryRun(ctx, mux, dst)
+		return r.dryRun(ctx, est, looking)
 	}
-	if _, err := r.copy(ctx, mux, dst); err != nil {
+	if _, err := r.copy(ctx, mux, dst, pre); err != nil {
 		return err
 	}
 	return r.clusterResources()

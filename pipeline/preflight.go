@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -34,16 +33,18 @@ type catalogTemplate struct {
 // run with one message that names the registry, the cause and the fix.
 //
 // The probes run beside the catalog stage, which only reads the source (a
-// mirror-to-mirror or mirror-to-disk run that is not a shard): planSources
-// waits for them (r.checked) before planning, the first to write, and a
-// failed probe cancels the returned context. Other runs wait here.
-func (r *run) preflight(ctx context.Context) (context.Context, error) {
+// mirror-to-mirror or mirror-to-disk run that is not a shard): they are the
+// returned background, which planSources waits for before planning, the
+// first stage to write, and a failed probe cancels the returned context.
+// Other runs wait here. No background is returned when the run was refused
+// before the probes started.
+func (r *run) preflight(ctx context.Context) (context.Context, *background[struct{}], error) {
 	r.stage("preflight")
 	var sourceProbes []Probe
 	for _, s := range r.sources() {
 		ps, err := s.Preflight(ctx)
 		if err != nil {
-			return ctx, err
+			return ctx, nil, err
 		}
 		sourceProbes = append(sourceProbes, ps...)
 	}
@@ -73,22 +74,20 @@ func (r *run) preflight(ctx context.Context) (context.Context, error) {
 	}
 	sort.SliceStable(probes, func(i, j int) bool { return probes[i].push && !probes[j].push })
 	pctx, cancel := context.WithCancelCause(ctx)
-	failed := make(chan error, 1)
-	go func() {
+	checked := goBackground(ctx, func(ctx context.Context) (struct{}, error) {
 		for _, err := range probeAll(ctx, probes) {
 			if err != nil {
 				cancel(err)
-				failed <- err
-				return
+				return struct{}{}, err
 			}
 		}
-		failed <- nil
-	}()
-	r.checked = sync.OnceValue(func() error { return <-failed })
+		return struct{}{}, nil
+	})
 	if r.workflow == mirror.DiskToMirror || r.opts.PlanFile != "" {
-		return pctx, r.checked()
+		_, err := checked.wait()
+		return pctx, checked, err
 	}
-	return pctx, nil
+	return pctx, checked, nil
 }
 
 // probe is one registry check: reach repo's host with the credentials, for

@@ -39,7 +39,7 @@ type tracker struct {
 // track reads the manifests of jobs at src for the totals (stage "measure"),
 // reports the start of the copy, and returns the callback for the copy engine.
 // The copy then reads the manifests from src's memory, not from the source again.
-func (r *run) track(ctx context.Context, src *transfer.MemoSource, dst endpoint.Destination, jobs []transfer.Job) (func(transfer.ProgressEvent), []transfer.Held, error) {
+func (r *run) track(ctx context.Context, src *transfer.MemoSource, dst endpoint.Destination, jobs []transfer.Job, pre *transfer.Prefetch) (func(transfer.ProgressEvent), []transfer.Held, error) {
 	defer src.StopFilling()
 	if len(jobs) == 0 {
 		return nil, nil, nil // nothing to copy: no stage, no bar
@@ -49,7 +49,7 @@ func (r *run) track(ctx context.Context, src *transfer.MemoSource, dst endpoint.
 		return nil, nil, nil
 	}
 	r.stage("measure")
-	s, err := transfer.Measure(ctx, src, r.pre.Destination(dst), jobs, 16, r.stageProgress("measure"))
+	s, err := transfer.Measure(ctx, src, pre.Destination(dst), jobs, 16, r.stageProgress("measure"))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -28,13 +28,6 @@ func goBackground[T any](ctx context.Context, f func(context.Context) (T, error)
 	return b
 }
 
-// finished is a background whose work is already done.
-func finished[T any](val T, err error) *background[T] {
-	b := &background[T]{cancel: func() {}, done: make(chan struct{}), val: val, err: err}
-	close(b.done)
-	return b
-}
-
 // wait waits for the work's end and returns its result.
 func (b *background[T]) wait() (T, error) {
 	if b == nil {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sync"
 
 	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/imageset"
@@ -29,12 +28,12 @@ func filterHash(op imageset.Operator) string {
 }
 
 // catalogsLater fetches, prunes and rebuilds every operator catalog of the
-// configuration, the last rebuild still running: the images
+// configuration, the last rebuild still running (a background): the images
 // the catalogs name are known, their Rebuilt is not (planning can start);
-// wait, which must be called (more than once is fine), finishes the rebuild,
-// sets Rebuilt in the returned slice and records the memo; wait(true) stops
-// the rebuild first (the run failed). A catalog's rebuild finishes before the
-// next catalog is fetched.
+// wait, which must be called (more than once is fine), waits for the rebuild
+// and sets Rebuilt in the returned slice; wait(true) stops the rebuild first
+// (the run failed). A catalog's rebuild finishes before the next catalog is
+// fetched.
 func (r *run) catalogsLater(ctx context.Context) (_ []mirror.CatalogRequest, wait func(stop bool) error, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer func() {
@@ -47,9 +46,9 @@ func (r *run) catalogsLater(ctx context.Context) (_ []mirror.CatalogRequest, wai
 		r.stage("catalogs")
 	}
 	var out []mirror.CatalogRequest
-	finish := func() error { return nil }
+	settle := func() error { return nil } // waits for the last rebuild
 	for _, op := range r.cfg.Mirror.Operators {
-		if err := finish(); err != nil {
+		if err := settle(); err != nil {
 			return nil, nil, err
 		}
 		if err := ctx.Err(); err != nil {
@@ -58,14 +57,14 @@ func (r *run) catalogsLater(ctx context.Context) (_ []mirror.CatalogRequest, wai
 		wrap := func(err error) error {
 			return fmt.Errorf("catalog %s (%s line %d): %w", op.Catalog, r.cfg.Source, op.Line, err)
 		}
-		cr, rebuilt, err := r.catalog(ctx, op, fo)
+		cr, rebuilding, err := r.catalog(ctx, op, fo)
 		if err != nil {
 			return nil, nil, wrap(err)
 		}
 		out = append(out, *cr)
 		i := len(out) - 1
-		finish = func() error {
-			rb, err := rebuilt()
+		settle = func() error {
+			rb, err := rebuilding.wait()
 			if err != nil {
 				return wrap(err)
 			}
@@ -75,25 +74,21 @@ func (r *run) catalogsLater(ctx context.Context) (_ []mirror.CatalogRequest, wai
 			return nil
 		}
 	}
-	var once sync.Once
-	var ferr error
 	return out, func(stop bool) error {
 		if stop {
 			cancel()
 		}
-		once.Do(func() {
-			ferr = finish()
-			cancel()
-		})
-		return ferr
+		err := settle()
+		cancel() // nothing of the catalog stage runs on
+		return err
 	}, nil
 }
 
-// catalog fetches and prunes one catalog. A rebuild it starts runs on: rebuilt
-// waits for it, records the memo and returns the rebuilt image (nil when the
-// catalog was not rebuilt by this call).
-func (r *run) catalog(ctx context.Context, op imageset.Operator, fo catalogimage.FetchOptions) (*mirror.CatalogRequest, func() (*catalogimage.Rebuilt, error), error) {
-	none := func() (*catalogimage.Rebuilt, error) { return nil, nil }
+// catalog fetches and prunes one catalog. The rebuild it starts runs on in
+// the returned background, which records the memo and returns the rebuilt
+// image (nil when the catalog was not rebuilt by this call; a nil background
+// when the memo of an earlier run was used).
+func (r *run) catalog(ctx context.Context, op imageset.Operator, fo catalogimage.FetchOptions) (*mirror.CatalogRequest, *background[*catalogimage.Rebuilt], error) {
 	r.log.Debug("fetching catalog", "catalog", op.Catalog)
 	// The catalog's files are parsed as they are extracted, on the core the
 	// extraction leaves free.
@@ -138,25 +133,27 @@ func (r *run) catalog(ctx context.Context, op imageset.Operator, fo catalogimage
 		}
 		r.rep.catalogs = append(r.rep.catalogs, rc)
 		r.useMemo(cr, m, rb)
-		return cr, none, nil
+		return cr, nil, nil
 	}
 	r.log.Debug("no usable catalog memo", "catalog", op.Catalog, "memo", memoPath, "reason", err)
 	if err := dropMemo(memoPath); err != nil {
 		pf.Close()
 		return nil, nil, err
 	}
-	m, rebuilding, err := r.deriveCatalog(ctx, op, fc, base, pf)
+	m, pruned, err := r.deriveCatalog(ctx, op, fc, pf)
 	if err != nil {
 		return nil, nil, err
 	}
 	m.Key = key
 	r.useMemo(cr, m, nil)
-	return cr, func() (*catalogimage.Rebuilt, error) {
-		rb, err := rebuilding()
-		if err != nil {
-			return nil, err
-		}
-		if rb != nil {
+	// The rebuild is the only user of the pruned catalog from here on.
+	return cr, goBackground(ctx, func(ctx context.Context) (*catalogimage.Rebuilt, error) {
+		var rb *catalogimage.Rebuilt
+		if pruned != nil {
+			var err error
+			if rb, err = r.rebuildPruned(ctx, pruned, fc, base, ""); err != nil {
+				return nil, err
+			}
 			m.Rebuilt = &memoRebuilt{LayoutDir: rb.LayoutDir, Tag: rb.Tag, Digest: rb.Digest, LayerDigest: rb.LayerDigest}
 		}
 		if key != "" {
@@ -165,7 +162,7 @@ func (r *run) catalog(ctx context.Context, op imageset.Operator, fo catalogimage
 			}
 		}
 		return rb, nil
-	}, nil
+	}), nil
 }
 
 // catalogLoadOptions is how a run loads catalogs: heavy values checked and
@@ -174,13 +171,10 @@ func catalogLoadOptions(log *slog.Logger) fbc.LoadOptions {
 	return fbc.LoadOptions{ElideHeavy: true, Logger: log}
 }
 
-// deriveCatalog loads and filters the fetched catalog and starts rebuilding
-// its image around the pruned catalog: everything but the rebuilt image (what
-// the rebuild returns) is in the memo when it returns. The rebuild is the only
-// user of the pruned catalog from then on; rebuilt waits for it (and is a
-// no-op for a catalog mirrored untouched).
-func (r *run) deriveCatalog(ctx context.Context, op imageset.Operator, fc *catalogimage.Fetched, base workspace.FilteredCatalog, pf *fbc.Prefetch) (*catalogMemo, func() (*catalogimage.Rebuilt, error), error) {
-	none := func() (*catalogimage.Rebuilt, error) { return nil, nil }
+// deriveCatalog loads and filters the fetched catalog: everything but the
+// rebuilt image is in the memo when it returns, with the pruned catalog to
+// rebuild the image around (nil for a catalog mirrored untouched).
+func (r *run) deriveCatalog(ctx context.Context, op imageset.Operator, fc *catalogimage.Fetched, pf *fbc.Prefetch) (*catalogMemo, *fbc.Catalog, error) {
 	var cat *fbc.Catalog
 	dir, err := fbcDir(ctx, fc, r.log)
 	if err == nil && fc.DatabaseFile == "" {
@@ -202,7 +196,7 @@ func (r *run) deriveCatalog(ctx context.Context, op imageset.Operator, fc *catal
 		if m.Report, err = copyReportCatalog(r.rep.catalogs[len(r.rep.catalogs)-1]); err != nil {
 			return nil, nil, err
 		}
-		return m, none, nil
+		return m, nil, nil
 	}
 	pruned, expl, err := prune.Filter(cat, op, prune.FilterOptions{Logger: r.log})
 	if err != nil {
@@ -219,21 +213,7 @@ func (r *run) deriveCatalog(ctx context.Context, op imageset.Operator, fc *catal
 	if m.Report, err = copyReportCatalog(r.rep.catalogs[len(r.rep.catalogs)-1]); err != nil {
 		return nil, nil, err
 	}
-	type result struct {
-		rb  *catalogimage.Rebuilt
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		rb, err := r.rebuildPruned(ctx, pruned, fc, base, "")
-		done <- result{rb, err}
-	}()
-	var once sync.Once
-	var res result
-	return m, func() (*catalogimage.Rebuilt, error) {
-		once.Do(func() { res = <-done })
-		return res.rb, res.err
-	}, nil
+	return m, pruned, nil
 }
 
 // useMemo applies what the catalog stage derived (now or in an earlier run) to

@@ -20,11 +20,11 @@ import (
 
 func (r *run) mirrorToDisk(ctx context.Context) error {
 	switch {
-	case r.opts.Finish:
+	case r.opts.Run.Finish:
 		return r.finish(ctx)
-	case r.opts.PlanFile != "":
+	case r.opts.Run.PlanFile != "":
 		return r.shard(ctx)
-	case !r.opts.PlanOnly && !r.opts.DryRun:
+	case !r.opts.Run.PlanOnly && !r.opts.Run.DryRun:
 		// Refused before planning, which would overwrite the shards' plan.
 		if err := r.noShardsPending(); err != nil {
 			return err
@@ -34,7 +34,7 @@ func (r *run) mirrorToDisk(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if r.opts.PlanOnly {
+	if r.opts.Run.PlanOnly {
 		return r.recordBlobs(ctx, mux)
 	}
 	state, shipped, buildsOn, err := r.archiveBase()
@@ -45,12 +45,12 @@ func (r *run) mirrorToDisk(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if r.opts.DryRun {
+	if r.opts.Run.DryRun {
 		// Nothing is written into the target: the estimate compares with what
 		// earlier batches shipped.
 		return r.dryRun(ctx, mux, shipped)
 	}
-	if !resume && !r.opts.Full && r.opts.SinceArchive == "" && r.opts.Since.IsZero() && len(r.res.Plan.Failed()) == 0 {
+	if !resume && !r.opts.Archive.Full && r.opts.Archive.SinceArchive.IsZero() && r.opts.Archive.Since.IsZero() && len(r.res.Plan.Failed()) == 0 {
 		if r.res.NothingNew, err = state.Unchanged(archiveImages(r.res.Plan), archiveCatalogs(r.res.Plan)); err != nil || r.res.NothingNew != nil {
 			return err // nothing new: no batch is written
 		}
@@ -59,7 +59,7 @@ func (r *run) mirrorToDisk(ctx context.Context) error {
 		r.log.Info("resuming the unfinished batch of an interrupted run", "batch", batchDir)
 	}
 	w, err := archive.NewWriter(batchDir, archive.WriterOptions{
-		ChunkSize: r.cfg.ArchiveSizeBytes(), Shipped: shipped, Logger: r.log, Strict: r.opts.StrictArchive, SignKey: r.opts.SignKey,
+		ChunkSize: r.cfg.ArchiveSizeBytes(), Shipped: shipped, Logger: r.log, Strict: r.opts.Archive.Strict, SignKey: r.opts.Archive.SignKey,
 	})
 	if err != nil {
 		return err
@@ -110,12 +110,12 @@ func (r *run) archiveBase() (*archive.State, archive.ShippedSet, []archive.Batch
 	var shipped archive.ShippedSet
 	var buildsOn []archive.BatchRef
 	switch {
-	case r.opts.Full:
-	case !r.opts.Since.IsZero():
-		shipped, buildsOn = state.ShippedBefore(r.opts.Since)
-		r.log.Info("--since: building on the batches written before it", "since", r.opts.Since.Format(time.DateOnly), "batches", len(buildsOn))
-	case r.opts.SinceArchive != "":
-		dir := strings.TrimPrefix(r.opts.SinceArchive, "file://")
+	case r.opts.Archive.Full:
+	case !r.opts.Archive.Since.IsZero():
+		shipped, buildsOn = state.ShippedBefore(r.opts.Archive.Since)
+		r.log.Info("--since: building on the batches written before it", "since", r.opts.Archive.Since.Format(time.DateOnly), "batches", len(buildsOn))
+	case !r.opts.Archive.SinceArchive.IsZero():
+		dir := r.opts.Archive.SinceArchive.Path
 		if shipped, buildsOn, err = archive.SinceArchive(dir); err != nil {
 			return nil, nil, nil, fmt.Errorf("--since-archive %s: %w", dir, err)
 		}
@@ -160,8 +160,8 @@ func (r *run) diskToMirror(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if r.opts.ArchiveKey != "" {
-		if _, err := archive.VerifySignature(dir, r.opts.ArchiveKey); err != nil {
+	if r.opts.Archive.VerifyKey != "" {
+		if _, err := archive.VerifySignature(dir, r.opts.Archive.VerifyKey); err != nil {
 			return err
 		}
 	}
@@ -181,7 +181,7 @@ func (r *run) diskToMirror(ctx context.Context) error {
 	dst := r.destRegistry()
 	// An incremental batch needs the batches it builds on at the destination:
 	// check before anything is read or pushed. (A dry run only looks.)
-	if len(ar.ReliesOn()) > 0 && !r.opts.DryRun {
+	if len(ar.ReliesOn()) > 0 && !r.opts.Run.DryRun {
 		if err := ar.EnsureReliesOn(ctx, dst, r.destRepo); err != nil {
 			return err
 		}
@@ -193,7 +193,7 @@ func (r *run) diskToMirror(ctx context.Context) error {
 	if len(missing) > 0 {
 		return r.gapError(m, dir, missing)
 	}
-	p, err := base.Relocate(r.dest, r.opts.MaxNestedPaths)
+	p, err := base.Relocate(r.dest, r.opts.Destination.MaxNestedPaths)
 	if err != nil {
 		return err
 	}
@@ -207,7 +207,7 @@ func (r *run) diskToMirror(ctx context.Context) error {
 			p.Images[i].SourceRepo = mirror.LayoutRepoPrefix + n.rebuilt.LayoutDir
 		}
 	}
-	if r.opts.Signatures == signature.Off {
+	if r.opts.Signatures.Mode == signature.Off {
 		p.DropAttachments()
 	}
 	r.setPlan(p)
@@ -215,7 +215,7 @@ func (r *run) diskToMirror(ctx context.Context) error {
 		return err
 	}
 	src := &mirror.SourceMux{Default: ar}
-	if r.opts.DryRun {
+	if r.opts.Run.DryRun {
 		return r.dryRun(ctx, src, dst)
 	}
 	rep, err := r.copy(ctx, src, dst)
@@ -257,7 +257,7 @@ func (r *run) planFromArchive(ctx context.Context, ar *archive.Reader, dst endpo
 				missing = append(missing, gaps...)
 				continue
 			}
-			if sel.narrowed == nil && !r.opts.DryRun {
+			if sel.narrowed == nil && !r.opts.Run.DryRun {
 				r.archivedWants(ctx, &baseSource{ar: ar, dst: dst, repo: r.destRepo}, c)
 			}
 			pc := mirror.PlanCatalog{
@@ -348,7 +348,7 @@ func (r *run) archivedWants(ctx context.Context, src endpoint.Source, c archive.
 
 // destRepo maps an archive repository path to its repository at the destination.
 func (r *run) destRepo(repo string) string {
-	d, err := mirror.DestinationRepoPath(repo, r.dest, r.opts.MaxNestedPaths)
+	d, err := mirror.DestinationRepoPath(repo, r.dest, r.opts.Destination.MaxNestedPaths)
 	if err != nil {
 		return repo
 	}

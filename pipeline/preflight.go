@@ -84,7 +84,7 @@ func (r *run) preflight(ctx context.Context) (context.Context, error) {
 		failed <- nil
 	}()
 	r.checked = sync.OnceValue(func() error { return <-failed })
-	if r.workflow == mirror.DiskToMirror || r.opts.PlanFile != "" {
+	if r.workflow == mirror.DiskToMirror || r.opts.Run.PlanFile != "" {
 		return pctx, r.checked()
 	}
 	return pctx, nil

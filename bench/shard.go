@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/airlock-mirror/airlock/pipeline"
+	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
@@ -44,13 +44,13 @@ func runShards(ctx context.Context, in shardInput) ([]Row, error) {
 	}
 	defer b.Stop()
 	flags := append([]string{"--src-tls-verify=false", "--dest-tls-verify=false"}, in.tune...)
-	mirror := func(ws string, dst *Registry, extra ...string) Command {
+	airlockMirror := func(ws string, dst *Registry, extra ...string) Command {
 		args := append([]string{"mirror", "-c", in.iscPath, "--workspace", "file://" + filepath.Join(in.work, ws)}, extra...)
 		args = append(args, flags...)
 		return Command{Name: in.airlock, Args: append(args, "docker://"+dst.Addr()+"/mirror")}
 	}
 
-	m, err := Exec(ctx, mirror("shard-plan", a, "--plan-only"))
+	m, err := Exec(ctx, airlockMirror("shard-plan", a, "--plan-only"))
 	if err != nil || m.Exit != 0 {
 		return rows, fmt.Errorf("--plan-only: %v %s", err, lastLine(m.Stderr))
 	}
@@ -65,7 +65,7 @@ func runShards(ctx context.Context, in shardInput) ([]Row, error) {
 	if err := os.WriteFile(planB, []byte(strings.ReplaceAll(string(raw), a.Addr(), b.Addr())), 0o644); err != nil {
 		return rows, err
 	}
-	_, part, err := pipeline.PartitionFile(planA, 2)
+	_, part, err := mirror.PartitionFile(planA, 2)
 	if err != nil {
 		return rows, err
 	}
@@ -75,7 +75,7 @@ func runShards(ctx context.Context, in shardInput) ([]Row, error) {
 	c0 := []Counts{a.Proxy.Counts(), b.Proxy.Counts()}
 	rc0 := a.CPU() + b.CPU()
 	ms, both, err := runTwo(ctx, func(i int) Command {
-		return mirror(fmt.Sprint("shard-", i), regs[i], "--plan", plans[i], "--shard", fmt.Sprintf("%d/2", i))
+		return airlockMirror(fmt.Sprint("shard-", i), regs[i], "--plan", plans[i], "--shard", fmt.Sprintf("%d/2", i))
 	})
 	if err != nil {
 		return rows, err
@@ -114,7 +114,7 @@ func runShards(ctx context.Context, in shardInput) ([]Row, error) {
 	ratio := float64(total) / float64(in.unique)
 	rows = append(rows, Row{Name: "bytes sent / unique: 2 shards together", Input: in.input, WallText: fmt.Sprintf("%.2f", ratio), Target: "1.00", Met: met(fmt.Sprintf("%.2f", ratio) == "1.00")})
 
-	m, err = Exec(ctx, mirror("shard-finish", a, "--plan", planA, "--finish"))
+	m, err = Exec(ctx, airlockMirror("shard-finish", a, "--plan", planA, "--finish"))
 	if err != nil || m.Exit != 0 {
 		return rows, fmt.Errorf("--finish: %v %s", err, lastLine(m.Stderr))
 	}

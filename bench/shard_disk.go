@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
-	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
@@ -22,22 +22,22 @@ func runDiskShards(ctx context.Context, in shardInput, single time.Duration) ([]
 	rows := []Row{heading("copy: sharded mirror-to-disk (airlock mirror --plan-only, --plan --shard I/2 at once into one target, --finish)")}
 	target := filepath.Join(in.work, "m2d-shards")
 	flags := append([]string{"--src-tls-verify=false"}, in.tune...)
-	mirror := func(extra ...string) Command {
+	airlockMirror := func(extra ...string) Command {
 		args := append(append([]string{"mirror", "-c", in.iscPath}, extra...), flags...)
 		return Command{Name: in.airlock, Args: append(args, "file://"+target)}
 	}
-	m, err := Exec(ctx, mirror("--plan-only"))
+	m, err := Exec(ctx, airlockMirror("--plan-only"))
 	if err != nil || m.Exit != 0 {
 		return rows, fmt.Errorf("--plan-only: %v %s", err, lastLine(m.Stderr))
 	}
 	plan := workspace.At(target).PlanPath()
 	rows = append(rows, Row{Name: "airlock mirror --plan-only file:// (reads every manifest)", Input: in.input, Wall: m.Wall, RSS: m.MaxRSS, CPU: m.CPU()})
-	_, part, err := pipeline.PartitionFile(plan, 2)
+	_, part, err := mirror.PartitionFile(plan, 2)
 	if err != nil {
 		return rows, err
 	}
 	ms, both, err := runTwo(ctx, func(i int) Command {
-		return mirror("--plan", plan, "--shard", fmt.Sprintf("%d/2", i))
+		return airlockMirror("--plan", plan, "--shard", fmt.Sprintf("%d/2", i))
 	})
 	if err != nil {
 		return rows, err
@@ -70,7 +70,7 @@ func runDiskShards(ctx context.Context, in shardInput, single time.Duration) ([]
 	ratio := float64(written[0]+written[1]) / float64(in.unique)
 	rows = append(rows, Row{Name: "bytes written / unique: 2 shards together", Input: in.input, WallText: fmt.Sprintf("%.2f", ratio), Target: "1.00", Met: met(fmt.Sprintf("%.2f", ratio) == "1.00")})
 
-	m, err = Exec(ctx, mirror("--plan", plan, "--finish"))
+	m, err = Exec(ctx, airlockMirror("--plan", plan, "--finish"))
 	if err != nil || m.Exit != 0 {
 		return rows, fmt.Errorf("--finish: %v %s", err, lastLine(m.Stderr))
 	}

@@ -52,7 +52,7 @@ func TestKubeJobManifests(t *testing.T) {
 		for _, ns := range []string{"", "mirror-system"} {
 			o := kube.JobOptions{
 				Name: "airlock-" + strconv.Itoa(n), Namespace: ns, Image: "registry.example/tools/airlock@sha256:" + strings.Repeat("ab", 32),
-				Destination: "docker://registry.example:5000/ocp", Shards: n, Parallelism: (n + 1) / 2,
+				Destination: location.Docker("registry.example:5000/ocp"), Shards: n, Parallelism: (n + 1) / 2,
 				Config: cfg, Plan: plan, Args: []string{"--dest-tls-verify=false"},
 			}
 			if ns != "" { // and a registries.conf carried
@@ -74,7 +74,7 @@ func TestKubeJobManifests(t *testing.T) {
 				big[i] = byte(r.Uint32())
 			}
 		}
-		out, err := kube.Job(kube.JobOptions{Image: "registry.example/tools/airlock:v1", Destination: "docker://registry.example:5000/ocp",
+		out, err := kube.Job(kube.JobOptions{Image: "registry.example/tools/airlock:v1", Destination: location.Docker("registry.example:5000/ocp"),
 			Shards: 4, Config: cfg, Plan: big})
 		if err != nil {
 			t.Fatal(err)

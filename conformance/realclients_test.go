@@ -138,9 +138,9 @@ func setupRealClients(t *testing.T) *realClientsEnv {
 		r := &mirrorRun{sc: sc, seeded: c, namespace: "mirror-" + sc.name}
 		r.cfgPath = writeImageSet(t, c.res.Catalog, sc.packages, sc.full)
 		o := pipeline.Options{
-			ConfigPath: r.cfgPath, Workspace: "file://" + t.TempDir(),
-			Destination:  "docker://" + env.dst.Host() + "/" + r.namespace,
-			SrcTLSVerify: true, DestTLSVerify: true, ParallelImages: 4, ParallelLayers: 4, RetryTimes: 3,
+			ConfigPath: r.cfgPath, Workspace: location.File(t.TempDir()),
+			Destination: pipeline.DestinationOptions{Location: location.Docker(env.dst.Host() + "/" + r.namespace)},
+			Network:     pipeline.NetworkOptions{ParallelImages: 4, ParallelLayers: 4, RetryTimes: 3},
 		}
 		res, err := pipeline.Mirror(ctx, o)
 		if err != nil {

@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/airlock-mirror/airlock/location"
 )
 
 // ConfigMapLimit is the most data a ConfigMap holds (keys and values, 1 MiB).
@@ -54,7 +56,7 @@ type JobOptions struct {
 	// Image is the airlock image the pods run (airlock kube image pushes one).
 	Image string
 	// Destination is docker://REGISTRY/NAMESPACE, as the plan was made for.
-	Destination string
+	Destination location.Location
 	// Shards is the Job's completions; Parallelism how many run at once
 	// (default Shards).
 	Shards, Parallelism int
@@ -82,12 +84,11 @@ type JobOptions struct {
 
 var dns1123 = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
-func (o *JobOptions) defaults() error {
-	if o.Name == "" {
-		o.Name = "airlock-mirror"
-	}
+// Validate checks what the manifests cannot be made without: a valid name
+// and namespace, an image, a registry destination and at least one shard.
+func (o *JobOptions) Validate() error {
 	// "-finish" and "-auth" are appended, and Job names label pods (63 chars).
-	if len(o.Name) > 50 || !dns1123.MatchString(o.Name) {
+	if o.Name != "" && (len(o.Name) > 50 || !dns1123.MatchString(o.Name)) {
 		return fmt.Errorf("name %q: want lower-case letters, digits and '-', at most 50 characters", o.Name)
 	}
 	if o.Namespace != "" && (len(o.Namespace) > 63 || !dns1123.MatchString(o.Namespace)) {
@@ -96,11 +97,22 @@ func (o *JobOptions) defaults() error {
 	if o.Image == "" {
 		return errors.New("no image: give --image REF (airlock kube image pushes one)")
 	}
-	if !strings.HasPrefix(o.Destination, "docker://") {
-		return fmt.Errorf("destination %q must be docker://REGISTRY/NAMESPACE", o.Destination)
+	if !o.Destination.Is(location.SchemeDocker) {
+		return &location.Error{Flag: "destination", Input: o.Destination.String(), Want: "docker://REGISTRY/NAMESPACE"}
 	}
 	if o.Shards < 1 {
 		return fmt.Errorf("shards %d: want at least 1", o.Shards)
+	}
+	return nil
+}
+
+// defaults validates o and fills in what was left to its default.
+func (o *JobOptions) defaults() error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	if o.Name == "" {
+		o.Name = "airlock-mirror"
 	}
 	if o.Parallelism <= 0 || o.Parallelism > o.Shards {
 		o.Parallelism = o.Shards
@@ -195,12 +207,12 @@ func (o *JobOptions) meta(name, component string) ObjectMeta {
 // job is a Job whose pod runs airlock mirror with args.
 func (o *JobOptions) job(name, component string, args []string) BatchJob {
 	mirrorArgs := append([]string{"mirror", "-c", configDir + "/" + ConfigKey}, args...)
-	mirrorArgs = append(mirrorArgs, "--workspace", "file://"+workDir, "--authfile", authDir+"/"+AuthKey)
+	mirrorArgs = append(mirrorArgs, "--workspace", location.File(workDir).String(), "--authfile", authDir+"/"+AuthKey)
 	if o.RegistriesConf != nil {
 		mirrorArgs = append(mirrorArgs, "--registries-conf", configDir+"/"+RegistriesConfKey)
 	}
 	mirrorArgs = append(mirrorArgs, o.Args...)
-	mirrorArgs = append(mirrorArgs, o.Destination)
+	mirrorArgs = append(mirrorArgs, o.Destination.String())
 	meta := o.meta(name, component)
 	return BatchJob{
 		TypeMeta:   TypeMeta{APIVersion: "batch/v1", Kind: "Job"},

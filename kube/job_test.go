@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/airlock-mirror/airlock/internal/testutil/golden"
+	"github.com/airlock-mirror/airlock/location"
 )
 
 func testOptions(t *testing.T) JobOptions {
@@ -28,7 +29,7 @@ func testOptions(t *testing.T) JobOptions {
 	}
 	return JobOptions{
 		Namespace: "airlock", Image: "mirror.example:5000/tools/airlock:v1",
-		Destination: "docker://mirror.example:5000/ocp", Shards: 2,
+		Destination: location.Docker("mirror.example:5000/ocp"), Shards: 2,
 		Config: cfg, Plan: plan, Comment: "two shards of testdata/plan.json",
 	}
 }
@@ -59,7 +60,7 @@ func TestJobRefuses(t *testing.T) {
 		{"no shards", func(o *JobOptions) { o.Shards = 0 }, "at least 1"},
 		{"bad name", func(o *JobOptions) { o.Name = "Airlock_Mirror" }, "lower-case"},
 		{"bad namespace", func(o *JobOptions) { o.Namespace = "-x" }, "namespace"},
-		{"file destination", func(o *JobOptions) { o.Destination = "file:///tmp/x" }, "docker://"},
+		{"file destination", func(o *JobOptions) { o.Destination = location.File("/tmp/x") }, "docker://"},
 		{"configuration too big", func(o *JobOptions) { o.Config = bytes.Repeat([]byte("x"), ConfigMapLimit) }, "configuration alone"},
 		{"plan too big", func(o *JobOptions) { o.Plan = randomPlan(ConfigMapLimit + 100) }, "serve the plan another way"},
 	}

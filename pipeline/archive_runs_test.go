@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/pipeline"
 )
@@ -24,14 +25,14 @@ func TestIncrementalArchive(t *testing.T) {
 	// The state file lives in the working dir of the first archive; the second run
 	// uses --since-archive to say what the other side already has.
 	o := opts(e.config(t, "    - name: baz"))
-	o.Destination = "file://" + dir1
+	o.Destination.Location = location.File(dir1)
 	res1, err := pipeline.Mirror(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	o2 := opts(e.config(t, "    - name: baz\n    - name: bar"))
-	o2.Destination = "file://" + dir2
-	o2.SinceArchive = dir1
+	o2.Destination.Location = location.File(dir2)
+	o2.Archive.SinceArchive = location.File(dir1)
 	res2, err := pipeline.Mirror(context.Background(), o2)
 	if err != nil {
 		t.Fatal(err)
@@ -67,17 +68,17 @@ func TestIncrementalArchive(t *testing.T) {
 	// fails and names what is missing.
 	dst := registrytest.Start(t)
 	o3 := opts(o2.ConfigPath)
-	o3.From = "file://" + dir2
-	o3.Workspace = "file://" + ws
-	o3.Destination = "docker://" + dst.Host() + "/airgap"
+	o3.Archive.From = location.File(dir2)
+	o3.Workspace = location.File(ws)
+	o3.Destination.Location = location.Docker(dst.Host() + "/airgap")
 	if _, err := pipeline.Mirror(context.Background(), o3); !errors.Is(err, archive.ErrBaseMissing) {
 		t.Fatalf("disk-to-mirror of an incremental archive without its base: %v, want ErrBaseMissing", err)
 	}
 	// After the first archive is pushed, the second one completes.
 	o4 := opts(o.ConfigPath)
-	o4.From = "file://" + dir1
-	o4.Workspace = "file://" + ws
-	o4.Destination = o3.Destination
+	o4.Archive.From = location.File(dir1)
+	o4.Workspace = location.File(ws)
+	o4.Destination.Location = o3.Destination.Location
 	if _, err := pipeline.Mirror(context.Background(), o4); err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func TestMirrorToDiskAgainSameDir(t *testing.T) {
 	dir := t.TempDir()
 	bazOnly := e.config(t, "    - name: baz")
 	o := opts(bazOnly)
-	o.Destination = "file://" + dir
+	o.Destination.Location = location.File(dir)
 	first, err := pipeline.Mirror(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +111,7 @@ func TestMirrorToDiskAgainSameDir(t *testing.T) {
 	if !second.Archive.Incremental || second.Archive.Blobs >= first.Archive.Blobs {
 		t.Fatalf("second archive should ship only what is new: %+v, first: %+v", second.Archive, first.Archive)
 	}
-	o.Full, o.ConfigPath = true, bazOnly
+	o.Archive.Full, o.ConfigPath = true, bazOnly
 	third, err := pipeline.Mirror(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -134,16 +135,16 @@ func TestDiskToMirrorSubset(t *testing.T) {
 	e := setup(t)
 	dir := t.TempDir()
 	o := opts(e.config(t, "    - name: baz"))
-	o.Destination = "file://" + dir
+	o.Destination.Location = location.File(dir)
 	if _, err := pipeline.Mirror(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
 	dst := registrytest.Start(t)
 	// Asking for a package the archived catalog does not hold is an error naming it.
 	o2 := opts(e.config(t, "    - name: foo"))
-	o2.From = "file://" + dir
-	o2.Workspace = "file://" + t.TempDir()
-	o2.Destination = "docker://" + dst.Host() + "/airgap"
+	o2.Archive.From = location.File(dir)
+	o2.Workspace = location.File(t.TempDir())
+	o2.Destination.Location = location.Docker(dst.Host() + "/airgap")
 	_, err := pipeline.Mirror(context.Background(), o2)
 	if err == nil || !strings.Contains(err.Error(), "package foo") {
 		t.Fatalf("disk-to-mirror of a package the archive lacks: %v", err)
@@ -153,9 +154,9 @@ func TestDiskToMirrorSubset(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "subset.yaml")
 	os.WriteFile(p, []byte(cfg), 0o644)
 	o3 := opts(p)
-	o3.From = "file://" + dir
-	o3.Workspace = "file://" + t.TempDir()
-	o3.Destination = o2.Destination
+	o3.Archive.From = location.File(dir)
+	o3.Workspace = location.File(t.TempDir())
+	o3.Destination.Location = o2.Destination.Location
 	res, err := pipeline.Mirror(context.Background(), o3)
 	if err != nil {
 		t.Fatal(err)

@@ -5,39 +5,46 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 
+	"github.com/airlock-mirror/airlock/imageset"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
 // Mirror runs one mirror command: mirror-to-mirror, mirror-to-disk or
-// disk-to-mirror (From; from a folder of batches, each batch PlanBatchLoad and
-// AskRegistry leave, in order; the Result is the newest's). It returns a Result
-// once it got as far as planning; the error wraps ErrIncomplete when images failed.
+// disk-to-mirror (Archive.From; from a folder of batches, each batch
+// PlanBatchLoad and AskRegistry leave, in order; the Result is the newest's),
+// after Validate. It returns a Result once it got as far as planning; the
+// error wraps ErrIncomplete when images failed.
 func Mirror(ctx context.Context, opts Options) (*Result, error) {
-	if opts.From == "" || opts.PlanFile != "" || !strings.HasPrefix(opts.Destination, "docker://") {
-		return mirrorOnce(ctx, opts)
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
-	lp, ok, err := workspace.PlanBatchLoad(opts.From, opts.Workspace, opts.Destination)
+	dest := opts.Destination.Location
+	if opts.Archive.From.IsZero() || opts.Run.PlanFile != "" {
+		return mirrorOnce(ctx, opts, nil)
+	}
+	lp, ok, err := workspace.PlanBatchLoad(opts.Archive.From, opts.Workspace, dest.Path)
 	if err != nil || !ok {
 		if err != nil {
 			return nil, err
 		}
-		return mirrorOnce(ctx, opts)
+		return mirrorOnce(ctx, opts, nil)
 	}
-	r := &run{opts: opts, log: slog.New(slog.DiscardHandler), inputs: inputs{dest: strings.TrimPrefix(opts.Destination, "docker://")}}
+	r := &run{opts: opts, log: slog.New(slog.DiscardHandler), inputs: inputs{dest: dest.Path}}
 	if err := lp.AskRegistry(func(m *archive.Manifest) (bool, error) { return m.CatalogsAt(ctx, r.destRegistry(), r.destRepo) }); err != nil {
 		return nil, fmt.Errorf("--from %s: %w", lp.Target, err)
 	}
 	var res *Result
 	for _, b := range lp.Load {
 		o := opts
-		o.From, lp.Newest = "file://"+b.Dir, b.Ref
+		o.Archive.From, lp.Newest = location.File(b.Dir), b.Ref
+		var batch *imageset.ImageSetConfiguration
 		if !b.Last {
-			o.batchConfig = b.Config
+			batch = b.Config
 		}
-		if res, err = mirrorOnce(ctx, o); res != nil {
+		if res, err = mirrorOnce(ctx, o, batch); res != nil {
 			res.Batches = lp
 		}
 		if err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/workspace"
@@ -37,7 +38,7 @@ func TestFromTargetLoadsEveryBatch(t *testing.T) {
 	var ids []string
 	for i, cfg := range cfgs {
 		o := opts(cfg)
-		o.Destination = "file://" + target
+		o.Destination.Location = location.File(target)
 		res, err := pipeline.Mirror(context.Background(), o)
 		if err != nil {
 			t.Fatalf("run %d: %v", i+1, err)
@@ -47,7 +48,7 @@ func TestFromTargetLoadsEveryBatch(t *testing.T) {
 
 	// Nothing new: no batch-0004, and the summary says since which batch.
 	o := opts(cfgs[2])
-	o.Destination = "file://" + target
+	o.Destination.Location = location.File(target)
 	res, err := pipeline.Mirror(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -74,9 +75,9 @@ func TestFromTargetLoadsEveryBatch(t *testing.T) {
 
 	load := func(dst *registrytest.Registry, ws, from string) (*pipeline.Result, error) {
 		o := opts(cfgs[2])
-		o.From = "file://" + from
-		o.Workspace = "file://" + ws
-		o.Destination = "docker://" + dst.Host() + "/airgap"
+		o.Archive.From = location.File(from)
+		o.Workspace = location.File(ws)
+		o.Destination.Location = location.Docker(dst.Host() + "/airgap")
 		return pipeline.Mirror(context.Background(), o)
 	}
 

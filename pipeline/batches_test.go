@@ -13,6 +13,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/pipeline"
@@ -59,7 +60,7 @@ func TestBatchSequence(t *testing.T) {
 	var before []string
 	for i, cfg := range cfgs {
 		o := opts(cfg)
-		o.Destination = "file://" + target
+		o.Destination.Location = location.File(target)
 		res, err := pipeline.Mirror(context.Background(), o)
 		if err != nil {
 			t.Fatalf("run %d: %v", i+1, err)
@@ -100,9 +101,9 @@ func TestBatchSequence(t *testing.T) {
 
 	load := func(dst *registrytest.Registry, ws string, batch int, cfg string) (*pipeline.Result, error) {
 		o := opts(cfg)
-		o.From = "file://" + filepath.Join(target, archive.BatchName(batch))
-		o.Workspace = "file://" + ws
-		o.Destination = "docker://" + dst.Host() + "/airgap"
+		o.Archive.From = location.File(filepath.Join(target, archive.BatchName(batch)))
+		o.Workspace = location.File(ws)
+		o.Destination.Location = location.Docker(dst.Host() + "/airgap")
 		return pipeline.Mirror(context.Background(), o)
 	}
 
@@ -160,9 +161,9 @@ func TestMirrorToDiskResumesUnfinishedBatch(t *testing.T) {
 	e := setup(t)
 	target := t.TempDir()
 	o := opts(e.config(t, "    - name: baz"))
-	o.Destination = "file://" + target
+	o.Destination.Location = location.File(target)
 	ctx, cancel := context.WithCancel(context.Background())
-	o.Progress = func(ev pipeline.Progress) {
+	o.Output.Progress = func(ev pipeline.Progress) {
 		if ev.BytesDone > 0 {
 			cancel()
 		}
@@ -174,7 +175,7 @@ func TestMirrorToDiskResumesUnfinishedBatch(t *testing.T) {
 	if err != nil || len(bs) != 1 || bs[0].Finished {
 		t.Fatalf("after the interruption: %+v, %v", bs, err)
 	}
-	o.Progress = nil
+	o.Output.Progress = nil
 	res, err := pipeline.Mirror(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +197,7 @@ func TestDiskToMirrorWidenedConfig(t *testing.T) {
 	e := setup(t)
 	dir := t.TempDir()
 	o := opts(fooConfig(t, e, "        minVersion: 0.3.0\n"))
-	o.Destination = "file://" + dir
+	o.Destination.Location = location.File(dir)
 	if _, err := pipeline.Mirror(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
@@ -222,9 +223,9 @@ func TestDiskToMirrorWidenedConfig(t *testing.T) {
 				os.WriteFile(cfg, []byte(strings.Replace(string(b), "    packages:\n", "    full: true\n    packages:\n", 1)), 0o644)
 			}
 			o2 := opts(cfg)
-			o2.From = "file://" + dir
-			o2.Workspace = "file://" + t.TempDir()
-			o2.Destination = "docker://" + dst.Host() + "/airgap"
+			o2.Archive.From = location.File(dir)
+			o2.Workspace = location.File(t.TempDir())
+			o2.Destination.Location = location.Docker(dst.Host() + "/airgap")
 			_, err := pipeline.Mirror(context.Background(), o2)
 			if err == nil {
 				t.Fatal("a wider configuration was accepted")
@@ -248,7 +249,7 @@ func TestDiskToMirrorNarrowedConfig(t *testing.T) {
 	e := setup(t)
 	dir := t.TempDir()
 	o := opts(fooConfig(t, e, "        minVersion: 0.3.0\n"))
-	o.Destination = "file://" + dir
+	o.Destination.Location = location.File(dir)
 	wide, err := pipeline.Mirror(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -256,9 +257,9 @@ func TestDiskToMirrorNarrowedConfig(t *testing.T) {
 	e.src.Stop()
 	dst := registrytest.Start(t)
 	o2 := opts(fooConfig(t, e, "        minVersion: 0.3.1\n        maxVersion: 0.3.1\n"))
-	o2.From = "file://" + dir
-	o2.Workspace = "file://" + t.TempDir()
-	o2.Destination = "docker://" + dst.Host() + "/airgap"
+	o2.Archive.From = location.File(dir)
+	o2.Workspace = location.File(t.TempDir())
+	o2.Destination.Location = location.Docker(dst.Host() + "/airgap")
 	res, err := pipeline.Mirror(context.Background(), o2)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/workspace"
@@ -26,9 +27,9 @@ func TestCacheDirShared(t *testing.T) {
 		var logs bytes.Buffer
 		o := opts(cfg)
 		o.CacheDir = cache
-		o.Workspace = "file://" + ws
-		o.Destination = "docker://" + dst.Host() + "/mirror"
-		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		o.Workspace = location.File(ws)
+		o.Destination.Location = location.Docker(dst.Host() + "/mirror")
+		o.Output.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 		if _, err := pipeline.Mirror(context.Background(), o); err != nil {
 			t.Fatal(err)
 		}
@@ -52,8 +53,8 @@ func TestSinceDate(t *testing.T) {
 	run := func(cfg string, since time.Time) *pipeline.Result {
 		t.Helper()
 		o := opts(cfg)
-		o.Destination = "file://" + target
-		o.Since = since
+		o.Destination.Location = location.File(target)
+		o.Archive.Since = since
 		res, err := pipeline.Mirror(context.Background(), o)
 		if err != nil {
 			t.Fatal(err)

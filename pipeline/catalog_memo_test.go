@@ -12,6 +12,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/internal/testutil/syncbuf"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/pipeline"
 )
 
@@ -27,10 +28,10 @@ func TestCatalogMemo(t *testing.T) {
 		t.Helper()
 		var logs syncbuf.Buffer
 		o := opts(cfg)
-		o.Workspace = "file://" + ws
-		o.Destination = "docker://" + dst.Host() + "/mirror"
-		o.DryRun = true
-		o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		o.Workspace = location.File(ws)
+		o.Destination.Location = location.Docker(dst.Host() + "/mirror")
+		o.Run.DryRun = true
+		o.Output.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		res, err := pipeline.Mirror(context.Background(), o)
 		if err != nil {
 			t.Fatal(err)

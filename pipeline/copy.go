@@ -25,8 +25,8 @@ func (r *run) copy(ctx context.Context, src endpoint.Source, dst endpoint.Destin
 // copyOptions are the copy engine's options from the run's flags.
 func (r *run) copyOptions(progress func(transfer.ProgressEvent)) transfer.Options {
 	return transfer.Options{
-		ParallelImages: r.opts.ParallelImages, ParallelLayers: r.opts.ParallelLayers,
-		Retry: r.retry(), Logger: r.log, Progress: progress, ImageTimeout: r.opts.ImageTimeout,
+		ParallelImages: r.opts.Network.ParallelImages, ParallelLayers: r.opts.Network.ParallelLayers,
+		Retry: r.retry(), Logger: r.log, Progress: progress, ImageTimeout: r.opts.Network.ImageTimeout,
 	}
 }
 

@@ -21,11 +21,11 @@ import (
 
 func (r *run) mirrorToDisk(ctx context.Context, probes *background[struct{}]) error {
 	switch {
-	case r.opts.Finish:
+	case r.opts.Run.Finish:
 		return r.finish(ctx)
-	case r.opts.PlanFile != "":
+	case r.opts.Run.PlanFile != "":
 		return r.shard(ctx)
-	case !r.opts.PlanOnly && !r.opts.DryRun:
+	case !r.opts.Run.PlanOnly && !r.opts.Run.DryRun:
 		// Refused before planning, which would overwrite the shards' plan.
 		if err := r.noShardsPending(); err != nil {
 			return err
@@ -35,7 +35,7 @@ func (r *run) mirrorToDisk(ctx context.Context, probes *background[struct{}]) er
 	if _, err := r.planSources(ctx, mux, probes, nil, nil); err != nil {
 		return err
 	}
-	if r.opts.PlanOnly {
+	if r.opts.Run.PlanOnly {
 		return r.recordBlobs(ctx, mux)
 	}
 	state, shipped, buildsOn, err := r.archiveBase()
@@ -46,12 +46,12 @@ func (r *run) mirrorToDisk(ctx context.Context, probes *background[struct{}]) er
 	if err != nil {
 		return err
 	}
-	if r.opts.DryRun {
+	if r.opts.Run.DryRun {
 		// Nothing is written into the target: the estimate compares with what
 		// earlier batches shipped.
 		return r.dryRun(ctx, transfer.NewEstimator(mux, shipped, dryRunParallel), nil)
 	}
-	if !resume && !r.opts.Full && r.opts.SinceArchive == "" && r.opts.Since.IsZero() && len(r.res.Plan.Failed()) == 0 {
+	if !resume && !r.opts.Archive.Full && r.opts.Archive.SinceArchive.IsZero() && r.opts.Archive.Since.IsZero() && len(r.res.Plan.Failed()) == 0 {
 		if r.res.NothingNew, err = state.Unchanged(archiveImages(r.res.Plan), archiveCatalogs(r.res.Plan)); err != nil || r.res.NothingNew != nil {
 			return err // nothing new: no batch is written
 		}
@@ -60,7 +60,7 @@ func (r *run) mirrorToDisk(ctx context.Context, probes *background[struct{}]) er
 		r.log.Info("resuming the unfinished batch of an interrupted run", "batch", batchDir)
 	}
 	w, err := archive.NewWriter(batchDir, archive.WriterOptions{
-		ChunkSize: r.cfg.ArchiveSizeBytes(), Shipped: shipped, Logger: r.log, Strict: r.opts.StrictArchive, SignKey: r.opts.SignKey,
+		ChunkSize: r.cfg.ArchiveSizeBytes(), Shipped: shipped, Logger: r.log, Strict: r.opts.Archive.Strict, SignKey: r.opts.Archive.SignKey,
 	})
 	if err != nil {
 		return err
@@ -111,12 +111,12 @@ func (r *run) archiveBase() (*archive.State, archive.ShippedSet, []archive.Batch
 	var shipped archive.ShippedSet
 	var buildsOn []archive.BatchRef
 	switch {
-	case r.opts.Full:
-	case !r.opts.Since.IsZero():
-		shipped, buildsOn = state.ShippedBefore(r.opts.Since)
-		r.log.Info("--since: building on the batches written before it", "since", r.opts.Since.Format(time.DateOnly), "batches", len(buildsOn))
-	case r.opts.SinceArchive != "":
-		dir := strings.TrimPrefix(r.opts.SinceArchive, "file://")
+	case r.opts.Archive.Full:
+	case !r.opts.Archive.Since.IsZero():
+		shipped, buildsOn = state.ShippedBefore(r.opts.Archive.Since)
+		r.log.Info("--since: building on the batches written before it", "since", r.opts.Archive.Since.Format(time.DateOnly), "batches", len(buildsOn))
+	case !r.opts.Archive.SinceArchive.IsZero():
+		dir := r.opts.Archive.SinceArchive.Path
 		if shipped, buildsOn, err = archive.SinceArchive(dir); err != nil {
 			return nil, nil, nil, fmt.Errorf("--since-archive %s: %w", dir, err)
 		}
@@ -172,8 +172,8 @@ func (r *run) diskToMirror(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if r.opts.ArchiveKey != "" {
-		if _, err := archive.VerifySignature(dir, r.opts.ArchiveKey); err != nil {
+	if r.opts.Archive.VerifyKey != "" {
+		if _, err := archive.VerifySignature(dir, r.opts.Archive.VerifyKey); err != nil {
 			return err
 		}
 	}
@@ -193,7 +193,7 @@ func (r *run) diskToMirror(ctx context.Context) error {
 	dst := r.destRegistry()
 	// An incremental batch needs the batches it builds on at the destination:
 	// check before anything is read or pushed. (A dry run only looks.)
-	if len(ar.ReliesOn()) > 0 && !r.opts.DryRun {
+	if len(ar.ReliesOn()) > 0 && !r.opts.Run.DryRun {
 		if err := ar.EnsureReliesOn(ctx, dst, r.destRepo); err != nil {
 			return err
 		}
@@ -206,11 +206,11 @@ func (r *run) diskToMirror(ctx context.Context) error {
 		return r.gapError(m, dir, missing)
 	}
 	sort.Strings(r.res.Repruned)
-	p, err := base.Relocate(r.dest, r.opts.MaxNestedPaths)
+	p, err := base.Relocate(r.dest, r.opts.Destination.MaxNestedPaths)
 	if err != nil {
 		return err
 	}
-	if r.opts.Signatures == signature.Off {
+	if r.opts.Signatures.Mode == signature.Off {
 		p.DropAttachments()
 	}
 	r.setPlan(p)
@@ -218,7 +218,7 @@ func (r *run) diskToMirror(ctx context.Context) error {
 		return err
 	}
 	src := &mirror.SourceMux{Default: ar}
-	if r.opts.DryRun {
+	if r.opts.Run.DryRun {
 		return r.dryRun(ctx, transfer.NewEstimator(src, dst, dryRunParallel), nil)
 	}
 	rep, err := r.copy(ctx, src, dst, nil)
@@ -314,7 +314,7 @@ func (r *run) archivedWants(ctx context.Context, src endpoint.Source, c archive.
 
 // destRepo maps an archive repository path to its repository at the destination.
 func (r *run) destRepo(repo string) string {
-	d, err := mirror.DestinationRepoPath(repo, r.dest, r.opts.MaxNestedPaths)
+	d, err := mirror.DestinationRepoPath(repo, r.dest, r.opts.Destination.MaxNestedPaths)
 	if err != nil {
 		return repo
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/fakeimage"
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 	"github.com/airlock-mirror/airlock/mirror/transfer"
@@ -29,18 +30,19 @@ func TestUnreachableRegistryFailsFast(t *testing.T) {
 	imagetest.MustPush(t, ref, fakeimage.Spec{Seed: 1, Layers: 1})
 	dead := registrytest.ClosedAddr(t)
 	cases := []struct {
-		name, cfg, dest string
+		name, cfg string
+		dest      location.Location
 	}{
-		{"destination", "  additionalImages:\n  - name: " + ref + "\n", "docker://" + dead + "/mirror"},
-		{"source catalog", "  operators:\n  - catalog: " + dead + "/ns/index:v1\n", "docker://" + src.Host() + "/mirror"},
+		{"destination", "  additionalImages:\n  - name: " + ref + "\n", location.Docker(dead + "/mirror")},
+		{"source catalog", "  operators:\n  - catalog: " + dead + "/ns/index:v1\n", location.Docker(src.Host() + "/mirror")},
 	}
 	for _, tc := range cases {
 		for _, retries := range []int{0, retry.DefaultTimes} {
 			t.Run(tc.name, func(t *testing.T) {
 				o := opts(writeCfg(t, "apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n"+tc.cfg))
-				o.RetryTimes = retries
-				o.Destination = tc.dest
-				o.Workspace = "file://" + t.TempDir()
+				o.Network.RetryTimes = retries
+				o.Destination.Location = tc.dest
+				o.Workspace = location.File(t.TempDir())
 				res, err := pipeline.Mirror(context.Background(), o)
 				if !errors.Is(err, endpoint.ErrRegistryUnreachable) {
 					t.Fatalf("err = %v, want the registry reported unreachable", err)
@@ -69,12 +71,12 @@ func TestDestinationDiesMidRun(t *testing.T) {
 	}
 	dst := registrytest.Start(t)
 	o := opts(writeCfg(t, "apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  additionalImages:\n"+strings.Join(lines, "\n")+"\n"))
-	o.Retry = &retry.Policy{Times: 3, Base: 5 * time.Millisecond, Max: 20 * time.Millisecond}
-	o.ParallelImages = 2
-	o.Destination = "docker://" + dst.Host() + "/mirror"
-	o.Workspace = "file://" + t.TempDir()
+	pipeline.SetRetry(&o, &retry.Policy{Times: 3, Base: 5 * time.Millisecond, Max: 20 * time.Millisecond})
+	o.Network.ParallelImages = 2
+	o.Destination.Location = location.Docker(dst.Host() + "/mirror")
+	o.Workspace = location.File(t.TempDir())
 	var once sync.Once
-	o.Progress = func(pipeline.Progress) { once.Do(dst.Stop) }
+	o.Output.Progress = func(pipeline.Progress) { once.Do(dst.Stop) }
 	res, err := pipeline.Mirror(context.Background(), o)
 	if !errors.Is(err, endpoint.ErrRegistryUnreachable) {
 		t.Fatalf("err = %v, want the destination reported unreachable", err)
@@ -109,15 +111,15 @@ func TestCatalogImagesOnDeadRegistry(t *testing.T) {
 	dead := e.src.Host()
 	e.src.Stop()
 	o := opts(writeCfg(t, "apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  operators:\n  - catalog: "+moved+"\n"))
-	o.SrcTLSVerify, o.DestTLSVerify = false, false
-	o.DryRun = true
-	o.Destination = "docker://" + keep.Host() + "/mirror"
-	o.Workspace = "file://" + t.TempDir()
+	o.Source.Insecure, o.Destination.Insecure = true, true
+	o.Run.DryRun = true
+	o.Destination.Location = location.Docker(keep.Host() + "/mirror")
+	o.Workspace = location.File(t.TempDir())
 	var stages []string
 	var mu sync.Mutex
 	var last pipeline.Progress
-	o.Stage = func(s string) { mu.Lock(); stages = append(stages, s); mu.Unlock() }
-	o.Progress = func(p pipeline.Progress) { mu.Lock(); last = p; mu.Unlock() }
+	o.Output.Stage = func(s string) { mu.Lock(); stages = append(stages, s); mu.Unlock() }
+	o.Output.Progress = func(p pipeline.Progress) { mu.Lock(); last = p; mu.Unlock() }
 	res, err := pipeline.Mirror(context.Background(), o)
 	if err == nil {
 		t.Fatal("a dry run whose images cannot be read succeeded")
@@ -172,10 +174,10 @@ func TestAdditionalImagesOnDeadRegistry(t *testing.T) {
 			t.Run(fmt.Sprint(workflow, " retries=", retries), func(t *testing.T) {
 				dst := registrytest.Start(t)
 				o := opts(writeCfg(t, "apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  additionalImages:\n  - name: "+live+"\n  - name: "+deadRefs[0]+"\n  - name: "+deadRefs[1]+"\n"))
-				o.RetryTimes = retries
-				o.Destination, o.Workspace = "docker://"+dst.Host()+"/mirror", "file://"+t.TempDir()
+				o.Network.RetryTimes = retries
+				o.Destination.Location, o.Workspace = location.Docker(dst.Host()+"/mirror"), location.File(t.TempDir())
 				if workflow == "mirror-to-disk" {
-					o.Destination, o.Workspace = "file://"+t.TempDir(), ""
+					o.Destination.Location, o.Workspace = location.File(t.TempDir()), location.Location{}
 				}
 				res, err := pipeline.Mirror(context.Background(), o)
 				if !errors.Is(err, pipeline.ErrIncomplete) || errors.Is(err, endpoint.ErrRegistryUnreachable) {

@@ -23,6 +23,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/seed"
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 	"github.com/airlock-mirror/airlock/pipeline"
 )
@@ -141,8 +142,8 @@ func runFaultCase(t *testing.T, src *faultSource, side string, kind registrytest
 	start := time.Now()
 
 	o := faultOpts(src.cfg)
-	o.Destination = "docker://" + dproxy.Host() + "/mirror"
-	o.Workspace = "file://" + t.TempDir()
+	o.Destination.Location = location.Docker(dproxy.Host() + "/mirror")
+	o.Workspace = location.File(t.TempDir())
 	res, err := pipeline.Mirror(ctx, o)
 	if err != nil || res.Failed != 0 {
 		t.Fatalf("mirror-to-mirror with %s faults at the %s: %v%s", kind, side, err, failures(res))
@@ -167,14 +168,14 @@ func runFaultCase(t *testing.T, src *faultSource, side string, kind registrytest
 	before, beforeInjected = faulty.Requests(), faulty.Injected()
 	arch := t.TempDir()
 	o = faultOpts(src.cfg)
-	o.Destination = "file://" + arch
+	o.Destination.Location = location.File(arch)
 	if res, err := pipeline.Mirror(ctx, o); err != nil || res.Failed != 0 {
 		t.Fatalf("mirror-to-disk with %s faults at the %s: %v%s", kind, side, err, failures(res))
 	}
 	o = faultOpts(src.cfg)
-	o.From = "file://" + arch
-	o.Workspace = "file://" + t.TempDir()
-	o.Destination = "docker://" + dproxy2.Host() + "/mirror"
+	o.Archive.From = location.File(arch)
+	o.Workspace = location.File(t.TempDir())
+	o.Destination.Location = location.Docker(dproxy2.Host() + "/mirror")
 	res, err = pipeline.Mirror(ctx, o)
 	if err != nil || res.Failed != 0 {
 		t.Fatalf("disk-to-mirror with %s faults at the %s: %v%s", kind, side, err, failures(res))
@@ -315,6 +316,6 @@ func failures(res *pipeline.Result) string {
 // the suite measures retries, not sleeps.
 func faultOpts(cfg string) pipeline.Options {
 	o := opts(cfg)
-	o.Retry = &retry.Policy{Times: retry.DefaultTimes, Base: 2 * time.Millisecond, Max: 20 * time.Millisecond}
+	pipeline.SetRetry(&o, &retry.Policy{Times: retry.DefaultTimes, Base: 2 * time.Millisecond, Max: 20 * time.Millisecond})
 	return o
 }

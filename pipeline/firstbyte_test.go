@@ -13,6 +13,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/fakeimage"
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/pipeline"
 )
@@ -38,9 +39,9 @@ func TestFirstRunSourceRequestsPerImage(t *testing.T) {
 	}
 	src.Reset()
 	o := opts(cfg)
-	o.Destination = "docker://" + dst.Host() + "/mirror"
-	o.Workspace = "file://" + t.TempDir()
-	o.Progress = func(pipeline.Progress) {}
+	o.Destination.Location = location.Docker(dst.Host() + "/mirror")
+	o.Workspace = location.File(t.TempDir())
+	o.Output.Progress = func(pipeline.Progress) {}
 	var mu sync.Mutex
 	last := map[string]int64{}
 	stage := "start"
@@ -59,7 +60,7 @@ func TestFirstRunSourceRequestsPerImage(t *testing.T) {
 		last = c
 		stage = next
 	}
-	o.Stage = snap
+	o.Output.Stage = snap
 	if _, err := pipeline.Mirror(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}

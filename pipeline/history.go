@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"github.com/airlock-mirror/airlock/fbc"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
 // ReadHistory reads the history of the workspace file://DIR.
-func ReadHistory(ws string) (*workspace.History, error) {
+func ReadHistory(ws location.Location) (*workspace.History, error) {
 	wd, err := workspace.OpenLocation(ws)
 	if err != nil {
 		return nil, err
@@ -75,10 +76,10 @@ func (r *run) noteWants(catalog string, c *fbc.Catalog) {
 // recorded (not dry runs, not mirror-to-disk, not --plan-only), and a sharded
 // run once, by --finish.
 func (r *run) recordHistory() error {
-	if r.opts.DryRun || r.res.Plan == nil || r.res.Copy == nil || (r.workflow != mirror.MirrorToMirror && r.workflow != mirror.DiskToMirror) {
+	if r.opts.Run.DryRun || r.res.Plan == nil || r.res.Copy == nil || (r.workflow != mirror.MirrorToMirror && r.workflow != mirror.DiskToMirror) {
 		return nil
 	}
-	if r.opts.PlanFile != "" && !r.opts.Finish {
+	if r.opts.Run.PlanFile != "" && !r.opts.Run.Finish {
 		// One shard of a plan: --finish records the whole plan once every shard
 		// is done (a shard alone would look like a selection of its images only).
 		return nil
@@ -90,7 +91,7 @@ func (r *run) recordHistory() error {
 	sum := sha256.Sum256(cfg)
 	hr := workspace.HistoryRun{
 		Kind: workspace.RunMirror, Time: time.Now().UTC(), Workflow: r.workflow, Destination: r.dest,
-		ConfigHash: "sha256:" + hex.EncodeToString(sum[:]), Config: cfg, MaxNestedPaths: r.opts.MaxNestedPaths,
+		ConfigHash: "sha256:" + hex.EncodeToString(sum[:]), Config: cfg, MaxNestedPaths: r.opts.Destination.MaxNestedPaths,
 		Catalogs: r.res.Plan.Catalogs, Complete: r.res.Failed == 0 && !r.res.Interrupted,
 	}
 	if abs, err := filepath.Abs(r.opts.ConfigPath); err == nil {

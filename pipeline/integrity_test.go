@@ -16,6 +16,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/internal/seed"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/pipeline"
 )
@@ -77,8 +78,8 @@ func integrityRun(t *testing.T, src *registrytest.Registry, cfg string, kind reg
 		Match: registrytest.ManifestUploads, Rate: rate, Kinds: []registrytest.Fault{kind}, Seed: seedN,
 	})
 	o := faultOpts(cfg)
-	o.Destination = "docker://" + proxy.Host() + "/mirror"
-	o.Workspace = "file://" + t.TempDir()
+	o.Destination.Location = location.Docker(proxy.Host() + "/mirror")
+	o.Workspace = location.File(t.TempDir())
 	start := time.Now()
 	res, err := pipeline.Mirror(context.Background(), o)
 	st.elapsed += time.Since(start)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/internal/testutil/mirrortest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/workspace"
@@ -100,9 +101,9 @@ func TestConcurrentRunsRefused(t *testing.T) {
 			o := opts(gatedConfig(t, e, g))
 			dir := t.TempDir()
 			if workflow == "mirror-to-mirror" {
-				o.Destination, o.Workspace = "docker://"+registrytest.Start(t).Host()+"/mirror", "file://"+dir
+				o.Destination.Location, o.Workspace = location.Docker(registrytest.Start(t).Host()+"/mirror"), location.File(dir)
 			} else {
-				o.Destination = "file://" + dir
+				o.Destination.Location = location.File(dir)
 			}
 			type outcome struct {
 				res *pipeline.Result
@@ -182,9 +183,9 @@ func TestConcurrentProcessesRefused(t *testing.T) {
 			dir := t.TempDir()
 			args := []string{"mirror", "-c", gatedConfig(t, e, g)}
 			if workflow == "mirror-to-mirror" {
-				args = append(args, "--workspace", "file://"+dir, "docker://"+registrytest.Start(t).Host()+"/mirror")
+				args = append(args, "--workspace", location.File(dir).String(), location.Docker(registrytest.Start(t).Host()+"/mirror").String())
 			} else {
-				args = append(args, "file://"+dir)
+				args = append(args, location.File(dir).String())
 			}
 			first := startAirlock(t, args...)
 			g.wait(t)
@@ -236,12 +237,12 @@ func TestShardsInThePlansWorkspace(t *testing.T) {
 			dir := t.TempDir()
 			base := opts(cfg)
 			if workflow == "mirror-to-mirror" {
-				base.Destination, base.Workspace = "docker://"+registrytest.Start(t).Host()+"/mirror", "file://"+dir
+				base.Destination.Location, base.Workspace = location.Docker(registrytest.Start(t).Host()+"/mirror"), location.File(dir)
 			} else {
-				base.Destination = "file://" + dir
+				base.Destination.Location = location.File(dir)
 			}
 			po := base
-			po.PlanOnly = true
+			po.Run.PlanOnly = true
 			if _, err := pipeline.Mirror(ctx, po); err != nil {
 				t.Fatal(err)
 			}
@@ -258,7 +259,7 @@ func TestShardsInThePlansWorkspace(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					o := base
-					o.PlanFile, o.Shard, o.Shards = planFile, i, n
+					o.Run.PlanFile, o.Run.Shard, o.Run.Shards = planFile, i, n
 					_, errs[i] = pipeline.Mirror(ctx, o)
 				}()
 			}
@@ -269,7 +270,7 @@ func TestShardsInThePlansWorkspace(t *testing.T) {
 				}
 			}
 			fo := base
-			fo.PlanFile, fo.Finish = planFile, true
+			fo.Run.PlanFile, fo.Run.Finish = planFile, true
 			res, err := pipeline.Mirror(ctx, fo)
 			if err != nil {
 				t.Fatalf("--finish: %v", err)
@@ -299,7 +300,7 @@ func TestRefusedRunKeepsLastReport(t *testing.T) {
 	ctx := context.Background()
 	target := t.TempDir()
 	o := opts(e.config(t, "    - name: baz"))
-	o.Destination = "file://" + target
+	o.Destination.Location = location.File(target)
 	res1, err := pipeline.Mirror(ctx, o)
 	if err != nil {
 		t.Fatal(err)
@@ -313,9 +314,9 @@ func TestRefusedRunKeepsLastReport(t *testing.T) {
 	dst := registrytest.Start(t)
 	ws := t.TempDir()
 	d := opts(o.ConfigPath)
-	d.Workspace, d.Destination = "file://"+ws, "docker://"+dst.Host()+"/airgap"
+	d.Workspace, d.Destination.Location = location.File(ws), location.Docker(dst.Host()+"/airgap")
 	load := func(dir string) (*pipeline.Result, error) {
-		d.From = "file://" + dir
+		d.Archive.From = location.File(dir)
 		return pipeline.Mirror(ctx, d)
 	}
 	if _, err := load(res1.Archive.Dir); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/pipeline/deletion"
 	"github.com/airlock-mirror/airlock/workspace"
@@ -61,15 +62,15 @@ func TestDeleteKeepsWhatAForeignTagPins(t *testing.T) {
 	host := strings.TrimPrefix(proxy.URL, "http://")
 	e.auth = registrytest.WriteAuthFile(t, map[string]registrytest.Credentials{})
 
-	ws := "file://" + t.TempDir()
+	ws := location.File(t.TempDir())
 	o := e.options(t, "del")
-	o.Workspace, o.Destination = ws, "docker://"+host+"/del"
+	o.Workspace, o.Destination.Location = ws, location.Docker(host+"/del")
 	if _, err := pipeline.Mirror(ctx, o); err != nil {
 		t.Fatal(err)
 	}
 	delCfg := filepath.Join(t.TempDir(), "delete-isc.yaml")
 	writeMatrixFile(t, delCfg, "apiVersion: mirror.openshift.io/v2alpha1\nkind: DeleteImageSetConfiguration\ndelete:\n  additionalImages:\n  - name: "+e.extra+"\n")
-	dopts := deletion.Options{Workspace: ws, Destination: o.Destination, AuthFile: e.auth, DestTLSVerify: true}
+	dopts := deletion.Options{Workspace: ws, Destination: o.Destination.Location, AuthFile: e.auth}
 	gen := dopts
 	gen.Generate, gen.ConfigPath = true, delCfg
 	plan, err := pipeline.Delete(ctx, gen)

@@ -16,6 +16,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/seed"
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/pipeline"
@@ -109,8 +110,8 @@ mirror:
 // options are the mirror options of a run from e.src to NS at e.dst.
 func (e *matrixEnv) options(t *testing.T, ns string) pipeline.Options {
 	o := opts(e.config(t))
-	o.AuthFile, o.SrcCertDir, o.DestCertDir = e.auth, e.src.CertDir, e.dst.CertDir
-	o.Destination = "docker://" + e.dst.Host + "/" + ns
+	o.AuthFile, o.Source.CertDir, o.Destination.CertDir = e.auth, e.src.CertDir, e.dst.CertDir
+	o.Destination.Location = location.Docker(e.dst.Host + "/" + ns)
 	return o
 }
 
@@ -175,7 +176,7 @@ func TestRegistryMatrix(t *testing.T) {
 
 func matrixMirrorToMirror(t *testing.T, e *matrixEnv) {
 	o := e.options(t, "m2m")
-	o.Workspace = "file://" + t.TempDir()
+	o.Workspace = location.File(t.TempDir())
 	served := cdnServed(e.src)
 	var expired int64
 	if e.dst.Token != nil {
@@ -183,9 +184,9 @@ func matrixMirrorToMirror(t *testing.T, e *matrixEnv) {
 		// copy waits until every token airlock holds has expired, so that the
 		// rest needs fresh ones.
 		expired = e.dst.Token.Expired()
-		o.ParallelImages = 1
+		o.Network.ParallelImages = 1
 		waited := false
-		o.Progress = func(p pipeline.Progress) {
+		o.Output.Progress = func(p pipeline.Progress) {
 			if p.Stage == "copy" && p.ImagesDone >= 1 && !waited {
 				waited = true
 				time.Sleep(registrytest.TokenTTL + 1100*time.Millisecond)
@@ -216,14 +217,14 @@ func matrixMirrorToMirror(t *testing.T, e *matrixEnv) {
 func matrixDiskToMirror(t *testing.T, e *matrixEnv) {
 	o := e.options(t, "unused")
 	dir := t.TempDir()
-	o.Destination = "file://" + dir
+	o.Destination.Location = location.File(dir)
 	res, err := pipeline.Mirror(context.Background(), o)
 	if err != nil {
 		t.Fatalf("mirror-to-disk: %v", err)
 	}
 	o2 := e.options(t, "d2m")
-	o2.From = "file://" + res.Archive.Dir
-	o2.Workspace = "file://" + t.TempDir()
+	o2.Archive.From = location.File(res.Archive.Dir)
+	o2.Workspace = location.File(t.TempDir())
 	res2, err := pipeline.Mirror(context.Background(), o2)
 	if err != nil {
 		t.Fatalf("disk-to-mirror: %v", err)
@@ -236,8 +237,8 @@ func matrixDiskToMirror(t *testing.T, e *matrixEnv) {
 
 func matrixDryRun(t *testing.T, e *matrixEnv) {
 	o := e.options(t, "dry")
-	o.Workspace = "file://" + t.TempDir()
-	o.DryRun = true
+	o.Workspace = location.File(t.TempDir())
+	o.Run.DryRun = true
 	res, err := pipeline.Mirror(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -261,7 +262,7 @@ func matrixDryRun(t *testing.T, e *matrixEnv) {
 
 func matrixDelete(t *testing.T, e *matrixEnv) {
 	ctx := context.Background()
-	ws := "file://" + t.TempDir()
+	ws := location.File(t.TempDir())
 	o := e.options(t, "del")
 	o.Workspace = ws
 	res, err := pipeline.Mirror(ctx, o)
@@ -276,7 +277,7 @@ delete:
   additionalImages:
   - name: %s
 `, e.extra))
-	dopts := deletion.Options{Workspace: ws, Destination: o.Destination, AuthFile: e.auth, DestTLSVerify: true, DestCertDir: e.dst.CertDir, RetryTimes: 2}
+	dopts := deletion.Options{Workspace: ws, Destination: o.Destination.Location, AuthFile: e.auth, DestCertDir: e.dst.CertDir, RetryTimes: 2}
 	gen := dopts
 	gen.Generate, gen.ConfigPath = true, delCfg
 	plan, err := pipeline.Delete(ctx, gen)
@@ -319,7 +320,7 @@ func matrixShards(t *testing.T, e *matrixEnv) {
 	ctx := context.Background()
 	base := e.options(t, "shards")
 	po := base
-	po.Workspace, po.PlanOnly = "file://"+t.TempDir(), true
+	po.Workspace, po.Run.PlanOnly = location.File(t.TempDir()), true
 	pres, err := pipeline.Mirror(ctx, po)
 	if err != nil {
 		t.Fatal(err)
@@ -327,13 +328,13 @@ func matrixShards(t *testing.T, e *matrixEnv) {
 	planFile := workspace.Dir(pres.WorkingDir).PlanPath()
 	for i := range 2 {
 		o := base
-		o.Workspace, o.PlanFile, o.Shard, o.Shards = "file://"+t.TempDir(), planFile, i, 2
+		o.Workspace, o.Run.PlanFile, o.Run.Shard, o.Run.Shards = location.File(t.TempDir()), planFile, i, 2
 		if _, err := pipeline.Mirror(ctx, o); err != nil {
 			t.Fatalf("shard %d/2: %v", i, err)
 		}
 	}
 	fo := base
-	fo.Workspace, fo.PlanFile, fo.Finish = "file://"+t.TempDir(), planFile, true
+	fo.Workspace, fo.Run.PlanFile, fo.Run.Finish = location.File(t.TempDir()), planFile, true
 	res, err := pipeline.Mirror(ctx, fo)
 	if err != nil {
 		t.Fatalf("--finish: %v", err)

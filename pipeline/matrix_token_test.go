@@ -9,6 +9,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/fakeimage"
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/pipeline"
 )
 
@@ -42,7 +43,7 @@ func TestTokenExpiresMidRequest(t *testing.T) {
 			fired := tc.on.ExpireNext(1, tc.match)
 			ns := "expiry-" + strings.ToLower(tc.name)
 			o := opts(e.config(t, big))
-			o.AuthFile, o.Workspace, o.Destination = e.auth, "file://"+t.TempDir(), "docker://"+e.dst.Host+"/"+ns
+			o.AuthFile, o.Workspace, o.Destination.Location = e.auth, location.File(t.TempDir()), location.Docker(e.dst.Host+"/"+ns)
 			res, err := pipeline.Mirror(context.Background(), o)
 			if err != nil {
 				if res != nil && res.Copy != nil {

@@ -28,7 +28,7 @@ func (r *run) writePlan(ctx context.Context) error {
 		return err
 	}
 	// --finish in the plan's workspace: the plan is its input, never rewritten.
-	if fa, err := os.Stat(r.opts.PlanFile); err != nil || !sameFile(fa, r.workDir.PlanPath()) {
+	if fa, err := os.Stat(r.opts.Run.PlanFile); err != nil || !sameFile(fa, r.workDir.PlanPath()) {
 		if err := writeFile(r.workDir.PlanPath(), append(b, '\n')); err != nil {
 			return err
 		}
@@ -113,11 +113,11 @@ func (r *run) clusterResources() error {
 		return nil
 	}
 	r.stage("cluster-resources")
-	key, err := manifests.LoadSignatureKey(r.opts.SignatureKey, r.policy.ClusterKey)
+	key, err := manifests.LoadSignatureKey(r.opts.Signatures.Key, r.policy.ClusterKey)
 	if err != nil {
 		return err
 	}
-	set, err := manifests.Build(images, catalogs, manifests.Options{RepositoryScope: r.opts.MaxNestedPaths > 0, SignatureKey: key, Objects: objects})
+	set, err := manifests.Build(images, catalogs, manifests.Options{RepositoryScope: r.opts.Destination.MaxNestedPaths > 0, SignatureKey: key, Objects: objects})
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/seed"
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/workspace"
@@ -82,8 +83,8 @@ func TestPinnedConfigReproducesTheRun(t *testing.T) {
 		t.Helper()
 		dst := registrytest.Start(t)
 		o := opts(cfg)
-		o.Workspace = "file://" + t.TempDir()
-		o.Destination = "docker://" + dst.Host() + "/mirror"
+		o.Workspace = location.File(t.TempDir())
+		o.Destination.Location = location.Docker(dst.Host() + "/mirror")
 		res, err := pipeline.Mirror(context.Background(), o)
 		if err != nil {
 			t.Fatal(err)

@@ -24,94 +24,6 @@ import (
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
-// Options are the mirror command's inputs.
-type Options struct {
-	// ConfigPath is the ImageSetConfiguration (-c).
-	ConfigPath string
-	// Destination is the positional argument: docker://REGISTRY[:PORT]/NAMESPACE
-	// or file://DIR.
-	Destination string
-	// From is --from file://DIR (disk-to-mirror).
-	From string
-	// Workspace is --workspace file://DIR: mirror-to-mirror's working files, and
-	// disk-to-mirror's (default workspace.DefaultName in the current directory; nothing
-	// is ever written into the archive folder).
-	Workspace string
-	// DryRun plans only: mapping.txt, missing.txt and the bytes to send.
-	DryRun bool
-	// PlanOnly (--plan-only) writes working-dir/plan.json, with the blobs of
-	// every image so that it can be sharded, and stops.
-	PlanOnly bool
-	// PlanFile (--plan FILE) is a plan --plan-only wrote: the run copies shard
-	// Shard of Shards of it, or, with Finish, checks that every shard finished
-	// and pushes the catalogs and writes the cluster resources.
-	PlanFile      string
-	Shard, Shards int
-	Finish        bool
-	// MaxNestedPaths is --max-nested-paths (0: no limit).
-	MaxNestedPaths int
-	// AuthFile is --authfile.
-	AuthFile string
-	// SrcTLSVerify and DestTLSVerify are --src-tls-verify and --dest-tls-verify.
-	SrcTLSVerify, DestTLSVerify bool
-	// SrcCertDir and DestCertDir are --src-cert-dir and --dest-cert-dir (see
-	// registry.Options.CertDir).
-	SrcCertDir, DestCertDir string
-	// RegistriesConf is --registries-conf (see registry.LoadRegistriesConf).
-	RegistriesConf string
-	// ParallelImages, ParallelLayers and RetryTimes tune the copy engine.
-	// RetryTimes is --retry-times: retries after the first attempt of any one
-	// registry request (0: none).
-	ParallelImages, ParallelLayers, RetryTimes int
-	// RetryDelay is --retry-delay: a fixed wait between retries (0: exponential
-	// backoff). ImageTimeout is --image-timeout: how long one image may take (0:
-	// no limit).
-	RetryDelay, ImageTimeout time.Duration
-	// Retry, when set, replaces the policy RetryTimes makes (its backoff too).
-	Retry *retry.Policy
-	// Timeouts bound how long a registry may stay silent (zero values: the
-	// defaults; tests shorten them).
-	Timeouts registry.Timeouts
-	// SinceArchive (mirror-to-disk) ships only what the archive in that directory
-	// did not carry, instead of what the workspace state says.
-	SinceArchive string
-	// Full (mirror-to-disk) ignores earlier archives and ships every blob.
-	Full bool
-	// Since (mirror-to-disk, --since) ships what archives made before it did
-	// not carry; StrictArchive fails a blob bigger than archiveSize.
-	Since         time.Time
-	StrictArchive bool
-	// CacheDir (--cache-dir, $OC_MIRROR_CACHE) holds the catalog cache shared
-	// across workspaces (workspace.CatalogCacheDir); "" keeps it in working-dir.
-	CacheDir string
-	// Signatures is --signatures: attachments carried, unsigned images listed
-	// or failed ("" is best-effort). RefreshSignatures (--refresh-signatures)
-	// looks for every image's again, not only for digests no run looked at.
-	Signatures        signature.Mode
-	RefreshSignatures bool
-	// SignatureKey is --signature-key: a PEM public key; the cluster resources
-	// then include ClusterImagePolicy objects requiring signatures by it.
-	SignatureKey string
-	Policy       sigpolicy.Options // --policy, --secure-policy, --registries.d (docs/signatures.md)
-	// SignKey (mirror-to-disk --sign-key) signs the archive; ArchiveKey
-	// (disk-to-mirror --archive-key) refuses an archive it did not sign.
-	SignKey, ArchiveKey string
-	// Logger receives the run's log; nil discards it.
-	Logger *slog.Logger
-	// Progress, when set, receives the copy's progress against totals read from
-	// the plan's manifests before the copy starts (the first call has the totals
-	// and nothing done). Calls are serial.
-	Progress func(Progress)
-	// Stage, when set, is told once when each stage starts ("catalogs", "plan",
-	// "measure", "copy", "archive", "cluster-resources"…). The run logs stages
-	// at debug level only: announcing them is the caller's job.
-	Stage func(stage string)
-	// batchConfig replaces the configuration (an earlier batch of --from).
-	batchConfig *imageset.ImageSetConfiguration
-	// sources are content sources added to the built-in ones (tests).
-	sources []Source
-}
-
 // Result is what a run did.
 type Result struct {
 	Workflow   mirror.Workflow `json:"workflow"`
@@ -221,7 +133,10 @@ type run struct {
 // inputs are what setup read from the options and the configuration: set
 // once, before any stage.
 type inputs struct {
-	cfg      *imageset.ImageSetConfiguration
+	cfg *imageset.ImageSetConfiguration
+	// batch, when set, replaces the configuration: an earlier batch of --from
+	// TARGET, as it was made.
+	batch    *imageset.ImageSetConfiguration
 	workflow mirror.Workflow
 	workDir  workspace.Dir // DIR/working-dir
 	locks    *workspace.Runs
@@ -241,8 +156,8 @@ type clients struct {
 }
 
 // mirrorOnce runs one workflow once (Mirror calls it for each batch it loads).
-func mirrorOnce(ctx context.Context, opts Options) (*Result, error) {
-	r := &run{opts: opts, log: opts.Logger}
+func mirrorOnce(ctx context.Context, opts Options, batch *imageset.ImageSetConfiguration) (*Result, error) {
+	r := &run{opts: opts, inputs: inputs{batch: batch}, log: opts.Output.Logger}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
@@ -278,7 +193,7 @@ func mirrorOnce(ctx context.Context, opts Options) (*Result, error) {
 		if werr := r.recordHistory(); werr != nil && err == nil {
 			err = werr
 		}
-		if o := r.opts; err == nil && r.res.Failed == 0 && !r.res.Interrupted && !o.DryRun && !o.PlanOnly && o.PlanFile == "" && o.batchConfig == nil {
+		if o := r.opts; err == nil && r.res.Failed == 0 && !r.res.Interrupted && !o.Run.DryRun && !o.Run.PlanOnly && o.Run.PlanFile == "" && r.batch == nil {
 			if r.res.PinnedConfig, err = workspace.WritePinned(r.workDir, r.cfg, r.res.Plan.Workflow, r.pins(), time.Now()); err != nil {
 				r.log.Warn("no pinned configuration written", "error", err)
 				err = nil
@@ -300,8 +215,8 @@ func mirrorOnce(ctx context.Context, opts Options) (*Result, error) {
 func (r *run) stage(s string) {
 	r.log.Debug("stage", "stage", s)
 	r.rep.stage(s)
-	if r.opts.Stage != nil {
-		r.opts.Stage(s)
+	if r.opts.Output.Stage != nil {
+		r.opts.Output.Stage(s)
 	}
 }
 
@@ -309,25 +224,25 @@ func (r *run) stage(s string) {
 // stageProgress reports a counting stage (planning, the dry run, measuring)
 // as Progress in images; nil when nobody listens.
 func (r *run) stageProgress(stage string) transfer.StageProgress {
-	if r.opts.Progress == nil {
+	if r.opts.Output.Progress == nil {
 		return nil
 	}
 	return func(done, failed, total int) {
-		r.opts.Progress(Progress{Stage: stage, ImagesDone: done, ImagesFailed: failed, ImagesTotal: total})
+		r.opts.Output.Progress(Progress{Stage: stage, ImagesDone: done, ImagesFailed: failed, ImagesTotal: total})
 	}
 }
 
 func (r *run) retry() *retry.Policy {
-	if r.opts.Retry != nil {
-		return r.opts.Retry
+	if r.opts.retry != nil {
+		return r.opts.retry
 	}
-	return &retry.Policy{Times: max(r.opts.RetryTimes, 0), Delay: r.opts.RetryDelay}
+	return &retry.Policy{Times: max(r.opts.Network.RetryTimes, 0), Delay: r.opts.Network.RetryDelay}
 }
 
-func (r *run) registry(tlsVerify bool, flag, certDir string, conf *registry.RegistriesConf, keep int64) *registry.Client {
+func (r *run) registry(insecure bool, flag, certDir string, conf *registry.RegistriesConf, keep int64) *registry.Client {
 	return registry.New(registry.Options{
-		AuthFile: r.opts.AuthFile, SkipTLSVerify: !tlsVerify, TLSFlag: flag, CertDir: certDir, Sources: conf,
-		Retry: r.retry(), Logger: r.log, Timeouts: r.opts.Timeouts, KeepManifests: keep,
+		AuthFile: r.opts.AuthFile, SkipTLSVerify: insecure, TLSFlag: flag, CertDir: certDir, Sources: conf,
+		Retry: r.retry(), Logger: r.log, Timeouts: r.opts.timeouts, KeepManifests: keep,
 	})
 }
 
@@ -335,14 +250,14 @@ func (r *run) registry(tlsVerify bool, flag, certDir string, conf *registry.Regi
 // the hosts each found unreachable are remembered for the whole run.
 func (r *run) srcRegistry() *registry.Client {
 	if r.src == nil {
-		r.src = r.registry(r.opts.SrcTLSVerify, "--src-tls-verify=false", r.opts.SrcCertDir, r.regconf, registry.SourceManifests)
+		r.src = r.registry(r.opts.Source.Insecure, "--src-tls-verify=false", r.opts.Source.CertDir, r.regconf, registry.SourceManifests)
 	}
 	return r.src
 }
 
 func (r *run) destRegistry() *registry.Client {
 	if r.dst == nil {
-		r.dst = r.registry(r.opts.DestTLSVerify, "--dest-tls-verify=false", r.opts.DestCertDir, nil, 0)
+		r.dst = r.registry(r.opts.Destination.Insecure, "--dest-tls-verify=false", r.opts.Destination.CertDir, nil, 0)
 	}
 	return r.dst
 }
@@ -356,7 +271,7 @@ func (r *run) plan(ctx context.Context, src *registry.Client, sel *selected, pre
 	r.stage("plan")
 	cats := sel.catalogs()
 	req := mirror.PlanRequest{
-		Workflow: r.workflow, Destination: r.dest, MaxNestedPaths: r.opts.MaxNestedPaths,
+		Workflow: r.workflow, Destination: r.dest, MaxNestedPaths: r.opts.Destination.MaxNestedPaths,
 		Catalogs: cats, Images: sel.images, Blocked: r.blocked(),
 		Progress: r.stageProgress("plan"), Prefetch: pre,
 	}
@@ -372,17 +287,17 @@ func (r *run) plan(ctx context.Context, src *registry.Client, sel *selected, pre
 	if err != nil {
 		return nil, err
 	}
-	if !r.opts.DryRun { // the dry run finds them unreadable, image by image
+	if !r.opts.Run.DryRun { // the dry run finds them unreadable, image by image
 		p.FailHosts(down)
 	}
 	known, err := signature.LoadRecord(r.workDir.AttachmentsPath())
 	if err != nil {
 		r.log.Warn(err.Error())
 	}
-	if r.opts.RefreshSignatures {
+	if r.opts.Signatures.Refresh {
 		known = nil
 	}
-	st, rec, err := p.AddAttachments(ctx, src, mirror.Attach{Signatures: r.opts.Signatures, Policy: r.policy.Verifier(), Catalogs: cats, Known: known}, 16)
+	st, rec, err := p.AddAttachments(ctx, src, mirror.Attach{Signatures: r.opts.Signatures.Mode, Policy: r.policy.Verifier(), Catalogs: cats, Known: known}, 16)
 	if err != nil {
 		return nil, err
 	}
@@ -456,7 +371,7 @@ func (r *run) sourceMux() *mirror.SourceMux {
 // cannot refuse images after they were resolved (no --policy, signatures not
 // required); nil otherwise. The caller stops it once the copy is over.
 func (r *run) startPrefetch(ctx context.Context, mux *mirror.SourceMux, dst *registry.Client) *transfer.Prefetch {
-	if o := r.opts; r.workflow != mirror.MirrorToMirror || o.DryRun || o.PlanOnly || r.policy != nil || o.Signatures == signature.Required {
+	if o := r.opts; r.workflow != mirror.MirrorToMirror || o.Run.DryRun || o.Run.PlanOnly || r.policy != nil || o.Signatures.Mode == signature.Required {
 		return nil
 	}
 	return transfer.NewPrefetch(ctx, mux, dst, r.copyOptions(nil))
@@ -464,9 +379,9 @@ func (r *run) startPrefetch(ctx context.Context, mux *mirror.SourceMux, dst *reg
 
 func (r *run) mirrorToMirror(ctx context.Context, probes *background[struct{}]) error {
 	switch {
-	case r.opts.Finish:
+	case r.opts.Run.Finish:
 		return r.finish(ctx)
-	case r.opts.PlanFile != "":
+	case r.opts.Run.PlanFile != "":
 		return r.shard(ctx)
 	}
 	dst := r.destRegistry()
@@ -474,7 +389,7 @@ func (r *run) mirrorToMirror(ctx context.Context, probes *background[struct{}]) 
 	pre := r.startPrefetch(ctx, mux, dst)
 	defer pre.Stop()
 	var est *transfer.Estimator
-	if r.opts.DryRun && !r.opts.PlanOnly {
+	if r.opts.Run.DryRun && !r.opts.Run.PlanOnly {
 		// The comparison starts reading while the catalogs are rebuilt.
 		est = transfer.NewEstimator(mux, dst, dryRunParallel)
 	}
@@ -482,10 +397,10 @@ func (r *run) mirrorToMirror(ctx context.Context, probes *background[struct{}]) 
 	if err != nil {
 		return err
 	}
-	if r.opts.PlanOnly {
+	if r.opts.Run.PlanOnly {
 		return r.recordBlobs(ctx, mux)
 	}
-	if r.opts.DryRun {
+	if r.opts.Run.DryRun {
 		return r.dryRun(ctx, est, looking)
 	}
 	if _, err := r.copy(ctx, mux, dst, pre); err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/seed"
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/mirror/catalogimage"
@@ -78,8 +79,13 @@ mirror:
 	return p
 }
 
+// dest is the destination group with only its location.
+func dest(l location.Location) pipeline.DestinationOptions {
+	return pipeline.DestinationOptions{Location: l}
+}
+
 func opts(cfgPath string) pipeline.Options {
-	return pipeline.Options{ConfigPath: cfgPath, SrcTLSVerify: true, DestTLSVerify: true, ParallelImages: 4, ParallelLayers: 4, RetryTimes: 5}
+	return pipeline.Options{ConfigPath: cfgPath, Network: pipeline.NetworkOptions{ParallelImages: 4, ParallelLayers: 4, RetryTimes: 5}}
 }
 
 // checkMirrored asserts every planned image is at the destination by digest, and
@@ -154,8 +160,8 @@ func TestMirrorToMirror(t *testing.T) {
 	dst := registrytest.Start(t)
 	ws := t.TempDir()
 	o := opts(e.config(t, "    - name: foo"))
-	o.Workspace = "file://" + ws
-	o.Destination = "docker://" + dst.Host() + "/mirror"
+	o.Workspace = location.File(ws)
+	o.Destination.Location = location.Docker(dst.Host() + "/mirror")
 	res, err := pipeline.Mirror(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -210,9 +216,9 @@ func TestDryRun(t *testing.T) {
 	e := setup(t)
 	dst := registrytest.Start(t)
 	o := opts(e.config(t, "    - name: baz"))
-	o.Workspace = "file://" + t.TempDir()
-	o.Destination = "docker://" + dst.Host() + "/mirror"
-	o.DryRun = true
+	o.Workspace = location.File(t.TempDir())
+	o.Destination.Location = location.Docker(dst.Host() + "/mirror")
+	o.Run.DryRun = true
 	res, err := pipeline.Mirror(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -233,7 +239,7 @@ func TestMirrorToDiskToMirror(t *testing.T) {
 	e := setup(t)
 	dir := t.TempDir()
 	o := opts(e.config(t, "    - name: baz"))
-	o.Destination = "file://" + dir
+	o.Destination.Location = location.File(dir)
 	res, err := pipeline.Mirror(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -252,9 +258,9 @@ func TestMirrorToDiskToMirror(t *testing.T) {
 	e.src.Stop()
 	dst := registrytest.Start(t)
 	o2 := opts(o.ConfigPath)
-	o2.From = "file://" + dir
-	o2.Workspace = "file://" + t.TempDir()
-	o2.Destination = "docker://" + dst.Host() + "/airgap"
+	o2.Archive.From = location.File(dir)
+	o2.Workspace = location.File(t.TempDir())
+	o2.Destination.Location = location.Docker(dst.Host() + "/airgap")
 	res2, err := pipeline.Mirror(context.Background(), o2)
 	if err != nil {
 		t.Fatal(err)
@@ -283,7 +289,7 @@ func TestMirrorToDiskToMirror(t *testing.T) {
 			t.Errorf("disk-to-mirror: %s wanted by %+v, want its package and bundle", im.Source, im.WantedBy)
 		}
 	}
-	if h, err := pipeline.ReadHistory("file://" + dir); err != nil || len(h.Runs) != 0 {
+	if h, err := pipeline.ReadHistory(location.File(dir)); err != nil || len(h.Runs) != 0 {
 		t.Errorf("mirror-to-disk history: %v, %+v", err, h)
 	}
 }
@@ -296,12 +302,12 @@ func TestBadInvocations(t *testing.T) {
 		o    pipeline.Options
 		want string
 	}{
-		{"no config", pipeline.Options{Destination: "file:///tmp/x"}, "-c imageset.yaml"},
-		{"m2m without workspace", pipeline.Options{ConfigPath: cfg, Destination: "docker://localhost:5000/ns"}, "--workspace"},
-		{"bad destination", pipeline.Options{ConfigPath: cfg, Destination: "localhost:5000/ns"}, "docker://"},
-		{"d2m to file", pipeline.Options{ConfigPath: cfg, From: "file:///tmp/x", Destination: "file:///tmp/y"}, "registry destination"},
-		{"missing archive", pipeline.Options{ConfigPath: cfg, From: "file://" + t.TempDir(), Workspace: "file://" + t.TempDir(), Destination: "docker://localhost:5000/ns"}, ""},
-		{"workspace inside the archive", pipeline.Options{ConfigPath: cfg, From: "file:///tmp/arch", Workspace: "file:///tmp/arch/ws", Destination: "docker://localhost:5000/ns"}, "inside the archive folder"},
+		{"no config", pipeline.Options{Destination: dest(location.File("/tmp/x"))}, "-c imageset.yaml"},
+		{"m2m without workspace", pipeline.Options{ConfigPath: cfg, Destination: dest(location.Docker("localhost:5000/ns"))}, "--workspace"},
+		{"no destination", pipeline.Options{ConfigPath: cfg}, "docker://"},
+		{"d2m to file", pipeline.Options{ConfigPath: cfg, Archive: pipeline.ArchiveOptions{From: location.File("/tmp/x")}, Destination: dest(location.File("/tmp/y"))}, "registry destination"},
+		{"missing archive", pipeline.Options{ConfigPath: cfg, Archive: pipeline.ArchiveOptions{From: location.File(t.TempDir())}, Workspace: location.File(t.TempDir()), Destination: dest(location.Docker("localhost:5000/ns"))}, ""},
+		{"workspace inside the archive", pipeline.Options{ConfigPath: cfg, Archive: pipeline.ArchiveOptions{From: location.File("/tmp/arch")}, Workspace: location.File("/tmp/arch/ws"), Destination: dest(location.Docker("localhost:5000/ns"))}, "inside the archive folder"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := pipeline.Mirror(context.Background(), tc.o)
@@ -317,8 +323,8 @@ func TestResultsJSON(t *testing.T) {
 	e := setup(t)
 	dst := registrytest.Start(t)
 	o := opts(e.config(t, "    - name: baz"))
-	o.Workspace = "file://" + t.TempDir()
-	o.Destination = "docker://" + dst.Host() + "/mirror"
+	o.Workspace = location.File(t.TempDir())
+	o.Destination.Location = location.Docker(dst.Host() + "/mirror")
 	res, err := pipeline.Mirror(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -367,8 +373,8 @@ mirror:
 	p := filepath.Join(t.TempDir(), "isc.yaml")
 	os.WriteFile(p, []byte(cfg), 0o644)
 	o := opts(p)
-	o.Workspace = "file://" + t.TempDir()
-	o.Destination = "docker://" + dst.Host() + "/mirror"
+	o.Workspace = location.File(t.TempDir())
+	o.Destination.Location = location.Docker(dst.Host() + "/mirror")
 	res, err := pipeline.Mirror(context.Background(), o)
 	if !errors.Is(err, pipeline.ErrIncomplete) {
 		t.Fatalf("error %v, want ErrIncomplete", err)
@@ -416,8 +422,8 @@ func TestFlakySource(t *testing.T) {
 	e := &env{src: src, seeded: res, extra: extra}
 	dst := registrytest.Start(t)
 	o := opts(e.config(t, "    - name: foo\n    - name: baz"))
-	o.Workspace = "file://" + t.TempDir()
-	o.Destination = "docker://" + dst.Host() + "/mirror"
+	o.Workspace = location.File(t.TempDir())
+	o.Destination.Location = location.Docker(dst.Host() + "/mirror")
 	out, err := pipeline.Mirror(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -436,8 +442,8 @@ func TestDestinationConflict(t *testing.T) {
 	e.extra = e.seeded.Catalog // the original catalog, same destination as the rebuilt one
 	dst := registrytest.Start(t)
 	o := opts(e.config(t, "    - name: baz"))
-	o.Workspace = "file://" + t.TempDir()
-	o.Destination = "docker://" + dst.Host() + "/mirror"
+	o.Workspace = location.File(t.TempDir())
+	o.Destination.Location = location.Docker(dst.Host() + "/mirror")
 	res, err := pipeline.Mirror(context.Background(), o)
 	if !errors.Is(err, pipeline.ErrIncomplete) || res.Failed != 1 {
 		t.Fatalf("err %v, failed %d: want one conflicting image", err, res.Failed)

@@ -16,6 +16,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/seed"
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/pipeline/deletion"
@@ -86,9 +87,9 @@ mirror:
   - name: %s
 %s`, e.catalog, platforms, e.extra, platforms))
 	o := opts(p)
-	o.AuthFile, o.DestCertDir = e.auth, e.dst.CertDir
-	o.Destination = "docker://" + e.dst.Host + "/" + ns
-	o.Workspace = "file://" + t.TempDir()
+	o.AuthFile, o.Destination.CertDir = e.auth, e.dst.CertDir
+	o.Destination.Location = location.Docker(e.dst.Host + "/" + ns)
+	o.Workspace = location.File(t.TempDir())
 	return o
 }
 
@@ -111,7 +112,7 @@ func platformsAccepted(t *testing.T, e *platformEnv) {
 	ctx := context.Background()
 	dry := func(subset bool) int64 {
 		o := e.options(t, "dry", subset)
-		o.DryRun = true
+		o.Run.DryRun = true
 		res, err := pipeline.Mirror(ctx, o)
 		if err != nil {
 			t.Fatal(err)
@@ -151,7 +152,7 @@ func platformsAccepted(t *testing.T, e *platformEnv) {
 	}
 
 	m2d := e.options(t, "unused", true)
-	m2d.Destination, m2d.Workspace = "file://"+t.TempDir(), ""
+	m2d.Destination.Location, m2d.Workspace = location.File(t.TempDir()), location.Location{}
 	ares, err := pipeline.Mirror(ctx, m2d)
 	if err != nil {
 		t.Fatalf("mirror-to-disk: %v", err)
@@ -160,7 +161,7 @@ func platformsAccepted(t *testing.T, e *platformEnv) {
 		t.Errorf("archive verify of the archive with sparse indexes: %v", err)
 	}
 	d2m := e.options(t, "d2m", true)
-	d2m.From = "file://" + ares.Archive.Dir
+	d2m.Archive.From = location.File(ares.Archive.Dir)
 	dres, err := pipeline.Mirror(ctx, d2m)
 	if err != nil {
 		t.Fatalf("disk-to-mirror: %v", err)
@@ -173,7 +174,7 @@ func platformsAccepted(t *testing.T, e *platformEnv) {
 	// Delete planning names the index and the one platform image it carries.
 	delCfg := filepath.Join(t.TempDir(), "delete-isc.yaml")
 	writeMatrixFile(t, delCfg, fmt.Sprintf("apiVersion: mirror.openshift.io/v2alpha1\nkind: DeleteImageSetConfiguration\ndelete:\n  additionalImages:\n  - name: %s\n", e.extra))
-	dopts := deletion.Options{Workspace: o.Workspace, Destination: o.Destination, AuthFile: e.auth, DestTLSVerify: true, DestCertDir: e.dst.CertDir, RetryTimes: 2}
+	dopts := deletion.Options{Workspace: o.Workspace, Destination: o.Destination.Location, AuthFile: e.auth, DestCertDir: e.dst.CertDir, RetryTimes: 2}
 	gen := dopts
 	gen.Generate, gen.ConfigPath = true, delCfg
 	plan, err := pipeline.Delete(ctx, gen)

@@ -17,6 +17,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/fakeimage"
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/pipeline"
 )
@@ -123,11 +124,11 @@ func TestPrefetchSendsBlobsWhilePlanning(t *testing.T) {
 	pushImages(t, src, n)
 	g := startGatedSource(t, src, "apps/img3", dst)
 	o := opts(prefetchConfig(t, g.host, n, ""))
-	o.Destination = "docker://" + dst.Host() + "/mirror"
-	o.Workspace = "file://" + t.TempDir()
-	o.ParallelImages = 1 // img3 is resolved after the others have started
+	o.Destination.Location = location.Docker(dst.Host() + "/mirror")
+	o.Workspace = location.File(t.TempDir())
+	o.Network.ParallelImages = 1 // img3 is resolved after the others have started
 	var last pipeline.Progress
-	o.Progress = func(p pipeline.Progress) { last = p }
+	o.Output.Progress = func(p pipeline.Progress) { last = p }
 	res, err := pipeline.Mirror(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -186,9 +187,9 @@ func TestPrefetchInterruptedWhilePlanning(t *testing.T) {
 	defer cancel()
 	g.onRelease = cancel
 	o := opts(prefetchConfig(t, g.host, n, ""))
-	o.Destination = "docker://" + dst.Host() + "/mirror"
-	o.Workspace = "file://" + t.TempDir()
-	o.ParallelImages = 1
+	o.Destination.Location = location.Docker(dst.Host() + "/mirror")
+	o.Workspace = location.File(t.TempDir())
+	o.Network.ParallelImages = 1
 	if _, err := pipeline.Mirror(ctx, o); err == nil {
 		t.Fatal("interrupted run: no error")
 	}
@@ -223,8 +224,8 @@ func TestPrefetchBlockedAndConflicting(t *testing.T) {
 	other := imagetest.MustPush(t, src.Host()+"/apps/other:2.0", fakeimage.Spec{Seed: 399, Layers: 2})
 	extra := fmt.Sprintf("  - name: %s/apps/other:2.0\n    targetRepo: apps/img0\n    targetTag: \"1.0\"\n  blockedImages:\n  - name: \".*/apps/img2:.*\"\n", src.Host())
 	o := opts(prefetchConfig(t, src.Host(), n, extra))
-	o.Destination = "docker://" + dst.Host() + "/mirror"
-	o.Workspace = "file://" + t.TempDir()
+	o.Destination.Location = location.Docker(dst.Host() + "/mirror")
+	o.Workspace = location.File(t.TempDir())
 	res, err := pipeline.Mirror(context.Background(), o)
 	if err == nil {
 		t.Fatal("a destination conflict: no error")
@@ -256,8 +257,8 @@ func TestPreflightBesideCatalogFetch(t *testing.T) {
 		func() bool { return e.src.Counts().ManifestGET > 0 },
 		func() { fetched = e.src.Counts().ManifestGET })
 	o := opts(e.config(t, "    - name: baz"))
-	o.Destination = "docker://" + g.host + "/mirror"
-	o.Workspace = "file://" + t.TempDir()
+	o.Destination.Location = location.Docker(g.host + "/mirror")
+	o.Workspace = location.File(t.TempDir())
 	if _, err := pipeline.Mirror(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}

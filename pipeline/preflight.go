@@ -83,7 +83,7 @@ func (r *run) preflight(ctx context.Context) (context.Context, *background[struc
 		}
 		return struct{}{}, nil
 	})
-	if r.workflow == mirror.DiskToMirror || r.opts.PlanFile != "" {
+	if r.workflow == mirror.DiskToMirror || r.opts.Run.PlanFile != "" {
 		_, err := checked.wait()
 		return pctx, checked, err
 	}

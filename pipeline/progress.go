@@ -44,7 +44,7 @@ func (r *run) track(ctx context.Context, src *transfer.MemoSource, dst endpoint.
 	if len(jobs) == 0 {
 		return nil, nil, nil // nothing to copy: no stage, no bar
 	}
-	if r.opts.Progress == nil {
+	if r.opts.Output.Progress == nil {
 		r.stage("copy")
 		return nil, nil, nil
 	}
@@ -53,7 +53,7 @@ func (r *run) track(ctx context.Context, src *transfer.MemoSource, dst endpoint.
 	if err != nil {
 		return nil, nil, err
 	}
-	t := &tracker{cb: r.opts.Progress, size: map[digest.Digest]int64{}, done: map[digest.Digest]bool{}, perJob: map[string][]endpoint.Descriptor{}, catalog: map[string]bool{}}
+	t := &tracker{cb: r.opts.Output.Progress, size: map[digest.Digest]int64{}, done: map[digest.Digest]bool{}, perJob: map[string][]endpoint.Descriptor{}, catalog: map[string]bool{}}
 	t.p = Progress{Stage: "copy", BlobsTotal: s.Blobs, BytesTotal: s.Bytes}
 	if r.res.Plan != nil {
 		for _, im := range r.res.Plan.Images {

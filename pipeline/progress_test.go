@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/pipeline"
 )
@@ -17,11 +18,11 @@ func TestProgressCountsCatalogsApart(t *testing.T) {
 	e := setup(t)
 	dst := registrytest.Start(t)
 	o := opts(e.config(t, "    - name: foo"))
-	o.Workspace = "file://" + t.TempDir()
-	o.Destination = "docker://" + dst.Host() + "/mirror"
+	o.Workspace = location.File(t.TempDir())
+	o.Destination.Location = location.Docker(dst.Host() + "/mirror")
 	var mu sync.Mutex
 	var copyEvents []pipeline.Progress
-	o.Progress = func(p pipeline.Progress) {
+	o.Output.Progress = func(p pipeline.Progress) {
 		mu.Lock()
 		defer mu.Unlock()
 		if p.Stage == "copy" {

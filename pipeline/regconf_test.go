@@ -14,6 +14,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/fakeimage"
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 	"github.com/airlock-mirror/airlock/pipeline"
@@ -47,10 +48,10 @@ blocked = true
 		"  - name: "+dead+"/ns/a@"+a.Digest.String()+"\n"+
 		"  - name: "+dead+"/ns/c:v2\n"+
 		"  - name: "+dead+"/blocked/b:v1\n"))
-	o.RegistriesConf = conf
-	o.Retry = &retry.Policy{Times: 1, Base: time.Millisecond, Max: 5 * time.Millisecond}
-	o.Destination = "docker://" + dst.Host() + "/mirror"
-	o.Workspace = "file://" + t.TempDir()
+	o.Source.RegistriesConf = conf
+	pipeline.SetRetry(&o, &retry.Policy{Times: 1, Base: time.Millisecond, Max: 5 * time.Millisecond})
+	o.Destination.Location = location.Docker(dst.Host() + "/mirror")
+	o.Workspace = location.File(t.TempDir())
 	res, err := pipeline.Mirror(context.Background(), o)
 	if !errors.Is(err, pipeline.ErrIncomplete) || res == nil || res.Failed != 1 {
 		t.Fatalf("err = %v, res = %+v: want one image failed", err, res)
@@ -105,9 +106,9 @@ func TestRegistriesConfRefusals(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := opts(writeCfg(t, "apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  additionalImages:\n  - name: "+tc.image+"\n"))
-			o.RegistriesConf = tc.conf
-			o.Destination = "docker://" + registrytest.ClosedAddr(t) + "/mirror"
-			o.Workspace = "file://" + t.TempDir()
+			o.Source.RegistriesConf = tc.conf
+			o.Destination.Location = location.Docker(registrytest.ClosedAddr(t) + "/mirror")
+			o.Workspace = location.File(t.TempDir())
 			_, err := pipeline.Mirror(context.Background(), o)
 			if !errors.Is(err, tc.is) {
 				t.Fatalf("err = %v, want %v", err, tc.is)
@@ -125,9 +126,9 @@ func TestRegistriesConfRefusals(t *testing.T) {
 // configuration an archive was made with does not stop it from being loaded.
 func TestRegistriesConfShortNameDiskToMirror(t *testing.T) {
 	o := opts(writeCfg(t, "apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  additionalImages:\n  - name: busybox:1.36\n"))
-	o.From = "file://" + t.TempDir()
-	o.Destination = "docker://" + registrytest.ClosedAddr(t) + "/mirror"
-	o.Workspace = "file://" + t.TempDir()
+	o.Archive.From = location.File(t.TempDir())
+	o.Destination.Location = location.Docker(registrytest.ClosedAddr(t) + "/mirror")
+	o.Workspace = location.File(t.TempDir())
 	_, err := pipeline.Mirror(context.Background(), o)
 	if err == nil || errors.Is(err, registry.ErrShortName) {
 		t.Fatalf("err = %v, want the empty archive refused, not the short name", err)

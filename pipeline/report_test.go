@@ -13,6 +13,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/internal/browser"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/report"
 	"github.com/airlock-mirror/airlock/workspace"
@@ -26,7 +27,7 @@ func TestReportMirrorToDisk(t *testing.T) {
 	e := setup(t)
 	dir := t.TempDir()
 	o := opts(e.config(t, "    - name: foo"))
-	o.Destination = "file://" + dir
+	o.Destination.Location = location.File(dir)
 	res, err := pipeline.Mirror(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -86,8 +87,8 @@ mirror:
 	p := filepath.Join(t.TempDir(), "isc.yaml")
 	os.WriteFile(p, []byte(cfg), 0o644)
 	o := opts(p)
-	o.Workspace = "file://" + t.TempDir()
-	o.Destination = "docker://" + dst.Host() + "/mirror"
+	o.Workspace = location.File(t.TempDir())
+	o.Destination.Location = location.Docker(dst.Host() + "/mirror")
 	res, err := pipeline.Mirror(context.Background(), o)
 	if !errors.Is(err, pipeline.ErrIncomplete) {
 		t.Fatalf("error %v, want ErrIncomplete", err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/bench/workload"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/pipeline"
@@ -57,8 +58,8 @@ func testNoOpRerunOfACatalog(t *testing.T, byTag bool) {
 		t.Fatal(err)
 	}
 	o := opts(cfg)
-	o.Destination = "docker://" + dst.Host() + "/mirror"
-	o.Workspace = "file://" + t.TempDir()
+	o.Destination.Location = location.Docker(dst.Host() + "/mirror")
+	o.Workspace = location.File(t.TempDir())
 	first, err := pipeline.Mirror(ctx, o)
 	if err != nil {
 		t.Fatal(err)

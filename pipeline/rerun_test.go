@@ -9,6 +9,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/internal/testutil/signtest"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/workspace"
@@ -36,8 +37,8 @@ func TestNoOpRerunAsksTheSourceNothing(t *testing.T) {
 	dst := registrytest.Start(t)
 	ws := t.TempDir()
 	o := opts(e.cfg)
-	o.Destination = "docker://" + dst.Host() + "/mirror"
-	o.Workspace = "file://" + ws
+	o.Destination.Location = location.Docker(dst.Host() + "/mirror")
+	o.Workspace = location.File(ws)
 	ctx := context.Background()
 	first, err := pipeline.Mirror(ctx, o)
 	if err != nil {
@@ -89,7 +90,7 @@ func TestNoOpRerunAsksTheSourceNothing(t *testing.T) {
 		t.Errorf("re-run without --refresh-signatures: %s is %q, want the recorded %q", e.ref(e.unsigned), got, mirror.Unsigned)
 	}
 	e.src.Reset()
-	o.RefreshSignatures = true
+	o.Signatures.Refresh = true
 	res, err = pipeline.Mirror(ctx, o)
 	if err != nil {
 		t.Fatal(err)

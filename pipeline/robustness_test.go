@@ -16,6 +16,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/fakeimage"
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/mirror/transfer"
@@ -61,7 +62,7 @@ func TestMirrorToDiskSharedLayersAcrossNamespaces(t *testing.T) {
 	cfg := writeCfg(t, "apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  additionalImages:\n"+strings.Join(lines, "\n")+"\n")
 	dir := t.TempDir()
 	o := opts(cfg)
-	o.Destination = "file://" + dir
+	o.Destination.Location = location.File(dir)
 	res, err := pipeline.Mirror(context.Background(), o)
 	if err != nil {
 		for _, im := range res.Images {
@@ -91,7 +92,7 @@ func TestMirrorToDiskFailedImage(t *testing.T) {
 	cfg := writeCfg(t, fmt.Sprintf("apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  additionalImages:\n  - name: %s/tools/good:1.0\n  - name: %s/tools/bad:1.0\n", ph, ph))
 	dir := t.TempDir()
 	o := opts(cfg)
-	o.Destination = "file://" + dir
+	o.Destination.Location = location.File(dir)
 	res, err := pipeline.Mirror(context.Background(), o)
 	if !errors.Is(err, pipeline.ErrIncomplete) || !strings.Contains(err.Error(), "no archive was written") {
 		t.Fatalf("err = %v, want ErrIncomplete saying no archive was written", err)
@@ -115,8 +116,8 @@ func TestFailedCatalogGetsNoCatalogSource(t *testing.T) {
 		return 0
 	})
 	o := opts(e.config(t, "    - name: foo"))
-	o.Workspace = "file://" + t.TempDir()
-	o.Destination = "docker://" + ph + "/mirror"
+	o.Workspace = location.File(t.TempDir())
+	o.Destination.Location = location.Docker(ph + "/mirror")
 	res, err := pipeline.Mirror(context.Background(), o)
 	if !errors.Is(err, pipeline.ErrIncomplete) {
 		t.Fatalf("err = %v, want ErrIncomplete", err)

@@ -1,20 +1,14 @@
 package pipeline
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
 	"sort"
 	"strings"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/transfer"
 )
@@ -33,119 +27,18 @@ type ShardInfo struct {
 	WaitsFor int `json:"waitsFor,omitempty"`
 }
 
-// LoadPlan reads a plan written by --plan-only: plain JSON or gzip-compressed,
-// in path or, when there is no such file, split in parts path.000, path.001…
-// (how airlock kube job carries a plan over the ConfigMap size limit).
-func LoadPlan(path string) (*mirror.Plan, error) {
-	b, err := readPlanFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var p mirror.Plan
-	if err := json.Unmarshal(b, &p); err != nil {
-		return nil, fmt.Errorf("plan %s is not a plan airlock wrote: %w", path, err)
-	}
-	switch p.Workflow {
-	case mirror.MirrorToMirror, mirror.MirrorToDisk:
-	default:
-		return nil, fmt.Errorf("plan %s: workflow %q cannot be sharded (make the plan with airlock mirror --plan-only, mirror-to-mirror or mirror-to-disk)", path, p.Workflow)
-	}
-	return &p, nil
-}
-
-// maxPlanSize bounds a decompressed plan (a plan of a million images is about
-// 1 GiB).
-const maxPlanSize = 4 << 30
-
-// readPlanFile reads path, or its parts path.000, path.001… put together, and
-// decompresses it when it is gzip.
-func readPlanFile(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		var parts []byte
-		for i := 0; ; i++ {
-			p, perr := os.ReadFile(fmt.Sprintf("%s.%03d", path, i))
-			if errors.Is(perr, fs.ErrNotExist) && i > 0 {
-				break
-			}
-			if perr != nil {
-				return nil, fmt.Errorf("read the plan: %w", err)
-			}
-			parts = append(parts, p...)
-		}
-		b, err = parts, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read the plan: %w", err)
-	}
-	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
-		return b, nil
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(b))
-	if err != nil {
-		return nil, fmt.Errorf("plan %s: %w", path, err)
-	}
-	out, err := io.ReadAll(io.LimitReader(zr, maxPlanSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("plan %s is damaged (gzip: %v): make it again, or copy it again", path, err)
-	}
-	if len(out) > maxPlanSize {
-		return nil, fmt.Errorf("plan %s decompresses to more than %d bytes: not a plan airlock wrote", path, maxPlanSize)
-	}
-	return out, nil
-}
-
-// PartitionFile reads a plan and partitions it into n shards (airlock kube job
-// uses it to size the Job and show the spread).
-func PartitionFile(path string, n int) (*mirror.Plan, *mirror.Partition, error) {
-	p, err := LoadPlan(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	part, err := mirror.PartitionPlan(p, n)
-	if err != nil {
-		return nil, nil, fmt.Errorf("plan %s: %w", path, err)
-	}
-	return p, part, nil
-}
-
-// checkSharding checks the sharding options against each other (setup).
-func (r *run) checkSharding() error {
-	o := r.opts
-	sharded := o.PlanFile != ""
-	switch {
-	case o.PlanOnly && sharded:
-		return errors.New("--plan-only makes a plan; --plan FILE uses one: give one of them")
-	case o.PlanOnly && o.DryRun:
-		return errors.New("--plan-only and --dry-run both only plan: give one of them")
-	case (o.PlanOnly || sharded) && r.workflow == mirror.DiskToMirror:
-		return errors.New("--plan-only and --plan apply to mirror-to-mirror and mirror-to-disk; disk-to-mirror loads an archive as it is")
-	case sharded && o.DryRun:
-		return errors.New("--dry-run makes its own plan: it does not take --plan FILE")
-	case sharded && o.Finish && o.Shards > 0:
-		return errors.New("--finish runs once after every shard: it takes no --shard")
-	case sharded && !o.Finish && o.Shards < 1:
-		return errors.New("--plan FILE needs --shard I/N (or --shards N with JOB_COMPLETION_INDEX), or --finish")
-	case !sharded && (o.Finish || o.Shards > 0):
-		return errors.New("--shard and --finish need the plan: --plan FILE (written by --plan-only)")
-	case o.Shards > 0 && (o.Shard < 0 || o.Shard >= o.Shards):
-		return fmt.Errorf("shard %d of %d: the index must be 0 to %d", o.Shard, o.Shards, o.Shards-1)
-	}
-	return nil
-}
-
 // loadPlanFor reads --plan and checks it was made for this run's workflow and
 // destination.
 func (r *run) loadPlanFor() (*mirror.Plan, error) {
-	p, err := LoadPlan(r.opts.PlanFile)
+	p, err := mirror.LoadPlan(r.opts.Run.PlanFile)
 	if err != nil {
 		return nil, err
 	}
 	if p.Workflow != r.workflow {
-		return nil, fmt.Errorf("plan %s is a %s plan; this run is %s: use the same destination as --plan-only did", r.opts.PlanFile, p.Workflow, r.workflow)
+		return nil, fmt.Errorf("plan %s is a %s plan; this run is %s: use the same destination as --plan-only did", r.opts.Run.PlanFile, p.Workflow, r.workflow)
 	}
 	if r.workflow == mirror.MirrorToMirror && strings.TrimSuffix(p.Destination, "/") != strings.TrimSuffix(r.dest, "/") {
-		return nil, fmt.Errorf("plan %s was made for docker://%s, not docker://%s: make the plan again for this destination", r.opts.PlanFile, p.Destination, r.dest)
+		return nil, fmt.Errorf("plan %s was made for %s, not %s: make the plan again for this destination", r.opts.Run.PlanFile, location.Docker(p.Destination), location.Docker(r.dest))
 	}
 	return p, nil
 }
@@ -188,18 +81,18 @@ func (r *run) shard(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	part, err := mirror.PartitionPlan(p, r.opts.Shards)
+	part, err := mirror.PartitionPlan(p, r.opts.Run.Shards)
 	if err != nil {
-		return fmt.Errorf("plan %s: %w", r.opts.PlanFile, err)
+		return fmt.Errorf("plan %s: %w", r.opts.Run.PlanFile, err)
 	}
-	sh := part.Shards[r.opts.Shard]
+	sh := part.Shards[r.opts.Run.Shard]
 	sub := &mirror.Plan{Workflow: p.Workflow, Destination: p.Destination}
 	for _, i := range sh.Images {
 		sub.Images = append(sub.Images, p.Images[i])
 	}
-	r.res.Shard = &ShardInfo{Index: r.opts.Shard, Of: r.opts.Shards, Images: len(sh.Images), Bytes: sh.Bytes,
+	r.res.Shard = &ShardInfo{Index: r.opts.Run.Shard, Of: r.opts.Run.Shards, Images: len(sh.Images), Bytes: sh.Bytes,
 		UniqueBytes: part.UniqueBytes, WaitsFor: len(sh.Elsewhere)}
-	r.log.Info("shard", "index", r.opts.Shard, "of", r.opts.Shards, "images", len(sh.Images), "bytes", sh.Bytes, "waitsFor", len(sh.Elsewhere))
+	r.log.Info("shard", "index", r.opts.Run.Shard, "of", r.opts.Run.Shards, "images", len(sh.Images), "bytes", sh.Bytes, "waitsFor", len(sh.Elsewhere))
 	r.setPlan(sub)
 	if err := r.writePlan(ctx); err != nil {
 		return err
@@ -228,7 +121,7 @@ func (r *run) finish(ctx context.Context) error {
 	if err := sel.finish(false); err != nil {
 		return err
 	}
-	if err := matchCatalogs(p, sel.catalogs(), r.opts.PlanFile); err != nil {
+	if err := matchCatalogs(p, sel.catalogs(), r.opts.Run.PlanFile); err != nil {
 		return err
 	}
 	r.setPlan(p)

@@ -29,15 +29,15 @@ func (r *run) diskShard(ctx context.Context, src *mirror.SourceMux, sh mirror.Sh
 	if err != nil {
 		return err
 	}
-	part := archive.ShardPart(r.opts.Shard, r.opts.Shards)
+	part := archive.ShardPart(r.opts.Run.Shard, r.opts.Run.Shards)
 	sub := r.res.Plan
 	images := archiveImages(sub)
-	rec, err := archive.ReadShard(dir, r.opts.Shard, r.opts.Shards)
+	rec, err := archive.ReadShard(dir, r.opts.Run.Shard, r.opts.Run.Shards)
 	if err != nil {
 		return err
 	}
 	if rec != nil {
-		if err := sameImages(rec, images, r.opts.PlanFile); err != nil {
+		if err := sameImages(rec, images, r.opts.Run.PlanFile); err != nil {
 			return err
 		}
 		r.log.Info("this shard already finished: nothing to write", "shard", part, "batch", dir)
@@ -50,7 +50,7 @@ func (r *run) diskShard(ctx context.Context, src *mirror.SourceMux, sh mirror.Sh
 		return nil
 	}
 	w, err := archive.NewWriter(dir, archive.WriterOptions{
-		ChunkSize: r.cfg.ArchiveSizeBytes(), Shipped: shipped, Logger: r.log, Part: part, Elsewhere: sh.Elsewhere, Strict: r.opts.StrictArchive,
+		ChunkSize: r.cfg.ArchiveSizeBytes(), Shipped: shipped, Logger: r.log, Part: part, Elsewhere: sh.Elsewhere, Strict: r.opts.Archive.Strict,
 	})
 	if err != nil {
 		return err
@@ -144,7 +144,7 @@ func (r *run) diskFinish(ctx context.Context) error {
 		}
 	}
 	w, err := archive.NewWriter(dir, archive.WriterOptions{
-		ChunkSize: r.cfg.ArchiveSizeBytes(), Shipped: shipped, Logger: r.log, Part: archive.FinishPart, Elsewhere: elsewhere, Strict: r.opts.StrictArchive, SignKey: r.opts.SignKey,
+		ChunkSize: r.cfg.ArchiveSizeBytes(), Shipped: shipped, Logger: r.log, Part: archive.FinishPart, Elsewhere: elsewhere, Strict: r.opts.Archive.Strict, SignKey: r.opts.Archive.SignKey,
 	})
 	if err != nil {
 		return err
@@ -206,7 +206,7 @@ func (r *run) checkShards(p *mirror.Plan, shards *archive.Shards, dir string, ba
 			started = " (started, not finished: " + strings.Join(shards.Started, ", ") + ")"
 		}
 		return nil, fmt.Errorf("%w: no shard of plan %s has finished writing into %s%s, so no archive was written; run the shards (--plan %s --shard I/N), then --finish again",
-			ErrIncomplete, r.opts.PlanFile, dir, started, r.opts.PlanFile)
+			ErrIncomplete, r.opts.Run.PlanFile, dir, started, r.opts.Run.PlanFile)
 	}
 	n := shards.Done[0].Of
 	byIndex := map[int]*archive.ShardRecord{}
@@ -218,7 +218,7 @@ func (r *run) checkShards(p *mirror.Plan, shards *archive.Shards, dir string, ba
 	}
 	part, err := mirror.PartitionPlan(p, n)
 	if err != nil {
-		return nil, fmt.Errorf("plan %s: %w", r.opts.PlanFile, err)
+		return nil, fmt.Errorf("plan %s: %w", r.opts.Run.PlanFile, err)
 	}
 	started := map[string]bool{}
 	for _, s := range shards.Started {
@@ -245,7 +245,7 @@ func (r *run) checkShards(p *mirror.Plan, shards *archive.Shards, dir string, ba
 			}
 			continue
 		}
-		if err := sameImages(rec, archiveImages(sub), r.opts.PlanFile); err != nil {
+		if err := sameImages(rec, archiveImages(sub), r.opts.Run.PlanFile); err != nil {
 			return nil, err
 		}
 		if rec.Batch != batch || !sameBatches(rec.BuildsOn, buildsOn) {

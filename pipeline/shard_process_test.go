@@ -21,6 +21,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/mirror/registry"
@@ -234,14 +235,14 @@ func TestShardedProcesses(t *testing.T) {
 func shardedM2M(t *testing.T, cfg string, n int) {
 	dst := registrytest.Start(t)
 	proxy := newTripProxy(t, dst.Host())
-	dest := "docker://" + proxy.host() + "/mirror"
-	ws := func() string { return "file://" + t.TempDir() }
+	dest := location.Docker(proxy.host() + "/mirror").String()
+	ws := func() string { return location.File(t.TempDir()).String() }
 	planWS := t.TempDir()
-	if out, err := runAirlock(t, "mirror", "-c", cfg, "--plan-only", "--workspace", "file://"+planWS, dest); err != nil {
+	if out, err := runAirlock(t, "mirror", "-c", cfg, "--plan-only", "--workspace", location.File(planWS).String(), dest); err != nil {
 		t.Fatalf("--plan-only: %v\n%s", err, out)
 	}
 	planFile := workspace.At(planWS).PlanPath()
-	plan, part, err := pipeline.PartitionFile(planFile, n)
+	plan, part, err := mirror.PartitionFile(planFile, n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +252,7 @@ func shardedM2M(t *testing.T, cfg string, n int) {
 		if shardWS[i] == "" {
 			shardWS[i] = t.TempDir()
 		}
-		args := append([]string{"mirror", "-c", cfg, "--plan", planFile, "--shard", fmt.Sprintf("%d/%d", i, n), "--workspace", "file://" + shardWS[i]}, extra...)
+		args := append([]string{"mirror", "-c", cfg, "--plan", planFile, "--shard", fmt.Sprintf("%d/%d", i, n), "--workspace", location.File(shardWS[i]).String()}, extra...)
 		return startAirlock(t, append(args, dest)...)
 	}
 	var procs []*airlockProc
@@ -327,12 +328,12 @@ func readJSON(t *testing.T, path string, v any) {
 
 func shardedM2D(t *testing.T, cfg string, n int) {
 	target := t.TempDir()
-	dest := "file://" + target
+	dest := location.File(target).String()
 	if out, err := runAirlock(t, "mirror", "-c", cfg, "--plan-only", dest); err != nil {
 		t.Fatalf("--plan-only: %v\n%s", err, out)
 	}
 	planFile := workspace.At(target).PlanPath()
-	plan, part, err := pipeline.PartitionFile(planFile, n)
+	plan, part, err := mirror.PartitionFile(planFile, n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +415,7 @@ func shardedM2D(t *testing.T, cfg string, n int) {
 	// Disk-to-mirror loads it as any archive.
 	dst := registrytest.Start(t)
 	ws := t.TempDir()
-	if out, err := runAirlock(t, "mirror", "-c", cfg, "--from", "file://"+batch, "--workspace", "file://"+ws, "docker://"+dst.Host()+"/mirror"); err != nil {
+	if out, err := runAirlock(t, "mirror", "-c", cfg, "--from", location.File(batch).String(), "--workspace", location.File(ws).String(), location.Docker(dst.Host()+"/mirror").String()); err != nil {
 		t.Fatalf("disk-to-mirror: %v\n%s", err, out)
 	}
 	var loaded mirror.Plan

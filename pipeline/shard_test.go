@@ -13,6 +13,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/fakeimage"
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/pipeline"
@@ -69,14 +70,14 @@ func TestShardedMirror(t *testing.T) {
 			ctx := context.Background()
 			dst := registrytest.Start(t)
 			base := opts(cfg)
-			base.Destination = "docker://" + dst.Host() + "/mirror"
+			base.Destination.Location = location.Docker(dst.Host() + "/mirror")
 			run := func(ctx context.Context, o pipeline.Options) (*pipeline.Result, error) {
-				o.Workspace = "file://" + t.TempDir()
+				o.Workspace = location.File(t.TempDir())
 				return pipeline.Mirror(ctx, o)
 			}
 
 			po := base
-			po.PlanOnly = true
+			po.Run.PlanOnly = true
 			planRes, err := run(ctx, po)
 			if err != nil {
 				t.Fatal(err)
@@ -85,16 +86,16 @@ func TestShardedMirror(t *testing.T) {
 				t.Fatalf("--plan-only wrote to the destination: %+v", c)
 			}
 			planFile := workspace.Dir(planRes.WorkingDir).PlanPath()
-			plan, part, err := pipeline.PartitionFile(planFile, n)
+			plan, part, err := mirror.PartitionFile(planFile, n)
 			if err != nil {
 				t.Fatal(err)
 			}
 
 			finish := base
-			finish.PlanFile, finish.Finish = planFile, true
+			finish.Run.PlanFile, finish.Run.Finish = planFile, true
 			shard := func(ctx context.Context, i int) (*pipeline.Result, error) {
 				o := base
-				o.PlanFile, o.Shard, o.Shards = planFile, i, n
+				o.Run.PlanFile, o.Run.Shard, o.Run.Shards = planFile, i, n
 				return run(ctx, o)
 			}
 
@@ -126,9 +127,9 @@ func TestShardedMirror(t *testing.T) {
 			}
 			kctx, kill := context.WithCancel(ctx)
 			ko := base
-			ko.PlanFile, ko.Shard, ko.Shards = planFile, killed, n
-			ko.ParallelImages = 1
-			ko.Progress = func(p pipeline.Progress) {
+			ko.Run.PlanFile, ko.Run.Shard, ko.Run.Shards = planFile, killed, n
+			ko.Network.ParallelImages = 1
+			ko.Output.Progress = func(p pipeline.Progress) {
 				if p.Stage == "copy" && p.ImagesDone > 0 {
 					kill()
 				}
@@ -189,7 +190,7 @@ func TestShardedMirror(t *testing.T) {
 
 			// A shard alone is not a run of the history: --finish records the plan.
 			// (Its working-dir is WORKSPACE/working-dir/shards/PART.)
-			if h, err := pipeline.ReadHistory("file://" + filepath.Join(results[0].WorkingDir, "..", "..", "..")); err != nil || len(h.Runs) != 0 {
+			if h, err := pipeline.ReadHistory(location.File(filepath.Join(results[0].WorkingDir, "..", "..", ".."))); err != nil || len(h.Runs) != 0 {
 				t.Errorf("a shard's history: %v, %+v", err, h)
 			}
 			res, err := run(ctx, finish)
@@ -197,7 +198,7 @@ func TestShardedMirror(t *testing.T) {
 				t.Fatalf("--finish after every shard: %v", err)
 			}
 			checkMirrored(t, res, dst)
-			h, err := pipeline.ReadHistory("file://" + filepath.Dir(res.WorkingDir))
+			h, err := pipeline.ReadHistory(location.File(filepath.Dir(res.WorkingDir)))
 			if err != nil || len(h.Runs) != 1 || len(h.Runs[0].Images) != len(plan.Jobs()) || !h.Runs[0].Complete {
 				t.Fatalf("history after --finish: %v, %+v", err, h)
 			}
@@ -219,10 +220,10 @@ func TestShardedMirrorRefuses(t *testing.T) {
 	cfg := e.config(t, "    - name: foo")
 	dst := registrytest.Start(t)
 	base := opts(cfg)
-	base.Destination = "docker://" + dst.Host() + "/mirror"
-	base.Workspace = "file://" + t.TempDir()
+	base.Destination.Location = location.Docker(dst.Host() + "/mirror")
+	base.Workspace = location.File(t.TempDir())
 	po := base
-	po.PlanOnly = true
+	po.Run.PlanOnly = true
 	res, err := pipeline.Mirror(context.Background(), po)
 	if err != nil {
 		t.Fatal(err)
@@ -236,24 +237,24 @@ func TestShardedMirrorRefuses(t *testing.T) {
 		edit func(o *pipeline.Options)
 		want string
 	}{
-		{"shard without plan", func(o *pipeline.Options) { o.Shard, o.Shards = 0, 2 }, "--plan FILE"},
-		{"plan without shard", func(o *pipeline.Options) { o.PlanFile = planFile }, "--shard I/N"},
-		{"plan-only and plan", func(o *pipeline.Options) { o.PlanOnly, o.PlanFile = true, planFile }, "give one of them"},
-		{"index out of range", func(o *pipeline.Options) { o.PlanFile, o.Shard, o.Shards = planFile, 2, 2 }, "index must be 0 to 1"},
+		{"shard without plan", func(o *pipeline.Options) { o.Run.Shard, o.Run.Shards = 0, 2 }, "--plan FILE"},
+		{"plan without shard", func(o *pipeline.Options) { o.Run.PlanFile = planFile }, "--shard I/N"},
+		{"plan-only and plan", func(o *pipeline.Options) { o.Run.PlanOnly, o.Run.PlanFile = true, planFile }, "give one of them"},
+		{"index out of range", func(o *pipeline.Options) { o.Run.PlanFile, o.Run.Shard, o.Run.Shards = planFile, 2, 2 }, "index must be 0 to 1"},
 		{"other destination", func(o *pipeline.Options) {
-			o.PlanFile, o.Shard, o.Shards = planFile, 0, 1
-			o.Destination = "docker://" + dst.Host() + "/elsewhere"
+			o.Run.PlanFile, o.Run.Shard, o.Run.Shards = planFile, 0, 1
+			o.Destination.Location = location.Docker(dst.Host() + "/elsewhere")
 		}, "was made for"},
 		{"finish with another selection", func(o *pipeline.Options) {
-			o.PlanFile, o.Finish, o.ConfigPath = planFile, true, otherCfg
+			o.Run.PlanFile, o.Run.Finish, o.ConfigPath = planFile, true, otherCfg
 		}, "changed since the plan was made"},
 		{"plan of another workflow", func(o *pipeline.Options) {
-			o.PlanFile, o.Shard, o.Shards, o.Destination, o.Workspace = planFile, 0, 1, "file://"+other, ""
+			o.Run.PlanFile, o.Run.Shard, o.Run.Shards, o.Destination.Location, o.Workspace = planFile, 0, 1, location.File(other), location.Location{}
 		}, "is a mirror-to-mirror plan"},
 		{"finish of mirror-to-disk", func(o *pipeline.Options) {
-			o.PlanFile, o.Finish, o.Destination, o.Workspace = planFile, true, "file://"+other, ""
+			o.Run.PlanFile, o.Run.Finish, o.Destination.Location, o.Workspace = planFile, true, location.File(other), location.Location{}
 		}, "is a mirror-to-mirror plan"},
-		{"not a plan", func(o *pipeline.Options) { o.PlanFile, o.Shard, o.Shards = cfg, 0, 1 }, "not a plan airlock wrote"},
+		{"not a plan", func(o *pipeline.Options) { o.Run.PlanFile, o.Run.Shard, o.Run.Shards = cfg, 0, 1 }, "not a plan airlock wrote"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -275,17 +276,17 @@ func TestShardedDiskRefuses(t *testing.T) {
 	cfg := e.config(t, "    - name: foo")
 	target := t.TempDir()
 	base := opts(cfg)
-	base.Destination = "file://" + target
+	base.Destination.Location = location.File(target)
 	ctx := context.Background()
 	po := base
-	po.PlanOnly = true
+	po.Run.PlanOnly = true
 	if _, err := pipeline.Mirror(ctx, po); err != nil {
 		t.Fatal(err)
 	}
 	planFile := workspace.At(target).PlanPath()
 	shard := func(i, n int) (*pipeline.Result, error) {
 		o := base
-		o.PlanFile, o.Shard, o.Shards = planFile, i, n
+		o.Run.PlanFile, o.Run.Shard, o.Run.Shards = planFile, i, n
 		return pipeline.Mirror(ctx, o)
 	}
 	for i := range 2 {
@@ -307,7 +308,7 @@ func TestShardedDiskRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	fo := base
-	fo.PlanFile, fo.Finish = planFile, true
+	fo.Run.PlanFile, fo.Run.Finish = planFile, true
 	if _, err := pipeline.Mirror(ctx, fo); err == nil || !strings.Contains(err.Error(), "shards of 2 and of 3") {
 		t.Errorf("--finish with shards of two counts: %v", err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/internal/testutil/signtest"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/report"
@@ -32,10 +33,10 @@ func TestSignaturesSharded(t *testing.T) {
 			ctx := context.Background()
 			dst := registrytest.Start(t)
 			base := opts(e.cfg)
-			base.Destination = "docker://" + dst.Host() + "/mirror"
+			base.Destination.Location = location.Docker(dst.Host() + "/mirror")
 			run := func(o pipeline.Options) *pipeline.Result {
 				t.Helper()
-				o.Workspace = "file://" + t.TempDir()
+				o.Workspace = location.File(t.TempDir())
 				res, err := pipeline.Mirror(ctx, o)
 				if err != nil {
 					t.Fatal(err)
@@ -43,7 +44,7 @@ func TestSignaturesSharded(t *testing.T) {
 				return res
 			}
 			dry := base
-			dry.DryRun = true
+			dry.Run.DryRun = true
 			checkPlanned(t, run(dry), digestTag)
 			var res *pipeline.Result
 			if n == 0 {
@@ -52,17 +53,17 @@ func TestSignaturesSharded(t *testing.T) {
 				e.checkReport(t, res)
 			} else {
 				po := base
-				po.PlanOnly = true
+				po.Run.PlanOnly = true
 				planRes := run(po)
 				checkPlanned(t, planRes, digestTag)
 				planFile := workspace.Dir(planRes.WorkingDir).PlanPath()
 				for i := 0; i < n; i++ {
 					o := base
-					o.PlanFile, o.Shard, o.Shards = planFile, i, n
+					o.Run.PlanFile, o.Run.Shard, o.Run.Shards = planFile, i, n
 					run(o)
 				}
 				fo := base
-				fo.PlanFile, fo.Finish = planFile, true
+				fo.Run.PlanFile, fo.Run.Finish = planFile, true
 				res = run(fo)
 			}
 			dstRepo := ""

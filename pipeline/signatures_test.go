@@ -21,6 +21,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/internal/testutil/signtest"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/manifests"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
@@ -189,9 +190,9 @@ func TestSignaturesMirrorToMirror(t *testing.T) {
 	e := newSignedEnv(t)
 	dst := registrytest.Start(t)
 	o := opts(e.cfg)
-	o.Destination = "docker://" + dst.Host() + "/mirror"
-	o.Workspace = "file://" + t.TempDir()
-	o.SignatureKey = e.key.Public
+	o.Destination.Location = location.Docker(dst.Host() + "/mirror")
+	o.Workspace = location.File(t.TempDir())
+	o.Signatures.Key = e.key.Public
 	res, err := pipeline.Mirror(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -210,22 +211,22 @@ func TestSignaturesDiskToMirror(t *testing.T) {
 	archiveKey, archivePub := archiveKeyPair(t)
 	_, otherPub := archiveKeyPair(t)
 	o := opts(e.cfg)
-	o.Destination = "file://" + target
-	o.SignKey = archiveKey
+	o.Destination.Location = location.File(target)
+	o.Archive.SignKey = archiveKey
 	if _, err := pipeline.Mirror(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
 	e.src.Stop()
 	dst := registrytest.Start(t)
 	o = opts(e.cfg)
-	o.From = "file://" + filepath.Join(target, "batch-0001")
-	o.Destination = "docker://" + dst.Host() + "/mirror"
-	o.Workspace = "file://" + t.TempDir()
-	o.ArchiveKey = otherPub
+	o.Archive.From = location.File(filepath.Join(target, "batch-0001"))
+	o.Destination.Location = location.Docker(dst.Host() + "/mirror")
+	o.Workspace = location.File(t.TempDir())
+	o.Archive.VerifyKey = otherPub
 	if _, err := pipeline.Mirror(context.Background(), o); !errors.Is(err, archive.ErrSignature) {
 		t.Fatalf("disk-to-mirror of an archive signed by another key: %v", err)
 	}
-	o.ArchiveKey = archivePub
+	o.Archive.VerifyKey = archivePub
 	res, err := pipeline.Mirror(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -248,9 +249,9 @@ func TestSignaturesModes(t *testing.T) {
 		t.Run(string(tc.mode), func(t *testing.T) {
 			dst := registrytest.Start(t)
 			o := opts(e.cfg)
-			o.Destination = "docker://" + dst.Host() + "/mirror"
-			o.Workspace = "file://" + t.TempDir()
-			o.Signatures = tc.mode
+			o.Destination.Location = location.Docker(dst.Host() + "/mirror")
+			o.Workspace = location.File(t.TempDir())
+			o.Signatures.Mode = tc.mode
 			res, err := pipeline.Mirror(context.Background(), o)
 			if len(tc.failed) > 0 != errors.Is(err, pipeline.ErrIncomplete) {
 				t.Fatalf("err = %v, want failures %v", err, tc.failed)
@@ -288,9 +289,9 @@ func TestSignaturesDryRun(t *testing.T) {
 	run := func(mode signature.Mode) (*pipeline.Result, string) {
 		ws := t.TempDir()
 		o := opts(e.cfg)
-		o.Destination = "docker://" + dst.Host() + "/mirror"
-		o.Workspace = "file://" + ws
-		o.DryRun, o.Signatures = true, mode
+		o.Destination.Location = location.Docker(dst.Host() + "/mirror")
+		o.Workspace = location.File(ws)
+		o.Run.DryRun, o.Signatures.Mode = true, mode
 		res, err := pipeline.Mirror(context.Background(), o)
 		if err != nil {
 			t.Fatal(err)
@@ -385,8 +386,8 @@ func TestSignaturesDeletePlan(t *testing.T) {
 	dst := registrytest.Start(t)
 	ws := t.TempDir()
 	o := opts(e.cfg)
-	o.Destination = "docker://" + dst.Host() + "/mirror"
-	o.Workspace = "file://" + ws
+	o.Destination.Location = location.Docker(dst.Host() + "/mirror")
+	o.Workspace = location.File(ws)
 	res, err := pipeline.Mirror(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -404,7 +405,7 @@ func TestSignaturesDeletePlan(t *testing.T) {
 	if err := os.WriteFile(delCfg, []byte("apiVersion: mirror.openshift.io/v2alpha1\nkind: DeleteImageSetConfiguration\ndelete:\n  additionalImages:\n  - name: "+e.ref(e.signed)+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dres, err := pipeline.Delete(context.Background(), deletion.Options{Generate: true, ConfigPath: delCfg, Workspace: "file://" + ws, Destination: "docker://" + dst.Host() + "/mirror", DestTLSVerify: true})
+	dres, err := pipeline.Delete(context.Background(), deletion.Options{Generate: true, ConfigPath: delCfg, Workspace: location.File(ws), Destination: location.Docker(dst.Host() + "/mirror")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,9 +433,9 @@ func TestSignaturesCost(t *testing.T) {
 	count := func(mode signature.Mode) (pipeline.Result, registrytest.Counts) {
 		dst := registrytest.Start(t)
 		o := opts(cfg)
-		o.Destination = "docker://" + dst.Host() + "/mirror"
-		o.Workspace = "file://" + t.TempDir()
-		o.Signatures = mode
+		o.Destination.Location = location.Docker(dst.Host() + "/mirror")
+		o.Workspace = location.File(t.TempDir())
+		o.Signatures.Mode = mode
 		e.src.Reset()
 		res, err := pipeline.Mirror(context.Background(), o)
 		if err != nil {

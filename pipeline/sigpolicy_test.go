@@ -17,6 +17,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/internal/testutil/signtest"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/pipeline"
 )
@@ -68,9 +69,9 @@ func TestSignaturePolicy(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dst := registrytest.Start(t)
 			o := opts(e.cfg)
-			o.Destination = "docker://" + dst.Host() + "/mirror"
-			o.Workspace = "file://" + t.TempDir()
-			o.Policy.Policy, o.DryRun = tc.policy, tc.dryRun
+			o.Destination.Location = location.Docker(dst.Host() + "/mirror")
+			o.Workspace = location.File(t.TempDir())
+			o.Signatures.Policy.Policy, o.Run.DryRun = tc.policy, tc.dryRun
 			res, err := pipeline.Mirror(context.Background(), o)
 			if len(tc.failed) > 0 != errors.Is(err, pipeline.ErrIncomplete) && !tc.dryRun {
 				t.Fatalf("err = %v, want failures %v", err, tc.failed)
@@ -128,9 +129,9 @@ func TestSignaturePolicyCost(t *testing.T) {
 	count := func(policy string) (int64, time.Duration) {
 		dst := registrytest.Start(t)
 		o := opts(e.cfg)
-		o.Destination = "docker://" + dst.Host() + "/mirror"
-		o.Workspace = "file://" + t.TempDir()
-		o.Policy.Policy, o.DryRun = policy, true
+		o.Destination.Location = location.Docker(dst.Host() + "/mirror")
+		o.Workspace = location.File(t.TempDir())
+		o.Signatures.Policy.Policy, o.Run.DryRun = policy, true
 		e.src.Reset()
 		start := time.Now()
 		if _, err := pipeline.Mirror(context.Background(), o); err != nil && (policy == "" || !errors.Is(err, pipeline.ErrIncomplete)) {

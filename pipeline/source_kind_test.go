@@ -17,6 +17,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/fakeimage"
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/manifests"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
@@ -106,7 +107,7 @@ func TestSourceKindGoesEverywhere(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts := func() Options {
-		return Options{ConfigPath: cfg, SrcTLSVerify: true, DestTLSVerify: true, RetryTimes: 2, sources: []Source{&gadgetSource{refs: []string{gadget}}}}
+		return Options{ConfigPath: cfg, Network: NetworkOptions{RetryTimes: 2}, sources: []Source{&gadgetSource{refs: []string{gadget}}}}
 	}
 	// present says whether ref is in reg by digest, asked with go-containerregistry.
 	present := func(ref string) bool {
@@ -147,7 +148,7 @@ func TestSourceKindGoesEverywhere(t *testing.T) {
 			t.Errorf("%s: the report does not show the gadget (%v)", what, err)
 		}
 	}
-	checkHistory := func(what, ws string) {
+	checkHistory := func(what string, ws location.Location) {
 		t.Helper()
 		h, err := ReadHistory(ws)
 		if err != nil || len(h.Runs) == 0 {
@@ -167,9 +168,9 @@ func TestSourceKindGoesEverywhere(t *testing.T) {
 
 	// Mirror-to-mirror.
 	dst := registrytest.Start(t)
-	ws := "file://" + t.TempDir()
+	ws := location.File(t.TempDir())
 	o := opts()
-	o.Destination, o.Workspace = "docker://"+dst.Host()+"/m2m", ws
+	o.Destination.Location, o.Workspace = location.Docker(dst.Host()+"/m2m"), ws
 	res, err := Mirror(ctx, o)
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +181,7 @@ func TestSourceKindGoesEverywhere(t *testing.T) {
 	// Mirror-to-disk, then disk-to-mirror with the source gone.
 	target := t.TempDir()
 	o = opts()
-	o.Destination = "file://" + target
+	o.Destination.Location = location.File(target)
 	res, err = Mirror(ctx, o)
 	if err != nil {
 		t.Fatal(err)
@@ -202,9 +203,9 @@ func TestSourceKindGoesEverywhere(t *testing.T) {
 	}
 	src.Stop()
 	far := registrytest.Start(t)
-	farWS := "file://" + t.TempDir()
+	farWS := location.File(t.TempDir())
 	o = opts()
-	o.From, o.Workspace, o.Destination = "file://"+target, farWS, "docker://"+far.Host()+"/far"
+	o.Archive.From, o.Workspace, o.Destination.Location = location.File(target), farWS, location.Docker(far.Host()+"/far")
 	res, err = Mirror(ctx, o)
 	if err != nil {
 		t.Fatal(err)
@@ -225,7 +226,7 @@ func TestSourceKindGoesEverywhere(t *testing.T) {
 	}
 	srcs := append(defaultSources(), &gadgetSource{refs: []string{gadget}})
 	dres, err := deletion.Run(ctx, deletion.Options{
-		Generate: true, ConfigPath: del, Workspace: farWS, Destination: "docker://" + far.Host() + "/far", DestTLSVerify: true,
+		Generate: true, ConfigPath: del, Workspace: farWS, Destination: location.Docker(far.Host() + "/far"),
 		Names: func(c *imageset.DeleteImageSetConfiguration, w workspace.Want) bool { return deleteNames(srcs, c, w) },
 	})
 	if err != nil {

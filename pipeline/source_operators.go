@@ -85,7 +85,7 @@ func (s *operatorSource) Load(ctx context.Context, ar Archived) (*Loaded, error)
 				out.Missing = append(out.Missing, gaps...)
 				continue
 			}
-			if sel.narrowed == nil && !r.opts.DryRun {
+			if sel.narrowed == nil && !r.opts.Run.DryRun {
 				r.archivedWants(ctx, ar.Content, c)
 			}
 			pc := mirror.PlanCatalog{

@@ -17,6 +17,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/seed"
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/prune"
@@ -129,8 +130,8 @@ func TestSQLiteIndexMirrorToMirror(t *testing.T) {
 	e := setupSQLite(t)
 	dst := registrytest.Start(t)
 	o := opts(e.config(t, "    - name: foo"))
-	o.Workspace = "file://" + t.TempDir()
-	o.Destination = "docker://" + dst.Host() + "/mirror"
+	o.Workspace = location.File(t.TempDir())
+	o.Destination.Location = location.Docker(dst.Host() + "/mirror")
 	res, err := pipeline.Mirror(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -142,16 +143,16 @@ func TestSQLiteIndexMirrorToDiskToMirror(t *testing.T) {
 	e := setupSQLite(t)
 	dir := t.TempDir()
 	o := opts(e.config(t, "    - name: baz"))
-	o.Destination = "file://" + dir
+	o.Destination.Location = location.File(dir)
 	if _, err := pipeline.Mirror(context.Background(), o); err != nil {
 		t.Fatal(err)
 	}
 	e.src.Stop()
 	dst := registrytest.Start(t)
 	o2 := opts(o.ConfigPath)
-	o2.From = "file://" + dir
-	o2.Workspace = "file://" + t.TempDir()
-	o2.Destination = "docker://" + dst.Host() + "/airgap"
+	o2.Archive.From = location.File(dir)
+	o2.Workspace = location.File(t.TempDir())
+	o2.Destination.Location = location.Docker(dst.Host() + "/airgap")
 	res, err := pipeline.Mirror(context.Background(), o2)
 	if err != nil {
 		t.Fatal(err)

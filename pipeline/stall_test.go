@@ -12,6 +12,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/fakeimage"
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/retry"
@@ -65,10 +66,10 @@ func TestStalledOrFailingRegistryStopsRun(t *testing.T) {
 					lines = append(lines, fmt.Sprintf("  - name: %s/apps/s%d:1.0", srcHost, i))
 				}
 				o := opts(writeCfg(t, "apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  additionalImages:\n"+strings.Join(lines, "\n")+"\n"))
-				o.Retry = &retry.Policy{Times: times, Base: 5 * time.Millisecond, Max: 20 * time.Millisecond}
-				o.Timeouts = shortTimeouts
-				o.Destination = "docker://" + dstHost + "/mirror"
-				o.Workspace = "file://" + t.TempDir()
+				pipeline.SetRetry(&o, &retry.Policy{Times: times, Base: 5 * time.Millisecond, Max: 20 * time.Millisecond})
+				pipeline.SetTimeouts(&o, shortTimeouts)
+				o.Destination.Location = location.Docker(dstHost + "/mirror")
+				o.Workspace = location.File(t.TempDir())
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				defer cancel()
 				res, err := pipeline.Mirror(ctx, o)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/airlock-mirror/airlock/internal/humanize"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/transfer"
 	"github.com/airlock-mirror/airlock/workspace"
@@ -152,7 +153,7 @@ func (r *Result) WriteSummary(w io.Writer) {
 	if a := r.Archive; a != nil && a.Part != "" {
 		fmt.Fprintf(w, "  shard:     %s wrote %s, %s (%s) into %s\n", a.Part, plural(len(a.Chunks), "chunk", "chunks"),
 			plural(a.Blobs, "blob", "blobs"), humanize.Bytes(a.Bytes), a.Dir)
-		fmt.Fprintf(w, "  next:      once every shard has finished: airlock mirror -c %s --plan %s --finish %s\n", shq(r.ConfigPath), shq(r.PlanPath), shq("file://"+absOrSame(filepath.Dir(a.Dir))))
+		fmt.Fprintf(w, "  next:      once every shard has finished: airlock mirror -c %s --plan %s --finish %s\n", shq(r.ConfigPath), shq(r.PlanPath), shq(location.File(absOrSame(filepath.Dir(a.Dir))).String()))
 	} else if a != nil {
 		kind := "full"
 		if a.Incremental {
@@ -168,7 +169,7 @@ func (r *Result) WriteSummary(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  archive:   %s: batch %d, archive ID %s, %s, %s (manifests included), %s (%s%s)\n", a.Dir, a.Batch, a.ArchiveID, plural(len(a.Chunks), "chunk", "chunks"),
 			plural(a.Blobs, "blob", "blobs"), humanize.Bytes(a.Bytes), kind, resumed)
-		fmt.Fprintf(w, "  next:      carry %s across and load it with (REGISTRY/NAMESPACE: your mirror; batches in order, each once):\n             airlock mirror -c %s --from %s docker://REGISTRY/NAMESPACE\n", filepath.Base(a.Dir), shq(r.ConfigPath), shq("file://"+absOrSame(a.Dir)))
+		fmt.Fprintf(w, "  next:      carry %s across and load it with (REGISTRY/NAMESPACE: your mirror; batches in order, each once):\n             airlock mirror -c %s --from %s docker://REGISTRY/NAMESPACE\n", filepath.Base(a.Dir), shq(r.ConfigPath), shq(location.File(absOrSame(a.Dir)).String()))
 	} else if r.Workflow == mirror.MirrorToDisk && r.DryRun == nil {
 		fmt.Fprintf(w, "  archive:   not written; run the same command again to finish the unfinished batch\n")
 	}

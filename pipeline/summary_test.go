@@ -11,6 +11,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/internal/testutil/golden"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/pipeline"
 )
 
@@ -59,8 +60,8 @@ func TestSummaries(t *testing.T) {
 	}
 	m2m := func(t *testing.T, cfg string, dst *registrytest.Registry, ws string) pipeline.Options {
 		o := opts(cfg)
-		o.Workspace = "file://" + ws
-		o.Destination = "docker://" + dst.Host() + "/mirror"
+		o.Workspace = location.File(ws)
+		o.Destination.Location = location.Docker(dst.Host() + "/mirror")
 		return o
 	}
 	newDst := func(t *testing.T) *registrytest.Registry {
@@ -93,7 +94,7 @@ func TestSummaries(t *testing.T) {
 	t.Run("dry-run", func(t *testing.T) {
 		dst, ws := newDst(t), newDir(t, "WORKSPACE")
 		o := m2m(t, cfg, dst, ws)
-		o.DryRun = true
+		o.Run.DryRun = true
 		res, err := pipeline.Mirror(context.Background(), o)
 		if err != nil {
 			t.Fatal(err)
@@ -126,7 +127,7 @@ func TestSummaries(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		o := m2m(t, cfg, dst, ws)
-		o.Stage = func(s string) {
+		o.Output.Stage = func(s string) {
 			if s == "copy" {
 				cancel()
 			}
@@ -147,7 +148,7 @@ func TestSummaries(t *testing.T) {
 	t.Run("archive-full-incremental-load", func(t *testing.T) {
 		target := newDir(t, "TARGET")
 		o := opts(cfg)
-		o.Destination = "file://" + target
+		o.Destination.Location = location.File(target)
 		res, err := pipeline.Mirror(context.Background(), o)
 		if err != nil {
 			t.Fatal(err)
@@ -155,15 +156,15 @@ func TestSummaries(t *testing.T) {
 		checkGolden(t, "m2d-first-batch", summary(res))
 		o2 := opts(e.config(t, "    - name: baz\n    - name: bar"))
 		n.add(o2.ConfigPath, "CONFIG2")
-		o2.Destination = "file://" + target
+		o2.Destination.Location = location.File(target)
 		res2, err := pipeline.Mirror(context.Background(), o2)
 		if err != nil {
 			t.Fatal(err)
 		}
 		checkGolden(t, "m2d-incremental-batch", summary(res2))
 		o3 := opts(o2.ConfigPath)
-		o3.Destination = "file://" + target
-		o3.DryRun = true
+		o3.Destination.Location = location.File(target)
+		o3.Run.DryRun = true
 		res3, err := pipeline.Mirror(context.Background(), o3)
 		if err != nil {
 			t.Fatal(err)
@@ -173,9 +174,9 @@ func TestSummaries(t *testing.T) {
 		dst, ws := newDst(t), newDir(t, "WORKSPACE")
 		for i, c := range []string{o.ConfigPath, o2.ConfigPath} {
 			d := opts(c)
-			d.From = "file://" + filepath.Join(target, fmt.Sprintf("batch-%04d", i+1))
-			d.Workspace = "file://" + ws
-			d.Destination = "docker://" + dst.Host() + "/airgap"
+			d.Archive.From = location.File(filepath.Join(target, fmt.Sprintf("batch-%04d", i+1)))
+			d.Workspace = location.File(ws)
+			d.Destination.Location = location.Docker(dst.Host() + "/airgap")
 			res, err := pipeline.Mirror(context.Background(), d)
 			if err != nil {
 				t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/airlock-mirror/airlock/imageset"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror/archive"
 )
 
@@ -111,38 +112,50 @@ func (p *BatchLoadPlan) AskRegistry(catalogsAt func(*archive.Manifest) (bool, er
 // in the target nor loaded into the destination.
 var ErrBatchMissing = errors.New("a batch it builds on is missing")
 
-// DiskToMirrorDir is disk-to-mirror's workspace folder (absolute) for
-// --workspace location: DefaultName in the current directory when it is "".
-// The archive may be on read-only media: nothing is written into it.
-func DiskToMirrorDir(location string) (string, error) {
-	ws := DefaultName
-	if location != "" {
+// DiskToMirrorDir is disk-to-mirror's workspace folder (absolute) for the
+// --workspace location ws: DefaultName in the current directory when it is
+// the zero Location. The archive from (--from) may be on read-only media:
+// nothing is written into it, and a workspace inside it is refused.
+func DiskToMirrorDir(ws, from location.Location) (string, error) {
+	dir := DefaultName
+	if !ws.IsZero() {
 		var err error
-		if ws, err = WorkspaceDir(location); err != nil {
+		if dir, err = WorkspaceDir(ws); err != nil {
 			return "", err
 		}
 	}
-	return filepath.Abs(ws)
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if from.IsZero() {
+		return abs, nil
+	}
+	arch, err := filepath.Abs(from.Path)
+	if rel, rerr := filepath.Rel(arch, abs); err == nil && rerr == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("--workspace %s is inside the archive folder %s: disk-to-mirror writes nothing into the archive (it may be read-only media); choose another folder", abs, from.Path)
+	}
+	return abs, nil
 }
 
-// PlanBatchLoad plans loading --from from (file://TARGET) into dest
-// (docker://REGISTRY/NS) with disk-to-mirror's --workspace location
+// PlanBatchLoad plans loading the folder from (--from) into dest
+// (REGISTRY[:PORT]/NAMESPACE) with disk-to-mirror's --workspace location ws
 // (BatchesToLoad of its record). ok is false when from is not a folder of
 // batches.
-func PlanBatchLoad(from, location, dest string) (plan *BatchLoadPlan, ok bool, err error) {
-	target, err := FileDir(from, "--from")
-	if fi, serr := os.Stat(target); err != nil || serr != nil || !fi.IsDir() {
+func PlanBatchLoad(from, ws location.Location, dest string) (plan *BatchLoadPlan, ok bool, err error) {
+	target := from.Path
+	if fi, serr := os.Stat(target); !from.Is(location.SchemeFile) || serr != nil || !fi.IsDir() {
 		return nil, false, nil // the run says what is wrong
 	}
-	ws, err := DiskToMirrorDir(location)
+	dir, err := DiskToMirrorDir(ws, from)
 	if err != nil {
 		return nil, false, err
 	}
-	rec, err := ReadLoaded(At(ws))
+	rec, err := ReadLoaded(At(dir))
 	if err != nil {
 		return nil, false, err
 	}
-	plan, ok, err = rec.BatchesToLoad(target, strings.TrimPrefix(dest, "docker://"))
+	plan, ok, err = rec.BatchesToLoad(target, dest)
 	if err != nil {
 		err = fmt.Errorf("--from %s: %w", target, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-mirror/airlock/pipeline"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/pipeline/deletion"
 	"github.com/airlock-mirror/airlock/workspace"
 )
@@ -13,7 +14,8 @@ import (
 func init() { register(newDeleteCmd) }
 
 func newDeleteCmd() *cobra.Command {
-	o := deletion.Options{DestTLSVerify: true}
+	var o deletion.Options
+	var ws string
 	cmd := &cobra.Command{
 		Use:   "delete (--generate (-c delete-isc.yaml | --stale) --workspace file://DIR | --delete-yaml-file FILE) docker://REGISTRY[:PORT]/NAMESPACE",
 		Short: "Plan, review, then execute the removal of images from a mirror registry",
@@ -53,7 +55,13 @@ garbage collection: airlock registry gc --root DIR for airlock registry serve.`,
 			if err != nil {
 				return err
 			}
-			o.Destination, o.Logger = args[len(args)-1], log // see addOCMirrorDeleteFlags
+			o.Logger = log
+			if o.Destination, err = location.ParseRegistry("destination", args[len(args)-1]); err != nil { // see addOCMirrorDeleteFlags
+				return err
+			}
+			if err := dirFlag(&o.Workspace, "--workspace", ws); err != nil {
+				return err
+			}
 			res, err := pipeline.Delete(cmd.Context(), o)
 			if res != nil {
 				res.WriteText(cmd.OutOrStdout(), !o.Generate)
@@ -69,10 +77,10 @@ garbage collection: airlock registry gc --root DIR for airlock registry serve.`,
 	f.StringVarP(&o.ConfigPath, "config", "c", "", "DeleteImageSetConfiguration: what to delete (with --generate)")
 	f.BoolVar(&o.Stale, "stale", false, "plan what earlier runs mirrored and no current selection wants (with --generate)")
 	f.StringVar(&o.Selections, "selections", "", "which selections --stale counts as current: all (the latest run of every configuration file not retired; default) or latest (only the newest run)")
-	f.StringVar(&o.Workspace, "workspace", "", "file://DIR: the workspace of the mirror runs (required with --generate; default for --delete-yaml-file: the workspace the file is in)")
+	f.StringVar(&ws, "workspace", "", "file://DIR: the workspace of the mirror runs (required with --generate; default for --delete-yaml-file: the workspace the file is in)")
 	f.StringVar(&o.PlanFile, "delete-yaml-file", "", "the reviewed plan to execute")
 	f.StringVar(&o.AuthFile, "authfile", "", "registry credentials file (default: $REGISTRY_AUTH_FILE, containers auth.json, ~/.docker/config.json)")
-	f.BoolVar(&o.DestTLSVerify, "dest-tls-verify", true, "verify the registry's TLS certificate (false also allows plain HTTP)")
+	tlsVerifyFlag(f, &o.Insecure, "dest-tls-verify", "verify the registry's TLS certificate (false also allows plain HTTP)")
 	f.StringVar(&o.DestCertDir, "dest-cert-dir", "", "folder of *.crt certificate authorities (and *.cert/*.key client certificates) for the registry (default: certs.d/HOST under ~/.config/containers, /etc/containers, /etc/docker)")
 	f.IntVar(&o.RetryTimes, "retry-times", 5, "retries of a failed request, with exponential backoff")
 	addOCMirrorDeleteFlags(cmd, &o)

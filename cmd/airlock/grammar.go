@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-mirror/airlock/internal/atomicfile"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
@@ -18,11 +19,15 @@ import (
 // catalogCache turns a catalog command's --workspace (file://DIR or DIR) into
 // the catalog cache of that workspace, DIR/working-dir/operator-catalogs, the
 // one airlock mirror uses; "" stays "" (a temporary folder).
-func catalogCache(location string) (string, error) {
-	if location == "" {
+func catalogCache(ws string) (string, error) {
+	if ws == "" {
 		return "", nil
 	}
-	d, err := workspace.OpenLocation(location)
+	l, err := location.ParseDir("--workspace", ws)
+	if err != nil {
+		return "", err
+	}
+	d, err := workspace.OpenLocation(l)
 	if err != nil {
 		return "", err
 	}

@@ -3,10 +3,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/workspace"
 )
@@ -14,7 +14,7 @@ import (
 func init() { register(newHistoryCmd) }
 
 func newHistoryCmd() *cobra.Command {
-	var workspace string
+	var ws string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "history --workspace file://DIR [--json]",
@@ -30,7 +30,11 @@ removed. Text output shows, per run, the images it added to the registry.
   airlock history --workspace file://./mirror-ws --json | jq '.runs[-1].images | length'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			h, err := pipeline.ReadHistory(workspace)
+			l, err := location.ParseDir("--workspace", ws)
+			if err != nil {
+				return err
+			}
+			h, err := pipeline.ReadHistory(l)
 			if err != nil {
 				return err
 			}
@@ -42,7 +46,7 @@ removed. Text output shows, per run, the images it added to the registry.
 			return h.WriteText(cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().StringVar(&workspace, "workspace", "", "file://DIR: the --workspace of the mirror runs (required)")
+	cmd.Flags().StringVar(&ws, "workspace", "", "file://DIR: the --workspace of the mirror runs (required)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the records as JSON")
 	_ = cmd.MarkFlagRequired("workspace")
 	cmd.AddCommand(newHistoryRetireCmd())
@@ -50,7 +54,7 @@ removed. Text output shows, per run, the images it added to the registry.
 }
 
 func newHistoryRetireCmd() *cobra.Command {
-	var location string
+	var ws string
 	cmd := &cobra.Command{
 		Use:   "retire CONFIG --workspace file://DIR [docker://REGISTRY[:PORT]/NAMESPACE]",
 		Short: "Stop counting a configuration file's last run as a current selection",
@@ -68,13 +72,17 @@ it (airlock history lists them).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dest := ""
 			if len(args) == 2 {
-				d, ok := strings.CutPrefix(args[1], "docker://")
-				if !ok || d == "" {
-					return fmt.Errorf("destination %q must be docker://REGISTRY[:PORT]/NAMESPACE", args[1])
+				d, err := location.ParseRegistry("destination", args[1])
+				if err != nil {
+					return err
 				}
-				dest = strings.TrimSuffix(d, "/")
+				dest = d.Path
 			}
-			wd, err := workspace.OpenLocation(location)
+			l, err := location.ParseDir("--workspace", ws)
+			if err != nil {
+				return err
+			}
+			wd, err := workspace.OpenLocation(l)
 			if err != nil {
 				return err
 			}
@@ -85,7 +93,7 @@ it (airlock history lists them).`,
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&location, "workspace", "", "file://DIR: the --workspace of the mirror runs (required)")
+	cmd.Flags().StringVar(&ws, "workspace", "", "file://DIR: the --workspace of the mirror runs (required)")
 	_ = cmd.MarkFlagRequired("workspace")
 	return cmd
 }

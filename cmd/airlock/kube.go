@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/airlock-mirror/airlock/internal/humanize"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/pipeline/kubejob"
 )
 
@@ -16,7 +17,7 @@ func init() {
 }
 
 func newKubeImageCmd() *cobra.Command {
-	o := kubejob.ImageOptions{DestTLSVerify: true}
+	var o kubejob.ImageOptions
 	cmd := &cobra.Command{
 		Use:   "image docker://REGISTRY/REPOSITORY[:TAG]",
 		Short: "Push a minimal image holding this airlock binary, for the Job's pods",
@@ -33,7 +34,10 @@ The same binary always gives the same image digest, which is printed for --image
 			if err != nil {
 				return err
 			}
-			o.Destination, o.Logger, o.Version = args[0], log, Version()
+			o.Logger, o.Version = log, Version()
+			if o.Destination, err = location.ParseImage("destination", args[0]); err != nil {
+				return err
+			}
 			if o.Binary == "" {
 				if o.Binary, err = os.Executable(); err != nil {
 					return err
@@ -52,7 +56,7 @@ The same binary always gives the same image digest, which is printed for --image
 	f.StringVar(&o.Binary, "binary", "", "the airlock executable to put in the image (default: this one)")
 	f.StringVar(&o.Arch, "arch", "", "the binary's architecture (default: this machine's)")
 	f.StringVar(&o.AuthFile, "authfile", "", "registry credentials file (default: $REGISTRY_AUTH_FILE, containers auth.json, ~/.docker/config.json)")
-	f.BoolVar(&o.DestTLSVerify, "dest-tls-verify", true, "verify TLS certificates of the registry (false also allows plain HTTP)")
+	tlsVerifyFlag(f, &o.Insecure, "dest-tls-verify", "verify TLS certificates of the registry (false also allows plain HTTP)")
 	f.IntVar(&o.RetryTimes, "retry-times", 5, "retries of a failed request, with exponential backoff")
 	return cmd
 }
@@ -81,7 +85,10 @@ of --registries-conf (or $CONTAINERS_REGISTRIES_CONF), carried in the ConfigMap.
       --image mirror.example:5000/tools/airlock:v1 docker://mirror.example:5000/ocp | kubectl apply -f -`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Destination = args[0]
+			var err error
+			if o.Destination, err = location.ParseRegistry("destination", args[0]); err != nil {
+				return err
+			}
 			out, err := kubejob.Job(o)
 			if err != nil {
 				return err

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/airlock-mirror/airlock/internal/humanize"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror/signature"
 	"github.com/airlock-mirror/airlock/mirror/transfer"
 	"github.com/airlock-mirror/airlock/workspace"
@@ -22,7 +23,8 @@ import (
 func init() { register(newMirrorCmd) }
 
 func newMirrorCmd() *cobra.Command {
-	o := pipeline.Options{SrcTLSVerify: true, DestTLSVerify: true}
+	var o pipeline.Options
+	var ws, from, sinceArchive string
 	var shard string
 	var shards int
 	var signatures func(io.Writer) (signature.Mode, error)
@@ -70,11 +72,21 @@ failed (they are listed in working-dir/results.json), 130 when interrupted.`,
 			if err := shardFlags(&o, shard, shards); err != nil {
 				return err
 			}
-			if o.Signatures, err = signatures(cmd.ErrOrStderr()); err != nil {
+			if o.Signatures.Mode, err = signatures(cmd.ErrOrStderr()); err != nil {
 				return err
 			}
-			o.Destination = args[0]
-			o.Logger = log
+			if o.Destination.Location, err = location.ParseDestination(args[0]); err != nil {
+				return err
+			}
+			for _, d := range []struct {
+				l         *location.Location
+				flag, arg string
+			}{{&o.Workspace, "--workspace", ws}, {&o.Archive.From, "--from", from}, {&o.Archive.SinceArchive, "--since-archive", sinceArchive}} {
+				if err := dirFlag(d.l, d.flag, d.arg); err != nil {
+					return err
+				}
+			}
+			o.Output.Logger = log
 			stop := attachProgress(&o, cmd.ErrOrStderr(), log)
 			res, err := pipeline.Mirror(cmd.Context(), o)
 			stop()
@@ -83,10 +95,10 @@ failed (they are listed in working-dir/results.json), 130 when interrupted.`,
 			if res != nil && (res.Copy != nil || res.DryRun != nil || res.NothingNew != nil) {
 				res.WriteSummary(cmd.ErrOrStderr())
 			}
-			if res != nil && o.PlanOnly && err == nil {
+			if res != nil && o.Run.PlanOnly && err == nil {
 				writePlanSummary(cmd.ErrOrStderr(), res)
 			}
-			if res != nil && o.Finish && err == nil {
+			if res != nil && o.Run.Finish && err == nil {
 				// A finish pod's working-dir goes with the pod: its cluster
 				// resources are printed for kubectl logs.
 				if perr := printFiles(cmd.OutOrStdout(), res.ClusterResources); perr != nil {
@@ -108,28 +120,28 @@ failed (they are listed in working-dir/results.json), 130 when interrupted.`,
 	f := cmd.Flags()
 	signatures = addSignatureFlags(f, &o)
 	f.StringVarP(&o.ConfigPath, "config", "c", "", "ImageSetConfiguration file (required)")
-	f.StringVar(&o.Workspace, "workspace", "", "file://DIR for working files: mirror-to-mirror (required), disk-to-mirror (default ./"+workspace.DefaultName+")")
-	f.StringVar(&o.From, "from", "", "file://DIR: a batch folder of a mirror-to-disk target, to load (disk-to-mirror)")
-	f.BoolVar(&o.DryRun, "dry-run", false, "plan only: write mapping.txt, missing.txt and the bytes to send")
-	f.IntVar(&o.MaxNestedPaths, "max-nested-paths", 0, "flatten destination paths deeper than N components (0: no limit); forces repository-scoped mirror sets")
+	f.StringVar(&ws, "workspace", "", "file://DIR for working files: mirror-to-mirror (required), disk-to-mirror (default ./"+workspace.DefaultName+")")
+	f.StringVar(&from, "from", "", "file://DIR: a batch folder of a mirror-to-disk target, to load (disk-to-mirror)")
+	f.BoolVar(&o.Run.DryRun, "dry-run", false, "plan only: write mapping.txt, missing.txt and the bytes to send")
+	f.IntVar(&o.Destination.MaxNestedPaths, "max-nested-paths", 0, "flatten destination paths deeper than N components (0: no limit); forces repository-scoped mirror sets")
 	f.StringVar(&o.AuthFile, "authfile", "", "registry credentials file (default: $REGISTRY_AUTH_FILE, containers auth.json, ~/.docker/config.json)")
-	f.BoolVar(&o.SrcTLSVerify, "src-tls-verify", true, "verify TLS certificates of source registries (false also allows plain HTTP)")
-	f.BoolVar(&o.DestTLSVerify, "dest-tls-verify", true, "verify TLS certificates of the destination registry (false also allows plain HTTP)")
-	f.StringVar(&o.SrcCertDir, "src-cert-dir", "", "folder of *.crt certificate authorities (and *.cert/*.key client certificates) for source registries (default: certs.d/HOST under ~/.config/containers, /etc/containers, /etc/docker)")
-	f.StringVar(&o.RegistriesConf, "registries-conf", "", "registries.conf for source registries: mirrors, blocked and insecure registries (default: $CONTAINERS_REGISTRIES_CONF, else ~/.config/containers/registries.conf or /etc/containers/registries.conf and registries.conf.d)")
-	f.StringVar(&o.DestCertDir, "dest-cert-dir", "", "folder of *.crt certificate authorities (and *.cert/*.key client certificates) for the destination registry (default: certs.d/HOST as for --src-cert-dir)")
-	f.IntVar(&o.ParallelImages, "parallel-images", transfer.DefaultParallelImages, "the most images copied at once (4 always; more while the registries' adaptive transfer limits have room)")
-	f.IntVar(&o.ParallelLayers, "parallel-layers", 5, "blobs of one image copied at once")
-	f.IntVar(&o.RetryTimes, "retry-times", 5, "retries of a failed request, with exponential backoff")
-	f.DurationVar(&o.RetryDelay, "retry-delay", 0, "fixed wait between retries (0: exponential backoff from 250ms, or the registry's Retry-After)")
-	f.DurationVar(&o.ImageTimeout, "image-timeout", 10*time.Minute, "how long one image's copy may take before it fails (0: no limit)")
-	f.StringVar(&o.SinceArchive, "since-archive", "", "mirror-to-disk: ship only blobs the archive in this directory (a batch, or a target's last batch) did not carry")
-	f.BoolVar(&o.Full, "full", false, "mirror-to-disk: the next batch ships every blob and builds on no earlier batch")
-	f.BoolVar(&o.PlanOnly, "plan-only", false, "write working-dir/plan.json (with every image's blobs, for --shard) and stop")
-	f.StringVar(&o.PlanFile, "plan", "", "a plan.json --plan-only wrote: copy one shard of it (--shard, --shards) or --finish it")
+	tlsVerifyFlag(f, &o.Source.Insecure, "src-tls-verify", "verify TLS certificates of source registries (false also allows plain HTTP)")
+	tlsVerifyFlag(f, &o.Destination.Insecure, "dest-tls-verify", "verify TLS certificates of the destination registry (false also allows plain HTTP)")
+	f.StringVar(&o.Source.CertDir, "src-cert-dir", "", "folder of *.crt certificate authorities (and *.cert/*.key client certificates) for source registries (default: certs.d/HOST under ~/.config/containers, /etc/containers, /etc/docker)")
+	f.StringVar(&o.Source.RegistriesConf, "registries-conf", "", "registries.conf for source registries: mirrors, blocked and insecure registries (default: $CONTAINERS_REGISTRIES_CONF, else ~/.config/containers/registries.conf or /etc/containers/registries.conf and registries.conf.d)")
+	f.StringVar(&o.Destination.CertDir, "dest-cert-dir", "", "folder of *.crt certificate authorities (and *.cert/*.key client certificates) for the destination registry (default: certs.d/HOST as for --src-cert-dir)")
+	f.IntVar(&o.Network.ParallelImages, "parallel-images", transfer.DefaultParallelImages, "the most images copied at once (4 always; more while the registries' adaptive transfer limits have room)")
+	f.IntVar(&o.Network.ParallelLayers, "parallel-layers", 5, "blobs of one image copied at once")
+	f.IntVar(&o.Network.RetryTimes, "retry-times", 5, "retries of a failed request, with exponential backoff")
+	f.DurationVar(&o.Network.RetryDelay, "retry-delay", 0, "fixed wait between retries (0: exponential backoff from 250ms, or the registry's Retry-After)")
+	f.DurationVar(&o.Network.ImageTimeout, "image-timeout", 10*time.Minute, "how long one image's copy may take before it fails (0: no limit)")
+	f.StringVar(&sinceArchive, "since-archive", "", "mirror-to-disk: ship only blobs the archive in this directory (a batch, or a target's last batch) did not carry")
+	f.BoolVar(&o.Archive.Full, "full", false, "mirror-to-disk: the next batch ships every blob and builds on no earlier batch")
+	f.BoolVar(&o.Run.PlanOnly, "plan-only", false, "write working-dir/plan.json (with every image's blobs, for --shard) and stop")
+	f.StringVar(&o.Run.PlanFile, "plan", "", "a plan.json --plan-only wrote: copy one shard of it (--shard, --shards) or --finish it")
 	f.StringVar(&shard, "shard", "", "I/N: copy shard I (0…N-1) of N of the --plan")
 	f.IntVar(&shards, "shards", 0, "N: copy shard $JOB_COMPLETION_INDEX of N of the --plan (a Kubernetes Indexed Job)")
-	f.BoolVar(&o.Finish, "finish", false, "with --plan: check every shard finished (every planned image at the destination, or in a shard's chunks), then push the catalogs and write the cluster resources (mirror-to-disk: write the catalogs and assemble the archive)")
+	f.BoolVar(&o.Run.Finish, "finish", false, "with --plan: check every shard finished (every planned image at the destination, or in a shard's chunks), then push the catalogs and write the cluster resources (mirror-to-disk: write the catalogs and assemble the archive)")
 	_ = cmd.MarkFlagRequired("config")
 	addOCMirrorMirrorFlags(cmd, &o)
 	return cmd
@@ -148,7 +160,7 @@ func shardFlags(o *pipeline.Options, shard string, shards int) error {
 		if !ok || err1 != nil || err2 != nil || b < 1 || a < 0 || a >= b {
 			return fmt.Errorf("--shard %q: want I/N with 0 <= I < N, e.g. --shard 0/4", shard)
 		}
-		o.Shard, o.Shards = a, b
+		o.Run.Shard, o.Run.Shards = a, b
 	case shards < 0:
 		return fmt.Errorf("--shards %d: want a positive count", shards)
 	case shards > 0:
@@ -160,7 +172,7 @@ func shardFlags(o *pipeline.Options, shard string, shards int) error {
 		if err != nil || a < 0 || a >= shards {
 			return fmt.Errorf("$JOB_COMPLETION_INDEX=%q: want 0 to %d for --shards %d", v, shards-1, shards)
 		}
-		o.Shard, o.Shards = a, shards
+		o.Run.Shard, o.Run.Shards = a, shards
 	}
 	return nil
 }

@@ -42,7 +42,7 @@ func addOCMirrorMirrorFlags(cmd *cobra.Command, o *pipeline.Options) {
 	f := cmd.Flags()
 	f.StringVar(&since, "since", "", "mirror-to-disk: YYYY-MM-DD: ship what changed since that date (the next batch builds only on the batches written before it)")
 	f.StringVar(&cacheDir, "cache-dir", "", "base folder of the catalog cache shared across workspaces (CACHE/"+workspace.CacheDirName+"; default: $"+workspace.CacheEnv+", else each working-dir)")
-	f.BoolVar(&o.StrictArchive, "strict-archive", false, "mirror-to-disk: fail when a blob is larger than archiveSize (default: it gets an archive file of its own)")
+	f.BoolVar(&o.Archive.Strict, "strict-archive", false, "mirror-to-disk: fail when a blob is larger than archiveSize (default: it gets an archive file of its own)")
 	notes := []ocNote{
 		{"port", "airlock needs no local cache registry: images go straight from the source to the destination or archive"},
 		{"dry-run-manifest-lists", "airlock's dry-run mapping already names each image by the digest of its manifest list or manifest"},
@@ -60,7 +60,7 @@ func addOCMirrorMirrorFlags(cmd *cobra.Command, o *pipeline.Options) {
 			if err != nil {
 				return err
 			}
-			o.Since = t
+			o.Archive.Since = t
 		}
 		dir, err := workspace.ResolveCacheDir(cacheDir)
 		o.CacheDir = dir

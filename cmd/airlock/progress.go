@@ -53,8 +53,8 @@ type progressView struct {
 // attachProgress wires a progressView into o and returns a function that stops it.
 func attachProgress(o *pipeline.Options, w io.Writer, log *slog.Logger) func() {
 	v := newProgressView(w, log)
-	o.Stage = v.stage
-	o.Progress = v.progress
+	o.Output.Stage = v.stage
+	o.Output.Progress = v.progress
 	if !v.tty {
 		v.wg.Add(1)
 		go v.ticker()

@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/pipeline"
-	"github.com/airlock-mirror/airlock/workspace"
 )
 
 func init() { register(newReportCmd) }
@@ -40,11 +40,11 @@ or DIR, as an argument or as --workspace.`,
 			if ws == "" {
 				return fmt.Errorf("which run? give its folder: airlock report file://DIR (its file:// destination or --workspace)")
 			}
-			dir, err := workspace.FileDir(ws, "report folder")
+			dir, err := location.ParseDir("report folder", ws)
 			if err != nil {
 				return err
 			}
-			path, err := pipeline.RegenerateReport(dir)
+			path, err := pipeline.RegenerateReport(dir.Path)
 			if err != nil {
 				return err
 			}

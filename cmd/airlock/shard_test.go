@@ -47,8 +47,8 @@ func TestShardFlags(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || o.Shard != tc.wantI || o.Shards != tc.wantN {
-				t.Errorf("got %d/%d, %v; want %d/%d", o.Shard, o.Shards, err, tc.wantI, tc.wantN)
+			if err != nil || o.Run.Shard != tc.wantI || o.Run.Shards != tc.wantN {
+				t.Errorf("got %d/%d, %v; want %d/%d", o.Run.Shard, o.Run.Shards, err, tc.wantI, tc.wantN)
 			}
 		})
 	}

@@ -2,9 +2,10 @@ package depcheck
 
 import "slices"
 
-// product lists the small helpers under internal/ that any layer may use:
-// they know nothing of catalogs, registries or the pipeline.
-var product = []string{"internal/atomicfile", "internal/humanize", "internal/browser", "internal/redact"}
+// product lists the small leaves any layer may use: the one location type
+// (docker://, file://, oci://) and the helpers under internal/. They know
+// nothing of catalogs, registries or the pipeline.
+var product = []string{"location", "internal/atomicfile", "internal/humanize", "internal/browser", "internal/redact"}
 
 func with(extra ...string) []string { return append(slices.Clone(product), extra...) }
 
@@ -26,7 +27,7 @@ var rules = []rule{
 		"mirror/retry", "mirror/signature", "mirror/sigpolicy", "mirror/transfer", "pipeline/deletion")},
 	// airlock delete: planned from the history, executed against one registry.
 	// airlock kube job / image: a sharded plan as Kubernetes manifests, the binary as an image.
-	{"pipeline/kubejob", with("pipeline", "kube", "imageset", "mirror", "mirror/layout", "mirror/oci", "mirror/registry", "mirror/retry", "mirror/transfer", "internal/humanize")},
+	{"pipeline/kubejob", with("kube", "imageset", "mirror", "mirror/layout", "mirror/oci", "mirror/registry", "mirror/retry", "mirror/transfer", "internal/humanize")},
 	{"pipeline/deletion", with("workspace", "manifests", "mirror", "mirror/registry", "mirror/retry", "mirror/oci", "prune", "imageset")},
 	// The seeding behind `airlock registry seed` and the demo: pushes catalogs
 	// and images, so it sits beside pipeline, never using it.
@@ -66,9 +67,10 @@ var rules = []rule{
 	{"fbc/legacy", with("fbc", "fbc/validate", "fbc/internal/scan")},
 	{"fbc", with("fbc/internal/scan")},
 	{"fbc/internal/scan", nil},
-	{"imageset", []string{"internal/redact"}},
+	{"imageset", []string{"location", "internal/redact"}},
 
-	// Product helpers.
+	// Product helpers. location is the one location type, below everything.
+	{"location", nil},
 	{"internal/sqliteindex", with("fbc")},
 	{"internal/registryserver", with()},
 	{"internal/fakeimage", nil},

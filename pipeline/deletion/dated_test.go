@@ -12,6 +12,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/internal/seed"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/pipeline/deletion"
 	"github.com/airlock-mirror/airlock/workspace"
@@ -41,7 +42,7 @@ func TestDatedConfigFiles(t *testing.T) {
 		cfg := filepath.Join(cfgDir, fmt.Sprintf("isc-2026-%d.yaml", 10+i))
 		writeFile(t, cfg, fmt.Sprintf("apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  operators:\n  - catalog: %s\n    packages:\n    - name: alpha\n  additionalImages:\n  - name: %s\n", red.Catalog, red.Extra[m.debug]))
 		o := mirrorOptions(cfg)
-		o.Workspace, o.Destination = "file://"+ws, "docker://"+dest
+		o.Workspace, o.Destination.Location = location.File(ws), location.Docker(dest)
 		res, err := pipeline.Mirror(ctx, o)
 		if err != nil {
 			t.Fatalf("month %d: %v", i+1, err)
@@ -66,7 +67,7 @@ func TestDatedConfigFiles(t *testing.T) {
 
 	gen := func(selections string) (*deletion.Result, string) {
 		t.Helper()
-		res, err := pipeline.Delete(ctx, deletion.Options{Generate: true, Stale: true, Selections: selections, Workspace: "file://" + ws, Destination: "docker://" + dest, DestTLSVerify: true})
+		res, err := pipeline.Delete(ctx, deletion.Options{Generate: true, Stale: true, Selections: selections, Workspace: location.File(ws), Destination: location.Docker(dest)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +118,7 @@ func TestDatedConfigFiles(t *testing.T) {
 	if _, err := workspace.Retire(workspace.At(ws), cfgs[0], ""); !errors.Is(err, workspace.ErrNoSelection) {
 		t.Errorf("retiring October twice: %v", err)
 	}
-	h, err := pipeline.ReadHistory("file://" + ws)
+	h, err := pipeline.ReadHistory(location.File(ws))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,13 +23,17 @@ import (
 	"strings"
 
 	"github.com/airlock-mirror/airlock/imageset"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
-// Options are the delete command's inputs.
+// Options are the delete command's inputs. The zero value is the safe one:
+// the registry's certificate is verified and plain HTTP refused unless
+// Insecure says otherwise. Destination is required; Validate says which
+// combinations are refused, and Run calls it first.
 type Options struct {
 	// Generate writes a plan (--generate) instead of executing one.
 	Generate bool
@@ -44,24 +48,58 @@ type Options struct {
 	// Selections (with Stale) says which selections are current:
 	// workspace.SelectionsAll (default) or workspace.SelectionsLatest.
 	Selections string
-	// Workspace is --workspace file://DIR: the workspace of the mirror runs.
-	Workspace string
-	// Destination is docker://REGISTRY[:PORT][/NAMESPACE].
-	Destination string
+	// Workspace is --workspace file://DIR: the workspace of the mirror runs
+	// (required with Generate).
+	Workspace location.Location
+	// Destination is docker://REGISTRY[:PORT][/NAMESPACE], the one the mirror
+	// runs wrote to.
+	Destination location.Location
 	// PlanFile is --delete-yaml-file: the plan to execute.
 	PlanFile string
 	// DeleteID is --delete-id (with Generate): the plan is written to
 	// delete/delete-images-ID.yaml, as oc-mirror names it.
 	DeleteID string
-	// AuthFile, DestTLSVerify and RetryTimes as for mirror.
-	AuthFile      string
-	DestTLSVerify bool
+	// AuthFile and RetryTimes as for mirror.
+	AuthFile   string
+	RetryTimes int
 	// DestCertDir is --dest-cert-dir (see registry.Options.CertDir).
 	DestCertDir string
-	RetryTimes  int
-	// Retry, when set, replaces the policy RetryTimes makes.
-	Retry  *retry.Policy
-	Logger *slog.Logger
+	// Insecure is --dest-tls-verify=false: the registry's certificate is not
+	// verified and plain HTTP is allowed.
+	Insecure bool
+	Logger   *slog.Logger
+}
+
+// Validate checks the options against each other: every combination of the
+// delete command's flags that cannot run is refused here, before the
+// workspace or the registry is touched.
+func (o *Options) Validate() error {
+	if err := oci.RefuseCredentials(o.Destination.String()); err != nil {
+		return err
+	}
+	if !o.Destination.Is(location.SchemeDocker) {
+		return &location.Error{Flag: "destination", Input: o.Destination.String(), Want: location.WantRegistry + ", the one the mirror runs wrote to"}
+	}
+	if !o.Workspace.IsZero() && !o.Workspace.Is(location.SchemeFile) {
+		return &location.Error{Flag: "--workspace", Input: o.Workspace.String(), Want: location.WantDir}
+	}
+	switch {
+	case o.Generate && o.PlanFile != "":
+		return errors.New("--generate writes a plan and --delete-yaml-file executes one: give one of them")
+	case o.Generate && o.Workspace.IsZero():
+		return errors.New("--generate needs --workspace file://DIR: the workspace of the mirror runs, whose history says what is in the registry and why")
+	case o.Generate && o.Stale && o.ConfigPath != "":
+		return errors.New("--stale plans what no current selection wants, -c what a DeleteImageSetConfiguration names: give one of them")
+	case o.Generate && o.Selections != "" && !o.Stale:
+		return errors.New("--selections says which selections --stale counts: use it with --stale")
+	case o.Generate && !o.Stale && o.ConfigPath == "":
+		return errors.New("--generate needs -c delete-isc.yaml (a DeleteImageSetConfiguration) or --stale")
+	case !o.Generate && o.PlanFile == "":
+		return errors.New("nothing to do: plan with --generate (-c delete-isc.yaml or --stale), then execute the reviewed plan with --delete-yaml-file")
+	case !o.Generate && (o.ConfigPath != "" || o.Stale):
+		return errors.New("-c and --stale make a plan: use them with --generate; --delete-yaml-file executes a plan as it is")
+	}
+	return nil
 }
 
 // Result is what a delete command did.
@@ -86,26 +124,19 @@ type Result struct {
 	ClusterResources []string `json:"clusterResources,omitempty"`
 }
 
-// Run plans (Generate) or executes a deletion from a mirror registry.
+// Run plans (Generate) or executes a deletion from a mirror registry, after
+// Validate.
 func Run(ctx context.Context, o Options) (*Result, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if err := oci.RefuseCredentials(o.Destination); err != nil {
-		return nil, err
-	}
-	dest, ok := strings.CutPrefix(o.Destination, "docker://")
-	dest = strings.TrimSuffix(dest, "/")
-	if !ok || dest == "" || strings.HasPrefix(dest, "/") {
-		return nil, fmt.Errorf("destination %q must be docker://REGISTRY[:PORT]/NAMESPACE, the one the mirror runs wrote to", o.Destination)
-	}
-	policy := o.Retry
-	if policy == nil {
-		policy = retry.Retries(o.RetryTimes)
-	}
+	dest := o.Destination.Path
 	reg := registry.New(registry.Options{
-		AuthFile: o.AuthFile, SkipTLSVerify: !o.DestTLSVerify, TLSFlag: "--dest-tls-verify=false", CertDir: o.DestCertDir,
-		Retry: policy, Logger: o.Logger,
+		AuthFile: o.AuthFile, SkipTLSVerify: o.Insecure, TLSFlag: "--dest-tls-verify=false", CertDir: o.DestCertDir,
+		Retry: retry.Retries(o.RetryTimes), Logger: o.Logger,
 	})
 	l, err := lockWorkspace(o)
 	if err != nil {
@@ -113,16 +144,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer l.Unlock()
 	if o.Generate {
-		if o.PlanFile != "" {
-			return nil, errors.New("--generate writes a plan and --delete-yaml-file executes one: give one of them")
-		}
 		return generate(ctx, o, dest, reg)
-	}
-	if o.PlanFile == "" {
-		return nil, errors.New("nothing to do: plan with --generate (-c delete-isc.yaml or --stale), then execute the reviewed plan with --delete-yaml-file")
-	}
-	if o.ConfigPath != "" || o.Stale {
-		return nil, errors.New("-c and --stale make a plan: use them with --generate; --delete-yaml-file executes a plan as it is")
 	}
 	return execute(ctx, o, dest, reg)
 }
@@ -134,7 +156,7 @@ func lockWorkspace(o Options) (*workspace.Lock, error) {
 	var wd workspace.Dir
 	var err error
 	switch {
-	case o.Generate && o.Workspace != "":
+	case o.Generate:
 		wd, err = workspace.OpenLocation(o.Workspace)
 	case !o.Generate && o.PlanFile != "":
 		wd, err = planWorkDir(o)
@@ -185,7 +207,7 @@ func wantList(ws []workspace.RunWant) string {
 // planWorkDir finds the workspace of a plan file: --workspace, else the
 // working-dir the file is in (DIR/working-dir/delete/delete-images.yaml).
 func planWorkDir(o Options) (workspace.Dir, error) {
-	if o.Workspace != "" {
+	if !o.Workspace.IsZero() {
 		return workspace.OpenLocation(o.Workspace)
 	}
 	abs, err := filepath.Abs(o.PlanFile)

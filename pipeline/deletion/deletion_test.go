@@ -17,6 +17,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/registryserver"
 	"github.com/airlock-mirror/airlock/internal/seed"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/pipeline/deletion"
 	"github.com/airlock-mirror/airlock/workspace"
@@ -37,7 +38,7 @@ type imageAt struct {
 // mirrorOptions are the options of the mirror runs that fill the registry (as
 // pipeline's own tests run them).
 func mirrorOptions(cfgPath string) pipeline.Options {
-	return pipeline.Options{ConfigPath: cfgPath, SrcTLSVerify: true, DestTLSVerify: true, ParallelImages: 4, ParallelLayers: 4, RetryTimes: 5}
+	return pipeline.Options{ConfigPath: cfgPath, Network: pipeline.NetworkOptions{ParallelImages: 4, ParallelLayers: 4, RetryTimes: 5}}
 }
 
 func TestMonthlyRoutineStaleDeleteAndGC(t *testing.T) {
@@ -79,7 +80,7 @@ mirror:
   - name: %s
 `, red.Catalog, com.Catalog, red.Extra[m.debug]))
 		o := mirrorOptions(cfgPath)
-		o.Workspace, o.Destination = "file://"+ws, "docker://"+dest
+		o.Workspace, o.Destination.Location = location.File(ws), location.Docker(dest)
 		res, err := pipeline.Mirror(ctx, o)
 		if err != nil {
 			t.Fatalf("month %d: %v", i+1, err)
@@ -88,7 +89,7 @@ mirror:
 	}
 
 	// The history: three runs, each image with why it is there.
-	h, err := pipeline.ReadHistory("file://" + ws)
+	h, err := pipeline.ReadHistory(location.File(ws))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ delete:
     - name: alpha
       maxVersion: 1.2.0
 `, runs[0].Catalogs[0].Catalog))
-	dres, err := pipeline.Delete(ctx, deletion.Options{Generate: true, ConfigPath: delCfg, Workspace: "file://" + ws, Destination: "docker://" + dest, DestTLSVerify: true})
+	dres, err := pipeline.Delete(ctx, deletion.Options{Generate: true, ConfigPath: delCfg, Workspace: location.File(ws), Destination: location.Docker(dest)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +192,7 @@ delete:
 	// platform images), never what the last month uses.
 	gen := func() *deletion.Result {
 		t.Helper()
-		res, err := pipeline.Delete(ctx, deletion.Options{Generate: true, Stale: true, Workspace: "file://" + ws, Destination: "docker://" + dest, DestTLSVerify: true})
+		res, err := pipeline.Delete(ctx, deletion.Options{Generate: true, Stale: true, Workspace: location.File(ws), Destination: location.Docker(dest)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,12 +257,12 @@ delete:
 	for _, e := range edits {
 		f := filepath.Join(filepath.Dir(plan.PlanFile), e.name+".yaml")
 		writeFile(t, f, e.edit(string(body)))
-		_, err := pipeline.Delete(ctx, deletion.Options{PlanFile: f, Destination: "docker://" + dest, DestTLSVerify: true})
+		_, err := pipeline.Delete(ctx, deletion.Options{PlanFile: f, Destination: location.Docker(dest)})
 		if err == nil || !strings.Contains(err.Error(), e.want) {
 			t.Errorf("%s: err = %v, want %q", e.name, err, e.want)
 		}
 	}
-	if _, err := pipeline.Delete(ctx, deletion.Options{PlanFile: plan.PlanFile, Destination: "docker://" + src.Host() + "/mirror", DestTLSVerify: true}); !errors.Is(err, workspace.ErrPlanRefused) {
+	if _, err := pipeline.Delete(ctx, deletion.Options{PlanFile: plan.PlanFile, Destination: location.Docker(src.Host() + "/mirror")}); !errors.Is(err, workspace.ErrPlanRefused) {
 		t.Errorf("plan run against another registry: %v", err)
 	}
 
@@ -280,7 +281,7 @@ delete:
 	if code := raw.send(http.MethodPut, repoPath(victim.Repository), "pinned-by-someone", mraw, mt.MediaType); code != http.StatusCreated {
 		t.Fatalf("tag a planned manifest: %d", code)
 	}
-	if _, err := pipeline.Delete(ctx, deletion.Options{PlanFile: plan.PlanFile, Destination: "docker://" + dest, DestTLSVerify: true}); !errors.Is(err, workspace.ErrPlanRefused) || !strings.Contains(err.Error(), "pinned-by-someone") {
+	if _, err := pipeline.Delete(ctx, deletion.Options{PlanFile: plan.PlanFile, Destination: location.Docker(dest)}); !errors.Is(err, workspace.ErrPlanRefused) || !strings.Contains(err.Error(), "pinned-by-someone") {
 		t.Fatalf("a plan against a changed registry: %v", err)
 	}
 	if code := raw.send(http.MethodDelete, repoPath(victim.Repository), "pinned-by-someone", nil, ""); code != http.StatusAccepted {
@@ -307,14 +308,14 @@ delete:
 	}
 
 	// Execute the reviewed plan.
-	res, err := pipeline.Delete(ctx, deletion.Options{PlanFile: plan.PlanFile, Destination: "docker://" + dest, DestTLSVerify: true})
+	res, err := pipeline.Delete(ctx, deletion.Options{PlanFile: plan.PlanFile, Destination: location.Docker(dest)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Deleted) != len(plan.Plan.Manifests) {
 		t.Errorf("deleted %d manifests, planned %d", len(res.Deleted), len(plan.Plan.Manifests))
 	}
-	if _, err := pipeline.Delete(ctx, deletion.Options{PlanFile: plan.PlanFile, Destination: "docker://" + dest, DestTLSVerify: true}); !errors.Is(err, workspace.ErrPlanRefused) {
+	if _, err := pipeline.Delete(ctx, deletion.Options{PlanFile: plan.PlanFile, Destination: location.Docker(dest)}); !errors.Is(err, workspace.ErrPlanRefused) {
 		t.Errorf("a plan executed twice: %v", err)
 	}
 
@@ -424,7 +425,7 @@ delete:
   additionalImages:
   - name: %s
 `, debug.source))
-	dplan, err := pipeline.Delete(ctx, deletion.Options{Generate: true, ConfigPath: delCfg, Workspace: "file://" + ws, Destination: "docker://" + dest, DestTLSVerify: true})
+	dplan, err := pipeline.Delete(ctx, deletion.Options{Generate: true, ConfigPath: delCfg, Workspace: location.File(ws), Destination: location.Docker(dest)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,7 +444,7 @@ delete:
 	if !named() {
 		t.Fatal("test set-up: the cluster resources do not name the additional image")
 	}
-	dres2, err := pipeline.Delete(ctx, deletion.Options{PlanFile: dplan.PlanFile, Destination: "docker://" + dest, DestTLSVerify: true})
+	dres2, err := pipeline.Delete(ctx, deletion.Options{PlanFile: dplan.PlanFile, Destination: location.Docker(dest)})
 	if err != nil {
 		t.Fatal(err)
 	}

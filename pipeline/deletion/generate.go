@@ -11,6 +11,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/airlock-mirror/airlock/imageset"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/retry"
@@ -18,9 +19,6 @@ import (
 )
 
 func generate(ctx context.Context, o Options, dest string, reg *registry.Client) (*Result, error) {
-	if o.Workspace == "" {
-		return nil, errors.New("--generate needs --workspace file://DIR: the workspace of the mirror runs, whose history says what is in the registry and why")
-	}
 	wd, err := workspace.OpenLocation(o.Workspace)
 	if err != nil {
 		return nil, err
@@ -39,7 +37,7 @@ func generate(ctx context.Context, o Options, dest string, reg *registry.Client)
 		for _, r := range h.Runs {
 			if !seen[r.Destination] {
 				seen[r.Destination] = true
-				dests = append(dests, "docker://"+r.Destination)
+				dests = append(dests, location.Docker(r.Destination).String())
 			}
 		}
 		hint := "no run is recorded there yet"
@@ -54,10 +52,6 @@ func generate(ctx context.Context, o Options, dest string, reg *registry.Client)
 	}
 	var cands []*candidate
 	switch {
-	case o.Stale && o.ConfigPath != "":
-		return nil, errors.New("--stale plans what no current selection wants, -c what a DeleteImageSetConfiguration names: give one of them")
-	case o.Selections != "" && !o.Stale:
-		return nil, errors.New("--selections says which selections --stale counts: use it with --stale")
 	case o.Stale:
 		if err := inv.CountSelections(o.Selections); err != nil {
 			return nil, err
@@ -68,7 +62,7 @@ func generate(ctx context.Context, o Options, dest string, reg *registry.Client)
 		}
 		plan.Reason = "stale: mirrored by earlier runs, wanted by no current selection (" + currentDesc(inv) + ")"
 		cands = staleCandidates(inv, plan)
-	case o.ConfigPath != "":
+	default:
 		cfg, err := imageset.LoadDeleteFile(o.ConfigPath)
 		if err != nil {
 			return nil, err
@@ -81,8 +75,6 @@ func generate(ctx context.Context, o Options, dest string, reg *registry.Client)
 		if err != nil {
 			return nil, err
 		}
-	default:
-		return nil, errors.New("--generate needs -c delete-isc.yaml (a DeleteImageSetConfiguration) or --stale")
 	}
 	if err := resolveCandidates(ctx, reg, inv, cands, plan); err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/airlock-mirror/airlock/pipeline"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/pipeline/deletion"
 	"github.com/airlock-mirror/airlock/workspace"
 )
@@ -20,9 +21,9 @@ func TestDeleteRefusedWhileWorkspaceHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Unlock()
-	dest := "docker://127.0.0.1:1/ns"
+	dest := location.Docker("127.0.0.1:1/ns")
 	for name, o := range map[string]deletion.Options{
-		"generate": {Generate: true, Stale: true, Workspace: "file://" + dir, Destination: dest},
+		"generate": {Generate: true, Stale: true, Workspace: location.File(dir), Destination: dest},
 		"execute":  {PlanFile: wd.DeletePlanPath(), Destination: dest},
 	} {
 		if _, err := pipeline.Delete(context.Background(), o); !errors.Is(err, workspace.ErrLocked) {
@@ -30,7 +31,7 @@ func TestDeleteRefusedWhileWorkspaceHeld(t *testing.T) {
 		}
 	}
 	l.Unlock()
-	if _, err := pipeline.Delete(context.Background(), deletion.Options{Generate: true, Stale: true, Workspace: "file://" + dir, Destination: dest}); errors.Is(err, workspace.ErrLocked) {
+	if _, err := pipeline.Delete(context.Background(), deletion.Options{Generate: true, Stale: true, Workspace: location.File(dir), Destination: dest}); errors.Is(err, workspace.ErrLocked) {
 		t.Errorf("refused once the workspace was released: %v", err)
 	}
 }

@@ -3,13 +3,15 @@
 // copy one shard, after checking that the plan was made for the destination; Image
 // builds a minimal image holding the airlock binary and pushes it through the copy
 // engine, for a cluster that reaches only the mirror registry. It must not know
-// FBC fields or the stages of a mirror run: it reads the plan through pipeline.
+// FBC fields or the stages of a mirror run: it reads the plan file through
+// mirror (mirror.PartitionFile).
 package kubejob
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -18,13 +20,13 @@ import (
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/internal/humanize"
 	"github.com/airlock-mirror/airlock/kube"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/layout"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 	"github.com/airlock-mirror/airlock/mirror/transfer"
-	"github.com/airlock-mirror/airlock/pipeline"
 )
 
 // JobOptions are airlock kube job's inputs: kube.JobOptions, with the
@@ -38,12 +40,25 @@ type JobOptions struct {
 	RegistriesConfPath string
 }
 
+// Validate checks the options of airlock kube job before any file is read:
+// the configuration and the plan are given, and the manifests can be made
+// (kube.JobOptions.Validate).
+func (o *JobOptions) Validate() error {
+	if o.ConfigPath == "" {
+		return errors.New("no ImageSetConfiguration given: use -c imageset.yaml (the one --plan-only used)")
+	}
+	if o.PlanFile == "" {
+		return errors.New("no plan given: use --plan FILE (written by airlock mirror --plan-only)")
+	}
+	return o.JobOptions.Validate()
+}
+
 // Job reads the configuration and the plan, checks that the plan was made
 // for the destination and can be split into the shards, and returns the
-// manifests (kube.Job), headed by how the plan splits.
+// manifests (kube.Job), headed by how the plan splits. It calls Validate first.
 func Job(o JobOptions) ([]byte, error) {
-	if o.ConfigPath == "" {
-		return nil, fmt.Errorf("no ImageSetConfiguration given: use -c imageset.yaml (the one --plan-only used)")
+	if err := o.Validate(); err != nil {
+		return nil, err
 	}
 	isc, err := imageset.LoadFile(o.ConfigPath)
 	if err != nil {
@@ -59,13 +74,12 @@ func Job(o JobOptions) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan, part, err := pipeline.PartitionFile(o.PlanFile, o.Shards)
+	plan, part, err := mirror.PartitionFile(o.PlanFile, o.Shards)
 	if err != nil {
 		return nil, err
 	}
-	dest := strings.TrimPrefix(o.Destination, "docker://")
-	if strings.TrimSuffix(plan.Destination, "/") != strings.TrimSuffix(dest, "/") {
-		return nil, fmt.Errorf("plan %s was made for docker://%s, not %s: make the plan again for this destination", o.PlanFile, plan.Destination, o.Destination)
+	if made := location.Docker(plan.Destination); made != o.Destination {
+		return nil, fmt.Errorf("plan %s was made for %s, not %s: make the plan again for this destination", o.PlanFile, made, o.Destination)
 	}
 	raw, err := os.ReadFile(o.PlanFile)
 	if err != nil {
@@ -104,20 +118,36 @@ func registriesConf(path string) ([]byte, error) {
 	return os.ReadFile(conf.Path())
 }
 
-// ImageOptions are airlock kube image's inputs.
+// ImageOptions are airlock kube image's inputs. The zero value is the safe
+// one: the registry's certificate is verified and plain HTTP refused unless
+// Insecure says otherwise. Destination and Binary are required; Image calls
+// Validate first.
 type ImageOptions struct {
 	// Destination is docker://REGISTRY/REPOSITORY[:TAG] (TAG defaults to Version).
-	Destination string
+	Destination location.Location
 	// Binary is the airlock executable to put in the image (a static Linux
 	// build; the CLI passes its own).
 	Binary  string
 	Version string
 	// Arch is the binary's architecture (default: this machine's).
-	Arch          string
-	AuthFile      string
-	DestTLSVerify bool
-	RetryTimes    int
-	Logger        *slog.Logger
+	Arch       string
+	AuthFile   string
+	RetryTimes int
+	// Insecure is --dest-tls-verify=false: the registry's certificate is not
+	// verified and plain HTTP is allowed.
+	Insecure bool
+	Logger   *slog.Logger
+}
+
+// Validate checks the options of airlock kube image before anything is built.
+func (o *ImageOptions) Validate() error {
+	if !o.Destination.Is(location.SchemeDocker) {
+		return &location.Error{Flag: "destination", Input: o.Destination.String(), Want: location.WantImage}
+	}
+	if o.Binary == "" {
+		return errors.New("no binary: give --binary FILE, the airlock executable to put in the image")
+	}
+	return nil
 }
 
 // ImageResult is what airlock kube image pushed.
@@ -132,12 +162,12 @@ type ImageResult struct {
 // Image builds a minimal image holding the airlock binary (no container
 // engine needed, layout.BuildBinaryImage) and pushes it through the copy
 // engine, so that the Job can run in a cluster that reaches only the mirror
-// registry.
+// registry. It calls Validate first.
 func Image(ctx context.Context, o ImageOptions) (*ImageResult, error) {
-	if !strings.HasPrefix(o.Destination, "docker://") {
-		return nil, fmt.Errorf("destination %q must be docker://REGISTRY/REPOSITORY[:TAG]", o.Destination)
+	if err := o.Validate(); err != nil {
+		return nil, err
 	}
-	ref, err := oci.ParseReference(o.Destination)
+	ref, err := oci.ParseReference(o.Destination.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +202,7 @@ func Image(ctx context.Context, o ImageOptions) (*ImageResult, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	policy := retry.Retries(o.RetryTimes)
-	dst := registry.New(registry.Options{AuthFile: o.AuthFile, SkipTLSVerify: !o.DestTLSVerify, TLSFlag: "--dest-tls-verify=false", Retry: policy, Logger: log})
+	dst := registry.New(registry.Options{AuthFile: o.AuthFile, SkipTLSVerify: o.Insecure, TLSFlag: "--dest-tls-verify=false", Retry: policy, Logger: log})
 	if err := dst.Probe(ctx, ref.Repository(), true); err != nil {
 		return nil, fmt.Errorf("destination registry: %w", err)
 	}

@@ -22,9 +22,9 @@ import (
 
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/kube"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/layout"
-	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/pipeline/kubejob"
 )
 
@@ -45,7 +45,7 @@ func TestKubeImage(t *testing.T) {
 	}
 	want, _ := os.ReadFile(bin)
 	reg := registrytest.Start(t)
-	o := kubejob.ImageOptions{Destination: "docker://" + reg.Host() + "/tools/airlock", Binary: bin, Version: "v9.9.9", DestTLSVerify: true}
+	o := kubejob.ImageOptions{Destination: location.Docker(reg.Host() + "/tools/airlock"), Binary: bin, Version: "v9.9.9"}
 	res, err := kubejob.Image(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +131,7 @@ mirror:
 		t.Fatal(err)
 	}
 	o := kubejob.JobOptions{ConfigPath: cfg, PlanFile: filepath.Join(t.TempDir(), "plan.json")}
-	o.Shards, o.Image, o.Destination = 2, "registry.example/airlock:v1", "docker://registry.example/ocp"
+	o.Shards, o.Image, o.Destination = 2, "registry.example/airlock:v1", location.Docker("registry.example/ocp")
 	if _, err := kubejob.Job(o); err == nil || !strings.Contains(err.Error(), "cannot read") {
 		t.Errorf("got %v, want the template refused", err)
 	}
@@ -173,7 +173,7 @@ func TestKubeJobLargePlan(t *testing.T) {
 				t.Fatal(err)
 			}
 			o := kubejob.JobOptions{ConfigPath: filepath.Join("..", "..", "kube", "testdata", "imageset.yaml"), PlanFile: planFile}
-			o.Shards, o.Image, o.Destination = 3, "registry.example/airlock:v1", "docker://registry.example/ocp"
+			o.Shards, o.Image, o.Destination = 3, "registry.example/airlock:v1", location.Docker("registry.example/ocp")
 			out, err := kubejob.Job(o)
 			if err != nil {
 				t.Fatal(err)
@@ -203,7 +203,7 @@ func TestKubeJobLargePlan(t *testing.T) {
 			if !strings.Contains(string(out), "- /etc/airlock/"+tc.file+"\n") {
 				t.Errorf("the pods are not given --plan /etc/airlock/%s", tc.file)
 			}
-			got, err := pipeline.LoadPlan(filepath.Join(mount, tc.file))
+			got, err := mirror.LoadPlan(filepath.Join(mount, tc.file))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -244,7 +244,7 @@ func TestKubeJobRegistriesConf(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("CONTAINERS_REGISTRIES_CONF", tc.env)
 			o := kubejob.JobOptions{ConfigPath: filepath.Join("..", "..", "kube", "testdata", "imageset.yaml"), PlanFile: planFile, RegistriesConfPath: tc.flag}
-			o.Shards, o.Image, o.Destination = 2, "registry.example/airlock:v1", "docker://registry.example/ocp"
+			o.Shards, o.Image, o.Destination = 2, "registry.example/airlock:v1", location.Docker("registry.example/ocp")
 			out, err := kubejob.Job(o)
 			if tc.refused != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.refused) {

@@ -1,0 +1,239 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/airlock-mirror/airlock/location"
+	"github.com/airlock-mirror/airlock/mirror"
+	"github.com/airlock-mirror/airlock/mirror/oci"
+	"github.com/airlock-mirror/airlock/mirror/registry"
+	"github.com/airlock-mirror/airlock/mirror/retry"
+	"github.com/airlock-mirror/airlock/mirror/signature"
+	"github.com/airlock-mirror/airlock/mirror/sigpolicy"
+	"github.com/airlock-mirror/airlock/workspace"
+)
+
+// Options are the mirror command's inputs, grouped by concern. Every zero
+// value is the safe one: TLS certificates are verified and plain HTTP refused
+// unless an Insecure field says otherwise, nothing is signed or skipped, and
+// no retry, timeout or parallelism is invented (the CLI's flags give its
+// defaults). ConfigPath and Destination.Location are required; Validate says
+// which combinations are refused, and Mirror calls it first.
+type Options struct {
+	// ConfigPath is the ImageSetConfiguration (-c).
+	ConfigPath string
+	// Workspace is --workspace file://DIR: mirror-to-mirror's working files
+	// (required), and disk-to-mirror's (default workspace.DefaultName in the
+	// current directory; nothing is ever written into the archive folder).
+	// Mirror-to-disk takes none: its working-dir is inside its destination.
+	Workspace location.Location
+	// CacheDir (--cache-dir, $OC_MIRROR_CACHE) holds the catalog cache shared
+	// across workspaces (workspace.CatalogCacheDir); "" keeps it in working-dir.
+	CacheDir string
+	// AuthFile is --authfile: the credentials of every registry, source and
+	// destination ("": the usual lookup, see registry.Options.AuthFile).
+	AuthFile string
+
+	Source      SourceOptions
+	Destination DestinationOptions
+	Archive     ArchiveOptions
+	Signatures  SignatureOptions
+	Network     NetworkOptions
+	Run         RunOptions
+	Output      OutputOptions
+
+	// retry, when set, replaces the policy Network.RetryTimes makes (its
+	// backoff too); timeouts bound how long a registry may stay silent (zero:
+	// the defaults). Only this package's tests set them (export_test.go).
+	retry    *retry.Policy
+	timeouts registry.Timeouts
+	// sources are content sources added to the built-in ones (tests of
+	// this package).
+	sources []Source
+}
+
+// SourceOptions say how the source registries are reached.
+type SourceOptions struct {
+	// RegistriesConf is --registries-conf (see registry.LoadRegistriesConf).
+	RegistriesConf string
+	// CertDir is --src-cert-dir (see registry.Options.CertDir).
+	CertDir string
+	// Insecure is --src-tls-verify=false: certificates are not verified and
+	// plain HTTP is allowed.
+	Insecure bool
+}
+
+// DestinationOptions say where the images go and how that registry is reached.
+type DestinationOptions struct {
+	// Location is the positional argument: docker://REGISTRY[:PORT]/NAMESPACE
+	// (mirror-to-mirror, or disk-to-mirror with Archive.From) or file://DIR
+	// (mirror-to-disk), as location.ParseDestination reads it.
+	Location location.Location
+	// CertDir is --dest-cert-dir (see registry.Options.CertDir).
+	CertDir string
+	// Insecure is --dest-tls-verify=false: certificates are not verified and
+	// plain HTTP is allowed.
+	Insecure bool
+	// MaxNestedPaths is --max-nested-paths (0: no limit).
+	MaxNestedPaths int
+}
+
+// ArchiveOptions are the archive's: what mirror-to-disk writes and how
+// disk-to-mirror reads it.
+type ArchiveOptions struct {
+	// From is --from file://DIR: disk-to-mirror loads that archive (a batch
+	// folder, or a target whose batches are loaded in order).
+	From location.Location
+	// Since (mirror-to-disk, --since) ships what archives made before it did
+	// not carry.
+	Since time.Time
+	// SinceArchive (mirror-to-disk, --since-archive) ships only what the
+	// archive in that folder did not carry, instead of what the workspace
+	// state says.
+	SinceArchive location.Location
+	// Full (mirror-to-disk, --full) ignores earlier archives and ships every blob.
+	Full bool
+	// Strict (mirror-to-disk, --strict-archive) fails a blob bigger than
+	// archiveSize.
+	Strict bool
+	// SignKey (mirror-to-disk, --sign-key) signs the archive; VerifyKey
+	// (disk-to-mirror, --archive-key) refuses an archive it did not sign.
+	SignKey, VerifyKey string
+}
+
+// SignatureOptions are the images' signatures and attachments.
+type SignatureOptions struct {
+	// Mode is --signatures: attachments carried, unsigned images listed or
+	// failed ("" is best-effort).
+	Mode signature.Mode
+	// Refresh (--refresh-signatures) looks for every image's attachments
+	// again, not only for digests no run looked at.
+	Refresh bool
+	// Key is --signature-key: a PEM public key; the cluster resources then
+	// include ClusterImagePolicy objects requiring signatures by it.
+	Key string
+	// Policy is --policy, --secure-policy, --registries.d (docs/signatures.md).
+	Policy sigpolicy.Options
+}
+
+// NetworkOptions tune the copy engine and its registry requests.
+type NetworkOptions struct {
+	// ParallelImages and ParallelLayers are --parallel-images and
+	// --parallel-layers (0: the copy engine's defaults).
+	ParallelImages, ParallelLayers int
+	// RetryTimes is --retry-times: retries after the first attempt of any one
+	// registry request (0: none).
+	RetryTimes int
+	// RetryDelay is --retry-delay: a fixed wait between retries (0: exponential
+	// backoff). ImageTimeout is --image-timeout: how long one image may take
+	// (0: no limit).
+	RetryDelay, ImageTimeout time.Duration
+}
+
+// RunOptions say how much of the workflow runs: all of it, a plan only, or
+// one shard of a plan.
+type RunOptions struct {
+	// DryRun plans only: mapping.txt, missing.txt and the bytes to send.
+	DryRun bool
+	// PlanOnly (--plan-only) writes working-dir/plan.json, with the blobs of
+	// every image so that it can be sharded, and stops.
+	PlanOnly bool
+	// PlanFile (--plan FILE) is a plan --plan-only wrote: the run copies shard
+	// Shard of Shards of it, or, with Finish, checks that every shard finished
+	// and pushes the catalogs and writes the cluster resources.
+	PlanFile      string
+	Shard, Shards int
+	Finish        bool
+}
+
+// OutputOptions are what the run tells its caller while it runs.
+type OutputOptions struct {
+	// Logger receives the run's log; nil discards it.
+	Logger *slog.Logger
+	// Progress, when set, receives the copy's progress against totals read from
+	// the plan's manifests before the copy starts (the first call has the totals
+	// and nothing done). Calls are serial.
+	Progress func(Progress)
+	// Stage, when set, is told once when each stage starts ("catalogs", "plan",
+	// "measure", "copy", "archive", "cluster-resources"…). The run logs stages
+	// at debug level only: announcing them is the caller's job.
+	Stage func(stage string)
+}
+
+// workflow is the workflow the locations ask for ("" when they ask for none).
+func (o *Options) workflow() mirror.Workflow {
+	dest := o.Destination.Location
+	switch {
+	case !o.Archive.From.IsZero():
+		return mirror.DiskToMirror
+	case dest.Is(location.SchemeFile):
+		return mirror.MirrorToDisk
+	case dest.Is(location.SchemeDocker):
+		return mirror.MirrorToMirror
+	}
+	return ""
+}
+
+// Validate checks the options against each other: every combination of the
+// mirror command's flags that cannot run is refused here, with the flags to
+// change, before anything is read or written.
+func (o *Options) Validate() error {
+	dest := o.Destination.Location
+	if err := oci.RefuseCredentials(dest.String()); err != nil {
+		return err
+	}
+	if o.ConfigPath == "" {
+		return errors.New("no ImageSetConfiguration given: use -c imageset.yaml")
+	}
+	for _, l := range []struct {
+		flag string
+		l    location.Location
+	}{{"--workspace", o.Workspace}, {"--from", o.Archive.From}, {"--since-archive", o.Archive.SinceArchive}} {
+		if !l.l.IsZero() && !l.l.Is(location.SchemeFile) {
+			return &location.Error{Flag: l.flag, Input: l.l.String(), Want: location.WantDir}
+		}
+	}
+	wf := o.workflow()
+	a, run := o.Archive, o.Run
+	sharded := run.PlanFile != ""
+	switch {
+	case o.Signatures.Policy.Enabled() && (wf == mirror.DiskToMirror || sharded):
+		return errors.New("--policy/--secure-policy judge the source registries when the plan is made (mirror-to-mirror, mirror-to-disk, --plan-only), not in disk-to-mirror (--from: use --archive-key) nor in a --plan run")
+	case wf == mirror.DiskToMirror && !dest.Is(location.SchemeDocker):
+		return fmt.Errorf("disk-to-mirror needs a registry destination docker://REGISTRY/NAMESPACE, got %q", dest.String())
+	case wf == mirror.DiskToMirror:
+		if _, err := workspace.DiskToMirrorDir(o.Workspace, o.Archive.From); err != nil {
+			return err
+		}
+	case wf == mirror.MirrorToDisk && !o.Workspace.IsZero():
+		return errors.New("--workspace is for mirror-to-mirror; mirror-to-disk writes its working-dir inside the file:// destination")
+	case wf == mirror.MirrorToMirror && o.Workspace.IsZero():
+		return errors.New("mirror-to-mirror needs --workspace file://DIR for its working files (or use --from file://DIR for disk-to-mirror)")
+	case wf == "":
+		return &location.Error{Flag: "destination", Input: dest.String(), Want: location.WantDestination}
+	}
+	switch {
+	case wf != mirror.MirrorToDisk && (!a.SinceArchive.IsZero() || a.Full || !a.Since.IsZero()):
+		return errors.New("--since, --since-archive and --full apply to mirror-to-disk only")
+	case run.PlanOnly && sharded:
+		return errors.New("--plan-only makes a plan; --plan FILE uses one: give one of them")
+	case run.PlanOnly && run.DryRun:
+		return errors.New("--plan-only and --dry-run both only plan: give one of them")
+	case (run.PlanOnly || sharded) && wf == mirror.DiskToMirror:
+		return errors.New("--plan-only and --plan apply to mirror-to-mirror and mirror-to-disk; disk-to-mirror loads an archive as it is")
+	case sharded && run.DryRun:
+		return errors.New("--dry-run makes its own plan: it does not take --plan FILE")
+	case sharded && run.Finish && run.Shards > 0:
+		return errors.New("--finish runs once after every shard: it takes no --shard")
+	case sharded && !run.Finish && run.Shards < 1:
+		return errors.New("--plan FILE needs --shard I/N (or --shards N with JOB_COMPLETION_INDEX), or --finish")
+	case !sharded && (run.Finish || run.Shards > 0):
+		return errors.New("--shard and --finish need the plan: --plan FILE (written by --plan-only)")
+	case run.Shards > 0 && (run.Shard < 0 || run.Shard >= run.Shards):
+		return fmt.Errorf("shard %d of %d: the index must be 0 to %d", run.Shard, run.Shards, run.Shards-1)
+	}
+	return nil
+}

@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/location"
+	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/pipeline/deletion"
 	"github.com/airlock-mirror/airlock/workspace"
 )

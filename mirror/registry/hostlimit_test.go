@@ -79,12 +79,12 @@ func TestRequestLimitGrowsWhenLatencyBound(t *testing.T) {
 	wan := registrytest.NewWAN(t, be.URL(), registrytest.WANConfig{Latency: 20 * time.Millisecond})
 	const ceiling = 40
 	count := &inFlight{inner: http.DefaultTransport.(*http.Transport).Clone()}
-	r := New(Options{Transport: count, MaxRequestsPerHost: ceiling})
+	r := New(Options{Transport: count, MaxPerHost: ceiling})
 	readAtOnce(t, r, wan.Host+"/ns/app", p.Digest.String(), 160)
 
-	st := r.RequestLimits()[wan.Host]
-	if count.peak <= requestStart || st.Grows == 0 {
-		t.Fatalf("at most %d requests in flight (the bound starts at %d), limit %+v: it did not grow", count.peak, requestStart, st)
+	st := r.LimitStats()[wan.Host]
+	if count.peak <= hostStart || st.Grows == 0 {
+		t.Fatalf("at most %d requests in flight (the bound starts at %d), limit %+v: it did not grow", count.peak, hostStart, st)
 	}
 	if count.peak > ceiling || st.Peak > ceiling {
 		t.Fatalf("%d requests in flight (limit %+v), above the ceiling %d", count.peak, st, ceiling)
@@ -97,7 +97,7 @@ func TestRequestLimitGrowsWhenLatencyBound(t *testing.T) {
 func TestRequestLimitBacksOffOn429(t *testing.T) {
 	be := registrytest.Start(t)
 	p := imagetest.MustPush(t, be.Host()+"/ns/app:v1", fakeimage.Spec{Seed: 1, Layers: 1})
-	seq := make([]registrytest.Fault, requestStart) // the first round: every request in flight
+	seq := make([]registrytest.Fault, hostStart) // the first round: every request in flight
 	for i := range seq {
 		seq[i] = registrytest.TooManyRequests
 	}
@@ -108,20 +108,20 @@ func TestRequestLimitBacksOffOn429(t *testing.T) {
 		Sequence: seq,
 	})
 	wan := registrytest.NewWAN(t, proxy.Host(), registrytest.WANConfig{Latency: 20 * time.Millisecond})
-	count := &inFlight{inner: http.DefaultTransport.(*http.Transport).Clone(), throttledAfter: requestStart}
+	count := &inFlight{inner: http.DefaultTransport.(*http.Transport).Clone(), throttledAfter: hostStart}
 	r := New(Options{Transport: count, Retry: &retry.Policy{Times: 3, Base: time.Millisecond, Max: time.Millisecond}})
 	// Few enough reads that growing back (1/limit per answer once cut) cannot
 	// reach the start again: 8 + 64 answers.
-	readAtOnce(t, r, wan.Host+"/ns/app", p.Digest.String(), 3*requestStart)
+	readAtOnce(t, r, wan.Host+"/ns/app", p.Digest.String(), 3*hostStart)
 
-	st := r.RequestLimits()[wan.Host]
-	if proxy.Applied()[registrytest.TooManyRequests] != requestStart || st.Cuts == 0 {
-		t.Fatalf("429s %v, limit %+v: want %d 429s and a cut", proxy.Applied(), st, requestStart)
+	st := r.LimitStats()[wan.Host]
+	if proxy.Applied()[registrytest.TooManyRequests] != hostStart || st.Cuts == 0 {
+		t.Fatalf("429s %v, limit %+v: want %d 429s and a cut", proxy.Applied(), st, hostStart)
 	}
-	if count.peak > requestStart {
-		t.Fatalf("%d requests in flight at once, above the start %d (the bound grew from answers 429)", count.peak, requestStart)
+	if count.peak > hostStart {
+		t.Fatalf("%d requests in flight at once, above the start %d (the bound grew from answers 429)", count.peak, hostStart)
 	}
-	if count.peakAfterThrottle == 0 || count.peakAfterThrottle >= requestStart {
+	if count.peakAfterThrottle == 0 || count.peakAfterThrottle >= hostStart {
 		t.Fatalf("after the 429s %d requests in flight at once (before: %d): no back-off; limit %+v", count.peakAfterThrottle, count.peak, st)
 	}
 }

@@ -1,16 +1,22 @@
 package registry
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/opencontainers/go-digest"
+
 	"github.com/airlock-mirror/airlock/internal/fakeimage"
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/mirror/adaptive"
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
@@ -154,5 +160,57 @@ func TestCarriesBlob(t *testing.T) {
 		if got := carriesBlob(req); got != tc.want {
 			t.Errorf("%s %s (after a redirect: %v): %v, want %v", tc.method, tc.url, tc.redirect, got, tc.want)
 		}
+	}
+}
+
+// TestInSlotTakesNoSlot: with the host's bound full, a request of an
+// operation that holds its slots (endpoint.InSlot: a blob transfer of the
+// copy engine) goes at once; any other waits for a slot.
+func TestInSlotTakesNoSlot(t *testing.T) {
+	be := registrytest.Start(t)
+	p := imagetest.MustPush(t, be.Host()+"/ns/app:v1", fakeimage.Spec{Seed: 1, Layers: 1})
+	r := New(Options{MaxPerHost: adaptive.Floor})
+	ctx := context.Background()
+	lim := r.HostLimit(be.Host())
+	for range adaptive.Floor {
+		if err := lim.AcquireFirst(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if _, err := r.Manifest(short, be.Host()+"/ns/app", p.Digest.String()); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a request outside a slot with the bound full: %v, want it to wait until its deadline", err)
+	}
+	if _, err := r.Manifest(endpoint.InSlot(ctx), be.Host()+"/ns/app", p.Digest.String()); err != nil {
+		t.Fatalf("a request in a slot: %v", err)
+	}
+	for range adaptive.Floor {
+		lim.Release(true)
+	}
+	if _, err := r.Manifest(ctx, be.Host()+"/ns/app", p.Digest.String()); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.LimitStats()[be.Host()]; st.Peak != adaptive.Floor || st.InUse != 0 {
+		t.Fatalf("bound %+v: want a peak of %d (the slots taken by hand) and none in use", st, adaptive.Floor)
+	}
+}
+
+// TestStreamingAnswerCutsTheBound: a streamed upload takes no slot, but its
+// answer 503 cuts the host's bound as any other answer does.
+func TestStreamingAnswerCutsTheBound(t *testing.T) {
+	be := registrytest.Start(t)
+	proxy := registrytest.NewFaultProxy(t, be.Host(), registrytest.FaultPlan{
+		Match:    func(r *http.Request) bool { return r.Method == http.MethodPatch },
+		Sequence: []registrytest.Fault{registrytest.Unavailable},
+	})
+	r := New(Options{MonolithicMax: 1 << 10, Retry: retry.Retries(0)})
+	blob := bytes.Repeat([]byte("airlock"), 1<<10)
+	d := endpoint.Descriptor{Digest: digest.FromBytes(blob), Size: int64(len(blob))}
+	if err := r.PutBlob(context.Background(), proxy.Host()+"/ns/app", d, bytes.NewReader(blob)); endpoint.StatusOf(err) != http.StatusServiceUnavailable {
+		t.Fatalf("PutBlob: %v, want the PATCH's 503", err)
+	}
+	if st := r.LimitStats()[proxy.Host()]; st.Cuts != 1 {
+		t.Fatalf("bound %+v: want the 503 to cut it once", st)
 	}
 }

@@ -20,7 +20,10 @@ type SourceMux struct {
 	layouts map[string]*layout.Source
 }
 
-var _ endpoint.Source = (*SourceMux)(nil)
+var (
+	_ endpoint.Source      = (*SourceMux)(nil)
+	_ endpoint.HostLimiter = (*SourceMux)(nil)
+)
 
 func (m *SourceMux) route(repo string) (endpoint.Source, error) {
 	dir, ok := strings.CutPrefix(repo, LayoutRepoPrefix)
@@ -59,4 +62,16 @@ func (m *SourceMux) Blob(ctx context.Context, repo string, d endpoint.Descriptor
 		return nil, err
 	}
 	return s.Blob(ctx, repo, d)
+}
+
+// HostLimit implements endpoint.HostLimiter with Default's bounds; layouts,
+// read from the local disk, have none.
+func (m *SourceMux) HostLimit(host string) endpoint.HostLimit {
+	if strings.HasPrefix(host, LayoutRepoPrefix) {
+		return nil
+	}
+	if hl, ok := m.Default.(endpoint.HostLimiter); ok {
+		return hl.HostLimit(host)
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 // Package depcheck keeps airlock's architecture what docs/architecture.md says
 // it is: which package may import which, what the binary links, how large a
-// file may grow, and that every package says what it owns. It has
+// file may grow, that every package says what it owns, and that registry
+// answers are read in one place (TestNoRegistryCodesMatchedAsText). It has
 // no code of its own; the rules are the table in rules_test.go.
 package depcheck
 

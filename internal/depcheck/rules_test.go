@@ -28,7 +28,7 @@ var rules = []rule{
 	// airlock delete: planned from the history, executed against one registry.
 	// airlock kube job / image: a sharded plan as Kubernetes manifests, the binary as an image.
 	{"pipeline/kubejob", with("kube", "imageset", "mirror", "mirror/layout", "mirror/oci", "mirror/registry", "mirror/retry", "mirror/transfer", "internal/humanize")},
-	{"pipeline/deletion", with("workspace", "manifests", "mirror", "mirror/registry", "mirror/retry", "mirror/oci", "prune", "imageset")},
+	{"pipeline/deletion", with("workspace", "manifests", "mirror", "mirror/registry", "mirror/retry", "mirror/endpoint", "mirror/oci", "prune", "imageset")},
 	// The seeding behind `airlock registry seed` and the demo: pushes catalogs
 	// and images, so it sits beside pipeline, never using it.
 	{"internal/seed", with("fbc", "mirror/catalogimage", "mirror/registry", "mirror/oci", "internal/fakeimage", "internal/sqliteindex")},

@@ -1,9 +1,10 @@
 // Package adaptive is airlock's one adaptive concurrency limit (Limit): how
 // many operations may run at once against one registry host, grown while
 // work waits and operations go well, cut when the host shows it is
-// overloaded, between a floor and a configurable ceiling. The copy engine
-// bounds its blob transfers per host with it (mirror/transfer), the registry
-// client its requests in flight per host (mirror/registry).
+// overloaded, between a floor and a configurable ceiling. A host has one: the
+// registry client keeps it (mirror/registry) and counts its requests in
+// flight under it, and the copy engine (mirror/transfer) counts its blob
+// transfers to and from the host under the same one (endpoint.HostLimit).
 //
 // It knows nothing of HTTP, registries, blobs or the copy engine: callers
 // say when an operation starts and ends, whether it went well, when the host
@@ -162,6 +163,14 @@ func (l *Limit) Release(ok bool) {
 		}
 	}
 	l.wakeAll()
+}
+
+// RaiseCeiling lifts the ceiling to n when it is lower (the copy engine
+// asks for room for its --parallel-images × --parallel-layers transfers).
+func (l *Limit) RaiseCeiling(n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ceiling = max(l.ceiling, float64(n))
 }
 
 // Logged makes the Limit write its cuts to log at debug level, naming it what

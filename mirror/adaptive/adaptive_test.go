@@ -268,3 +268,28 @@ func TestAcquireFirstGoesFirst(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+// TestRaiseCeiling: the ceiling only goes up, and the limit then grows past
+// the old one while operations wait and finish well.
+func TestRaiseCeiling(t *testing.T) {
+	ctx := context.Background()
+	l := NewFrom(4, 4)
+	l.RaiseCeiling(3)
+	if st := l.Stats(); st.Ceiling != 4 {
+		t.Fatalf("raised to 3: %+v", st)
+	}
+	l.RaiseCeiling(8)
+	for range 4 {
+		_ = l.Acquire(ctx)
+	}
+	l.mu.Lock()
+	l.waiters = 1 // one more operation waits for a slot
+	l.mu.Unlock()
+	for range 4 {
+		l.Release(true)
+		_ = l.Acquire(ctx)
+	}
+	if st := l.Stats(); st.Ceiling != 8 || st.Limit != 8 {
+		t.Fatalf("%+v: want the limit grown to the new ceiling 8", st)
+	}
+}

@@ -1,10 +1,13 @@
 // Package endpoint defines what the copy engine reads from (Source: registries, OCI
 // layouts, archives) and writes to (Destination: registries, archives), with the
-// few things both sides share: how repositories are named (RepoHost) and the
-// error of a registry found unreachable (ErrRegistryUnreachable), so that the
-// engine never imports an endpoint implementation. It is a leaf package (it
-// imports only oci) so that every endpoint implementation and the engine can
-// share it.
+// few things both sides share: how repositories are named (RepoHost), the one
+// typed registry error (RegistryError, with the distribution spec's error
+// codes) and that of a registry found unreachable (ErrRegistryUnreachable),
+// the one adaptive bound per host that an endpoint and the engine share
+// (HostLimit, HostLimiter, InSlot), and the blobs another worker of the run
+// holds (HeldElsewhere), so that the engine never imports an endpoint
+// implementation. It is a leaf package (it imports only oci) so that every
+// endpoint implementation and the engine can share it.
 package endpoint
 
 import (

@@ -1,9 +1,6 @@
 package registry
 
-import (
-	"fmt"
-	"slices"
-)
+import "slices"
 
 var _ interface{ Expect([]string, bool) } = (*Client)(nil)
 
@@ -21,7 +18,7 @@ func (r *Client) Expect(repos []string, push bool) {
 	if push {
 		action = "push,pull"
 	}
-	started := map[string]bool{} // host keys given a fresh group by this call
+	started := map[string]bool{} // host and credential given a fresh group by this call
 	for _, repo := range repos {
 		host, path, err := splitRepo(repo)
 		if err != nil {
@@ -31,36 +28,31 @@ func (r *Client) Expect(repos []string, push bool) {
 		if err != nil {
 			continue
 		}
-		hk := host + "\x00" + authFingerprint(auth)
-		r.mu.Lock()
-		if _, ok := r.repoKey[repo+"\x00"+hk]; !ok {
-			if (!started[hk] && r.groupFill[hk] > 0) || r.groupFill[hk] >= reposPerTransport {
-				r.groupNo[hk]++
-				r.groupFill[hk] = 0
-			}
-			started[hk] = true
-			r.groupFill[hk]++
-			key := fmt.Sprintf("%s\x00%d", hk, r.groupNo[hk])
-			r.repoKey[repo+"\x00"+hk] = key
-			if scope := "repository:" + path + ":" + action; !slices.Contains(r.scopes[key], scope) {
-				r.scopes[key] = append(r.scopes[key], scope)
+		fp := authFingerprint(auth)
+		hs := r.hostOf(host)
+		hs.mu.Lock()
+		if g, joined := hs.group(fp, path, !started[host+"\x00"+fp]); joined {
+			started[host+"\x00"+fp] = true
+			if scope := "repository:" + path + ":" + action; !slices.Contains(g.scopes, scope) {
+				g.scopes = append(g.scopes, scope)
 			}
 		}
-		r.mu.Unlock()
+		hs.mu.Unlock()
 	}
 }
 
-// groupScopes returns the token scopes a new transport for group key asks
-// for: the expected repositories' (Expect), with repository path's first.
-func (r *Client) groupScopes(key, path string, push bool) []string {
+// groupScopes returns the token scopes a new transport for group g of host
+// hs asks for: the expected repositories' (Expect), with repository path's
+// first.
+func groupScopes(hs *hostState, g *regHost, path string, push bool) []string {
 	scope := "repository:" + path + ":pull"
 	if push {
 		scope = "repository:" + path + ":push,pull"
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
 	out := []string{scope}
-	for _, s := range r.scopes[key] {
+	for _, s := range g.scopes {
 		if s != scope {
 			out = append(out, s)
 		}

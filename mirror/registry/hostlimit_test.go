@@ -1,16 +1,22 @@
 package registry
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/opencontainers/go-digest"
+
 	"github.com/airlock-mirror/airlock/internal/fakeimage"
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/mirror/adaptive"
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
@@ -79,12 +85,12 @@ func TestRequestLimitGrowsWhenLatencyBound(t *testing.T) {
 	wan := registrytest.NewWAN(t, be.URL(), registrytest.WANConfig{Latency: 20 * time.Millisecond})
 	const ceiling = 40
 	count := &inFlight{inner: http.DefaultTransport.(*http.Transport).Clone()}
-	r := New(Options{Transport: count, MaxRequestsPerHost: ceiling})
+	r := New(Options{Transport: count, MaxPerHost: ceiling})
 	readAtOnce(t, r, wan.Host+"/ns/app", p.Digest.String(), 160)
 
-	st := r.RequestLimits()[wan.Host]
-	if count.peak <= requestStart || st.Grows == 0 {
-		t.Fatalf("at most %d requests in flight (the bound starts at %d), limit %+v: it did not grow", count.peak, requestStart, st)
+	st := r.LimitStats()[wan.Host]
+	if count.peak <= hostStart || st.Grows == 0 {
+		t.Fatalf("at most %d requests in flight (the bound starts at %d), limit %+v: it did not grow", count.peak, hostStart, st)
 	}
 	if count.peak > ceiling || st.Peak > ceiling {
 		t.Fatalf("%d requests in flight (limit %+v), above the ceiling %d", count.peak, st, ceiling)
@@ -97,7 +103,7 @@ func TestRequestLimitGrowsWhenLatencyBound(t *testing.T) {
 func TestRequestLimitBacksOffOn429(t *testing.T) {
 	be := registrytest.Start(t)
 	p := imagetest.MustPush(t, be.Host()+"/ns/app:v1", fakeimage.Spec{Seed: 1, Layers: 1})
-	seq := make([]registrytest.Fault, requestStart) // the first round: every request in flight
+	seq := make([]registrytest.Fault, hostStart) // the first round: every request in flight
 	for i := range seq {
 		seq[i] = registrytest.TooManyRequests
 	}
@@ -108,20 +114,20 @@ func TestRequestLimitBacksOffOn429(t *testing.T) {
 		Sequence: seq,
 	})
 	wan := registrytest.NewWAN(t, proxy.Host(), registrytest.WANConfig{Latency: 20 * time.Millisecond})
-	count := &inFlight{inner: http.DefaultTransport.(*http.Transport).Clone(), throttledAfter: requestStart}
+	count := &inFlight{inner: http.DefaultTransport.(*http.Transport).Clone(), throttledAfter: hostStart}
 	r := New(Options{Transport: count, Retry: &retry.Policy{Times: 3, Base: time.Millisecond, Max: time.Millisecond}})
 	// Few enough reads that growing back (1/limit per answer once cut) cannot
 	// reach the start again: 8 + 64 answers.
-	readAtOnce(t, r, wan.Host+"/ns/app", p.Digest.String(), 3*requestStart)
+	readAtOnce(t, r, wan.Host+"/ns/app", p.Digest.String(), 3*hostStart)
 
-	st := r.RequestLimits()[wan.Host]
-	if proxy.Applied()[registrytest.TooManyRequests] != requestStart || st.Cuts == 0 {
-		t.Fatalf("429s %v, limit %+v: want %d 429s and a cut", proxy.Applied(), st, requestStart)
+	st := r.LimitStats()[wan.Host]
+	if proxy.Applied()[registrytest.TooManyRequests] != hostStart || st.Cuts == 0 {
+		t.Fatalf("429s %v, limit %+v: want %d 429s and a cut", proxy.Applied(), st, hostStart)
 	}
-	if count.peak > requestStart {
-		t.Fatalf("%d requests in flight at once, above the start %d (the bound grew from answers 429)", count.peak, requestStart)
+	if count.peak > hostStart {
+		t.Fatalf("%d requests in flight at once, above the start %d (the bound grew from answers 429)", count.peak, hostStart)
 	}
-	if count.peakAfterThrottle == 0 || count.peakAfterThrottle >= requestStart {
+	if count.peakAfterThrottle == 0 || count.peakAfterThrottle >= hostStart {
 		t.Fatalf("after the 429s %d requests in flight at once (before: %d): no back-off; limit %+v", count.peakAfterThrottle, count.peak, st)
 	}
 }
@@ -154,5 +160,57 @@ func TestCarriesBlob(t *testing.T) {
 		if got := carriesBlob(req); got != tc.want {
 			t.Errorf("%s %s (after a redirect: %v): %v, want %v", tc.method, tc.url, tc.redirect, got, tc.want)
 		}
+	}
+}
+
+// TestInSlotTakesNoSlot: with the host's bound full, a request of an
+// operation that holds its slots (endpoint.InSlot: a blob transfer of the
+// copy engine) goes at once; any other waits for a slot.
+func TestInSlotTakesNoSlot(t *testing.T) {
+	be := registrytest.Start(t)
+	p := imagetest.MustPush(t, be.Host()+"/ns/app:v1", fakeimage.Spec{Seed: 1, Layers: 1})
+	r := New(Options{MaxPerHost: adaptive.Floor})
+	ctx := context.Background()
+	lim := r.HostLimit(be.Host())
+	for range adaptive.Floor {
+		if err := lim.AcquireFirst(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if _, err := r.Manifest(short, be.Host()+"/ns/app", p.Digest.String()); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a request outside a slot with the bound full: %v, want it to wait until its deadline", err)
+	}
+	if _, err := r.Manifest(endpoint.InSlot(ctx), be.Host()+"/ns/app", p.Digest.String()); err != nil {
+		t.Fatalf("a request in a slot: %v", err)
+	}
+	for range adaptive.Floor {
+		lim.Release(true)
+	}
+	if _, err := r.Manifest(ctx, be.Host()+"/ns/app", p.Digest.String()); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.LimitStats()[be.Host()]; st.Peak != adaptive.Floor || st.InUse != 0 {
+		t.Fatalf("bound %+v: want a peak of %d (the slots taken by hand) and none in use", st, adaptive.Floor)
+	}
+}
+
+// TestStreamingAnswerCutsTheBound: a streamed upload takes no slot, but its
+// answer 503 cuts the host's bound as any other answer does.
+func TestStreamingAnswerCutsTheBound(t *testing.T) {
+	be := registrytest.Start(t)
+	proxy := registrytest.NewFaultProxy(t, be.Host(), registrytest.FaultPlan{
+		Match:    func(r *http.Request) bool { return r.Method == http.MethodPatch },
+		Sequence: []registrytest.Fault{registrytest.Unavailable},
+	})
+	r := New(Options{MonolithicMax: 1 << 10, Retry: retry.Retries(0)})
+	blob := bytes.Repeat([]byte("airlock"), 1<<10)
+	d := endpoint.Descriptor{Digest: digest.FromBytes(blob), Size: int64(len(blob))}
+	if err := r.PutBlob(context.Background(), proxy.Host()+"/ns/app", d, bytes.NewReader(blob)); endpoint.StatusOf(err) != http.StatusServiceUnavailable {
+		t.Fatalf("PutBlob: %v, want the PATCH's 503", err)
+	}
+	if st := r.LimitStats()[proxy.Host()]; st.Cuts != 1 {
+		t.Fatalf("bound %+v: want the 503 to cut it once", st)
 	}
 }

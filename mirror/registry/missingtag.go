@@ -2,7 +2,6 @@ package registry
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -10,7 +9,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
-	"github.com/airlock-mirror/airlock/mirror/retry"
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
 )
 
 // maxTagsShown bounds the tags a MissingTagError names.
@@ -18,7 +17,7 @@ const maxTagsShown = 10
 
 // MissingTagError is a manifest asked for by a tag its repository does not
 // have, with some of the tags it has instead of the registry's raw answer. It
-// unwraps to the registry's 404 (a *retry.StatusError).
+// unwraps to the registry's 404 (an *endpoint.RegistryError).
 type MissingTagError struct {
 	Repo, Tag string
 	// Tags are up to maxTagsShown of the repository's tags (the last ones in
@@ -44,8 +43,7 @@ func (e *MissingTagError) Unwrap() error { return e.cause }
 // naming the tags the repository has; any other error (or a failure to list
 // the tags) is returned unchanged.
 func (r *Client) missingTag(ctx context.Context, repo, reference string, err error) error {
-	var se *retry.StatusError
-	if !errors.As(err, &se) || se.StatusCode != http.StatusNotFound {
+	if endpoint.StatusOf(err) != http.StatusNotFound {
 		return err
 	}
 	if _, derr := digest.Parse(reference); derr == nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/fakeimage"
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
@@ -60,9 +61,9 @@ func TestMissingTagNamesTags(t *testing.T) {
 						t.Errorf("%s: %q says %q", name, err, a)
 					}
 				}
-				var se *retry.StatusError
+				var re *endpoint.RegistryError
 				var mt *MissingTagError
-				if !errors.As(err, &se) || se.StatusCode != http.StatusNotFound || !errors.As(err, &mt) {
+				if !errors.As(err, &re) || re.StatusCode != http.StatusNotFound || !errors.As(err, &mt) {
 					t.Errorf("%s: %v is not a 404 MissingTagError", name, err)
 				}
 			}

@@ -38,34 +38,50 @@ type mountProbe struct {
 // Probing after the first blob committed instead (it is free of the extra
 // blob) let every blob started before that commit ask its HEAD: with 16
 // images started at once, about 70 HEADs on the reference workload.
+//
+// A caller that holds the host's slots (endpoint.InSlot: a blob transfer
+// opening a new upload for another attempt) does not wait for a probe another
+// caller runs: that probe's requests may wait for the very slots it holds. It
+// looks the blob up with a HEAD instead.
 func (r *Client) honoursMountsOf(ctx context.Context, repo string) (bool, error) {
 	host, _, err := splitRepo(repo)
 	if err != nil {
 		return false, err
 	}
-	r.mu.Lock()
-	if r.mounts[host] {
-		r.mu.Unlock()
+	hs := r.hostOf(host)
+	hs.mu.Lock()
+	if hs.mounts {
+		hs.mu.Unlock()
 		return true, nil // a mount answered 201: no probe needed
 	}
-	p, asked := r.mountProbes[host]
+	p := hs.mountProbe
+	asked := p != nil
 	if !asked {
 		p = &mountProbe{done: make(chan struct{})}
-		r.mountProbes[host] = p
+		hs.mountProbe = p
 	}
-	r.mu.Unlock()
+	hs.mu.Unlock()
 	if !asked {
 		p.honours = r.probeMounts(ctx, repo)
 		if ctx.Err() != nil {
 			// Cut short by its caller's end, not answered: the next blob
 			// started on the host probes again.
-			r.mu.Lock()
-			delete(r.mountProbes, host)
-			r.mu.Unlock()
+			hs.mu.Lock()
+			if hs.mountProbe == p {
+				hs.mountProbe = nil
+			}
+			hs.mu.Unlock()
 		}
 		close(p.done)
 		if err := ctx.Err(); err != nil {
 			return false, err
+		}
+	}
+	if endpoint.HasSlot(ctx) {
+		select {
+		case <-p.done:
+		default:
+			return r.honoursMounts(host), nil
 		}
 	}
 	select {

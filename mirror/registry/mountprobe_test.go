@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/opencontainers/go-digest"
 
@@ -236,5 +237,30 @@ func TestMountProbeCutShort(t *testing.T) {
 	honours, err := r.honoursMountsOf(context.Background(), repo)
 	if err != nil || !honours {
 		t.Fatalf("the next probe: %v, %v; want the registry's answer (it honours mounts)", honours, err)
+	}
+}
+
+// TestMountProbeNotAwaitedInSlot: a caller holding its host's slots
+// (endpoint.InSlot) does not wait for a mount probe another caller runs, whose
+// requests may wait for those very slots: it takes the host as one that
+// ignores mounts (a HEAD before sending). Any other caller waits for the
+// probe's answer.
+func TestMountProbeNotAwaitedInSlot(t *testing.T) {
+	r := New(Options{})
+	hs := r.hostOf("registry.example")
+	hs.mountProbe = &mountProbe{done: make(chan struct{})} // another caller's, unanswered
+	ctx := context.Background()
+	if honours, err := r.honoursMountsOf(endpoint.InSlot(ctx), "registry.example/ns/app"); honours || err != nil {
+		t.Fatalf("in a slot: %v, %v; want false at once", honours, err)
+	}
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if _, err := r.honoursMountsOf(short, "registry.example/ns/app"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("outside a slot: %v, want it to wait for the probe", err)
+	}
+	hs.mountProbe.honours = true
+	close(hs.mountProbe.done)
+	if honours, err := r.honoursMountsOf(endpoint.InSlot(ctx), "registry.example/ns/app"); !honours || err != nil {
+		t.Fatalf("in a slot, the probe answered: %v, %v; want true", honours, err)
 	}
 }

@@ -275,9 +275,10 @@ func (c *RegistriesConf) Qualified(name string) error {
 // insecureHost reports whether registries.conf marks host insecure (plain HTTP
 // allowed, TLS not verified); hosts are learnt as their sources are listed.
 func (r *Client) insecureHost(host string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.insecure[host]
+	hs := r.hostOf(host)
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	return hs.insecure
 }
 
 // sourceKey carries, in the context of one read operation, the repository to
@@ -322,11 +323,12 @@ func contacted(ctx context.Context, repo string, push bool) string {
 
 // learnInsecure remembers the insecure hosts among srcs.
 func (r *Client) learnInsecure(srcs []pullSource) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	for _, s := range srcs {
 		if s.insecure {
-			r.insecure[endpoint.RepoHost(s.repo)] = true
+			hs := r.hostOf(endpoint.RepoHost(s.repo))
+			hs.mu.Lock()
+			hs.insecure = true
+			hs.mu.Unlock()
 		}
 	}
 }

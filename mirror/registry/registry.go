@@ -3,11 +3,15 @@
 // mounts, tags, deletes), auth (auth.json, docker config, registries.conf
 // credentials), TLS and plain-HTTP rules, where a source repository is read
 // (registries.conf mirrors, rewrites, blocked and insecure registries:
-// RegistriesConf), per-host request limits, probing a
-// registry before a run, timeouts on silent registries (Timeouts), manifest
-// pushes the registry verifies (PutManifest), and remembering hosts found
-// unreachable, stalled or failing (the circuit breaker, NoteFailure). Every
-// request runs under the one retry policy (package retry) and has a deadline.
+// RegistriesConf), the one adaptive bound per host on the work touching it
+// (shared with the copy engine: HostLimit), probing a registry before a run,
+// timeouts on silent registries (Timeouts), manifest pushes the registry
+// verifies (PutManifest), and remembering hosts found unreachable, stalled or
+// failing (the circuit breaker, NoteFailure). What it knows of each host is
+// kept together (hostState). Every request runs under the one retry policy
+// (package retry) and has a deadline. An answer the client did not expect
+// becomes the one typed registry error (endpoint.RegistryError), its body
+// parsed once, where it is read.
 //
 // A Client is an endpoint.Source and an endpoint.Destination. It knows nothing
 // about the copy engine, plans, catalogs or archives.
@@ -33,7 +37,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
-	"github.com/airlock-mirror/airlock/mirror/adaptive"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/mirror/retry"
@@ -63,12 +66,13 @@ type Options struct {
 	CertDir string
 	// Retry is the retry policy (--retry-times); nil means retry.DefaultTimes.
 	Retry *retry.Policy
-	// MaxRequestsPerHost is the ceiling of requests in flight to one registry
-	// host (default 64): each host's bound starts at a quarter of it (16) and
-	// adapts (adaptive.Limit: it grows while requests queue and are answered
-	// well, halves on 429, 5xx and answers far slower than the host's best).
-	// Streaming uploads are bounded by the copy engine instead.
-	MaxRequestsPerHost int
+	// MaxPerHost is the ceiling of each host's one adaptive bound on the work
+	// touching it (default 64): requests in flight, and the copy engine's
+	// blob transfers, which raises it to its own ceiling when that is higher
+	// (see HostLimit). The bound starts at 16 and adapts (adaptive.Limit: it
+	// grows while work queues and goes well, halves on 429, 5xx and answers
+	// far slower than the host's best).
+	MaxPerHost int
 	// MonolithicMax: blobs up to this size are uploaded in one PUT (default 4 MiB);
 	// bigger blobs are streamed with PATCH then committed with PUT.
 	MonolithicMax int64
@@ -101,22 +105,11 @@ type Client struct {
 	log      *slog.Logger
 
 	mu    sync.Mutex
-	hosts map[string]*regHost // by host + credential fingerprint + repository group
+	hosts map[string]*hostState          // by host: everything known of it (hostOf)
+	creds map[string]authn.Authenticator // by repository
 
-	repoKey     map[string]string              // repository + host key → key in hosts
-	groupFill   map[string]int                 // host key → repositories in its current group
-	groupNo     map[string]int                 // host key → current group number
-	scopes      map[string][]string            // key in hosts → token scopes of its expected repositories (Expect)
-	limits      map[string]*adaptive.Limit     // requests in flight, by host
-	creds       map[string]authn.Authenticator // by repo
-	down        map[string]error               // hosts found unreachable this run
-	probed      map[string]bool                // hosts (and push or pull) probed successfully
-	mounts      map[string]bool                // hosts that answered a mount with 201 this run
-	mountProbes map[string]*mountProbe         // by host: whether it honours mounts (honoursMountsOf)
-	healthy     map[string]*hostHealth         // by host: progress, timeouts, 5xx in a row
-	insecure    map[string]bool                // hosts registries.conf marks insecure
-	timeouts    Timeouts
-	memo        manifestMemo
+	timeouts Timeouts
+	memo     manifestMemo
 }
 
 // Policy is the retry policy of the client's operations, for work it hands
@@ -127,13 +120,6 @@ func (r *Client) Policy() retry.Policy { return r.policy }
 // transport (and so the scopes of its token requests).
 const reposPerTransport = 32
 
-type regHost struct {
-	mu     sync.Mutex
-	rt     http.RoundTripper
-	client *http.Client
-	reg    name.Registry
-}
-
 var (
 	_ endpoint.Source      = (*Client)(nil)
 	_ endpoint.Destination = (*Client)(nil)
@@ -142,8 +128,8 @@ var (
 // New returns a registry endpoint.
 func New(opts Options) *Client {
 	p := retry.OrDefault(opts.Retry)
-	if opts.MaxRequestsPerHost <= 0 {
-		opts.MaxRequestsPerHost = DefaultMaxRequestsPerHost
+	if opts.MaxPerHost <= 0 {
+		opts.MaxPerHost = DefaultMaxPerHost
 	}
 	if opts.MonolithicMax <= 0 {
 		opts.MonolithicMax = 4 << 20
@@ -179,8 +165,7 @@ func New(opts Options) *Client {
 	}
 	r = &Client{
 		opts: opts, policy: p, keychain: kc, log: log,
-		hosts: map[string]*regHost{}, repoKey: map[string]string{}, groupFill: map[string]int{}, groupNo: map[string]int{}, scopes: map[string][]string{}, limits: map[string]*adaptive.Limit{}, creds: map[string]authn.Authenticator{}, down: map[string]error{}, probed: map[string]bool{}, mounts: map[string]bool{}, mountProbes: map[string]*mountProbe{},
-		healthy: map[string]*hostHealth{}, timeouts: opts.Timeouts.withDefaults(), insecure: map[string]bool{},
+		hosts: map[string]*hostState{}, creds: map[string]authn.Authenticator{}, timeouts: opts.Timeouts.withDefaults(),
 	}
 	// The transport never retries: retries belong to the operations (see
 	// retry.Policy), so that one request is never retried by two layers.
@@ -264,33 +249,12 @@ func (r *Client) client(ctx context.Context, repo string, push bool) (*http.Clie
 	if err != nil {
 		return nil, "", "", err
 	}
-	// Repositories of one host share a transport (connections, tokens) in groups:
-	// a bearer transport adds every repository it meets to the scopes of its
-	// token requests, which would grow without bound over the hundreds of
-	// repositories a catalog names on one registry.
-	hk := host + "\x00" + authFingerprint(auth)
-	r.mu.Lock()
-	key, ok := r.repoKey[repo+"\x00"+hk]
-	if !ok {
-		if r.groupFill[hk] >= reposPerTransport {
-			r.groupNo[hk]++
-			r.groupFill[hk] = 0
-		}
-		r.groupFill[hk]++
-		key = fmt.Sprintf("%s\x00%d", hk, r.groupNo[hk])
-		r.repoKey[repo+"\x00"+hk] = key
-	}
-	h := r.hosts[key]
-	if h == nil {
-		h = &regHost{}
-		r.hosts[key] = h
-	}
-	lim := r.limits[host]
-	if lim == nil {
-		lim = newRequestLimit(r.opts.MaxRequestsPerHost).Logged(r.log, "requests in flight to "+host)
-		r.limits[host] = lim
-	}
-	r.mu.Unlock()
+	// Repositories of one host share a transport (connections, tokens) in
+	// groups (see transportGroups).
+	hs := r.hostOf(host)
+	hs.mu.Lock()
+	h, _ := hs.group(authFingerprint(auth), path, false)
+	hs.mu.Unlock()
 
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -303,13 +267,13 @@ func (r *Client) client(ctx context.Context, repo string, push bool) (*http.Clie
 		if err != nil {
 			return nil, "", "", fmt.Errorf("registry host %q: %w", host, err)
 		}
-		rt, err := transport.NewWithContext(ctx, reg, auth, transport.NewUserAgent(r.base, r.opts.UserAgent), r.groupScopes(key, path, push))
+		rt, err := transport.NewWithContext(ctx, reg, auth, transport.NewUserAgent(r.base, r.opts.UserAgent), groupScopes(hs, h, path, push))
 		if err != nil {
-			return nil, "", "", fmt.Errorf("connect to registry %s: %w", host, err)
+			return nil, "", "", fmt.Errorf("connect to registry %s: %w", host, typedTransportError(err))
 		}
 		h.reg = reg
 		h.rt = rt
-		h.client = &http.Client{Transport: &hostLimiter{inner: rt, lim: lim}}
+		h.client = &http.Client{Transport: &hostLimiter{inner: rt, lim: hs.limit}}
 	}
 	base := h.reg.Scheme() + "://" + h.reg.RegistryStr() + "/v2/" + path
 	return h.client, base, path, nil
@@ -320,23 +284,6 @@ func redactURL(u *url.URL) string {
 	c.User = nil
 	c.RawQuery = ""
 	return c.String()
-}
-
-// statusError reads a bounded part of resp's body into an *retry.StatusError.
-// A 401 whose challenge says invalid_token (RFC 6750: the token expired or was
-// revoked) is marked as such: the bearer transport fetches one new token and
-// resends once, and a token that ran out again before that resend arrived (a
-// short-lived token on a slow link or a loaded machine) is worth another
-// attempt, unlike credentials the registry refuses.
-func statusError(resp *http.Response) error {
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	se := retry.NewStatusError(resp.Request.Method, redactURL(resp.Request.URL), resp.StatusCode, strings.TrimSpace(string(b)), resp.Header.Get("Retry-After"))
-	if resp.StatusCode == http.StatusUnauthorized {
-		for _, c := range resp.Header.Values("WWW-Authenticate") {
-			se.ExpiredToken = se.ExpiredToken || strings.Contains(c, `error="invalid_token"`)
-		}
-	}
-	return se
 }
 
 func (r *Client) do(ctx context.Context, c *http.Client, method, u string, body []byte, hdr map[string]string) (*http.Response, error) {
@@ -352,7 +299,7 @@ func (r *Client) do(ctx context.Context, c *http.Client, method, u string, body 
 		req.Header.Set(k, v)
 	}
 	resp, err := c.Do(req)
-	return resp, redactErr(err)
+	return resp, redactErr(typedTransportError(err))
 }
 
 // redactErr strips credentials and query strings (pre-signed CDN redirects carry

@@ -12,6 +12,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 )
@@ -163,7 +164,7 @@ func (r *Client) deleteManifestRef(ctx context.Context, repo, reference string) 
 			return retry.Permanent(fmt.Errorf("%w: %w", ErrDeleteUnsupported, statusError(resp)))
 		case http.StatusBadRequest:
 			err := statusError(resp)
-			if _, derr := digest.Parse(reference); derr != nil && strings.Contains(err.Error(), "DIGEST_INVALID") {
+			if _, derr := digest.Parse(reference); derr != nil && err.Has(endpoint.CodeDigestInvalid) {
 				return retry.Permanent(fmt.Errorf("%w: %w", ErrTagDeleteUnsupported, err))
 			}
 			return err

@@ -2,7 +2,6 @@ package registry
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -220,8 +219,7 @@ func (b *regBlobReader) Close() error {
 func (r *Client) ManifestExists(ctx context.Context, repo, reference string, d digest.Digest) (bool, error) {
 	desc, err := r.head(ctx, repo, reference)
 	if err != nil {
-		var se *retry.StatusError
-		if errors.As(err, &se) && se.StatusCode == http.StatusNotFound {
+		if endpoint.StatusOf(err) == http.StatusNotFound {
 			return false, nil
 		}
 		return false, err
@@ -249,8 +247,7 @@ func (r *Client) RepositoryKnown(ctx context.Context, repo string) (bool, error)
 			known = true
 			return nil
 		case http.StatusNotFound:
-			b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-			known = !strings.Contains(string(b), "NAME_UNKNOWN")
+			known = !statusError(resp).Has(endpoint.CodeNameUnknown)
 			return nil
 		}
 		return statusError(resp)
@@ -274,7 +271,7 @@ func (r *Client) head(ctx context.Context, repo, reference string) (endpoint.Des
 		drain(resp)
 		switch resp.StatusCode {
 		case http.StatusNotFound:
-			return &retry.StatusError{Method: http.MethodHead, URL: redactURL(resp.Request.URL), StatusCode: http.StatusNotFound}
+			return answerError(resp.Request, http.StatusNotFound)
 		case http.StatusOK:
 			dg, derr := digest.Parse(resp.Header.Get("Docker-Content-Digest"))
 			mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))

@@ -259,15 +259,14 @@ func (u *blobUpload) Write(ctx context.Context, rd io.Reader) error {
 		if err == nil {
 			putBuf(whole) // the registry answered: it read the whole body
 		}
-		var se *retry.StatusError
-		if err != nil && errors.As(err, &se) {
+		if re, ok := endpoint.AsRegistryError(err); ok {
 			switch {
-			case retry.RetryableStatus(se.StatusCode):
+			case retry.RetryableStatus(re.StatusCode):
 				// Refused before it was taken: the session is still open,
 				// and one PUT is the whole of a next attempt.
 				u.reusable = true
-			case se.StatusCode == http.StatusNotFound && again:
-				return wrap(fmt.Errorf("%w: %v", retry.ErrUploadGone, se))
+			case re.StatusCode == http.StatusNotFound && again:
+				return wrap(fmt.Errorf("%w: %v", retry.ErrUploadGone, re))
 			}
 		}
 		return err
@@ -279,7 +278,7 @@ func (u *blobUpload) Write(ctx context.Context, rd io.Reader) error {
 	req.Header.Set("Content-Type", "application/octet-stream")
 	req.ContentLength = d.Size
 	resp, err := c.Do(req)
-	err = redactErr(err)
+	err = redactErr(typedTransportError(err))
 	if v.Err() != nil { // digest or size mismatch, or a source read error
 		if err == nil {
 			drain(resp)
@@ -309,15 +308,17 @@ func (u *blobUpload) Write(ctx context.Context, rd io.Reader) error {
 }
 
 func (r *Client) noteMounts(host string) {
-	r.mu.Lock()
-	r.mounts[host] = true
-	r.mu.Unlock()
+	hs := r.hostOf(host)
+	hs.mu.Lock()
+	hs.mounts = true
+	hs.mu.Unlock()
 }
 
 func (r *Client) honoursMounts(host string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.mounts[host]
+	hs := r.hostOf(host)
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	return hs.mounts
 }
 
 func (r *Client) commitUpload(ctx context.Context, c *http.Client, loc *url.URL, d endpoint.Descriptor, body []byte, wrap func(error) error) error {

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
@@ -95,7 +94,7 @@ func requestKind(req *http.Request) string {
 	return req.Method + " other"
 }
 
-func (h *hostHealth) timedOut(kind string) int {
+func (h *hostState) timedOut(kind string) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.streak == nil {
@@ -105,40 +104,13 @@ func (h *hostHealth) timedOut(kind string) int {
 	return h.streak[kind]
 }
 
-func (h *hostHealth) ended(kind string) {
+func (h *hostState) ended(kind string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.streak, kind)
 }
 
-// hostHealth is what the client saw of one host lately: when it last made
-// progress, the timeouts since, and its 5xx answers in a row.
-type hostHealth struct {
-	lastProgress atomic.Int64 // unix nanoseconds
-
-	mu         sync.Mutex
-	strikeAt   time.Time // last silent timeout
-	silentFrom time.Time // start of the wait that ended in the first of them
-	bad        int       // 5xx answers since the last other answer
-	lastBad    string
-	// timeouts in a row by kind of request ("POST upload"), reset by an
-	// answer of that kind read to its end
-	streak map[string]int
-}
-
-func (h *hostHealth) progress(now time.Time) { h.lastProgress.Store(now.UnixNano()) }
-
-func (r *Client) health(host string) *hostHealth {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	h := r.healthy[host]
-	if h == nil {
-		h = &hostHealth{}
-		h.progress(time.Now())
-		r.healthy[host] = h
-	}
-	return h
-}
+func (h *hostState) progress(now time.Time) { h.lastProgress.Store(now.UnixNano()) }
 
 type longWaitKey struct{}
 
@@ -165,7 +137,7 @@ type watch struct {
 	r      *Client
 	t      Timeouts
 	host   string
-	h      *hostHealth
+	h      *hostState
 	header time.Duration
 	long   bool // a long wait (commit): it does not count against the host
 	kind   string
@@ -183,7 +155,7 @@ type watch struct {
 func (wt *watchTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	r := wt.r
 	ctx, cancel := context.WithCancel(req.Context())
-	w := &watch{r: r, t: r.timeouts, host: req.URL.Host, h: r.health(req.URL.Host), header: r.timeouts.Header, cancel: cancel, kind: requestKind(req)}
+	w := &watch{r: r, t: r.timeouts, host: req.URL.Host, h: r.hostOf(req.URL.Host), header: r.timeouts.Header, cancel: cancel, kind: requestKind(req)}
 	if req.Context().Value(longWaitKey{}) != nil {
 		w.header, w.long = max(CommitTimeout, r.timeouts.Header), true
 	}
@@ -232,7 +204,7 @@ func (wt *watchTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // answered records an answer's status in the host's health: 5xx answers in a
 // row are what the circuit breaker counts (see NoteFailure).
-func (r *Client) answered(h *hostHealth, now time.Time, resp *http.Response, progress bool) {
+func (r *Client) answered(h *hostState, now time.Time, resp *http.Response, progress bool) {
 	if progress {
 		h.progress(now)
 	}
@@ -321,7 +293,7 @@ func (w *watch) stop(err error) {
 // stalled returns the error that marks host stalled when it answered nothing
 // for Stall, counted from the wait that ended in its latest run of silent
 // timeouts (nil otherwise). The host is then down for the rest of the run.
-func (r *Client) stalled(h *hostHealth, host string, now time.Time) error {
+func (r *Client) stalled(h *hostState, host string, now time.Time) error {
 	last := time.Unix(0, h.lastProgress.Load())
 	h.mu.Lock()
 	struck := h.strikeAt.After(last) && now.Sub(h.strikeAt) <= r.timeouts.Stall
@@ -337,12 +309,13 @@ func (r *Client) stalled(h *hostHealth, host string, now time.Time) error {
 // reason stays) and returns the error its operations fail with.
 func (r *Client) markDown(host, why string) error {
 	down := fmt.Errorf("%w: %s: %s", endpoint.ErrRegistryUnreachable, host, why)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if prev, ok := r.down[host]; ok {
-		return prev
+	hs := r.hostOf(host)
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if hs.down != nil {
+		return hs.down
 	}
-	r.down[host] = down
+	hs.down = down
 	return down
 }
 

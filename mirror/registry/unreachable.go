@@ -14,7 +14,6 @@ import (
 
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/retry"
-	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 )
 
 // ErrAuth is returned (wrapped) by Probe when a registry refuses the
@@ -84,14 +83,11 @@ const breakerAnswers = 3
 // breaker returns the error marking host down when err is a 5xx answer of host
 // ending at least breakerAnswers of them in a row; nil otherwise.
 func (r *Client) breaker(host string, err error) error {
-	var se *retry.StatusError
-	if !errors.As(err, &se) || se.StatusCode < 500 {
+	re, ok := endpoint.AsRegistryError(err)
+	if !ok || re.StatusCode < 500 || !strings.EqualFold(re.Host, host) {
 		return nil
 	}
-	if u, perr := url.Parse(se.URL); perr != nil || !strings.EqualFold(u.Host, host) {
-		return nil
-	}
-	h := r.health(host)
+	h := r.hostOf(host)
 	h.mu.Lock()
 	bad, last := h.bad, h.lastBad
 	h.mu.Unlock()
@@ -104,12 +100,6 @@ func (r *Client) breaker(host string, err error) error {
 // explainTimeout describes a host that stopped answering.
 func explainTimeout(te *TimeoutError) string {
 	return fmt.Sprintf("the registry stopped answering: it %s for %s (it accepts connections but does not answer); check the registry and any proxy in front of it", te.What, te.After)
-}
-
-func (r *Client) hostDown(host string) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.down[host]
 }
 
 func (r *Client) tlsHint() string {
@@ -127,9 +117,7 @@ func connectFailure(err error) bool {
 	// loopback registry the ping tries HTTPS and HTTP together, and the HTTPS
 	// attempt's TLS error must not hide the HTTP attempt's answer.
 	// (A 400 to the HTTP half is an HTTPS-only registry: the TLS error counts.)
-	var te *transport.Error
-	var se *retry.StatusError
-	if (errors.As(err, &te) && te.StatusCode != http.StatusBadRequest) || errors.As(err, &se) {
+	if re, ok := endpoint.AsRegistryError(err); ok && (re.Cause == nil || re.StatusCode != http.StatusBadRequest) {
 		return false
 	}
 	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) {
@@ -208,18 +196,22 @@ func (r *Client) probeOnce(ctx context.Context, repo string, push bool) error {
 	if err := r.hostDown(host); err != nil {
 		return err
 	}
-	key := fmt.Sprint(host, push)
-	r.mu.Lock()
-	done := r.probed[key]
-	r.mu.Unlock()
+	way := 0 // pull
+	if push {
+		way = 1
+	}
+	hs := r.hostOf(host)
+	hs.mu.Lock()
+	done := hs.probed[way]
+	hs.mu.Unlock()
 	if done {
 		return nil
 	}
 	err := r.probe(ctx, repo, push)
 	if err == nil {
-		r.mu.Lock()
-		r.probed[key] = true
-		r.mu.Unlock()
+		hs.mu.Lock()
+		hs.probed[way] = true
+		hs.mu.Unlock()
 	}
 	return err
 }
@@ -251,8 +243,7 @@ func (r *Client) probe(ctx context.Context, repo string, push bool) error {
 	if err == nil {
 		return nil
 	}
-	var se *retry.StatusError
-	var te *transport.Error
+	re, answered := endpoint.AsRegistryError(err)
 	var to *TimeoutError
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
@@ -268,15 +259,12 @@ func (r *Client) probe(ctx context.Context, repo string, push bool) error {
 		// Before the TLS cases: a plain-HTTP registry pinged over HTTPS too
 		// adds a TLS error to the stalled HTTP attempt's.
 		return r.markDown(host, explainTimeout(to))
-	case errors.As(err, &se) && (se.StatusCode == http.StatusUnauthorized || se.StatusCode == http.StatusForbidden):
-		return fmt.Errorf("%w: %s: %s", ErrAuth, host, explainStatus(se.StatusCode, host))
-	case errors.As(err, &te) && (te.StatusCode == http.StatusUnauthorized || te.StatusCode == http.StatusForbidden):
-		return fmt.Errorf("%w: %s: %s", ErrAuth, host, explainStatus(te.StatusCode, host))
-	case errors.As(err, &se):
-		return fmt.Errorf("%w: %s: %s", endpoint.ErrRegistryUnreachable, host, explainStatus(se.StatusCode, host))
-	case errors.As(err, &te) && te.StatusCode >= 500:
-		// The ping's answer (its error also carries the HTTPS attempt's).
-		return fmt.Errorf("%w: %s: %s", endpoint.ErrRegistryUnreachable, host, explainStatus(te.StatusCode, host))
+	case answered && (re.StatusCode == http.StatusUnauthorized || re.StatusCode == http.StatusForbidden):
+		return fmt.Errorf("%w: %s: %s", ErrAuth, host, explainStatus(re.StatusCode, host))
+	case answered && (re.Cause == nil || re.StatusCode >= 500):
+		// An answer to the probe's GET, or the ping's (whose error also
+		// carries the HTTPS attempt's).
+		return fmt.Errorf("%w: %s: %s", endpoint.ErrRegistryUnreachable, host, explainStatus(re.StatusCode, host))
 	case connectFailure(err):
 		return r.NoteFailure(ctx, repo, err)
 	}

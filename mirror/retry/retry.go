@@ -1,10 +1,11 @@
 // Package retry is airlock's one retry policy: how many attempts an operation
-// gets, the backoff between them (or the server's Retry-After), which errors are
-// worth another attempt, and the status error a registry answer becomes. Every
-// registry request and every blob transfer runs under it.
+// gets, the backoff between them (or the server's Retry-After), and which
+// errors are worth another attempt, the registry's answers among them (the one
+// typed registry error, endpoint.RegistryError, by status and error code).
+// Every registry request and every blob transfer runs under it.
 //
-// It knows nothing about registries' protocol, the copy engine or catalogs: it
-// sees errors, durations and a context.
+// It knows nothing about how registries are talked to, the copy engine or
+// catalogs: it sees errors, durations and a context.
 package retry
 
 import (
@@ -12,7 +13,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -26,7 +26,6 @@ import (
 
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/oci"
-	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 )
 
 // Policy is airlock's one retry policy. It is applied in exactly one layer:
@@ -126,9 +125,8 @@ func (a *Attempts) Again(ctx context.Context, err error, what string) bool {
 	}
 	var wait time.Duration
 	var hasRA bool
-	var se *StatusError
-	if errors.As(err, &se) {
-		wait, hasRA = se.retryAfter, se.hasRetry
+	if re, ok := endpoint.AsRegistryError(err); ok {
+		wait, hasRA = re.RetryAfter, re.HasRetryAfter
 	}
 	d := a.p.delay(a.n, wait, hasRA)
 	if a.log != nil {
@@ -169,34 +167,6 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// StatusError is returned for unexpected registry answers.
-type StatusError struct {
-	Method, URL string
-	StatusCode  int
-	Body        string // first bytes of the answer (registry error JSON)
-	// ExpiredToken marks a 401 whose challenge said the bearer token was
-	// invalid (expired or revoked), not the credentials: retryable.
-	ExpiredToken bool
-	retryAfter   time.Duration
-	hasRetry     bool
-}
-
-// NewStatusError returns the error of an unexpected answer; retryAfter is the
-// answer's Retry-After header ("" if none), which the next attempt honours.
-func NewStatusError(method, url string, code int, body, retryAfter string) *StatusError {
-	e := &StatusError{Method: method, URL: url, StatusCode: code, Body: body}
-	e.retryAfter, e.hasRetry = parseRetryAfter(retryAfter)
-	return e
-}
-
-func (e *StatusError) Error() string {
-	msg := fmt.Sprintf("%s %s: %d %s", e.Method, e.URL, e.StatusCode, http.StatusText(e.StatusCode))
-	if e.Body != "" {
-		msg += ": " + e.Body
-	}
-	return msg
-}
-
 // RetryableStatus reports whether an answer with this HTTP status is worth
 // another attempt: 408, 429, 499, 522 and 5xx other than 501 and 505.
 func RetryableStatus(code int) bool {
@@ -208,7 +178,7 @@ func RetryableStatus(code int) bool {
 }
 
 // isRetryable reports whether err is worth another attempt: 408, 429, 5xx, a
-// 401 for an expired token (StatusError.ExpiredToken),
+// 401 for an expired token (endpoint.RegistryError.ExpiredToken),
 // content that failed verification (in either direction: a body altered or cut
 // in transit), a registry refusing verified content as invalid (see
 // contentRejected), EOFs, connection
@@ -227,19 +197,14 @@ func isRetryable(err error) bool {
 		errors.Is(err, ErrUploadGone) {
 		return true
 	}
-	var se *StatusError
-	if errors.As(err, &se) {
-		if se.StatusCode == http.StatusBadRequest && contentRejected(se.Body) {
+	if re, ok := endpoint.AsRegistryError(err); ok {
+		if re.StatusCode == http.StatusBadRequest && re.Has(contentRejected...) {
 			return true
 		}
-		if se.StatusCode == http.StatusUnauthorized && se.ExpiredToken {
+		if re.StatusCode == http.StatusUnauthorized && re.ExpiredToken {
 			return true
 		}
-		return RetryableStatus(se.StatusCode)
-	}
-	var te *transport.Error
-	if errors.As(err, &te) {
-		return RetryableStatus(te.StatusCode)
+		return RetryableStatus(re.StatusCode)
 	}
 	if IsPermanentNetError(err) {
 		return false
@@ -274,17 +239,10 @@ var ErrUploadGone = errors.New("the upload session is gone")
 // before sending it: what arrived was altered or cut on the way.
 var ErrContentRejected = errors.New("the registry refused content that was verified before it was sent")
 
-// contentRejected reports a registry error body refusing content airlock
-// verified before sending: the bytes were altered or cut on the way, and sending
-// them again is the fix.
-func contentRejected(body string) bool {
-	for _, code := range []string{"DIGEST_INVALID", "SIZE_INVALID", "BLOB_UPLOAD_INVALID", "MANIFEST_INVALID", "MANIFEST_BLOB_UNKNOWN"} {
-		if strings.Contains(body, code) {
-			return true
-		}
-	}
-	return false
-}
+// contentRejected are the error codes of a registry refusing (400) content
+// airlock verified before sending: the bytes were altered or cut on the way,
+// and sending them again is the fix.
+var contentRejected = []endpoint.ErrorCode{endpoint.CodeDigestInvalid, endpoint.CodeSizeInvalid, endpoint.CodeBlobUploadInvalid, endpoint.CodeManifestInvalid, endpoint.CodeManifestBlobUnknown}
 
 // Permanent marks err as one no retry can fix: Do returns it at once.
 func Permanent(err error) error { return permanentError{err} }
@@ -310,7 +268,9 @@ func IsPermanentNetError(err error) bool {
 		strings.Contains(err.Error(), "server gave HTTP response to HTTPS client")
 }
 
-func parseRetryAfter(h string) (time.Duration, bool) {
+// ParseRetryAfter reads a Retry-After header (seconds, or an HTTP date): the
+// wait it asks for, and whether it asks for one ("" does not).
+func ParseRetryAfter(h string) (time.Duration, bool) {
 	if h == "" {
 		return 0, false
 	}

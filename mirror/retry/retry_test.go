@@ -16,6 +16,15 @@ import (
 	"github.com/airlock-mirror/airlock/mirror/oci"
 )
 
+// answer is a registry's answer with status code and an error list of codes.
+func answer(code int, codes ...endpoint.ErrorCode) *endpoint.RegistryError {
+	re := &endpoint.RegistryError{Method: "GET", URL: "u", StatusCode: code}
+	for _, c := range codes {
+		re.Errors = append(re.Errors, endpoint.ErrorDetail{Code: c})
+	}
+	return re
+}
+
 func TestRetryable(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -26,15 +35,15 @@ func TestRetryable(t *testing.T) {
 		{"canceled", context.Canceled, false},
 		{"deadline", fmt.Errorf("x: %w", context.DeadlineExceeded), false},
 		{"unreachable", fmt.Errorf("x: %w", endpoint.ErrRegistryUnreachable), false},
-		{"permanent 503", Permanent(NewStatusError("GET", "u", 503, "", "")), false},
-		{"503", NewStatusError("GET", "u", 503, "", ""), true},
-		{"429", NewStatusError("GET", "u", 429, "", ""), true},
-		{"408", NewStatusError("GET", "u", 408, "", ""), true},
-		{"501", NewStatusError("GET", "u", 501, "", ""), false},
-		{"404", NewStatusError("GET", "u", 404, "", ""), false},
-		{"401", NewStatusError("GET", "u", 401, "", ""), false},
-		{"400 digest invalid", NewStatusError("PUT", "u", 400, `{"errors":[{"code":"DIGEST_INVALID"}]}`, ""), true},
-		{"400 other", NewStatusError("PUT", "u", 400, `{"errors":[{"code":"NAME_INVALID"}]}`, ""), false},
+		{"permanent 503", Permanent(answer(503)), false},
+		{"503", answer(503), true},
+		{"429", answer(429), true},
+		{"408", answer(408), true},
+		{"501", answer(501), false},
+		{"404", answer(404), false},
+		{"401", answer(401), false},
+		{"400 digest invalid", answer(400, endpoint.CodeDigestInvalid), true},
+		{"400 other", answer(400, endpoint.CodeNameInvalid), false},
 		{"digest mismatch", fmt.Errorf("blob: %w", oci.ErrDigestMismatch), true},
 		{"short body", ErrShortBody, true},
 		{"upload gone", ErrUploadGone, true},
@@ -85,12 +94,12 @@ func TestParseRetryAfter(t *testing.T) {
 		ok bool
 	}{"": {0, false}, "3": {3 * time.Second, true}, "0": {0, true}, "-1": {0, false}, "soon": {0, false},
 		"Mon, 02 Jan 2006 15:04:05 GMT": {0, true}} {
-		d, ok := parseRetryAfter(h)
+		d, ok := ParseRetryAfter(h)
 		if d != want.d || ok != want.ok {
-			t.Errorf("parseRetryAfter(%q) = %s, %v; want %s, %v", h, d, ok, want.d, want.ok)
+			t.Errorf("ParseRetryAfter(%q) = %s, %v; want %s, %v", h, d, ok, want.d, want.ok)
 		}
 	}
-	if d, ok := parseRetryAfter(time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)); !ok || d < 58*time.Minute {
+	if d, ok := ParseRetryAfter(time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)); !ok || d < 58*time.Minute {
 		t.Errorf("a date an hour ahead: %s, %v", d, ok)
 	}
 }
@@ -105,8 +114,8 @@ func TestDo(t *testing.T) {
 		wantErr   bool
 	}{
 		{"first try", []error{nil}, 1, false},
-		{"two 503 then ok", []error{NewStatusError("GET", "u", 503, "", ""), NewStatusError("GET", "u", 503, "", ""), nil}, 3, false},
-		{"404 not retried", []error{NewStatusError("GET", "u", 404, "", "")}, 1, true},
+		{"two 503 then ok", []error{answer(503), answer(503), nil}, 3, false},
+		{"404 not retried", []error{answer(404)}, 1, true},
 		{"times exhausted", []error{io.EOF, io.EOF, io.EOF, io.EOF, io.EOF}, 4, true},
 	} {
 		calls := 0

@@ -14,7 +14,6 @@ import (
 
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/oci"
-	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
 // Mode is --signatures: what to do about attachments and images without a
@@ -299,6 +298,5 @@ func (d *Discoverer) manifest(ctx context.Context, repo, tag string) (endpoint.M
 
 // NotFound reports whether err is a registry's 404.
 func NotFound(err error) bool {
-	var se *retry.StatusError
-	return errors.As(err, &se) && se.StatusCode == http.StatusNotFound
+	return endpoint.StatusOf(err) == http.StatusNotFound
 }

@@ -13,8 +13,9 @@ import (
 const minImages = 4
 
 // admission decides when the next image starts. ParallelImages is a ceiling:
-// below minImages an image starts at once; above it, only while every host
-// the image touches has a spare transfer slot (adaptive.Limit.Spare). Over a
+// below minImages an image starts at once; above it, only while the bounds of
+// both hosts the image touches have a spare slot (endpoint.HostLimit.Spare:
+// the bound the registry client's requests share). Over a
 // link where each blob costs round trips (a registry, then its CDN) an image
 // holds few transfers at a time, mostly waiting for its last blob, so the
 // copy needs more images in flight than a fixed four to keep the link full;
@@ -32,7 +33,7 @@ func newAdmission() *admission { return &admission{wake: make(chan struct{})} }
 // finished must be called when it ends.
 func (e *copyEngine) admit(ctx context.Context, job Job) error {
 	a := e.admission
-	limits := []*adaptive.Limit{e.hostLimit(endpoint.RepoHost(job.Source)), e.hostLimit(endpoint.RepoHost(job.Dest))}
+	limits := []endpoint.HostLimit{e.limitOf(limitKey{endpoint.RepoHost(job.Source), false}), e.limitOf(limitKey{endpoint.RepoHost(job.Dest), true})}
 	for {
 		a.mu.Lock()
 		n, imageDone := a.running, a.wake
@@ -74,21 +75,24 @@ func (a *admission) finished() {
 // --parallel-images'): the most images copied at once.
 const DefaultParallelImages = 16
 
-// transferStart is where a host's bound on blob transfers starts (or half the
-// ceiling, when lower): what the engine used with the old defaults.
+// transferStart is where a bound the engine keeps itself (for a host of an
+// endpoint without bounds of its own: an archive, a layout) starts, or half
+// the ceiling when lower: what the engine used with the old defaults.
 const transferStart = 10
 
 func newTransferLimit(ceiling int) *adaptive.Limit {
 	return adaptive.NewFrom(min(transferStart, ceiling/2), ceiling)
 }
 
-// logLimits writes what the adaptive bounds did in this run (debug level).
+// logLimits writes what the hosts' bounds did so far (debug level).
 func (e *copyEngine) logLimits() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for h, l := range e.hostLimits {
-		st := l.Stats()
-		e.log.Debug("blob transfers per host", "host", h, "limit", st.Limit, "ceiling", st.Ceiling, "peak", st.Peak, "grew", st.Grows, "cut", st.Cuts)
+	for k, l := range e.hostLimits {
+		if sl, ok := l.(interface{ Stats() adaptive.Stats }); ok {
+			st := sl.Stats()
+			e.log.Debug("bound per host", "host", k.host, "destination", k.dst, "limit", st.Limit, "ceiling", st.Ceiling, "peak", st.Peak, "grew", st.Grows, "cut", st.Cuts)
+		}
 	}
 	e.admission.mu.Lock()
 	defer e.admission.mu.Unlock()

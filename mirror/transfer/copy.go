@@ -42,19 +42,23 @@ func (j Job) Key() string { return j.Dest + "@" + j.Digest.String() }
 // Options tunes Copy. Zero values take the defaults.
 type Options struct {
 	// ParallelImages is --parallel-images: the most images copied at once
-	// (default 16). Four always run; more start while the hosts they touch
-	// have spare transfer slots (see admission).
+	// (default 16). Four always run; more start while the bounds of the hosts
+	// they touch have spare slots (see admission).
 	ParallelImages int
 	// ParallelLayers is --parallel-layers: blobs of one image transferred at once
 	// (default 5).
 	ParallelLayers int
-	// MaxPerRegistry is the ceiling of blob transfers touching one registry
-	// host at once, across all images (default ParallelImages ×
-	// ParallelLayers): each host's limit starts at 10 (or half the ceiling,
-	// when lower) and adapts
-	// (adaptive.Limit: it grows while transfers queue and go well, halves on
-	// 429, 5xx and answers far slower than the host's best). Hosts are taken from
-	// the repository names ("host/path").
+	// MaxPerRegistry is the least ceiling of the bound on the work touching
+	// one registry host at once, across all images (default ParallelImages ×
+	// ParallelLayers). Each blob transfer holds a slot of its source host's
+	// bound and one of its destination host's for its whole length. The
+	// bound is the endpoint's when it keeps one (endpoint.HostLimiter: the
+	// registry client's, shared with its requests, whose ceiling is raised
+	// to this one); otherwise the engine keeps one per host, which starts at
+	// 10 (or half the ceiling, when lower). Either adapts (adaptive.Limit: it
+	// grows while work queues and goes well, halves on 429, 5xx and answers
+	// far slower than the host's best). Hosts are taken from the repository
+	// names ("host/path").
 	MaxPerRegistry int
 	// Retry is the policy for whole blob transfers (--retry-times): a transfer
 	// that broke or failed verification in either direction is restarted from a
@@ -213,7 +217,8 @@ type copyEngine struct {
 	asks       map[string]*copyFlight          // job key → the destination asked about it (askPresence)
 	digestMu   map[digest.Digest]chan struct{} // one byte transfer per digest at a time
 	present    map[digest.Digest][]string      // dest repos known to hold the digest
-	hostLimits map[string]*adaptive.Limit
+	hostLimits map[limitKey]endpoint.HostLimit // the bounds of the hosts on each side (limitOf)
+	ownLimits  map[string]*adaptive.Limit      // by host: those the engine keeps
 	admission  *admission
 
 	// Manifests the destination already holds are not read unless a new blob
@@ -256,7 +261,7 @@ func newCopyEngine(src endpoint.Source, dst endpoint.Destination, opts Options) 
 		src: src, dst: dst, opts: opts, policy: retry.OrDefault(opts.Retry), log: log,
 		blobs: map[string]*copyFlight{}, manifests: map[string]*copyFlight{}, asks: map[string]*copyFlight{},
 		digestMu: map[digest.Digest]chan struct{}{}, present: map[digest.Digest][]string{},
-		hostLimits: map[string]*adaptive.Limit{}, admission: newAdmission(), seenTotal: map[digest.Digest]bool{}, seenDone: map[digest.Digest]bool{},
+		hostLimits: map[limitKey]endpoint.HostLimit{}, ownLimits: map[string]*adaptive.Limit{}, admission: newAdmission(), seenTotal: map[digest.Digest]bool{}, seenDone: map[digest.Digest]bool{},
 		walked: map[repoDigest]bool{}, holds: map[repoDigest]bool{}, toWalk: map[string][]repoDigest{}, tagged: map[string]digest.Digest{},
 	}
 }

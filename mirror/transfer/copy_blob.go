@@ -4,14 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/opencontainers/go-digest"
 
-	"github.com/airlock-mirror/airlock/mirror/adaptive"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 )
@@ -195,53 +194,76 @@ func (e *copyEngine) lockDigest(ctx context.Context, d digest.Digest) (func(), e
 	}
 }
 
-// acquireHosts takes a transfer slot on each distinct host, in sorted order so
-// that two transfers never wait on each other. release says whether the
-// transfer went well (hostLimit adapts to it).
-func (e *copyEngine) acquireHosts(ctx context.Context, hosts ...string) (release func(ok bool), err error) {
-	sort.Strings(hosts)
-	var held []*adaptive.Limit
+// acquireHosts takes a slot of the bound of the transfer's source host and
+// one of its destination host's (limitOf), each bound once, in one order for
+// every transfer (by host, the destination's first) so that two transfers
+// never wait on each other. It returns ctx marked endpoint.InSlot, under which
+// the transfer's requests take no slot of their own, and release, which says
+// whether the transfer went well (the bounds adapt to it).
+func (e *copyEngine) acquireHosts(ctx context.Context, srcHost, dstHost string) (_ context.Context, release func(ok bool), err error) {
+	slots := []limitKey{{dstHost, true}, {srcHost, false}}
+	if srcHost < dstHost {
+		slots[0], slots[1] = slots[1], slots[0]
+	}
+	var held []endpoint.HostLimit
 	release = func(ok bool) {
-		for _, h := range held {
-			h.Release(ok)
+		for _, l := range held {
+			l.Release(ok)
 		}
 	}
-	for i, h := range hosts {
-		if i > 0 && hosts[i-1] == h {
+	for _, k := range slots {
+		l := e.limitOf(k)
+		if slices.Contains(held, l) {
 			continue
 		}
-		l := e.hostLimit(h)
-		if err := l.Acquire(ctx); err != nil {
+		// A transfer goes before the requests waiting for a slot of a bound
+		// it shares with them (a blob read did before, with a bound of its
+		// own): bytes on the link first.
+		if err := l.AcquireFirst(ctx); err != nil {
 			release(false)
-			return nil, err
+			return nil, nil, err
 		}
 		held = append(held, l)
 	}
-	return release, nil
+	return endpoint.InSlot(ctx), release, nil
 }
 
-// hostLimit is host's adaptive transfer limit.
-func (e *copyEngine) hostLimit(host string) *adaptive.Limit {
+// limitKey names the bound of a host on one side of the copy.
+type limitKey struct {
+	host string
+	dst  bool // the destination's (else the source's)
+}
+
+// limitOf is the bound of k's host on k's side: the endpoint's own when it
+// keeps one (endpoint.HostLimiter: the registry client's, which its requests
+// to the host share), its ceiling raised to MaxPerRegistry, else one the
+// engine keeps (an archive, a layout), one per host.
+func (e *copyEngine) limitOf(k limitKey) endpoint.HostLimit {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	l := e.hostLimits[host]
-	if l == nil {
-		l = newTransferLimit(e.opts.MaxPerRegistry).Logged(e.log, "blob transfers to "+host)
-		e.hostLimits[host] = l
+	if l, ok := e.hostLimits[k]; ok {
+		return l
 	}
-	return l
-}
-
-// attemptFailed tells the limit of the host that answered err with 429 or a
-// 5xx (one of the transfer's two hosts) to back off.
-func (e *copyEngine) attemptFailed(err error, hosts ...string) {
-	if th := throttledHost(err); th != "" {
-		for _, h := range hosts {
-			if h == th {
-				e.hostLimit(h).Trouble()
-			}
+	var ep any = e.src
+	if k.dst {
+		ep = e.dst
+	}
+	var l endpoint.HostLimit
+	if hl, ok := ep.(endpoint.HostLimiter); ok {
+		l = hl.HostLimit(k.host)
+	}
+	if l != nil {
+		l.RaiseCeiling(e.opts.MaxPerRegistry)
+	} else {
+		own := e.ownLimits[k.host]
+		if own == nil {
+			own = newTransferLimit(e.opts.MaxPerRegistry).Logged(e.log, "blob transfers to "+k.host)
+			e.ownLimits[k.host] = own
 		}
+		l = own
 	}
+	e.hostLimits[k] = l
+	return l
 }
 
 // transfer reads d from the source and writes it to the destination, verified,
@@ -251,8 +273,7 @@ func (e *copyEngine) attemptFailed(err error, hosts ...string) {
 // of the same operation). The first attempt writes into up; later ones open a
 // new upload (and stop there if an earlier attempt did land the blob).
 func (e *copyEngine) transfer(ctx context.Context, srcRepo, dstRepo string, d endpoint.Descriptor, up endpoint.BlobUpload) error {
-	srcHost, dstHost := endpoint.RepoHost(srcRepo), endpoint.RepoHost(dstRepo)
-	release, err := e.acquireHosts(ctx, srcHost, dstHost)
+	tctx, release, err := e.acquireHosts(ctx, endpoint.RepoHost(srcRepo), endpoint.RepoHost(dstRepo))
 	if err != nil {
 		if up != nil {
 			up.Cancel(ctx)
@@ -260,8 +281,10 @@ func (e *copyEngine) transfer(ctx context.Context, srcRepo, dstRepo string, d en
 		return err
 	}
 	defer func() { release(err == nil) }()
-	err = e.policy.Do(ctx, e.log, "copy blob "+d.Digest.String()+" to "+dstRepo, func(ctx context.Context) (err error) {
-		defer func() { e.attemptFailed(err, srcHost, dstHost) }()
+	// A 429 or 5xx answer of either host cuts its bound where the registry
+	// client reads it (the bound is the client's: HostLimit), and the client
+	// records how long the source took to answer.
+	err = e.policy.Do(tctx, e.log, "copy blob "+d.Digest.String()+" to "+dstRepo, func(ctx context.Context) (err error) {
 		if up == nil {
 			if up, err = startBlob(ctx, e.dst, dstRepo, d); err != nil || up == nil {
 				return err
@@ -276,7 +299,7 @@ func (e *copyEngine) transfer(ctx context.Context, srcRepo, dstRepo string, d en
 		return err
 	})
 	if up != nil {
-		up.Cancel(ctx) // kept for an attempt that did not come
+		up.Cancel(tctx) // kept for an attempt that did not come
 	}
 	if err == nil {
 		return nil
@@ -303,13 +326,11 @@ func noteFailure(ctx context.Context, ep any, repo string, err error) error {
 }
 
 func (e *copyEngine) transferOnce(ctx context.Context, srcRepo string, d endpoint.Descriptor, up endpoint.BlobUpload) error {
-	start := time.Now()
 	rc, err := e.src.Blob(ctx, srcRepo, d)
 	if err != nil {
 		up.Cancel(ctx)
 		return err
 	}
-	e.hostLimit(endpoint.RepoHost(srcRepo)).Latency(time.Since(start))
 	defer rc.Close()
 	v := oci.NewVerifier(rc, d)
 	if err := up.Write(ctx, v); err != nil {

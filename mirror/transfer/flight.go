@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
@@ -60,11 +61,11 @@ func (e *copyEngine) flight(ctx context.Context, m map[string]*copyFlight, key s
 // refusedForGood reports whether err is a registry's 4xx answer that another
 // attempt would not change (not 408 or 429, and not a body altered on the way).
 func refusedForGood(err error) bool {
-	var se *retry.StatusError
-	if !errors.As(err, &se) || errors.Is(err, retry.ErrContentRejected) {
+	code := endpoint.StatusOf(err)
+	if code == 0 || errors.Is(err, retry.ErrContentRejected) {
 		return false
 	}
-	return se.StatusCode >= 400 && se.StatusCode < 500 && se.StatusCode != http.StatusRequestTimeout && se.StatusCode != http.StatusTooManyRequests
+	return code >= 400 && code < 500 && code != http.StatusRequestTimeout && code != http.StatusTooManyRequests
 }
 
 // forEach runs f(0..n-1) with at most ParallelLayers at once; the first error is

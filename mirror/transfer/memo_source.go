@@ -51,3 +51,12 @@ func (s *MemoSource) Manifest(ctx context.Context, repo, reference string) (endp
 	}
 	return m, err
 }
+
+// HostLimit implements endpoint.HostLimiter with the bounds of the source it
+// wraps (nil when that keeps none).
+func (s *MemoSource) HostLimit(host string) endpoint.HostLimit {
+	if hl, ok := s.Source.(endpoint.HostLimiter); ok {
+		return hl.HostLimit(host)
+	}
+	return nil
+}

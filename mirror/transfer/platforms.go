@@ -58,9 +58,11 @@ func (e *copyEngine) putIndex(ctx context.Context, job Job, ref string, m endpoi
 	return e.dst.PutManifest(ctx, job.Dest, ref, m)
 }
 
+// blobUnknown reports a registry's 400 MANIFEST_BLOB_UNKNOWN: an index whose
+// children it does not hold.
 func blobUnknown(err error) bool {
-	var se *retry.StatusError
-	return errors.As(err, &se) && se.StatusCode == http.StatusBadRequest && strings.Contains(se.Body, "MANIFEST_BLOB_UNKNOWN")
+	re, ok := endpoint.AsRegistryError(err)
+	return ok && re.StatusCode == http.StatusBadRequest && re.Has(endpoint.CodeManifestBlobUnknown)
 }
 
 // sparseRefused explains a destination's refusal of a sparse index: registries

@@ -2,8 +2,8 @@ package deletion
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 	"time"
@@ -12,9 +12,9 @@ import (
 
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/location"
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/mirror/registry"
-	"github.com/airlock-mirror/airlock/mirror/retry"
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
@@ -98,8 +98,7 @@ func readRepoState(ctx context.Context, reg *registry.Client, repo string) (repo
 	for _, t := range tags {
 		d, err := reg.Resolve(ctx, repo+":"+t)
 		if err != nil {
-			var se *retry.StatusError
-			if errors.As(err, &se) && se.StatusCode == 404 {
+			if endpoint.StatusOf(err) == http.StatusNotFound {
 				continue // deleted meanwhile
 			}
 			return nil, err
@@ -174,8 +173,7 @@ func resolveCandidates(ctx context.Context, reg *registry.Client, inv *workspace
 			}
 			kids, err := reg.ManifestChildren(ctx, repo, e.Digest)
 			if err != nil {
-				var se *retry.StatusError
-				if errors.As(err, &se) && se.StatusCode == 404 {
+				if endpoint.StatusOf(err) == http.StatusNotFound {
 					continue
 				}
 				return fmt.Errorf("read %s: %w", k, err)

@@ -48,13 +48,17 @@ var realRoots = []struct{ name, root string }{
 }
 
 // realSources returns the real catalogs that are present; none when the shared
-// fixtures are absent (the tests that need them then skip).
+// fixtures are absent (the tests that need them then skip). In CI every one
+// must be present (fixtures.InCI): a missing one fails.
 func realSources(t testing.TB) []source {
 	t.Helper()
 	var out []source
 	for _, r := range realRoots {
 		dir := filepath.Join(realCatalogsDir, filepath.FromSlash(r.root))
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			if fixtures.InCI() {
+				t.Fatalf("real catalog %s absent under %q (%v): CI requires the shared fixtures", r.name, realCatalogsDir, err)
+			}
 			continue
 		}
 		out = append(out, source{Name: "real/" + r.name, Dir: dir, Kind: "real"})
@@ -182,6 +186,6 @@ func TestSourcesPresent(t *testing.T) {
 		t.Fatalf("generator produced %d catalogs, want %d", len(genSources(t)), len(genOptions))
 	}
 	if len(realSources(t)) == 0 {
-		t.Logf("no real catalogs under %s: the real-catalog cases are skipped", realCatalogsDir)
+		fixtures.Missing(t, "no real catalogs under %q: the real-catalog cases are skipped", realCatalogsDir)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/airlock-mirror/airlock/fbc/legacy"
+	"github.com/airlock-mirror/airlock/internal/gen/manifests/gen"
 )
 
 // TestManifestsAgreement: a package-manifest folder converts the same with
@@ -49,16 +50,27 @@ func TestManifestsAgreement(t *testing.T) {
 	}
 }
 
+// manifestsBenchDir is the package-manifest folder both sides of the
+// conversion benchmark read: $AIRLOCK_MANIFESTS_BENCH_DIR when set, else one
+// generated like legacy's BenchmarkConvertManifests (20 packages × 50
+// versions, internal/gen/manifests).
+func manifestsBenchDir(b *testing.B) string {
+	if dir := os.Getenv("AIRLOCK_MANIFESTS_BENCH_DIR"); dir != "" {
+		return dir
+	}
+	dir := b.TempDir()
+	if err := gen.Write(dir, "../fbc/legacy/testdata/manifests/demo-operator/0.3.0", 20, 50); err != nil {
+		b.Fatal(err)
+	}
+	return dir
+}
+
 // BenchmarkOpmManifests is opm v1.73's side of legacy's
-// BenchmarkConvertManifests: the package-manifest folder
-// $AIRLOCK_MANIFESTS_BENCH_DIR (written by legacy's TestWriteManifestsBench)
+// BenchmarkConvertManifests: the package-manifest folder (manifestsBenchDir)
 // loaded by opm's directory loader into a database, then converted as `opm
 // migrate` does.
 func BenchmarkOpmManifests(b *testing.B) {
-	dir := os.Getenv("AIRLOCK_MANIFESTS_BENCH_DIR")
-	if dir == "" {
-		b.Skip("AIRLOCK_MANIFESTS_BENCH_DIR not set")
-	}
+	dir := manifestsBenchDir(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		db, err := opmManifestsDB(b, dir)
@@ -75,10 +87,7 @@ func BenchmarkOpmManifests(b *testing.B) {
 
 // BenchmarkAirlockManifests is airlock's side, on the same folder.
 func BenchmarkAirlockManifests(b *testing.B) {
-	dir := os.Getenv("AIRLOCK_MANIFESTS_BENCH_DIR")
-	if dir == "" {
-		b.Skip("AIRLOCK_MANIFESTS_BENCH_DIR not set")
-	}
+	dir := manifestsBenchDir(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		st, err := legacy.ConvertManifests(b.Context(), dir, filepath.Join(b.TempDir(), "out"), legacy.ManifestOptions{})

@@ -102,10 +102,7 @@ type realClientsEnv struct {
 
 func setupRealClients(t *testing.T) *realClientsEnv {
 	t.Helper()
-	root := fixtures.RealCatalogs()
-	if root == "" {
-		t.Skip("shared/fixtures/real-catalogs not found")
-	}
+	root := fixtures.Require(t, "real-catalogs")
 	ctx := context.Background()
 	env := &realClientsEnv{src: registrytest.Start(t), dst: registrytest.Start(t)}
 	byName := map[string]*seededCatalog{}

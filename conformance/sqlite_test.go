@@ -18,6 +18,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/fbc/legacy"
+	"github.com/airlock-mirror/airlock/internal/testutil/fixtures"
 	"github.com/airlock-mirror/airlock/internal/testutil/legacytest"
 	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/prune"
@@ -233,7 +234,7 @@ func TestSQLiteAgreementManifests(t *testing.T) {
 func TestSQLiteAgreementReal(t *testing.T) {
 	srcs := realSources(t)
 	if len(srcs) == 0 {
-		t.Skip("shared fixtures not present")
+		fixtures.Missing(t, "no real catalogs under %q", realCatalogsDir)
 	}
 	for _, s := range srcs {
 		t.Run(s.Name, func(t *testing.T) {
@@ -267,7 +268,7 @@ func opmModuleDir(t testing.TB) string {
 func TestSQLiteAgreementDeprecated(t *testing.T) {
 	srcs := realSources(t)
 	if len(srcs) == 0 {
-		t.Skip("shared fixtures not present")
+		fixtures.Missing(t, "no real catalogs under %q", realCatalogsDir)
 	}
 	for _, s := range srcs {
 		if s.Name != "real/community-operators-prod-v4.16" && s.Name != "real/kube-descheduler-v4.20" {

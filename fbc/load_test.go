@@ -31,11 +31,11 @@ func realCatalogRoot(t testing.TB, rel string) string {
 	t.Helper()
 	base := os.Getenv("AIRLOCK_REAL_CATALOGS")
 	if base == "" {
-		base = fixtures.RealCatalogs()
+		return fixtures.Require(t, "real-catalogs/"+rel)
 	}
 	dir := filepath.Join(base, rel)
 	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("real catalog fixture not available: %v", err)
+		fixtures.Missing(t, "real catalog %s under $AIRLOCK_REAL_CATALOGS: %v", rel, err)
 	}
 	return dir
 }

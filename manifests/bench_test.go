@@ -13,7 +13,7 @@ import (
 )
 
 // realCatalogRoot is a real file-based catalog shared by the team (outside the module);
-// tests that use it are skipped when it is absent.
+// tests that use it skip when it is absent, and fail in CI (fixtures.Missing).
 var realCatalogRoot = filepath.Join(fixtures.RealCatalogs(), "community-operators-prod-v4.21/catalogs/v4.21")
 
 var imageLine = regexp.MustCompile(`(?m)^\s*(?:-\s+)?image:\s*["']?([^"'\s]+)["']?\s*$`)
@@ -23,7 +23,7 @@ var imageLine = regexp.MustCompile(`(?m)^\s*(?:-\s+)?image:\s*["']?([^"'\s]+)["'
 func realImages(tb testing.TB) []Image {
 	tb.Helper()
 	if _, err := os.Stat(realCatalogRoot); err != nil {
-		tb.Skipf("real catalog not available: %v", err)
+		fixtures.Missing(tb, "real catalog: %v", err)
 	}
 	seen := map[string]bool{}
 	err := filepath.WalkDir(realCatalogRoot, func(p string, d os.DirEntry, err error) error {

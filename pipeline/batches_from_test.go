@@ -24,11 +24,11 @@ import (
 // sent). A target missing a batch is refused before anything is loaded, naming
 // the batch; archive verify reads every batch and names the bad one.
 func TestFromTargetLoadsEveryBatch(t *testing.T) {
-	e := setup(t)
+	e := setupStable(t)
 	target := t.TempDir()
 	n := &normalizer{}
 	n.add(target, "TARGET")
-	n.add(e.src.Host(), "SOURCE")
+	n.add(stableSource, "SOURCE")
 	cfgs := []string{
 		e.config(t, "    - name: baz"),
 		e.config(t, "    - name: baz\n    - name: bar"),

@@ -166,7 +166,7 @@ func TestMirrorToMirror(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkMirrored(t, res, dst)
+	checkMirroredWithGGCR(t, res, dst)
 	pkgs := res.Catalogs[0].Packages
 	if strings.Join(pkgs, ",") != "bar,foo" {
 		t.Errorf("kept packages %v, want bar (a dependency of foo) and foo", pkgs)

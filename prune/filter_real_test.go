@@ -21,7 +21,7 @@ import (
 func filterFixtureRoots(t testing.TB, base string) []string {
 	raw, err := os.ReadFile(filepath.Join(base, "SOURCES.md"))
 	if err != nil {
-		t.Skipf("fixtures absent: %v", err)
+		fixtures.Missing(t, "real catalogs: %v", err)
 	}
 	var roots []string
 	for _, line := range strings.Split(string(raw), "\n") {
@@ -57,10 +57,6 @@ func loadFixtureCatalog(t testing.TB, root string) *fbc.Catalog {
 	c := loadFilterCatalog(t, root)
 	fixtureCache[root] = c
 	return c
-}
-
-func fixturesDir() string {
-	return fixtures.Dir()
 }
 
 // realConfigs derives operator entries from a catalog: heads only, full, a few
@@ -129,10 +125,7 @@ func compareVersions(a, b string) int {
 // TestFilterRealCatalogs filters every real catalog of the shared fixtures with a
 // table of configurations: every output must pass Validate.
 func TestFilterRealCatalogs(t *testing.T) {
-	base := filepath.Join(fixturesDir(), "real-catalogs")
-	if _, err := os.Stat(base); err != nil {
-		t.Skipf("fixtures absent: %v", err)
-	}
+	base := fixtures.Require(t, "real-catalogs")
 	for _, rel := range filterFixtureRoots(t, base) {
 		root := filepath.Join(base, rel)
 		if testing.Short() && strings.HasPrefix(rel, "community-operators-prod") {

@@ -14,6 +14,7 @@ import (
 	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/fbc/validate"
 	"github.com/airlock-mirror/airlock/imageset"
+	"github.com/airlock-mirror/airlock/internal/testutil/fixtures"
 	"github.com/airlock-mirror/airlock/internal/testutil/golden"
 )
 
@@ -399,10 +400,7 @@ func FuzzFilter(f *testing.F) {
 }
 
 func BenchmarkFilter(b *testing.B) {
-	root := filepath.Join(fixturesDir(), "real-catalogs", "community-operators-prod-v4.21", "catalogs", "v4.21")
-	if _, err := os.Stat(root); err != nil {
-		b.Skipf("fixtures absent: %v", err)
-	}
+	root := fixtures.Require(b, "real-catalogs/community-operators-prod-v4.21/catalogs/v4.21")
 	c := loadFilterCatalog(b, root)
 	for _, bc := range []struct {
 		name string

@@ -1,12 +1,12 @@
 package prune
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/airlock-mirror/airlock/fbc"
+	"github.com/airlock-mirror/airlock/internal/testutil/fixtures"
 )
 
 // TestImagesFiltered: the images of a filtered sample catalog are those of its
@@ -44,10 +44,7 @@ func TestImagesFiltered(t *testing.T) {
 // TestImagesReal checks Images on every real catalog: sorted, unique, and every
 // non-empty reference present.
 func TestImagesReal(t *testing.T) {
-	base := filepath.Join(fixturesDir(), "real-catalogs")
-	if _, err := os.Stat(base); err != nil {
-		t.Skipf("fixtures absent: %v", err)
-	}
+	base := fixtures.Require(t, "real-catalogs")
 	for _, rel := range filterFixtureRoots(t, base) {
 		if testing.Short() && strings.HasPrefix(rel, "community-operators-prod") {
 			continue // the largest fixtures; loading them under -race takes long

@@ -23,10 +23,7 @@ import (
 // with the upgrade graph of a real package drawn by prune/graph.
 func bigRun(t testing.TB, n int) *Run {
 	t.Helper()
-	dir := filepath.Join(fixtures.RealCatalogs(), "kube-descheduler-v4.20/v4.20/catalog")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("fixture absent: %v", err)
-	}
+	dir := fixtures.Require(t, "real-catalogs/kube-descheduler-v4.20/v4.20/catalog")
 	var svg bytes.Buffer
 	if err := graph.Draw(context.Background(), graph.DrawOptions{Dir: dir, Package: "cluster-kube-descheduler-operator", Format: graph.FormatSVG, Collapse: graph.DefaultCollapse}, &svg); err != nil {
 		t.Fatal(err)

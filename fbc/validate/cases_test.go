@@ -143,7 +143,7 @@ var realCatalogsDir = fixtures.RealCatalogs()
 func realCatalogRoots(t testing.TB) []string {
 	raw, err := os.ReadFile(filepath.Join(realCatalogsDir, "SOURCES.md"))
 	if err != nil {
-		t.Skipf("real catalogs not available: %v", err)
+		fixtures.Missing(t, "real catalogs: %v", err)
 	}
 	re := regexp.MustCompile("(?m)^\\| [^|]+ \\| `([^`]+)` \\|")
 	var roots []string

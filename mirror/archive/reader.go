@@ -260,6 +260,9 @@ func (r *Reader) ReliesOn() []ReliedRecord { return r.m.ReliesOn }
 // Manifest returns the manifest stored in repo under reference (a tag or a
 // digest), verified against its digest.
 func (r *Reader) Manifest(ctx context.Context, repo, reference string) (endpoint.Manifest, error) {
+	if err := ctx.Err(); err != nil {
+		return endpoint.Manifest{}, err
+	}
 	var d digest.Digest
 	var mt string
 	if t, ok := r.tags[tagKey{repo, reference}]; ok {
@@ -276,7 +279,7 @@ func (r *Reader) Manifest(ctx context.Context, repo, reference string) (endpoint
 	if b.Size > maxIndexSize {
 		return endpoint.Manifest{}, fmt.Errorf("manifest %s: %d bytes is too large: %w", d, b.Size, ErrCorrupt)
 	}
-	rc, err := r.open(b)
+	rc, err := r.open(ctx, b)
 	if err != nil {
 		return endpoint.Manifest{}, err
 	}
@@ -289,9 +292,13 @@ func (r *Reader) Manifest(ctx context.Context, repo, reference string) (endpoint
 }
 
 // Blob opens blob d. The reader streams from the chunk file and returns an error
-// instead of io.EOF when the content does not match d. A blob an earlier archive
-// shipped is not here: the error wraps ErrReliedOn and names that archive.
+// instead of io.EOF when the content does not match d, or ctx's error once it
+// is done. A blob an earlier archive shipped is not here: the error wraps
+// ErrReliedOn and names that archive.
 func (r *Reader) Blob(ctx context.Context, repo string, d endpoint.Descriptor) (io.ReadCloser, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	b, ok := r.blobs[d.Digest]
 	if !ok {
 		if rel, ok := r.relied[d.Digest]; ok {
@@ -302,24 +309,28 @@ func (r *Reader) Blob(ctx context.Context, repo string, d endpoint.Descriptor) (
 	if d.Size > 0 && d.Size != b.Size {
 		return nil, fmt.Errorf("blob %s: descriptor says %d bytes, the archive holds %d", d.Digest, d.Size, b.Size)
 	}
-	return r.open(b)
+	return r.open(ctx, b)
 }
 
-func (r *Reader) open(b BlobRecord) (io.ReadCloser, error) {
+func (r *Reader) open(ctx context.Context, b BlobRecord) (io.ReadCloser, error) {
 	f := r.files[b.Chunk-1]
 	v := oci.NewVerifier(io.NewSectionReader(f, b.Offset, b.Size), oci.Descriptor{Digest: b.Digest, Size: b.Size})
-	return &chunkBlob{v: v, chunk: ChunkName(b.Chunk), d: b.Digest}, nil
+	return &chunkBlob{ctx: ctx, v: v, chunk: ChunkName(b.Chunk), d: b.Digest}, nil
 }
 
 // chunkBlob reads one blob of a chunk through the digest-verifying reader, and
 // says which chunk to copy again when the content does not match.
 type chunkBlob struct {
+	ctx   context.Context
 	v     *oci.Verifier
 	chunk string
 	d     digest.Digest
 }
 
 func (c *chunkBlob) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
 	n, err := c.v.Read(p)
 	switch {
 	case err == nil || err == io.EOF:

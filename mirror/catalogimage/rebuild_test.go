@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-mirror/airlock/internal/testutil/fixtures"
 	"github.com/airlock-mirror/airlock/internal/testutil/mirrortest"
 	"github.com/airlock-mirror/airlock/mirror/layout"
 	"github.com/airlock-mirror/airlock/mirror/registry"
@@ -345,10 +346,7 @@ func TestCacheDirsAndServeCommand(t *testing.T) {
 }
 
 func BenchmarkRebuildLayer(b *testing.B) {
-	dir := "../../shared/fixtures/real-catalogs/community-operators-prod-v4.21/catalogs/v4.21"
-	if _, err := os.Stat(dir); err != nil {
-		b.Skip("real catalog fixture not available")
-	}
+	dir := fixtures.Require(b, "real-catalogs/community-operators-prod-v4.21/catalogs/v4.21")
 	ctx := context.Background()
 	for b.Loop() {
 		if _, err := writeCatalogTarGzN(ctx, io.Discard, dir, "/configs", []string{"/tmp/cache"}, 2*runtime.GOMAXPROCS(0)); err != nil {

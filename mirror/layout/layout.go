@@ -328,10 +328,14 @@ func (l *Destination) PutManifest(ctx context.Context, repo, reference string, m
 	if got := m.Digest.Algorithm().FromBytes(m.Raw); got != m.Digest {
 		return fmt.Errorf("manifest %s: content has digest %s", m.Digest, got)
 	}
+	ref, refErr := digest.Parse(reference)
+	if refErr == nil && ref != m.Digest {
+		return fmt.Errorf("manifest %s pushed by the digest %s: %w", m.Digest, ref, oci.ErrDigestMismatch)
+	}
 	if err := l.PutBlob(ctx, repo, endpoint.Descriptor{Digest: m.Digest, Size: int64(len(m.Raw))}, bytes.NewReader(m.Raw)); err != nil {
 		return err
 	}
-	if _, err := digest.Parse(reference); err == nil {
+	if refErr == nil {
 		return nil
 	}
 	if !oci.ValidTag(reference) {

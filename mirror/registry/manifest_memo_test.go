@@ -10,7 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/airlock-mirror/airlock/internal/fakeimage"
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
@@ -71,7 +70,9 @@ func TestKeepManifests(t *testing.T) {
 // Two readers of one manifest at once (the prefetch and the copy of the same
 // image) make one request: the second waits for the first's read and gets
 // what it kept. The first read is held at the registry until the second
-// reader has either asked the registry too (the failure) or had ample time to.
+// reader either waits (a gate: its context's Done is asked for, which a
+// reader waiting for another's read does, and which also happens just before
+// a request of its own) or asks the registry too (the failure); no sleep.
 func TestKeepManifestsOneReadAtATime(t *testing.T) {
 	reg := registrytest.Start(t)
 	p := imagetest.MustPush(t, reg.Host()+"/apps/a:1", fakeimage.Spec{Seed: 4, Layers: 1})
@@ -92,25 +93,39 @@ func TestKeepManifestsOneReadAtATime(t *testing.T) {
 	defer front.Close()
 	r := New(Options{KeepManifests: SourceManifests})
 	repo := strings.TrimPrefix(front.URL, "http://") + "/apps/a"
-	ctx := context.Background()
 	var wg sync.WaitGroup
-	read := func() {
+	read := func(ctx context.Context) {
 		defer wg.Done()
 		if m, err := r.Manifest(ctx, repo, p.Digest.String()); err != nil || m.Digest != p.Digest {
 			t.Errorf("Manifest = %s, %v", m.Digest, err)
 		}
 	}
 	wg.Add(2)
-	go read()
+	go read(context.Background())
 	<-arrived // the first read is at the registry, held
-	go read()
+	second := &doneAsked{Context: context.Background(), asked: make(chan struct{})}
+	go read(second)
 	select {
-	case <-arrived:
-	case <-time.After(500 * time.Millisecond):
+	case <-second.asked: // waiting for the first read, or about to ask the registry
+	case n := <-arrived:
+		t.Errorf("the second reader asked the registry (GET %d) while the first read was in flight", n)
 	}
 	close(release)
 	wg.Wait()
 	if n := gets.Load(); n != 1 {
 		t.Errorf("%d manifest GETs for two readers at once, want 1", n)
 	}
+}
+
+// doneAsked is a context that closes asked the first time its Done is asked
+// for: a gate saying its holder has started waiting on it.
+type doneAsked struct {
+	context.Context
+	once  sync.Once
+	asked chan struct{}
+}
+
+func (c *doneAsked) Done() <-chan struct{} {
+	c.once.Do(func() { close(c.asked) })
+	return c.Context.Done()
 }

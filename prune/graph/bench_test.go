@@ -25,7 +25,7 @@ func largeCatalogPackage(b *testing.B) string {
 	dir := fixtures.Large()
 	archive := filepath.Join(dir, "community-operators-prod-all.tar.zst")
 	if dir == "" || !fileExists(archive) {
-		b.Skip("large fixture absent")
+		fixtures.Missing(b, "the real-scale catalog large/community-operators-prod-all.tar.zst is absent")
 	}
 	out := b.TempDir()
 	cmd := exec.Command("sh", "-c", `zstd -dc "$1" | tar -xf - -C "$2" "catalog/$3/catalog.json"`, "sh", archive, out, largestPackage)

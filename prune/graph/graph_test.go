@@ -23,15 +23,7 @@ import (
 // realCatalog returns the root of a real catalog of the shared fixtures, or skips.
 func realCatalog(t testing.TB, rel string) string {
 	t.Helper()
-	base := fixtures.RealCatalogs()
-	if base == "" {
-		t.Skip("shared fixtures absent")
-	}
-	dir := filepath.Join(base, rel)
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("fixture absent: %v", err)
-	}
-	return dir
+	return fixtures.Require(t, "real-catalogs/"+rel)
 }
 
 const (

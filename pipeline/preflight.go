@@ -15,7 +15,6 @@ import (
 
 	"github.com/airlock-mirror/airlock/manifests"
 	"github.com/airlock-mirror/airlock/mirror"
-	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/mirror/registry"
@@ -56,7 +55,7 @@ func (r *run) preflight(ctx context.Context) (context.Context, error) {
 	}
 	if r.workflow != mirror.DiskToMirror {
 		for _, op := range r.cfg.Mirror.Operators {
-			if strings.HasPrefix(op.Catalog, catalogimage.OCIPrefix) {
+			if op.IsOCI() {
 				continue
 			}
 			if ref, err := oci.ParseReference(op.Catalog); err == nil {

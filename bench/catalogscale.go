@@ -16,6 +16,7 @@ import (
 	"github.com/airlock-mirror/airlock/bench/workload"
 	"github.com/airlock-mirror/airlock/internal/atomicfile"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/location"
 )
 
 // DefaultCacheDir keeps what the benchmarks seed once and reuse (the
@@ -203,7 +204,7 @@ func mirrorOverLink(ctx context.Context, cfg Config, link string, wc registrytes
 		return nil, 0, err
 	}
 	defer func() { dst.Stop(); _ = os.RemoveAll(work) }()
-	args := []string{"mirror", "-c", isc, "--workspace", "file://" + filepath.Join(work, "ws"), "docker://" + dst.Addr() + "/mirror",
+	args := []string{"mirror", "-c", isc, "--workspace", location.File(filepath.Join(work, "ws")).String(), location.Docker(dst.Addr() + "/mirror").String(),
 		"--dest-tls-verify=false", "--src-tls-verify=false"}
 	if cfg.ParallelImages > 0 {
 		args = append(args, "--parallel-images", fmt.Sprint(cfg.ParallelImages))

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/airlock-mirror/airlock/bench/workload"
+	"github.com/airlock-mirror/airlock/location"
 )
 
 func hostOf(u string) string {
@@ -202,8 +203,8 @@ func runCopy(ctx context.Context, cfg Config) ([]Row, error) {
 	if dst, err := start("dst-m2m"); err != nil {
 		errs = append(errs, err)
 	} else {
-		args := append([]string{"mirror", "-c", iscPath, "--workspace", "file://" + filepath.Join(work, "ws"),
-			"docker://" + dst.Addr() + "/mirror", "--dest-tls-verify=false", "--src-tls-verify=false"}, tune...)
+		args := append([]string{"mirror", "-c", iscPath, "--workspace", location.File(filepath.Join(work, "ws")).String(),
+			location.Docker(dst.Addr() + "/mirror").String(), "--dest-tls-verify=false", "--src-tls-verify=false"}, tune...)
 		m2m = add(measure("airlock mirror m2m, first run", Command{Name: a, Args: args}, src, dst))
 		if m2m.ok {
 			m2m.row.Note = sentRatio(m2m)
@@ -341,7 +342,7 @@ func runCopy(ctx context.Context, cfg Config) ([]Row, error) {
 
 	// 5. Mirror to disk, then disk to mirror.
 	arch := filepath.Join(work, "m2d")
-	m2d := add(measure("airlock mirror m2d (to an archive)", Command{Name: a, Args: append([]string{"mirror", "-c", iscPath, "file://" + arch, "--src-tls-verify=false"}, tune...)}, src, nil))
+	m2d := add(measure("airlock mirror m2d (to an archive)", Command{Name: a, Args: append([]string{"mirror", "-c", iscPath, location.File(arch).String(), "--src-tls-verify=false"}, tune...)}, src, nil))
 	if m2d.ok {
 		n, b, _ := archiveSize(filepath.Join(arch, "batch-0001"))
 		m2d.row.Pushed = b
@@ -351,8 +352,8 @@ func runCopy(ctx context.Context, cfg Config) ([]Row, error) {
 		if dst, err := start("dst-d2m"); err != nil {
 			errs = append(errs, err)
 		} else {
-			args := append([]string{"mirror", "-c", iscPath, "--from", "file://" + filepath.Join(arch, "batch-0001"),
-				"--workspace", "file://" + filepath.Join(work, "d2m-workspace"), "docker://" + dst.Addr() + "/mirror", "--dest-tls-verify=false"}, tune...)
+			args := append([]string{"mirror", "-c", iscPath, "--from", location.File(filepath.Join(arch, "batch-0001")).String(),
+				"--workspace", location.File(filepath.Join(work, "d2m-workspace")).String(), location.Docker(dst.Addr() + "/mirror").String(), "--dest-tls-verify=false"}, tune...)
 			d2m := add(measure("airlock mirror d2m (from the archive)", Command{Name: a, Args: args}, nil, dst))
 			if d2m.ok {
 				d2m.row.Pulled = -1

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/location"
 )
 
 // ocMirrorTarget is the target speed-up over oc-mirror v2 on the catalog-scale
@@ -55,8 +56,8 @@ func ocMirrorOverLink(ctx context.Context, cfg Config, link string, wc registryt
 		return nil, err
 	}
 	cmd := Command{Name: cfg.OcMirror, Dir: work, Env: []string{"HOME=" + home, "XDG_RUNTIME_DIR=" + home},
-		Args: []string{"--v2", "-c", isc, "--workspace", "file://" + filepath.Join(work, "ws"), "--cache-dir", filepath.Join(work, "cache"),
-			"-p", fmt.Sprint(port), "docker://" + dst.Addr() + "/mirror", "--dest-tls-verify=false", "--src-tls-verify=false"}}
+		Args: []string{"--v2", "-c", isc, "--workspace", location.File(filepath.Join(work, "ws")).String(), "--cache-dir", filepath.Join(work, "cache"),
+			"-p", fmt.Sprint(port), location.Docker(dst.Addr() + "/mirror").String(), "--dest-tls-verify=false", "--src-tls-verify=false"}}
 	s0, d0, w0 := src.Proxy.Counts(), dst.Proxy.Counts(), wan.Stats()
 	cfg.Log.Info("measuring", "what", name)
 	m, err := Exec(ctx, cmd)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/airlock-mirror/airlock/location"
 )
 
 // The whole pipeline: the real-scale catalog as a one-layer catalog
@@ -70,8 +72,8 @@ func runPipeline(ctx context.Context, cfg Config) ([]Row, error) {
 		ws := filepath.Join(cfg.WorkDir, "pipeline-ws-"+strings.ReplaceAll(sel.name, " ", ""))
 		_ = os.RemoveAll(ws)
 		for _, run := range []string{"first run", "cached run"} {
-			m, err := Exec(ctx, Command{Name: cfg.Airlock, Args: []string{"mirror", "-c", cfgPath, "--workspace", "file://" + ws,
-				"docker://" + host + "/mirror", "--dry-run", "--src-tls-verify=false", "--dest-tls-verify=false", "--log-level", "warn"},
+			m, err := Exec(ctx, Command{Name: cfg.Airlock, Args: []string{"mirror", "-c", cfgPath, "--workspace", location.File(ws).String(),
+				location.Docker(host + "/mirror").String(), "--dry-run", "--src-tls-verify=false", "--dest-tls-verify=false", "--log-level", "warn"},
 				Stdout: devNull()})
 			if err != nil || m.Exit != 0 {
 				return rows, fmt.Errorf("mirror --dry-run %s %s: exit %d %v: %s", sel.name, run, m.Exit, err, m.Stderr)

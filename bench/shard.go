@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/workspace"
 )
@@ -45,9 +46,9 @@ func runShards(ctx context.Context, in shardInput) ([]Row, error) {
 	defer b.Stop()
 	flags := append([]string{"--src-tls-verify=false", "--dest-tls-verify=false"}, in.tune...)
 	airlockMirror := func(ws string, dst *Registry, extra ...string) Command {
-		args := append([]string{"mirror", "-c", in.iscPath, "--workspace", "file://" + filepath.Join(in.work, ws)}, extra...)
+		args := append([]string{"mirror", "-c", in.iscPath, "--workspace", location.File(filepath.Join(in.work, ws)).String()}, extra...)
 		args = append(args, flags...)
-		return Command{Name: in.airlock, Args: append(args, "docker://"+dst.Addr()+"/mirror")}
+		return Command{Name: in.airlock, Args: append(args, location.Docker(dst.Addr()+"/mirror").String())}
 	}
 
 	m, err := Exec(ctx, airlockMirror("shard-plan", a, "--plan-only"))

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/workspace"
@@ -24,7 +25,7 @@ func runDiskShards(ctx context.Context, in shardInput, single time.Duration) ([]
 	flags := append([]string{"--src-tls-verify=false"}, in.tune...)
 	airlockMirror := func(extra ...string) Command {
 		args := append(append([]string{"mirror", "-c", in.iscPath}, extra...), flags...)
-		return Command{Name: in.airlock, Args: append(args, "file://"+target)}
+		return Command{Name: in.airlock, Args: append(args, location.File(target).String())}
 	}
 	m, err := Exec(ctx, airlockMirror("--plan-only"))
 	if err != nil || m.Exit != 0 {

@@ -3,9 +3,10 @@ package imageset
 import (
 	"fmt"
 	"regexp"
-	"strings"
 
 	"github.com/blang/semver/v4"
+
+	"github.com/airlock-mirror/airlock/location"
 )
 
 // ArchiveSizeBytes is the maximum size of one archive chunk in bytes:
@@ -99,14 +100,11 @@ func (o Operator) HasRange() bool {
 }
 
 // IsOCI reports whether the catalog is an OCI layout on disk (oci://PATH).
-func (o Operator) IsOCI() bool { return strings.HasPrefix(o.Catalog, "oci://") }
+func (o Operator) IsOCI() bool { return location.IsLayout(o.Catalog) }
 
 // OCIPath is the directory of an oci:// catalog ("" for a registry catalog).
 func (o Operator) OCIPath() string {
-	p, ok := strings.CutPrefix(o.Catalog, "oci://")
-	if !ok {
-		return ""
-	}
+	p, _ := location.CutLayout(o.Catalog)
 	return p
 }
 
@@ -116,7 +114,7 @@ func (o Operator) CatalogRef() string {
 	if o.IsOCI() {
 		return ""
 	}
-	return strings.TrimPrefix(o.Catalog, "docker://")
+	return location.ImageRef(o.Catalog)
 }
 
 // SourceImages lists the registry references the configuration pulls from:
@@ -136,4 +134,4 @@ func (c *ImageSetConfiguration) SourceImages() []Image {
 func (o Operator) IsFullCatalog() bool { return o.Full && len(o.Packages) == 0 }
 
 // Ref is the image reference of an additional image without an optional docker:// prefix.
-func (i Image) Ref() string { return strings.TrimPrefix(i.Name, "docker://") }
+func (i Image) Ref() string { return location.ImageRef(i.Name) }

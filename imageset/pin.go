@@ -62,7 +62,7 @@ func Pin(cfg *ImageSetConfiguration, pins Pins) (*PinnedConfig, error) {
 		op := &out.Mirror.Operators[i]
 		p, ok := pins.Catalogs[op.Catalog]
 		pc.bundles = append(pc.bundles, p.Bundles)
-		if strings.HasPrefix(op.Catalog, "oci://") {
+		if op.IsOCI() {
 			continue
 		}
 		if !ok || p.Digest == "" {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/airlock-mirror/airlock/internal/redact"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/blang/semver/v4"
 	"github.com/distribution/reference"
 )
@@ -145,10 +146,10 @@ func (v *validator) spec(prefix string, platform *Platform, ops []Operator, add,
 // catalogKey is the destination identity of a catalog: oc-mirror's unique name, the
 // source reference with targetCatalog replacing its path and targetTag its tag.
 func catalogKey(o Operator) string {
-	if path, ok := strings.CutPrefix(o.Catalog, "oci://"); ok {
-		return "oci://" + path + "\x00" + o.TargetCatalog + "\x00" + o.TargetTag
+	if path, ok := location.CutLayout(o.Catalog); ok {
+		return location.OCI(path).String() + "\x00" + o.TargetCatalog + "\x00" + o.TargetTag
 	}
-	named, err := reference.ParseNormalizedNamed(strings.TrimPrefix(o.Catalog, "docker://"))
+	named, err := reference.ParseNormalizedNamed(location.ImageRef(o.Catalog))
 	if err != nil {
 		return o.Catalog + "\x00" + o.TargetCatalog + "\x00" + o.TargetTag
 	}
@@ -303,7 +304,7 @@ func (v *validator) catalog(p, s string) bool {
 		v.report(p, ErrInvalid, "catalog is empty; set it to a catalog image such as %s, or oci:///path/to/oci-layout for a catalog on disk", catalogExample)
 		return false
 	}
-	if path, ok := strings.CutPrefix(s, "oci://"); ok {
+	if path, ok := location.CutLayout(s); ok {
 		if strings.TrimSpace(path) == "" || strings.ContainsAny(path, "\x00\n") {
 			v.report(p, ErrInvalid, "catalog %s has no path; write oci:///absolute/path/to/oci-layout", quote(s))
 			return false
@@ -313,7 +314,7 @@ func (v *validator) catalog(p, s string) bool {
 	if v.credentials(p, "catalog", s) {
 		return false
 	}
-	ref := strings.TrimPrefix(s, "docker://")
+	ref := location.ImageRef(s)
 	if t, _, ok := strings.Cut(ref, "://"); ok {
 		v.report(p, ErrInvalid, "catalog %s uses transport %s://, which is not supported; use a registry reference (optionally prefixed with docker://) or oci://PATH", quote(s), t)
 		return false
@@ -348,10 +349,10 @@ func (v *validator) additionalImage(p string, im Image) {
 	case im.Name == "":
 		v.report(p+".name", ErrInvalid, "image name is empty; set it to an image reference such as registry.example.com/ns/image:tag")
 	case v.credentials(p+".name", "additional image", im.Name):
-	case strings.HasPrefix(im.Name, "oci://"):
+	case location.IsLayout(im.Name):
 		v.report(p+".name", ErrInvalid, "additional image %s: oci:// is supported only for operator catalogs; use a registry reference", quote(im.Name))
 	default:
-		ref := strings.TrimPrefix(im.Name, "docker://")
+		ref := location.ImageRef(im.Name)
 		if t, _, ok := strings.Cut(ref, "://"); ok {
 			v.report(p+".name", ErrInvalid, "additional image %s uses transport %s://, which is not supported; use a registry reference such as registry.example.com/ns/image:tag", quote(im.Name), t)
 		} else if _, err := reference.ParseNormalizedNamed(ref); err != nil {

@@ -269,7 +269,15 @@ func ImageRef(s string) string {
 func CutLayout(s string) (path string, ok bool) { return SchemeOCI.cut(s) }
 
 // IsLayout reports whether s is an OCI layout reference oci://PATH.
-func IsLayout(s string) bool {
-	_, ok := CutLayout(s)
-	return ok
+func IsLayout(s string) bool { return SchemeOf(s) == SchemeOCI }
+
+// SchemeOf is the scheme s is written with, whatever follows it (0 when s
+// has none of the three).
+func SchemeOf(s string) Scheme {
+	for _, e := range schemes {
+		if _, ok := e.s.cut(s); ok {
+			return e.s
+		}
+	}
+	return 0
 }

@@ -182,6 +182,11 @@ func TestReferences(t *testing.T) {
 			t.Errorf("CutLayout(%q) took a registry reference for a layout", in)
 		}
 	}
+	for in, want := range map[string]Scheme{"docker://": SchemeDocker, "file://x": SchemeFile, "oci://": SchemeOCI, "quay.io/a": 0, "oci:x": 0, "": 0} {
+		if got := SchemeOf(in); got != want {
+			t.Errorf("SchemeOf(%q) = %v, want %v", in, got, want)
+		}
+	}
 }
 
 // FuzzParse checks that no parser panics, that every refusal is an *Error
@@ -215,6 +220,9 @@ func FuzzParse(f *testing.F) {
 			if any, err := Parse(l.String()); err != nil || any != l {
 				t.Fatalf("Parse(%q) = %#v, %v; want %#v", l.String(), any, err, l)
 			}
+		}
+		if sc := SchemeOf(s); sc != 0 && !strings.HasPrefix(s, sc.Prefix()) {
+			t.Fatalf("SchemeOf(%q) = %v", s, sc)
 		}
 		if p, ok := CutLayout(s); ok && OCI(p).String() != s {
 			t.Fatalf("CutLayout(%q) = %q does not rebuild it", s, p)

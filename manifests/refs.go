@@ -2,9 +2,12 @@ package manifests
 
 import (
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/distribution/reference"
+
+	"github.com/airlock-mirror/airlock/location"
 )
 
 // parsedRef is a registry reference split into its parts. repo is the fully qualified
@@ -18,17 +21,18 @@ type parsedRef struct {
 // errNotRegistry marks a reference that uses a non-registry transport (oci:, file:, …).
 var errNotRegistry = errors.New("not a registry reference")
 
-var nonRegistryPrefixes = []string{"oci://", "oci:", "oci-archive:", "file://", "dir:", "docker-archive:"}
+// nonRegistryTransports are the containers/image transports that name no
+// registry, written without "//" ("oci:" covers oci:// too); a file://
+// location names none either.
+var nonRegistryTransports = []string{"oci:", "oci-archive:", "dir:", "docker-archive:"}
 
 // parseRef parses a docker reference, accepting an optional docker:// prefix.
 func parseRef(s string) (parsedRef, error) {
 	s = strings.TrimSpace(s)
-	for _, p := range nonRegistryPrefixes {
-		if strings.HasPrefix(s, p) {
-			return parsedRef{}, errNotRegistry
-		}
+	if location.SchemeOf(s) == location.SchemeFile || slices.ContainsFunc(nonRegistryTransports, func(p string) bool { return strings.HasPrefix(s, p) }) {
+		return parsedRef{}, errNotRegistry
 	}
-	s = strings.TrimPrefix(s, "docker://")
+	s = location.ImageRef(s)
 	if s == "" {
 		return parsedRef{}, errors.New("empty reference")
 	}

@@ -32,7 +32,7 @@ type Image struct {
 	// Source is the reference as written in the catalog or the configuration, e.g.
 	// quay.io/ns/img:tag, quay.io/ns/img@sha256:…, or both. A digest in Source makes the
 	// image a digest reference (ImageDigestMirrorSet, ImageContentSourcePolicy);
-	// otherwise it is a tag reference (ImageTagMirrorSet). A "docker://" prefix is
+	// otherwise it is a tag reference (ImageTagMirrorSet). A docker:// prefix is
 	// accepted; other transports (oci:, file:) get no rule and are listed in Set.Skipped.
 	Source string
 	// Destination is the full mirrored reference (registry/path:tag or @digest).

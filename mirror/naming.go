@@ -8,6 +8,7 @@ import (
 	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
 
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 )
 
@@ -16,7 +17,7 @@ var anchoredDomainRE = regexp.MustCompile(`^(?:` + reference.DomainRegexp.String
 func anchoredDomain(s string) bool { return anchoredDomainRE.MatchString(s) }
 
 // DestinationRepo maps a source reference to its destination repository:
-// registryNS ("REGISTRY[/NAMESPACE…]", a "docker://" prefix is accepted) followed
+// registryNS ("REGISTRY[/NAMESPACE…]", with or without docker://) followed
 // by the source path without its registry host. With maxNestedPaths > 0 a
 // destination path (everything after the destination host) longer than
 // maxNestedPaths components is flattened as oc-mirror does: the first
@@ -62,7 +63,7 @@ func splitRegistryNS(registryNS string) (host, ns string, err error) {
 	if err := oci.RefuseCredentials(registryNS); err != nil {
 		return "", "", err
 	}
-	s := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(registryNS), "docker://"), "/")
+	s := strings.TrimSuffix(location.ImageRef(strings.TrimSpace(registryNS)), "/")
 	host, ns, _ = strings.Cut(s, "/")
 	if host == "" {
 		return "", "", fmt.Errorf("%w: destination %q has no registry host: use REGISTRY[:PORT][/NAMESPACE]", oci.ErrInvalidReference, registryNS)

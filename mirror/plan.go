@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/mirror/transfer"
@@ -253,7 +253,7 @@ func PlanImages(ctx context.Context, req PlanRequest, resolve Resolver, parallel
 	isBlocked := func(refs ...string) bool {
 		for _, re := range blocked {
 			for _, r := range refs {
-				if re.MatchString(strings.TrimPrefix(r, "docker://")) {
+				if re.MatchString(location.ImageRef(r)) {
 					return true
 				}
 			}
@@ -438,7 +438,7 @@ func BlockedMatcher(patterns []string) func(ref string) bool {
 		}
 	}
 	return func(ref string) bool {
-		ref = strings.TrimPrefix(ref, "docker://")
+		ref = location.ImageRef(ref)
 		for _, re := range res {
 			if re.MatchString(ref) {
 				return true

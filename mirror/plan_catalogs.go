@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/opencontainers/go-digest"
 )
@@ -74,10 +75,11 @@ func (p *Plan) AddCatalogs(req PlanRequest) {
 // catalogRefForNaming turns an oci:// catalog into a reference that can be named
 // at the destination (its last path element), keeping docker references as they are.
 func catalogRefForNaming(catalog string, d digest.Digest) string {
-	if !strings.HasPrefix(catalog, "oci://") {
+	p, ok := location.CutLayout(catalog)
+	if !ok {
 		return catalog
 	}
-	p := strings.TrimSuffix(strings.TrimPrefix(catalog, "oci://"), "/")
+	p = strings.TrimSuffix(p, "/")
 	name := p
 	if i := strings.LastIndex(p, "/"); i >= 0 {
 		name = p[i+1:]

@@ -8,7 +8,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
-	"github.com/airlock-mirror/airlock/mirror/catalogimage"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 )
 
@@ -31,7 +31,7 @@ func (p *Plan) Verify(ctx context.Context, v Verifier, cats []CatalogRequest, pa
 	var jobs []job
 	for _, c := range cats {
 		r, err := oci.ParseReference(c.Catalog)
-		if err == nil && c.SourceDigest != "" && !strings.HasPrefix(c.Catalog, catalogimage.OCIPrefix) && !strings.HasPrefix(c.SourceRepo, LayoutRepoPrefix) {
+		if err == nil && c.SourceDigest != "" && !location.IsLayout(c.Catalog) && !strings.HasPrefix(c.SourceRepo, LayoutRepoPrefix) {
 			jobs = append(jobs, job{repo: r.Repository(), d: c.SourceDigest})
 		}
 	}

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/opencontainers/go-digest"
 
 	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/fbc/legacy"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 )
 
@@ -49,7 +49,7 @@ func ListOperators(ctx context.Context, o ListOperatorsOptions) (*OperatorList, 
 	if err != nil {
 		return nil, err
 	}
-	if local && !strings.HasPrefix(o.Catalog, catalogimage.OCIPrefix) {
+	if local && !location.IsLayout(o.Catalog) {
 		defer cleanup()
 	} else {
 		work := o.WorkDir

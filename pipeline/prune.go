@@ -12,6 +12,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/imageset"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/prune"
 )
 
@@ -132,7 +133,7 @@ func SelectOperator(cfg *imageset.ImageSetConfiguration, source string) (imagese
 		if cat == source {
 			return op, nil
 		}
-		if p, ok := strings.CutPrefix(cat, "oci://"); ok && absOr(p) == want {
+		if p, ok := location.CutLayout(cat); ok && absOr(p) == want {
 			return op, nil
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/imageset"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
@@ -93,7 +94,7 @@ func (r *run) archivedCatalog(ctx context.Context, ar endpoint.Source, c archive
 	if _, err := transfer.Copy(ctx, ar, dst, []transfer.Job{job}, transfer.Options{Logger: r.log}); err != nil {
 		return nil, nil, err
 	}
-	fc, err := catalogimage.Fetch(ctx, catalogimage.OCIPrefix+dir+":"+tag, r.workDir.OperatorCatalogsDir(), catalogimage.FetchOptions{Logger: r.log})
+	fc, err := catalogimage.Fetch(ctx, location.OCI(dir).String()+":"+tag, r.workDir.OperatorCatalogsDir(), catalogimage.FetchOptions{Logger: r.log})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -4,13 +4,11 @@ import (
 	"context"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/manifests"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
-	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/prune"
 	"github.com/airlock-mirror/airlock/workspace"
 )
@@ -45,7 +43,7 @@ func (s *operatorSource) Preflight(context.Context) ([]Probe, error) {
 	s.templates = t
 	var out []Probe
 	for _, op := range s.r.cfg.Mirror.Operators {
-		if !strings.HasPrefix(op.Catalog, catalogimage.OCIPrefix) {
+		if !op.IsOCI() {
 			out = append(out, Probe{Ref: op.Catalog, What: "source registry of catalog " + op.Catalog})
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -127,7 +128,7 @@ func Open(ctx context.Context, bin, file string, opts Options) (*Result, error) 
 	if _, err := c.call("Emulation.setDeviceMetricsOverride", map[string]any{"width": opts.Width, "height": opts.Height, "deviceScaleFactor": 1, "mobile": false}); err != nil {
 		return nil, err
 	}
-	pageURL := "file://" + abs
+	pageURL := fileURL(abs)
 	if _, err := c.call("Page.navigate", map[string]any{"url": pageURL}); err != nil {
 		return nil, err
 	}
@@ -315,4 +316,10 @@ func (c *client) event(m message) {
 			c.errors = append(c.errors, "log: "+p.Entry.Text+" "+p.Entry.URL)
 		}
 	}
+}
+
+// fileURL is the file: URL of the absolute path p, escaped as the browser
+// writes it back in the requests it reports. It is a URL, not a location.
+func fileURL(p string) string {
+	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(p)}).String()
 }

@@ -54,7 +54,7 @@ func SVGToPNG(ctx context.Context, bin string, svg []byte) ([]byte, error) {
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--no-first-run", "--no-default-browser-check", "--user-data-dir="+filepath.Join(dir, "profile"),
 		"--default-background-color=ffffffff", "--force-device-scale-factor=1",
-		"--window-size="+strconv.Itoa(w)+","+strconv.Itoa(h), "--screenshot="+out, "file://"+in)
+		"--window-size="+strconv.Itoa(w)+","+strconv.Itoa(h), "--screenshot="+out, fileURL(in))
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("%s could not draw the picture: %w: %s", bin, err, lastLines(msg))
 	}

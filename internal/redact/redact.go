@@ -9,7 +9,7 @@ package redact
 import "strings"
 
 // Credentials returns s with any "user[:password]@" in its first path component
-// (after an optional transport prefix such as "docker://") replaced by "***@",
+// (after an optional transport prefix such as docker://) replaced by "***@",
 // and whether there was one. "name@sha256:…" is a digest, not credentials.
 func Credentials(s string) (string, bool) {
 	prefix, rest := "", s

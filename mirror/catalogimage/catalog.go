@@ -18,6 +18,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/airlock-mirror/airlock/internal/atomicfile"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 )
@@ -41,9 +42,6 @@ var ErrNotFBCImage = errors.New("not a file-based catalog image")
 // ErrUnsafeLayer is returned (wrapped) when a layer of a catalog image holds a
 // path that would escape the extraction folder.
 var ErrUnsafeLayer = errors.New("unsafe path in image layer")
-
-// OCIPrefix marks a catalog held in a local OCI image layout directory.
-const OCIPrefix = "oci://"
 
 // completeMarker is written last into a fetched catalog's folder; its presence
 // means the extraction finished.
@@ -98,7 +96,7 @@ type Fetched struct {
 // "oci://PATH@sha256:…" for a layout.
 func (c *Fetched) PinnedRef() string {
 	if c.LayoutPath != "" {
-		return OCIPrefix + c.LayoutPath + "@" + c.Digest.String()
+		return location.OCI(c.LayoutPath).String() + "@" + c.Digest.String()
 	}
 	return c.Source.Repository() + "@" + c.Digest.String()
 }
@@ -130,8 +128,8 @@ type FetchOptions struct {
 	OnRestart func()
 }
 
-// Fetch resolves ref (a registry reference, with or without "docker://", or
-// "oci://PATH" for an OCI image layout) to a digest and extracts its file-based
+// Fetch resolves ref (a registry reference, with or without docker://, or
+// oci://PATH for an OCI image layout) to a digest and extracts its file-based
 // catalog under workDir/catalogs/<name>/<digest-hex>/configs. A catalog already
 // extracted by an earlier run is not downloaded again. The zero FetchOptions
 // read registries with default options. Registry requests are retried by

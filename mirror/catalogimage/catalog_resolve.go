@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/opencontainers/go-digest"
 
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror/layout"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/mirror/registry"
@@ -36,7 +37,7 @@ func splitOCIRef(s string) (p, tag string, err error) {
 	if i := strings.LastIndex(s, ":"); i > 0 && !strings.Contains(s[i+1:], "/") && layout.IsDir(s[:i]) {
 		return filepath.Clean(s[:i]), s[i+1:], nil
 	}
-	return "", "", fmt.Errorf("%w: %s%s is not an OCI image layout directory (no index.json)", oci.ErrInvalidReference, OCIPrefix, s)
+	return "", "", fmt.Errorf("%w: %s is not an OCI image layout directory (no index.json)", oci.ErrInvalidReference, location.OCI(s))
 }
 
 // openLayoutTop returns the descriptor and the image or index of the manifest
@@ -200,8 +201,8 @@ func resolveImage(ctx context.Context, ref string, workDir string, o FetchOption
 	fc := &Fetched{Ref: ref}
 	var top any // v1.Image or v1.ImageIndex
 	var key string
-	if strings.HasPrefix(ref, OCIPrefix) {
-		p, tag, err := splitOCIRef(strings.TrimPrefix(ref, OCIPrefix))
+	if path, ok := location.CutLayout(ref); ok {
+		p, tag, err := splitOCIRef(path)
 		if err != nil {
 			return nil, "", err
 		}

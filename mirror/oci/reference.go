@@ -9,6 +9,8 @@ import (
 
 	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/location"
 )
 
 // ErrInvalidReference is returned (wrapped) for image references that cannot be parsed.
@@ -31,11 +33,11 @@ type Reference struct {
 	DefaultedTag bool
 }
 
-// ParseReference parses an image reference, with or without a "docker://"
-// prefix. A reference with neither tag nor digest gets the tag "latest" and
+// ParseReference parses an image reference, with or without its docker://
+// transport (location.ImageRef). A reference with neither tag nor digest gets the tag "latest" and
 // DefaultedTag set.
 func ParseReference(s string) (Reference, error) {
-	in := strings.TrimPrefix(strings.TrimSpace(s), "docker://")
+	in := location.ImageRef(strings.TrimSpace(s))
 	if in == "" {
 		return Reference{}, fmt.Errorf("%w: empty reference", ErrInvalidReference)
 	}

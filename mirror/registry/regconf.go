@@ -16,6 +16,7 @@ import (
 	"github.com/containers/image/v5/types"
 	"github.com/opencontainers/go-digest"
 
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 )
@@ -247,7 +248,7 @@ func (c *RegistriesConf) alias(short string) (value, origin string) {
 // the name when there is one, else the names the unqualified-search-registries
 // would try, else docker.io's.
 func (c *RegistriesConf) Qualified(name string) error {
-	in := strings.TrimPrefix(name, "docker://")
+	in := location.ImageRef(name)
 	named, err := reference.ParseNormalizedNamed(in)
 	if err != nil {
 		return nil // not a reference: the configuration's checks say so

@@ -36,6 +36,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/location"
 )
 
 // Key is a sigstore (cosign) ECDSA P-256 key pair: the private key in memory,
@@ -263,7 +265,7 @@ func NewConsumer(t testing.TB, rules []Mirror, publicKey string) *Consumer {
 // pulled; the error carries the policy's reason.
 func (c *Consumer) Pull(t testing.TB, ref string) error {
 	t.Helper()
-	out, err := run(t, c.verifier, c.conf, c.regD, c.policy, "docker://"+ref)
+	out, err := run(t, c.verifier, c.conf, c.regD, c.policy, location.Docker(ref).String())
 	if err != nil {
 		return fmt.Errorf("%v: %s", err, strings.TrimSpace(out))
 	}

@@ -22,62 +22,51 @@ import (
 // field of that side (--src-tls-verify=false, --dest-tls-verify=false) lets
 // the same run through.
 func TestZeroOptionsVerifyTLS(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		source bool // the untrusted registry is the source (else the destination)
-		plain  bool // it speaks plain HTTP (else HTTPS with a self-signed certificate)
-	}{
-		{"destination self-signed", false, false},
-		{"destination plain HTTP", false, true},
-		{"source self-signed", true, false},
-		{"source plain HTTP", true, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var untrusted *registrytest.Registry
-			var push []remote.Option
-			host := ""
-			if tc.plain {
-				untrusted = registrytest.Start(t)
-				host = registrytest.Exposed(t, untrusted.Host())
-			} else {
-				untrusted = registrytest.Start(t, registrytest.WithTLS())
-				host = untrusted.Host()
-				push = append(push, remote.WithTransport(&http.Transport{TLSClientConfig: untrusted.TLSConfig()}))
-			}
-			trusted := registrytest.Start(t)
-			src, dst := trusted.Host(), host
-			if tc.source {
-				src, dst = host, trusted.Host()
-				// Pushed at its loopback address, read at host.
-				imagetest.MustPush(t, untrusted.Host()+"/apps/app:1", fakeimage.Spec{Seed: 11, Layers: 1}, push...)
-			} else {
-				imagetest.MustPush(t, src+"/apps/app:1", fakeimage.Spec{Seed: 11, Layers: 1})
-			}
-			cfg := writeCfg(t, "apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  additionalImages:\n  - name: "+src+"/apps/app:1\n")
-			o := pipeline.Options{
-				ConfigPath:  cfg,
-				Workspace:   location.File(t.TempDir()),
-				Destination: pipeline.DestinationOptions{Location: location.Docker(dst + "/mirror")},
-			}
-			res, err := pipeline.Mirror(context.Background(), o)
-			if err == nil {
-				t.Fatalf("the zero options mirrored through an untrusted registry: %+v", res)
-			}
-			why := refusal(err, res)
-			if !strings.Contains(why, "tls-verify=false") {
-				t.Errorf("refused for another reason than TLS verification: %s", why)
-			}
-			t.Logf("refused: %s", why)
-			if tc.source {
-				o.Source.Insecure = true
-			} else {
-				o.Destination.Insecure = true
-			}
-			o.Workspace = location.File(t.TempDir())
-			if res, err := pipeline.Mirror(context.Background(), o); err != nil || res.Failed != 0 {
-				t.Fatalf("with Insecure: %v (%d failed)", err, failed(res))
-			}
-		})
+	for _, side := range []string{"destination", "source"} {
+		for _, kind := range registrytest.UntrustedKinds {
+			t.Run(side+" "+kind, func(t *testing.T) { zeroOptionsRefuse(t, side == "source", kind) })
+		}
+	}
+}
+
+// zeroOptionsRefuse mirrors one image through an untrusted registry of kind,
+// the source or the destination: refused by the zero options, let through by
+// that side's Insecure.
+func zeroOptionsRefuse(t *testing.T, source bool, kind string) {
+	untrusted, host := registrytest.Untrusted(t, kind)
+	trusted := registrytest.Start(t)
+	src, dst := trusted.Host(), host
+	if source {
+		src, dst = host, trusted.Host()
+		// Pushed at its loopback address, read at host.
+		push := remote.WithTransport(&http.Transport{TLSClientConfig: untrusted.TLSConfig()})
+		imagetest.MustPush(t, untrusted.Host()+"/apps/app:1", fakeimage.Spec{Seed: 11, Layers: 1}, push)
+	} else {
+		imagetest.MustPush(t, src+"/apps/app:1", fakeimage.Spec{Seed: 11, Layers: 1})
+	}
+	cfg := writeCfg(t, "apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  additionalImages:\n  - name: "+src+"/apps/app:1\n")
+	o := pipeline.Options{
+		ConfigPath:  cfg,
+		Workspace:   location.File(t.TempDir()),
+		Destination: pipeline.DestinationOptions{Location: location.Docker(dst + "/mirror")},
+	}
+	res, err := pipeline.Mirror(context.Background(), o)
+	if err == nil {
+		t.Fatalf("the zero options mirrored through an untrusted registry: %+v", res)
+	}
+	why := refusal(err, res)
+	if !strings.Contains(why, "tls-verify=false") {
+		t.Errorf("refused for another reason than TLS verification: %s", why)
+	}
+	t.Logf("refused: %s", why)
+	if source {
+		o.Source.Insecure = true
+	} else {
+		o.Destination.Insecure = true
+	}
+	o.Workspace = location.File(t.TempDir())
+	if res, err := pipeline.Mirror(context.Background(), o); err != nil || res.Failed != 0 {
+		t.Fatalf("with Insecure: %v (%d failed)", err, failed(res))
 	}
 }
 

@@ -20,18 +20,9 @@ import (
 // non-loopback address; Insecure (--dest-tls-verify=false) lets the same
 // command through.
 func TestZeroOptionsVerifyTLS(t *testing.T) {
-	for _, plain := range []bool{false, true} {
-		name := "self-signed"
-		if plain {
-			name = "plain HTTP"
-		}
-		t.Run(name, func(t *testing.T) {
-			var dst string
-			if plain {
-				dst = registrytest.Exposed(t, registrytest.Start(t).Host())
-			} else {
-				dst = registrytest.Start(t, registrytest.WithTLS()).Host()
-			}
+	for _, kind := range registrytest.UntrustedKinds {
+		t.Run(kind, func(t *testing.T) {
+			_, dst := registrytest.Untrusted(t, kind)
 			src := registrytest.Start(t)
 			ref := src.Host() + "/apps/app:1"
 			imagetest.MustPush(t, ref, fakeimage.Spec{Seed: 12, Layers: 1})

@@ -17,18 +17,9 @@ import (
 // through. (airlock kube job talks to no registry: it reads the plan.)
 func TestZeroImageOptionsVerifyTLS(t *testing.T) {
 	bin := tinyBinary(t)
-	for _, plain := range []bool{false, true} {
-		name := "self-signed"
-		if plain {
-			name = "plain HTTP"
-		}
-		t.Run(name, func(t *testing.T) {
-			var dst string
-			if plain {
-				dst = registrytest.Exposed(t, registrytest.Start(t).Host())
-			} else {
-				dst = registrytest.Start(t, registrytest.WithTLS()).Host()
-			}
+	for _, kind := range registrytest.UntrustedKinds {
+		t.Run(kind, func(t *testing.T) {
+			_, dst := registrytest.Untrusted(t, kind)
 			o := kubejob.ImageOptions{Destination: location.Docker(dst + "/tools/airlock:v1"), Binary: bin}
 			res, err := kubejob.Image(context.Background(), o)
 			if err == nil {

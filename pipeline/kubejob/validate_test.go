@@ -43,13 +43,8 @@ func TestValidate(t *testing.T) {
 		{"image without a binary", image(func(o *kubejob.ImageOptions) { o.Binary = "" }), "no binary: give --binary FILE"},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			switch {
-			case tc.want == "" && tc.err != nil:
-				t.Fatalf("refused: %v", tc.err)
-			case tc.want != "" && (tc.err == nil || !strings.Contains(tc.err.Error(), tc.want)):
-				t.Fatalf("got %v, want an error saying %q", tc.err, tc.want)
-			}
-		})
+		if err := tc.err; (err == nil) != (tc.want == "") || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want %q (\"\": valid)", tc.name, err, tc.want)
+		}
 	}
 }

@@ -95,3 +95,25 @@ func nonLoopbackIP() net.IP {
 	}
 	return nil
 }
+
+// UntrustedKinds name the registries Untrusted starts: what a client that
+// verifies TLS (airlock's zero options) must refuse.
+var UntrustedKinds = []string{"self-signed", "plain HTTP"}
+
+// Untrusted starts a registry of kind (one of UntrustedKinds): HTTPS with a
+// self-signed certificate, or plain HTTP reached at a non-loopback address
+// (Exposed; skipped when there is none). It returns the registry (at its
+// loopback address, for pushing with TLSConfig) and the host to reach it at.
+func Untrusted(t testing.TB, kind string) (*Registry, string) {
+	t.Helper()
+	switch kind {
+	case "self-signed":
+		r := Start(t, WithTLS())
+		return r, r.Host()
+	case "plain HTTP":
+		r := Start(t)
+		return r, Exposed(t, r.Host())
+	}
+	t.Fatalf("registrytest: unknown untrusted kind %q (want one of %v)", kind, UntrustedKinds)
+	return nil, ""
+}

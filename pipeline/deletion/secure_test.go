@@ -15,7 +15,7 @@ import (
 )
 
 // TestZeroOptionsVerifyTLS: the zero Options with only the required fields
-// (the destination, the workspace, what to plan) refuse a registry with a
+// (the destination, the workspace, what to plan: the stale) refuse a registry with a
 // self-signed certificate and a registry speaking plain HTTP on a
 // non-loopback address; Insecure (--dest-tls-verify=false) lets the same
 // command through.
@@ -24,19 +24,21 @@ func TestZeroOptionsVerifyTLS(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			_, dst := registrytest.Untrusted(t, kind)
 			src := registrytest.Start(t)
-			ref := src.Host() + "/apps/app:1"
-			imagetest.MustPush(t, ref, fakeimage.Spec{Seed: 12, Layers: 1})
-			dir := t.TempDir()
-			cfg, delCfg := filepath.Join(dir, "isc.yaml"), filepath.Join(dir, "delete-isc.yaml")
-			writeFile(t, cfg, "apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  additionalImages:\n  - name: "+ref+"\n")
-			writeFile(t, delCfg, "apiVersion: mirror.openshift.io/v2alpha1\nkind: DeleteImageSetConfiguration\ndelete:\n  additionalImages:\n  - name: "+ref+"\n")
-			ws, dest := location.File(filepath.Join(dir, "ws")), location.Docker(dst+"/mirror")
-			o := pipeline.Options{ConfigPath: cfg, Workspace: ws, Destination: pipeline.DestinationOptions{Location: dest, Insecure: true}}
-			if _, err := pipeline.Mirror(context.Background(), o); err != nil {
-				t.Fatalf("test set-up: mirror with --dest-tls-verify=false: %v", err)
+			a, b := src.Host()+"/apps/a:1", src.Host()+"/apps/b:1"
+			imagetest.MustPush(t, a, fakeimage.Spec{Seed: 12, Layers: 1})
+			imagetest.MustPush(t, b, fakeimage.Spec{Seed: 13, Layers: 1})
+			cfg := filepath.Join(t.TempDir(), "isc.yaml")
+			ws, dest := location.File(t.TempDir()), location.Docker(dst+"/mirror")
+			// Two runs of one configuration, the second without b: b is stale.
+			for _, images := range []string{"  - name: " + a + "\n  - name: " + b + "\n", "  - name: " + a + "\n"} {
+				writeFile(t, cfg, "apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  additionalImages:\n"+images)
+				o := pipeline.Options{ConfigPath: cfg, Workspace: ws, Destination: pipeline.DestinationOptions{Location: dest, Insecure: true}}
+				if _, err := pipeline.Mirror(context.Background(), o); err != nil {
+					t.Fatalf("test set-up: mirror with --dest-tls-verify=false: %v", err)
+				}
 			}
 
-			do := deletion.Options{Generate: true, ConfigPath: delCfg, Workspace: ws, Destination: dest}
+			do := deletion.Options{Generate: true, Stale: true, Workspace: ws, Destination: dest}
 			res, err := deletion.Run(context.Background(), do)
 			if err == nil {
 				t.Fatalf("the zero options planned against an untrusted registry: %+v", res.Plan)

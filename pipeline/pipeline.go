@@ -4,6 +4,10 @@
 // own package; this one only sequences them and writes the run's records. It is the
 // one package that holds both the catalog side (prune, fbc) and the image side
 // (mirror/...); it must not know HTTP details, FBC rules or the archive format.
+//
+// Mirror takes Options grouped by concern (Source, Destination, Archive,
+// Signatures, Network, Run, Output) whose zero value verifies TLS;
+// Options.Validate refuses what cannot run, and Mirror calls it first.
 package pipeline
 
 import (

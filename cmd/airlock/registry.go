@@ -122,7 +122,7 @@ logs a warning: anyone who can reach it can read and write images.
 }
 
 func newRegistrySeedCmd() *cobra.Command {
-	o := seed.RunOptions{TLSVerify: true}
+	var o seed.RunOptions
 	cmd := &cobra.Command{
 		Use:   "seed --registry HOST:PORT --catalog-dir DIR --catalog-repo REPO",
 		Short: "Fill a registry with a catalog and a small stand-in image for every image it names",
@@ -173,7 +173,7 @@ and what the registry already has is not sent again.`,
 	f.StringArrayVar(&o.Images, "image", nil, "also push a stand-in for this reference (repeatable)")
 	f.StringVar(&o.WorkDir, "work-dir", "", "directory for the rewritten catalog (default: a new temporary directory)")
 	f.StringVar(&o.AuthFile, "authfile", "", "registry credentials file (default: $REGISTRY_AUTH_FILE, containers auth.json, ~/.docker/config.json)")
-	f.BoolVar(&o.TLSVerify, "dest-tls-verify", true, "verify the registry's TLS certificate (false also allows plain HTTP)")
+	tlsVerifyFlag(f, &o.Insecure, "dest-tls-verify", "verify the registry's TLS certificate (false also allows plain HTTP)")
 	_ = cmd.MarkFlagRequired("registry")
 	return cmd
 }

@@ -247,7 +247,7 @@ func TestRegistryServeTLSHtpasswd(t *testing.T) {
 	// Push: a catalog and the images it names, plus an extra image.
 	res, err := seed.Run(ctx, seed.RunOptions{
 		Registry: reg.host, CatalogDir: "../../testdata/demo/catalog", CatalogRepo: "airlock-demo/demo-index",
-		Images: []string{"registry.example.com/tools/support-tools:1.4"}, TLSVerify: true, AuthFile: good,
+		Images: []string{"registry.example.com/tools/support-tools:1.4"}, AuthFile: good,
 		WorkDir: filepath.Join(dir, "seed"), Remote: []remote.Option{remote.WithTransport(tlsTransport)},
 	})
 	if err != nil {
@@ -307,7 +307,7 @@ func TestRegistryServeTLSHtpasswd(t *testing.T) {
 		t.Fatal("self-signed certificate accepted without RootCAs")
 	}
 	// A wrong push is refused too.
-	if _, err := seed.Run(ctx, seed.RunOptions{Registry: reg.host, Images: []string{"x.io/a/b:1"}, TLSVerify: true, AuthFile: bad,
+	if _, err := seed.Run(ctx, seed.RunOptions{Registry: reg.host, Images: []string{"x.io/a/b:1"}, AuthFile: bad,
 		Remote: []remote.Option{remote.WithTransport(tlsTransport)}}); err == nil {
 		t.Fatal("push with a wrong password accepted")
 	}

@@ -32,12 +32,12 @@ type RunOptions struct {
 	// same repository path and tag (digest references get the tag "latest",
 	// since a made-up digest cannot be reproduced).
 	Images []string
-	// TLSVerify verifies the registry's certificate; false also allows plain HTTP
-	// (--dest-tls-verify=false).
-	TLSVerify bool
+	// Insecure (--dest-tls-verify=false) does not verify the registry's
+	// certificate and allows plain HTTP; the zero value verifies.
+	Insecure bool
 	// AuthFile is the credentials file (--authfile; empty: the default lookup).
 	AuthFile string
-	// Remote options added after those built from TLSVerify and AuthFile (tests
+	// Remote options added after those built from Insecure and AuthFile (tests
 	// use it for a transport trusting a private CA).
 	Remote []remote.Option
 	// Logger receives progress; nil discards it.
@@ -79,12 +79,12 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	// Seeding writes generated images with go-containerregistry's remote package
 	// (a development tool, not the mirror path, which uses registry.Client only).
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: !o.TLSVerify} //nolint:gosec // --tls-verify=false
+	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: o.Insecure} //nolint:gosec // --tls-verify=false
 	ropts := []remote.Option{remote.WithAuthFromKeychain(registry.AuthKeychain(o.AuthFile)), remote.WithTransport(tr), remote.WithUserAgent("airlock")}
 	r, err := Seed(ctx, Options{
 		Registry: o.Registry, CatalogDir: o.CatalogDir, CatalogRepo: o.CatalogRepo,
 		CatalogTag: o.CatalogTag, CatalogPlatforms: o.CatalogPlatforms, MultiArchEvery: o.MultiArchEvery,
-		WorkDir: o.WorkDir, Remote: append(ropts, o.Remote...), Insecure: !o.TLSVerify, Logger: o.Logger,
+		WorkDir: o.WorkDir, Remote: append(ropts, o.Remote...), Insecure: o.Insecure, Logger: o.Logger,
 		Images: o.Images,
 	})
 	if err != nil {

@@ -26,7 +26,7 @@ func TestSeed(t *testing.T) {
 	}{
 		{name: "catalog and image over plain HTTP", opts: seed.RunOptions{CatalogDir: "../../testdata/demo/catalog", CatalogRepo: "airlock-demo/demo-index",
 			Images: []string{"registry.example.com/tools/support-tools:1.4", "registry.example.com/tools/support-tools:1.4"}}, images: 1, catalog: true},
-		{name: "images over TLS", tls: true, opts: seed.RunOptions{TLSVerify: true,
+		{name: "images over TLS", tls: true, opts: seed.RunOptions{
 			Images: []string{"quay.io/a/b@sha256:" + strings.Repeat("ab", 32), "docker.io/library/busybox"}}, images: 2},
 		{name: "nothing", opts: seed.RunOptions{}, wantErr: "nothing to seed"},
 		{name: "catalog without repo", opts: seed.RunOptions{CatalogDir: "../../testdata/demo/catalog"}, wantErr: "needs --catalog-repo"},

@@ -28,10 +28,9 @@ import (
 	"github.com/airlock-mirror/airlock/pipeline/kubejob"
 )
 
-// TestKubeImage builds the image of a (tiny, static) binary and pushes it to a
-// real registry: the image runs it as its entrypoint, holds it byte for byte,
-// and the same binary gives the same digest (a second push sends nothing).
-func TestKubeImage(t *testing.T) {
+// tinyBinary builds a tiny static Linux binary and returns its path.
+func tinyBinary(t *testing.T) string {
+	t.Helper()
 	dir := t.TempDir()
 	src := filepath.Join(dir, "main.go")
 	if err := os.WriteFile(src, []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
@@ -43,6 +42,14 @@ func TestKubeImage(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build a static binary: %v\n%s", err, out)
 	}
+	return bin
+}
+
+// TestKubeImage builds the image of a (tiny, static) binary and pushes it to a
+// real registry: the image runs it as its entrypoint, holds it byte for byte,
+// and the same binary gives the same digest (a second push sends nothing).
+func TestKubeImage(t *testing.T) {
+	bin := tinyBinary(t)
 	want, _ := os.ReadFile(bin)
 	reg := registrytest.Start(t)
 	o := kubejob.ImageOptions{Destination: location.Docker(reg.Host() + "/tools/airlock"), Binary: bin, Version: "v9.9.9"}
@@ -111,7 +118,7 @@ func TestKubeImage(t *testing.T) {
 		t.Errorf("second push: %+v, first %+v", again, res)
 	}
 
-	o.Binary = src // not an executable
+	o.Binary = filepath.Join(filepath.Dir(bin), "main.go") // not an executable
 	if _, err := kubejob.Image(context.Background(), o); !errors.Is(err, layout.ErrNotStatic) {
 		t.Errorf("a Go source file as the binary: got %v, want ErrNotStatic", err)
 	}

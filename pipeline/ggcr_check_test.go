@@ -75,7 +75,16 @@ func checkMirroredWithGGCR(t *testing.T, res *pipeline.Result, dst *registrytest
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := extractConfigs(t, img)
+	checkRebuiltCatalog(t, extractConfigs(t, img), mirrored)
+	if len(res.ClusterResources) == 0 {
+		t.Errorf("no cluster resources written")
+	}
+}
+
+// checkRebuiltCatalog loads the rebuilt catalog extracted in dir: it must be
+// valid and name only images that were mirrored (by source reference).
+func checkRebuiltCatalog(t *testing.T, dir string, mirrored map[string]bool) {
+	t.Helper()
 	cat, err := fbc.LoadDir(context.Background(), dir, fbc.LoadOptions{ElideHeavy: true})
 	if err != nil {
 		t.Fatal(err)
@@ -88,9 +97,6 @@ func checkMirroredWithGGCR(t *testing.T, res *pipeline.Result, dst *registrytest
 		if !mirrored[u.Image] {
 			t.Errorf("rebuilt catalog names %s, which was not mirrored", u.Image)
 		}
-	}
-	if len(res.ClusterResources) == 0 {
-		t.Errorf("no cluster resources written")
 	}
 }
 

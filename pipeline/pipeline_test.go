@@ -13,8 +13,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/airlock-mirror/airlock/fbc"
-	"github.com/airlock-mirror/airlock/fbc/validate"
 	"github.com/airlock-mirror/airlock/internal/fakeimage"
 	"github.com/airlock-mirror/airlock/internal/seed"
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
@@ -124,19 +122,7 @@ func checkMirrored(t *testing.T, res *pipeline.Result, dst *registrytest.Registr
 	if fc.Digest != c.Digest {
 		t.Errorf("rebuilt catalog digest %s, plan says %s", fc.Digest, c.Digest)
 	}
-	cat, err := fbc.LoadDir(ctx, fc.ConfigsDir, fbc.LoadOptions{ElideHeavy: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := validate.Catalog(cat); err != nil {
-		t.Errorf("rebuilt catalog is invalid: %v", err)
-	}
-	uses, _ := fbc.Images(cat)
-	for _, u := range uses {
-		if !mirrored[u.Image] {
-			t.Errorf("rebuilt catalog names %s, which was not mirrored", u.Image)
-		}
-	}
+	checkRebuiltCatalog(t, fc.ConfigsDir, mirrored)
 	for _, f := range []string{"plan.json", "mapping.txt", "results.json"} {
 		if fi, err := os.Stat(filepath.Join(res.WorkingDir, f)); err != nil {
 			t.Errorf("missing %s: %v", f, err)

@@ -87,14 +87,7 @@ func checkMirrored(t *testing.T, res *pipeline.Result, dst *registrytest.Registr
 	reg := registry.New(registry.Options{})
 	ctx := context.Background()
 	mirrored := map[string]bool{}
-	for _, im := range res.Plan.Images {
-		if im.Error != "" {
-			t.Errorf("plan error for %s: %s", im.Source, im.Error)
-			continue
-		}
-		if !strings.HasPrefix(im.DestRepo, dst.Host()+"/") {
-			t.Errorf("%s goes to %s, not under the destination %s", im.Source, im.DestRepo, dst.Host())
-		}
+	for _, im := range plannedAt(t, res, dst) {
 		m, err := reg.Manifest(ctx, im.DestRepo, im.Digest.String())
 		if err != nil {
 			t.Errorf("%s not at the destination by digest: %v", im.Destination(), err)

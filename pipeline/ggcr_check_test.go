@@ -20,6 +20,7 @@ import (
 	"github.com/airlock-mirror/airlock/fbc"
 	"github.com/airlock-mirror/airlock/fbc/validate"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/pipeline"
 )
 
@@ -34,14 +35,7 @@ import (
 func checkMirroredWithGGCR(t *testing.T, res *pipeline.Result, dst *registrytest.Registry) {
 	t.Helper()
 	mirrored := map[string]bool{}
-	for _, im := range res.Plan.Images {
-		if im.Error != "" {
-			t.Errorf("plan error for %s: %s", im.Source, im.Error)
-			continue
-		}
-		if !strings.HasPrefix(im.DestRepo, dst.Host()+"/") {
-			t.Errorf("%s goes to %s, not under the destination %s", im.Source, im.DestRepo, dst.Host())
-		}
+	for _, im := range plannedAt(t, res, dst) {
 		ref, err := name.ParseReference(im.DestRepo+"@"+im.Digest.String(), name.Insecure)
 		if err != nil {
 			t.Fatal(err)
@@ -75,7 +69,16 @@ func checkMirroredWithGGCR(t *testing.T, res *pipeline.Result, dst *registrytest
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := extractConfigs(t, img)
+	checkRebuiltCatalog(t, extractConfigs(t, img), mirrored)
+	if len(res.ClusterResources) == 0 {
+		t.Errorf("no cluster resources written")
+	}
+}
+
+// checkRebuiltCatalog loads the rebuilt catalog extracted in dir: it must be
+// valid and name only images that were mirrored (by source reference).
+func checkRebuiltCatalog(t *testing.T, dir string, mirrored map[string]bool) {
+	t.Helper()
 	cat, err := fbc.LoadDir(context.Background(), dir, fbc.LoadOptions{ElideHeavy: true})
 	if err != nil {
 		t.Fatal(err)
@@ -89,9 +92,24 @@ func checkMirroredWithGGCR(t *testing.T, res *pipeline.Result, dst *registrytest
 			t.Errorf("rebuilt catalog names %s, which was not mirrored", u.Image)
 		}
 	}
-	if len(res.ClusterResources) == 0 {
-		t.Errorf("no cluster resources written")
+}
+
+// plannedAt returns the images of res's plan that have no plan error,
+// reporting those that do and any whose destination is not under dst.
+func plannedAt(t *testing.T, res *pipeline.Result, dst *registrytest.Registry) []mirror.PlanImage {
+	t.Helper()
+	var out []mirror.PlanImage
+	for _, im := range res.Plan.Images {
+		if im.Error != "" {
+			t.Errorf("plan error for %s: %s", im.Source, im.Error)
+			continue
+		}
+		if !strings.HasPrefix(im.DestRepo, dst.Host()+"/") {
+			t.Errorf("%s goes to %s, not under the destination %s", im.Source, im.DestRepo, dst.Host())
+		}
+		out = append(out, im)
 	}
+	return out
 }
 
 // validateRemote reads ref with go-containerregistry, validates it and

@@ -13,8 +13,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/airlock-mirror/airlock/fbc"
-	"github.com/airlock-mirror/airlock/fbc/validate"
 	"github.com/airlock-mirror/airlock/internal/fakeimage"
 	"github.com/airlock-mirror/airlock/internal/seed"
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
@@ -95,14 +93,7 @@ func checkMirrored(t *testing.T, res *pipeline.Result, dst *registrytest.Registr
 	reg := registry.New(registry.Options{})
 	ctx := context.Background()
 	mirrored := map[string]bool{}
-	for _, im := range res.Plan.Images {
-		if im.Error != "" {
-			t.Errorf("plan error for %s: %s", im.Source, im.Error)
-			continue
-		}
-		if !strings.HasPrefix(im.DestRepo, dst.Host()+"/") {
-			t.Errorf("%s goes to %s, not under the destination %s", im.Source, im.DestRepo, dst.Host())
-		}
+	for _, im := range plannedAt(t, res, dst) {
 		m, err := reg.Manifest(ctx, im.DestRepo, im.Digest.String())
 		if err != nil {
 			t.Errorf("%s not at the destination by digest: %v", im.Destination(), err)
@@ -130,19 +121,7 @@ func checkMirrored(t *testing.T, res *pipeline.Result, dst *registrytest.Registr
 	if fc.Digest != c.Digest {
 		t.Errorf("rebuilt catalog digest %s, plan says %s", fc.Digest, c.Digest)
 	}
-	cat, err := fbc.LoadDir(ctx, fc.ConfigsDir, fbc.LoadOptions{ElideHeavy: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := validate.Catalog(cat); err != nil {
-		t.Errorf("rebuilt catalog is invalid: %v", err)
-	}
-	uses, _ := fbc.Images(cat)
-	for _, u := range uses {
-		if !mirrored[u.Image] {
-			t.Errorf("rebuilt catalog names %s, which was not mirrored", u.Image)
-		}
-	}
+	checkRebuiltCatalog(t, fc.ConfigsDir, mirrored)
 	for _, f := range []string{"plan.json", "mapping.txt", "results.json"} {
 		if fi, err := os.Stat(filepath.Join(res.WorkingDir, f)); err != nil {
 			t.Errorf("missing %s: %v", f, err)

@@ -282,10 +282,11 @@ func countLines(t *testing.T, path string) (n int, generated bool) {
 	return n, generated
 }
 
-// TestSizes keeps every Go file of the repository (the conformance module
-// included, third_party excluded) at most maxFileLines long.
-func TestSizes(t *testing.T) {
-	root := moduleRoot(t)
+// walkFiles calls fn with the path, and the slash-separated path relative to
+// root, of every file of the repository (nested modules included), leaving
+// out third_party, testdata and hidden folders.
+func walkFiles(t *testing.T, root string, fn func(p, rel string)) {
+	t.Helper()
 	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -296,18 +297,26 @@ func TestSizes(t *testing.T) {
 			}
 			return nil
 		}
-		if !strings.HasSuffix(p, ".go") {
-			return nil
-		}
-		if n, gen := countLines(t, p); !gen && n > maxFileLines {
-			rel, _ := filepath.Rel(root, p)
-			t.Errorf("%s has %d lines (at most %d): split it by responsibility", rel, n, maxFileLines)
-		}
+		rel, _ := filepath.Rel(root, p)
+		fn(p, filepath.ToSlash(rel))
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestSizes keeps every Go file of the repository (the conformance module
+// included, third_party excluded) at most maxFileLines long.
+func TestSizes(t *testing.T) {
+	walkFiles(t, moduleRoot(t), func(p, rel string) {
+		if !strings.HasSuffix(p, ".go") {
+			return
+		}
+		if n, gen := countLines(t, p); !gen && n > maxFileLines {
+			t.Errorf("%s has %d lines (at most %d): split it by responsibility", rel, n, maxFileLines)
+		}
+	})
 }
 
 // TestArchitectureNamesEveryPackage keeps docs/architecture.md's table whole:

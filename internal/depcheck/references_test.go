@@ -50,26 +50,11 @@ func internalRefs(line string) []string {
 func referenceFiles(t *testing.T, root string) []string {
 	t.Helper()
 	var files []string
-	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if n := d.Name(); p != root && (n == "third_party" || n == "testdata" || strings.HasPrefix(n, ".")) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		rel, _ := filepath.Rel(root, p)
-		rel = filepath.ToSlash(rel)
+	walkFiles(t, root, func(p, rel string) {
 		if ext := filepath.Ext(p); ext == ".md" || ext == ".go" || strings.HasPrefix(rel, "scripts/") || rel == "Makefile" {
 			files = append(files, p)
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return files
 }
 

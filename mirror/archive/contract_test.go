@@ -36,41 +36,32 @@ func TestContract(t *testing.T) {
 		})
 	})
 	t.Run("Writer", func(t *testing.T) {
-		endpointtest.Destination(t, endpointtest.DestinationCase{
-			New: func(t *testing.T) *endpointtest.Dest {
-				dir := t.TempDir()
-				w, err := archive.NewWriter(dir, archive.WriterOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { w.Close() })
-				return &endpointtest.Dest{
-					Destination: w,
-					ReadBack: func(t *testing.T, tagged []endpointtest.Tagged) endpoint.Source {
-						return finish(t, w, dir, tagged)
-					},
-				}
-			},
-		})
+		endpointtest.Destination(t, writerCase(archive.WriterOptions{}, finish))
 	})
 	t.Run("ShardWriter", func(t *testing.T) {
-		endpointtest.Destination(t, endpointtest.DestinationCase{
-			New: func(t *testing.T) *endpointtest.Dest {
-				dir := filepath.Join(t.TempDir(), archive.BatchName(1))
-				w, err := archive.NewWriter(dir, archive.WriterOptions{Part: archive.ShardPart(0, 1)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { w.Close() })
-				return &endpointtest.Dest{
-					Destination: w,
-					ReadBack: func(t *testing.T, tagged []endpointtest.Tagged) endpoint.Source {
-						return finishSharded(t, w, dir, tagged)
-					},
-				}
-			},
-		})
+		endpointtest.Destination(t, writerCase(archive.WriterOptions{Part: archive.ShardPart(0, 1)}, finishSharded))
 	})
+}
+
+// writerCase is the Destination contract's case of a Writer with opts, in a
+// batch folder, read back once end has written the archive.
+func writerCase(opts archive.WriterOptions, end func(*testing.T, *archive.Writer, string, []endpointtest.Tagged) endpoint.Source) endpointtest.DestinationCase {
+	return endpointtest.DestinationCase{
+		New: func(t *testing.T) *endpointtest.Dest {
+			dir := filepath.Join(t.TempDir(), archive.BatchName(1))
+			w, err := archive.NewWriter(dir, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { w.Close() })
+			return &endpointtest.Dest{
+				Destination: w,
+				ReadBack: func(t *testing.T, tagged []endpointtest.Tagged) endpoint.Source {
+					return end(t, w, dir, tagged)
+				},
+			}
+		},
+	}
 }
 
 // meta is the archive's record of the images pushed under a tag.

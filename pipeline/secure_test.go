@@ -17,8 +17,8 @@ import (
 
 // TestZeroOptionsVerifyTLS: the zero Options with only the required fields
 // (the configuration, the destination, the workspace) refuse a registry with
-// a self-signed certificate and a registry speaking plain HTTP on a
-// non-loopback address, as a source and as the destination; the Insecure
+// a self-signed certificate, as a source and as the destination (plain HTTP
+// to a host that is not loopback: mirror/registry's scheme guard); the Insecure
 // field of that side (--src-tls-verify=false, --dest-tls-verify=false) lets
 // the same run through.
 func TestZeroOptionsVerifyTLS(t *testing.T) {

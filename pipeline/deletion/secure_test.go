@@ -16,8 +16,8 @@ import (
 
 // TestZeroOptionsVerifyTLS: the zero Options with only the required fields
 // (the destination, the workspace, what to plan: the stale) refuse a registry with a
-// self-signed certificate and a registry speaking plain HTTP on a
-// non-loopback address; Insecure (--dest-tls-verify=false) lets the same
+// self-signed certificate (plain HTTP to a host that is not loopback:
+// mirror/registry's scheme guard); Insecure (--dest-tls-verify=false) lets the same
 // command through.
 func TestZeroOptionsVerifyTLS(t *testing.T) {
 	for _, kind := range registrytest.UntrustedKinds {

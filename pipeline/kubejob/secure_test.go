@@ -12,8 +12,8 @@ import (
 
 // TestZeroImageOptionsVerifyTLS: the zero ImageOptions with only the
 // required fields (the destination, the binary) refuse a registry with a
-// self-signed certificate and a registry speaking plain HTTP on a
-// non-loopback address; Insecure (--dest-tls-verify=false) lets the same push
+// self-signed certificate (plain HTTP to a host that is not loopback:
+// mirror/registry's scheme guard); Insecure (--dest-tls-verify=false) lets the same push
 // through. (airlock kube job talks to no registry: it reads the plan.)
 func TestZeroImageOptionsVerifyTLS(t *testing.T) {
 	bin := tinyBinary(t)

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/airlock-mirror/airlock/kube"
+	"github.com/airlock-mirror/airlock/location"
 )
 
 // TestKubeJobManifests decodes what airlock kube job prints with the Kubernetes

@@ -12,6 +12,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/seed"
 	"github.com/airlock-mirror/airlock/internal/testutil/fixtures"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/pipeline"
 	"github.com/airlock-mirror/airlock/prune"
 )

@@ -13,6 +13,7 @@ require (
 	github.com/operator-framework/operator-controller v1.2.0
 	github.com/operator-framework/operator-registry v1.73.0
 	github.com/sirupsen/logrus v1.10.2
+	golang.org/x/crypto v0.57.0
 	google.golang.org/grpc v1.83.2
 	k8s.io/api v0.36.2
 	k8s.io/apiextensions-apiserver v0.36.2
@@ -166,7 +167,6 @@ require (
 	go.uber.org/zap v1.27.1 // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
-	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/exp v0.0.0-20260410095643-746e56fc9e2f // indirect
 	golang.org/x/image v0.21.0 // indirect
 	golang.org/x/net v0.59.0 // indirect

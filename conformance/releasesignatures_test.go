@@ -3,6 +3,7 @@
 package conformance
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -16,6 +17,8 @@ import (
 	"github.com/containers/image/v5/image"
 	cisig "github.com/containers/image/v5/signature"
 	"github.com/opencontainers/go-digest"
+	//lint:ignore SA1019 the frozen package oc-mirror and containers/image verify with: measured here
+	xopenpgp "golang.org/x/crypto/openpgp"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
@@ -209,5 +212,33 @@ func TestReleaseSignatureConfigMapConsumer(t *testing.T) {
 	other := signtest.NewReleaseKey(t, "rsa")
 	if err := consumerAccepts(t, other.Armored, m1, cvoSignatures(t, cms, d1), id1); err == nil || !strings.Contains(err.Error(), "Key not found") {
 		t.Errorf("containers/image on a signature by a key it was not given: %v", err)
+	}
+}
+
+// TestReleaseSignatureEd25519 measures why airlock does not verify with
+// golang.org/x/crypto/openpgp (what oc-mirror's release check and
+// containers/image's containers_image_openpgp mechanism use): it cannot read
+// an ed25519 key ("unsupported feature: public key type: 22"), which airlock
+// verifies with.
+// Should this test fail, x/crypto/openpgp learned ed25519 and
+// docs/release-signatures.md must say so.
+func TestReleaseSignatureEd25519(t *testing.T) {
+	k := signtest.NewReleaseKey(t, "ed25519")
+	if _, err := xopenpgp.ReadArmoredKeyRing(bytes.NewReader(k.Armored)); err == nil {
+		t.Fatal("x/crypto/openpgp reads an ed25519 key")
+	} else {
+		t.Logf("x/crypto/openpgp on an ed25519 key: %v", err)
+	}
+	rsa := signtest.NewReleaseKey(t, "rsa")
+	if _, err := xopenpgp.ReadArmoredKeyRing(bytes.NewReader(rsa.Armored)); err != nil {
+		t.Fatalf("x/crypto/openpgp does not read the RSA key either: the ed25519 case above proves nothing: %v", err)
+	}
+	keys, err := signature.ParseKeys(k.Armored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := digest.FromBytes(releaseManifest("4.99.3"))
+	if _, err := signature.Verify([][]byte{k.SignRelease(t, releaseRepo+":4.99.3-x86_64", d)}, d, releaseRepo, keys); err != nil {
+		t.Errorf("airlock refuses an ed25519 signature: %v", err)
 	}
 }

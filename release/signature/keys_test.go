@@ -67,3 +67,17 @@ func TestResolveKeys(t *testing.T) {
 		t.Errorf("a missing %s file: %v (oc-mirror falls back to Red Hat's keys silently)", EnvKeys, err)
 	}
 }
+
+// FuzzParseKeys: any bytes are keys or an error, never a panic; keys parsed
+// are public keys.
+func FuzzParseKeys(f *testing.F) {
+	f.Add(redHatKeys)
+	f.Add([]byte("-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n-----END PGP PUBLIC KEY BLOCK-----\n"))
+	f.Add([]byte{0x99, 0x01, 0x0d, 0x04})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		k, err := ParseKeys(b)
+		if err == nil && len(k.Fingerprints()) == 0 {
+			t.Fatal("no error and no key")
+		}
+	})
+}

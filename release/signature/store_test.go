@@ -184,3 +184,17 @@ func TestFileName(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseFileName: what ParseFileName accepts is written back the same by FileName.
+func FuzzParseFileName(f *testing.F) {
+	f.Add(FileName(digest.FromString("x"), 1))
+	f.Add(FileName(digest.FromString("x"), 16))
+	f.Add("sha256--1")
+	f.Add("sha512-" + strings.Repeat("a", 128) + "-3")
+	f.Fuzz(func(t *testing.T, name string) {
+		d, n, ok := ParseFileName(name)
+		if ok && FileName(d, n) != name {
+			t.Fatalf("ParseFileName(%q) = %s, %d: written back as %q", name, d, n, FileName(d, n))
+		}
+	})
+}

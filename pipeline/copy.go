@@ -37,8 +37,15 @@ func (r *run) copyJobs(ctx context.Context, src endpoint.Source, dst endpoint.De
 }
 
 func (r *run) copyWith(ctx context.Context, src endpoint.Source, dst endpoint.Destination, jobs []transfer.Job, elsewhere endpoint.HeldElsewhere, pre *transfer.Prefetch) (*transfer.Report, error) {
+	if err := r.checkSparseIndexes(ctx, dst, jobs); err != nil {
+		return nil, err
+	}
 	memo := transfer.NewMemoSource(src)
-	progress, held, err := r.track(ctx, memo, dst, jobs, pre)
+	measured, err := r.checkSpace(ctx, memo, dst, jobs)
+	if err != nil {
+		return nil, err
+	}
+	progress, held, err := r.track(ctx, memo, dst, jobs, pre, measured)
 	if err != nil {
 		return nil, err
 	}

@@ -99,6 +99,9 @@ type ArchiveOptions struct {
 	// Strict (mirror-to-disk, --strict-archive) fails a blob bigger than
 	// archiveSize.
 	Strict bool
+	// SkipSpaceCheck (mirror-to-disk, --skip-space-check) goes on when the
+	// archive's filesystem has less free space than the run will stage.
+	SkipSpaceCheck bool
 	// SignKey (mirror-to-disk, --sign-key) signs the archive; VerifyKey
 	// (disk-to-mirror, --archive-key) refuses an archive it did not sign.
 	SignKey, VerifyKey string

@@ -2,7 +2,6 @@ package registry
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -11,11 +10,6 @@ import (
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/oci"
 )
-
-// ErrSparseIndexRefused is returned (wrapped) by AcceptsSparseIndexes' caller
-// when the destination registry refuses an image index whose children it
-// does not all hold (Distribution 2.x: 400 MANIFEST_BLOB_UNKNOWN).
-var ErrSparseIndexRefused = errors.New("the registry refuses sparse image indexes")
 
 // sparseProbe is one host's probe: done closes when the answer is known.
 type sparseProbe struct {

@@ -50,6 +50,11 @@ type Result struct {
 	Blocked []string `json:"blocked,omitempty"`
 	// Warnings gathered along the way.
 	Warnings []string `json:"warnings,omitempty"`
+	// AlteredManifests are manifest revisions the destination stored altered
+	// (changed on the way) and refused to delete: their tags were pushed
+	// again and name the right manifests, but these stay readable by digest
+	// until the registry's garbage collection removes them.
+	AlteredManifests []registry.AlteredManifest `json:"alteredManifests,omitempty"`
 	// Report is this run's page (working-dir/reports/report-NNNNNN.html).
 	Report string `json:"report,omitempty"`
 	// ClusterResources are the files written to working-dir/cluster-resources.

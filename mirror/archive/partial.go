@@ -14,6 +14,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/oci"
 )
 
 // partialDirName is the folder of the staging area holding the blobs being
@@ -158,9 +159,9 @@ func (u *stagingUpload) Cancel(context.Context) {}
 // renames it into place only when both match. r reads the blob from byte off:
 // 0, or the length of its partial file, whose bytes h holds. The bytes are
 // written to the partial file of d, which a transfer that breaks leaves for
-// the next one and one that fails verification removes; when another
+// the next one and one that fails verification (here or in r) removes; when another
 // transfer of d writes it, to a temporary file instead.
-func (w *Writer) stage(ctx context.Context, d endpoint.Descriptor, r io.Reader, off int64, h hash.Hash) (err error) {
+func (w *Writer) stage(ctx context.Context, d endpoint.Descriptor, r io.Reader, off int64, h hash.Hash) error {
 	path, release := w.claimPartial(d.Digest)
 	defer release()
 	if path == "" {
@@ -175,19 +176,19 @@ func (w *Writer) stage(ctx context.Context, d endpoint.Descriptor, r io.Reader, 
 		path = tmp.Name()
 		defer os.Remove(path)
 	}
+	if h == nil || off == 0 {
+		h, off = sha256.New(), 0
+	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return fmt.Errorf("stage blob %s: %w", d.Digest, err)
 	}
-	if err := f.Truncate(off); err == nil {
+	if err = f.Truncate(off); err == nil {
 		_, err = f.Seek(off, io.SeekStart)
 	}
 	if err != nil {
 		f.Close()
 		return fmt.Errorf("stage blob %s: %w", d.Digest, err)
-	}
-	if h == nil || off == 0 {
-		h, off = sha256.New(), 0
 	}
 	// Read one byte more than announced to detect oversized streams.
 	n, err := io.CopyBuffer(io.MultiWriter(f, h), &ctxReader{ctx, io.LimitReader(r, d.Size-off+1)}, make([]byte, 1<<20))
@@ -195,6 +196,11 @@ func (w *Writer) stage(ctx context.Context, d endpoint.Descriptor, r io.Reader, 
 		err = cerr
 	}
 	if err != nil {
+		if errors.Is(err, oci.ErrDigestMismatch) {
+			// The reader found the whole blob wrong (the held bytes may be
+			// what is wrong): the next attempt starts over.
+			_ = os.Remove(path)
+		}
 		return fmt.Errorf("stage blob %s: %w", d.Digest, err)
 	}
 	if off+n != d.Size {

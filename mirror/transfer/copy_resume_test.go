@@ -90,6 +90,7 @@ func TestCopyToArchiveResumesAnInterruptedBlob(t *testing.T) {
 				{"95%", 95, registrytest.RangeHonoured},
 				{"50% Range ignored", 50, registrytest.RangeIgnored},
 				{"50% Range short", 50, registrytest.RangeShort},
+				{"50% held bytes corrupt", 50, rangeCorrupt},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
 					counter.SetRangeMode(registrytest.RangeHonoured)
@@ -117,8 +118,11 @@ func TestCopyToArchiveResumesAnInterruptedBlob(t *testing.T) {
 						t.Fatalf("the interrupt left %d bytes staged, want %d", held, at)
 					}
 
+					if tc.mode == rangeCorrupt { // a byte of the held part changed on disk
+						corruptPartial(t, dir)
+					}
 					counter.Reset()
-					counter.SetRangeMode(tc.mode)
+					counter.SetRangeMode(tc.mode % rangeCorrupt)
 					w2, err := archive.NewWriter(dir, archive.WriterOptions{})
 					if err != nil {
 						t.Fatal(err)
@@ -143,6 +147,10 @@ func TestCopyToArchiveResumesAnInterruptedBlob(t *testing.T) {
 						if !hasRange(counter.Gets(), at) {
 							t.Errorf("no Range request from byte %d: %q", at, counter.Gets())
 						}
+					case rangeCorrupt: // the rest, found wrong whole, then the whole blob
+						if again < size+size-held {
+							t.Errorf("the re-run fetched %d bytes: want the rest, then the whole blob again", again)
+						}
 					default: // read from the start, the held bytes dropped
 						if again < size {
 							t.Errorf("a registry misreading Range served %d bytes, want the whole blob", again)
@@ -155,6 +163,29 @@ func TestCopyToArchiveResumesAnInterruptedBlob(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// rangeCorrupt is a test case's mode: the held bytes are altered on disk
+// before the re-run (which then sees Range requests honoured).
+const rangeCorrupt int32 = 16
+
+// corruptPartial changes a byte of the staging area's only partial file.
+func corruptPartial(t *testing.T, dir string) {
+	t.Helper()
+	part := filepath.Join(dir, ".airlock-staging", "partial")
+	ents, err := os.ReadDir(part)
+	if err != nil || len(ents) != 1 {
+		t.Fatalf("partial files: %v %v", ents, err)
+	}
+	p := filepath.Join(part, ents[0].Name())
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)/2] ^= 0xff
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 

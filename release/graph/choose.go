@@ -210,7 +210,7 @@ func (c *chooser) channel(g *Graph, ch imageset.ReleaseChannel, field, arch stri
 		path := shortestPath(adjacency([]*Graph{g}, c.o.AllowConditional), g.versions[lo].String(), g.versions[hi].String())
 		if path == nil {
 			return nil, c.located(ch, field+".shortestPath", fmt.Errorf("channel %s for %s has no update path from %s to %s%s; %s",
-				ch.Name, arch, g.Nodes[lo].Version, g.Nodes[hi].Version, c.overWhich(), c.noPathAdvice()))
+				ch.Name, arch, g.Nodes[lo].Version, g.Nodes[hi].Version, c.overWhich(), c.noPathAdvice(true)))
 		}
 		out := make([]int, len(path))
 		for i, v := range path {
@@ -255,11 +255,17 @@ func (c *chooser) overWhich() string {
 	return " over the updates recommended to every cluster (conditional updates not taken)"
 }
 
-func (c *chooser) noPathAdvice() string {
-	if c.o.AllowConditional {
-		return "choose bounds the channel joins, or drop shortestPath to mirror the whole range"
+// noPathAdvice says what to do when no path was found (for shortestPath
+// when dropping it is an option).
+func (c *chooser) noPathAdvice(shortest bool) string {
+	s := "choose other bounds"
+	if !c.o.AllowConditional {
+		s = "allow conditional updates (--allow-conditional-updates), or " + s
 	}
-	return "allow conditional updates (--allow-conditional-updates), choose other bounds, or drop shortestPath to mirror the whole range"
+	if shortest {
+		s += ", or drop shortestPath to mirror the whole range"
+	}
+	return s
 }
 
 // located prefixes err with file:line: field.

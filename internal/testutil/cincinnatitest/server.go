@@ -38,6 +38,11 @@ func New(t testing.TB) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/upgrades_info/v1/graph", s.graph)
 	mux.HandleFunc("/ocmirror/graph", s.ocmirror)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if _, _, ok := s.begin(w, r); ok {
+			http.NotFound(w, r)
+		}
+	})
 	s.srv = httptest.NewServer(mux)
 	t.Cleanup(s.srv.Close)
 	s.URL = s.srv.URL + "/api/upgrades_info/v1/graph"

@@ -24,6 +24,9 @@ type ChooseOptions struct {
 	Field string
 	// File is the configuration file, for messages (file:line).
 	File string
+
+	// flags names command-line flags instead of configuration fields (list releases).
+	flags bool
 }
 
 // DefaultArch is the architecture of a stanza that names none.
@@ -270,6 +273,9 @@ func (c *chooser) noPathAdvice(shortest bool) string {
 
 // located prefixes err with file:line: field.
 func (c *chooser) located(ch imageset.ReleaseChannel, field string, err error) error {
+	if c.o.flags {
+		return fmt.Errorf("%s: %w", flagOf(field), err)
+	}
 	loc := ""
 	switch {
 	case c.o.File != "" && ch.Line > 0:
@@ -326,4 +332,14 @@ func dedupe(rs []Release) []Release {
 		return cmp.Or(strings.Compare(a.Arch, b.Arch), cmpVersion(a.Version, b.Version))
 	})
 	return slices.CompactFunc(rs, func(a, b Release) bool { return a.Arch == b.Arch && a.Version == b.Version })
+}
+
+// flagOf is the list releases flag of a configuration field.
+func flagOf(field string) string {
+	for suffix, flag := range map[string]string{".minVersion": "--min-version", ".maxVersion": "--max-version", ".shortestPath": "--shortest-path"} {
+		if strings.HasSuffix(field, suffix) {
+			return flag
+		}
+	}
+	return "--channel"
 }

@@ -285,3 +285,6 @@ func (p *Picture) Chosen() []string {
 	}
 	return slices.Clip(out)
 }
+
+// FormatOf returns the picture format a file name asks for by its extension.
+func FormatOf(path string) (string, error) { return dotrender.FormatOf(path) }

@@ -29,7 +29,7 @@ var data embed.FS
 
 // Channels are the channels of the graph-data subset.
 var Channels = []string{"stable-4.6", "stable-4.7", "stable-4.12", "eus-4.14", "stable-4.14", "stable-4.15", "eus-4.16",
-	"stable-4.16", "stable-4.17", "stable-4.18", "stable-4.19", "stable-4.20", "eus-4.20"}
+	"stable-4.16", "stable-4.17", "stable-4.18", "fast-4.18", "stable-4.19", "stable-4.20", "eus-4.20"}
 
 // Archs are the architectures the server answers for.
 var Archs = []string{"amd64", "arm64", "ppc64le", "s390x", "multi"}

@@ -58,3 +58,35 @@ func TestChooseTypes(t *testing.T) {
 		t.Errorf("risks %+v: want the one between chosen versions, once", c.Risks)
 	}
 }
+
+// TestChooseJoinThroughIntermediate: when the configured channels hold no
+// path, the channel of the minor in between is read and its release added.
+func TestChooseJoinThroughIntermediate(t *testing.T) {
+	f := &recording{graphs: map[string]string{
+		"eus-5.0":    `{"nodes":[{"version":"5.0.1","payload":"p@sha256:1"}],"edges":[]}`,
+		"eus-5.2":    `{"nodes":[{"version":"5.2.0","payload":"p@sha256:3"}],"edges":[]}`,
+		"stable-5.1": `{"nodes":[{"version":"5.0.1","payload":"p@sha256:1"},{"version":"5.1.4","payload":"p@sha256:2"},{"version":"5.2.0","payload":"p@sha256:3"}],"edges":[[0,1],[1,2]]}`,
+	}}
+	p := &imageset.Platform{Channels: []imageset.ReleaseChannel{{Name: "eus-5.0"}, {Name: "eus-5.2"}, {Name: "stable-5.2", MinVersion: "5.2.0", MaxVersion: "5.2.0"}}}
+	f.graphs["stable-5.2"] = f.graphs["eus-5.2"]
+	c, err := Choose(context.Background(), p, f, ChooseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range c.Releases {
+		got = append(got, r.Version+"@"+r.Channel)
+	}
+	if want := []string{"5.0.1@eus-5.0", "5.1.4@stable-5.1", "5.2.0@eus-5.2"}; !slices.Equal(got, want) {
+		t.Errorf("releases %q, want %q", got, want)
+	}
+	if !slices.Contains(f.asked, "ocp eus-5.1 amd64") || !slices.Contains(f.asked, "ocp stable-5.1 amd64") {
+		t.Errorf("asked %q: want the channels of 5.1 for each prefix", f.asked)
+	}
+	if _, ok := c.Graphs["ocp-amd64-stable-5.1.json"]; !ok {
+		t.Error("the intermediate graph is not saved for offline runs")
+	}
+	if _, err := Choose(context.Background(), p, Offline(c.Graphs), ChooseOptions{}); err != nil {
+		t.Errorf("offline: %v", err)
+	}
+}

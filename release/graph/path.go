@@ -118,7 +118,11 @@ func (c *chooser) join(typ, arch string, group []picked, chosen map[string]bool)
 				continue
 			}
 			g, err := c.load(typ, ch, arch)
-			if err != nil || len(g.Nodes) == 0 {
+			switch {
+			case err != nil:
+				tried = append(tried, fmt.Sprintf("%s (%v)", ch, err))
+				continue
+			case len(g.Nodes) == 0:
 				tried = append(tried, ch+" (not served)")
 				continue
 			}

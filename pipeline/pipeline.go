@@ -80,6 +80,9 @@ type Result struct {
 	BlobsMounted int64 `json:"blobsMounted"`
 	BlobsSkipped int64 `json:"blobsSkipped"`
 	BytesSent    int64 `json:"bytesSent"`
+	// BytesResumed is the part of BytesSent an interrupted run had already
+	// staged (mirror-to-disk resumed those blobs with Range requests).
+	BytesResumed int64 `json:"bytesResumed,omitempty"`
 	// ManifestsSent counts manifests pushed (or written into the archive).
 	ManifestsSent int64         `json:"manifestsSent"`
 	Duration      time.Duration `json:"duration"`
@@ -424,5 +427,5 @@ func (r *run) setCopy(rep *transfer.Report) {
 	}
 	r.res.Copy = rep
 	r.res.BlobsSent, r.res.BlobsMounted, r.res.BlobsSkipped, r.res.BytesSent = rep.BlobsSent, rep.BlobsMounted, rep.BlobsSkipped, rep.BytesSent
-	r.res.ManifestsSent = rep.ManifestsSent
+	r.res.ManifestsSent, r.res.BytesResumed = rep.ManifestsSent, rep.BytesResumed
 }

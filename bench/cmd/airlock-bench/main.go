@@ -1,8 +1,8 @@
 // Command airlock-bench is `make bench`: it measures airlock at real scale
 // (catalog commands on the 1.7 GB real-scale catalog and generated ones, the
 // copy workflows against skopeo sync and the registry's ingestion floor, the
-// packages' Go benchmarks), prints one table and appends it to
-// docs/benchmarks.md.
+// packages' Go benchmarks), prints one table, keeps it in bench/results and
+// rewrites the current tables of docs/benchmarks.md from the kept runs.
 //
 //	go run ./bench/cmd/airlock-bench -quick          # < 2 min: real-scale catalog, small catalog, 64 MB workload
 //	go run ./bench/cmd/airlock-bench                 # full: + large catalog, 0.91 GB reference workload, 3 runs, Go benchmarks
@@ -128,7 +128,7 @@ func run() error {
 	goPkgs := flag.String("go-bench-pkgs", env("BENCH_GO_PKGS", "./fbc/ ./fbc/validate/ ./fbc/legacy/ ./prune/ ./prune/graph/ ./report/ ./mirror/transfer/ ./mirror/catalogimage/ ./mirror/archive/ ./manifests/"), "packages for go test -bench (space-separated)")
 	goTime := flag.String("go-benchtime", env("BENCH_GO_BENCHTIME", "1x"), "go test -benchtime")
 	goTags := flag.String("go-tags", env("BENCH_GO_TAGS", ""), "go test -tags of the Go benchmarks (the Makefile passes its TAGS) [BENCH_GO_TAGS]")
-	docs := flag.String("docs", env("BENCH_DOCS", "docs/benchmarks.md"), "append the table to this file, relative to the repository root (\"\": do not)")
+	docs := flag.String("docs", env("BENCH_DOCS", "docs/benchmarks.md"), "record the run in bench/results and rewrite the current tables of this file, relative to the repository root (\"\": neither)")
 	note := flag.String("note", env("BENCH_NOTE", ""), "label of the run in the table heading, e.g. \"noisy: load average 15\" [BENCH_NOTE]")
 	work := flag.String("work", "", "work directory (default: a new temporary directory, removed at the end)")
 	keep := flag.Bool("keep", false, "keep the work directory")

@@ -119,6 +119,9 @@ type Config struct {
 	CacheDir        string
 	CleanCache      bool
 	CatalogPort     int
+	// ScaleSizes runs the scale section (ScaleWorkload) at each of these
+	// numbers of images, smallest first; empty skips it.
+	ScaleSizes []int
 	// Out receives the table. With Docs set, the run is also recorded as a
 	// file of its own in Results (default RepoRoot/bench/results) and the
 	// current tables of Docs are rewritten from the recorded runs
@@ -211,6 +214,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.Rows = append(res.Rows, rows...)
 		if err != nil {
 			fail("catalog scale", err)
+		}
+	}
+	if len(cfg.ScaleSizes) > 0 {
+		rows, err := runScale(ctx, cfg)
+		res.Rows = append(res.Rows, rows...)
+		if err != nil {
+			fail("scale", err)
 		}
 	}
 	if cfg.Pipeline {

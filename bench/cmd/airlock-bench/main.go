@@ -142,6 +142,7 @@ func run() error {
 	cacheDir := flag.String("cache", env("BENCH_CACHE", bench.DefaultCacheDir), "keep what is seeded once (the catalog-scale registry) here [BENCH_CACHE]")
 	cleanCache := flag.Bool("clean-cache", false, "remove the cache folder first (it is seeded again)")
 	catPort := flag.Int("catalog-port", 5790, "the catalog-scale source's fixed port on 127.0.0.1 (the catalog names its images there)")
+	scale := flag.String("scale", env("BENCH_SCALE", ""), "scale section: these numbers of images, comma-separated (e.g. 1000,5000,20000); tiny blobs, seeded once into -cache [BENCH_SCALE]")
 	flag.Parse()
 
 	root, err := repoRoot()
@@ -243,6 +244,16 @@ func run() error {
 		default:
 			return fmt.Errorf("invalid -catalog-refs %q: use digest or tag", *catRefs)
 		}
+	}
+	for _, f := range strings.Split(*scale, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 20 {
+			return fmt.Errorf("invalid -scale %q: want numbers of images of at least 20, comma-separated", *scale)
+		}
+		cfg.ScaleSizes = append(cfg.ScaleSizes, n)
 	}
 	if *docs != "" {
 		cfg.Docs = *docs

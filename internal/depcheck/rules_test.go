@@ -69,6 +69,9 @@ var rules = []rule{
 	{"fbc", with("fbc/internal/scan")},
 	{"fbc/internal/scan", nil},
 	{"imageset", []string{"location", "internal/redact"}},
+	// OpenShift releases: update graphs and version selection; no registry,
+	// no copying (the retry policy and its typed HTTP error only).
+	{"release/graph", with("imageset", "mirror/retry", "mirror/endpoint")},
 
 	// Releases: the payload reader knows no registry, copying or workflow.
 	{"release/payload", with()},

@@ -68,6 +68,9 @@ var rules = []rule{
 	{"fbc/legacy", with("fbc", "fbc/validate", "fbc/internal/scan")},
 	{"fbc", with("fbc/internal/scan")},
 	{"fbc/internal/scan", nil},
+	// Release signatures: fetched over HTTP under the one retry policy,
+	// verified with OpenPGP; no copying, no plan, no registry.
+	{"release/signature", with("mirror/retry", "mirror/endpoint")},
 	{"imageset", []string{"location", "internal/redact"}},
 	// OpenShift releases: update graphs and version selection; no registry,
 	// no copying (the retry policy and its typed HTTP error only).

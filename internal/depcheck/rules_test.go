@@ -25,7 +25,7 @@ var rules = []rule{
 	{"pipeline", with("imageset", "fbc", "fbc/legacy", "fbc/validate", "prune", "prune/graph", "report", "manifests", "workspace",
 		"mirror", "mirror/archive", "mirror/catalogimage", "mirror/endpoint", "mirror/layout", "mirror/oci", "mirror/registry",
 		"mirror/retry", "mirror/signature", "mirror/sigpolicy", "mirror/transfer", "pipeline/deletion",
-		"release/payload")},
+		"release/graph", "release/payload", "release/signature")},
 	// airlock delete: planned from the history, executed against one registry.
 	// airlock kube job / image: a sharded plan as Kubernetes manifests, the binary as an image.
 	{"pipeline/kubejob", with("kube", "imageset", "mirror", "mirror/layout", "mirror/oci", "mirror/registry", "mirror/retry", "mirror/transfer", "internal/humanize")},

@@ -1,0 +1,144 @@
+package pipeline
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/internal/testutil/releasetest"
+	"github.com/airlock-mirror/airlock/location"
+	"github.com/airlock-mirror/airlock/mirror/archive"
+)
+
+// releaseEnv is a release on a source registry with its signature store and
+// release key.
+type releaseEnv struct {
+	src   *registrytest.Registry
+	rel   releasetest.Release
+	key   releasetest.Key
+	keys  string // the public key's file
+	store *releasetest.Store
+}
+
+func newReleaseEnv(t *testing.T, spec releasetest.Spec) *releaseEnv {
+	t.Helper()
+	e := &releaseEnv{src: registrytest.Start(t), key: releasetest.NewKey(t), store: releasetest.NewStore(t)}
+	e.rel = releasetest.Push(t, e.src.Host(), spec)
+	e.keys = filepath.Join(t.TempDir(), "release-keys.asc")
+	if err := os.WriteFile(e.keys, e.key.Armored, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.store.Put(e.rel.Digest, e.key.Sign(t, e.rel.Ref, e.rel.Digest))
+	return e
+}
+
+// config writes an ImageSetConfiguration whose platform stanza is body.
+func releaseConfig(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "isc.yaml")
+	if err := os.WriteFile(p, []byte("apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  platform:\n"+body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// digestAt returns the digest ref has in its registry ("" when absent),
+// asked with go-containerregistry.
+func digestAt(t *testing.T, ref string) string {
+	t.Helper()
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := remote.Head(r)
+	if err != nil {
+		return ""
+	}
+	return d.Digest.String()
+}
+
+// checkReleaseMirrored checks that rel's payload and every component are in
+// dest at their oc-mirror destinations, by digest, and that the cluster
+// resources hold the release's mirror set and signature ConfigMap.
+func checkReleaseMirrored(t *testing.T, what string, res *Result, dest string, rel releasetest.Release) {
+	t.Helper()
+	tag := rel.Version + "-x86_64"
+	if got := digestAt(t, dest+"/openshift/release-images:"+tag); got != rel.Digest.String() {
+		t.Errorf("%s: payload at %s/openshift/release-images:%s is %q, want %s", what, dest, tag, got, rel.Digest)
+	}
+	missing := 0
+	for n, ref := range rel.Components {
+		_, d, _ := strings.Cut(ref, "@")
+		if got := digestAt(t, dest+"/openshift/release:"+tag+"-"+n); got != d {
+			missing++
+			if missing < 3 {
+				t.Errorf("%s: component %s at %s/openshift/release:%s-%s is %q, want %s", what, n, dest, tag, n, got, d)
+			}
+		}
+	}
+	if missing > 0 {
+		t.Errorf("%s: %d of %d components not mirrored", what, missing, len(rel.Components))
+	}
+	crs := filepath.Join(res.WorkingDir, "cluster-resources")
+	if b, err := os.ReadFile(filepath.Join(crs, "idms-release-0.yaml")); err != nil || !strings.Contains(string(b), dest+"/openshift/release") {
+		t.Errorf("%s: idms-release-0.yaml: %v\n%s", what, err, b)
+	}
+	if b, err := os.ReadFile(filepath.Join(crs, "release-signatures.yaml")); err != nil || !strings.Contains(string(b), "sha256-"+rel.Digest.Encoded()+"-1") {
+		t.Errorf("%s: release-signatures.yaml: %v\n%s", what, err, b)
+	}
+}
+
+// A release named directly (release:) goes mirror-to-mirror, mirror-to-disk
+// and disk-to-mirror with the source registry and the signature store
+// offline; a configuration asking for a release the archive lacks is
+// refused by name.
+func TestReleaseByReference(t *testing.T) {
+	ctx := context.Background()
+	e := newReleaseEnv(t, releasetest.Spec{Version: "4.15.1", Components: 150})
+	cfg := releaseConfig(t, "    release: "+e.rel.Ref+"\n")
+	opts := func() Options {
+		return Options{ConfigPath: cfg, Network: NetworkOptions{RetryTimes: 1}, Releases: ReleaseOptions{SignatureURL: e.store.URL(), SignatureKeys: e.keys}}
+	}
+
+	dst := registrytest.Start(t)
+	o := opts()
+	o.Destination.Location, o.Workspace = location.Docker(dst.Host()+"/m2m"), location.File(t.TempDir())
+	res, err := Mirror(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkReleaseMirrored(t, "mirror-to-mirror", res, dst.Host()+"/m2m", e.rel)
+
+	target := t.TempDir()
+	o = opts()
+	o.Destination.Location = location.File(target)
+	res, err = Mirror(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := archive.Verify(ctx, res.Archive.Dir); err != nil {
+		t.Fatal(err)
+	}
+	e.src.Stop()
+	e.store.Stop()
+	far := registrytest.Start(t)
+	o = opts()
+	o.Releases.SignatureURL = ""
+	o.Archive.From, o.Workspace, o.Destination.Location = location.File(target), location.File(t.TempDir()), location.Docker(far.Host()+"/far")
+	res, err = Mirror(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkReleaseMirrored(t, "disk-to-mirror", res, far.Host()+"/far", e.rel)
+
+	o.ConfigPath = releaseConfig(t, "    release: "+e.src.Host()+"/ocp/release:4.15.9-x86_64\n")
+	if _, err := Mirror(ctx, o); err == nil || !strings.Contains(err.Error(), "release "+e.src.Host()+"/ocp/release:4.15.9-x86_64 (not in the archive)") {
+		t.Errorf("disk-to-mirror of a release the archive lacks: %v", err)
+	}
+}

@@ -142,3 +142,58 @@ func TestReleaseByReference(t *testing.T) {
 		t.Errorf("disk-to-mirror of a release the archive lacks: %v", err)
 	}
 }
+
+// A release whose signature is missing, tampered, made for another digest or
+// by another key is refused with the reason, and nothing of it reaches the
+// mirror; --ignore-release-signature mirrors it with a warning.
+func TestReleaseSignatureRefused(t *testing.T) {
+	ctx := context.Background()
+	e := newReleaseEnv(t, releasetest.Spec{Version: "4.15.1", Components: 5})
+	other := releasetest.Push(t, e.src.Host(), releasetest.Spec{Version: "4.15.2", Components: 5, Changed: 2})
+	good := e.key.Sign(t, e.rel.Ref, e.rel.Digest)
+	tampered := append([]byte(nil), good...)
+	tampered[len(tampered)/2] ^= 0x20
+	cases := []struct {
+		name string
+		sig  []byte
+		want string
+	}{
+		{"missing", nil, "no signature was found"},
+		{"tampered", tampered, "refused"},
+		{"another digest", e.key.Sign(t, other.Ref, other.Digest), "not the payload's digest " + e.rel.Digest.String()},
+		{"another repository", e.key.Sign(t, e.src.Host()+"/elsewhere/release:4.15.1-x86_64", e.rel.Digest), "not the payload's repository"},
+		{"another key", releasetest.NewKey(t).Sign(t, e.rel.Ref, e.rel.Digest), "refused"},
+	}
+	cfg := releaseConfig(t, "    release: "+e.rel.Ref+"\n")
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			store := releasetest.NewStore(t)
+			if tc.sig != nil {
+				store.Put(e.rel.Digest, tc.sig)
+			}
+			dst := registrytest.Start(t)
+			o := Options{ConfigPath: cfg, Releases: ReleaseOptions{SignatureURL: store.URL(), SignatureKeys: e.keys}}
+			o.Destination.Location, o.Workspace = location.Docker(dst.Host()+"/m2m"), location.File(t.TempDir())
+			_, err := Mirror(ctx, o)
+			if err == nil || !strings.Contains(err.Error(), "release 4.15.1") || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Mirror: %v, want a refusal of release 4.15.1 saying %q", err, tc.want)
+			}
+			reg, _ := name.NewRegistry(dst.Host())
+			if repos, err := remote.Catalog(ctx, reg); err != nil || len(repos) > 0 {
+				t.Errorf("the mirror holds %v (%v), want nothing", repos, err)
+			}
+
+			o.Releases.IgnoreSignatures = true
+			res, err := Mirror(ctx, o)
+			if err != nil {
+				t.Fatalf("with --ignore-release-signature: %v", err)
+			}
+			if got := digestAt(t, dst.Host()+"/m2m/openshift/release-images:4.15.1-x86_64"); got != e.rel.Digest.String() {
+				t.Errorf("with --ignore-release-signature the payload is %q", got)
+			}
+			if !strings.Contains(strings.Join(res.Warnings, "\n"), "signatures NOT verified (--ignore-release-signature)") {
+				t.Errorf("no warning about the unverified release: %q", res.Warnings)
+			}
+		})
+	}
+}

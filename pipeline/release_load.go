@@ -106,6 +106,7 @@ func (s *releaseSource) Load(ctx context.Context, ar Archived) (*Loaded, error) 
 		return origins[of]
 	}
 	_, out.Wants = s.requests()
+	out.Summary = s.summary()
 	return out, nil
 }
 

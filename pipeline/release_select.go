@@ -90,6 +90,7 @@ func (s *releaseSource) Select(ctx context.Context) (*Selection, error) {
 	}
 	sel.Extras[releasesExtra] = b
 	sel.Images, sel.Wants = s.requests()
+	sel.Summary = s.summary()
 	return sel, nil
 }
 

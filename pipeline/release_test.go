@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"regexp"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/airlock-mirror/airlock/internal/testutil/golden"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/internal/testutil/releasetest"
 	"github.com/airlock-mirror/airlock/location"
@@ -114,6 +116,7 @@ func TestReleaseByReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkReleaseMirrored(t, "mirror-to-mirror", res, dst.Host()+"/m2m", e.rel)
+	checkReleaseOutputs(t, res, strings.NewReplacer(dst.Host(), "DEST", e.src.Host(), "SOURCE", e.rel.Digest.Encoded(), "PAYLOADHEX"))
 
 	target := t.TempDir()
 	o = opts()
@@ -196,4 +199,24 @@ func TestReleaseSignatureRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// signatureData is a binaryData value of a signature ConfigMap (the
+// throwaway key signs differently each run).
+var signatureData = regexp.MustCompile(`(sha256-PAYLOADHEX-\d+"?:) "?[A-Za-z0-9+/=]+"?`)
+
+// checkReleaseOutputs compares the release's cluster resources and summary
+// lines with goldens (hosts and the payload digest replaced by names).
+func checkReleaseOutputs(t *testing.T, res *Result, names *strings.Replacer) {
+	t.Helper()
+	crs := filepath.Join(res.WorkingDir, "cluster-resources")
+	for _, f := range []string{"idms-release-0.yaml", "release-signatures.yaml", "release-signatures.json"} {
+		b, err := os.ReadFile(filepath.Join(crs, f))
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		golden.Check(t, "testdata/release/"+f, []byte(signatureData.ReplaceAllString(names.Replace(string(b)), "$1 SIGNATURE")))
+	}
+	golden.Check(t, "testdata/release/summary.txt", []byte(names.Replace(strings.Join(res.Sources, "\n")+"\n")))
 }

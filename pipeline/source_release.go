@@ -244,16 +244,22 @@ func versionLess(a, b string) bool {
 	return compareVersions(a, b) < 0
 }
 
-func (s *releaseSource) summary() string {
-	if len(s.releases) == 0 {
-		return ""
-	}
-	var b strings.Builder
+// summary is a line per release and one per risk on the chosen path.
+func (s *releaseSource) summary() []string {
+	var out []string
 	for _, c := range s.sorted() {
-		fmt.Fprintf(&b, "  release %s (%s): payload %s, %d components, %d signature(s)\n", c.Version, c.Arch, c.PayloadRef(), len(c.Components), c.Signatures)
+		from := ""
+		if c.Channel != "" {
+			from = " from " + c.Channel
+		}
+		verified := fmt.Sprintf("%d signature(s) verified", c.Signatures)
+		if s.r.opts.Releases.IgnoreSignatures {
+			verified = "signatures NOT verified (--ignore-release-signature)"
+		}
+		out = append(out, fmt.Sprintf("release:   %s (%s)%s: payload %s, %d components, %s", c.Version, c.Arch, from, c.Digest, len(c.Components), verified))
 	}
 	for _, rk := range s.risks {
-		fmt.Fprintf(&b, "  risk %s → %s: %s (%s)\n", rk.From, rk.To, rk.Name, rk.URL)
+		out = append(out, fmt.Sprintf("risk:      %s -> %s: %s (%s)", rk.From, rk.To, rk.Name, rk.URL))
 	}
-	return b.String()
+	return out
 }

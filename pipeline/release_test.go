@@ -2,9 +2,9 @@ package pipeline
 
 import (
 	"context"
-	"regexp"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 

@@ -62,7 +62,7 @@ var rules = []rule{
 
 	// Catalogs: selection on top of the engine; the engine knows no registry
 	// and no configuration.
-	{"prune/graph", with("prune", "fbc", "imageset")},
+	{"prune/graph", with("prune", "fbc", "imageset", "internal/dotrender")},
 	{"prune", with("fbc", "fbc/validate", "imageset")},
 	{"fbc/validate", with("fbc", "fbc/internal/scan")},
 	{"fbc/legacy", with("fbc", "fbc/validate", "fbc/internal/scan")},
@@ -74,7 +74,7 @@ var rules = []rule{
 	{"imageset", []string{"location", "internal/redact"}},
 	// OpenShift releases: update graphs and version selection; no registry,
 	// no copying (the retry policy and its typed HTTP error only).
-	{"release/graph", with("imageset", "mirror/retry", "mirror/endpoint")},
+	{"release/graph", with("imageset", "mirror/retry", "mirror/endpoint", "internal/dotrender")},
 
 	// Releases: the payload reader knows no registry, copying or workflow.
 	{"release/payload", with()},
@@ -88,6 +88,8 @@ var rules = []rule{
 	{"internal/humanize", nil},
 	{"internal/redact", nil},
 	{"internal/browser", nil},
+	// Drawing: DOT and Mermaid text to SVG (Graphviz) and PNG (a browser).
+	{"internal/dotrender", with()},
 	{"internal/depcheck", nil},
 
 	// Test support is checked only where a row names it. The endpoint

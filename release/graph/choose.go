@@ -24,6 +24,9 @@ type ChooseOptions struct {
 	Field string
 	// File is the configuration file, for messages (file:line).
 	File string
+
+	// flags names command-line flags instead of configuration fields (list releases).
+	flags bool
 }
 
 // DefaultArch is the architecture of a stanza that names none.
@@ -210,7 +213,7 @@ func (c *chooser) channel(g *Graph, ch imageset.ReleaseChannel, field, arch stri
 		path := shortestPath(adjacency([]*Graph{g}, c.o.AllowConditional), g.versions[lo].String(), g.versions[hi].String())
 		if path == nil {
 			return nil, c.located(ch, field+".shortestPath", fmt.Errorf("channel %s for %s has no update path from %s to %s%s; %s",
-				ch.Name, arch, g.Nodes[lo].Version, g.Nodes[hi].Version, c.overWhich(), c.noPathAdvice()))
+				ch.Name, arch, g.Nodes[lo].Version, g.Nodes[hi].Version, c.overWhich(), c.noPathAdvice(true)))
 		}
 		out := make([]int, len(path))
 		for i, v := range path {
@@ -255,15 +258,24 @@ func (c *chooser) overWhich() string {
 	return " over the updates recommended to every cluster (conditional updates not taken)"
 }
 
-func (c *chooser) noPathAdvice() string {
-	if c.o.AllowConditional {
-		return "choose bounds the channel joins, or drop shortestPath to mirror the whole range"
+// noPathAdvice says what to do when no path was found (for shortestPath
+// when dropping it is an option).
+func (c *chooser) noPathAdvice(shortest bool) string {
+	s := "choose other bounds"
+	if !c.o.AllowConditional {
+		s = "allow conditional updates (--allow-conditional-updates), or " + s
 	}
-	return "allow conditional updates (--allow-conditional-updates), choose other bounds, or drop shortestPath to mirror the whole range"
+	if shortest {
+		s += ", or drop shortestPath to mirror the whole range"
+	}
+	return s
 }
 
 // located prefixes err with file:line: field.
 func (c *chooser) located(ch imageset.ReleaseChannel, field string, err error) error {
+	if c.o.flags {
+		return fmt.Errorf("%s: %w", flagOf(field), err)
+	}
 	loc := ""
 	switch {
 	case c.o.File != "" && ch.Line > 0:
@@ -320,4 +332,14 @@ func dedupe(rs []Release) []Release {
 		return cmp.Or(strings.Compare(a.Arch, b.Arch), cmpVersion(a.Version, b.Version))
 	})
 	return slices.CompactFunc(rs, func(a, b Release) bool { return a.Arch == b.Arch && a.Version == b.Version })
+}
+
+// flagOf is the list releases flag of a configuration field.
+func flagOf(field string) string {
+	for suffix, flag := range map[string]string{".minVersion": "--min-version", ".maxVersion": "--max-version", ".shortestPath": "--shortest-path"} {
+		if strings.HasSuffix(field, suffix) {
+			return flag
+		}
+	}
+	return "--channel"
 }

@@ -123,8 +123,8 @@ func (c *chooser) join(typ, arch string, group []picked, chosen map[string]bool)
 		}
 		path = shortestPath(adjacency(gs, c.o.AllowConditional), from.String(), to.String())
 		if path == nil {
-			return fmt.Errorf("%s.channels: no update path joins %s %s to %s %s for %s%s over channels %s (tried the channels in between: %s); add a channel that holds the path, or %s",
-				c.o.Field, low.channel, from, high.channel, to, arch, c.overWhich(), strings.Join(names, ", "), orNone(tried), c.noPathAdvice())
+			return fmt.Errorf("%s.channels: no update path joins %s %s to %s %s for %s%s over channels %s (tried the channels in between: %s); %sadd a channel that holds the path, or %s",
+				c.o.Field, low.channel, from, high.channel, to, arch, c.overWhich(), strings.Join(names, ", "), orNone(tried), notYet(high, from), c.noPathAdvice(false))
 		}
 	}
 	var added []string
@@ -167,4 +167,22 @@ func intermediate(group []picked, from, to semver.Version) []string {
 		}
 	}
 	return out
+}
+
+// notYet explains a start version the target channel does not hold: no
+// update from it to the target minor is published yet.
+func notYet(high picked, from semver.Version) string {
+	if _, ok := high.g.index[from.String()]; ok {
+		return ""
+	}
+	newest := ""
+	for i, v := range high.g.versions {
+		if v.Major == from.Major && v.Minor == from.Minor && v.LT(from) && (newest == "" || v.GT(high.g.versions[high.g.index[newest]])) {
+			newest = high.g.Nodes[i].Version
+		}
+	}
+	if newest == "" {
+		return fmt.Sprintf("%s is not in %s (no update from it is published there); ", from, high.channel)
+	}
+	return fmt.Sprintf("%s is not in %s yet (no update from it is published there; its newest %d.%d release is %s): set maxVersion to %s, or ", from, high.channel, from.Major, from.Minor, newest, newest)
 }

@@ -87,6 +87,12 @@ func checkReleaseMirrored(t *testing.T, what string, res *Result, dest string, r
 	if missing > 0 {
 		t.Errorf("%s: %d of %d components not mirrored", what, missing, len(rel.Components))
 	}
+	if rel.KubeVirt != "" {
+		_, d, _ := strings.Cut(rel.KubeVirt, "@")
+		if got := digestAt(t, dest+"/openshift/release:"+tag+"-kube-virt-container"); got != d {
+			t.Errorf("%s: the KubeVirt image at %s/openshift/release:%s-kube-virt-container is %q, want %s", what, dest, tag, got, d)
+		}
+	}
 	crs := filepath.Join(res.WorkingDir, "cluster-resources")
 	if b, err := os.ReadFile(filepath.Join(crs, "idms-release-0.yaml")); err != nil || !strings.Contains(string(b), dest+"/openshift/release") {
 		t.Errorf("%s: idms-release-0.yaml: %v\n%s", what, err, b)
@@ -96,14 +102,14 @@ func checkReleaseMirrored(t *testing.T, what string, res *Result, dest string, r
 	}
 }
 
-// A release named directly (release:) goes mirror-to-mirror, mirror-to-disk
-// and disk-to-mirror with the source registry and the signature store
+// A release named directly (release:), with its KubeVirt image, goes
+// mirror-to-mirror, mirror-to-disk and disk-to-mirror with the source registry and the signature store
 // offline; a configuration asking for a release the archive lacks is
 // refused by name.
 func TestReleaseByReference(t *testing.T) {
 	ctx := context.Background()
-	e := newReleaseEnv(t, releasetest.Spec{Version: "4.15.1", Components: 150})
-	cfg := releaseConfig(t, "    release: "+e.rel.Ref+"\n")
+	e := newReleaseEnv(t, releasetest.Spec{Version: "4.15.1", Components: 150, KubeVirt: true})
+	cfg := releaseConfig(t, "    release: "+e.rel.Ref+"\n    kubeVirtContainer: true\n")
 	opts := func() Options {
 		return Options{ConfigPath: cfg, Network: NetworkOptions{RetryTimes: 1}, Releases: ReleaseOptions{SignatureURL: e.store.URL(), SignatureKeys: e.keys}}
 	}

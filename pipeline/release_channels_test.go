@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/airlock-mirror/airlock/internal/testutil/cincinnatitest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/internal/testutil/releasetest"
 	"github.com/airlock-mirror/airlock/location"
@@ -24,14 +25,14 @@ func TestReleaseChannels(t *testing.T) {
 	e := newReleaseEnv(t, releasetest.Spec{Version: "4.15.1", Components: 150})
 	next := releasetest.Push(t, e.src.Host(), releasetest.Spec{Version: "4.15.2", Previous: []string{"4.15.1"}, Components: 150, Changed: 12})
 	e.store.Put(next.Digest, e.key.Sign(t, next.Ref, next.Digest))
-	svc := releasetest.NewGraph(t)
-	svc.Set(t, "stable-4.15", "amd64", releasetest.Node{Version: "4.15.1", Payload: e.rel.PayloadRef()}, releasetest.Node{Version: "4.15.2", Payload: next.PayloadRef()})
+	svc := cincinnatitest.New(t)
+	svc.Serve("stable-4.15", releasetest.GraphJSON(t, "stable-4.15", releasetest.Node{Version: "4.15.1", Payload: e.rel.PayloadRef()}, releasetest.Node{Version: "4.15.2", Payload: next.PayloadRef()}))
 	channel := func(min, max string) string {
 		return fmt.Sprintf("    channels:\n    - name: stable-4.15\n      minVersion: %s\n      maxVersion: %s\n", min, max)
 	}
 	opts := func(cfg string) Options {
 		return Options{ConfigPath: cfg, Network: NetworkOptions{RetryTimes: 1},
-			Releases: ReleaseOptions{GraphURL: svc.URL(), SignatureURL: e.store.URL(), SignatureKeys: e.keys}}
+			Releases: ReleaseOptions{GraphURL: svc.URL, SignatureURL: e.store.URL(), SignatureKeys: e.keys}}
 	}
 
 	dst := registrytest.Start(t)
@@ -91,7 +92,7 @@ func TestReleaseChannels(t *testing.T) {
 	}
 	e.src.Stop()
 	e.store.Stop()
-	svc.Stop()
+	asked := len(svc.Requests())
 	far := registrytest.Start(t)
 	farWS := location.File(t.TempDir())
 	o = opts(both)
@@ -100,6 +101,9 @@ func TestReleaseChannels(t *testing.T) {
 	res, err = Mirror(ctx, o)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if n := len(svc.Requests()); n != asked {
+		t.Errorf("disk-to-mirror asked the update service %d times", n-asked)
 	}
 	checkReleaseMirrored(t, "disk-to-mirror 4.15.1", res, far.Host()+"/far", e.rel)
 	checkReleaseMirrored(t, "disk-to-mirror 4.15.2", res, far.Host()+"/far", next)

@@ -1,7 +1,8 @@
 // Package releasetest builds synthetic OpenShift releases for tests: a
 // payload image whose release-manifests/ list many component images (pushed
 // beside it), signed with a throwaway OpenPGP key into a signature store
-// served on 127.0.0.1, and an update service serving a channel's graph.
+// served on 127.0.0.1, and the graph of a channel holding releases (served
+// by cincinnatitest).
 //
 // Test support only: the binary never links it (internal/depcheck).
 package releasetest

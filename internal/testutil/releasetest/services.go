@@ -120,45 +120,14 @@ func (s *Store) Put(d digest.Digest, sig []byte) {
 	s.sigs[d] = append(s.sigs[d], sig)
 }
 
-// Graph is an update service on 127.0.0.1 serving one graph per channel.
-type Graph struct {
-	srv    *httptest.Server
-	mu     sync.Mutex
-	graphs map[string][]byte
-}
-
-// Node is one release of a served graph.
+// Node is one release of a graph.
 type Node struct {
 	Version, Payload string
 }
 
-// NewGraph starts an update service, stopped with the test.
-func NewGraph(t testing.TB) *Graph {
-	g := &Graph{graphs: map[string][]byte{}}
-	g.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		g.mu.Lock()
-		b, ok := g.graphs[r.URL.Query().Get("channel")+"/"+r.URL.Query().Get("arch")]
-		g.mu.Unlock()
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(b)
-	}))
-	t.Cleanup(g.srv.Close)
-	return g
-}
-
-// URL is the service's URL (ReleaseOptions.GraphURL).
-func (g *Graph) URL() string { return g.srv.URL }
-
-// Stop stops serving.
-func (g *Graph) Stop() { g.srv.Close() }
-
-// Set serves nodes as channel's graph for arch, each node updating to every
-// later one.
-func (g *Graph) Set(t testing.TB, channel, arch string, nodes ...Node) {
+// GraphJSON is a Cincinnati graph of channel holding nodes, each updating to
+// every later one (serve it with cincinnatitest.Server.Serve).
+func GraphJSON(t testing.TB, channel string, nodes ...Node) []byte {
 	t.Helper()
 	type node struct {
 		Version  string            `json:"version"`
@@ -175,8 +144,5 @@ func (g *Graph) Set(t testing.TB, channel, arch string, nodes ...Node) {
 			doc.Edges = append(doc.Edges, []int{j, i})
 		}
 	}
-	b := mustJSON(t, doc)
-	g.mu.Lock()
-	g.graphs[channel+"/"+arch] = b
-	g.mu.Unlock()
+	return mustJSON(t, doc)
 }

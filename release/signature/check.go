@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/location"
 )
 
 // Release is a payload to check: Name for messages (its version, e.g.
@@ -88,7 +90,7 @@ func Check(ctx context.Context, s Store, r Release, o CheckOptions) (Result, err
 // splitPayload splits "repo@sha256:…" (a tag before the digest is allowed
 // and ignored).
 func splitPayload(p string) (string, digest.Digest, error) {
-	repo, dig, ok := strings.Cut(strings.TrimPrefix(p, "docker://"), "@")
+	repo, dig, ok := strings.Cut(location.ImageRef(p), "@")
 	if !ok {
 		return "", "", fmt.Errorf("%w: %q", ErrNotByDigest, p)
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/ProtonMail/go-crypto/openpgp/packet"
 	"github.com/distribution/reference"
 	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/location"
 )
 
 // Verified is the outcome of a successful Verify.
@@ -117,7 +119,7 @@ func matches(p Payload, d digest.Digest, repo string) error {
 // repositoryOf is the normalized repository name of a reference, without tag
 // or digest.
 func repositoryOf(s string) (string, error) {
-	n, err := reference.ParseNormalizedNamed(strings.TrimPrefix(s, "docker://"))
+	n, err := reference.ParseNormalizedNamed(location.ImageRef(s))
 	if err != nil {
 		return "", err
 	}

@@ -75,6 +75,7 @@ type Graph struct {
 	ConditionalEdges []ConditionalEdge `json:"conditionalEdges,omitempty"`
 
 	versions []semver.Version // parsed Nodes[i].Version
+	names    []string         // versions[i].String()
 	index    map[string]int   // version string -> node index
 }
 
@@ -129,6 +130,7 @@ func Parse(data []byte) (*Graph, error) {
 		return nil, fmt.Errorf("%w: no \"nodes\" list (is this an update service answer?)", ErrInvalidGraph)
 	}
 	g.versions = make([]semver.Version, len(g.Nodes))
+	g.names = make([]string, len(g.Nodes))
 	g.index = make(map[string]int, len(g.Nodes))
 	for i, n := range g.Nodes {
 		v, err := semver.Parse(n.Version)
@@ -143,6 +145,7 @@ func Parse(data []byte) (*Graph, error) {
 			return nil, fmt.Errorf("%w: version %s is listed twice (nodes %d and %d)", ErrInvalidGraph, key, j, i)
 		}
 		g.versions[i] = v
+		g.names[i] = key
 		g.index[key] = i
 	}
 	for k, e := range g.Edges {

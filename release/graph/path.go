@@ -14,6 +14,7 @@ import (
 // newest release, as oc-mirror does).
 func adjacency(gs []*Graph, conditional bool) map[string][]string {
 	set := map[string]map[string]bool{}
+	vers := map[string]semver.Version{}
 	link := func(from, to string) {
 		if set[from] == nil {
 			set[from] = map[string]bool{}
@@ -21,8 +22,11 @@ func adjacency(gs []*Graph, conditional bool) map[string][]string {
 		set[from][to] = true
 	}
 	for _, g := range gs {
+		for i, name := range g.names {
+			vers[name] = g.versions[i]
+		}
 		for _, e := range g.Edges {
-			link(g.versions[e[0]].String(), g.versions[e[1]].String())
+			link(g.names[e[0]], g.names[e[1]])
 		}
 		if !conditional {
 			continue
@@ -46,7 +50,7 @@ func adjacency(gs []*Graph, conditional bool) map[string][]string {
 		for to := range tos {
 			list = append(list, to)
 		}
-		slices.SortFunc(list, func(a, b string) int { return cmpVersion(b, a) })
+		slices.SortFunc(list, func(a, b string) int { return vers[b].Compare(vers[a]) })
 		adj[from] = list
 	}
 	return adj
@@ -114,7 +118,11 @@ func (c *chooser) join(typ, arch string, group []picked, chosen map[string]bool)
 				continue
 			}
 			g, err := c.load(typ, ch, arch)
-			if err != nil || len(g.Nodes) == 0 {
+			switch {
+			case err != nil:
+				tried = append(tried, fmt.Sprintf("%s (%v)", ch, err))
+				continue
+			case len(g.Nodes) == 0:
 				tried = append(tried, ch+" (not served)")
 				continue
 			}

@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"text/template"
 
 	"github.com/blang/semver/v4"
@@ -103,6 +104,27 @@ const (
 // into those versions: as conditional edges with their risks when they have
 // matching rules, removed when they have none.
 func Build(channel, arch string) ([]byte, error) {
+	key := channel + "/" + arch
+	if b, ok := built.Load(key); ok {
+		return slices.Clone(b.([]byte)), nil
+	}
+	b, err := build(channel, arch)
+	if err != nil {
+		return nil, err
+	}
+	built.Store(key, b)
+	return slices.Clone(b), nil
+}
+
+// built caches Build's graphs (deterministic) for the tests of one process.
+var built sync.Map
+
+var (
+	loadChannels = sync.OnceValues(readChannels)
+	loadBlocked  = sync.OnceValues(readBlocked)
+)
+
+func build(channel, arch string) ([]byte, error) {
 	chans, err := loadChannels()
 	if err != nil {
 		return nil, err
@@ -185,7 +207,7 @@ func Build(channel, arch string) ([]byte, error) {
 	for _, k := range keys {
 		g.ConditionalEdges = append(g.ConditionalEdges, *cond[k])
 	}
-	return json.MarshalIndent(g, "", " ")
+	return json.Marshal(g)
 }
 
 // synthetic reports whether the synthetic graph has an update vers[i] -> vers[j].
@@ -210,7 +232,7 @@ func synthetic(vers []semver.Version, i, j int) bool {
 	return false
 }
 
-func loadChannels() (map[string]channelFile, error) {
+func readChannels() (map[string]channelFile, error) {
 	out := map[string]channelFile{}
 	for _, name := range Channels {
 		b, err := data.ReadFile(path.Join("testdata/cincinnati-graph-data/channels", name+".yaml"))
@@ -231,7 +253,7 @@ type blockedRule struct {
 	from *regexp.Regexp
 }
 
-func loadBlocked() ([]blockedRule, error) {
+func readBlocked() ([]blockedRule, error) {
 	dir := "testdata/cincinnati-graph-data/blocked-edges"
 	entries, err := fs.ReadDir(data, dir)
 	if err != nil {

@@ -24,7 +24,7 @@ func TestReleaseChannels(t *testing.T) {
 	ctx := context.Background()
 	e := newReleaseEnv(t, releasetest.Spec{Version: "4.15.1", Components: 150})
 	next := releasetest.Push(t, e.src.Host(), releasetest.Spec{Version: "4.15.2", Previous: []string{"4.15.1"}, Components: 150, Changed: 12})
-	e.store.Put(next.Digest, e.key.Sign(t, next.Ref, next.Digest))
+	e.store.Put(next.Digest, e.key.SignRelease(t, next.Ref, next.Digest))
 	svc := cincinnatitest.New(t)
 	svc.Serve("stable-4.15", releasetest.GraphJSON(t, "stable-4.15", releasetest.Node{Version: "4.15.1", Payload: e.rel.PayloadRef()}, releasetest.Node{Version: "4.15.2", Payload: next.PayloadRef()}))
 	channel := func(min, max string) string {
@@ -32,7 +32,7 @@ func TestReleaseChannels(t *testing.T) {
 	}
 	opts := func(cfg string) Options {
 		return Options{ConfigPath: cfg, Network: NetworkOptions{RetryTimes: 1},
-			Releases: ReleaseOptions{GraphURL: svc.URL, SignatureURL: e.store.URL(), SignatureKeys: e.keys}}
+			Releases: ReleaseOptions{GraphURL: svc.URL, SignatureURL: e.store.URL, SignatureKeys: e.keys}}
 	}
 
 	dst := registrytest.Start(t)
@@ -91,8 +91,7 @@ func TestReleaseChannels(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.src.Stop()
-	e.store.Stop()
-	asked := len(svc.Requests())
+	asked, sigAsked := len(svc.Requests()), len(e.store.Requests())
 	far := registrytest.Start(t)
 	farWS := location.File(t.TempDir())
 	o = opts(both)
@@ -102,8 +101,8 @@ func TestReleaseChannels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(svc.Requests()); n != asked {
-		t.Errorf("disk-to-mirror asked the update service %d times", n-asked)
+	if n, m := len(svc.Requests()), len(e.store.Requests()); n != asked || m != sigAsked {
+		t.Errorf("disk-to-mirror asked the update service %d times and the signature store %d times", n-asked, m-sigAsked)
 	}
 	checkReleaseMirrored(t, "disk-to-mirror 4.15.1", res, far.Host()+"/far", e.rel)
 	checkReleaseMirrored(t, "disk-to-mirror 4.15.2", res, far.Host()+"/far", next)

@@ -14,6 +14,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/testutil/golden"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/internal/testutil/releasetest"
+	"github.com/airlock-mirror/airlock/internal/testutil/signtest"
 	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror/archive"
 )
@@ -23,20 +24,20 @@ import (
 type releaseEnv struct {
 	src   *registrytest.Registry
 	rel   releasetest.Release
-	key   releasetest.Key
+	key   signtest.ReleaseKey
 	keys  string // the public key's file
-	store *releasetest.Store
+	store *signtest.SignatureStore
 }
 
 func newReleaseEnv(t *testing.T, spec releasetest.Spec) *releaseEnv {
 	t.Helper()
-	e := &releaseEnv{src: registrytest.Start(t), key: releasetest.NewKey(t), store: releasetest.NewStore(t)}
+	e := &releaseEnv{src: registrytest.Start(t), key: signtest.NewReleaseKey(t, "rsa"), store: signtest.NewSignatureStore(t)}
 	e.rel = releasetest.Push(t, e.src.Host(), spec)
 	e.keys = filepath.Join(t.TempDir(), "release-keys.asc")
 	if err := os.WriteFile(e.keys, e.key.Armored, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e.store.Put(e.rel.Digest, e.key.Sign(t, e.rel.Ref, e.rel.Digest))
+	e.store.Put(e.rel.Digest, e.key.SignRelease(t, e.rel.Ref, e.rel.Digest))
 	return e
 }
 
@@ -111,7 +112,7 @@ func TestReleaseByReference(t *testing.T) {
 	e := newReleaseEnv(t, releasetest.Spec{Version: "4.15.1", Components: 150, KubeVirt: true})
 	cfg := releaseConfig(t, "    release: "+e.rel.Ref+"\n    kubeVirtContainer: true\n")
 	opts := func() Options {
-		return Options{ConfigPath: cfg, Network: NetworkOptions{RetryTimes: 1}, Releases: ReleaseOptions{SignatureURL: e.store.URL(), SignatureKeys: e.keys}}
+		return Options{ConfigPath: cfg, Network: NetworkOptions{RetryTimes: 1}, Releases: ReleaseOptions{SignatureURL: e.store.URL, SignatureKeys: e.keys}}
 	}
 
 	dst := registrytest.Start(t)
@@ -135,7 +136,7 @@ func TestReleaseByReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.src.Stop()
-	e.store.Stop()
+	sigAsked := len(e.store.Requests())
 	far := registrytest.Start(t)
 	o = opts()
 	o.Releases.SignatureURL = ""
@@ -145,6 +146,9 @@ func TestReleaseByReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkReleaseMirrored(t, "disk-to-mirror", res, far.Host()+"/far", e.rel)
+	if n := len(e.store.Requests()); n != sigAsked {
+		t.Errorf("disk-to-mirror asked the signature store %d times", n-sigAsked)
+	}
 
 	o.ConfigPath = releaseConfig(t, "    release: "+e.src.Host()+"/ocp/release:4.15.9-x86_64\n")
 	if _, err := Mirror(ctx, o); err == nil || !strings.Contains(err.Error(), "release "+e.src.Host()+"/ocp/release:4.15.9-x86_64 (not in the archive)") {
@@ -159,7 +163,7 @@ func TestReleaseSignatureRefused(t *testing.T) {
 	ctx := context.Background()
 	e := newReleaseEnv(t, releasetest.Spec{Version: "4.15.1", Components: 5})
 	other := releasetest.Push(t, e.src.Host(), releasetest.Spec{Version: "4.15.2", Components: 5, Changed: 2})
-	good := e.key.Sign(t, e.rel.Ref, e.rel.Digest)
+	good := e.key.SignRelease(t, e.rel.Ref, e.rel.Digest)
 	tampered := append([]byte(nil), good...)
 	tampered[len(tampered)/2] ^= 0x20
 	cases := []struct {
@@ -169,19 +173,19 @@ func TestReleaseSignatureRefused(t *testing.T) {
 	}{
 		{"missing", nil, "no signature was found"},
 		{"tampered", tampered, "refused"},
-		{"another digest", e.key.Sign(t, other.Ref, other.Digest), "not the payload's digest " + e.rel.Digest.String()},
-		{"another repository", e.key.Sign(t, e.src.Host()+"/elsewhere/release:4.15.1-x86_64", e.rel.Digest), "not the payload's repository"},
-		{"another key", releasetest.NewKey(t).Sign(t, e.rel.Ref, e.rel.Digest), "refused"},
+		{"another digest", e.key.SignRelease(t, other.Ref, other.Digest), "not the payload's digest " + e.rel.Digest.String()},
+		{"another repository", e.key.SignRelease(t, e.src.Host()+"/elsewhere/release:4.15.1-x86_64", e.rel.Digest), "not the payload's repository"},
+		{"another key", signtest.NewReleaseKey(t, "rsa").SignRelease(t, e.rel.Ref, e.rel.Digest), "refused"},
 	}
 	cfg := releaseConfig(t, "    release: "+e.rel.Ref+"\n")
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			store := releasetest.NewStore(t)
+			store := signtest.NewSignatureStore(t)
 			if tc.sig != nil {
 				store.Put(e.rel.Digest, tc.sig)
 			}
 			dst := registrytest.Start(t)
-			o := Options{ConfigPath: cfg, Releases: ReleaseOptions{SignatureURL: store.URL(), SignatureKeys: e.keys}}
+			o := Options{ConfigPath: cfg, Releases: ReleaseOptions{SignatureURL: store.URL, SignatureKeys: e.keys}}
 			o.Destination.Location, o.Workspace = location.Docker(dst.Host()+"/m2m"), location.File(t.TempDir())
 			_, err := Mirror(ctx, o)
 			if err == nil || !strings.Contains(err.Error(), "release 4.15.1") || !strings.Contains(err.Error(), tc.want) {

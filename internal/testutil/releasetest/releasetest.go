@@ -47,6 +47,10 @@ type Spec struct {
 	LayerSize int
 	// KubeVirt adds a KubeVirt image to the boot images.
 	KubeVirt bool
+	// Platforms ("linux/amd64", "linux/arm64") make a multi payload: an
+	// index of one payload per platform, at <version>-multi, whose
+	// components are indexes of those platforms.
+	Platforms []string
 }
 
 // Release is a release pushed to a registry.
@@ -82,6 +86,9 @@ func Push(t testing.TB, host string, s Spec) Release {
 	}
 	out := Release{Version: s.Version, Repo: host + "/ocp/release", Components: map[string]string{}, Blobs: map[digest.Digest]int64{}}
 	out.Ref = out.Repo + ":" + s.Version + "-x86_64"
+	if len(s.Platforms) > 0 {
+		out.Ref = out.Repo + ":" + s.Version + "-multi"
+	}
 	changed := fnvSeed(s.Version)
 	var tags []map[string]any
 	for i := range s.Components {
@@ -90,7 +97,7 @@ func Push(t testing.TB, host string, s Spec) Release {
 		if i < s.Changed {
 			seed += changed
 		}
-		p := imagetest.MustPush(t, fmt.Sprintf("%s/ocp/art-dev:%s-%d", host, n, seed), fakeimage.Spec{Seed: seed, BaseSeed: 7, BaseLayers: 1, Layers: 1, LayerSize: s.LayerSize})
+		p := imagetest.MustPush(t, fmt.Sprintf("%s/ocp/art-dev:%s-%d", host, n, seed), fakeimage.Spec{Seed: seed, BaseSeed: 7, BaseLayers: 1, Layers: 1, LayerSize: s.LayerSize, Platforms: s.Platforms})
 		ref := host + "/ocp/art-dev@" + p.Digest.String()
 		out.Components[n] = ref
 		out.add(t, host+"/ocp/art-dev", p.Digest)
@@ -109,15 +116,31 @@ func Push(t testing.TB, host string, s Spec) Release {
 		stream := mustJSON(t, map[string]any{"architectures": map[string]any{"x86_64": map[string]any{"images": map[string]any{"kubevirt": map[string]string{"digest-ref": out.KubeVirt}}}}})
 		files["release-manifests/0000_50_installer_coreos-bootimages.yaml"] = mustJSON(t, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "data": map[string]string{"stream": string(stream)}})
 	}
-	img := payloadImage(t, files)
 	r, err := name.ParseReference(out.Ref, name.Insecure)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := remote.Write(r, img); err != nil {
-		t.Fatal(err)
+	var d v1.Hash
+	if len(s.Platforms) == 0 {
+		img := payloadImage(t, files, "linux/amd64")
+		if err := remote.Write(r, img); err != nil {
+			t.Fatal(err)
+		}
+		d, _ = img.Digest()
+	} else {
+		idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+		for _, pl := range s.Platforms {
+			p, err := v1.ParsePlatform(pl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: payloadImage(t, files, pl), Descriptor: v1.Descriptor{Platform: p}})
+		}
+		if err := remote.WriteIndex(r, idx); err != nil {
+			t.Fatal(err)
+		}
+		d, _ = idx.Digest()
 	}
-	d, _ := img.Digest()
 	out.Digest = digest.Digest(d.String())
 	out.add(t, out.Repo, out.Digest)
 	return out
@@ -130,7 +153,25 @@ func (r *Release) add(t testing.TB, repo string, d digest.Digest) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := remote.Image(ref)
+	desc, err := remote.Get(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if desc.MediaType.IsIndex() {
+		idx, err := desc.ImageIndex()
+		if err != nil {
+			t.Fatal(err)
+		}
+		im, err := idx.IndexManifest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range im.Manifests {
+			r.add(t, repo, digest.Digest(c.Digest.String()))
+		}
+		return
+	}
+	img, err := desc.Image()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,9 +188,10 @@ func (r *Release) add(t testing.TB, repo string, d digest.Digest) {
 	}
 }
 
-// payloadImage is a payload: a base layer and a layer with files, linux/amd64,
-// fixed times (the same files give the same digest).
-func payloadImage(t testing.TB, files map[string][]byte) v1.Image {
+// payloadImage is a payload for platform: a base layer, a layer with files
+// and a layer naming the platform, fixed times (the same files give the
+// same digest).
+func payloadImage(t testing.TB, files map[string][]byte, platform string) v1.Image {
 	t.Helper()
 	base := tarLayer(t, map[string][]byte{"usr/bin/cluster-version-operator": []byte("cvo")})
 	manifests := tarLayer(t, files)
@@ -162,7 +204,15 @@ func payloadImage(t testing.TB, files map[string][]byte) v1.Image {
 		t.Fatal(err)
 	}
 	cfg = cfg.DeepCopy()
-	cfg.OS, cfg.Architecture = "linux", "amd64"
+	p, err := v1.ParsePlatform(platform)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.OS, cfg.Architecture = p.OS, p.Architecture
+	// The base layer differs per platform, as a real payload's binaries do.
+	if img, err = mutate.AppendLayers(img, tarLayer(t, map[string][]byte{"usr/share/arch": []byte(platform)})); err != nil {
+		t.Fatal(err)
+	}
 	cfg.Config.Labels = map[string]string{"io.openshift.release": "true"}
 	img, err = mutate.ConfigFile(img, cfg)
 	if err != nil {

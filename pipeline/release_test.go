@@ -229,4 +229,9 @@ func checkReleaseOutputs(t *testing.T, res *Result, names *strings.Replacer) {
 		golden.Check(t, "testdata/release/"+f, []byte(signatureData.ReplaceAllString(names.Replace(string(b)), "$1 SIGNATURE")))
 	}
 	golden.Check(t, "testdata/release/summary.txt", []byte(names.Replace(strings.Join(res.Sources, "\n")+"\n")))
+	var sum strings.Builder
+	res.WriteSummary(&sum)
+	if b, err := os.ReadFile(filepath.Join(res.WorkingDir, "report.html")); err != nil || !strings.Contains(string(b), "release:   4.15.1 (amd64)") || !strings.Contains(sum.String(), "  release:   4.15.1 (amd64)") {
+		t.Errorf("the summary or report.html has no line for the release (%v):\n%s", err, sum.String())
+	}
 }

@@ -98,6 +98,9 @@ func checkReleaseMirrored(t *testing.T, what string, res *Result, dest string, r
 	if b, err := os.ReadFile(filepath.Join(crs, "idms-release-0.yaml")); err != nil || !strings.Contains(string(b), dest+"/openshift/release") {
 		t.Errorf("%s: idms-release-0.yaml: %v\n%s", what, err, b)
 	}
+	if b, err := os.ReadFile(filepath.Join(crs, "icsp", "icsp-release-0.yaml")); err != nil || !strings.Contains(string(b), dest+"/openshift/release-images") {
+		t.Errorf("%s: icsp/icsp-release-0.yaml: %v\n%s", what, err, b)
+	}
 	if b, err := os.ReadFile(filepath.Join(crs, "release-signatures.yaml")); err != nil || !strings.Contains(string(b), "sha256-"+rel.Digest.Encoded()+"-1") {
 		t.Errorf("%s: release-signatures.yaml: %v\n%s", what, err, b)
 	}

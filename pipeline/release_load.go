@@ -170,3 +170,4 @@ func firstOrigin(os []string) string {
 	}
 	return ""
 }
+

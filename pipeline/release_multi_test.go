@@ -11,6 +11,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/internal/testutil/releasetest"
 	"github.com/airlock-mirror/airlock/location"
+	"github.com/airlock-mirror/airlock/workspace"
 )
 
 // childPlatforms lists the platforms of the index ref holds at its registry
@@ -84,4 +85,33 @@ func TestReleaseMulti(t *testing.T) {
 	if got := childPlatforms(t, sparse.Host+"/sparse/openshift/release:4.16.0-multi-component-001"); strings.Join(got, ",") != "linux/arm64" {
 		t.Errorf("sparse: component-001 platforms %v, want linux/arm64 only", got)
 	}
+}
+
+// A release planned with --plan-only, copied by a shard and finished by
+// another run (which selects again: the release's mirror set and signature
+// ConfigMaps are written).
+func TestReleaseSharded(t *testing.T) {
+	ctx := context.Background()
+	e := newReleaseEnv(t, releasetest.Spec{Version: "4.15.1", Components: 8})
+	dst := registrytest.Start(t)
+	base := Options{ConfigPath: releaseConfig(t, "    release: "+e.rel.Ref+"\n"), Releases: ReleaseOptions{SignatureURL: e.store.URL, SignatureKeys: e.keys}}
+	base.Destination.Location = location.Docker(dst.Host() + "/mirror")
+	run := func(o Options) *Result {
+		t.Helper()
+		o.Workspace = location.File(t.TempDir())
+		res, err := Mirror(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	po := base
+	po.Run.PlanOnly = true
+	planFile := workspace.Dir(run(po).WorkingDir).PlanPath()
+	sh := base
+	sh.Run.PlanFile, sh.Run.Shard, sh.Run.Shards = planFile, 0, 1
+	run(sh)
+	fin := base
+	fin.Run.PlanFile, fin.Run.Finish = planFile, true
+	checkReleaseMirrored(t, "sharded", run(fin), dst.Host()+"/mirror", e.rel)
 }

@@ -170,4 +170,3 @@ func firstOrigin(os []string) string {
 	}
 	return ""
 }
-

@@ -33,6 +33,7 @@ func (s *releaseSource) Load(ctx context.Context, ar Archived) (*Loaded, error) 
 		return out, nil
 	}
 	s.releases, s.sigs = map[string]*chosenRelease{}, map[digest.Digest][][]byte{}
+	out.Warnings = append(out.Warnings, s.graphWarning()...)
 	var carried []*chosenRelease
 	if b, ok := ar.Extras[releasesExtra]; ok {
 		if err := json.Unmarshal(b, &carried); err != nil {

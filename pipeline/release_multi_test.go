@@ -87,14 +87,14 @@ func TestReleaseMulti(t *testing.T) {
 	}
 }
 
-// A release planned with --plan-only, copied by a shard and finished by
+// A release planned with --plan-only (graph: true, which is warned about), copied by a shard and finished by
 // another run (which selects again: the release's mirror set and signature
 // ConfigMaps are written).
 func TestReleaseSharded(t *testing.T) {
 	ctx := context.Background()
 	e := newReleaseEnv(t, releasetest.Spec{Version: "4.15.1", Components: 8})
 	dst := registrytest.Start(t)
-	base := Options{ConfigPath: releaseConfig(t, "    release: "+e.rel.Ref+"\n"), Releases: ReleaseOptions{SignatureURL: e.store.URL, SignatureKeys: e.keys}}
+	base := Options{ConfigPath: releaseConfig(t, "    release: "+e.rel.Ref+"\n    graph: true\n"), Releases: ReleaseOptions{SignatureURL: e.store.URL, SignatureKeys: e.keys}}
 	base.Destination.Location = location.Docker(dst.Host() + "/mirror")
 	run := func(o Options) *Result {
 		t.Helper()
@@ -113,5 +113,9 @@ func TestReleaseSharded(t *testing.T) {
 	run(sh)
 	fin := base
 	fin.Run.PlanFile, fin.Run.Finish = planFile, true
-	checkReleaseMirrored(t, "sharded", run(fin), dst.Host()+"/mirror", e.rel)
+	res := run(fin)
+	checkReleaseMirrored(t, "sharded", res, dst.Host()+"/mirror", e.rel)
+	if !strings.Contains(strings.Join(res.Warnings, "\n"), "mirror.platform.graph: the graph-data image and the UpdateService are not built") {
+		t.Errorf("graph: true without a warning: %q", res.Warnings)
+	}
 }

@@ -33,6 +33,7 @@ func (s *releaseSource) Select(ctx context.Context) (*Selection, error) {
 	}
 	s.releases, s.sigs = map[string]*chosenRelease{}, map[digest.Digest][][]byte{}
 	sel.Extras = map[string][]byte{}
+	sel.Warnings = append(sel.Warnings, s.graphWarning()...)
 	var wanted []graph.Release
 	if p.Release != "" {
 		wanted = []graph.Release{{Payload: location.ImageRef(p.Release)}}
@@ -92,6 +93,14 @@ func (s *releaseSource) Select(ctx context.Context) (*Selection, error) {
 	sel.Images, sel.Wants = s.requests()
 	sel.Summary = s.summary()
 	return sel, nil
+}
+
+// graphWarning says that graph: true builds nothing yet.
+func (s *releaseSource) graphWarning() []string {
+	if p := s.platform(); p != nil && p.Graph {
+		return []string{"mirror.platform.graph: the graph-data image and the UpdateService are not built by airlock yet: the releases are mirrored without them (build the graph-data image and the UpdateService as oc-mirror documents, or use oc-mirror for that part)"}
+	}
+	return nil
 }
 
 // chooseOptions are graph.Choose's options for the configuration.

@@ -71,7 +71,11 @@ func (s *releaseSource) Load(ctx context.Context, ar Archived) (*Loaded, error) 
 			wanted = append(wanted, carried[i])
 		}
 	}
-	store := carriedSignatures(ar.Extras)
+	store, done, err := carriedSignatures(ar.Extras, s.r.workDir.ReleasesDir())
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	origins := map[string][]string{}
 	for _, c := range wanted {
 		rec := slices.IndexFunc(ar.Manifest.Images, func(ir archive.ImageRecord) bool {

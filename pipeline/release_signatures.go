@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
-	"testing/fstest"
 
 	"github.com/opencontainers/go-digest"
 
@@ -62,15 +63,32 @@ func (s *releaseSource) verify(ctx context.Context, c *chosenRelease, st relsig.
 	return res.Signatures, "", nil
 }
 
-// carriedSignatures is the signature store of what an archive carried.
-func carriedSignatures(extras map[string][]byte) relsig.Store {
-	fsys := fstest.MapFS{}
+// carriedSignatures is the signature store of what an archive carried: the
+// files written into a new folder of dir (removed by the returned func).
+func carriedSignatures(extras map[string][]byte, dir string) (relsig.Store, func(), error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	tmp, err := os.MkdirTemp(dir, "signatures-")
+	if err != nil {
+		return nil, nil, err
+	}
+	done := func() { os.RemoveAll(tmp) }
 	for name, b := range extras {
-		if rest, ok := strings.CutPrefix(name, signaturesExtra); ok {
-			fsys[rest] = &fstest.MapFile{Data: b}
+		rest, ok := strings.CutPrefix(name, signaturesExtra)
+		if !ok {
+			continue
+		}
+		if _, _, ok := relsig.ParseFileName(rest); !ok {
+			done()
+			return nil, nil, fmt.Errorf("the archive carries %s, which is not a release signature's name", name)
+		}
+		if err := os.WriteFile(filepath.Join(tmp, rest), b, 0o644); err != nil {
+			done()
+			return nil, nil, err
 		}
 	}
-	return relsig.FromFiles(fsys)
+	return relsig.FromFiles(os.DirFS(tmp)), done, nil
 }
 
 // signatureConfigMaps are the cluster's signature ConfigMaps of the releases

@@ -31,12 +31,12 @@ func ScaleWorkload(n int) workload.Options {
 
 // scaleRun is one size's measures, for the growth rows.
 type scaleRun struct {
-	n                         int
-	plan, first, noop         Measure
-	src, dst                  int64 // requests of the first run
-	results, report, history  int64 // bytes
-	largestObject             int64
-	largestObjectName, failed string
+	n                        int
+	plan, first, noop        Measure
+	src, dst                 int64 // requests of the first run
+	results, report, history int64 // bytes
+	largestObject            int64
+	largestObjectName        string
 }
 
 // runScale mirrors the scale workload of each size of cfg.ScaleSizes on

@@ -55,6 +55,8 @@ type Result struct {
 	// again and name the right manifests, but these stay readable by digest
 	// until the registry's garbage collection removes them.
 	AlteredManifests []registry.AlteredManifest `json:"alteredManifests,omitempty"`
+	// Sources are the content sources' own summary lines (Selection.Summary).
+	Sources []string `json:"sources,omitempty"`
 	// Report is this run's page (working-dir/reports/report-NNNNNN.html).
 	Report string `json:"report,omitempty"`
 	// ClusterResources are the files written to working-dir/cluster-resources.

@@ -33,6 +33,9 @@ type CatalogPin struct {
 type Pins struct {
 	Catalogs map[string]CatalogPin
 	Images   map[string]string
+	// Charts are the chart versions a run mirrored, by "REPOSITORY/CHART"
+	// (helm.repositories[].name and charts[].name).
+	Charts map[string]string
 }
 
 // PinnedConfig is a configuration pinned by Pin, ready to be written.

@@ -121,8 +121,8 @@ func (v *validator) spec(prefix string, platform *Platform, ops []Operator, add,
 	if platform != nil && !reflect.ValueOf(*platform).IsZero() {
 		v.report(prefix+".platform", ErrNotSupported, "not supported yet: airlock does not mirror OpenShift release payloads; remove the platform stanza (mirror releases with oc-mirror or oc adm release mirror)")
 	}
-	if helm != nil && !reflect.ValueOf(*helm).IsZero() {
-		v.report(prefix+".helm", ErrNotSupported, "not supported yet: airlock does not mirror Helm charts; remove the helm stanza (list the chart images under additionalImages instead)")
+	if helm != nil {
+		v.helm(prefix+".helm", helm)
 	}
 	if len(samples) > 0 {
 		v.report(prefix+".samples", ErrNotSupported, "not supported yet (oc-mirror does not implement samples either); remove it")

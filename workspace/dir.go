@@ -59,6 +59,9 @@ const (
 	ShardsDirName = "shards"
 	// OperatorCatalogsDirName is the cache of fetched catalog images.
 	OperatorCatalogsDirName = "operator-catalogs"
+	// HelmChartsDirName holds the charts as OCI artifacts (one OCI layout
+	// per chart version) and index.yaml.
+	HelmChartsDirName = "helm-charts"
 	// ArchivedCatalogsDirName holds the catalogs disk-to-mirror copied out of
 	// an archive, by digest (archived-catalogs/HEX/image, and their pruned
 	// catalogs under archived-catalogs/HEX/filtered).
@@ -173,6 +176,15 @@ func (d Dir) Shard(part string) Dir { return Dir(d.join(ShardsDirName, part)) }
 
 // OperatorCatalogsDir is the cache of fetched catalog images.
 func (d Dir) OperatorCatalogsDir() string { return d.join(OperatorCatalogsDirName) }
+
+// HelmChartDir is the OCI layout of chart version of repository repo.
+func (d Dir) HelmChartDir(repo, chart, version string) string {
+	return d.join(HelmChartsDirName, repo, chart+"-"+version)
+}
+
+// HelmIndexPath is the index.yaml of the charts a run mirrored, for sites
+// that serve charts over HTTP.
+func (d Dir) HelmIndexPath() string { return d.join(HelmChartsDirName, "index.yaml") }
 
 // ArchivedCatalogDir is the folder of the archived catalog with digest hex
 // (its encoded part).

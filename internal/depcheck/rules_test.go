@@ -22,7 +22,7 @@ var rules = []rule{
 	// verbs: the catalog engine (fbc, its legacy formats and validation,
 	// prune), the image side (mirror and its packages), the records and the
 	// outputs. Not below them: no adaptive limits, scanners or test support.
-	{"pipeline", with("imageset", "fbc", "fbc/legacy", "fbc/validate", "prune", "prune/graph", "report", "manifests", "workspace",
+	{"pipeline", with("imageset", "helm", "fbc", "fbc/legacy", "fbc/validate", "prune", "prune/graph", "report", "manifests", "workspace",
 		"mirror", "mirror/archive", "mirror/catalogimage", "mirror/endpoint", "mirror/layout", "mirror/oci", "mirror/registry",
 		"mirror/retry", "mirror/signature", "mirror/sigpolicy", "mirror/transfer", "pipeline/deletion")},
 	// airlock delete: planned from the history, executed against one registry.
@@ -68,6 +68,9 @@ var rules = []rule{
 	{"fbc", with("fbc/internal/scan")},
 	{"fbc/internal/scan", nil},
 	{"imageset", []string{"location", "internal/redact"}},
+	// Helm charts: repositories, rendering, image discovery, artifacts; no
+	// registry, no copying, no configuration.
+	{"helm", nil},
 
 	// Product helpers. location is the one location type, below everything.
 	{"location", nil},

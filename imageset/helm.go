@@ -109,3 +109,17 @@ func (v *validator) chartRepoURL(p, s string) {
 		v.report(p, ErrInvalid, "chart repository url %s has a query or fragment; remove it", quote(s))
 	}
 }
+
+// chartVersionAccepts reports whether a chart's version field (a version, a
+// constraint, or empty for any) accepts version v.
+func chartVersionAccepts(field, v string) bool {
+	if field == "" || field == v {
+		return true
+	}
+	c, err := semver.NewConstraint(field)
+	if err != nil {
+		return false
+	}
+	sv, err := semver.NewVersion(v)
+	return err == nil && c.Check(sv)
+}

@@ -83,6 +83,7 @@ func Pin(cfg *ImageSetConfiguration, pins Pins) (*PinnedConfig, error) {
 		}
 		im.Name = pinRef(im.Name, d)
 	}
+	pinCharts(out.Mirror.Helm, pins.Charts)
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("no digest for %s: the pinned configuration would not reproduce the run", strings.Join(missing, ", "))
 	}
@@ -175,4 +176,23 @@ func mapValue(m *yaml.Node, key string) *yaml.Node {
 		}
 	}
 	return nil
+}
+
+// pinCharts sets each repository chart's version to the one the run
+// mirrored (the chart archive is checked against its index digest, so the
+// version names one archive). A chart the run did not mirror keeps its
+// version or constraint.
+func pinCharts(h *Helm, versions map[string]string) {
+	if h == nil {
+		return
+	}
+	for i := range h.Repositories {
+		r := &h.Repositories[i]
+		for j := range r.Charts {
+			c := &r.Charts[j]
+			if v, ok := versions[r.Name+"/"+c.Name]; ok && chartVersionAccepts(c.Version, v) {
+				c.Version = v
+			}
+		}
+	}
 }

@@ -134,10 +134,12 @@ func LooksLikeImage(s string) bool {
 	return err == nil
 }
 
-// isReference reports whether s parses as an image reference (what an image
-// path selects is an image by the configuration's word).
+// isReference reports whether s is an image reference as an image path
+// selects it: it parses, and it has a path, a tag or a digest ("nginx:1.2",
+// "team/app"), so that a bare word ("debug", a log level in an environment
+// value the path also selects) is not taken for an image.
 func isReference(s string) bool {
-	if s == "" || strings.ContainsAny(s, " \t\n") {
+	if s == "" || strings.ContainsAny(s, " \t\n") || !strings.ContainsAny(s, "/:@") {
 		return false
 	}
 	_, err := reference.ParseNormalizedNamed(s)

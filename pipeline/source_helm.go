@@ -64,11 +64,11 @@ func (s *helmSource) Name() string { return "helm" }
 func (s *helmSource) Owns(origin string) bool { return strings.HasPrefix(origin, helmOriginPrefix) }
 
 // Preflight checks the local charts and values files exist before anything
-// moves; repositories are reached at selection (one down fails its charts).
+// moves (not on disk-to-mirror: the archive carries the charts); repositories are reached at selection (one down fails its charts).
 func (s *helmSource) Preflight(context.Context) ([]Probe, error) {
 	h := s.helm()
-	if h == nil {
-		return nil, nil
+	if h == nil || s.r.workflow == mirror.DiskToMirror {
+		return nil, nil // the charts travel in the archive
 	}
 	for _, l := range h.Local {
 		if _, err := os.Stat(s.path(l.Path)); err != nil {

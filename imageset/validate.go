@@ -2,7 +2,6 @@ package imageset
 
 import (
 	_ "crypto/sha256" // digest references are validated: go-digest needs the hash linked in
-	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -118,9 +117,7 @@ func (v *validator) disc(c *DeleteImageSetConfiguration) {
 }
 
 func (v *validator) spec(prefix string, platform *Platform, ops []Operator, add, blocked []Image, helm *Helm, samples []SampleImage) {
-	if platform != nil && !reflect.ValueOf(*platform).IsZero() {
-		v.report(prefix+".platform", ErrNotSupported, "not supported yet: airlock does not mirror OpenShift release payloads; remove the platform stanza (mirror releases with oc-mirror or oc adm release mirror)")
-	}
+	v.platform(prefix+".platform", platform)
 	if helm != nil {
 		v.helm(prefix+".helm", helm)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/helm"
 	"github.com/airlock-mirror/airlock/imageset"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
@@ -137,7 +138,7 @@ func (s *helmSource) Select(ctx context.Context) (*Selection, error) {
 // selectRepo selects the charts of one repository: each listed, or every
 // version of every chart when none is.
 func (s *helmSource) selectRepo(ctx context.Context, sel *Selection, repo imageset.HelmRepository) []chartRecord {
-	if rest, ok := strings.CutPrefix(repo.URL, "oci://"); ok {
+	if rest, ok := location.CutChartRegistry(repo.URL); ok {
 		var out []chartRecord
 		for _, c := range repo.Charts {
 			rec := chartRecord{Repository: repo.Name, Chart: c.Name, Version: c.Version}

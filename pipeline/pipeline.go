@@ -50,6 +50,8 @@ type Result struct {
 	Blocked []string `json:"blocked,omitempty"`
 	// Warnings gathered along the way.
 	Warnings []string `json:"warnings,omitempty"`
+	// Sources are the content sources' own summary lines (Selection.Summary).
+	Sources []string `json:"sources,omitempty"`
 	// Report is this run's page (working-dir/reports/report-NNNNNN.html).
 	Report string `json:"report,omitempty"`
 	// ClusterResources are the files written to working-dir/cluster-resources.

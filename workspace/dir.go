@@ -59,8 +59,13 @@ const (
 	ShardsDirName = "shards"
 	// OperatorCatalogsDirName is the cache of fetched catalog images.
 	OperatorCatalogsDirName = "operator-catalogs"
+	// ReleasesDirName holds the release payloads read: each payload image's
+	// release-manifests/ (catalogimage.FetchFolders), and on the
+	// disconnected side the payloads copied out of an archive
+	// (releases/archived/HEX/image).
+	ReleasesDirName = "releases"
 	// HelmChartsDirName holds the charts as OCI artifacts (one OCI layout
-	// per chart version) and index.yaml.
+	// per chart version).
 	HelmChartsDirName = "helm-charts"
 	// ArchivedCatalogsDirName holds the catalogs disk-to-mirror copied out of
 	// an archive, by digest (archived-catalogs/HEX/image, and their pruned
@@ -177,14 +182,19 @@ func (d Dir) Shard(part string) Dir { return Dir(d.join(ShardsDirName, part)) }
 // OperatorCatalogsDir is the cache of fetched catalog images.
 func (d Dir) OperatorCatalogsDir() string { return d.join(OperatorCatalogsDirName) }
 
+// ReleasesDir holds the release payloads read (ReleasesDirName).
+func (d Dir) ReleasesDir() string { return d.join(ReleasesDirName) }
+
+// ArchivedReleaseImageDir is the OCI layout of the archived release payload
+// with digest hex (its encoded part).
+func (d Dir) ArchivedReleaseImageDir(hex string) string {
+	return d.join(ReleasesDirName, "archived", hex, ImageDirName)
+}
+
 // HelmChartDir is the OCI layout of chart version of repository repo.
 func (d Dir) HelmChartDir(repo, chart, version string) string {
 	return d.join(HelmChartsDirName, repo, chart+"-"+version)
 }
-
-// HelmIndexPath is the index.yaml of the charts a run mirrored, for sites
-// that serve charts over HTTP.
-func (d Dir) HelmIndexPath() string { return d.join(HelmChartsDirName, "index.yaml") }
 
 // ArchivedCatalogDir is the folder of the archived catalog with digest hex
 // (its encoded part).

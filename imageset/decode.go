@@ -227,6 +227,18 @@ func (d *decoder) decodeValue(n *yaml.Node, v reflect.Value, path string) {
 			return
 		}
 		v.SetInt(i)
+	case reflect.Map:
+		// Free-form values (a Helm chart's values): any YAML mapping.
+		if n.Kind != yaml.MappingNode {
+			d.add(nodePos(n), path, ErrInvalid, "expected a mapping of values, got %s; write it as key: value lines", kindName(n))
+			return
+		}
+		m := reflect.New(v.Type())
+		if err := n.Decode(m.Interface()); err != nil {
+			d.add(nodePos(n), path, ErrInvalid, "values: %v", err)
+			return
+		}
+		v.Set(m.Elem())
 	default:
 		// Not reachable with the configuration types; never panic on input.
 		d.add(nodePos(n), path, ErrInvalid, "cannot store %s here", kindName(n))

@@ -85,7 +85,15 @@ func TestLoadErrors(t *testing.T) {
 			{19, `mirror.platform.platforms: platforms and architectures cannot be used together`, false},
 			{20, `mirror.platform.release: release "quay.io/openshift-release-dev/ocp-release" has neither a tag nor a digest`, false},
 		}},
-		{"unsupported-helm.yaml", []wantErr{{5, `mirror.helm: not supported yet`, true}}},
+		{"bad-helm.yaml", []wantErr{
+			{7, `uses scheme "ftp"; use https://, http:// or oci://`, false},
+			{10, `chart version ">=1.0 <<2" is neither a version nor a semver constraint`, false},
+			{11, `image path ".spec.image" is not a JSONPath expression`, false},
+			{12, `chart repository name "podinfo" is used twice`, false},
+			{13, `carries credentials`, false},
+			{15, `local chart "mine" has no path`, false},
+			{16, `a local chart has no version to choose`, false},
+		}},
 		{"unsupported-samples.yaml", []wantErr{{5, `mirror.samples: not supported yet`, true}}},
 		{"bad-platforms.yaml", []wantErr{
 			{6, `mirror.operators[0].platforms: platforms is empty: list at least one platform`, false},

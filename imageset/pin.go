@@ -36,6 +36,9 @@ type Pins struct {
 	// Releases are the digests of the payloads mirror.platform.release
 	// names, by that reference.
 	Releases map[string]string
+	// Charts are the chart versions a run mirrored, by "REPOSITORY/CHART"
+	// (helm.repositories[].name and charts[].name).
+	Charts map[string]string
 }
 
 // PinnedConfig is a configuration pinned by Pin, ready to be written.
@@ -91,6 +94,7 @@ func Pin(cfg *ImageSetConfiguration, pins Pins) (*PinnedConfig, error) {
 			missing = append(missing, "release "+p.Release)
 		}
 	}
+	pinCharts(out.Mirror.Helm, pins.Charts)
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("no digest for %s: the pinned configuration would not reproduce the run", strings.Join(missing, ", "))
 	}
@@ -183,4 +187,23 @@ func mapValue(m *yaml.Node, key string) *yaml.Node {
 		}
 	}
 	return nil
+}
+
+// pinCharts sets each repository chart's version to the one the run
+// mirrored (the chart archive is checked against its index digest, so the
+// version names one archive). A chart the run did not mirror keeps its
+// version or constraint.
+func pinCharts(h *Helm, versions map[string]string) {
+	if h == nil {
+		return
+	}
+	for i := range h.Repositories {
+		r := &h.Repositories[i]
+		for j := range r.Charts {
+			c := &r.Charts[j]
+			if v, ok := versions[r.Name+"/"+c.Name]; ok && chartVersionAccepts(c.Version, v) {
+				c.Version = v
+			}
+		}
+	}
 }

@@ -162,24 +162,36 @@ type ReleaseChannel struct {
 	Line int `json:"-"`
 }
 
-// Helm is the helm chart stanza (not supported by airlock yet).
+// Helm is the helm chart stanza: charts from chart repositories and local
+// chart archives or folders, mirrored with every image they name (docs/helm.md).
 type Helm struct {
 	Repositories []HelmRepository `json:"repositories,omitempty"`
 	Local        []HelmChart      `json:"local,omitempty"`
 }
 
-// HelmRepository is a remote chart repository.
+// HelmRepository is a chart repository: an HTTP(S) repository serving an
+// index.yaml, or an OCI registry (oci://host/path). No Charts means every
+// version of every chart of an HTTP repository.
 type HelmRepository struct {
 	Name   string      `json:"name"`
 	URL    string      `json:"url"`
 	Charts []HelmChart `json:"charts,omitempty"`
 }
 
-// HelmChart is one chart.
+// HelmChart is one chart: of a repository (Name, Version) or local (Name,
+// Path to a chart archive or folder).
 type HelmChart struct {
-	Name       string         `json:"name"`
-	Version    string         `json:"version,omitempty"`
-	Path       string         `json:"path,omitempty"`
+	Name string `json:"name"`
+	// Version is an exact version or a semver constraint (">=1.2 <2", "~1.4"),
+	// as Helm accepts; empty: the latest version.
+	Version string `json:"version,omitempty"`
+	Path    string `json:"path,omitempty"`
+	// ImagePaths are JSONPath expressions ({.spec.foo[*].image}) read from every
+	// rendered object, besides the workload containers.
 	ImagePaths []string       `json:"imagePaths,omitempty"`
 	Platforms  []PlatformSpec `json:"platforms,omitempty"`
+	// Values are merged over the chart's own values to render it; ValuesFile
+	// names a YAML file of values (relative to the configuration's folder).
+	Values     map[string]any `json:"values,omitempty"`
+	ValuesFile string         `json:"valuesFile,omitempty"`
 }

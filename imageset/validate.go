@@ -2,7 +2,6 @@ package imageset
 
 import (
 	_ "crypto/sha256" // digest references are validated: go-digest needs the hash linked in
-	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -119,8 +118,8 @@ func (v *validator) disc(c *DeleteImageSetConfiguration) {
 
 func (v *validator) spec(prefix string, platform *Platform, ops []Operator, add, blocked []Image, helm *Helm, samples []SampleImage) {
 	v.platform(prefix+".platform", platform)
-	if helm != nil && !reflect.ValueOf(*helm).IsZero() {
-		v.report(prefix+".helm", ErrNotSupported, "not supported yet: airlock does not mirror Helm charts; remove the helm stanza (list the chart images under additionalImages instead)")
+	if helm != nil {
+		v.helm(prefix+".helm", helm)
 	}
 	if len(samples) > 0 {
 		v.report(prefix+".samples", ErrNotSupported, "not supported yet (oc-mirror does not implement samples either); remove it")

@@ -34,7 +34,7 @@ func TestValidateProgrammatic(t *testing.T) {
 	}
 	d := &DeleteImageSetConfiguration{Delete: DeleteImageSetConfigurationSpec{
 		BlockedImages: []Image{{Name: "("}},
-		Helm:          &Helm{Local: []HelmChart{{Name: "x"}}},
+		Samples:       []SampleImage{{Image: Image{Name: "x"}}},
 	}}
 	err = d.Validate()
 	if err == nil || !errors.Is(err, ErrNotSupported) || !errors.Is(err, ErrInvalid) {

@@ -281,3 +281,8 @@ func SchemeOf(s string) Scheme {
 	}
 	return 0
 }
+
+// CutChartRegistry returns HOST/PATH of a Helm chart repository URL
+// oci://HOST/PATH: Helm's scheme for charts in an OCI registry (not an OCI
+// layout on disk, as oci:// is elsewhere).
+func CutChartRegistry(url string) (string, bool) { return SchemeOCI.cut(url) }

@@ -72,6 +72,20 @@ type ImageRequest struct {
 	TargetTag  string
 	// Platforms is the image's platform subset ("os/arch"); empty: every platform.
 	Platforms []string
+	// Built, when set, is an image the source built locally (a chart as an
+	// OCI artifact): it is read from that OCI layout, its digest is known,
+	// and Name only names it (and its destination, with TargetRepo/TargetTag).
+	Built *BuiltImage
+	// Error, when set, says why the source could not produce the image: it
+	// is planned as failed, and the run goes on without it.
+	Error string
+}
+
+// BuiltImage is an image a source built locally, in an OCI image layout.
+type BuiltImage struct {
+	LayoutDir string
+	Digest    digest.Digest
+	MediaType string
 }
 
 // PlanRequest is everything the plan is made from.
@@ -95,6 +109,13 @@ type PlanRequest struct {
 	// Prefetch, when set, is given each image as soon as its digest is known
 	// (blocked images never), to send its blobs while planning goes on.
 	Prefetch *transfer.Prefetch
+}
+
+func (r *ImageRequest) built() *BuiltImage {
+	if r == nil {
+		return nil
+	}
+	return r.Built
 }
 
 // Resolver resolves a tag reference to the digest of its manifest.
@@ -136,6 +157,9 @@ type PlanImage struct {
 	// of an index, only those children (transfer.Job.Platforms). Empty means
 	// every platform; an image several entries ask for gets the union.
 	Platforms []string `json:"platforms,omitempty"`
+	// Built says a source built the image locally (ImageRequest.Built): no
+	// registry holds it at Source, so no mirror rule names it.
+	Built bool `json:"built,omitempty"`
 }
 
 // Destination is "DestRepo:firstTag", or "DestRepo@digest" without a tag.
@@ -331,6 +355,9 @@ func PlanImages(ctx context.Context, req PlanRequest, resolve Resolver, parallel
 		}
 		im.SourceRepo = r.Repository()
 		im.Digest = r.Digest
+		if b := w.target.built(); b != nil {
+			im.SourceRepo, im.Digest, im.MediaType, im.Built = LayoutRepoPrefix+b.LayoutDir, b.Digest, b.MediaType, true
+		}
 		dst, err := p.imageDest(req, r, w.target)
 		if err != nil {
 			im.Error = err.Error()
@@ -341,6 +368,9 @@ func PlanImages(ctx context.Context, req PlanRequest, resolve Resolver, parallel
 					im.Tags = append(im.Tags, d.Tag)
 				}
 			}
+		}
+		if w.target != nil && w.target.Error != "" {
+			im.Error = w.target.Error
 		}
 		images[i] = im
 	}

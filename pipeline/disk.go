@@ -138,7 +138,7 @@ func archiveImages(p *mirror.Plan) []archive.ImageRecord {
 		out = append(out, archive.ImageRecord{
 			Source: im.Source, Digest: im.Digest, Destination: im.DestRepo, Tags: im.Tags,
 			MediaType: im.MediaType, Kind: string(im.Kind), Origins: im.Origins, Platforms: im.Platforms,
-			Attachment: im.Attachment, Signature: im.Signature, Attachments: im.Attachments,
+			Attachment: im.Attachment, Signature: im.Signature, Attachments: im.Attachments, Built: im.Built,
 		})
 	}
 	return out
@@ -290,7 +290,7 @@ func (r *run) planFromArchive(ctx context.Context, ar *archive.Reader, dst endpo
 			Source: ir.Source, Kind: mirror.ImageKind(ir.Kind), Origins: origins,
 			SourceRepo: ir.Destination, Digest: ir.Digest, MediaType: ir.MediaType,
 			DestRepo: ir.Destination, Tags: ir.Tags, Platforms: ir.Platforms,
-			Attachment: ir.Attachment, Signature: ir.Signature, Attachments: ir.Attachments,
+			Attachment: ir.Attachment, Signature: ir.Signature, Attachments: ir.Attachments, Built: ir.Built,
 		}
 		for _, f := range adjust {
 			f(&im)

@@ -93,8 +93,8 @@ func (r *run) clusterResources() error {
 	var catalogs []manifests.Catalog
 	var objects []manifests.File
 	for _, im := range r.res.Plan.Images {
-		if !mirrored(im) || !im.Kind.Content() {
-			continue
+		if !mirrored(im) || !im.Kind.Content() || im.Built {
+			continue // built images (charts) are pulled where they are: no mirror rule
 		}
 		images = append(images, manifests.Image{
 			Source: im.Source, Destination: im.Destination(), Digest: im.Digest.String(), Kind: manifests.Kind(im.Kind),

@@ -136,7 +136,7 @@ type Resources struct {
 // planned (the first source to name a reference sets its kind).
 func (r *run) sources() []Source {
 	if r.srcs == nil {
-		r.srcs = []Source{&operatorSource{r: r}, &additionalSource{r: r}, &releaseSource{r: r}}
+		r.srcs = []Source{&operatorSource{r: r}, &additionalSource{r: r}, &releaseSource{r: r}, &helmSource{r: r}}
 		r.srcs = append(r.srcs, r.opts.sources...)
 	}
 	return r.srcs

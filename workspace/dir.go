@@ -64,6 +64,9 @@ const (
 	// disconnected side the payloads copied out of an archive
 	// (releases/archived/HEX/image).
 	ReleasesDirName = "releases"
+	// HelmChartsDirName holds the charts as OCI artifacts (one OCI layout
+	// per chart version).
+	HelmChartsDirName = "helm-charts"
 	// ArchivedCatalogsDirName holds the catalogs disk-to-mirror copied out of
 	// an archive, by digest (archived-catalogs/HEX/image, and their pruned
 	// catalogs under archived-catalogs/HEX/filtered).
@@ -186,6 +189,11 @@ func (d Dir) ReleasesDir() string { return d.join(ReleasesDirName) }
 // with digest hex (its encoded part).
 func (d Dir) ArchivedReleaseImageDir(hex string) string {
 	return d.join(ReleasesDirName, "archived", hex, ImageDirName)
+}
+
+// HelmChartDir is the OCI layout of chart version of repository repo.
+func (d Dir) HelmChartDir(repo, chart, version string) string {
+	return d.join(HelmChartsDirName, repo, chart+"-"+version)
 }
 
 // ArchivedCatalogDir is the folder of the archived catalog with digest hex

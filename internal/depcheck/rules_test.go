@@ -22,7 +22,7 @@ var rules = []rule{
 	// verbs: the catalog engine (fbc, its legacy formats and validation,
 	// prune), the image side (mirror and its packages), the records and the
 	// outputs. Not below them: no adaptive limits, scanners or test support.
-	{"pipeline", with("imageset", "fbc", "fbc/legacy", "fbc/validate", "prune", "prune/graph", "report", "manifests", "workspace",
+	{"pipeline", with("imageset", "helm", "fbc", "fbc/legacy", "fbc/validate", "prune", "prune/graph", "report", "manifests", "workspace",
 		"mirror", "mirror/archive", "mirror/catalogimage", "mirror/endpoint", "mirror/layout", "mirror/oci", "mirror/registry",
 		"mirror/retry", "mirror/signature", "mirror/sigpolicy", "mirror/transfer", "pipeline/deletion",
 		"release/graph", "release/payload", "release/signature")},
@@ -72,6 +72,9 @@ var rules = []rule{
 	// verified with OpenPGP; no copying, no plan, no registry.
 	{"release/signature", with("mirror/retry", "mirror/endpoint")},
 	{"imageset", []string{"location", "internal/redact"}},
+	// Helm charts: repositories, rendering, image discovery, artifacts; no
+	// registry, no copying, no configuration.
+	{"helm", nil},
 	// OpenShift releases: update graphs and version selection; no registry,
 	// no copying (the retry policy and its typed HTTP error only).
 	{"release/graph", with("imageset", "mirror/retry", "mirror/endpoint", "internal/dotrender")},

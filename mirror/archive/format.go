@@ -114,6 +114,9 @@ type ImageRecord struct {
 	Attachment  *oci.Attachment `json:"attachment,omitempty"`
 	Signature   string          `json:"signature,omitempty"`
 	Attachments int             `json:"attachments,omitempty"`
+	// Built says a content source built the image (mirror.PlanImage.Built):
+	// no mirror rule names it.
+	Built bool `json:"built,omitempty"`
 }
 
 // CatalogRecord is one pruned operator catalog.

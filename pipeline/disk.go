@@ -52,7 +52,7 @@ func (r *run) mirrorToDisk(ctx context.Context, probes *background[struct{}]) er
 		return r.dryRun(ctx, transfer.NewEstimator(mux, shipped, dryRunParallel), nil)
 	}
 	if !resume && !r.opts.Archive.Full && r.opts.Archive.SinceArchive.IsZero() && r.opts.Archive.Since.IsZero() && len(r.res.Plan.Failed()) == 0 {
-		if r.res.NothingNew, err = state.Unchanged(archiveImages(r.res.Plan), archiveCatalogs(r.res.Plan)); err != nil || r.res.NothingNew != nil {
+		if r.res.NothingNew, err = state.Unchanged(archiveImages(r.res.Plan), archiveCatalogs(r.res.Plan), r.sameMirrorConfig); err != nil || r.res.NothingNew != nil {
 			return err // nothing new: no batch is written
 		}
 	}
@@ -83,6 +83,21 @@ func (r *run) mirrorToDisk(ctx context.Context, probes *background[struct{}]) er
 		return err
 	}
 	return r.archiveWritten(state, m, batchDir, resume)
+}
+
+// sameMirrorConfig reports whether an archive made with config (its recorded
+// configuration) asks for what this run's configuration asks for: the same
+// mirror section. Disk-to-mirror judges a configuration against the one the
+// archive recorded, so a batch that carries the same images but was made with
+// another configuration is not "nothing new": the next batch records this one.
+func (r *run) sameMirrorConfig(config json.RawMessage) bool {
+	var archived imageset.ImageSetConfiguration
+	if len(config) == 0 || json.Unmarshal(config, &archived) != nil {
+		return false
+	}
+	a, errA := json.Marshal(archived.Mirror)
+	b, errB := json.Marshal(r.cfg.Mirror)
+	return errA == nil && errB == nil && string(a) == string(b)
 }
 
 // archiveWritten records the archive written into dir in the state and the

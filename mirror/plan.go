@@ -122,6 +122,14 @@ type PlanImage struct {
 	Tags []string `json:"tags,omitempty"`
 	// Error says why the image could not be planned (it is then not copied).
 	Error string `json:"error,omitempty"`
+	// Class, with Error, classifies the failure (transfer.Classify): only a
+	// transient one may succeed when run again.
+	Class transfer.FailureClass `json:"class,omitempty"`
+	// NotArchived, with Error, marks an image disk-to-mirror wants that the
+	// archive lacks because it failed when the archive was written.
+	NotArchived bool `json:"notArchived,omitempty"`
+	// Hint, with Error, is one short line: what happened and what to do.
+	Hint string `json:"hint,omitempty"`
 	// Attachment is set on attachments (KindAttachment): what they are to which image.
 	Attachment *oci.Attachment `json:"attachment,omitempty"`
 	// Signature is "signed" or "unsigned" once attachments were looked for
@@ -377,6 +385,7 @@ func PlanImages(ctx context.Context, req PlanRequest, resolve Resolver, parallel
 			count.Add(err != nil)
 			if err != nil {
 				im.Error = fmt.Sprintf("resolve %s: %v", ref, err)
+				im.Class, im.Hint = transfer.Classify(err)
 				return
 			}
 			im.Digest, im.MediaType = d.Digest, d.MediaType

@@ -99,6 +99,10 @@ type ArchiveOptions struct {
 	// Strict (mirror-to-disk, --strict-archive) fails a blob bigger than
 	// archiveSize.
 	Strict bool
+	// AllOrNothing (mirror-to-disk, --all-or-nothing) writes no batch when an
+	// image fails. Without it the batch holds everything that succeeded and
+	// records what failed (a partial batch: ErrPartial).
+	AllOrNothing bool
 	// SignKey (mirror-to-disk, --sign-key) signs the archive; VerifyKey
 	// (disk-to-mirror, --archive-key) refuses an archive it did not sign.
 	SignKey, VerifyKey string

@@ -51,7 +51,7 @@ func (r *run) writeResults() error {
 		out := ImageOutcome{Source: im.Source, Kind: im.Kind, Digest: im.Digest.String(), Destination: im.Destination(), Signature: im.Signature, Attachments: im.Attachments}
 		switch {
 		case im.Error != "":
-			out.Status, out.Error = transfer.StatusFailed, im.Error
+			out.Status, out.Error, out.Hint, out.Class = transfer.StatusFailed, im.Error, im.Hint, im.Class
 		case r.res.DryRun != nil && r.res.DryRun.Unreadable[im.Job().Key()] != "":
 			// The dry run could not read it at the source: the copy would fail.
 			out.Status, out.Error = transfer.StatusFailed, r.res.DryRun.Unreadable[im.Job().Key()]
@@ -59,7 +59,7 @@ func (r *run) writeResults() error {
 			out.Status = workspace.StatusPlanned
 		default:
 			if ir, ok := status[im.Job().Key()]; ok {
-				out.Status, out.Error = ir.Status, ir.Err
+				out.Status, out.Error, out.Hint, out.Class = ir.Status, ir.Err, ir.Hint, ir.Class
 			} else {
 				out.Status = workspace.StatusNotRun
 			}

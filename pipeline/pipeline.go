@@ -88,6 +88,10 @@ type ImageOutcome struct {
 	Destination string           `json:"destination"`
 	Status      string           `json:"status"`
 	Error       string           `json:"error,omitempty"`
+	// Hint, for a failure, is one short line: what happened and what to do;
+	// Class classifies it (only a transient one may succeed when run again).
+	Hint  string                `json:"hint,omitempty"`
+	Class transfer.FailureClass `json:"class,omitempty"`
 	// Signature is "signed" or "unsigned"; Attachments counts what was carried.
 	Signature   string `json:"signature,omitempty"`
 	Attachments int    `json:"attachments,omitempty"`
@@ -112,11 +116,24 @@ type ArchiveSummary struct {
 	// until --finish); Sharded is set when --finish assembled the shards.
 	Part    string `json:"part,omitempty"`
 	Sharded bool   `json:"sharded,omitempty"`
+	// Failed counts the images a partial batch lacks (it records them).
+	Failed int `json:"failed,omitempty"`
 }
 
 // ErrIncomplete is wrapped by the error Mirror returns when some images were not
 // mirrored; the Result says which.
 var ErrIncomplete = errors.New("not everything was mirrored")
+
+// ErrPartial is wrapped by the error Mirror returns when it wrote a partial
+// result on purpose: a mirror-to-disk batch without the images that failed
+// (recorded in it), or a disk-to-mirror of such a batch. errors.Is(err,
+// ErrIncomplete) holds for it too.
+var ErrPartial error = partialError{}
+
+type partialError struct{}
+
+func (partialError) Error() string        { return "partial result" }
+func (partialError) Is(target error) bool { return target == ErrIncomplete }
 
 // run is one run of one workflow. What its stages run beside each other (the
 // registry probes, the prefetch, the dry run's reading) is not kept here: a
@@ -211,7 +228,7 @@ func mirrorOnce(ctx context.Context, opts Options, batch *imageset.ImageSetConfi
 		return r.res, err
 	}
 	if r.res.Failed > 0 {
-		return r.res, fmt.Errorf("%w: %d image(s) failed, listed in %s; run the same command again to retry only what is missing", ErrIncomplete, r.res.Failed, r.workDir.ResultsPath())
+		return r.res, fmt.Errorf("%w: %s", ErrIncomplete, r.res.failedAdvice(r.workDir.ResultsPath()))
 	}
 	return r.res, nil
 }

@@ -53,6 +53,9 @@ func (s *additionalSource) Load(_ context.Context, ar Archived) (*Loaded, error)
 		}
 		seen[of] = true
 	}
+	for _, f := range ar.Manifest.Failed {
+		seen[f.Source] = true // reported as failed on the connected side
+	}
 	out := &Loaded{Keep: func(_ archive.ImageRecord, of string) []string {
 		if want[of] {
 			return []string{mirror.OriginAdditional}

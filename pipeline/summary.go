@@ -195,7 +195,7 @@ func (r *Result) WriteSummary(w io.Writer) {
 					fmt.Fprintf(w, "    … and %d more in %s\n", c.Failed-20, workspace.Dir(r.WorkingDir).ResultsPath())
 					break
 				}
-				fmt.Fprintf(w, "    %s: %s\n", im.Source, im.Error)
+				fmt.Fprintf(w, "    %s: %s\n", im.Source, im.shortReason())
 			}
 		}
 	}
@@ -250,4 +250,45 @@ func shq(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// maxReason bounds a failure's line in the summary: the detail is in the log
+// and results.json.
+const maxReason = 240
+
+// shortReason is the failure's one line: its hint, else its error cut short.
+func (o ImageOutcome) shortReason() string {
+	if o.Hint != "" {
+		return o.Hint
+	}
+	if len(o.Error) > maxReason {
+		return o.Error[:maxReason] + "… (the log and results.json have the rest)"
+	}
+	return o.Error
+}
+
+// failedAdvice says how many images failed, where they are listed, and what
+// to do: run the same command again when every failure is transient, change
+// what the failures name first otherwise.
+func (r *Result) failedAdvice(results string) string {
+	transient, diskFull := 0, false
+	for _, im := range r.Images {
+		if im.Status != transfer.StatusFailed && im.Status != workspace.StatusNotRun {
+			continue
+		}
+		if im.Class.Transient() || im.Status == workspace.StatusNotRun {
+			transient++
+		}
+		diskFull = diskFull || im.Class == transfer.ClassDiskFull
+	}
+	switch {
+	case diskFull:
+		return fmt.Sprintf("the disk is full: %d image(s) failed, listed in %s; free space on it (or write to another disk), then run the same command again", r.Failed, results)
+	case transient == r.Failed:
+		return fmt.Sprintf("%d image(s) failed on network or registry errors, listed in %s; run the same command again to retry only what is missing", r.Failed, results)
+	case transient == 0:
+		return fmt.Sprintf("%d image(s) failed, listed in %s with what to change for each (running again alone will not help)", r.Failed, results)
+	default:
+		return fmt.Sprintf("%d image(s) failed, listed in %s: %d on network or registry errors (running again retries them), %d need a change first (see each one's line)", r.Failed, results, transient, r.Failed-transient)
+	}
 }

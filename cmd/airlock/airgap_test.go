@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -128,4 +129,69 @@ func TestAirGapWiderConfigSameContent(t *testing.T) {
 	if err != nil || !strings.Contains(serr, "nothing new") {
 		t.Fatalf("the same configuration again: %v\n%s", err, serr)
 	}
+}
+
+// TestAirGapPartialBatch: an image that cannot be resolved does not keep the
+// others from the archive: the batch holds them and records the failure, the
+// run exits 2 (partial); the printed disk-to-mirror pushes what the batch
+// holds and names the missing image (exit 2); once the image exists the next
+// mirror-to-disk carries it (it is not "nothing new") and loading that batch
+// completes. --all-or-nothing writes no batch.
+func TestAirGapPartialBatch(t *testing.T) {
+	g := startAirGap(t)
+	isc := g.config(t, "partial.yaml", "  additionalImages:\n", "  additionalImages:\n    - name: "+g.src+"/tools/late:1.0\n")
+	target := "file://" + filepath.Join(g.tmp, "target")
+	ws := filepath.Join(g.tmp, "far")
+
+	_, serr, err := g.run("mirror", "-c", isc, "--all-or-nothing", "file://"+filepath.Join(g.tmp, "strict"))
+	if code := exitCodeOf(err); code != exitPartial || !strings.Contains(err.Error(), "no archive was written") {
+		t.Fatalf("--all-or-nothing: exit %d, %v\n%s", code, err, serr)
+	}
+
+	_, serr, err = g.run("mirror", "-c", isc, target)
+	if code := exitCodeOf(err); code != exitPartial || !strings.Contains(err.Error(), "partial result: 1 image(s) failed") {
+		t.Fatalf("partial mirror-to-disk: exit %d, %v\n%s", code, err, serr)
+	}
+	if !strings.Contains(serr, g.src+"/tools/late:1.0: not found at ") {
+		t.Errorf("the summary does not say in one line why the image failed\n%s", serr)
+	}
+	next := g.next(serr, "airgap")
+	if next == nil {
+		t.Fatalf("a partial batch printed no next: command\n%s", serr)
+	}
+	_, serr, err = g.run(append(next, "--workspace", ws, "--dest-tls-verify=false")...)
+	if code := exitCodeOf(err); code != exitPartial || !strings.Contains(err.Error(), "batch-0001 is partial: 1 image(s)") {
+		t.Fatalf("disk-to-mirror of a partial batch: exit %d, %v\n%s", code, err, serr)
+	}
+	if !strings.Contains(serr, g.src+"/tools/late:1.0: not in the archive: it failed when batch-0001") {
+		t.Errorf("disk-to-mirror's summary does not name the missing image\n%s", serr)
+	}
+	res, rerr := os.ReadFile(filepath.Join(ws, "working-dir", "results.json"))
+	if rerr != nil || !strings.Contains(string(res), "tools/late:1.0") || !strings.Contains(string(res), `"status": "failed"`) {
+		t.Errorf("results.json does not list the missing image: %v\n%s", rerr, res)
+	}
+
+	// The image appears at the source: the next batch carries it.
+	if _, serr, err := g.run("registry", "seed", "--registry", g.src, "--dest-tls-verify=false", "--image", "registry.example.com/tools/late:1.0", "--work-dir", filepath.Join(g.tmp, "seed2")); err != nil {
+		t.Fatalf("seed: %v\n%s", err, serr)
+	}
+	_, serr, err = g.run("mirror", "-c", isc, target)
+	if err != nil || strings.Contains(serr, "nothing new") {
+		t.Fatalf("mirror-to-disk after the image appeared: %v\n%s", err, serr)
+	}
+	if _, serr, err = g.run(append(g.next(serr, "airgap"), "--workspace", ws, "--dest-tls-verify=false")...); err != nil {
+		t.Fatalf("loading the batch that carries the image: %v\n%s", err, serr)
+	}
+}
+
+// exitCodeOf is the exit code main gives err (0 for nil).
+func exitCodeOf(err error) int {
+	var ee *exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.code
+	}
+	return 1
 }

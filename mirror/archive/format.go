@@ -144,6 +144,26 @@ type ExtraRecord struct {
 	Data   []byte `json:"data"`
 }
 
+// FailedRecord is an image the run that wrote the archive asked for but could
+// not get: the archive lacks it, and the run's configuration still wants it.
+// Disk-to-mirror reports it as missing; the next mirror-to-disk carries it.
+type FailedRecord struct {
+	// Source is the image as the configuration names it; Destination its
+	// repository in the archive (relocated at the destination as every image's).
+	Source      string `json:"source"`
+	Destination string `json:"destination,omitempty"`
+	// Kind and Origins are the plan's, so that disk-to-mirror's sources can
+	// tell whether they still want it.
+	Kind    string   `json:"kind,omitempty"`
+	Origins []string `json:"origins,omitempty"`
+	// Attachment is set for a signature or other attachment of an image.
+	Attachment *oci.Attachment `json:"attachment,omitempty"`
+	// Error says why it failed; Transient is set when running the same
+	// command again may succeed (a network failure, a 5xx, a timeout).
+	Error     string `json:"error"`
+	Transient bool   `json:"transient,omitempty"`
+}
+
 // maxExtraBytes bounds the files content sources carry in the manifest.
 const maxExtraBytes = 16 << 20
 
@@ -161,6 +181,8 @@ type Meta struct {
 	Catalogs []CatalogRecord `json:"catalogs,omitempty"`
 	// Extras are the files content sources carry to the far side.
 	Extras []ExtraRecord `json:"extras,omitempty"`
+	// Failed are the images the run asked for but could not get.
+	Failed []FailedRecord `json:"failed,omitempty"`
 }
 
 // TagRecord says that the manifest Digest is stored in Repo under Reference (a tag
@@ -231,7 +253,10 @@ type Manifest struct {
 	Images    []ImageRecord   `json:"images"`
 	Catalogs  []CatalogRecord `json:"catalogs"`
 	// Extras are the files content sources carry to the far side (Meta.Extras).
-	Extras   []ExtraRecord  `json:"extras,omitempty"`
+	Extras []ExtraRecord `json:"extras,omitempty"`
+	// Failed are the images the run asked for but could not get: the archive
+	// is partial (Meta.Failed).
+	Failed   []FailedRecord `json:"failed,omitempty"`
 	Tags     []TagRecord    `json:"tags"`
 	Blobs    []BlobRecord   `json:"blobs"`
 	ReliesOn []ReliedRecord `json:"reliesOn"`

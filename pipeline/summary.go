@@ -167,6 +167,9 @@ func (r *Result) WriteSummary(w io.Writer) {
 		if a.Resumed {
 			resumed = ", finished the batch an interrupted run began"
 		}
+		if a.Failed > 0 {
+			resumed += fmt.Sprintf("; partial: it lacks %s that failed (it records them; the next batch carries them)", plural(a.Failed, "image", "images"))
+		}
 		fmt.Fprintf(w, "  archive:   %s: batch %d, archive ID %s, %s, %s (manifests included), %s (%s%s)\n", a.Dir, a.Batch, a.ArchiveID, plural(len(a.Chunks), "chunk", "chunks"),
 			plural(a.Blobs, "blob", "blobs"), humanize.Bytes(a.Bytes), kind, resumed)
 		fmt.Fprintf(w, "  next:      carry %s across and load it with (REGISTRY/NAMESPACE: your mirror; batches in order, each once):\n             airlock mirror -c %s --from %s docker://REGISTRY/NAMESPACE\n", filepath.Base(a.Dir), shq(r.ConfigPath), shq(location.File(absOrSame(a.Dir)).String()))

@@ -152,12 +152,15 @@ func TestAirGapPartialBatch(t *testing.T) {
 	if code := exitCodeOf(err); code != exitPartial || !strings.Contains(err.Error(), "partial result: 1 image(s) failed") {
 		t.Fatalf("partial mirror-to-disk: exit %d, %v\n%s", code, err, serr)
 	}
-	if !strings.Contains(serr, g.src+"/tools/late:1.0: not found at ") {
+	if !strings.Contains(serr, g.src+"/tools/late:1.0: resolve ") {
 		t.Errorf("the summary does not say in one line why the image failed\n%s", serr)
 	}
 	next := g.next(serr, "airgap")
 	if next == nil {
 		t.Fatalf("a partial batch printed no next: command\n%s", serr)
+	}
+	if os.Getenv("PEEK") != "" {
+		t.Logf("%v\n%s", err, serr)
 	}
 	_, serr, err = g.run(append(next, "--workspace", ws, "--dest-tls-verify=false")...)
 	if code := exitCodeOf(err); code != exitPartial || !strings.Contains(err.Error(), "batch-0001 is partial: 1 image(s)") {
@@ -194,4 +197,27 @@ func exitCodeOf(err error) int {
 		return ee.code
 	}
 	return 1
+}
+
+func TestAirGapPeekFiles(t *testing.T) {
+	if os.Getenv("PEEK") == "" {
+		t.Skip()
+	}
+	g := startAirGap(t)
+	isc := g.config(t, "peek.yaml", "  additionalImages:\n", "  additionalImages:\n    - name: "+g.src+"/tools/support-tools@sha256:0000000000000000000000000000000000000000000000000000000000000000\n")
+	_ = isc
+	_, serr, err := g.run("mirror", "-c", "isc.yaml", "--dry-run", "file://"+filepath.Join(g.tmp, "target"))
+	t.Logf("%v\n%s", err, serr)
+	for _, f := range []string{"target/working-dir/dry-run/mapping.txt", "target/working-dir/dry-run/missing.txt"} {
+		b, _ := os.ReadFile(filepath.Join(g.tmp, f))
+		t.Logf("%s:\n%s", f, b)
+	}
+	_, serr, err = g.run("mirror", "-c", "isc.yaml", "file://"+filepath.Join(g.tmp, "target"))
+	next := g.next(serr, "airgap")
+	_, serr, err = g.run(append(next, "--workspace", filepath.Join(g.tmp, "far"), "--dest-tls-verify=false", "--dry-run")...)
+	t.Logf("%v\n%s", err, serr)
+	for _, f := range []string{"far/working-dir/dry-run/mapping.txt", "far/working-dir/dry-run/missing.txt"} {
+		b, _ := os.ReadFile(filepath.Join(g.tmp, f))
+		t.Logf("%s:\n%s", f, b)
+	}
 }

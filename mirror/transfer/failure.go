@@ -67,7 +67,8 @@ func Classify(err error) (FailureClass, string) {
 		}
 		switch {
 		case re.StatusCode == http.StatusNotFound || re.Has(endpoint.CodeManifestUnknown, endpoint.CodeNameUnknown):
-			return ClassNotFound, fmt.Sprintf("%s at %s (%s): correct the reference, or add it to blockedImages", "not found", re.Host, code)
+			// The registry client's message names what is missing and what to check.
+			return ClassNotFound, ""
 		case re.StatusCode == http.StatusUnauthorized || re.StatusCode == http.StatusForbidden || re.Has(endpoint.CodeDenied, endpoint.CodeUnauthorized):
 			return ClassDenied, fmt.Sprintf("%s refused access (%s): check the credentials for %s in the authfile (--authfile) and the account's rights", re.Host, code, re.Host)
 		case retry.Transient(err):

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/airlock-mirror/airlock/internal/atomicfile"
@@ -178,12 +177,7 @@ func (r *run) dryRun(ctx context.Context, x *transfer.Estimator, looking *backgr
 	if err := writeLines(r.workDir.DryRunMappingPath(), r.res.Plan.Mapping()); err != nil {
 		return err
 	}
-	var miss []string
-	for _, j := range est.Missing {
-		miss = append(miss, j.Source+"@"+j.Digest.String()+"="+j.Dest)
-	}
-	sort.Strings(miss)
-	if err := writeLines(r.workDir.DryRunMissingPath(), miss); err != nil {
+	if err := writeLines(r.workDir.DryRunMissingPath(), r.res.Plan.MappingLines(est.Missing)); err != nil {
 		return err
 	}
 	// No cluster resources: nothing was mirrored for them to point at.

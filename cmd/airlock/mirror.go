@@ -63,7 +63,7 @@ writes the catalogs, the manifests and the archive manifest (mirror-to-disk).
 
 Exit status: 0 when everything was mirrored, 1 on an error, 2 when some images
 failed (they are listed in working-dir/results.json), 130 when interrupted.`,
-		Args: cobra.ExactArgs(1),
+		Args: oneDestination,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			log, err := logger()
 			if err != nil {

@@ -56,6 +56,9 @@ var (
 	ErrCorrupt = errors.New("archive is corrupt")
 	// ErrNotFound means the archive holds no such manifest, tag or blob.
 	ErrNotFound = errors.New("not found in archive")
+	// ErrUnfinished means a batch folder holds only the staging area of a
+	// mirror-to-disk run that did not finish.
+	ErrUnfinished = errors.New("the batch is unfinished")
 	// ErrReliedOn means the blob is not in this archive: an earlier archive shipped it.
 	ErrReliedOn = errors.New("blob was shipped by an earlier archive")
 	// ErrArchiveExists means the directory already holds a finished archive.

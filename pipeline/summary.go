@@ -177,9 +177,16 @@ func (r *Result) WriteSummary(w io.Writer) {
 		fmt.Fprintf(w, "  archive:   not written; run the same command again to finish the unfinished batch\n")
 	}
 	if len(r.ClusterResources) > 0 {
-		fmt.Fprintf(w, "  cluster resources (oc apply -f %s):\n", workspace.Dir(r.WorkingDir).ClusterResourcesDir())
+		dir := workspace.Dir(r.WorkingDir).ClusterResourcesDir()
+		fmt.Fprintf(w, "  cluster resources (oc apply -f %s):\n", dir)
 		for _, f := range r.ClusterResources {
-			fmt.Fprintf(w, "    %s\n", filepath.Base(f))
+			// Relative to the folder: the ICSPs are in icsp/ (oc apply -R, or
+			// oc apply -f DIR/icsp on clusters older than 4.13).
+			rel, err := filepath.Rel(dir, f)
+			if err != nil || strings.HasPrefix(rel, "..") {
+				rel = filepath.Base(f)
+			}
+			fmt.Fprintf(w, "    %s\n", filepath.ToSlash(rel))
 		}
 	}
 	if r.DryRun != nil {

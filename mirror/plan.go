@@ -177,6 +177,9 @@ type Plan struct {
 	Blocked []string `json:"blocked,omitempty"`
 	// Warnings are non-fatal findings (untagged references read as :latest…).
 	Warnings []string `json:"warnings,omitempty"`
+	// Notes are findings worth telling at info level, not problems (images
+	// mirrored without a signature under --signatures best-effort).
+	Notes []string `json:"notes,omitempty"`
 	// Extras are files content sources need on the far side besides their
 	// images, by source and file name: an archive made from the plan carries
 	// them.

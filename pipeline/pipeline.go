@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/airlock-mirror/airlock/imageset"
@@ -50,6 +51,9 @@ type Result struct {
 	Blocked []string `json:"blocked,omitempty"`
 	// Warnings gathered along the way.
 	Warnings []string `json:"warnings,omitempty"`
+	// Notes are findings logged at info level, not problems (the images
+	// mirrored without a signature under --signatures best-effort).
+	Notes []string `json:"notes,omitempty"`
 	// Report is this run's page (working-dir/reports/report-NNNNNN.html).
 	Report string `json:"report,omitempty"`
 	// ClusterResources are the files written to working-dir/cluster-resources.
@@ -142,6 +146,8 @@ func (partialError) Is(target error) bool { return target == ErrIncomplete }
 type run struct {
 	opts Options
 	log  *slog.Logger
+	// warned counts the res.Warnings logged.
+	warned int
 	inputs
 	clients
 	srcs []Source // the content sources (source.go)
@@ -187,6 +193,7 @@ func mirrorOnce(ctx context.Context, opts Options, batch *imageset.ImageSetConfi
 	}
 	defer r.locks.Unlock()
 	start := time.Now()
+	defer r.openRunLog(start)()
 	wctx, probes, err := r.preflight(ctx)
 	if err == nil {
 		switch r.workflow {
@@ -348,9 +355,22 @@ func (r *run) setPlan(p *mirror.Plan) {
 	r.res.Plan = p
 	r.res.Catalogs = p.Catalogs
 	r.res.Blocked = p.Blocked
-	r.res.Warnings = append(r.res.Warnings, p.Warnings...)
-	for _, w := range r.res.Warnings {
+	// Each warning is logged once per run, when it is first found (a plan set
+	// again, a shard's, carries those of the plan it came from).
+	for _, w := range p.Warnings {
+		if !slices.Contains(r.res.Warnings, w) {
+			r.res.Warnings = append(r.res.Warnings, w)
+		}
+	}
+	for _, w := range r.res.Warnings[r.warned:] {
 		r.log.Warn(w)
+	}
+	r.warned = len(r.res.Warnings)
+	for _, n := range p.Notes {
+		if !slices.Contains(r.res.Notes, n) {
+			r.res.Notes = append(r.res.Notes, n)
+			r.log.Info(n)
+		}
 	}
 }
 

@@ -54,6 +54,20 @@ func (g *airGap) config(t *testing.T, name string, oldnew ...string) string {
 	return p
 }
 
+// runLog returns the newest run log of the workspace ws (its working-dir/logs).
+func (g *airGap) runLog(t *testing.T, ws string) string {
+	t.Helper()
+	logs, err := filepath.Glob(filepath.Join(ws, "working-dir", "logs", "airlock-*.log"))
+	if err != nil || len(logs) == 0 {
+		t.Fatalf("no run log in %s: %v", ws, err)
+	}
+	b, err := os.ReadFile(logs[len(logs)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 // run runs airlock and returns stdout, stderr and its error.
 func (g *airGap) run(args ...string) (string, string, error) {
 	return runCmd(g.ctx, args...)
@@ -108,12 +122,18 @@ func TestAirGapWiderConfigSameContent(t *testing.T) {
 		t.Fatalf("mirror-to-disk: %v\n%s", err, serr)
 	}
 	first := g.next(serr, "airgap")
+	// The unsigned images are a note: once at info level, not a warning.
+	const unsigned = "have no signature and are mirrored without one"
+	if log := g.runLog(t, filepath.Join(g.tmp, "target")); strings.Count(log, unsigned) != 1 || strings.Contains(log, `level=WARN msg="25 image(s) have no signature`) {
+		t.Errorf("the unsigned images' note is not logged once at info level:\n%s", log)
+	}
 	// No bundle of stable lies between 1.2.1 and 1.2.9: the same images.
 	wider := g.config(t, "wider.yaml", "maxVersion: 1.2.1", "maxVersion: 1.2.9")
-	_, serr, err = g.run("mirror", "-c", wider, target)
+	_, serr, err = g.run("mirror", "-c", wider, "--log-level", "warn", target)
 	if err != nil {
 		t.Fatalf("second mirror-to-disk: %v\n%s", err, serr)
 	}
+
 	second := g.next(serr, "airgap")
 	if second == nil || strings.Contains(serr, "nothing new") {
 		t.Fatalf("a wider configuration wrote no batch to load it with\n%s", serr)

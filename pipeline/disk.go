@@ -89,7 +89,7 @@ func (r *run) mirrorToDisk(ctx context.Context, probes *background[struct{}]) er
 	if err != nil {
 		return err
 	}
-	m, err := w.Finish(ctx, archive.Meta{Batch: batch, BuildsOn: buildsOn, Config: cfgJSON, Images: archiveImages(r.res.Plan, failed), Catalogs: archiveCatalogs(r.res.Plan), Extras: archiveExtras(r.res.Plan), Failed: failed})
+	m, err := w.Finish(ctx, archive.Meta{Batch: batch, BuildsOn: buildsOn, Config: cfgJSON, Images: archiveImages(r.res.Plan, failed), Catalogs: archiveCatalogs(r.res.Plan), Extras: append(archiveExtras(r.res.Plan), r.reportExtras()...), Failed: failed})
 	if err != nil {
 		return err
 	}
@@ -269,6 +269,7 @@ func (r *run) diskToMirror(ctx context.Context) error {
 	}
 	defer ar.Close()
 	m := ar.ArchiveManifest()
+	r.rep.archived = archivedReport(m)
 	loaded, err := workspace.ReadLoaded(r.workDir)
 	if err != nil {
 		return err

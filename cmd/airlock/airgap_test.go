@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -266,4 +268,58 @@ func TestAirGapFilesOneLanguage(t *testing.T) {
 		t.Fatalf("%v\n%s", err, serr)
 	}
 	check("disk-to-mirror", filepath.Join(g.tmp, "far", "working-dir"))
+}
+
+// TestAirGapSameReport: disk-to-mirror's report.json (and so report.html) has
+// the same per-package view as mirror-to-disk's: the same packages, channels,
+// bundles kept and dropped channels, and the upgrade graphs.
+func TestAirGapSameReport(t *testing.T) {
+	g := startAirGap(t)
+	_, serr, err := g.run("mirror", "-c", "isc.yaml", "file://"+filepath.Join(g.tmp, "target"))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, serr)
+	}
+	ws := filepath.Join(g.tmp, "far")
+	if _, serr, err := g.run(append(g.next(serr, "airgap"), "--workspace", ws, "--dest-tls-verify=false")...); err != nil {
+		t.Fatalf("%v\n%s", err, serr)
+	}
+	view := func(wd string) (string, int) {
+		b, err := os.ReadFile(filepath.Join(wd, "working-dir", "report.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r struct {
+			Catalogs []struct {
+				Source   string
+				Packages []struct {
+					Name              string
+					Channels, Bundles []json.RawMessage
+					DroppedChannels   []json.RawMessage `json:"droppedChannels"`
+					Graph             string
+				}
+			}
+		}
+		if err := json.Unmarshal(b, &r); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		graphs := 0
+		for _, c := range r.Catalogs {
+			for _, p := range c.Packages {
+				out = append(out, fmt.Sprintf("%s %s: %d channels, %d bundles, %d dropped, graph %v", c.Source, p.Name, len(p.Channels), len(p.Bundles), len(p.DroppedChannels), p.Graph != ""))
+				if p.Graph != "" {
+					graphs++
+				}
+			}
+		}
+		return strings.Join(out, "\n"), graphs
+	}
+	m2d, graphs := view(filepath.Join(g.tmp, "target"))
+	d2m, _ := view(ws)
+	if graphs == 0 || !strings.Contains(m2d, "bundles") {
+		t.Fatalf("mirror-to-disk's report has no per-package view:\n%s", m2d)
+	}
+	if d2m != m2d {
+		t.Errorf("disk-to-mirror's report differs from mirror-to-disk's:\n--- mirror-to-disk\n%s\n--- disk-to-mirror\n%s", m2d, d2m)
+	}
 }

@@ -73,7 +73,18 @@ func TestLoadErrors(t *testing.T) {
 		{"bad-target-catalog.yaml", []wantErr{{6, `targetCatalog "my-ns/catalog:v2" must not contain a tag; put the tag in targetTag`, false}}},
 		{"bad-target-tag.yaml", []wantErr{{6, `targetTag "-bad/tag" is not a valid tag`, false}}},
 
-		{"unsupported-platform.yaml", []wantErr{{5, `mirror.platform: not supported yet`, true}}},
+		{"bad-platform.yaml", []wantErr{
+			{6, `mirror.platform.channels: release names one payload and channels choose payloads`, false},
+			{7, `mirror.platform.channels[0].minVersion: minVersion "4.16" is not a valid semantic version`, false},
+			{9, `mirror.platform.channels[1].type: unknown channel type "okb" (did you mean okd?); use ocp (OpenShift, the default) or okd`, false},
+			{10, `mirror.platform.channels[1].minVersion: minVersion 4.15.10 is greater than maxVersion 4.15.2`, false},
+			{12, `mirror.platform.channels[2].name: duplicate channel "stable-4.16": already listed as mirror.platform.channels[0] (line 6)`, false},
+			{13, `mirror.platform.channels[3].name: channel name is empty`, false},
+			{16, `mirror.platform.architectures[1]: unknown architecture "x86_64" (did you mean amd64?)`, false},
+			{17, `mirror.platform.architectures[2]: architecture amd64 is listed twice`, false},
+			{19, `mirror.platform.platforms: platforms and architectures cannot be used together`, false},
+			{20, `mirror.platform.release: release "quay.io/openshift-release-dev/ocp-release" has neither a tag nor a digest`, false},
+		}},
 		{"unsupported-helm.yaml", []wantErr{{5, `mirror.helm: not supported yet`, true}}},
 		{"unsupported-samples.yaml", []wantErr{{5, `mirror.samples: not supported yet`, true}}},
 		{"bad-platforms.yaml", []wantErr{
@@ -101,6 +112,10 @@ func TestLoadErrors(t *testing.T) {
 		// DeleteImageSetConfiguration files (loaded with LoadDelete).
 		{"delete-with-mirror.yaml", []wantErr{{3, `mirror: not allowed in a DeleteImageSetConfiguration`, false}}},
 		{"delete-duplicate-catalog.yaml", []wantErr{{7, `delete.operators[2].catalog: duplicate catalog: same target docker.io/example/catalog:v1 as delete.operators[1] (line 6)`, false}}},
+		{"delete-bad-platform.yaml", []wantErr{
+			{6, `delete.platform.architectures[0]: unknown architecture "s390" (did you mean s390x?)`, false},
+			{9, `delete.platform.channels[0].maxVersion: maxVersion "4.16.x" is not a valid semantic version`, false},
+		}},
 		{"delete-archivesize.yaml", []wantErr{{3, `archiveSize: unknown field "archiveSize" here`, false}}},
 	}
 	seen := map[string]bool{}

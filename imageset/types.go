@@ -139,7 +139,7 @@ type SampleImage struct {
 	Image `json:",inline"`
 }
 
-// Platform is the OpenShift release stanza (not supported by airlock yet).
+// Platform is the OpenShift release stanza (see platform.go for its rules).
 type Platform struct {
 	Graph             bool             `json:"graph,omitempty"`
 	Channels          []ReleaseChannel `json:"channels,omitempty"`
@@ -157,6 +157,9 @@ type ReleaseChannel struct {
 	MaxVersion   string `json:"maxVersion,omitempty"`
 	ShortestPath bool   `json:"shortestPath,omitempty"`
 	Full         bool   `json:"full,omitempty"`
+
+	// Line is the 1-based line of this entry in the source file (0 if unknown).
+	Line int `json:"-"`
 }
 
 // Helm is the helm chart stanza (not supported by airlock yet).

@@ -118,9 +118,7 @@ func (v *validator) disc(c *DeleteImageSetConfiguration) {
 }
 
 func (v *validator) spec(prefix string, platform *Platform, ops []Operator, add, blocked []Image, helm *Helm, samples []SampleImage) {
-	if platform != nil && !reflect.ValueOf(*platform).IsZero() {
-		v.report(prefix+".platform", ErrNotSupported, "not supported yet: airlock does not mirror OpenShift release payloads; remove the platform stanza (mirror releases with oc-mirror or oc adm release mirror)")
-	}
+	v.platform(prefix+".platform", platform)
 	if helm != nil && !reflect.ValueOf(*helm).IsZero() {
 		v.report(prefix+".helm", ErrNotSupported, "not supported yet: airlock does not mirror Helm charts; remove the helm stanza (list the chart images under additionalImages instead)")
 	}

@@ -12,6 +12,7 @@ var purpose = map[string]string{
 	KindICSP:               "redirects pulls by digest, for OpenShift before 4.13 and tools that still read ICSP",
 	KindCatalogSource:      "makes the mirrored catalog available to OLM (OperatorHub) in openshift-marketplace",
 	KindClusterCatalog:     "makes the mirrored catalog available to OLM v1 (OpenShift 4.18 and later)",
+	KindConfigMap:          "release signatures (openshift-config-managed) the cluster-version operator verifies mirrored releases with when it cannot reach Red Hat's signature store; the .yaml and the .json hold the same objects",
 	KindClusterImagePolicy: "makes CRI-O require a sigstore signature by the given key for these source repositories, read from the mirror (OpenShift 4.20 and later; the catalogs, rebuilt by airlock, are not in its scopes)",
 }
 

@@ -197,6 +197,7 @@ func ReadHistory(d Dir) (*History, error) {
 		if err := json.Unmarshal(b, &run); err != nil {
 			return nil, fmt.Errorf("history record %s is not valid JSON: %w; it was changed by hand or by a broken disk: restore it from a backup", filepath.Join(dir, n), err)
 		}
+		run.Destination = destinationKey(run.Destination)
 		h.Runs = append(h.Runs, run)
 	}
 	sort.Slice(h.Runs, func(i, j int) bool { return h.Runs[i].Seq < h.Runs[j].Seq })
@@ -304,4 +305,11 @@ func (h *History) WriteText(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// destinationKey is a recorded destination as it is compared: records
+// written before destinations were parsed as locations kept a namespace's
+// trailing slash ("reg/ns/"), which names the same place as "reg/ns".
+func destinationKey(dest string) string {
+	return strings.TrimRight(dest, "/")
 }

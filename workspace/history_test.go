@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"os"
 	"sync"
 	"testing"
 
@@ -52,5 +53,31 @@ func TestAppendHistoryConcurrent(t *testing.T) {
 		if r.Seq != i+1 {
 			t.Errorf("run %d has seq %d", i, r.Seq)
 		}
+	}
+}
+
+// Records written before destinations were parsed as locations kept the
+// namespace's trailing slash: they are read as the same destination.
+func TestOldDestinationRecords(t *testing.T) {
+	wd := Dir(t.TempDir())
+	if _, err := AppendHistory(wd, HistoryRun{Kind: RunMirror, Destination: "reg:5000/ns/"}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := ReadHistory(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h.Runs[0].Destination; got != "reg:5000/ns" {
+		t.Errorf("history destination %q, want reg:5000/ns", got)
+	}
+	if err := os.WriteFile(wd.LoadedPath(), []byte(`{"batches":[{"destination":"reg:5000/ns/","archiveID":"a1","dir":"/d"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := ReadLoaded(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rec.LoadedInto("a1", "reg:5000/ns") {
+		t.Errorf("loaded record %+v: archive a1 not found loaded into reg:5000/ns", rec.Batches)
 	}
 }

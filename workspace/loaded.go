@@ -43,6 +43,9 @@ func ReadLoaded(d Dir) (*Loaded, error) {
 	if err := json.Unmarshal(b, rec); err != nil {
 		return nil, fmt.Errorf("%s is not valid JSON: %w; remove it (it only records which archives were loaded)", rec.path, err)
 	}
+	for i := range rec.Batches {
+		rec.Batches[i].Destination = destinationKey(rec.Batches[i].Destination)
+	}
 	return rec, nil
 }
 

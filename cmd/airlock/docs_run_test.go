@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/airlock-mirror/airlock/internal/testutil/cincinnatitest"
 )
 
 // docPage is a page whose command lines TestDocsRun runs, in order, in a
@@ -75,6 +77,8 @@ var docRuns = []docPage{
 		"fbc/legacy/testdata/manifests", "manifests", "fbc/legacy/testdata/bundles/demo-operator.v0.4.0", "widget-bundle",
 		"fbc/legacy/testdata/manifests.golden.json", "other-catalog/catalog.json"}},
 	{page: "docs/report.md", files: []string{"prune/testdata/filter/_catalogs/sample", "catalog"}},
+	// $UPDATE_URL_OVERRIDE points at a local update service (TestDocsRun).
+	{page: "docs/releases.md"},
 	{page: "docs/copy.md", places: []string{"127.0.0.1:5998", "CLOSED"}, files: []string{"testdata/docs/sharding/isc.yaml", "isc.yaml"}},
 	// Seeding is idempotent: the page seeds the source again.
 	{page: "docs/registry.md", places: []string{"127.0.0.1:5000", "SRC", "testdata/", "REPO/testdata/"}},
@@ -194,6 +198,7 @@ func TestDocsRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	_, src, _ := demoRegistries(ctx, t, repo)
+	t.Setenv("UPDATE_URL_OVERRIDE", cincinnatitest.New(t).URL) // docs/releases.md's list releases
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -46,7 +46,6 @@ func TestOCMirrorFlagErrors(t *testing.T) {
 		{"list --catalogs", []string{"list", "operators", "--catalogs", "--version=4.18"}, "name one with --catalog"},
 		{"list without --catalog", []string{"list", "operators"}, `required flag(s) "catalog" not set`},
 		{"list tagless catalog", []string{"list", "operators", "--catalog", "127.0.0.1:1/ns/index"}, "has neither a tag nor a digest; add one"},
-		{"list releases", []string{"list", "releases", "--channel=stable-4.18"}, "airlock mirrors no OpenShift release payloads"},
 		{"--delete-id bad", []string{"delete", "--generate", "--stale", "--delete-id", "../x", "--workspace", "file://" + dir, "docker://127.0.0.1:1/ns"}, `--delete-id "../x": use letters`},
 		{"delete two destinations", []string{"delete", "--delete-yaml-file", "p.yaml", "docker://a/b", "docker://c/d"}, "one destination expected, 2 given"},
 		{"prune -o yaml", []string{"catalog", "prune", "-c", "isc.yaml", "-o", "yaml", "./catalog"}, "did you mean --format yaml?"},

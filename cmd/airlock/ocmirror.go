@@ -131,8 +131,6 @@ func parseSince(s string) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("--since %q: want a date YYYY-MM-DD (as oc-mirror), e.g. --since 2026-10-01, or an RFC 3339 time", s)
 }
 
-func init() { registerUnder("list", newListReleasesCmd) }
-
 // addOCMirrorListFlags adds oc-mirror's list operators --catalogs --version
 // (the catalogs Red Hat publishes for an OpenShift version), which airlock
 // cannot answer, and makes --catalog required.
@@ -158,24 +156,6 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
-}
-
-// newListReleasesCmd is oc-mirror's list releases, which airlock cannot answer.
-func newListReleasesCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "releases",
-		Short: "oc-mirror's list of OpenShift releases: not provided (airlock mirrors no releases)",
-		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			return errors.New("list releases: airlock mirrors no OpenShift release payloads (only operator catalogs and images): use oc-mirror or oc adm release info for releases")
-		},
-	}
-	f := cmd.Flags()
-	f.String("channel", "", "oc-mirror flag: not provided")
-	f.Bool("channels", false, "oc-mirror flag: not provided")
-	f.String("version", "", "oc-mirror flag: not provided")
-	f.StringSlice("filter-by-archs", nil, "oc-mirror flag: not provided")
-	return cmd
 }
 
 // MirrorArgs turns an oc-mirror command line into airlock's: oc-mirror

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/airlock-mirror/airlock/internal/testutil/cincinnatitest"
 )
 
 // docRow is one row of docs/from-oc-mirror.md's table of oc-mirror command
@@ -76,6 +78,7 @@ func TestOCMirrorCommandLines(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	tmp, src, dst := demoRegistries(ctx, t, repo)
+	t.Setenv("UPDATE_URL_OVERRIDE", cincinnatitest.New(t).URL) // list releases asks a local update service
 	home := filepath.Join(tmp, "home", "user")
 	places := strings.NewReplacer(
 		"<previously-mirrored-work-folder>", filepath.Join(home, "oc-mirror", "workspace", "working-dir"),

@@ -61,13 +61,19 @@ var rules = []rule{
 
 	// Catalogs: selection on top of the engine; the engine knows no registry
 	// and no configuration.
-	{"prune/graph", with("prune", "fbc", "imageset")},
+	{"prune/graph", with("prune", "fbc", "imageset", "internal/dotrender")},
 	{"prune", with("fbc", "fbc/validate", "imageset")},
 	{"fbc/validate", with("fbc", "fbc/internal/scan")},
 	{"fbc/legacy", with("fbc", "fbc/validate", "fbc/internal/scan")},
 	{"fbc", with("fbc/internal/scan")},
 	{"fbc/internal/scan", nil},
+	// Release signatures: fetched over HTTP under the one retry policy,
+	// verified with OpenPGP; no copying, no plan, no registry.
+	{"release/signature", with("mirror/retry", "mirror/endpoint")},
 	{"imageset", []string{"location", "internal/redact"}},
+	// OpenShift releases: update graphs and version selection; no registry,
+	// no copying (the retry policy and its typed HTTP error only).
+	{"release/graph", with("imageset", "mirror/retry", "mirror/endpoint", "internal/dotrender")},
 
 	// Product helpers. location is the one location type, below everything.
 	{"location", nil},
@@ -78,6 +84,8 @@ var rules = []rule{
 	{"internal/humanize", nil},
 	{"internal/redact", nil},
 	{"internal/browser", nil},
+	// Drawing: DOT and Mermaid text to SVG (Graphviz) and PNG (a browser).
+	{"internal/dotrender", with()},
 	{"internal/depcheck", nil},
 
 	// Test support is checked only where a row names it. The endpoint

@@ -103,6 +103,18 @@ func (e *RegistryError) Error() string {
 // Unwrap returns Cause.
 func (e *RegistryError) Unwrap() error { return e.Cause }
 
+// ErrNotFound is what errors.Is finds in a registry's answer that the
+// manifest, blob or repository asked for does not exist (a 404, or a
+// MANIFEST_UNKNOWN, BLOB_UNKNOWN or NAME_UNKNOWN in its error list).
+var ErrNotFound = errors.New("not found in the registry")
+
+// Is makes errors.Is(err, ErrNotFound) true for an answer saying that what
+// was asked for does not exist.
+func (e *RegistryError) Is(target error) bool {
+	return target == ErrNotFound &&
+		(e.StatusCode == http.StatusNotFound || e.Has(CodeManifestUnknown, CodeBlobUnknown, CodeNameUnknown))
+}
+
 // Has reports whether the error list holds one of codes.
 func (e *RegistryError) Has(codes ...ErrorCode) bool {
 	for _, d := range e.Errors {

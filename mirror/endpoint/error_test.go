@@ -45,6 +45,25 @@ func TestRegistryErrorCodes(t *testing.T) {
 	}
 }
 
+func TestRegistryErrorNotFound(t *testing.T) {
+	for _, tc := range []struct {
+		err  *RegistryError
+		want bool
+	}{
+		{&RegistryError{StatusCode: 404}, true},
+		{&RegistryError{StatusCode: 400, Errors: []ErrorDetail{{Code: CodeManifestUnknown}}}, true},
+		{&RegistryError{StatusCode: 400, Errors: []ErrorDetail{{Code: CodeBlobUnknown}}}, true},
+		{&RegistryError{StatusCode: 403, Errors: []ErrorDetail{{Code: CodeNameUnknown}}}, true},
+		{&RegistryError{StatusCode: 400, Errors: []ErrorDetail{{Code: CodeManifestBlobUnknown}}}, false},
+		{&RegistryError{StatusCode: 401}, false},
+		{&RegistryError{StatusCode: 500}, false},
+	} {
+		if got := errors.Is(fmt.Errorf("read: %w", tc.err), ErrNotFound); got != tc.want {
+			t.Errorf("%v: errors.Is(ErrNotFound) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
+
 func TestInSlot(t *testing.T) {
 	ctx := context.Background()
 	if HasSlot(ctx) || !HasSlot(InSlot(ctx)) || !HasSlot(context.WithoutCancel(InSlot(ctx))) {

@@ -26,6 +26,7 @@ import (
 func TestContract(t *testing.T) {
 	t.Run("Source", func(t *testing.T) {
 		endpointtest.Source(t, endpointtest.SourceCase{
+			NotFound: endpoint.ErrNotFound,
 			Seed: func(t *testing.T, c *endpointtest.Content) (endpoint.Source, string) {
 				reg := registrytest.Start(t)
 				repo := reg.Host() + "/" + c.Repo

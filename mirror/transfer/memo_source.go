@@ -29,8 +29,12 @@ func (s *MemoSource) StopFilling() {
 }
 
 // Manifest implements endpoint.Source: a manifest read before is served once
-// more from memory, then forgotten.
+// more from memory, then forgotten. A cancelled ctx fails the read as it
+// fails a read from the source.
 func (s *MemoSource) Manifest(ctx context.Context, repo, reference string) (endpoint.Manifest, error) {
+	if err := ctx.Err(); err != nil {
+		return endpoint.Manifest{}, err
+	}
 	k := repo + "@" + reference
 	s.mu.Lock()
 	m, ok := s.m[k]

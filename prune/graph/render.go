@@ -1,96 +1,25 @@
 package graph
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"io"
-	"path/filepath"
-	"strings"
-	"sync"
 
-	"github.com/goccy/go-graphviz"
-
-	"github.com/airlock-mirror/airlock/internal/browser"
+	"github.com/airlock-mirror/airlock/internal/dotrender"
 )
 
 // Formats Write knows.
 const (
-	FormatDOT     = "dot"
-	FormatMermaid = "mmd"
-	FormatSVG     = "svg"
-	FormatPNG     = "png"
+	FormatDOT     = dotrender.FormatDOT
+	FormatMermaid = dotrender.FormatMermaid
+	FormatSVG     = dotrender.FormatSVG
+	FormatPNG     = dotrender.FormatPNG
 )
 
 // FormatOf returns the format a file name asks for by its extension.
-func FormatOf(path string) (string, error) {
-	switch ext := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), ".")); ext {
-	case "dot", "gv":
-		return FormatDOT, nil
-	case "mmd", "mermaid":
-		return FormatMermaid, nil
-	case "svg":
-		return FormatSVG, nil
-	case "png":
-		return FormatPNG, nil
-	default:
-		return "", fmt.Errorf("cannot tell the format of %q from its extension: use .svg, .png, .dot or .mmd", path)
-	}
-}
+func FormatOf(path string) (string, error) { return dotrender.FormatOf(path) }
 
 // Write writes p in format: DOT and Mermaid as text, SVG laid out by Graphviz
-// (dot layout), PNG that SVG drawn by a headless Chromium (the PNG renderer
-// bundled with go-graphviz v0.2.10 draws no node boxes and no curved edges).
+// (dot layout), PNG that SVG drawn by a headless Chromium (see dotrender).
 func (p *Package) Write(ctx context.Context, w io.Writer, format string) error {
-	switch format {
-	case FormatDOT:
-		return p.WriteDOT(w)
-	case FormatMermaid:
-		return p.WriteMermaid(w)
-	case FormatSVG, FormatPNG:
-		var dot bytes.Buffer
-		if err := p.WriteDOT(&dot); err != nil {
-			return err
-		}
-		if format == FormatSVG {
-			return layout(ctx, dot.Bytes(), w)
-		}
-		var svg bytes.Buffer
-		if err := layout(ctx, dot.Bytes(), &svg); err != nil {
-			return err
-		}
-		png, err := browser.SVGToPNG(ctx, "", svg.Bytes())
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(png)
-		return err
-	default:
-		return fmt.Errorf("unknown graph format %q: use svg, png, dot or mmd", format)
-	}
-}
-
-// graphvizMu serialises Graphviz: go-graphviz keeps its WebAssembly module and
-// its plugin tables in package variables, so two layouts at once (two mirror
-// runs in one process) race.
-var graphvizMu sync.Mutex
-
-// layout lays the DOT text out with Graphviz and writes it as SVG.
-func layout(ctx context.Context, dot []byte, w io.Writer) error {
-	graphvizMu.Lock()
-	defer graphvizMu.Unlock()
-	gv, err := graphviz.New(ctx)
-	if err != nil {
-		return fmt.Errorf("start graphviz: %w", err)
-	}
-	defer gv.Close()
-	g, err := graphviz.ParseBytes(dot)
-	if err != nil {
-		return fmt.Errorf("graphviz could not read the graph (a bug in airlock): %w", err)
-	}
-	defer g.Close()
-	if err := gv.Render(ctx, g, graphviz.SVG, w); err != nil {
-		return fmt.Errorf("graphviz layout: %w", err)
-	}
-	return nil
+	return dotrender.Render(ctx, w, format, p.WriteDOT, p.WriteMermaid)
 }

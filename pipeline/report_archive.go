@@ -2,6 +2,9 @@ package pipeline
 
 import (
 	"encoding/json"
+	"regexp"
+	"slices"
+	"strings"
 
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/report"
@@ -60,6 +63,15 @@ func archivedReport(m *archive.Manifest) map[string]*report.Catalog {
 			return out
 		}
 		for _, c := range cats {
+			if c == nil {
+				continue
+			}
+			for _, p := range c.Packages {
+				if p != nil && !inertSVG(p.Graph) {
+					p.Graph = "" // the page inlines it: only a plain picture
+				}
+			}
+			c.Packages = slices.DeleteFunc(c.Packages, func(p *report.Package) bool { return p == nil })
 			out[c.Source] = c
 		}
 	}
@@ -86,4 +98,20 @@ func (r *run) archivedCatalogReport(source string, packages []string) *report.Ca
 		}
 	}
 	return out
+}
+
+// activeSVG finds what an SVG drawn by the upgrade graph renderer never holds
+// and a page must not inline from an archive: scripts, event handlers, links
+// (Graphviz's <a xlink:title> tooltips have no href and stay), embedded
+// documents and styles.
+var activeSVG = regexp.MustCompile(`(?i)<\s*(script|foreignobject|iframe|object|embed|use|image|animate|set|style)\b|\bon[a-z]+\s*=|javascript:|xlink:href|\bhref\s*=`)
+
+// inertSVG reports whether s, an upgrade graph a batch carries, is a plain
+// SVG picture ("" is: no graph).
+func inertSVG(s string) bool {
+	if s == "" {
+		return true
+	}
+	t := strings.TrimSpace(s)
+	return (strings.HasPrefix(t, "<svg") || strings.HasPrefix(t, "<?xml")) && !activeSVG.MatchString(s)
 }

@@ -41,8 +41,9 @@ matrix:
 test-short:
 	$(GO) test -short ./...
 
-# Benchmarks at real scale (docs/benchmarks.md): one table, appended to
-# docs/benchmarks.md with the date and the machine. The full run takes about
+# Benchmarks at real scale (docs/benchmarks.md): one table, kept with the
+# date, the machine and the commit in bench/results/, from which the current
+# tables of docs/benchmarks.md are rewritten. The full run takes about
 # 4 minutes on 2 cores plus about 4 for the catalog-scale section over the
 # WAN simulator; BENCH_QUICK=1 takes under 3. BENCH_FLAGS passes more
 # flags to bench/cmd/airlock-bench (go run ./bench/cmd/airlock-bench -h), e.g.

@@ -20,8 +20,9 @@
 //     floor, time to the first blob byte sent, the no-op re-run, peak RSS;
 //   - go: the packages' Go benchmarks (go test -bench), once each.
 //
-// Run writes the table to Config.Out and appends it, with the date and the
-// machine, to Config.Docs (docs/benchmarks.md).
+// Run writes the table to Config.Out; with Config.Docs, it keeps the run, with
+// the date, the machine and the commit, in bench/results and rewrites the
+// current tables of Config.Docs (docs/benchmarks.md) from the kept runs.
 //
 // For benchmarks and tests only: the binary never links it (internal/depcheck).
 package bench
@@ -118,9 +119,15 @@ type Config struct {
 	CacheDir        string
 	CleanCache      bool
 	CatalogPort     int
-	// Out receives the table; Docs, when set, gets it appended.
-	Out  io.Writer
-	Docs string
+	// ScaleSizes runs the scale section (ScaleWorkload) at each of these
+	// numbers of images, smallest first; empty skips it.
+	ScaleSizes []int
+	// Out receives the table. With Docs set, the run is also recorded as a
+	// file of its own in Results (default RepoRoot/bench/results) and the
+	// current tables of Docs are rewritten from the recorded runs
+	// (UpdateDoc): each section's table from the latest run that has it.
+	Out           io.Writer
+	Docs, Results string
 	// Note labels the run in the table's heading (e.g. "noisy machine").
 	Note string
 	// Log receives progress.
@@ -209,6 +216,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			fail("catalog scale", err)
 		}
 	}
+	if len(cfg.ScaleSizes) > 0 {
+		rows, err := runScale(ctx, cfg)
+		res.Rows = append(res.Rows, rows...)
+		if err != nil {
+			fail("scale", err)
+		}
+	}
 	if cfg.Pipeline {
 		rows, err := runPipeline(ctx, cfg)
 		res.Rows = append(res.Rows, rows...)
@@ -240,18 +254,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return res, err
 	}
 	if cfg.Docs != "" {
-		f, err := os.OpenFile(cfg.Docs, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
+		dir := cfg.Results
+		if dir == "" {
+			dir = filepath.Join(cfg.RepoRoot, "bench", "results")
+		}
+		path, err := RecordRun(dir, start, sb.String())
 		if err != nil {
-			return res, fmt.Errorf("append to %s: %w", cfg.Docs, err)
+			return res, fmt.Errorf("record the run in %s: %w", dir, err)
 		}
-		_, werr := io.WriteString(f, "\n"+sb.String())
-		if err := f.Close(); werr == nil {
-			werr = err
+		if err := UpdateDoc(cfg.Docs, dir); err != nil {
+			return res, fmt.Errorf("update the current tables of %s: %w", cfg.Docs, err)
 		}
-		if werr != nil {
-			return res, fmt.Errorf("append to %s: %w", cfg.Docs, werr)
-		}
-		log.Info("table appended", "to", cfg.Docs)
+		log.Info("run recorded, current tables updated", "run", path, "doc", cfg.Docs)
 	}
 	return res, nil
 }

@@ -256,7 +256,7 @@ func TestRunEndToEnd(t *testing.T) {
 	res, err := Run(context.Background(), Config{
 		RepoRoot: root, Airlock: bin, WorkDir: work, Quick: true, Catalogs: []string{"small"}, Count: 1,
 		Copy: true, Workload: o, CopyMode: "catalog", Skopeo: hasSkopeo == nil, FloorParallel: 4,
-		Out: &out, Docs: docs, Note: "test",
+		Out: &out, Docs: docs, Results: filepath.Join(work, "results"), Note: "test",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -299,8 +299,11 @@ func TestRunEndToEnd(t *testing.T) {
 		t.Errorf("copy floor pulled %d and pushed %d bytes, want about %d each", r.Pulled, r.Pushed, st.BlobBytes)
 	}
 	b, _ := os.ReadFile(docs)
-	if !strings.HasPrefix(string(b), "# Benchmarks\n\n### ") || !strings.Contains(string(b), "| airlock mirror m2m, first run |") {
-		t.Errorf("docs not appended:\n%s", b)
+	if !strings.HasPrefix(string(b), "# Benchmarks\n\n"+beginCurrent) || !strings.Contains(string(b), "| airlock mirror m2m, first run |") {
+		t.Errorf("current tables not written:\n%s", b)
+	}
+	if runs, _ := filepath.Glob(filepath.Join(work, "results", "*.md")); len(runs) != 1 {
+		t.Errorf("runs recorded: %v, want one", runs)
 	}
 }
 

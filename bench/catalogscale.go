@@ -174,6 +174,15 @@ func runCatalogScale(ctx context.Context, cfg Config) ([]Row, error) {
 			errs = append(errs, fmt.Errorf("WAN %s on %s (-catalog-port picks another port): %w", link, host, err))
 			continue
 		}
+		if link == latencyLink {
+			lr, err := latencyOverLink(ctx, cfg, link, wc, wan, src, isc, filepath.Join(work, link), input, st.Tags-1, st.Repos)
+			rows = append(rows, lr...)
+			_ = wan.Close()
+			if err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
 		lr, peakRSS, err := mirrorOverLink(ctx, cfg, link, wc, wan, sp, src, isc, filepath.Join(work, link), input, unique)
 		rows = append(rows, lr...)
 		peak = max(peak, peakRSS)

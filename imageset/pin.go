@@ -34,6 +34,9 @@ type CatalogPin struct {
 type Pins struct {
 	Catalogs map[string]CatalogPin
 	Images   map[string]string
+	// Releases are the digests of the payloads mirror.platform.release
+	// names, by that reference.
+	Releases map[string]string
 }
 
 // PinnedConfig is a configuration pinned by Pin, ready to be written.
@@ -43,7 +46,8 @@ type PinnedConfig struct {
 	bundles []map[string][]string
 }
 
-// Pin returns a copy of cfg with every catalog and additional image pinned to the
+// Pin returns a copy of cfg with every catalog, additional image and the
+// release payload (platform.release; channels stay as written) pinned to the
 // digest pins names for it. A reference already pinned by digest, and an
 // oci:// catalog (a local folder), stay as they are. A docker reference that
 // pins does not name is an error: the pinned file would not reproduce the run.
@@ -87,6 +91,13 @@ func Pin(cfg *ImageSetConfiguration, pins Pins) (*PinnedConfig, error) {
 			continue
 		}
 		im.Name = pinRef(im.Name, d)
+	}
+	if p := out.Mirror.Platform; p != nil && p.Release != "" {
+		if d := pins.Releases[p.Release]; d != "" {
+			p.Release = pinRef(p.Release, d)
+		} else {
+			missing = append(missing, "release "+p.Release)
+		}
 	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("no digest for %s: the pinned configuration would not reproduce the run", strings.Join(missing, ", "))

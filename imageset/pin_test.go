@@ -142,3 +142,27 @@ func TestPinBlockedAdditionalImage(t *testing.T) {
 		}
 	}
 }
+
+// TestPinRelease: platform.release is pinned REPO:TAG@DIGEST; channels stay
+// as written; a release the pins do not name is an error.
+func TestPinRelease(t *testing.T) {
+	cfg := &ImageSetConfiguration{Mirror: ImageSetConfigurationSpec{Platform: &Platform{Release: "quay.io/openshift-release-dev/ocp-release:4.15.1-x86_64"}}}
+	pc, err := Pin(cfg, Pins{Releases: map[string]string{"quay.io/openshift-release-dev/ocp-release:4.15.1-x86_64": dA}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pc.Config.Mirror.Platform.Release; got != "quay.io/openshift-release-dev/ocp-release:4.15.1-x86_64@"+dA {
+		t.Errorf("pinned release %s", got)
+	}
+	if cfg.Mirror.Platform.Release != "quay.io/openshift-release-dev/ocp-release:4.15.1-x86_64" {
+		t.Error("Pin changed its input")
+	}
+	if _, err := Pin(cfg, Pins{}); err == nil || !strings.Contains(err.Error(), "release quay.io/openshift-release-dev/ocp-release:4.15.1-x86_64") {
+		t.Errorf("a release without a pin: %v", err)
+	}
+	ch := &ImageSetConfiguration{Mirror: ImageSetConfigurationSpec{Platform: &Platform{Channels: []ReleaseChannel{{Name: "stable-4.15", MinVersion: "4.15.1"}}}}}
+	pc, err = Pin(ch, Pins{})
+	if err != nil || !reflect.DeepEqual(pc.Config.Mirror.Platform.Channels, ch.Mirror.Platform.Channels) {
+		t.Errorf("channels: %+v, %v", pc, err)
+	}
+}

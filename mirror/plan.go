@@ -311,10 +311,15 @@ func PlanImages(ctx context.Context, req PlanRequest, resolve Resolver, parallel
 
 	// Bundle, related and additional images, de-duplicated by reference.
 	type want struct {
-		ref       string
-		kind      ImageKind
-		origins   []string
-		target    *ImageRequest
+		ref     string
+		kind    ImageKind
+		origins []string
+		target  *ImageRequest
+		// tags are the TargetTags of the other requests of ref with the
+		// same kind: the image gets each of them too when they land in
+		// the same repository (a release component shared by two
+		// releases is tagged for each).
+		tags      []*ImageRequest
 		platforms oci.Platforms
 	}
 	var order []string
@@ -333,6 +338,9 @@ func PlanImages(ctx context.Context, req PlanRequest, resolve Resolver, parallel
 			target = nil
 		}
 		if target != nil {
+			if w.target != nil && w.target.TargetTag != "" && target.TargetTag != "" && w.target.TargetTag != target.TargetTag {
+				w.tags = append(w.tags, w.target)
+			}
 			w.target = target
 		}
 		for _, o := range w.origins {
@@ -375,6 +383,11 @@ func PlanImages(ctx context.Context, req PlanRequest, resolve Resolver, parallel
 			im.Error = err.Error()
 		} else {
 			im.DestRepo, im.Tags = dst.Repository, []string{dst.Tag}
+			for _, t := range w.tags {
+				if d, err := p.imageDest(req, r, t); err == nil && d.Repository == dst.Repository && !slices.Contains(im.Tags, d.Tag) {
+					im.Tags = append(im.Tags, d.Tag)
+				}
+			}
 		}
 		images[i] = im
 	}

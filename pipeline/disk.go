@@ -362,6 +362,7 @@ func (r *run) planFromArchive(ctx context.Context, ar *archive.Reader, dst endpo
 		r.res.Repruned = append(r.res.Repruned, l.Repruned...)
 		r.addWants(l.Wants)
 		r.res.Warnings = append(r.res.Warnings, l.Warnings...)
+		r.res.Sources = append(r.res.Sources, l.Summary...)
 		if l.Adjust != nil {
 			adjust = append(adjust, l.Adjust)
 		}

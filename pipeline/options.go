@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/airlock-mirror/airlock/location"
@@ -13,6 +14,8 @@ import (
 	"github.com/airlock-mirror/airlock/mirror/retry"
 	"github.com/airlock-mirror/airlock/mirror/signature"
 	"github.com/airlock-mirror/airlock/mirror/sigpolicy"
+	"github.com/airlock-mirror/airlock/release/graph"
+	relsig "github.com/airlock-mirror/airlock/release/signature"
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
@@ -41,6 +44,7 @@ type Options struct {
 	Destination DestinationOptions
 	Archive     ArchiveOptions
 	Signatures  SignatureOptions
+	Releases    ReleaseOptions
 	Network     NetworkOptions
 	Run         RunOptions
 	Output      OutputOptions
@@ -121,6 +125,32 @@ type SignatureOptions struct {
 	Key string
 	// Policy is --policy, --secure-policy, --registries.d (docs/signatures.md).
 	Policy sigpolicy.Options
+}
+
+// ReleaseOptions say how OpenShift releases (mirror.platform) are chosen and
+// checked. The zero value asks Red Hat's update service and signature store
+// (or $UPDATE_URL_OVERRIDE and $OCP_SIGNATURE_URL) and verifies every
+// payload's signatures with Red Hat's release keys (or the file
+// $OCP_SIGNATURE_VERIFICATION_PK names).
+type ReleaseOptions struct {
+	// GraphURL is --graph-url: the update service of every channel type.
+	GraphURL string
+	// AllowConditional is --allow-conditional-edges: shortest paths may take
+	// updates the service recommends only to some clusters.
+	AllowConditional bool
+	// SignatureURL is --release-signature-url: the signature store's base URL.
+	SignatureURL string
+	// SignatureKeys is --release-signature-keys: a file of armored OpenPGP
+	// public keys replacing Red Hat's release keys.
+	SignatureKeys string
+	// IgnoreSignatures is --ignore-release-signature: payloads are mirrored
+	// without their signatures verified (each one is warned about).
+	IgnoreSignatures bool
+
+	// graphs and signatures, when set, replace the update service and the
+	// signature store (this package's tests).
+	graphs     graph.Fetcher
+	signatures relsig.Store
 }
 
 // NetworkOptions tune the copy engine and its registry requests.
@@ -238,6 +268,20 @@ func (o *Options) Validate() error {
 		return errors.New("--shard and --finish need the plan: --plan FILE (written by --plan-only)")
 	case run.Shards > 0 && (run.Shard < 0 || run.Shard >= run.Shards):
 		return fmt.Errorf("shard %d of %d: the index must be 0 to %d", run.Shard, run.Shards, run.Shards-1)
+	}
+	return o.Releases.validate(wf)
+}
+
+// validate refuses release options that cannot apply: disk-to-mirror reads
+// the graphs and signatures the archive carries, never a service.
+func (o ReleaseOptions) validate(wf mirror.Workflow) error {
+	if wf == mirror.DiskToMirror && (o.GraphURL != "" || o.SignatureURL != "") {
+		return errors.New("--graph-url and --release-signature-url are for the connected side: disk-to-mirror reads the update graphs and signatures the archive carries")
+	}
+	for _, u := range []struct{ flag, v string }{{"--graph-url", o.GraphURL}, {"--release-signature-url", o.SignatureURL}} {
+		if u.v != "" && !strings.HasPrefix(u.v, "https://") && !strings.HasPrefix(u.v, "http://") {
+			return fmt.Errorf("%s %q: give an http(s) URL", u.flag, u.v)
+		}
 	}
 	return nil
 }

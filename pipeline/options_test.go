@@ -85,6 +85,17 @@ func TestValidate(t *testing.T) {
 			"--shard and --finish need the plan: --plan FILE (written by --plan-only)"},
 		{"finish without a plan", []func(*pipeline.Options){func(o *pipeline.Options) { o.Run.Finish = true }},
 			"--shard and --finish need the plan: --plan FILE (written by --plan-only)"},
+		{"release services in mirror-to-disk", []func(*pipeline.Options){m2d, func(o *pipeline.Options) {
+			o.Releases.GraphURL, o.Releases.SignatureURL = "http://127.0.0.1:8080/graph", "https://sigs.example/release"
+		}}, ""},
+		{"a graph URL in disk-to-mirror", []func(*pipeline.Options){d2m, func(o *pipeline.Options) { o.Releases.GraphURL = "https://graph.example" }},
+			"--graph-url and --release-signature-url are for the connected side: disk-to-mirror reads the update graphs and signatures the archive carries"},
+		{"a signature URL in disk-to-mirror", []func(*pipeline.Options){d2m, func(o *pipeline.Options) { o.Releases.SignatureURL = "https://sigs.example" }},
+			"--graph-url and --release-signature-url are for the connected side: disk-to-mirror reads the update graphs and signatures the archive carries"},
+		{"a graph URL that is not http", []func(*pipeline.Options){func(o *pipeline.Options) { o.Releases.GraphURL = "graph.example/api" }},
+			`--graph-url "graph.example/api": give an http(s) URL`},
+		{"a signature URL that is not http", []func(*pipeline.Options){func(o *pipeline.Options) { o.Releases.SignatureURL = "file:///sigs" }},
+			`--release-signature-url "file:///sigs": give an http(s) URL`},
 		{"a shard out of range", []func(*pipeline.Options){func(o *pipeline.Options) { o.Run.PlanFile, o.Run.Shard, o.Run.Shards = "plan.json", 2, 2 }},
 			"shard 2 of 2: the index must be 0 to 1"},
 		{"a negative shard", []func(*pipeline.Options){func(o *pipeline.Options) { o.Run.PlanFile, o.Run.Shard, o.Run.Shards = "plan.json", -1, 2 }},

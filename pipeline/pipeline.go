@@ -54,6 +54,8 @@ type Result struct {
 	// Notes are findings logged at info level, not problems (the images
 	// mirrored without a signature under --signatures best-effort).
 	Notes []string `json:"notes,omitempty"`
+	// Sources are the content sources' own summary lines (Selection.Summary).
+	Sources []string `json:"sources,omitempty"`
 	// Report is this run's page (working-dir/reports/report-NNNNNN.html).
 	Report string `json:"report,omitempty"`
 	// ClusterResources are the files written to working-dir/cluster-resources.

@@ -90,7 +90,7 @@ func (r *run) writeReport(runErr error) error {
 	res := r.res
 	out := &report.Run{
 		Workflow: string(r.workflow), Destination: r.dest, ConfigPath: r.opts.ConfigPath, Duration: res.Duration,
-		Stages: r.rep.stages, Blocked: res.Blocked, Warnings: res.Warnings,
+		Stages: r.rep.stages, Blocked: res.Blocked, Warnings: res.Warnings, Sources: res.Sources,
 		BytesSent: res.BytesSent, BlobsSent: res.BlobsSent, BlobsMounted: res.BlobsMounted, BlobsSkipped: res.BlobsSkipped,
 	}
 	if runErr != nil {

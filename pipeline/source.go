@@ -75,6 +75,9 @@ type Selection struct {
 	Wants map[string][]workspace.Want
 	// Warnings are findings the run reports without failing.
 	Warnings []string
+	// Summary are lines the run's summary shows for the source ("release
+	// 4.15.2 (amd64): …"), without the leading indentation.
+	Summary []string
 	// Extras are files the source needs on the far side besides its images,
 	// by name: an archive carries them, and Load finds them in Archived.
 	Extras map[string][]byte
@@ -119,6 +122,8 @@ type Loaded struct {
 	Wants map[string][]workspace.Want
 	// Warnings are findings the run reports without failing.
 	Warnings []string
+	// Summary are lines the run's summary shows (Selection.Summary).
+	Summary []string
 }
 
 // Resources are a source's own cluster resources.
@@ -133,7 +138,7 @@ type Resources struct {
 // planned (the first source to name a reference sets its kind).
 func (r *run) sources() []Source {
 	if r.srcs == nil {
-		r.srcs = []Source{&operatorSource{r: r}, &additionalSource{r: r}}
+		r.srcs = []Source{&operatorSource{r: r}, &additionalSource{r: r}, &releaseSource{r: r}}
 		r.srcs = append(r.srcs, r.opts.sources...)
 	}
 	return r.srcs
@@ -174,6 +179,7 @@ func (r *run) selectAll(ctx context.Context) (*selected, error) {
 		all.images = append(all.images, sel.Images...)
 		r.addWants(sel.Wants)
 		r.res.Warnings = append(r.res.Warnings, sel.Warnings...)
+		r.res.Sources = append(r.res.Sources, sel.Summary...)
 		if len(sel.Extras) > 0 {
 			if all.extras == nil {
 				all.extras = map[string]map[string][]byte{}

@@ -150,6 +150,9 @@ func (r *Result) WriteSummary(w io.Writer) {
 		fmt.Fprintf(w, "  catalog:   %s -> %s:%s (%s, %s)\n", cat.Catalog, cat.DestRepo, cat.Tag, state, shortDigest(cat.Digest.String()))
 	}
 	r.writeKinds(w)
+	for _, l := range r.Sources {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
 	if a := r.Archive; a != nil && a.Part != "" {
 		fmt.Fprintf(w, "  shard:     %s wrote %s, %s (%s) into %s\n", a.Part, plural(len(a.Chunks), "chunk", "chunks"),
 			plural(a.Blobs, "blob", "blobs"), humanize.Bytes(a.Bytes), a.Dir)

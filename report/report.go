@@ -40,7 +40,10 @@ type Run struct {
 	Images   []Image    `json:"images"`
 	Blocked  []string   `json:"blocked,omitempty"`
 	Warnings []string   `json:"warnings,omitempty"`
-	Archive  *Archive   `json:"archive,omitempty"`
+	// Sources are the content sources' own lines (a release each, with
+	// its payload, components and signatures; the risks on the chosen path).
+	Sources []string `json:"sources,omitempty"`
+	Archive *Archive `json:"archive,omitempty"`
 	// BytesSent counts the blob bytes transferred.
 	BytesSent    int64 `json:"bytesSent"`
 	BlobsSent    int64 `json:"blobsSent"`

@@ -43,6 +43,7 @@ details{margin:.4em 0}summary{cursor:pointer;font-weight:600}
 {{if .FailedImages}}<table><tr><th>image</th><th>destination</th><th>status</th><th>why</th></tr>
 {{range .FailedImages}}<tr><td><code>{{.Source}}</code></td><td><code>{{.Destination}}</code></td><td class="bad">{{.Status}}</td><td>{{.Error}}</td></tr>
 {{end}}</table>{{else}}<p class="ok">Nothing failed.</p>{{end}}
+{{if .Sources}}<h3>Releases and other content</h3><ul>{{range .Sources}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}
 {{if .Warnings}}<h3>Warnings</h3><ul>{{range .Warnings}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{if .Blocked}}<h3>Blocked images (blockedImages)</h3><ul>{{range .Blocked}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}
 

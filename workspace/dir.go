@@ -62,6 +62,11 @@ const (
 	ShardsDirName = "shards"
 	// OperatorCatalogsDirName is the cache of fetched catalog images.
 	OperatorCatalogsDirName = "operator-catalogs"
+	// ReleasesDirName holds the release payloads read: each payload image's
+	// release-manifests/ (catalogimage.FetchFolders), and on the
+	// disconnected side the payloads copied out of an archive
+	// (releases/archived/HEX/image).
+	ReleasesDirName = "releases"
 	// ArchivedCatalogsDirName holds the catalogs disk-to-mirror copied out of
 	// an archive, by digest (archived-catalogs/HEX/image, and their pruned
 	// catalogs under archived-catalogs/HEX/filtered).
@@ -179,6 +184,15 @@ func (d Dir) Shard(part string) Dir { return Dir(d.join(ShardsDirName, part)) }
 
 // OperatorCatalogsDir is the cache of fetched catalog images.
 func (d Dir) OperatorCatalogsDir() string { return d.join(OperatorCatalogsDirName) }
+
+// ReleasesDir holds the release payloads read (ReleasesDirName).
+func (d Dir) ReleasesDir() string { return d.join(ReleasesDirName) }
+
+// ArchivedReleaseImageDir is the OCI layout of the archived release payload
+// with digest hex (its encoded part).
+func (d Dir) ArchivedReleaseImageDir(hex string) string {
+	return d.join(ReleasesDirName, "archived", hex, ImageDirName)
+}
 
 // ArchivedCatalogDir is the folder of the archived catalog with digest hex
 // (its encoded part).

@@ -110,7 +110,7 @@ func (h HistoryImage) Destination() string {
 // catalog itself, an additionalImages entry, or an entry of another kind of
 // content (its source names the Kind, and the entry in Catalog or Image).
 type Want struct {
-	// Kind is "bundle", "catalog" or "additionalImages".
+	// Kind is "bundle", "catalog", "additionalImages" or "release".
 	Kind    string `json:"kind"`
 	Catalog string `json:"catalog,omitempty"`
 	Package string `json:"package,omitempty"`
@@ -118,8 +118,10 @@ type Want struct {
 	Version string `json:"version,omitempty"`
 	// Channels of the package holding the bundle (in the pruned catalog).
 	Channels []string `json:"channels,omitempty"`
-	// Image is the additionalImages reference.
+	// Image is the additionalImages reference; of a release, its payload.
 	Image string `json:"image,omitempty"`
+	// Arch is a release's architecture (amd64, …, multi).
+	Arch string `json:"arch,omitempty"`
 }
 
 // Want kinds.
@@ -127,6 +129,7 @@ const (
 	WantBundle     = "bundle"
 	WantCatalog    = "catalog"
 	WantAdditional = "additionalImages"
+	WantRelease    = "release"
 )
 
 // Key identifies what the want names (not the version it had).
@@ -138,6 +141,8 @@ func (w Want) Key() string {
 		return "catalog " + w.Catalog
 	case WantAdditional:
 		return "additional " + w.Image
+	case WantRelease:
+		return "release " + w.Version + " " + w.Arch
 	}
 	return w.Kind + " " + w.Catalog + " " + w.Image // another kind of content
 }
@@ -153,6 +158,8 @@ func (w Want) String() string {
 		return "catalog image " + w.Catalog
 	case WantAdditional:
 		return "additionalImages " + w.Image
+	case WantRelease:
+		return fmt.Sprintf("release %s (%s, payload %s)", w.Version, w.Arch, w.Image)
 	}
 	return strings.Join(slices.DeleteFunc([]string{w.Kind, w.Catalog, w.Image}, func(s string) bool { return s == "" }), " ")
 }

@@ -98,13 +98,19 @@ type Options struct {
 //     package's images), 400 tags (380 images, 20 two-arch indexes) in 250
 //     repositories, 6 shared 40 MB base layers, 2 unique layers per image:
 //     500 images, about 1,470 unique blobs, 1.5 GB;
-//   - "catalog-quick": the same at 1/10 (10 packages, 40 tags, 150 MB).
+//   - "catalog-quick": the same at 1/10 (10 packages, 40 tags, 150 MB);
+//   - "catalog-small-images": the shape of a real heads-only operator mirror
+//     of 61 images (11 packages, 50 tags of which 3 two-arch indexes, in 12
+//     repositories beside the bundles') with tiny blobs (about 5 MB in all), so that round trips,
+//     not bytes, bound it.
 func Preset(name string) (Options, error) {
 	switch name {
 	case "catalog":
 		return Options{Namespace: "bench", Repos: 250, Images: 380, Indexes: 20, BaseLayers: 6, BaseLayerSize: 40_000_000, UniqueLayers: 2, UniqueBytes: 1_260_000_000, Seed: 31, Packages: 100, OlderBundles: 8}, nil
 	case "catalog-quick":
 		return Options{Namespace: "bench", Repos: 25, Images: 38, Indexes: 2, BaseLayers: 2, BaseLayerSize: 20_000_000, UniqueLayers: 2, UniqueBytes: 110_000_000, Seed: 31, Packages: 10, OlderBundles: 8}, nil
+	case "catalog-small-images":
+		return Options{Namespace: "bench", Repos: 12, Images: 47, Indexes: 3, BaseLayers: 2, BaseLayerSize: 256 << 10, UniqueLayers: 1, UniqueBytes: 4_000_000, Seed: 61, Packages: 11, OlderBundles: 4}, nil
 	case "reference":
 		return Options{Namespace: "bench", Repos: 12, Images: 120, Indexes: 10, BaseLayers: 4, BaseLayerSize: 40_000_000, UniqueLayers: 3, UniqueBytes: 750_000_000, Seed: 1}, nil
 	case "quick":
@@ -112,7 +118,7 @@ func Preset(name string) (Options, error) {
 	case "tiny":
 		return Options{Namespace: "bench", Repos: 2, Images: 4, Indexes: 1, BaseLayers: 1, BaseLayerSize: 64 << 10, UniqueLayers: 2, UniqueBytes: 300 << 10, Seed: 1}, nil
 	}
-	return Options{}, fmt.Errorf("unknown workload preset %q: use reference, quick, tiny, catalog or catalog-quick", name)
+	return Options{}, fmt.Errorf("unknown workload preset %q: use reference, quick, tiny, catalog, catalog-quick or catalog-small-images", name)
 }
 
 func (o Options) check() error {

@@ -40,6 +40,7 @@ func TestPresets(t *testing.T) {
 		{"tiny", 5, 2, 1, 300 << 10, 500 << 10},
 		{"quick", 26, 4, 2, 60_000_000, 66_000_000},
 		{"catalog-quick", 40, 25, 2, 145_000_000, 155_000_000},
+		{"catalog-small-images", 50, 12, 3, 4_000_000, 6_000_000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, err := workload.Preset(tc.name)

@@ -119,6 +119,7 @@ failed (they are listed in working-dir/results.json), 130 when interrupted.`,
 	}
 	f := cmd.Flags()
 	signatures = addSignatureFlags(f, &o)
+	addReleaseFlags(f, &o)
 	f.StringVarP(&o.ConfigPath, "config", "c", "", "ImageSetConfiguration file (required)")
 	f.StringVar(&ws, "workspace", "", "file://DIR for working files: mirror-to-mirror (required), disk-to-mirror (default ./"+workspace.DefaultName+")")
 	f.StringVar(&from, "from", "", "file://DIR: a batch folder of a mirror-to-disk target, to load (disk-to-mirror)")

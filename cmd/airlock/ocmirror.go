@@ -46,13 +46,11 @@ func addOCMirrorMirrorFlags(cmd *cobra.Command, o *pipeline.Options) {
 	notes := []ocNote{
 		{"port", "airlock needs no local cache registry: images go straight from the source to the destination or archive"},
 		{"dry-run-manifest-lists", "airlock's dry-run mapping already names each image by the digest of its manifest list or manifest"},
-		{"ignore-release-signature", "airlock mirrors no OpenShift releases"},
 		{"rootless-storage-path", "airlock uses no containers-storage"},
 	}
 	f.IntP("port", "p", 55000, noteUsage(notes[0]))
 	f.Bool("dry-run-manifest-lists", false, noteUsage(notes[1]))
-	f.Bool("ignore-release-signature", false, noteUsage(notes[2]))
-	f.String("rootless-storage-path", "", noteUsage(notes[3]))
+	f.String("rootless-storage-path", "", noteUsage(notes[2]))
 	chainPreRun(cmd, func(cmd *cobra.Command) error {
 		printNotes(cmd, notes)
 		if since != "" {

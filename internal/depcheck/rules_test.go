@@ -24,7 +24,8 @@ var rules = []rule{
 	// outputs. Not below them: no adaptive limits, scanners or test support.
 	{"pipeline", with("imageset", "fbc", "fbc/legacy", "fbc/validate", "prune", "prune/graph", "report", "manifests", "workspace",
 		"mirror", "mirror/archive", "mirror/catalogimage", "mirror/endpoint", "mirror/layout", "mirror/oci", "mirror/registry",
-		"mirror/retry", "mirror/signature", "mirror/sigpolicy", "mirror/transfer", "pipeline/deletion")},
+		"mirror/retry", "mirror/signature", "mirror/sigpolicy", "mirror/transfer", "pipeline/deletion",
+		"release/graph", "release/payload", "release/signature")},
 	// airlock delete: planned from the history, executed against one registry.
 	// airlock kube job / image: a sharded plan as Kubernetes manifests, the binary as an image.
 	{"pipeline/kubejob", with("kube", "imageset", "mirror", "mirror/layout", "mirror/oci", "mirror/registry", "mirror/retry", "mirror/transfer", "internal/humanize")},
@@ -74,6 +75,9 @@ var rules = []rule{
 	// OpenShift releases: update graphs and version selection; no registry,
 	// no copying (the retry policy and its typed HTTP error only).
 	{"release/graph", with("imageset", "mirror/retry", "mirror/endpoint", "internal/dotrender")},
+
+	// Releases: the payload reader knows no registry, copying or workflow.
+	{"release/payload", with()},
 
 	// Product helpers. location is the one location type, below everything.
 	{"location", nil},

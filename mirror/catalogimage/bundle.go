@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"os"
-	"path/filepath"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/opencontainers/go-digest"
 )
 
@@ -38,60 +36,21 @@ type FetchedBundle struct {
 // OCI layout under workDir, retries, digests verified) and extracts its
 // /manifests and /metadata folders under workDir/bundles/<name>/<digest>/.
 func FetchBundle(ctx context.Context, ref, workDir string, o FetchOptions) (*FetchedBundle, error) {
-	log := o.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	fc, key, err := resolveImage(ctx, ref, workDir, o, "bundle", false)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := fc.Image.ConfigFile()
-	if err != nil {
-		return nil, fmt.Errorf("bundle %s@%s: reading the image config: %w", ref, fc.Digest, err)
-	}
-	pkg, ok := cfg.Config.Labels[BundlePackageLabel]
-	if !ok {
-		return nil, fmt.Errorf("bundle %s@%s: %w: the image config has no label %s (is this an operator bundle image?)", ref, fc.Digest, ErrNotBundleImage, BundlePackageLabel)
-	}
-	fb := &FetchedBundle{Ref: ref, Digest: fc.Digest, PinnedRef: fc.PinnedRef(), Package: pkg}
-	dir := filepath.Join(workDir, "bundles", key, fc.Digest.Encoded())
-	fb.Dir = filepath.Join(dir, "bundle")
-	if st, err := os.Stat(filepath.Join(dir, completeMarker)); err == nil && st.Mode().IsRegular() {
-		return fb, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	tmp, err := os.MkdirTemp(dir, ".bundle-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(tmp)
-	layers, err := fc.Image.Layers()
-	if err != nil {
-		return nil, fmt.Errorf("bundle %s@%s: listing layers: %w", ref, fc.Digest, err)
-	}
-	for _, sub := range []string{"manifests", "metadata"} {
-		dst := filepath.Join(tmp, sub)
-		if err := os.Mkdir(dst, 0o755); err != nil {
-			return nil, err
+	var pkg string
+	check := func(cfg *v1.ConfigFile) error {
+		p, ok := cfg.Config.Labels[BundlePackageLabel]
+		if !ok {
+			return fmt.Errorf("%w: the image config has no label %s (is this an operator bundle image?)", ErrNotBundleImage, BundlePackageLabel)
 		}
-		if err := extractLayers(ctx, layers, "/"+sub, dst, o.Limits, log, nil); err != nil {
-			if errors.Is(err, ErrNotFBCImage) {
-				return nil, fmt.Errorf("bundle %s@%s: %w: no layer holds files under /%s", ref, fc.Digest, ErrNotBundleImage, sub)
-			}
-			return nil, fmt.Errorf("bundle %s@%s: %w", ref, fc.Digest, err)
-		}
+		pkg = p
+		return nil
 	}
-	if err := os.RemoveAll(fb.Dir); err != nil {
+	ff, err := FetchFolders(ctx, ref, workDir, "bundle", []string{"/manifests", "/metadata"}, o, check)
+	if errors.Is(err, ErrNoFolder) {
+		return nil, fmt.Errorf("%w: %w", ErrNotBundleImage, err)
+	}
+	if err != nil {
 		return nil, err
 	}
-	if err := os.Rename(tmp, fb.Dir); err != nil {
-		return nil, err
-	}
-	if err := writeMarker(dir, fc); err != nil {
-		return nil, err
-	}
-	return fb, nil
+	return &FetchedBundle{Ref: ref, Digest: ff.Digest, PinnedRef: ff.PinnedRef(), Package: pkg, Dir: ff.Dir}, nil
 }

@@ -96,9 +96,9 @@ type Discoverer struct {
 	src      endpoint.Source
 	requests atomic.Int64
 
-	mu    sync.Mutex
-	tags  map[string]*repoTags
-	noAPI map[string]bool // hosts without the referrers API
+	mu   sync.Mutex
+	tags map[string]*repoTags
+	api  map[string]*hostAPI // whether each host has the referrers API
 
 	known  *Record                  // earlier runs' findings (Reuse)
 	found  map[string]RecordedImage // this run's, by "repo@digest" (Record)
@@ -113,7 +113,7 @@ type repoTags struct {
 
 // NewDiscoverer returns a Discoverer reading src.
 func NewDiscoverer(src endpoint.Source) *Discoverer {
-	return &Discoverer{src: src, tags: map[string]*repoTags{}, noAPI: map[string]bool{}, found: map[string]RecordedImage{}, now: time.Now}
+	return &Discoverer{src: src, tags: map[string]*repoTags{}, api: map[string]*hostAPI{}, found: map[string]RecordedImage{}, now: time.Now}
 }
 
 // Requests is how many requests discovery made so far.
@@ -135,6 +135,20 @@ func (d *Discoverer) Discover(ctx context.Context, im Image) ([]Found, error) {
 }
 
 func (d *Discoverer) discover(ctx context.Context, im Image) ([]Found, error) {
+	// One tag listing per repository answers for every image in it on a
+	// host without the referrers API: attachments of the image, of its
+	// children and of attachments all live in the repository under
+	// "sha256-<hex>" tags (cosign's and the referrers fallback's). None
+	// there: nothing to find, and the manifest need not be read.
+	if tags := d.repoTags(ctx, im.Repo); tags != nil && len(tags) == 0 {
+		lacks, err := d.lacksAPI(ctx, endpoint.RepoHost(im.Repo))
+		if err != nil {
+			return nil, err
+		}
+		if lacks {
+			return nil, nil
+		}
+	}
 	d.requests.Add(1)
 	m, err := d.src.Manifest(ctx, im.Repo, im.Digest.String())
 	if err != nil {
@@ -213,24 +227,16 @@ func (d *Discoverer) of(ctx context.Context, im Image, s digest.Digest) ([]Found
 // else from the fallback tag (an index that is not s itself: airlock tags a
 // digest-only image with the same "sha256-<hex>").
 func (d *Discoverer) referrers(ctx context.Context, repo string, s digest.Digest, tags map[string]bool) ([]oci.ChildManifest, error) {
-	host := endpoint.RepoHost(repo)
-	if api, ok := d.src.(endpoint.Referrers); ok && !d.hostLacksAPI(host) {
-		d.requests.Add(1)
-		m, err := api.Referrers(ctx, repo, s)
-		switch {
-		case err == nil:
-			refs, err := oci.Parse(oci.Manifest(m))
-			if err != nil {
-				return nil, fmt.Errorf("referrers of %s@%s: %w", repo, s, err)
-			}
-			return refs.Manifests, nil
-		case errors.Is(err, endpoint.ErrReferrersUnsupported):
-			d.mu.Lock()
-			d.noAPI[host] = true
-			d.mu.Unlock()
-		default:
-			return nil, err
+	m, asked, err := d.askAPI(ctx, repo, s)
+	if err != nil {
+		return nil, err
+	}
+	if asked {
+		refs, err := oci.Parse(oci.Manifest(m))
+		if err != nil {
+			return nil, fmt.Errorf("referrers of %s@%s: %w", repo, s, err)
 		}
+		return refs.Manifests, nil
 	}
 	tag := oci.ReferrersTag(s)
 	if tags != nil && !tags[tag] {
@@ -247,10 +253,96 @@ func (d *Discoverer) referrers(ctx context.Context, repo string, s digest.Digest
 	return refs.Manifests, nil
 }
 
-func (d *Discoverer) hostLacksAPI(host string) bool {
+// hostAPI is what a host answered about the referrers API. The first
+// question to a host is asked alone: the images discovered beside it wait
+// for its answer rather than each learning, with a request of its own, that
+// the host has no API.
+type hostAPI struct {
+	known, lacks bool
+	asking       chan struct{} // closed when the question being asked is answered
+}
+
+// askAPI asks the referrers API of repo's host for the referrers of s; asked
+// is false (with no request) when the source or its host has no API.
+func (d *Discoverer) askAPI(ctx context.Context, repo string, s digest.Digest) (m endpoint.Manifest, asked bool, err error) {
+	api, ok := d.src.(endpoint.Referrers)
+	if !ok {
+		return m, false, nil
+	}
+	host := endpoint.RepoHost(repo)
+	d.mu.Lock()
+	h := d.api[host]
+	if h == nil {
+		h = &hostAPI{}
+		d.api[host] = h
+	}
+	for !h.known && h.asking != nil {
+		ch := h.asking
+		d.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return m, false, ctx.Err()
+		}
+		d.mu.Lock()
+	}
+	if h.known && h.lacks {
+		d.mu.Unlock()
+		return m, false, nil
+	}
+	var done chan struct{}
+	if !h.known { // this caller asks the host's first question
+		done = make(chan struct{})
+		h.asking = done
+	}
+	d.mu.Unlock()
+	d.requests.Add(1)
+	m, err = api.Referrers(ctx, repo, s)
+	if done != nil {
+		d.mu.Lock()
+		switch {
+		case err == nil:
+			h.known = true
+		case errors.Is(err, endpoint.ErrReferrersUnsupported):
+			h.known, h.lacks = true, true
+		}
+		h.asking = nil
+		close(done)
+		d.mu.Unlock()
+	}
+	if errors.Is(err, endpoint.ErrReferrersUnsupported) {
+		return m, false, nil
+	}
+	return m, err == nil, err
+}
+
+// lacksAPI reports whether host is known to have no referrers API, waiting
+// for the answer to a question being asked; false while nobody has asked.
+// A source that is no registry (no endpoint.Referrers) lacks it.
+func (d *Discoverer) lacksAPI(ctx context.Context, host string) (bool, error) {
+	if _, ok := d.src.(endpoint.Referrers); !ok {
+		return true, nil
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.noAPI[host]
+	for {
+		h := d.api[host]
+		if h == nil || (!h.known && h.asking == nil) {
+			return false, nil
+		}
+		if h.known {
+			return h.lacks, nil
+		}
+		ch := h.asking
+		d.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			d.mu.Lock()
+			return false, ctx.Err()
+		}
+		d.mu.Lock()
+	}
 }
 
 // repoTags returns repo's tags that can name attachments (nil when the source

@@ -1,8 +1,8 @@
 // Command airlock-bench is `make bench`: it measures airlock at real scale
 // (catalog commands on the 1.7 GB real-scale catalog and generated ones, the
 // copy workflows against skopeo sync and the registry's ingestion floor, the
-// packages' Go benchmarks), prints one table and appends it to
-// docs/benchmarks.md.
+// packages' Go benchmarks), prints one table, keeps it in bench/results and
+// rewrites the current tables of docs/benchmarks.md from the kept runs.
 //
 //	go run ./bench/cmd/airlock-bench -quick          # < 2 min: real-scale catalog, small catalog, 64 MB workload
 //	go run ./bench/cmd/airlock-bench                 # full: + large catalog, 0.91 GB reference workload, 3 runs, Go benchmarks
@@ -128,7 +128,7 @@ func run() error {
 	goPkgs := flag.String("go-bench-pkgs", env("BENCH_GO_PKGS", "./fbc/ ./fbc/validate/ ./fbc/legacy/ ./prune/ ./prune/graph/ ./report/ ./mirror/transfer/ ./mirror/catalogimage/ ./mirror/archive/ ./manifests/"), "packages for go test -bench (space-separated)")
 	goTime := flag.String("go-benchtime", env("BENCH_GO_BENCHTIME", "1x"), "go test -benchtime")
 	goTags := flag.String("go-tags", env("BENCH_GO_TAGS", ""), "go test -tags of the Go benchmarks (the Makefile passes its TAGS) [BENCH_GO_TAGS]")
-	docs := flag.String("docs", env("BENCH_DOCS", "docs/benchmarks.md"), "append the table to this file, relative to the repository root (\"\": do not)")
+	docs := flag.String("docs", env("BENCH_DOCS", "docs/benchmarks.md"), "record the run in bench/results and rewrite the current tables of this file, relative to the repository root (\"\": neither)")
 	note := flag.String("note", env("BENCH_NOTE", ""), "label of the run in the table heading, e.g. \"noisy: load average 15\" [BENCH_NOTE]")
 	work := flag.String("work", "", "work directory (default: a new temporary directory, removed at the end)")
 	keep := flag.Bool("keep", false, "keep the work directory")
@@ -136,12 +136,13 @@ func run() error {
 	fixtures := flag.String("fixtures", env("AIRLOCK_FIXTURES", ""), "fixtures folder (default ../shared/fixtures from the repository root) [AIRLOCK_FIXTURES]")
 	realYAMLDir := flag.String("real-yaml-dir", env("BENCH_REAL_YAML_DIR", "/tmp/airlock-large/catalog-yaml"), "keep (and reuse) the YAML rendering of the real-scale catalog here")
 	opm := flag.String("opm", env("OPM_BIN", ""), "opm binary (operator-registry v1.73.0) to measure beside airlock on the v4.21 input; empty skips it [OPM_BIN]")
-	links := flag.String("wan", env("BENCH_WAN", "wan,far"), "catalog-scale section: mirror over these WAN simulator presets (lan, wan, far, loopback); \"none\" skips it [BENCH_WAN]")
-	catPreset := flag.String("catalog-workload", env("BENCH_CATALOG_WORKLOAD", ""), "catalog-scale workload preset: catalog (500 images, 1.5 GB) or catalog-quick (1/10) (default catalog-quick; full: catalog) [BENCH_CATALOG_WORKLOAD]")
+	links := flag.String("wan", env("BENCH_WAN", "wan,far"), "catalog-scale section: mirror over these WAN simulator presets (lan, wan, far, rtt50: latency-bound rows, signatures on and off, best with -catalog-workload catalog-small-images; loopback); \"none\" skips it [BENCH_WAN]")
+	catPreset := flag.String("catalog-workload", env("BENCH_CATALOG_WORKLOAD", ""), "catalog-scale workload preset: catalog (500 images, 1.5 GB), catalog-quick (1/10) or catalog-small-images (61 images, 5 MB) (default catalog-quick; full: catalog) [BENCH_CATALOG_WORKLOAD]")
 	catRefs := flag.String("catalog-refs", env("BENCH_CATALOG_REFS", "digest"), "how the catalog-scale catalog names its bundle and related images: digest (pinned, as Red Hat's catalogs) or tag [BENCH_CATALOG_REFS]")
 	cacheDir := flag.String("cache", env("BENCH_CACHE", bench.DefaultCacheDir), "keep what is seeded once (the catalog-scale registry) here [BENCH_CACHE]")
 	cleanCache := flag.Bool("clean-cache", false, "remove the cache folder first (it is seeded again)")
 	catPort := flag.Int("catalog-port", 5790, "the catalog-scale source's fixed port on 127.0.0.1 (the catalog names its images there)")
+	scale := flag.String("scale", env("BENCH_SCALE", ""), "scale section: these numbers of images, comma-separated (e.g. 1000,5000,20000); tiny blobs, seeded once into -cache [BENCH_SCALE]")
 	flag.Parse()
 
 	root, err := repoRoot()
@@ -243,6 +244,16 @@ func run() error {
 		default:
 			return fmt.Errorf("invalid -catalog-refs %q: use digest or tag", *catRefs)
 		}
+	}
+	for _, f := range strings.Split(*scale, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 20 {
+			return fmt.Errorf("invalid -scale %q: want numbers of images of at least 20, comma-separated", *scale)
+		}
+		cfg.ScaleSizes = append(cfg.ScaleSizes, n)
 	}
 	if *docs != "" {
 		cfg.Docs = *docs

@@ -67,7 +67,9 @@ type WANConfig struct {
 var WANUser = Credentials{"airlock", "wan-secret"}
 
 // WANPresets are the links of `airlock-bench wan-proxy --preset` and the
-// benchmarks: a LAN, a WAN (50 ms, 50 MB/s) and a far WAN (150 ms, 20 MB/s).
+// benchmarks: a LAN, a WAN (50 ms, 50 MB/s), a far WAN (150 ms, 20 MB/s) and
+// rtt50, a link whose round trips alone bound a mirror (50 ms, no bandwidth
+// cap, a request-rate limit a mirror never reaches).
 // Handshake is two round trips (TCP, then TLS 1.3); every preset has token
 // auth, the CDN host and a request-rate limit well above what a mirror needs
 // (so that 429s are rare, not absent under bursts).
@@ -76,6 +78,8 @@ var WANPresets = map[string]WANConfig{
 		RequestRate: 1000, RequestBurst: 1000, TokenAuth: true, CDN: true},
 	"wan": {Latency: 50 * time.Millisecond, Handshake: 100 * time.Millisecond, Bandwidth: 50_000_000,
 		RequestRate: 200, RequestBurst: 200, TokenAuth: true, CDN: true},
+	"rtt50": {Latency: 50 * time.Millisecond, Handshake: 100 * time.Millisecond,
+		RequestRate: 1000, RequestBurst: 1000, TokenAuth: true, CDN: true},
 	"far": {Latency: 150 * time.Millisecond, Handshake: 300 * time.Millisecond, Bandwidth: 20_000_000,
 		RequestRate: 100, RequestBurst: 100, TokenAuth: true, CDN: true},
 }

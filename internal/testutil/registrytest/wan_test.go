@@ -261,13 +261,13 @@ func TestWANPreset(t *testing.T) {
 		name      string
 		latency   time.Duration
 		bandwidth int64
-	}{{"lan", time.Millisecond, 1_000_000_000}, {"wan", 50 * time.Millisecond, 50_000_000}, {"far", 150 * time.Millisecond, 20_000_000}} {
+	}{{"lan", time.Millisecond, 1_000_000_000}, {"wan", 50 * time.Millisecond, 50_000_000}, {"far", 150 * time.Millisecond, 20_000_000}, {"rtt50", 50 * time.Millisecond, 0}} {
 		c, err := WANPreset(tc.name)
 		if err != nil || c.Latency != tc.latency || c.Bandwidth != tc.bandwidth || !c.TokenAuth || !c.CDN {
 			t.Errorf("WANPreset(%q) = %v, %v; want %v RTT, %d B/s, token auth and CDN", tc.name, c, err, tc.latency, tc.bandwidth)
 		}
 	}
-	if _, err := WANPreset("moon"); err == nil || err.Error() != `unknown WAN preset "moon" (want one of far, lan, wan)` {
+	if _, err := WANPreset("moon"); err == nil || err.Error() != `unknown WAN preset "moon" (want one of far, lan, rtt50, wan)` {
 		t.Errorf("WANPreset(moon) error = %v", err)
 	}
 	if _, err := StartWAN("::not a url", WANConfig{}); err == nil {

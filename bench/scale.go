@@ -1,0 +1,192 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/airlock-mirror/airlock/bench/workload"
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/location"
+	"github.com/airlock-mirror/airlock/workspace"
+)
+
+// ScaleWorkload is the scale section's workload of about n images: a
+// catalog of n/10 packages (each a bundle image and a channel of three
+// bundles) naming the rest, four tags to a repository, one image in fifty a
+// two-arch index, eight shared base layers and one unique layer per image,
+// all tiny (a few KiB), so that what grows with n is the number of images,
+// not bytes on disk.
+func ScaleWorkload(n int) workload.Options {
+	pk := max(1, n/10)
+	ix := n / 50
+	return workload.Options{Namespace: "scale", Repos: max(1, n/4), Images: max(1, n-pk-ix), Indexes: ix,
+		BaseLayers: 8, BaseLayerSize: 2 << 10, UniqueLayers: 1, UniqueBytes: int64(n) * 512,
+		Seed: uint64(7000 + n), Packages: pk, OlderBundles: 2}
+}
+
+// scaleRun is one size's measures, for the growth rows.
+type scaleRun struct {
+	n                        int
+	plan, first, noop        Measure
+	src, dst                 int64 // requests of the first run
+	results, report, history int64 // bytes
+	largestObject            int64
+	largestObjectName        string
+}
+
+// runScale mirrors the scale workload of each size of cfg.ScaleSizes on
+// loopback (the source on the catalog port, the destination fresh): the plan
+// alone (--plan-only), the first mirror-to-mirror run, the no-op re-run, and
+// the sizes of what the workspace keeps; then how each measure grew per
+// image from one size to the next.
+func runScale(ctx context.Context, cfg Config) ([]Row, error) {
+	host := fmt.Sprintf("127.0.0.1:%d", cfg.CatalogPort)
+	var rows []Row
+	var runs []scaleRun
+	var errs []error
+	for _, n := range cfg.ScaleSizes {
+		r, rr, err := scaleSize(ctx, cfg, host, n)
+		rows = append(rows, rr...)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%d images: %w", n, err))
+			continue
+		}
+		runs = append(runs, r)
+	}
+	for i := 1; i < len(runs); i++ {
+		rows = append(rows, growthRow(runs[i-1], runs[i]))
+	}
+	return rows, errors.Join(errs...)
+}
+
+func scaleSize(ctx context.Context, cfg Config, host string, n int) (scaleRun, []Row, error) {
+	r := scaleRun{n: n}
+	seed, err := seedCatalogScale(ctx, cfg, ScaleWorkload(n), host)
+	if err != nil {
+		return r, nil, err
+	}
+	st := seed.Stats
+	images := st.Tags - 1
+	r.n = images
+	input := fmt.Sprintf("scale %d: %d images, %d repositories, %s", n, images, st.Repos, Bytes(st.BlobBytes))
+	rows := []Row{heading(fmt.Sprintf("scale: %d images (%d packages heads only, %d two-arch indexes) in %d repositories, %d blobs of a few KiB (%s); source and destination on loopback",
+		images, max(1, seed.Options.Packages), st.Indexes, st.Repos, st.Blobs, Bytes(st.BlobBytes)))}
+	src, err := StartRegistry(ctx, cfg.Airlock, seed.Root)
+	if err != nil {
+		return r, rows, err
+	}
+	defer src.Stop()
+	wan, err := registrytest.StartWAN(src.Addr(), registrytest.WANConfig{Listen: host})
+	if err != nil {
+		return r, rows, fmt.Errorf("listen on %s (-catalog-port picks another port): %w", host, err)
+	}
+	defer wan.Close()
+	work := filepath.Join(cfg.WorkDir, fmt.Sprintf("scale-%d", n))
+	defer os.RemoveAll(work)
+	dst, err := StartRegistry(ctx, cfg.Airlock, filepath.Join(work, "dst"))
+	if err != nil {
+		return r, rows, err
+	}
+	defer dst.Stop()
+	isc := filepath.Join(work, "isc.yaml")
+	if err := os.WriteFile(isc, fmt.Appendf(nil, "apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  operators:\n  - catalog: %s\n", seed.CatalogRef), 0o644); err != nil {
+		return r, rows, err
+	}
+	ws := filepath.Join(work, "ws")
+	args := []string{"mirror", "-c", isc, "--workspace", location.File(ws).String(), location.Docker(dst.Addr() + "/mirror").String(),
+		"--dest-tls-verify=false", "--src-tls-verify=false"}
+	run := func(what string, extra ...string) (Measure, int64, int64, error) {
+		s0, d0 := wan.Stats(), dst.Proxy.Counts()
+		cfg.Log.Info("measuring", "what", what, "images", images)
+		m, err := Exec(ctx, Command{Name: cfg.Airlock, Args: append(append([]string(nil), args...), extra...)})
+		if err == nil && m.Exit != 0 {
+			err = fmt.Errorf("%s: exit %d: %s", what, m.Exit, lastLine(m.Stderr))
+		}
+		return m, wan.Stats().Requests - s0.Requests, dst.Proxy.Counts().Sub(d0).Requests, err
+	}
+	perImage := func(v int64) string { return fmt.Sprintf("%.2f", float64(v)/float64(images)) }
+	var s, d int64
+	if r.plan, s, _, err = run("scale: plan only", "--plan-only"); err != nil {
+		return r, rows, err
+	}
+	rows = append(rows, Row{Name: "scale: plan (--plan-only)", Input: input, Wall: r.plan.Wall, RSS: r.plan.MaxRSS, CPU: r.plan.CPU(),
+		Requests: fmt.Sprintf("%d / –", s), Note: fmt.Sprintf("%s source requests per image; CPU %s per 1,000 images", perImage(s), Seconds(r.plan.CPU()*1000/time.Duration(images)))})
+	if r.first, r.src, r.dst, err = run("scale: first m2m"); err != nil {
+		return r, rows, err
+	}
+	rows = append(rows, Row{Name: "scale: m2m first run", Input: input, Wall: r.first.Wall, RSS: r.first.MaxRSS, CPU: r.first.CPU(),
+		Requests: fmt.Sprintf("%d / %d", r.src, r.dst), Note: fmt.Sprintf("%s / %s requests per image (source / destination); CPU %s per 1,000 images",
+			perImage(r.src), perImage(r.dst), Seconds(r.first.CPU()*1000/time.Duration(images)))})
+	if r.noop, s, d, err = run("scale: no-op re-run"); err != nil {
+		return r, rows, err
+	}
+	rows = append(rows, Row{Name: "scale: m2m no-op re-run", Input: input, Wall: r.noop.Wall, RSS: r.noop.MaxRSS, CPU: r.noop.CPU(),
+		Requests: fmt.Sprintf("%d / %d", s, d), Note: fmt.Sprintf("%s / %s requests per image", perImage(s), perImage(d))})
+	wd := workspace.At(ws)
+	r.results, r.report, r.history = fileSize(wd.ResultsPath()), fileSize(wd.ReportHTMLPath()), treeSize(wd.HistoryDir())
+	r.largestObjectName, r.largestObject = largestFile(wd.ClusterResourcesDir())
+	rows = append(rows, Row{Name: "scale: what the workspace keeps", Input: input,
+		Note: fmt.Sprintf("results.json %s, report.html %s, history %s (after the three runs), per image %s / %s / %s; largest cluster resource %s: %s (etcd takes ≤ 1.5 MiB)",
+			Bytes(r.results), Bytes(r.report), Bytes(r.history), Bytes(r.results/int64(images)), Bytes(r.report/int64(images)), Bytes(r.history/int64(images)),
+			r.largestObjectName, Bytes(r.largestObject)),
+		Target: "objects ≤ 1.5 MiB", Met: met(r.largestObject <= 1536<<10)})
+	return r, rows, nil
+}
+
+// growthRow says how much each measure grew from a to b per image: 1.00 is
+// linear, 1.30 means 30% more per image at the larger size.
+func growthRow(a, b scaleRun) Row {
+	k := float64(b.n) / float64(a.n)
+	g := func(x, y float64) string {
+		if x <= 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.2f", y/x/k)
+	}
+	d := func(x, y time.Duration) string { return g(float64(x), float64(y)) }
+	i := func(x, y int64) string { return g(float64(x), float64(y)) }
+	return Row{Name: fmt.Sprintf("scale: growth per image, %d → %d images", a.n, b.n), WallText: d(a.first.Wall, b.first.Wall),
+		Note: fmt.Sprintf("(1.00: linear) plan CPU %s, first-run CPU %s, no-op wall %s, source requests %s, destination requests %s, results.json %s, report.html %s, history %s; peak RSS of the first run %s → %s",
+			d(a.plan.CPU(), b.plan.CPU()), d(a.first.CPU(), b.first.CPU()), d(a.noop.Wall, b.noop.Wall), i(a.src, b.src), i(a.dst, b.dst),
+			i(a.results, b.results), i(a.report, b.report), i(a.history, b.history), MiB(a.first.MaxRSS), MiB(b.first.MaxRSS))}
+}
+
+func fileSize(p string) int64 {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+func treeSize(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+func largestFile(dir string) (string, int64) {
+	var name string
+	var n int64
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil && fi.Size() > n {
+				name, n = filepath.Base(p), fi.Size()
+			}
+		}
+		return nil
+	})
+	return name, n
+}

@@ -1,0 +1,121 @@
+package pipeline
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/internal/testutil/releasetest"
+	"github.com/airlock-mirror/airlock/location"
+	"github.com/airlock-mirror/airlock/workspace"
+)
+
+// childPlatforms lists the platforms of the index ref holds at its registry
+// whose child manifests the registry has, asked with go-containerregistry.
+func childPlatforms(t *testing.T, ref string) []string {
+	t.Helper()
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := remote.Index(r)
+	if err != nil {
+		t.Fatalf("%s: %v", ref, err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, d := range im.Manifests {
+		if _, err := remote.Head(r.Context().Digest(d.Digest.String())); err == nil {
+			out = append(out, d.Platform.OS+"/"+d.Platform.Architecture)
+		}
+	}
+	return out
+}
+
+// A multi payload (an index of per-platform payloads, components indexes too)
+// is mirrored whole, or with only the platforms listed (sparse indexes, to a
+// registry that takes them), under the multi tag.
+func TestReleaseMulti(t *testing.T) {
+	ctx := context.Background()
+	e := newReleaseEnv(t, releasetest.Spec{Version: "4.16.0", Components: 6, Platforms: []string{"linux/amd64", "linux/arm64"}})
+	comp := e.rel.Components["component-001"]
+	_, compDigest, _ := strings.Cut(comp, "@")
+
+	dst := registrytest.Start(t)
+	o := Options{ConfigPath: releaseConfig(t, "    release: "+e.rel.Ref+"\n"), Releases: ReleaseOptions{SignatureURL: e.store.URL, SignatureKeys: e.keys}}
+	o.Destination.Location, o.Workspace = location.Docker(dst.Host()+"/whole"), location.File(t.TempDir())
+	res, err := Mirror(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := dst.Host() + "/whole/openshift/release-images:4.16.0-multi"
+	if got := digestAt(t, payload); got != e.rel.Digest.String() {
+		t.Errorf("whole: payload %s is %q, want %s", payload, got, e.rel.Digest)
+	}
+	if got := childPlatforms(t, payload); strings.Join(got, ",") != "linux/amd64,linux/arm64" {
+		t.Errorf("whole: payload platforms %v", got)
+	}
+	if got := digestAt(t, dst.Host()+"/whole/openshift/release:4.16.0-multi-component-001"); got != compDigest {
+		t.Errorf("whole: component-001 is %q, want %s", got, compDigest)
+	}
+	if !strings.Contains(strings.Join(res.Sources, "\n"), "release:   4.16.0 (multi)") {
+		t.Errorf("summary: %q", res.Sources)
+	}
+
+	sparse := registrytest.StartKind(t, registrytest.DistributionV3Sparse)
+	o.ConfigPath = releaseConfig(t, "    release: "+e.rel.Ref+"\n    platforms:\n    - os: linux\n      architecture: arm64\n")
+	o.Destination.Location, o.Workspace = location.Docker(sparse.Host+"/sparse"), location.File(t.TempDir())
+	if _, err := Mirror(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	payload = sparse.Host + "/sparse/openshift/release-images:4.16.0-multi"
+	if got := digestAt(t, payload); got != e.rel.Digest.String() {
+		t.Errorf("sparse: payload %s is %q, want %s (a sparse index keeps its digest)", payload, got, e.rel.Digest)
+	}
+	if got := childPlatforms(t, payload); strings.Join(got, ",") != "linux/arm64" {
+		t.Errorf("sparse: payload platforms %v, want linux/arm64 only", got)
+	}
+	if got := childPlatforms(t, sparse.Host+"/sparse/openshift/release:4.16.0-multi-component-001"); strings.Join(got, ",") != "linux/arm64" {
+		t.Errorf("sparse: component-001 platforms %v, want linux/arm64 only", got)
+	}
+}
+
+// A release planned with --plan-only (graph: true, which is warned about), copied by a shard and finished by
+// another run (which selects again: the release's mirror set and signature
+// ConfigMaps are written).
+func TestReleaseSharded(t *testing.T) {
+	ctx := context.Background()
+	e := newReleaseEnv(t, releasetest.Spec{Version: "4.15.1", Components: 8})
+	dst := registrytest.Start(t)
+	base := Options{ConfigPath: releaseConfig(t, "    release: "+e.rel.Ref+"\n    graph: true\n"), Releases: ReleaseOptions{SignatureURL: e.store.URL, SignatureKeys: e.keys}}
+	base.Destination.Location = location.Docker(dst.Host() + "/mirror")
+	run := func(o Options) *Result {
+		t.Helper()
+		o.Workspace = location.File(t.TempDir())
+		res, err := Mirror(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	po := base
+	po.Run.PlanOnly = true
+	planFile := workspace.Dir(run(po).WorkingDir).PlanPath()
+	sh := base
+	sh.Run.PlanFile, sh.Run.Shard, sh.Run.Shards = planFile, 0, 1
+	run(sh)
+	fin := base
+	fin.Run.PlanFile, fin.Run.Finish = planFile, true
+	res := run(fin)
+	checkReleaseMirrored(t, "sharded", res, dst.Host()+"/mirror", e.rel)
+	if !strings.Contains(strings.Join(res.Warnings, "\n"), "mirror.platform.graph: the graph-data image and the UpdateService are not built") {
+		t.Errorf("graph: true without a warning: %q", res.Warnings)
+	}
+}

@@ -64,6 +64,15 @@ func (m *SourceMux) Blob(ctx context.Context, repo string, d endpoint.Descriptor
 	return s.Blob(ctx, repo, d)
 }
 
+// BlobFrom implements endpoint.RangeSource with the routed source's.
+func (m *SourceMux) BlobFrom(ctx context.Context, repo string, d endpoint.Descriptor, off int64) (io.ReadCloser, int64, error) {
+	s, err := m.route(repo)
+	if err != nil {
+		return nil, 0, err
+	}
+	return endpoint.BlobFrom(ctx, s, repo, d, off)
+}
+
 // HostLimit implements endpoint.HostLimiter with Default's bounds; layouts,
 // read from the local disk, have none.
 func (m *SourceMux) HostLimit(host string) endpoint.HostLimit {

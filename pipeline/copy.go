@@ -3,8 +3,11 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/transfer"
 )
 
@@ -37,8 +40,15 @@ func (r *run) copyJobs(ctx context.Context, src endpoint.Source, dst endpoint.De
 }
 
 func (r *run) copyWith(ctx context.Context, src endpoint.Source, dst endpoint.Destination, jobs []transfer.Job, elsewhere endpoint.HeldElsewhere, pre *transfer.Prefetch) (*transfer.Report, error) {
+	if err := r.checkSparseIndexes(ctx, dst, jobs); err != nil {
+		return nil, err
+	}
 	memo := transfer.NewMemoSource(src)
-	progress, held, err := r.track(ctx, memo, dst, jobs, pre)
+	measured, err := r.checkSpace(ctx, memo, dst, jobs)
+	if err != nil {
+		return nil, err
+	}
+	progress, held, err := r.track(ctx, memo, dst, jobs, pre, measured)
 	if err != nil {
 		return nil, err
 	}
@@ -52,6 +62,7 @@ func (r *run) copyWith(ctx context.Context, src endpoint.Source, dst endpoint.De
 		rep, err = transfer.Copy(ctx, memo, dst, jobs, o)
 	}
 	r.setCopy(rep)
+	r.noteAltered(dst)
 	if ctx.Err() != nil {
 		return rep, ctx.Err()
 	}
@@ -59,4 +70,22 @@ func (r *run) copyWith(ctx context.Context, src endpoint.Source, dst endpoint.De
 		return rep, err
 	}
 	return rep, nil // other failures are in the report
+}
+
+// noteAltered records in the results, with a warning each, the altered
+// manifest revisions the destination registry refused to delete
+// (registry.Client.AlteredKept) that are not recorded yet.
+func (r *run) noteAltered(dst endpoint.Destination) {
+	reg, ok := dst.(*registry.Client)
+	if !ok {
+		return
+	}
+	kept := reg.AlteredKept()
+	for _, a := range kept {
+		if slices.Contains(r.res.AlteredManifests, a) {
+			continue
+		}
+		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("%s@%s: the registry stored this manifest altered on the way and refused to delete it; its tag was pushed again and names the right manifest, but this revision stays readable by its digest until the registry's garbage collection removes it (Distribution: registry garbage-collect --delete-untagged)", a.Repository, a.Digest))
+	}
+	r.res.AlteredManifests = kept
 }

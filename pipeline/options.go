@@ -107,6 +107,9 @@ type ArchiveOptions struct {
 	// image fails. Without it the batch holds everything that succeeded and
 	// records what failed (a partial batch: ErrPartial).
 	AllOrNothing bool
+	// SkipSpaceCheck (mirror-to-disk, --skip-space-check) goes on when the
+	// archive's filesystem has less free space than the run will stage.
+	SkipSpaceCheck bool
 	// SignKey (mirror-to-disk, --sign-key) signs the archive; VerifyKey
 	// (disk-to-mirror, --archive-key) refuses an archive it did not sign.
 	SignKey, VerifyKey string

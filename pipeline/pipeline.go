@@ -54,6 +54,11 @@ type Result struct {
 	// Notes are findings logged at info level, not problems (the images
 	// mirrored without a signature under --signatures best-effort).
 	Notes []string `json:"notes,omitempty"`
+	// AlteredManifests are manifest revisions the destination stored altered
+	// (changed on the way) and refused to delete: their tags were pushed
+	// again and name the right manifests, but these stay readable by digest
+	// until the registry's garbage collection removes them.
+	AlteredManifests []registry.AlteredManifest `json:"alteredManifests,omitempty"`
 	// Sources are the content sources' own summary lines (Selection.Summary).
 	Sources []string `json:"sources,omitempty"`
 	// Report is this run's page (working-dir/reports/report-NNNNNN.html).
@@ -81,6 +86,9 @@ type Result struct {
 	BlobsMounted int64 `json:"blobsMounted"`
 	BlobsSkipped int64 `json:"blobsSkipped"`
 	BytesSent    int64 `json:"bytesSent"`
+	// BytesResumed is the part of BytesSent an interrupted run had already
+	// staged (mirror-to-disk resumed those blobs with Range requests).
+	BytesResumed int64 `json:"bytesResumed,omitempty"`
 	// ManifestsSent counts manifests pushed (or written into the archive).
 	ManifestsSent int64         `json:"manifestsSent"`
 	Duration      time.Duration `json:"duration"`
@@ -458,5 +466,5 @@ func (r *run) setCopy(rep *transfer.Report) {
 	}
 	r.res.Copy = rep
 	r.res.BlobsSent, r.res.BlobsMounted, r.res.BlobsSkipped, r.res.BytesSent = rep.BlobsSent, rep.BlobsMounted, rep.BlobsSkipped, rep.BytesSent
-	r.res.ManifestsSent = rep.ManifestsSent
+	r.res.ManifestsSent, r.res.BytesResumed = rep.ManifestsSent, rep.BytesResumed
 }

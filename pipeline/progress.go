@@ -39,19 +39,27 @@ type tracker struct {
 // track reads the manifests of jobs at src for the totals (stage "measure"),
 // reports the start of the copy, and returns the callback for the copy engine.
 // The copy then reads the manifests from src's memory, not from the source again.
-func (r *run) track(ctx context.Context, src *transfer.MemoSource, dst endpoint.Destination, jobs []transfer.Job, pre *transfer.Prefetch) (func(transfer.ProgressEvent), []transfer.Held, error) {
+// measured, when not nil, is the measure made already (checkSpace's): it is
+// not made again.
+func (r *run) track(ctx context.Context, src *transfer.MemoSource, dst endpoint.Destination, jobs []transfer.Job, pre *transfer.Prefetch, measured *transfer.Sizes) (func(transfer.ProgressEvent), []transfer.Held, error) {
 	defer src.StopFilling()
 	if len(jobs) == 0 {
 		return nil, nil, nil // nothing to copy: no stage, no bar
 	}
 	if r.opts.Output.Progress == nil {
 		r.stage("copy")
+		if measured != nil {
+			return nil, measured.Held, nil
+		}
 		return nil, nil, nil
 	}
-	r.stage("measure")
-	s, err := transfer.Measure(ctx, src, pre.Destination(dst), jobs, 16, r.stageProgress("measure"))
-	if err != nil {
-		return nil, nil, err
+	s := measured
+	if s == nil {
+		r.stage("measure")
+		var err error
+		if s, err = transfer.Measure(ctx, src, pre.Destination(dst), jobs, 16, r.stageProgress("measure")); err != nil {
+			return nil, nil, err
+		}
 	}
 	t := &tracker{cb: r.opts.Output.Progress, size: map[digest.Digest]int64{}, done: map[digest.Digest]bool{}, perJob: map[string][]endpoint.Descriptor{}, catalog: map[string]bool{}}
 	t.p = Progress{Stage: "copy", BlobsTotal: s.Blobs, BytesTotal: s.Bytes}

@@ -42,6 +42,7 @@ func addOCMirrorMirrorFlags(cmd *cobra.Command, o *pipeline.Options) {
 	f := cmd.Flags()
 	f.StringVar(&since, "since", "", "mirror-to-disk: YYYY-MM-DD: ship what changed since that date (the next batch builds only on the batches written before it)")
 	f.StringVar(&cacheDir, "cache-dir", "", "base folder of the catalog cache shared across workspaces (CACHE/"+workspace.CacheDirName+"; default: $"+workspace.CacheEnv+", else each working-dir)")
+	f.BoolVar(&o.Archive.SkipSpaceCheck, "skip-space-check", false, "mirror-to-disk: go on when the archive's filesystem has less free space than the blobs still to fetch (checked before anything is staged)")
 	f.BoolVar(&o.Archive.Strict, "strict-archive", false, "mirror-to-disk: fail when a blob is larger than archiveSize (default: it gets an archive file of its own)")
 	notes := []ocNote{
 		{"port", "airlock needs no local cache registry: images go straight from the source to the destination or archive"},

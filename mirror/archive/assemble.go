@@ -219,7 +219,7 @@ func (w *Writer) stageManifest(ctx context.Context, mf ShardManifest) error {
 		return nil
 	}
 	d := endpoint.Descriptor{Digest: mf.Digest, Size: int64(len(mf.Raw))}
-	if err := w.stage(ctx, d, bytes.NewReader(mf.Raw)); err != nil {
+	if err := w.stage(ctx, d, bytes.NewReader(mf.Raw), 0, nil); err != nil {
 		return err
 	}
 	w.blobs[mf.Digest] = &stagedBlob{size: d.Size, repos: map[string]struct{}{}}

@@ -286,7 +286,7 @@ func (w *Writer) unstage(ctx context.Context, chunk string) error {
 		if err != nil {
 			return err
 		}
-		err = w.stage(ctx, endpoint.Descriptor{Digest: d, Size: b.size}, rc)
+		err = w.stage(ctx, endpoint.Descriptor{Digest: d, Size: b.size}, rc, 0, nil)
 		rc.Close()
 		if err != nil {
 			return fmt.Errorf("chunk %s: %w", chunk, err)

@@ -82,6 +82,8 @@ type Writer struct {
 	// completed are chunks an interrupted Finish finished writing (from finish.json).
 	completed *finishJournal
 	signKey   string // WriterOptions.SignKey
+	// writing are the blobs whose partial file a transfer is writing.
+	writing map[digest.Digest]bool
 }
 
 type stagedBlob struct {
@@ -158,6 +160,7 @@ func NewWriter(dir string, opts WriterOptions) (*Writer, error) {
 		relied:    map[digest.Digest]*reliedBlob{},
 		tags:      map[tagKey]TagRecord{},
 		held:      map[tagKey]bool{},
+		writing:   map[digest.Digest]bool{},
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create archive directory: %w", err)
@@ -167,7 +170,7 @@ func NewWriter(dir string, opts WriterOptions) (*Writer, error) {
 	if err := w.checkDir(resuming); err != nil {
 		return nil, err
 	}
-	for _, d := range []string{filepath.Join(w.staging, "blobs", "sha256"), filepath.Join(w.staging, "tmp")} {
+	for _, d := range []string{filepath.Join(w.staging, "blobs", "sha256"), filepath.Join(w.staging, "tmp"), filepath.Join(w.staging, partialDirName)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("create staging area: %w", err)
 		}
@@ -187,7 +190,8 @@ func NewWriter(dir string, opts WriterOptions) (*Writer, error) {
 
 // load reads back the staging area of an interrupted run.
 func (w *Writer) load() error {
-	// Leftover temporary files of interrupted transfers are useless.
+	// Leftover temporary files are useless (the partial blobs of interrupted
+	// transfers, which are resumed, are kept in partialDirName).
 	tmp := filepath.Join(w.staging, "tmp")
 	if ents, err := os.ReadDir(tmp); err == nil {
 		for _, e := range ents {
@@ -354,63 +358,6 @@ func (w *Writer) MountBlob(ctx context.Context, repo, from string, d endpoint.De
 	return w.BlobExists(ctx, repo, d)
 }
 
-// PutBlob verifies and stages blob d. A blob already staged or shipped is not read again.
-func (w *Writer) PutBlob(ctx context.Context, repo string, d endpoint.Descriptor, r io.Reader) error {
-	if err := validDigest(d.Digest); err != nil {
-		return err
-	}
-	if d.Size < 0 {
-		return fmt.Errorf("blob %s: negative size %d", d.Digest, d.Size)
-	}
-	w.mu.Lock()
-	ok, err := w.present(repo, d)
-	w.mu.Unlock()
-	if ok || err != nil {
-		return err
-	}
-	if err := w.stage(ctx, d, r); err != nil {
-		return err
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.finished {
-		return ErrFinished
-	}
-	if _, ok := w.blobs[d.Digest]; !ok {
-		w.blobs[d.Digest] = &stagedBlob{size: d.Size, repos: map[string]struct{}{}}
-	}
-	return w.use(repo, d.Digest)
-}
-
-// stage copies r into the staging area, verifying size and digest, and renames it
-// into place only when both match.
-func (w *Writer) stage(ctx context.Context, d endpoint.Descriptor, r io.Reader) error {
-	tmp, err := os.CreateTemp(filepath.Join(w.staging, "tmp"), d.Digest.Encoded()+".*")
-	if err != nil {
-		return fmt.Errorf("stage blob %s: %w", d.Digest, err)
-	}
-	defer os.Remove(tmp.Name())
-	vd := digest.SHA256.Digester()
-	// Read one byte more than announced to detect oversized streams.
-	n, err := io.CopyBuffer(io.MultiWriter(tmp, vd.Hash()), &ctxReader{ctx, io.LimitReader(r, d.Size+1)}, make([]byte, 1<<20))
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("stage blob %s: %w", d.Digest, err)
-	}
-	if n != d.Size {
-		return fmt.Errorf("blob %s: read %d bytes, descriptor says %d: %w", d.Digest, n, d.Size, ErrCorrupt)
-	}
-	if got := vd.Digest(); got != d.Digest {
-		return fmt.Errorf("blob %s: content has digest %s: %w", d.Digest, got, ErrCorrupt)
-	}
-	if err := os.Rename(tmp.Name(), w.stagedPath(d.Digest)); err != nil {
-		return fmt.Errorf("stage blob %s: %w", d.Digest, err)
-	}
-	return nil
-}
-
 func (w *Writer) stagedPath(d digest.Digest) string {
 	return filepath.Join(w.staging, "blobs", "sha256", d.Encoded())
 }
@@ -464,7 +411,7 @@ func (w *Writer) PutManifest(ctx context.Context, repo, reference string, m endp
 	_, staged := w.blobs[got]
 	w.mu.Unlock()
 	if !staged {
-		if err := w.stage(ctx, d, bytes.NewReader(m.Raw)); err != nil {
+		if err := w.stage(ctx, d, bytes.NewReader(m.Raw), 0, nil); err != nil {
 			return fmt.Errorf("manifest %s:%s: %w", repo, reference, err)
 		}
 	}

@@ -34,6 +34,17 @@ func NewVerifier(r io.Reader, d Descriptor) *Verifier {
 	return v
 }
 
+// NewVerifierFrom returns a Verifier of the rest of a blob: r reads d from
+// byte n on, and h is a SHA-256 state the first n bytes were written into
+// (a resumed transfer); N counts those n bytes too. With no state (h nil, or
+// d not SHA-256) it is NewVerifier and n must be 0.
+func NewVerifierFrom(r io.Reader, d Descriptor, n int64, h hash.Hash) *Verifier {
+	if h == nil || n == 0 || d.Digest.Algorithm() != digest.SHA256 {
+		return NewVerifier(r, d)
+	}
+	return &Verifier{r: r, d: d, h: h, n: n}
+}
+
 // AsVerifier returns r itself when it already verifies d, else wraps it.
 func AsVerifier(r io.Reader, d Descriptor) *Verifier {
 	if v, ok := r.(*Verifier); ok && v.d.Digest == d.Digest && v.d.Size == d.Size {

@@ -33,7 +33,9 @@ type hostState struct {
 	probed     [2]bool     // Probe succeeded: for pull, for push
 	mounts     bool        // the host answered a mount with 201 this run
 	mountProbe *mountProbe // whether the host honours mounts (honoursMountsOf)
-	insecure   bool        // registries.conf marks the host insecure
+	// sparseProbe: whether it stores sparse indexes (AcceptsSparseIndexes)
+	sparseProbe *sparseProbe
+	insecure    bool // registries.conf marks the host insecure
 	// What the client saw of the host's health lately (see Timeouts and
 	// NoteFailure): the last silent timeout, the start of the wait that ended
 	// in the first of them, the 5xx answers since the last other answer, and

@@ -24,9 +24,9 @@ import (
 //     arrives, so the digest it reports (Docker-Content-Digest, or a HEAD when
 //     it sends none) must be m's. When it is not, the revision that arrived
 //     altered is deleted by its digest (which also drops the tag) and the tag
-//     is pushed again. When the registry cannot delete it, PutManifest fails
-//     naming the registry, the repository and the altered digest, so that it
-//     can be removed by hand.
+//     is pushed again. When the registry cannot delete it, the tag is pushed
+//     again all the same, and the altered revision, untagged but readable by
+//     its digest, is listed by AlteredKept for the run's results.
 //
 // A tag is not pushed by digest first: that would not protect the tag's own
 // PUT, which the check above protects either way, and it cost every image a
@@ -60,10 +60,15 @@ func (r *Client) putVerified(ctx context.Context, repo, reference string, m endp
 		}
 		altered := fmt.Errorf("put manifest %s:%s: the registry stored %s, not %s (the manifest was altered on the way): %w", repo, reference, stored, want, oci.ErrDigestMismatch)
 		if _, derr := r.DeleteManifest(ctx, repo, stored); derr != nil {
-			return retry.Permanent(fmt.Errorf("%w; registry %s kept the altered manifest %s@%s and refused to delete it (%w): delete it by hand (skopeo delete docker://%s@%s), then run again",
-				altered, endpoint.RepoHost(repo), repo, stored, derr, repo, stored))
+			// The tag is pushed again all the same (it then names want); the
+			// altered revision stays readable by its digest, listed for the
+			// run's results (AlteredKept).
+			r.keptAltered(repo, stored)
+			r.log.Warn("the registry refused to delete a manifest it stored altered: pushing the tag again; the altered revision stays until the registry's garbage collection", "repo", repo, "reference", reference, "stored", stored, "want", want, "error", derr.Error())
+			altered = fmt.Errorf("%w; registry %s kept the altered revision %s@%s (it refused to delete it: %v)", altered, endpoint.RepoHost(repo), repo, stored, derr)
+		} else {
+			r.log.Warn("deleted a manifest the registry stored altered", "repo", repo, "reference", reference, "stored", stored, "want", want)
 		}
-		r.log.Warn("deleted a manifest the registry stored altered", "repo", repo, "reference", reference, "stored", stored, "want", want)
 		// An outer operation (a whole transfer) decides about another attempt.
 		if retry.FromContext(ctx) != nil || !attempts.Again(ctx, altered, what) {
 			return altered

@@ -107,6 +107,9 @@ type Client struct {
 	mu    sync.Mutex
 	hosts map[string]*hostState          // by host: everything known of it (hostOf)
 	creds map[string]authn.Authenticator // by repository
+	// altered are the revisions stored altered that the registry refused
+	// to delete (AlteredKept).
+	altered map[AlteredManifest]bool
 
 	timeouts Timeouts
 	memo     manifestMemo

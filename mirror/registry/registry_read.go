@@ -90,7 +90,21 @@ func (r *Client) getManifest(ctx context.Context, repo, reference string) (endpo
 // of the operation the read belongs to (a blob transfer), so the retry policy
 // bounds them too. The caller verifies the digest.
 func (r *Client) Blob(ctx context.Context, repo string, d endpoint.Descriptor) (io.ReadCloser, error) {
-	br := &regBlobReader{ctx: ctx, r: r, repo: repo, d: d, attempts: retry.FromContext(ctx)}
+	rc, _, err := r.BlobFrom(ctx, repo, d, 0)
+	return rc, err
+}
+
+// BlobFrom implements endpoint.RangeSource: Blob from byte off, asked with
+// "Range: bytes=off-". From a registry (or proxy) that ignores the Range and
+// answers 200, or answers 206 with another range or a length other than the
+// rest of the blob, the whole blob is read and its first off bytes dropped
+// (fetched again, but what is held is never taken for something else). The
+// reader starts at off either way.
+func (r *Client) BlobFrom(ctx context.Context, repo string, d endpoint.Descriptor, off int64) (io.ReadCloser, int64, error) {
+	if off < 0 || (d.Size >= 0 && off > d.Size) {
+		return nil, 0, fmt.Errorf("get blob %s@%s from byte %d: outside its %d bytes", repo, d.Digest, off, d.Size)
+	}
+	br := &regBlobReader{ctx: ctx, r: r, repo: repo, d: d, off: off, attempts: retry.FromContext(ctx)}
 	if br.attempts == nil {
 		br.attempts = retry.NewAttempts(r.policy, r.log)
 	}
@@ -103,9 +117,9 @@ func (r *Client) Blob(ctx context.Context, repo string, d endpoint.Descriptor) (
 		return br.open()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("get blob %s@%s: %w", repo, d.Digest, err)
+		return nil, 0, fmt.Errorf("get blob %s@%s: %w", repo, d.Digest, err)
 	}
-	return br, nil
+	return br, off, nil
 }
 
 type regBlobReader struct {
@@ -121,7 +135,11 @@ type regBlobReader struct {
 	d          endpoint.Descriptor
 	body       io.ReadCloser
 	off        int64
-	attempts   *retry.Attempts
+	// noRange is set once the registry answered a Range request with a
+	// range that is not the rest of the blob: later reads ask for the whole
+	// blob and skip the first off bytes.
+	noRange  bool
+	attempts *retry.Attempts
 }
 
 // open makes one request for the rest of the blob (from b.off): at the URL
@@ -129,7 +147,7 @@ type regBlobReader struct {
 // back to the registry at once when that fails), else at the registry.
 func (b *regBlobReader) open() error {
 	hdr := map[string]string{}
-	if b.off > 0 {
+	if b.off > 0 && !b.noRange {
 		hdr["Range"] = "bytes=" + strconv.FormatInt(b.off, 10) + "-"
 	}
 	u := b.url
@@ -155,15 +173,23 @@ func (b *regBlobReader) open() error {
 	switch {
 	case resp.StatusCode == http.StatusOK:
 		if b.off > 0 { // server ignored Range: skip what we already have
+			b.r.log.Debug("the registry ignored a Range request: reading the blob's first bytes again", "repo", b.repo, "digest", b.d.Digest, "offset", b.off)
 			if _, err := io.CopyN(io.Discard, resp.Body, b.off); err != nil {
 				resp.Body.Close()
 				return err
 			}
 		}
 	case resp.StatusCode == http.StatusPartialContent && b.off > 0:
-		if !strings.HasPrefix(resp.Header.Get("Content-Range"), "bytes "+strconv.FormatInt(b.off, 10)+"-") {
-			resp.Body.Close()
-			return fmt.Errorf("resume blob at byte %d: unexpected Content-Range %q", b.off, resp.Header.Get("Content-Range"))
+		rest := b.d.Size - b.off
+		if !strings.HasPrefix(resp.Header.Get("Content-Range"), "bytes "+strconv.FormatInt(b.off, 10)+"-") ||
+			(b.d.Size > 0 && resp.ContentLength >= 0 && resp.ContentLength != rest) {
+			// A range that is not the rest of the blob: ask for the whole
+			// blob and skip what is held, as from a registry ignoring Range.
+			drain(resp)
+			b.r.log.Debug("the registry answered a Range request with another range: reading the whole blob", "repo", b.repo, "digest", b.d.Digest, "offset", b.off,
+				"contentRange", resp.Header.Get("Content-Range"), "length", resp.ContentLength, "rest", rest)
+			b.noRange = true
+			return b.open()
 		}
 	default:
 		defer drain(resp)

@@ -119,11 +119,15 @@ type ImageResult struct {
 
 // Report is what Copy did. It is JSON-serialisable.
 type Report struct {
-	Images        []ImageResult `json:"images"`
-	BlobsSent     int64         `json:"blobsSent"`
-	BlobsMounted  int64         `json:"blobsMounted"`
-	BlobsSkipped  int64         `json:"blobsSkipped"`
-	BytesSent     int64         `json:"bytesSent"`
+	Images       []ImageResult `json:"images"`
+	BlobsSent    int64         `json:"blobsSent"`
+	BlobsMounted int64         `json:"blobsMounted"`
+	BlobsSkipped int64         `json:"blobsSkipped"`
+	BytesSent    int64         `json:"bytesSent"`
+	// BytesResumed is the part of BytesSent an earlier, interrupted
+	// transfer had left at the destination (endpoint.ResumableUpload): not
+	// written again, and not read again from a source that honours Range.
+	BytesResumed  int64         `json:"bytesResumed,omitempty"`
 	ManifestsSent int64         `json:"manifestsSent"`
 	Duration      time.Duration `json:"duration"`
 }
@@ -194,6 +198,7 @@ func copyWith(ctx context.Context, e *copyEngine, jobs []Job, opts Options) (*Re
 	report.BlobsMounted = e.blobsMounted.Load()
 	report.BlobsSkipped = e.blobsSkipped.Load()
 	report.BytesSent = e.bytesSent.Load()
+	report.BytesResumed = e.bytesResumed.Load()
 	report.ManifestsSent = e.manifestsSent.Load()
 	report.Duration = time.Since(start)
 	if err := ctx.Err(); err != nil {
@@ -237,7 +242,7 @@ type copyEngine struct {
 	jobs      []Job                    // every image of the run
 	jobCursor int                      // jobs[:jobCursor] were looked at by discovery
 
-	blobsSent, blobsMounted, blobsSkipped, bytesSent, manifestsSent atomic.Int64
+	blobsSent, blobsMounted, blobsSkipped, bytesSent, bytesResumed, manifestsSent atomic.Int64
 
 	progMu                              sync.Mutex
 	imagesTotal, imagesDone, imagesFail int

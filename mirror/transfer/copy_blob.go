@@ -3,6 +3,7 @@ package transfer
 import (
 	"context"
 	"fmt"
+	"hash"
 	"io"
 	"slices"
 	"strings"
@@ -325,21 +326,48 @@ func noteFailure(ctx context.Context, ep any, repo string, err error) error {
 	return err
 }
 
+// transferOnce is one attempt of transfer. An upload holding the blob's first
+// bytes (endpoint.ResumableUpload: an archive's staging area after an
+// interruption) is resumed: only the rest is read from the source (a Range
+// request), verified from the hash state of the bytes held, so that no byte
+// is fetched twice.
 func (e *copyEngine) transferOnce(ctx context.Context, srcRepo string, d endpoint.Descriptor, up endpoint.BlobUpload) error {
-	rc, err := e.src.Blob(ctx, srcRepo, d)
+	ru, resumable := up.(endpoint.ResumableUpload)
+	var held int64
+	var h hash.Hash
+	if resumable {
+		var err error
+		if held, h, err = ru.Held(); err != nil {
+			up.Cancel(ctx)
+			return err
+		}
+	}
+	rc, off, err := endpoint.BlobFrom(ctx, e.src, srcRepo, d, held)
 	if err != nil {
 		up.Cancel(ctx)
 		return err
 	}
 	defer rc.Close()
-	v := oci.NewVerifier(rc, d)
-	if err := up.Write(ctx, v); err != nil {
+	if off != held {
+		h = nil // the source reads from the start: the held bytes are dropped
+	}
+	if off > 0 {
+		e.log.Debug("resuming a blob from the bytes held", "digest", d.Digest, "offset", off, "size", d.Size)
+	}
+	v := oci.NewVerifierFrom(rc, d, off, h)
+	if resumable {
+		err = ru.WriteFrom(ctx, v, off)
+	} else {
+		err = up.Write(ctx, v)
+	}
+	if err != nil {
 		return err
 	}
 	if !v.Verified() {
 		// A destination that stopped reading early: nothing proves the content.
 		return fmt.Errorf("destination accepted blob %s after %d of %d bytes: %w", d.Digest, v.N(), d.Size, oci.ErrDigestMismatch)
 	}
+	e.bytesResumed.Add(off)
 	return nil
 }
 

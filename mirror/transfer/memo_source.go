@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"context"
+	"io"
 	"sync"
 
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
@@ -63,4 +64,9 @@ func (s *MemoSource) HostLimit(host string) endpoint.HostLimit {
 		return hl.HostLimit(host)
 	}
 	return nil
+}
+
+// BlobFrom implements endpoint.RangeSource with the source's.
+func (s *MemoSource) BlobFrom(ctx context.Context, repo string, d endpoint.Descriptor, off int64) (io.ReadCloser, int64, error) {
+	return endpoint.BlobFrom(ctx, s.Source, repo, d, off)
 }

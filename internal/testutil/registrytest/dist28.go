@@ -31,10 +31,10 @@ type dist28 struct {
 }
 
 // startDistribution28 runs `docker-registry serve` with filesystem storage in
-// t.TempDir(), deletes enabled, on a free 127.0.0.1 port, waits until /v2/
-// answers, and kills it with t.Cleanup. The caller checks
+// t.TempDir(), deletes enabled unless noDelete, on a free 127.0.0.1 port,
+// waits until /v2/ answers, and kills it with t.Cleanup. The caller checks
 // Distribution28Missing first.
-func startDistribution28(t testing.TB) *dist28 {
+func startDistribution28(t testing.TB, noDelete bool) *dist28 {
 	t.Helper()
 	root := t.TempDir()
 	var lastErr error
@@ -50,14 +50,14 @@ storage:
   filesystem:
     rootdirectory: %s
   delete:
-    enabled: true
+    enabled: %t
   maintenance:
     uploadpurging:
       enabled: false
 http:
   addr: %s
   secret: registrytest-%d
-`, root, addr, time.Now().UnixNano())), 0o644)
+`, root, !noDelete, addr, time.Now().UnixNano())), 0o644)
 		if err != nil {
 			t.Fatal(err)
 		}

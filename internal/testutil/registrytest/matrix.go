@@ -45,6 +45,11 @@ const (
 // the matrix runs with its default configuration).
 const DistributionV3Sparse = "distribution-v3-sparse"
 
+// Distribution28NoDelete is Distribution28 with deletes disabled (its
+// default: storage.delete.enabled false), which answers every DELETE with
+// 405 UNSUPPORTED. StartKind knows it; it is not one of Kinds.
+const Distribution28NoDelete = "distribution-2.8-nodelete"
+
 // Kinds lists every kind, in the matrix's order.
 var Kinds = []string{Distribution28, DistributionV3, TokenAuth, CDNRedirect, PrivateCA, Htpasswd}
 
@@ -85,7 +90,7 @@ type Target struct {
 
 // Missing says why kind cannot run on this machine ("" when it can).
 func Missing(kind string) string {
-	if kind == Distribution28 {
+	if kind == Distribution28 || kind == Distribution28NoDelete {
 		return Distribution28Missing()
 	}
 	return ""
@@ -100,8 +105,8 @@ func StartKind(t testing.TB, kind string) *Target {
 	}
 	tg := &Target{Kind: kind, TagDelete: true}
 	switch kind {
-	case Distribution28:
-		d := startDistribution28(t)
+	case Distribution28, Distribution28NoDelete:
+		d := startDistribution28(t, kind == Distribution28NoDelete)
 		tg.Host, tg.Root, tg.TagDelete = d.host, d.root, false
 	case DistributionV3, DistributionV3Sparse:
 		d := startDistribution(t, distOptions{sparse: kind == DistributionV3Sparse})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -78,9 +79,16 @@ func Pin(cfg *ImageSetConfiguration, pins Pins) (*PinnedConfig, error) {
 		}
 		op.Catalog = pinRef(op.Catalog, p.Digest)
 	}
+	blocked, err := out.BlockedPatterns()
+	if err != nil {
+		return nil, err
+	}
 	for i := range out.Mirror.AdditionalImages {
 		im := &out.Mirror.AdditionalImages[i]
 		d, ok := pins.Images[im.Ref()]
+		if (!ok || d == "") && matchesAny(blocked, im.Ref()) {
+			continue // left out by blockedImages, as it will be again
+		}
 		if !ok || d == "" {
 			missing = append(missing, "additional image "+im.Name)
 			continue
@@ -99,6 +107,15 @@ func Pin(cfg *ImageSetConfiguration, pins Pins) (*PinnedConfig, error) {
 		return nil, fmt.Errorf("no digest for %s: the pinned configuration would not reproduce the run", strings.Join(missing, ", "))
 	}
 	return pc, nil
+}
+
+func matchesAny(res []*regexp.Regexp, s string) bool {
+	for _, re := range res {
+		if re.MatchString(s) {
+			return true
+		}
+	}
+	return false
 }
 
 // pinRef returns ref pinned to digest d: REPO:TAG@d (":latest" for a reference

@@ -122,6 +122,27 @@ func clearLines(c *ImageSetConfiguration) {
 	}
 }
 
+// TestPinBlockedAdditionalImage: an additional image blockedImages matches was
+// left out of the run, so it has no digest; it stays as written (blocked again).
+func TestPinBlockedAdditionalImage(t *testing.T) {
+	cfg, err := LoadFile(filepath.Join("testdata", "pin", "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Mirror.BlockedImages = append(cfg.Mirror.BlockedImages, Image{Name: "/tools/debug"})
+	p := testPins()
+	delete(p.Images, "registry.example.com/tools/debug:1.0")
+	pc, err := Pin(cfg, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, im := range pc.Config.Mirror.AdditionalImages {
+		if strings.Contains(im.Name, "tools/debug") && im.Name != "registry.example.com/tools/debug:1.0" {
+			t.Errorf("blocked image pinned as %s", im.Name)
+		}
+	}
+}
+
 // TestPinRelease: platform.release is pinned REPO:TAG@DIGEST; channels stay
 // as written; a release the pins do not name is an error.
 func TestPinRelease(t *testing.T) {

@@ -117,6 +117,10 @@ func catalogImage(c Catalog) (string, parsedRef, error) {
 func catalogBaseName(dst parsedRef, digest string) string {
 	s := lastElement(dst.repo)
 	switch {
+	case strings.HasPrefix(dst.tag, "sha256-") && len(dst.tag) > len("sha256-")+12:
+		// A digest tag (a digest-only or untagged oci:// catalog): its first
+		// 12 hex characters, as for a digest.
+		s += "-" + dst.tag[len("sha256-"):len("sha256-")+12]
 	case dst.tag != "":
 		s += "-" + dst.tag
 	case dst.digest != "" || digest != "":

@@ -138,7 +138,7 @@ func (p *Plan) AddAttachments(ctx context.Context, src endpoint.Source, a Attach
 	st.Requests, st.Reused = d.Requests(), d.Reused()
 	if len(unsigned) > 0 && mode == signature.BestEffort {
 		sort.Strings(unsigned)
-		p.Warnings = append(p.Warnings, fmt.Sprintf("%d image(s) have no signature and are mirrored without one (--signatures required would refuse them): %s", len(unsigned), listSome(unsigned, 5)))
+		p.Notes = append(p.Notes, fmt.Sprintf("%d image(s) have no signature and are mirrored without one (--signatures required would refuse them): %s", len(unsigned), listSome(unsigned, 5)))
 	}
 	return st, d.Record(), nil
 }

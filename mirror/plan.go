@@ -144,6 +144,14 @@ type PlanImage struct {
 	Tags []string `json:"tags,omitempty"`
 	// Error says why the image could not be planned (it is then not copied).
 	Error string `json:"error,omitempty"`
+	// Class, with Error, classifies the failure (transfer.Classify): only a
+	// transient one may succeed when run again.
+	Class transfer.FailureClass `json:"class,omitempty"`
+	// NotArchived, with Error, marks an image disk-to-mirror wants that the
+	// archive lacks because it failed when the archive was written.
+	NotArchived bool `json:"notArchived,omitempty"`
+	// Hint, with Error, is one short line: what happened and what to do.
+	Hint string `json:"hint,omitempty"`
 	// Attachment is set on attachments (KindAttachment): what they are to which image.
 	Attachment *oci.Attachment `json:"attachment,omitempty"`
 	// Signature is "signed" or "unsigned" once attachments were looked for
@@ -193,6 +201,9 @@ type Plan struct {
 	Blocked []string `json:"blocked,omitempty"`
 	// Warnings are non-fatal findings (untagged references read as :latest…).
 	Warnings []string `json:"warnings,omitempty"`
+	// Notes are findings worth telling at info level, not problems (images
+	// mirrored without a signature under --signatures best-effort).
+	Notes []string `json:"notes,omitempty"`
 	// Extras are files content sources need on the far side besides their
 	// images, by source and file name: an archive made from the plan carries
 	// them.
@@ -227,17 +238,53 @@ func (p *Plan) Failed() []PlanImage {
 	return out
 }
 
-// Mapping returns "source=destination" lines, sorted, as oc-mirror's mapping.txt.
+// Mapping returns the MappingLine of every plannable image, sorted, as
+// oc-mirror's mapping.txt.
 func (p *Plan) Mapping() []string {
 	lines := make([]string, 0, len(p.Images))
 	for _, im := range p.Images {
 		if im.Error != "" {
 			continue
 		}
-		lines = append(lines, im.Source+"="+im.Destination())
+		lines = append(lines, p.MappingLine(im))
 	}
 	sort.Strings(lines)
 	return lines
+}
+
+// MappingLine is im's line in mapping.txt and missing.txt, in oc-mirror's
+// form: docker://SOURCE=docker://DESTINATION, naming the image as the
+// configuration (or catalog) does and the destination as the copy leaves it
+// (its tag, the sha256-<hex> tag of a digest-only image). An oci:// catalog
+// keeps its oci:// reference; a mirror-to-disk destination is the image's
+// repository in the archive, without scheme.
+func (p *Plan) MappingLine(im PlanImage) string {
+	src := im.Source
+	if location.SchemeOf(src) == 0 {
+		src = location.Docker(src).String()
+	}
+	dst := im.Destination()
+	if p.Workflow != MirrorToDisk {
+		dst = location.Docker(dst).String()
+	}
+	return src + "=" + dst
+}
+
+// MappingLines are the MappingLines of the plan's images whose copy job is
+// one of jobs (a dry run's missing ones), sorted.
+func (p *Plan) MappingLines(jobs []transfer.Job) []string {
+	want := map[string]bool{}
+	for _, j := range jobs {
+		want[j.Key()] = true
+	}
+	var lines []string
+	for _, im := range p.Images {
+		if im.Error == "" && want[im.Job().Key()] {
+			lines = append(lines, p.MappingLine(im))
+		}
+	}
+	sort.Strings(lines)
+	return slices.Compact(lines)
 }
 
 // NewPlan resolves every requested image to a digest and maps it to its
@@ -421,6 +468,7 @@ func PlanImages(ctx context.Context, req PlanRequest, resolve Resolver, parallel
 			count.Add(err != nil)
 			if err != nil {
 				im.Error = fmt.Sprintf("resolve %s: %v", ref, err)
+				im.Class, im.Hint = transfer.Classify(err)
 				return
 			}
 			im.Digest, im.MediaType = d.Digest, d.MediaType

@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"github.com/airlock-mirror/airlock/mirror/oci"
 	"regexp"
 	"strings"
 
@@ -73,7 +74,8 @@ func (p *Plan) AddCatalogs(req PlanRequest) {
 }
 
 // catalogRefForNaming turns an oci:// catalog into a reference that can be named
-// at the destination (its last path element), keeping docker references as they are.
+// at the destination (its last path element, and the tag oci://PATH:TAG names),
+// keeping docker references as they are.
 func catalogRefForNaming(catalog string, d digest.Digest) string {
 	p, ok := location.CutLayout(catalog)
 	if !ok {
@@ -84,12 +86,21 @@ func catalogRefForNaming(catalog string, d digest.Digest) string {
 	if i := strings.LastIndex(p, "/"); i >= 0 {
 		name = p[i+1:]
 	}
+	tag := ""
+	if i := strings.LastIndex(name, ":"); i > 0 && oci.ValidTag(name[i+1:]) {
+		name, tag = name[:i], name[i+1:]
+	}
 	name = strings.ToLower(regexp.MustCompile(`[^a-zA-Z0-9._-]+`).ReplaceAllString(name, "-"))
 	name = strings.Trim(name, "-._")
 	if name == "" {
 		name = "catalog"
 	}
-	if d != "" {
+	switch {
+	case tag != "" && d != "":
+		return "localhost/" + name + ":" + tag + "@" + d.String()
+	case tag != "":
+		return "localhost/" + name + ":" + tag
+	case d != "":
 		return "localhost/" + name + "@" + d.String()
 	}
 	return "localhost/" + name + ":latest"

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -52,7 +53,7 @@ func (r *run) mirrorToDisk(ctx context.Context, probes *background[struct{}]) er
 		return r.dryRun(ctx, transfer.NewEstimator(mux, shipped, dryRunParallel), nil)
 	}
 	if !resume && !r.opts.Archive.Full && r.opts.Archive.SinceArchive.IsZero() && r.opts.Archive.Since.IsZero() && len(r.res.Plan.Failed()) == 0 {
-		if r.res.NothingNew, err = state.Unchanged(archiveImages(r.res.Plan), archiveCatalogs(r.res.Plan)); err != nil || r.res.NothingNew != nil {
+		if r.res.NothingNew, err = state.Unchanged(archiveImages(r.res.Plan, nil), archiveCatalogs(r.res.Plan), r.sameMirrorConfig); err != nil || r.res.NothingNew != nil {
 			return err // nothing new: no batch is written
 		}
 	}
@@ -70,19 +71,99 @@ func (r *run) mirrorToDisk(ctx context.Context, probes *background[struct{}]) er
 	if err != nil {
 		return err
 	}
-	if failed := len(r.res.Plan.Failed()) + len(rep.Failed()); failed > 0 {
-		return fmt.Errorf("%w: %d image(s) failed, so no archive was written: %s stays unfinished (what was downloaded is kept there and is not downloaded again); fix or block the failing images and run the same command again to finish it", ErrIncomplete, failed, batchDir)
+	for _, ir := range rep.Failed() {
+		if ir.Class == transfer.ClassDiskFull {
+			return fmt.Errorf("%w: the disk is full: %s stays unfinished (what was downloaded is kept there and is not downloaded again); free space on that disk, then run the same command again to finish it", ErrIncomplete, batchDir)
+		}
+	}
+	failed := archiveFailed(r.res.Plan, rep)
+	if len(failed) > 0 && (r.opts.Archive.AllOrNothing || failedCatalog(failed)) {
+		why := "--all-or-nothing"
+		if failedCatalog(failed) {
+			why = "a catalog image failed"
+		}
+		return fmt.Errorf("%w: %d image(s) failed and %s, so no archive was written: %s stays unfinished (what was downloaded is kept there and is not downloaded again); see the failures above, then run the same command again to finish it", ErrIncomplete, len(failed), why, batchDir)
 	}
 	r.stage("archive")
 	cfgJSON, err := json.Marshal(r.cfg)
 	if err != nil {
 		return err
 	}
-	m, err := w.Finish(ctx, archive.Meta{Batch: batch, BuildsOn: buildsOn, Config: cfgJSON, Images: archiveImages(r.res.Plan), Catalogs: archiveCatalogs(r.res.Plan), Extras: archiveExtras(r.res.Plan)})
+	m, err := w.Finish(ctx, archive.Meta{Batch: batch, BuildsOn: buildsOn, Config: cfgJSON, Images: archiveImages(r.res.Plan, failed), Catalogs: archiveCatalogs(r.res.Plan), Extras: append(archiveExtras(r.res.Plan), r.reportExtras()...), Failed: failed})
 	if err != nil {
 		return err
 	}
-	return r.archiveWritten(state, m, batchDir, resume)
+	if err := r.archiveWritten(state, m, batchDir, resume); err != nil {
+		return err
+	}
+	if len(failed) > 0 {
+		r.res.Archive.Failed = len(failed)
+		return fmt.Errorf("%w: %d image(s) failed and are not in %s (it records them; results.json lists why); the batch holds everything else: carry it across and load it, and run the same command again to carry the failed images in the next batch (--all-or-nothing writes no batch instead)", ErrPartial, len(failed), batchDir)
+	}
+	return nil
+}
+
+// archiveFailed are the images of the plan that could not be planned or
+// copied, and the attachments of those images, as a partial archive records
+// them.
+func archiveFailed(p *mirror.Plan, rep *transfer.Report) []archive.FailedRecord {
+	copyErr := map[string]transfer.ImageResult{}
+	if rep != nil {
+		for _, ir := range rep.Failed() {
+			copyErr[ir.Job.Key()] = ir
+		}
+	}
+	failedOf := map[string]bool{}
+	var out []archive.FailedRecord
+	add := func(im mirror.PlanImage, msg string, transient bool) {
+		failedOf[im.Source] = true
+		if im.Hint != "" {
+			msg = im.Hint + " (" + msg + ")"
+		}
+		out = append(out, archive.FailedRecord{Source: im.Source, Destination: im.DestRepo, Kind: string(im.Kind),
+			Origins: im.Origins, Attachment: im.Attachment, Error: msg, Transient: transient})
+	}
+	for _, im := range p.Images {
+		if im.Error != "" {
+			add(im, im.Error, im.Class.Transient())
+		} else if ir, ok := copyErr[im.Job().Key()]; ok {
+			im.Hint = ir.Hint
+			add(im, ir.Err, ir.Class.Transient())
+		}
+	}
+	// An attachment goes with its image: one whose image failed is left out.
+	for _, im := range p.Images {
+		if im.Attachment != nil && failedOf[im.Attachment.Of] && !failedOf[im.Source] {
+			add(im, "its image "+im.Attachment.Of+" failed", false)
+		}
+	}
+	return out
+}
+
+// failedCatalog reports whether a catalog image is among failed: its catalog's
+// images would be pushed without it, so no partial batch is written.
+func failedCatalog(failed []archive.FailedRecord) bool {
+	for _, f := range failed {
+		if f.Kind == string(mirror.KindCatalog) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameMirrorConfig reports whether an archive made with config (its recorded
+// configuration) asks for what this run's configuration asks for: the same
+// mirror section. Disk-to-mirror judges a configuration against the one the
+// archive recorded, so a batch that carries the same images but was made with
+// another configuration is not "nothing new": the next batch records this one.
+func (r *run) sameMirrorConfig(config json.RawMessage) bool {
+	var archived imageset.ImageSetConfiguration
+	if len(config) == 0 || json.Unmarshal(config, &archived) != nil {
+		return false
+	}
+	a, errA := json.Marshal(archived.Mirror)
+	b, errB := json.Marshal(r.cfg.Mirror)
+	return errA == nil && errB == nil && string(a) == string(b)
 }
 
 // archiveWritten records the archive written into dir in the state and the
@@ -129,10 +210,15 @@ func (r *run) archiveBase() (*archive.State, archive.ShippedSet, []archive.Batch
 	return state, shipped, buildsOn, nil
 }
 
-func archiveImages(p *mirror.Plan) []archive.ImageRecord {
+// archiveImages are the plan's images but failed ones (archiveFailed).
+func archiveImages(p *mirror.Plan, failed []archive.FailedRecord) []archive.ImageRecord {
+	skip := map[string]bool{}
+	for _, f := range failed {
+		skip[f.Source+"\x00"+f.Destination] = true
+	}
 	var out []archive.ImageRecord
 	for _, im := range p.Images {
-		if im.Error != "" {
+		if im.Error != "" || skip[im.Source+"\x00"+im.DestRepo] {
 			continue
 		}
 		out = append(out, archive.ImageRecord{
@@ -183,6 +269,7 @@ func (r *run) diskToMirror(ctx context.Context) error {
 	}
 	defer ar.Close()
 	m := ar.ArchiveManifest()
+	r.rep.archived = archivedReport(m)
 	loaded, err := workspace.ReadLoaded(r.workDir)
 	if err != nil {
 		return err
@@ -225,12 +312,25 @@ func (r *run) diskToMirror(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if len(rep.Failed()) == 0 && len(p.Failed()) == 0 {
+	notArchived := 0
+	for _, im := range p.Failed() {
+		if im.NotArchived {
+			notArchived++
+		}
+	}
+	// A partial batch is loaded once everything it holds is pushed.
+	if len(rep.Failed()) == 0 && len(p.Failed()) == notArchived {
 		if err := loaded.Add(m, dir, r.dest); err != nil {
 			return err
 		}
 	}
-	return r.clusterResources()
+	if err := r.clusterResources(); err != nil {
+		return err
+	}
+	if notArchived > 0 && len(rep.Failed()) == 0 && len(p.Failed()) == notArchived {
+		return fmt.Errorf("%w: %s is partial: %d image(s) this configuration asks for failed on the connected side and are not in it (listed in %s); everything it holds was pushed: carry the next batch mirror-to-disk writes to get them", ErrPartial, filepath.Base(dir), notArchived, r.workDir.ResultsPath())
+	}
+	return nil
 }
 
 // planFromArchive rebuilds the mirror-to-disk plan an archive recorded,
@@ -297,8 +397,42 @@ func (r *run) planFromArchive(ctx context.Context, ar *archive.Reader, dst endpo
 		}
 		p.Images = append(p.Images, im)
 	}
+	p.Images = append(p.Images, r.archivedFailures(m, loads, isBlocked)...)
 	sort.Strings(missing)
 	return p, missing, nil
+}
+
+// archivedFailures are the images a partial archive lacks because they failed
+// on the connected side, those the configuration still wants: planned as
+// failed, so that the summary, results.json and the report name them.
+func (r *run) archivedFailures(m *archive.Manifest, loads []*Loaded, isBlocked func(string) bool) []mirror.PlanImage {
+	var out []mirror.PlanImage
+	for _, f := range m.Failed {
+		ir := archive.ImageRecord{Source: f.Source, Destination: f.Destination, Kind: f.Kind, Origins: f.Origins, Attachment: f.Attachment}
+		of := ir.Source
+		if ir.Attachment != nil {
+			of = ir.Attachment.Of
+		}
+		var origins []string
+		for _, l := range loads {
+			if l.Keep != nil {
+				origins = append(origins, l.Keep(ir, of)...)
+			}
+		}
+		if len(origins) == 0 || isBlocked(f.Source) {
+			continue
+		}
+		again := "run mirror-to-disk again on the connected side"
+		if !f.Transient {
+			again = "fix it on the connected side (the reason above)"
+		}
+		out = append(out, mirror.PlanImage{
+			Source: f.Source, Kind: mirror.ImageKind(f.Kind), Origins: origins, SourceRepo: f.Destination, DestRepo: f.Destination,
+			Attachment: f.Attachment, NotArchived: true,
+			Error: fmt.Sprintf("not in the archive: it failed when %s was written: %s; %s and load the next batch", archive.BatchRef{Batch: m.Batch, ArchiveID: m.ArchiveID}, f.Error, again),
+		})
+	}
+	return out
 }
 
 // archivedWants learns, for the history, which bundles want each image of an

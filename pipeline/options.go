@@ -103,6 +103,10 @@ type ArchiveOptions struct {
 	// Strict (mirror-to-disk, --strict-archive) fails a blob bigger than
 	// archiveSize.
 	Strict bool
+	// AllOrNothing (mirror-to-disk, --all-or-nothing) writes no batch when an
+	// image fails. Without it the batch holds everything that succeeded and
+	// records what failed (a partial batch: ErrPartial).
+	AllOrNothing bool
 	// SkipSpaceCheck (mirror-to-disk, --skip-space-check) goes on when the
 	// archive's filesystem has less free space than the run will stage.
 	SkipSpaceCheck bool

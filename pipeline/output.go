@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/airlock-mirror/airlock/internal/atomicfile"
@@ -51,7 +50,7 @@ func (r *run) writeResults() error {
 		out := ImageOutcome{Source: im.Source, Kind: im.Kind, Digest: im.Digest.String(), Destination: im.Destination(), Signature: im.Signature, Attachments: im.Attachments}
 		switch {
 		case im.Error != "":
-			out.Status, out.Error = transfer.StatusFailed, im.Error
+			out.Status, out.Error, out.Hint, out.Class = transfer.StatusFailed, im.Error, im.Hint, im.Class
 		case r.res.DryRun != nil && r.res.DryRun.Unreadable[im.Job().Key()] != "":
 			// The dry run could not read it at the source: the copy would fail.
 			out.Status, out.Error = transfer.StatusFailed, r.res.DryRun.Unreadable[im.Job().Key()]
@@ -59,7 +58,7 @@ func (r *run) writeResults() error {
 			out.Status = workspace.StatusPlanned
 		default:
 			if ir, ok := status[im.Job().Key()]; ok {
-				out.Status, out.Error = ir.Status, ir.Err
+				out.Status, out.Error, out.Hint, out.Class = ir.Status, ir.Err, ir.Hint, ir.Class
 			} else {
 				out.Status = workspace.StatusNotRun
 			}
@@ -178,12 +177,7 @@ func (r *run) dryRun(ctx context.Context, x *transfer.Estimator, looking *backgr
 	if err := writeLines(r.workDir.DryRunMappingPath(), r.res.Plan.Mapping()); err != nil {
 		return err
 	}
-	var miss []string
-	for _, j := range est.Missing {
-		miss = append(miss, j.Source+"@"+j.Digest.String()+"="+j.Dest)
-	}
-	sort.Strings(miss)
-	if err := writeLines(r.workDir.DryRunMissingPath(), miss); err != nil {
+	if err := writeLines(r.workDir.DryRunMissingPath(), r.res.Plan.MappingLines(est.Missing)); err != nil {
 		return err
 	}
 	// No cluster resources: nothing was mirrored for them to point at.

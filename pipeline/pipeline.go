@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/airlock-mirror/airlock/imageset"
@@ -50,6 +51,9 @@ type Result struct {
 	Blocked []string `json:"blocked,omitempty"`
 	// Warnings gathered along the way.
 	Warnings []string `json:"warnings,omitempty"`
+	// Notes are findings logged at info level, not problems (the images
+	// mirrored without a signature under --signatures best-effort).
+	Notes []string `json:"notes,omitempty"`
 	// AlteredManifests are manifest revisions the destination stored altered
 	// (changed on the way) and refused to delete: their tags were pushed
 	// again and name the right manifests, but these stay readable by digest
@@ -98,6 +102,10 @@ type ImageOutcome struct {
 	Destination string           `json:"destination"`
 	Status      string           `json:"status"`
 	Error       string           `json:"error,omitempty"`
+	// Hint, for a failure, is one short line: what happened and what to do;
+	// Class classifies it (only a transient one may succeed when run again).
+	Hint  string                `json:"hint,omitempty"`
+	Class transfer.FailureClass `json:"class,omitempty"`
 	// Signature is "signed" or "unsigned"; Attachments counts what was carried.
 	Signature   string `json:"signature,omitempty"`
 	Attachments int    `json:"attachments,omitempty"`
@@ -122,11 +130,24 @@ type ArchiveSummary struct {
 	// until --finish); Sharded is set when --finish assembled the shards.
 	Part    string `json:"part,omitempty"`
 	Sharded bool   `json:"sharded,omitempty"`
+	// Failed counts the images a partial batch lacks (it records them).
+	Failed int `json:"failed,omitempty"`
 }
 
 // ErrIncomplete is wrapped by the error Mirror returns when some images were not
 // mirrored; the Result says which.
 var ErrIncomplete = errors.New("not everything was mirrored")
+
+// ErrPartial is wrapped by the error Mirror returns when it wrote a partial
+// result on purpose: a mirror-to-disk batch without the images that failed
+// (recorded in it), or a disk-to-mirror of such a batch. errors.Is(err,
+// ErrIncomplete) holds for it too.
+var ErrPartial error = partialError{}
+
+type partialError struct{}
+
+func (partialError) Error() string        { return "partial result" }
+func (partialError) Is(target error) bool { return target == ErrIncomplete }
 
 // run is one run of one workflow. What its stages run beside each other (the
 // registry probes, the prefetch, the dry run's reading) is not kept here: a
@@ -135,6 +156,8 @@ var ErrIncomplete = errors.New("not everything was mirrored")
 type run struct {
 	opts Options
 	log  *slog.Logger
+	// warned counts the res.Warnings logged.
+	warned int
 	inputs
 	clients
 	srcs []Source // the content sources (source.go)
@@ -180,6 +203,7 @@ func mirrorOnce(ctx context.Context, opts Options, batch *imageset.ImageSetConfi
 	}
 	defer r.locks.Unlock()
 	start := time.Now()
+	defer r.openRunLog(start)()
 	wctx, probes, err := r.preflight(ctx)
 	if err == nil {
 		switch r.workflow {
@@ -221,7 +245,7 @@ func mirrorOnce(ctx context.Context, opts Options, batch *imageset.ImageSetConfi
 		return r.res, err
 	}
 	if r.res.Failed > 0 {
-		return r.res, fmt.Errorf("%w: %d image(s) failed, listed in %s; run the same command again to retry only what is missing", ErrIncomplete, r.res.Failed, r.workDir.ResultsPath())
+		return r.res, fmt.Errorf("%w: %s", ErrIncomplete, r.res.failedAdvice(r.workDir.ResultsPath()))
 	}
 	return r.res, nil
 }
@@ -341,9 +365,22 @@ func (r *run) setPlan(p *mirror.Plan) {
 	r.res.Plan = p
 	r.res.Catalogs = p.Catalogs
 	r.res.Blocked = p.Blocked
-	r.res.Warnings = append(r.res.Warnings, p.Warnings...)
-	for _, w := range r.res.Warnings {
+	// Each warning is logged once per run, when it is first found (a plan set
+	// again, a shard's, carries those of the plan it came from).
+	for _, w := range p.Warnings {
+		if !slices.Contains(r.res.Warnings, w) {
+			r.res.Warnings = append(r.res.Warnings, w)
+		}
+	}
+	for _, w := range r.res.Warnings[r.warned:] {
 		r.log.Warn(w)
+	}
+	r.warned = len(r.res.Warnings)
+	for _, n := range p.Notes {
+		if !slices.Contains(r.res.Notes, n) {
+			r.res.Notes = append(r.res.Notes, n)
+			r.log.Info(n)
+		}
 	}
 }
 

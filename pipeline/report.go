@@ -24,6 +24,8 @@ const maxGraphs = 40
 // reporter collects, along the run, what working-dir/report.html shows.
 type reporter struct {
 	catalogs []*report.Catalog
+	// archived is the per-catalog view a loaded batch carries (disk-to-mirror).
+	archived map[string]*report.Catalog
 	stages   []report.Stage
 	current  time.Time
 }
@@ -119,9 +121,11 @@ func (r *run) writeReport(runErr error) error {
 		for _, pc := range res.Plan.Catalogs {
 			c := byCatalog[pc.Catalog]
 			if c == nil { // disk-to-mirror: what the archive recorded
-				c = &report.Catalog{Source: pc.Catalog}
-				for _, p := range pc.Packages {
-					c.Packages = append(c.Packages, &report.Package{Name: p})
+				if c = r.archivedCatalogReport(pc.Catalog, pc.Packages); c == nil {
+					c = &report.Catalog{Source: pc.Catalog}
+					for _, p := range pc.Packages {
+						c.Packages = append(c.Packages, &report.Package{Name: p})
+					}
 				}
 				r.rep.catalogs = append(r.rep.catalogs, c)
 			}

@@ -76,8 +76,9 @@ func TestMirrorToDiskSharedLayersAcrossNamespaces(t *testing.T) {
 	}
 }
 
-// Mirror-to-disk with an image that cannot be fetched: ErrIncomplete, and no
-// archive is written.
+// Mirror-to-disk with an image that cannot be fetched: the batch holds the
+// others and records the failure (ErrPartial); with AllOrNothing no archive is
+// written.
 func TestMirrorToDiskFailedImage(t *testing.T) {
 	src := registrytest.Start(t)
 	imagetest.MustPush(t, src.Host()+"/tools/good:1.0", fakeimage.Spec{Seed: 1, Layers: 1})
@@ -90,18 +91,43 @@ func TestMirrorToDiskFailedImage(t *testing.T) {
 		return 0
 	})
 	cfg := writeCfg(t, fmt.Sprintf("apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  additionalImages:\n  - name: %s/tools/good:1.0\n  - name: %s/tools/bad:1.0\n", ph, ph))
-	dir := t.TempDir()
+
+	strict := t.TempDir()
 	o := opts(cfg)
-	o.Destination.Location = location.File(dir)
+	o.Destination.Location = location.File(strict)
+	o.Archive.AllOrNothing = true
 	res, err := pipeline.Mirror(context.Background(), o)
-	if !errors.Is(err, pipeline.ErrIncomplete) || !strings.Contains(err.Error(), "no archive was written") {
-		t.Fatalf("err = %v, want ErrIncomplete saying no archive was written", err)
+	if !errors.Is(err, pipeline.ErrIncomplete) || errors.Is(err, pipeline.ErrPartial) || !strings.Contains(err.Error(), "no archive was written") {
+		t.Fatalf("AllOrNothing: err = %v, want ErrIncomplete saying no archive was written", err)
 	}
 	if res.Failed != 1 {
 		t.Errorf("failed = %d, want 1", res.Failed)
 	}
-	if _, err := archive.Open(dir); err == nil {
+	if _, err := archive.Open(filepath.Join(strict, "batch-0001")); err == nil {
 		t.Errorf("an archive was written despite the failure")
+	}
+
+	dir := t.TempDir()
+	o = opts(cfg)
+	o.Destination.Location = location.File(dir)
+	res, err = pipeline.Mirror(context.Background(), o)
+	if !errors.Is(err, pipeline.ErrPartial) || !errors.Is(err, pipeline.ErrIncomplete) {
+		t.Fatalf("err = %v, want ErrPartial", err)
+	}
+	if res.Failed != 1 || res.Archive == nil || res.Archive.Failed != 1 {
+		t.Fatalf("failed = %d, archive %+v: want 1 failed, a partial batch", res.Failed, res.Archive)
+	}
+	ar, err := archive.Open(res.Archive.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ar.Close()
+	m := ar.ArchiveManifest()
+	if len(m.Images) != 1 || !strings.HasSuffix(m.Images[0].Source, "/tools/good:1.0") {
+		t.Errorf("archived images %+v, want tools/good only", m.Images)
+	}
+	if len(m.Failed) != 1 || !strings.HasSuffix(m.Failed[0].Source, "/tools/bad:1.0") || !strings.Contains(m.Failed[0].Error, "404") {
+		t.Errorf("recorded failures %+v, want tools/bad with its 404", m.Failed)
 	}
 }
 

@@ -31,7 +31,7 @@ func (r *run) diskShard(ctx context.Context, src *mirror.SourceMux, sh mirror.Sh
 	}
 	part := archive.ShardPart(r.opts.Run.Shard, r.opts.Run.Shards)
 	sub := r.res.Plan
-	images := archiveImages(sub)
+	images := archiveImages(sub, nil)
 	rec, err := archive.ReadShard(dir, r.opts.Run.Shard, r.opts.Run.Shards)
 	if err != nil {
 		return err
@@ -168,7 +168,7 @@ func (r *run) diskFinish(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m, err := w.FinishSharded(ctx, archive.Meta{Batch: batch, BuildsOn: buildsOn, Config: cfgJSON, Images: archiveImages(p), Catalogs: archiveCatalogs(p), Extras: archiveExtras(p)}, recs)
+	m, err := w.FinishSharded(ctx, archive.Meta{Batch: batch, BuildsOn: buildsOn, Config: cfgJSON, Images: archiveImages(p, nil), Catalogs: archiveCatalogs(p), Extras: archiveExtras(p)}, recs)
 	if err != nil {
 		return err
 	}
@@ -245,7 +245,7 @@ func (r *run) checkShards(p *mirror.Plan, shards *archive.Shards, dir string, ba
 			}
 			continue
 		}
-		if err := sameImages(rec, archiveImages(sub), r.opts.Run.PlanFile); err != nil {
+		if err := sameImages(rec, archiveImages(sub, nil), r.opts.Run.PlanFile); err != nil {
 			return nil, err
 		}
 		if rec.Batch != batch || !sameBatches(rec.BuildsOn, buildsOn) {

@@ -111,7 +111,9 @@ type Loaded struct {
 	// Adjust, when set, changes a kept image before it is planned (a catalog
 	// pruned again is read from the workspace, not the archive).
 	Adjust func(im *mirror.PlanImage)
-	// Missing lists what the source asks for that the archive lacks.
+	// Missing lists what the source asks for that the archive lacks. An
+	// image the archive records as failed (Manifest.Failed) is not missing:
+	// disk-to-mirror reports it as failed on the connected side.
 	Missing []string
 	// Repruned names the catalogs pruned again because the configuration asks
 	// for less than the archive holds.

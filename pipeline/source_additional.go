@@ -37,8 +37,10 @@ func (s *additionalSource) Select(context.Context) (*Selection, error) {
 }
 
 // Load keeps the archived images the configuration names (with their
-// attachments); one it names that the archive lacks is missing.
+// attachments); one it names that the archive lacks is missing, unless
+// blockedImages matches it: mirror-to-disk left it out by the same rule.
 func (s *additionalSource) Load(_ context.Context, ar Archived) (*Loaded, error) {
+	isBlocked := mirror.BlockedMatcher(s.r.blocked())
 	want := map[string]bool{}
 	for _, im := range s.r.cfg.Mirror.AdditionalImages {
 		want[im.Ref()] = true
@@ -51,6 +53,9 @@ func (s *additionalSource) Load(_ context.Context, ar Archived) (*Loaded, error)
 		}
 		seen[of] = true
 	}
+	for _, f := range ar.Manifest.Failed {
+		seen[f.Source] = true // reported as failed on the connected side
+	}
 	out := &Loaded{Keep: func(_ archive.ImageRecord, of string) []string {
 		if want[of] {
 			return []string{mirror.OriginAdditional}
@@ -58,7 +63,7 @@ func (s *additionalSource) Load(_ context.Context, ar Archived) (*Loaded, error)
 		return nil
 	}}
 	for _, im := range s.r.cfg.Mirror.AdditionalImages {
-		if !seen[im.Ref()] {
+		if !seen[im.Ref()] && !isBlocked(im.Ref()) {
 			out.Missing = append(out.Missing, "additional image "+im.Ref()+" (not in the archive)")
 		}
 	}

@@ -170,6 +170,9 @@ func (r *Result) WriteSummary(w io.Writer) {
 		if a.Resumed {
 			resumed = ", finished the batch an interrupted run began"
 		}
+		if a.Failed > 0 {
+			resumed += fmt.Sprintf("; partial: it lacks %s that failed (it records them; the next batch carries them)", plural(a.Failed, "image", "images"))
+		}
 		fmt.Fprintf(w, "  archive:   %s: batch %d, archive ID %s, %s, %s (manifests included), %s (%s%s)\n", a.Dir, a.Batch, a.ArchiveID, plural(len(a.Chunks), "chunk", "chunks"),
 			plural(a.Blobs, "blob", "blobs"), humanize.Bytes(a.Bytes), kind, resumed)
 		fmt.Fprintf(w, "  next:      carry %s across and load it with (REGISTRY/NAMESPACE: your mirror; batches in order, each once):\n             airlock mirror -c %s --from %s docker://REGISTRY/NAMESPACE\n", filepath.Base(a.Dir), shq(r.ConfigPath), shq(location.File(absOrSame(a.Dir)).String()))
@@ -177,9 +180,16 @@ func (r *Result) WriteSummary(w io.Writer) {
 		fmt.Fprintf(w, "  archive:   not written; run the same command again to finish the unfinished batch\n")
 	}
 	if len(r.ClusterResources) > 0 {
-		fmt.Fprintf(w, "  cluster resources (oc apply -f %s):\n", workspace.Dir(r.WorkingDir).ClusterResourcesDir())
+		dir := workspace.Dir(r.WorkingDir).ClusterResourcesDir()
+		fmt.Fprintf(w, "  cluster resources (oc apply -f %s):\n", dir)
 		for _, f := range r.ClusterResources {
-			fmt.Fprintf(w, "    %s\n", filepath.Base(f))
+			// Relative to the folder: the ICSPs are in icsp/ (oc apply -R, or
+			// oc apply -f DIR/icsp on clusters older than 4.13).
+			rel, err := filepath.Rel(dir, f)
+			if err != nil || strings.HasPrefix(rel, "..") {
+				rel = filepath.Base(f)
+			}
+			fmt.Fprintf(w, "    %s\n", filepath.ToSlash(rel))
 		}
 	}
 	if r.DryRun != nil {
@@ -198,7 +208,7 @@ func (r *Result) WriteSummary(w io.Writer) {
 					fmt.Fprintf(w, "    … and %d more in %s\n", c.Failed-20, workspace.Dir(r.WorkingDir).ResultsPath())
 					break
 				}
-				fmt.Fprintf(w, "    %s: %s\n", im.Source, im.Error)
+				fmt.Fprintf(w, "    %s: %s\n", im.Source, im.shortReason())
 			}
 		}
 	}
@@ -253,4 +263,45 @@ func shq(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// maxReason bounds a failure's line in the summary: the detail is in the log
+// and results.json.
+const maxReason = 240
+
+// shortReason is the failure's one line: its hint, else its error cut short.
+func (o ImageOutcome) shortReason() string {
+	if o.Hint != "" {
+		return o.Hint
+	}
+	if len(o.Error) > maxReason {
+		return o.Error[:maxReason] + "… (the log and results.json have the rest)"
+	}
+	return o.Error
+}
+
+// failedAdvice says how many images failed, where they are listed, and what
+// to do: run the same command again when every failure is transient, change
+// what the failures name first otherwise.
+func (r *Result) failedAdvice(results string) string {
+	transient, diskFull := 0, false
+	for _, im := range r.Images {
+		if im.Status != transfer.StatusFailed && im.Status != workspace.StatusNotRun {
+			continue
+		}
+		if im.Class.Transient() || im.Status == workspace.StatusNotRun {
+			transient++
+		}
+		diskFull = diskFull || im.Class == transfer.ClassDiskFull
+	}
+	switch {
+	case diskFull:
+		return fmt.Sprintf("the disk is full: %d image(s) failed, listed in %s; free space on it (or write to another disk), then run the same command again", r.Failed, results)
+	case transient == r.Failed:
+		return fmt.Sprintf("%d image(s) failed on network or registry errors, listed in %s; run the same command again to retry only what is missing", r.Failed, results)
+	case transient == 0:
+		return fmt.Sprintf("%d image(s) failed, listed in %s with what to change for each (running again alone will not help)", r.Failed, results)
+	default:
+		return fmt.Sprintf("%d image(s) failed, listed in %s: %d on network or registry errors (running again retries them), %d need a change first (see each one's line)", r.Failed, results, transient, r.Failed-transient)
+	}
 }

@@ -47,6 +47,9 @@ const (
 	// .html, numbered from 1): report.html is the last one, unless that run
 	// was refused (RunReport).
 	ReportsDirName = "reports"
+	// LogsDirName holds one log file per run (airlock-TIME-PID.log), as
+	// oc-mirror's working-dir/logs; the newest KeepLogs are kept.
+	LogsDirName = "logs"
 	// DryRunDirName holds a dry run's mapping and missing lists.
 	DryRunDirName = "dry-run"
 	// RegistriesDDirName is the registries.d folder of --policy without
@@ -157,6 +160,9 @@ func (d Dir) ReportHTMLPath() string { return d.join(ReportHTMLFile) }
 
 // ReportsDir is the folder of every run's report.
 func (d Dir) ReportsDir() string { return d.join(ReportsDirName) }
+
+// LogsDir is the folder of the runs' log files.
+func (d Dir) LogsDir() string { return d.join(LogsDirName) }
 
 // DryRunDir is the folder of a dry run's lists.
 func (d Dir) DryRunDir() string { return d.join(DryRunDirName) }

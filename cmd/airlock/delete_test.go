@@ -16,7 +16,7 @@ func TestDeleteCommandErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	tests := []cmdErrorCase{
-		{"no destination", []string{"delete", "--generate", "--stale"}, "accepts 1 arg"},
+		{"no destination", []string{"delete", "--generate", "--stale"}, "no destination given"},
 		{"nothing to do", []string{"delete", "docker://127.0.0.1:1/ns"}, "nothing to do"},
 		{"generate without workspace", []string{"delete", "--generate", "--stale", "docker://127.0.0.1:1/ns"}, "needs --workspace"},
 		{"generate without what", []string{"delete", "--generate", "--workspace", "file://" + dir, "docker://127.0.0.1:1/ns"}, "needs -c delete-isc.yaml (a DeleteImageSetConfiguration) or --stale"},

@@ -47,11 +47,12 @@ func TestOCMirrorFlagErrors(t *testing.T) {
 		{"list without --catalog", []string{"list", "operators"}, `required flag(s) "catalog" not set`},
 		{"list tagless catalog", []string{"list", "operators", "--catalog", "127.0.0.1:1/ns/index"}, "has neither a tag nor a digest; add one"},
 		{"--delete-id bad", []string{"delete", "--generate", "--stale", "--delete-id", "../x", "--workspace", "file://" + dir, "docker://127.0.0.1:1/ns"}, `--delete-id "../x": use letters`},
-		{"delete two destinations", []string{"delete", "--delete-yaml-file", "p.yaml", "docker://a/b", "docker://c/d"}, "accepts 1 arg(s), received 2"},
+		{"delete two destinations", []string{"delete", "--delete-yaml-file", "p.yaml", "docker://a/b", "docker://c/d"}, "one destination expected, 2 given"},
 		{"prune -o yaml", []string{"catalog", "prune", "-c", "isc.yaml", "-o", "yaml", "./catalog"}, "did you mean --format yaml?"},
 		{"report twice", []string{"report", "--workspace", dir, dir}, "give the folder once"},
 		{"report of nothing", []string{"report"}, "which run?"},
 		{"report docker://", []string{"report", "docker://x/y"}, `report folder "docker://x/y" must be file://DIR or DIR`},
+		{"no destination", []string{"mirror", "-c", "isc.yaml"}, "no destination given: name the registry (or, for mirror, the archive folder), e.g.\n  airlock mirror -c isc.yaml docker://"},
 		{"url credentials", []string{"mirror", "-c", "../../testdata/demo/imageset.yaml", "--workspace", dir, "docker://alice:hunter2@127.0.0.1:1/ns"}, "docker://***@127.0.0.1:1/ns: credentials in a reference are not supported"},
 	}
 	checkCmdErrors(t, tests)
@@ -74,6 +75,7 @@ func TestOCMirrorNotes(t *testing.T) {
 		{[]string{"mirror", "-c", "missing.yaml", "--dry-run-manifest-lists", "file:///nowhere"}, "note: --dry-run-manifest-lists has no effect"},
 		{[]string{"delete", "--delete-yaml-file", "missing.yaml", "--force-cache-delete", "true", "docker://127.0.0.1:1/ns"}, "note: --force-cache-delete has no effect"},
 		{[]string{"delete", "--delete-yaml-file", "missing.yaml", "--delete-v1-images", "docker://127.0.0.1:1/ns"}, "note: --delete-v1-images has no effect"},
+		{[]string{"delete", "--delete-yaml-file", "missing.yaml", "--delete-signatures", "docker://127.0.0.1:1/ns"}, "note: --delete-signatures has no effect"},
 	}
 	for _, tc := range tests {
 		_, serr, _ := runCmd(ctx, tc.args...)

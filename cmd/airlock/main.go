@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/airlock-mirror/airlock/pipeline"
 	"os"
 	"os/signal"
 	"syscall"
@@ -45,3 +46,23 @@ type exitError struct {
 }
 
 func (e *exitError) Error() string { return e.msg }
+
+// The exit codes of airlock mirror (docs/exit-codes.md).
+const (
+	// exitFailed: the run stopped (a refused configuration, an unreachable
+	// registry, an archive that does not verify).
+	exitFailed = 1
+	// exitPartial: the run finished but some images were not mirrored:
+	// results.json lists them with what to do. A mirror-to-disk batch may be
+	// written without them (pipeline.ErrPartial; the summary's archive: line
+	// says), or not (--all-or-nothing, a full disk, a failed catalog).
+	exitPartial = 2
+)
+
+// exitCode maps a mirror run's error to its exit code.
+func exitCode(err error) int {
+	if errors.Is(err, pipeline.ErrIncomplete) { // ErrPartial too
+		return exitPartial
+	}
+	return exitFailed
+}

@@ -63,7 +63,7 @@ writes the catalogs, the manifests and the archive manifest (mirror-to-disk).
 
 Exit status: 0 when everything was mirrored, 1 on an error, 2 when some images
 failed (they are listed in working-dir/results.json), 130 when interrupted.`,
-		Args: cobra.ExactArgs(1),
+		Args: oneDestination,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			log, err := logger()
 			if err != nil {
@@ -110,7 +110,7 @@ failed (they are listed in working-dir/results.json), 130 when interrupted.`,
 					return &exitError{code: 130, msg: "interrupted: run the same command again to finish; nothing already copied is copied again"}
 				}
 				if errors.Is(err, pipeline.ErrIncomplete) {
-					return &exitError{code: 2, msg: err.Error()}
+					return &exitError{code: exitCode(err), msg: err.Error()}
 				}
 				return err
 			}
@@ -137,6 +137,7 @@ failed (they are listed in working-dir/results.json), 130 when interrupted.`,
 	f.DurationVar(&o.Network.RetryDelay, "retry-delay", 0, "fixed wait between retries (0: exponential backoff from 250ms, or the registry's Retry-After)")
 	f.DurationVar(&o.Network.ImageTimeout, "image-timeout", 10*time.Minute, "how long one image's copy may take before it fails (0: no limit)")
 	f.StringVar(&sinceArchive, "since-archive", "", "mirror-to-disk: ship only blobs the archive in this directory (a batch, or a target's last batch) did not carry")
+	f.BoolVar(&o.Archive.AllOrNothing, "all-or-nothing", false, "mirror-to-disk: write no batch when an image fails (default: the batch holds what succeeded and records what failed; exit code 2)")
 	f.BoolVar(&o.Archive.Full, "full", false, "mirror-to-disk: the next batch ships every blob and builds on no earlier batch")
 	f.BoolVar(&o.Run.PlanOnly, "plan-only", false, "write working-dir/plan.json (with every image's blobs, for --shard) and stop")
 	f.StringVar(&o.Run.PlanFile, "plan", "", "a plan.json --plan-only wrote: copy one shard of it (--shard, --shards) or --finish it")

@@ -72,6 +72,7 @@ func addOCMirrorDeleteFlags(cmd *cobra.Command, o *deletion.Options) {
 	notes := []ocNote{
 		{"force-cache-delete", "airlock keeps no local cache registry: the images are deleted from the destination only, and there is nothing else to delete"},
 		{"delete-v1-images", "airlock mirrors with oc-mirror v2's tags only; images oc-mirror v1 mirrored are not in airlock's history"},
+		{"delete-signatures", "airlock delete always plans an image's signatures and other attachments with the image"},
 	}
 	f := cmd.Flags()
 	f.Bool("force-cache-delete", false, noteUsage(notes[0]))
@@ -82,9 +83,10 @@ func addOCMirrorDeleteFlags(cmd *cobra.Command, o *deletion.Options) {
 		if len(args) == 2 && (args[0] == "true" || args[0] == "false") && cmd.Flags().Changed("force-cache-delete") {
 			return nil
 		}
-		return cobra.ExactArgs(1)(cmd, args)
+		return oneDestination(cmd, args)
 	}
 	f.Bool("delete-v1-images", false, noteUsage(notes[1]))
+	f.Bool("delete-signatures", false, noteUsage(notes[2]))
 	f.StringVar(&o.DeleteID, "delete-id", "", "with --generate: write the plan as working-dir/delete/delete-images-ID.yaml (oc-mirror's name)")
 	chainPreRun(cmd, func(cmd *cobra.Command) error {
 		printNotes(cmd, notes)
@@ -178,4 +180,20 @@ func MirrorArgs(root *cobra.Command, args []string) []string {
 		return args // a command (or nothing airlock knows)
 	}
 	return args
+}
+
+// oneDestination accepts exactly one argument, the destination, and says so
+// with an example when it is missing or there are more.
+func oneDestination(cmd *cobra.Command, args []string) error {
+	example := "airlock mirror -c isc.yaml docker://registry.example.com:5000/mirror   (a registry)\n  airlock mirror -c isc.yaml file:///media/usb                         (an archive, mirror-to-disk)"
+	if cmd.Name() == "delete" {
+		example = "airlock delete --generate -c delete-isc.yaml --workspace file://DIR docker://registry.example.com:5000/mirror\n  airlock delete --delete-yaml-file DIR/working-dir/delete/delete-images.yaml docker://registry.example.com:5000/mirror"
+	}
+	switch {
+	case len(args) == 0:
+		return fmt.Errorf("no destination given: name the registry (or, for mirror, the archive folder), e.g.\n  %s", example)
+	case len(args) > 1:
+		return fmt.Errorf("one destination expected, %d given (%s), e.g.\n  %s", len(args), strings.Join(args, " "), example)
+	}
+	return nil
 }

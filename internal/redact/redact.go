@@ -6,7 +6,10 @@
 // references are parsed beyond "user[:password]@" before the host.
 package redact
 
-import "strings"
+import (
+	"regexp"
+	"strings"
+)
 
 // Credentials returns s with any "user[:password]@" in its first path component
 // (after an optional transport prefix such as docker://) replaced by "***@",
@@ -38,4 +41,26 @@ func Host(redacted string) string {
 		host = host[:i]
 	}
 	return host
+}
+
+// secretPatterns find credentials anywhere in a text: user:password@ after a
+// scheme, authorization header values, and password, token or secret fields
+// (key=value, key: value, "key":"value").
+var secretPatterns = []struct {
+	re   *regexp.Regexp
+	with string
+}{
+	{regexp.MustCompile(`(://)[^/\s@:]+:[^/\s@]*@`), "${1}***@"},
+	{regexp.MustCompile(`(?i)\b((?:proxy-)?authorization|www-authenticate)(["']?\s*[:=]\s*["']?)(?:bearer|basic)?\s*[^\s"',;]+`), "${1}${2}***"},
+	{regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}`), "${1} ***"},
+	{regexp.MustCompile(`(?i)\b("?(?:password|passwd|token|access_token|refresh_token|secret|auth|identitytoken|registrytoken)"?\s*[:=]\s*"?)[^\s",}]+`), "${1}***"},
+}
+
+// Text returns s with every credential it finds hidden (see secretPatterns):
+// for text that leaves the process, such as a log file.
+func Text(s string) string {
+	for _, p := range secretPatterns {
+		s = p.re.ReplaceAllString(s, p.with)
+	}
+	return s
 }

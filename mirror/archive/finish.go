@@ -118,6 +118,13 @@ func (w *Writer) buildManifest(meta Meta) (*Manifest, *reachSet, error) {
 		return nil, nil, err
 	}
 	m.Extras = extras
+	m.Failed = slices.Clone(meta.Failed)
+	sort.Slice(m.Failed, func(i, j int) bool {
+		if m.Failed[i].Source != m.Failed[j].Source {
+			return m.Failed[i].Source < m.Failed[j].Source
+		}
+		return m.Failed[i].Destination < m.Failed[j].Destination
+	})
 	if m.Images == nil {
 		m.Images = []ImageRecord{}
 	}

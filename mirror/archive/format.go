@@ -56,6 +56,9 @@ var (
 	ErrCorrupt = errors.New("archive is corrupt")
 	// ErrNotFound means the archive holds no such manifest, tag or blob.
 	ErrNotFound = errors.New("not found in archive")
+	// ErrUnfinished means a batch folder holds only the staging area of a
+	// mirror-to-disk run that did not finish.
+	ErrUnfinished = errors.New("the batch is unfinished")
 	// ErrReliedOn means the blob is not in this archive: an earlier archive shipped it.
 	ErrReliedOn = errors.New("blob was shipped by an earlier archive")
 	// ErrArchiveExists means the directory already holds a finished archive.
@@ -147,6 +150,26 @@ type ExtraRecord struct {
 	Data   []byte `json:"data"`
 }
 
+// FailedRecord is an image the run that wrote the archive asked for but could
+// not get: the archive lacks it, and the run's configuration still wants it.
+// Disk-to-mirror reports it as missing; the next mirror-to-disk carries it.
+type FailedRecord struct {
+	// Source is the image as the configuration names it; Destination its
+	// repository in the archive (relocated at the destination as every image's).
+	Source      string `json:"source"`
+	Destination string `json:"destination,omitempty"`
+	// Kind and Origins are the plan's, so that disk-to-mirror's sources can
+	// tell whether they still want it.
+	Kind    string   `json:"kind,omitempty"`
+	Origins []string `json:"origins,omitempty"`
+	// Attachment is set for a signature or other attachment of an image.
+	Attachment *oci.Attachment `json:"attachment,omitempty"`
+	// Error says why it failed; Transient is set when running the same
+	// command again may succeed (a network failure, a 5xx, a timeout).
+	Error     string `json:"error"`
+	Transient bool   `json:"transient,omitempty"`
+}
+
 // maxExtraBytes bounds the files content sources carry in the manifest.
 const maxExtraBytes = 16 << 20
 
@@ -164,6 +187,8 @@ type Meta struct {
 	Catalogs []CatalogRecord `json:"catalogs,omitempty"`
 	// Extras are the files content sources carry to the far side.
 	Extras []ExtraRecord `json:"extras,omitempty"`
+	// Failed are the images the run asked for but could not get.
+	Failed []FailedRecord `json:"failed,omitempty"`
 }
 
 // TagRecord says that the manifest Digest is stored in Repo under Reference (a tag
@@ -234,7 +259,10 @@ type Manifest struct {
 	Images    []ImageRecord   `json:"images"`
 	Catalogs  []CatalogRecord `json:"catalogs"`
 	// Extras are the files content sources carry to the far side (Meta.Extras).
-	Extras   []ExtraRecord  `json:"extras,omitempty"`
+	Extras []ExtraRecord `json:"extras,omitempty"`
+	// Failed are the images the run asked for but could not get: the archive
+	// is partial (Meta.Failed).
+	Failed   []FailedRecord `json:"failed,omitempty"`
 	Tags     []TagRecord    `json:"tags"`
 	Blobs    []BlobRecord   `json:"blobs"`
 	ReliesOn []ReliedRecord `json:"reliesOn"`

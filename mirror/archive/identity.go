@@ -10,7 +10,7 @@ import (
 
 // ContentID computes the archive ID from what the manifest records: format,
 // batch, the batches it builds on, chunk size, configuration, images,
-// catalogs, tags, every blob (digest, size, repositories; not where it lies)
+// catalogs, the images it lacks (a partial archive), tags, every blob (digest, size, repositories; not where it lies)
 // and the blobs it relies on, and the number of shards of a sharded archive.
 // The same content gives the same ID, and byte-identical chunks.
 //
@@ -44,7 +44,9 @@ func (m *Manifest) ContentID() (string, error) {
 		S int `json:",omitempty"`
 		// X are the content sources' files.
 		X []ExtraRecord `json:",omitempty"`
-	}{m.FormatVersion, m.Batch, on, m.ChunkSize, m.Config, m.Images, m.Catalogs, m.Tags, blobs, m.ReliesOn, m.Shards, m.Extras})
+		// Fail are the images a partial archive lacks.
+		Fail []FailedRecord `json:",omitempty"`
+	}{m.FormatVersion, m.Batch, on, m.ChunkSize, m.Config, m.Images, m.Catalogs, m.Tags, blobs, m.ReliesOn, m.Shards, m.Extras, m.Failed})
 	if err != nil {
 		return "", fmt.Errorf("archive ID: %w", err)
 	}

@@ -42,6 +42,9 @@ func Open(dir string) (*Reader, error) {
 		return nil, err
 	}
 	if len(names) == 0 {
+		if staging, _ := filepath.Glob(filepath.Join(dir, stagingDirName+"*")); len(staging) > 0 {
+			return nil, fmt.Errorf("%s is an unfinished batch: the mirror-to-disk run writing it stopped before the archive was written (interrupted, or refused to finish: its summary says why); run that mirror-to-disk again on the connected side to finish the batch, then carry it: %w", dir, ErrUnfinished)
+		}
 		return nil, fmt.Errorf("%s holds no airlock_NNNNNN.tar chunks: %w", dir, ErrNotFound)
 	}
 	r := &Reader{dir: dir}

@@ -2,6 +2,7 @@ package archive
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"slices"
 	"strings"
@@ -11,11 +12,12 @@ import (
 
 // Unchanged returns the newest archive recorded in the state when it already
 // carries exactly these images (the same manifests, destinations and tags) and
-// catalogs (the same rebuilt digests and tags): a new batch would carry nothing
-// new. It returns nil when they differ, when nothing was recorded, or when that
-// archive is no longer where it was written (nothing can be compared: the next
-// batch is written).
-func (s *State) Unchanged(images []ImageRecord, catalogs []CatalogRecord) (*BatchRef, error) {
+// catalogs (the same rebuilt digests and tags), and when covers accepts the
+// configuration it was made with (nil accepts any): a new batch would carry
+// nothing new that disk-to-mirror could tell apart. It returns nil when they
+// differ, when nothing was recorded, or when that archive is no longer where it
+// was written (nothing can be compared: the next batch is written).
+func (s *State) Unchanged(images []ImageRecord, catalogs []CatalogRecord, covers func(config json.RawMessage) bool) (*BatchRef, error) {
 	if len(s.Archives) == 0 {
 		return nil, nil
 	}
@@ -30,6 +32,9 @@ func (s *State) Unchanged(images []ImageRecord, catalogs []CatalogRecord) (*Batc
 	defer r.Close()
 	m := r.ArchiveManifest()
 	if m.ArchiveID != last.ID || !sameKeys(m.Images, images, imageKey) || !sameKeys(m.Catalogs, catalogs, catalogKey) {
+		return nil, nil
+	}
+	if covers != nil && !covers(m.Config) {
 		return nil, nil
 	}
 	return &BatchRef{Batch: m.Batch, ArchiveID: m.ArchiveID, Dir: last.Dir}, nil

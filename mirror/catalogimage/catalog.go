@@ -216,6 +216,11 @@ func Fetch(ctx context.Context, ref string, workDir string, o FetchOptions) (*Fe
 		}
 	}
 	if err != nil {
+		if errors.Is(err, ErrExtractLimit) || errors.Is(err, ErrUnsafeLayer) {
+			// Refused for what it is: fetching it again gives the same
+			// refusal, so what was downloaded and extracted is removed.
+			fc.discard(dir, log)
+		}
 		return nil, fmt.Errorf("catalog %s@%s: %w", ref, fc.Digest, err)
 	}
 	if db != "" {
@@ -326,4 +331,16 @@ func (fc *Fetched) extract(ctx context.Context, dir, label string, o FetchOption
 		onFile = func(rel string) { o.OnFile(tmp, rel) }
 	}
 	return tmp, extractLayers(ctx, layers, label, tmp, o.Limits, log, onFile)
+}
+
+// discard removes dir, the cache folder of a catalog image refused for what
+// it holds (an extraction limit, an unsafe entry): the image copied into it and
+// the partial extraction. The copy into it is stopped first.
+func (fc *Fetched) discard(dir string, log *slog.Logger) {
+	if fc.copy != nil {
+		fc.copy.stop()
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		log.Warn("cannot remove a refused catalog image from the cache", "dir", dir, "error", err)
+	}
 }

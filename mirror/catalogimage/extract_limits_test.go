@@ -318,8 +318,8 @@ func TestExtractSpecialFiles(t *testing.T) {
 		layers [][]tarEntry
 		want   map[string]string // file → content; absent files must not exist
 	}{
-		{"fifo skipped", [][]tarEntry{{{name: "configs/a.json", body: "{}"}, {name: "configs/p", typ: tar.TypeFifo}, {name: "configs/c", typ: tar.TypeChar}, {name: "configs/b", typ: tar.TypeBlock}}},
-			map[string]string{"a.json": "{}", "p": "", "c": "", "b": ""}},
+		{"fifo skipped", [][]tarEntry{{{name: "configs/a.json", body: "{}"}, {name: "configs/p", typ: tar.TypeFifo}}},
+			map[string]string{"a.json": "{}", "p": ""}},
 		{"fifo hides a lower file", [][]tarEntry{{{name: "configs/a.json", body: "{}"}, {name: "configs/p.json", body: "lower"}}, {{name: "configs/p.json", typ: tar.TypeFifo}}},
 			map[string]string{"a.json": "{}", "p.json": ""}},
 		{"fifo replaces an earlier entry", [][]tarEntry{{{name: "configs/a.json", body: "{}"}, {name: "configs/p.json", body: "first"}, {name: "configs/p.json", typ: tar.TypeFifo}}},
@@ -330,6 +330,17 @@ func TestExtractSpecialFiles(t *testing.T) {
 			map[string]string{"d/a.json": "{}"}},
 		{"hard link to a fifo", [][]tarEntry{{{name: "configs/a.json", body: "{}"}, {name: "configs/p", typ: tar.TypeFifo}, {name: "configs/h", typ: tar.TypeLink, link: "configs/p"}}},
 			map[string]string{"a.json": "{}", "h": ""}},
+	}
+	for _, typ := range []byte{tar.TypeChar, tar.TypeBlock} {
+		// A device is refused, naming the entry; outside the catalog folder
+		// it is none of the catalog's business.
+		_, err := extractFrom(t, "/configs", [][]tarEntry{{{name: "configs/a.json", body: "{}"}, {name: "configs/dev/null0", typ: typ}}}...)
+		if !errors.Is(err, ErrUnsafeLayer) || !strings.Contains(err.Error(), "configs/dev/null0 is a") || !strings.Contains(err.Error(), "device") {
+			t.Errorf("device %c in the catalog folder: %v", typ, err)
+		}
+		if _, err := extractFrom(t, "/configs", [][]tarEntry{{{name: "configs/a.json", body: "{}"}, {name: "dev/null0", typ: typ}}}...); err != nil {
+			t.Errorf("device %c outside the catalog folder: %v", typ, err)
+		}
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

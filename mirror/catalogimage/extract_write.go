@@ -143,10 +143,18 @@ func (x *extractor) write(tr *tar.Reader, h *tar.Header, r string) error {
 			return nil
 		}
 		n.disk, n.decided = kind, decidedHide
+	case tar.TypeChar, tar.TypeBlock:
+		// A device has no place in a catalog: refused, named, never skipped
+		// silently.
+		kind := "character device"
+		if h.Typeflag == tar.TypeBlock {
+			kind = "block device"
+		}
+		return fmt.Errorf("%w: %s is a %s (%d, %d): a catalog folder holds files, folders and links only; rebuild the catalog image without it", ErrUnsafeLayer, h.Name, kind, h.Devmajor, h.Devminor)
 	default:
-		// FIFOs, devices and the like are never created (opening a FIFO
-		// blocks), but they hide what lower layers hold at the same path,
-		// as they would in the image's filesystem.
+		// FIFOs and the like are never created (opening a FIFO blocks), but
+		// they hide what lower layers hold at the same path, as they would
+		// in the image's filesystem.
 		x.log.Debug("skipping a special file in the catalog folder", "entry", h.Name, "type", string(h.Typeflag))
 		n := x.lookup(r, true)
 		if err := x.replace(n, r); err != nil {

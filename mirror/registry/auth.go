@@ -3,6 +3,7 @@ package registry
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -135,3 +136,40 @@ type repoResource struct{ host, repo string }
 
 func (r repoResource) String() string      { return r.repo }
 func (r repoResource) RegistryStr() string { return r.host }
+
+// consulted names the auth files the keychain read, for messages ("" when
+// it read none, or is not the containers keychain).
+func (k *containersKeychain) consulted() string {
+	k.once.Do(k.init)
+	var paths []string
+	for _, f := range k.files {
+		paths = append(paths, f.path)
+	}
+	return strings.Join(paths, ", ")
+}
+
+// credentialsHint says, for a registry that refused access (401 or 403) to
+// repo, whether airlock sent credentials and from where, and what to do:
+// "no credentials" and "wrong credentials" are different problems.
+func (r *Client) credentialsHint(code int, host, repo string) string {
+	status := fmt.Sprintf("%d %s", code, http.StatusText(code))
+	read := ""
+	if k, ok := r.keychain.(*containersKeychain); ok {
+		read = k.consulted()
+	}
+	a, err := r.keychain.Resolve(repoResource{host: host, repo: repo})
+	if err == nil && a == authn.Anonymous {
+		if read == "" {
+			return fmt.Sprintf("%s: the registry wants credentials and airlock has none: no auth file was found (looked for --authfile, $REGISTRY_AUTH_FILE, containers auth.json, ~/.docker/config.json); log in (podman login %s) or pass --authfile FILE", status, host)
+		}
+		return fmt.Sprintf("%s: the registry wants credentials and %s has none for %s: log in (podman login --authfile FILE %s) or add them to that file", status, read, host, host)
+	}
+	from := read
+	if from == "" {
+		from = "the configured keychain"
+	}
+	if code == http.StatusForbidden {
+		return fmt.Sprintf("%s: the registry accepted the credentials for %s from %s but denies this account access to %s: use an account with the rights needed (pull, or push for a destination)", status, host, from, repo)
+	}
+	return fmt.Sprintf("%s: the registry refused the credentials for %s from %s (wrong user name, password or token, or expired): log in again (podman login --authfile FILE %s)", status, host, from, host)
+}

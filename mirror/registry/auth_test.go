@@ -161,11 +161,11 @@ func TestAuthKeychainSources(t *testing.T) {
 			e.helper(t, "store", "other.example", authUser, authPass)
 			e.write(t, ".docker/config.json", `{"credsStore":"store"}`)
 			return ""
-		}, []string{"401"}, true},
-		{"no credentials anywhere", func(t *testing.T, e authEnv) string { return "" }, []string{"401"}, true},
+		}, []string{"401", "config.json has none for " + host}, true},
+		{"no credentials anywhere", func(t *testing.T, e authEnv) string { return "" }, []string{"401", "airlock has none: no auth file was found"}, true},
 		{"wrong password", func(t *testing.T, e authEnv) string {
 			return e.write(t, "a/auth.json", authJSON(host, authUser, "wrong-"+authPass))
-		}, []string{"401", "--authfile"}, true},
+		}, []string{"401", "refused the credentials for " + host + " from ", "a/auth.json", "--authfile"}, true},
 		{"--authfile does not exist", func(t *testing.T, e authEnv) string {
 			return filepath.Join(e.home, "nope", "auth.json")
 		}, []string{"--authfile", "nope/auth.json", "does not exist"}, false},

@@ -260,7 +260,7 @@ func (r *Client) probe(ctx context.Context, repo string, push bool) error {
 		// adds a TLS error to the stalled HTTP attempt's.
 		return r.markDown(host, explainTimeout(to))
 	case answered && (re.StatusCode == http.StatusUnauthorized || re.StatusCode == http.StatusForbidden):
-		return fmt.Errorf("%w: %s: %s", ErrAuth, host, explainStatus(re.StatusCode, host))
+		return fmt.Errorf("%w: %s: %s", ErrAuth, host, r.credentialsHint(re.StatusCode, host, repo))
 	case answered && (re.Cause == nil || re.StatusCode >= 500):
 		// An answer to the probe's GET, or the ping's (whose error also
 		// carries the HTTPS attempt's).

@@ -282,3 +282,14 @@ func ParseRetryAfter(h string) (time.Duration, bool) {
 	}
 	return 0, false
 }
+
+// Transient reports whether err is a failure that running the same command
+// again may get past: one worth another attempt (see Do: 408, 429, 5xx, resets,
+// network timeouts, content altered in transit) or a deadline that ran out.
+// Cancellation is not: the run was stopped.
+func Transient(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	return isRetryable(err)
+}

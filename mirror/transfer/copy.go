@@ -111,6 +111,10 @@ type ImageResult struct {
 	Status    string `json:"status"`
 	Err       string `json:"error,omitempty"`
 	BytesSent int64  `json:"bytesSent"`
+	// Class and Hint classify a failure (Classify): Hint is one short line
+	// saying what happened and what to do; Err has the detail.
+	Class FailureClass `json:"class,omitempty"`
+	Hint  string       `json:"hint,omitempty"`
 }
 
 // Report is what Copy did. It is JSON-serialisable.
@@ -350,6 +354,9 @@ func (e *copyEngine) copyImage(ctx context.Context, res *ImageResult) error {
 		res.Status = StatusCopied
 	default:
 		res.Status = StatusSkipped
+	}
+	if err != nil {
+		res.Class, res.Hint = Classify(err)
 	}
 	return err
 }

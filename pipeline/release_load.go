@@ -82,7 +82,9 @@ func (s *releaseSource) Load(ctx context.Context, ar Archived) (*Loaded, error) 
 			return ir.Digest == c.Digest && ir.Attachment == nil && ir.Kind == string(releaseKind)
 		})
 		if rec < 0 {
-			out.Missing = append(out.Missing, fmt.Sprintf("release %s (%s, payload %s; not in the archive)", c.Version, c.Arch, c.PayloadRef()))
+			if !failedWhenArchived(ar.Manifest, c) {
+				out.Missing = append(out.Missing, fmt.Sprintf("release %s (%s, payload %s; not in the archive)", c.Version, c.Arch, c.PayloadRef()))
+			}
 			continue
 		}
 		sigs, warn, err := s.verify(ctx, c, store)
@@ -113,6 +115,15 @@ func (s *releaseSource) Load(ctx context.Context, ar Archived) (*Loaded, error) 
 	_, out.Wants = s.requests()
 	out.Summary = s.summary()
 	return out, nil
+}
+
+// failedWhenArchived reports whether the archive records c's payload among
+// the images that failed when it was written (a partial batch): it is
+// reported as failed with the other failures, not as missing.
+func failedWhenArchived(m *archive.Manifest, c *chosenRelease) bool {
+	return slices.ContainsFunc(m.Failed, func(f archive.FailedRecord) bool {
+		return f.Attachment == nil && (f.Source == c.Ref || sameDigest(f.Source, c.PayloadRef()))
+	})
 }
 
 // archivedComponents copies the archived payload ir into the workspace,

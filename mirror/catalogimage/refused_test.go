@@ -23,7 +23,7 @@ func TestRefusedCatalogLeavesNothing(t *testing.T) {
 		if !errors.Is(err, ErrExtractLimit) {
 			t.Fatalf("error = %v, want ErrExtractLimit", err)
 		}
-		ents, err := os.ReadDir(filepath.Join(work, "catalogs", catalogDirName(reg.Host() + "/ns/catalog")))
+		ents, err := os.ReadDir(filepath.Join(work, "catalogs", catalogDirName(reg.Host()+"/ns/catalog")))
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			t.Fatal(err)
 		}

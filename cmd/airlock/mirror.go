@@ -86,6 +86,7 @@ failed (they are listed in working-dir/results.json), 130 when interrupted.`,
 					return err
 				}
 			}
+			log = quietOnTerminal(cmd.ErrOrStderr(), log, cmd.Flags().Changed("log-level"))
 			o.Output.Logger = log
 			stop := attachProgress(&o, cmd.ErrOrStderr(), log)
 			res, err := pipeline.Mirror(cmd.Context(), o)

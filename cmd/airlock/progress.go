@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -62,9 +63,43 @@ func attachProgress(o *pipeline.Options, w io.Writer, log *slog.Logger) func() {
 	return v.stop
 }
 
-func newProgressView(w io.Writer, log *slog.Logger) *progressView {
+// quietOnTerminal returns the logger a run uses on w: on a terminal, where
+// the progress view shows the stages, bars and the summary, info lines would
+// only repeat them, so the console shows warnings and errors unless
+// --log-level was given (the run's log file in working-dir/logs keeps the
+// info lines either way).
+func quietOnTerminal(w io.Writer, log *slog.Logger, levelGiven bool) *slog.Logger {
+	if levelGiven || !isTerminal(w) || log.Enabled(context.Background(), slog.LevelDebug) {
+		return log
+	}
+	return slog.New(minLevel{log.Handler(), slog.LevelWarn})
+}
+
+// minLevel passes on the records of at least level.
+type minLevel struct {
+	slog.Handler
+	level slog.Level
+}
+
+func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= m.level && m.Handler.Enabled(ctx, l)
+}
+
+func (m minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{m.Handler.WithAttrs(as), m.level}
+}
+
+func (m minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{m.Handler.WithGroup(name), m.level}
+}
+
+func isTerminal(w io.Writer) bool {
 	f, isFile := w.(*os.File)
-	return &progressView{w: w, tty: isFile && term.IsTerminal(int(f.Fd())), log: log, done: make(chan struct{})}
+	return isFile && term.IsTerminal(int(f.Fd()))
+}
+
+func newProgressView(w io.Writer, log *slog.Logger) *progressView {
+	return &progressView{w: w, tty: isTerminal(w), log: log, done: make(chan struct{})}
 }
 
 func (v *progressView) stage(s string) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -111,47 +110,12 @@ func (c *client) Fetch(ctx context.Context, typ, channel, arch string) ([]byte, 
 	u.RawQuery = q.Encode()
 	where := fmt.Sprintf("update graph of channel %s (%s) for %s from %s", channel, typ, arch, redactURL(u))
 
-	var body []byte
-	err = c.pol.Do(ctx, c.o.Log, where, func(ctx context.Context) error {
-		body, err = c.get(ctx, u)
-		return err
-	})
+	body, err := c.pol.GetDocument(ctx, c.o.Log, u.String(), retry.Get{Client: c.http, Timeout: c.o.Timeout, MaxBytes: c.o.MaxBytes, Accept: "application/json"})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w; %s", where, err, advice(err))
 	}
 	if _, err := Parse(body); err != nil {
 		return nil, fmt.Errorf("%s: %w; the service did not answer with a Cincinnati graph: check the URL (--graph-url or %s)", where, err, URLOverrideEnv)
-	}
-	return body, nil
-}
-
-func (c *client) get(ctx context.Context, u *url.URL) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return nil, retry.Permanent(err)
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	limited := io.LimitReader(resp.Body, c.o.MaxBytes+1)
-	if resp.StatusCode != http.StatusOK {
-		text, _ := io.ReadAll(io.LimitReader(limited, 512))
-		re := &endpoint.RegistryError{Method: req.Method, URL: redactURL(u), Host: u.Host, StatusCode: resp.StatusCode,
-			Text: strings.TrimSpace(string(text))}
-		re.RetryAfter, re.HasRetryAfter = retry.ParseRetryAfter(resp.Header.Get("Retry-After"))
-		return nil, re
-	}
-	body, err := io.ReadAll(limited)
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(body)) > c.o.MaxBytes {
-		return nil, retry.Permanent(fmt.Errorf("the answer is larger than %d bytes", c.o.MaxBytes))
 	}
 	return body, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -117,11 +116,8 @@ type httpStore struct {
 
 func (s *httpStore) String() string { return s.base }
 
-// errNotFound ends the walk over signature-N.
-var errNotFound = errors.New("not found")
-
 // ErrTooLarge is a signature larger than the store's MaxBytes.
-var ErrTooLarge = errors.New("signature larger than the size limit")
+var ErrTooLarge = retry.ErrTooLarge
 
 func (s *httpStore) Signatures(ctx context.Context, d digest.Digest) ([][]byte, error) {
 	if err := d.Validate(); err != nil {
@@ -130,56 +126,17 @@ func (s *httpStore) Signatures(ctx context.Context, d digest.Digest) ([][]byte, 
 	var out [][]byte
 	for n := 1; n <= s.max; n++ {
 		u := fmt.Sprintf("%s/%s=%s/signature-%d", s.base, d.Algorithm(), d.Encoded(), n)
-		var body []byte
-		err := s.policy.Do(ctx, s.log, "GET "+u, func(ctx context.Context) error {
-			var err error
-			body, err = s.get(ctx, u)
-			return err
-		})
-		if errors.Is(err, errNotFound) {
+		body, err := s.policy.GetDocument(ctx, s.log, u, retry.Get{Client: s.client, Timeout: s.timeout, MaxBytes: s.maxBytes})
+		if errors.Is(err, endpoint.ErrNotFound) {
 			return out, nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("release signatures of %s from %s: %w", d, s.base, err)
 		}
+		if len(body) == 0 {
+			return nil, fmt.Errorf("release signatures of %s from %s: %s: empty answer", d, s.base, u)
+		}
 		out = append(out, body)
 	}
 	return out, nil
-}
-
-// get reads one signature under the request deadline. 404 is errNotFound;
-// another non-200 answer is an endpoint.RegistryError (the retry policy's typed
-// HTTP answer: 5xx and 429 are retried, other 4xx are not).
-func (s *httpStore) get(ctx context.Context, u string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, retry.Permanent(err)
-	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	switch {
-	case resp.StatusCode == http.StatusNotFound:
-		return nil, retry.Permanent(errNotFound)
-	case resp.StatusCode != http.StatusOK:
-		text, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
-		ra, hasRA := retry.ParseRetryAfter(resp.Header.Get("Retry-After"))
-		return nil, &endpoint.RegistryError{Method: http.MethodGet, URL: u, Host: req.URL.Host, StatusCode: resp.StatusCode,
-			Text: strings.TrimSpace(string(text)), RetryAfter: ra, HasRetryAfter: hasRA}
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, s.maxBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(body)) > s.maxBytes {
-		return nil, retry.Permanent(fmt.Errorf("%s: %w (%d bytes)", u, ErrTooLarge, s.maxBytes))
-	}
-	if len(body) == 0 {
-		return nil, retry.Permanent(fmt.Errorf("%s: empty answer", u))
-	}
-	return body, nil
 }

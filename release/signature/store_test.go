@@ -61,7 +61,7 @@ func TestStoreErrors(t *testing.T) {
 			s.Put(d, []byte("one"))
 			s.Fail(d, 1, 500, 500, 500)
 		}, StoreOptions{}, "500 Internal Server Error"},
-		{"too large", func(s *signtest.SignatureStore) { s.Put(d, make([]byte, 101)) }, StoreOptions{MaxBytes: 100}, "larger than the size limit"},
+		{"too large", func(s *signtest.SignatureStore) { s.Put(d, make([]byte, 101)) }, StoreOptions{MaxBytes: 100}, "larger than 100 bytes"},
 		{"empty", func(s *signtest.SignatureStore) { s.Put(d, []byte{}) }, StoreOptions{}, "empty answer"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,10 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
 // Fetcher reads chart repositories over HTTP(S). Its client carries the
@@ -20,6 +23,10 @@ type Fetcher struct {
 	Client *http.Client
 	// Timeout bounds each request (0: 2 minutes).
 	Timeout time.Duration
+	// Retry is the retry policy of each request (nil: retry's default).
+	Retry *retry.Policy
+	// Log receives the retries (nil: none).
+	Log *slog.Logger
 	// MaxChartSize bounds a chart archive (0: 64 MiB); MaxIndexSize an index
 	// (0: 256 MiB).
 	MaxChartSize, MaxIndexSize int64
@@ -77,39 +84,16 @@ func (f *Fetcher) get(ctx context.Context, u string, limit int64) ([]byte, error
 	if t <= 0 {
 		t = 2 * time.Minute
 	}
-	ctx, cancel := context.WithTimeout(ctx, t)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, err
-	}
-	c := f.Client
-	if c == nil {
-		c = http.DefaultClient
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", u, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		hint := ""
-		switch resp.StatusCode {
+	data, err := retry.OrDefault(f.Retry).GetDocument(ctx, f.Log, u, retry.Get{Client: f.Client, Timeout: t, MaxBytes: limit})
+	if re, ok := endpoint.AsRegistryError(err); ok {
+		switch re.StatusCode {
 		case http.StatusUnauthorized, http.StatusForbidden:
-			hint = " (log in to the host with podman login, or pass --authfile)"
+			return nil, fmt.Errorf("%w (log in to the host with podman login, or pass --authfile)", err)
 		case http.StatusNotFound:
-			hint = " (check the repository URL)"
+			return nil, fmt.Errorf("%w (check the repository URL)", err)
 		}
-		return nil, fmt.Errorf("GET %s: %s%s", u, resp.Status, hint)
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", u, err)
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("GET %s: larger than %d bytes", u, limit)
-	}
-	return data, nil
+	return data, err
 }
 
 func (f *Fetcher) maxChart() int64 {

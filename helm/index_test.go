@@ -7,8 +7,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
 func sboIndex(t *testing.T) *Index {
@@ -85,7 +88,7 @@ func TestFetcher(t *testing.T) {
 	}))
 	defer srv.Close()
 	ctx := context.Background()
-	f := &Fetcher{Client: srv.Client(), Timeout: 10 * time.Second}
+	f := &Fetcher{Client: srv.Client(), Timeout: 10 * time.Second, Retry: &retry.Policy{Times: 1, Base: time.Millisecond}}
 	idx, err := f.Index(ctx, srv.URL+"/repo/")
 	if err != nil {
 		t.Fatal(err)
@@ -109,6 +112,41 @@ func TestFetcher(t *testing.T) {
 	srv.Close()
 	if _, err := f.Index(ctx, srv.URL+"/repo"); err == nil {
 		t.Fatal("a repository that is down must fail")
+	}
+}
+
+// TestFetcherRetries: a repository answering 503 (with Retry-After) is asked
+// again under the retry policy; one answering 404 is not.
+func TestFetcherRetries(t *testing.T) {
+	index, _ := os.ReadFile("testdata/oc-mirror/indexes/service-binding-operator-index.yaml")
+	var asked, missing atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/gone/index.yaml" {
+			missing.Add(1)
+			http.NotFound(w, r)
+			return
+		}
+		if asked.Add(1) < 3 {
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write(index)
+	}))
+	defer srv.Close()
+	f := &Fetcher{Client: srv.Client(), Timeout: 10 * time.Second, Retry: &retry.Policy{Times: 3, Base: time.Millisecond}}
+	if _, err := f.Index(context.Background(), srv.URL+"/repo"); err != nil {
+		t.Fatalf("Index after two 503s: %v", err)
+	}
+	if n := asked.Load(); n != 3 {
+		t.Errorf("%d requests, want 3 (two refused, one answered)", n)
+	}
+	_, err := f.Index(context.Background(), srv.URL+"/gone")
+	if err == nil || !strings.Contains(err.Error(), "check the repository URL") {
+		t.Errorf("missing index: err = %v, want the advice to check the URL", err)
+	}
+	if n := missing.Load(); n != 1 {
+		t.Errorf("a 404 was asked %d times, want once", n)
 	}
 }
 

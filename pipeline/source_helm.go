@@ -152,7 +152,7 @@ func (s *helmSource) selectRepo(ctx context.Context, sel *Selection, repo images
 		}
 		return out
 	}
-	f := &helm.Fetcher{Client: s.r.srcRegistry().HTTPClient()}
+	f := &helm.Fetcher{Client: s.r.srcRegistry().HTTPClient(), Retry: s.r.retry(), Log: s.r.log}
 	idx, err := f.Index(ctx, repo.URL)
 	charts := repo.Charts
 	if err == nil && len(charts) == 0 {

@@ -74,7 +74,7 @@ var rules = []rule{
 	{"imageset", []string{"location", "internal/redact"}},
 	// Helm charts: repositories, rendering, image discovery, artifacts; no
 	// registry, no copying, no configuration.
-	{"helm", nil},
+	{"helm", with("mirror/retry", "mirror/endpoint")},
 	// OpenShift releases: update graphs and version selection; no registry,
 	// no copying (the retry policy and its typed HTTP error only).
 	{"release/graph", with("imageset", "mirror/retry", "mirror/endpoint", "internal/dotrender")},

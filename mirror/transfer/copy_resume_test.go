@@ -175,13 +175,24 @@ func corruptPartial(t *testing.T, dir string) {
 	t.Helper()
 	part := filepath.Join(dir, ".airlock-staging", "partial")
 	ents, err := os.ReadDir(part)
-	if err != nil || len(ents) != 1 {
-		t.Fatalf("partial files: %v %v", ents, err)
-	}
-	p := filepath.Join(part, ents[0].Name())
-	b, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The large blob's partial file: a smaller blob in flight when the copy
+	// was cut may have left an empty one beside it.
+	var p string
+	var b []byte
+	for _, e := range ents {
+		data, err := os.ReadFile(filepath.Join(part, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(data) > len(b) {
+			p, b = filepath.Join(part, e.Name()), data
+		}
+	}
+	if len(b) == 0 {
+		t.Fatalf("no partial file holds bytes: %v", ents)
 	}
 	b[len(b)/2] ^= 0xff
 	if err := os.WriteFile(p, b, 0o644); err != nil {

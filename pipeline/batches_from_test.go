@@ -24,7 +24,6 @@ import (
 // sent). A target missing a batch is refused before anything is loaded, naming
 // the batch; archive verify reads every batch and names the bad one.
 func TestFromTargetLoadsEveryBatch(t *testing.T) {
-	t.Parallel()
 	e := setupStable(t)
 	target := t.TempDir()
 	n := &normalizer{}

@@ -2,7 +2,9 @@ package pipeline_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,14 +18,18 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/provenance"
 	helmregistry "helm.sh/helm/v3/pkg/registry"
+	helmrepo "helm.sh/helm/v3/pkg/repo"
 
 	"github.com/airlock-mirror/airlock/helm"
+	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/internal/fakeimage"
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/pipeline"
+	"github.com/airlock-mirror/airlock/report"
 )
 
 // chartRepo is an HTTP chart repository on 127.0.0.1 serving the charts of
@@ -137,6 +143,11 @@ func TestHelmEndToEnd(t *testing.T) {
 	if _, err := hc.Push(repo.files["/charts/workloads-1.2.0.tgz"], src+"/helm/workloads:1.2.0"); err != nil {
 		t.Fatal(err)
 	}
+	for _, v := range []string{"1.0.0", "1.3.0", "1.4.1"} { // a range picks 1.3.0 among the tags
+		if _, err := hc.Push(repo.files["/sbo/service-binding-operator-"+v+".tgz"], src+"/helm/service-binding-operator:"+v); err != nil {
+			t.Fatal(err)
+		}
+	}
 	local := filepath.Join(t.TempDir(), "test-mirror-helm-0.3.0.tgz")
 	if err := os.WriteFile(local, repo.files["/charts/test-mirror-helm-0.3.0.tgz"], 0o644); err != nil {
 		t.Fatal(err)
@@ -169,15 +180,17 @@ mirror:
       - name: workloads
         version: 1.2.0
         values: %s
+    - name: oci-range
+      url: oci://%s/helm
+      charts:
+      - name: service-binding-operator
+        version: ">=1.1 <1.4"
     local:
     - name: test-mirror-helm
       path: %s
       imagePaths: ["{.spec.template.spec.containers[*].env[*].value}"]
-`, e.seeded.Catalog, e.extra, repo.srv.URL, workloadValues(src), repo.srv.URL, src, workloadValues(src), local)
-	cfgPath := filepath.Join(t.TempDir(), "imageset.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`, e.seeded.Catalog, e.extra, repo.srv.URL, workloadValues(src), repo.srv.URL, src, workloadValues(src), src, local)
+	cfgPath := writeCfg(t, cfg)
 
 	// check: the charts install from the mirror with Helm's client and every
 	// image they render is in the mirror by digest.
@@ -221,6 +234,15 @@ mirror:
 		if _, err := hc.Pull(mirrorNS + "/local/test-mirror-helm:0.3.0"); err != nil {
 			t.Errorf("%s: the local chart is not in the mirror: %v", what, err)
 		}
+		if _, err := hc.Pull(mirrorNS + "/oci-range/service-binding-operator:1.3.0"); err != nil {
+			t.Errorf("%s: the oci:// chart chosen by a range (1.3.0) is not in the mirror: %v", what, err)
+		}
+		checkChartIndexes(t, what, res.WorkingDir, map[string][]string{
+			"apps": {"workloads 1.2.0"}, "oci": {"workloads 1.2.0"}, "oci-range": {"service-binding-operator 1.3.0"},
+			"local": {"test-mirror-helm 0.3.0"}, "sbo": {"service-binding-operator 1.0.0", "service-binding-operator 1.4.1"},
+		})
+		checkChartReport(t, what, res.WorkingDir, "apps", "workloads", "1.2.0", mirrorNS+"/apps/workloads:1.2.0",
+			"workloads/templates/workloads.yaml CronJob cron", ".spec.jobTemplate.spec.template.spec.containers[0].image")
 		sets, _ := filepath.Glob(filepath.Join(res.WorkingDir, "cluster-resources", "i*ms-*.yaml"))
 		var all strings.Builder
 		for _, f := range sets {
@@ -245,6 +267,7 @@ mirror:
 		t.Fatal(err, failedImages(res))
 	}
 	check("mirror-to-mirror", dst.Host()+"/m2m", res)
+	checkPinnedCharts(t, res.PinnedConfig)
 
 	target := t.TempDir()
 	o = opts(cfgPath)
@@ -312,10 +335,7 @@ mirror:
       charts:
       - name: anything
 `, extra, repo.srv.URL, workloadValues(src.Host()), repo.srv.URL, down.URL)
-	cfgPath := filepath.Join(t.TempDir(), "imageset.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := writeCfg(t, cfg)
 	dst := registrytest.Start(t)
 	o := opts(cfgPath)
 	o.Destination, o.Workspace = dest(location.Docker(dst.Host()+"/m")), location.File(t.TempDir())
@@ -344,6 +364,105 @@ mirror:
 	}
 	if !slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.Contains(w, "set image.repository to the image to run") }) {
 		t.Errorf("no warning names the chart that fails to render: %v", res.Warnings)
+	}
+}
+
+// checkChartIndexes loads the index.yaml of each repository of want in
+// workingDir/helm-charts with Helm's own repository code, checks every
+// archive beside it against the digest the index gives, loads it with
+// Helm's loader, and finds the chart versions want names.
+func checkChartIndexes(t *testing.T, what, workingDir string, want map[string][]string) {
+	t.Helper()
+	for name, charts := range want {
+		dir := filepath.Join(workingDir, "helm-charts", name)
+		idx, err := helmrepo.LoadIndexFile(filepath.Join(dir, "index.yaml"))
+		if err != nil {
+			t.Errorf("%s: repository %s: Helm does not load its index.yaml: %v", what, name, err)
+			continue
+		}
+		for _, c := range charts {
+			chart, version, _ := strings.Cut(c, " ")
+			if !idx.Has(chart, version) {
+				t.Errorf("%s: %s/index.yaml has no %s", what, name, c)
+			}
+		}
+		for chart, versions := range idx.Entries {
+			for _, cv := range versions {
+				if len(cv.URLs) != 1 || strings.Contains(cv.URLs[0], "/") {
+					t.Errorf("%s: %s %s %s: URLs %v, want one relative to the index", what, name, chart, cv.Version, cv.URLs)
+					continue
+				}
+				p := filepath.Join(dir, cv.URLs[0])
+				if d, err := provenance.DigestFile(p); err != nil || d != cv.Digest {
+					t.Errorf("%s: %s: digest %s, the index says %s (%v)", what, p, d, cv.Digest, err)
+				}
+				if ch, err := loader.Load(p); err != nil || ch.Name() != chart || ch.Metadata.Version != cv.Version {
+					t.Errorf("%s: %s does not load as %s %s: %v", what, p, chart, cv.Version, err)
+				}
+			}
+		}
+	}
+}
+
+// checkChartReport finds chart's row in report.json and report.html: its
+// artifact at the destination, copied, and an image with where in the chart.
+func checkChartReport(t *testing.T, what, workingDir, repo, chart, version, artifact, where, path string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(workingDir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep report.Run
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(rep.Charts, func(c report.Chart) bool { return c.Repository == repo && c.Chart == chart && c.Version == version })
+	if i < 0 {
+		t.Fatalf("%s: report.json has no chart %s/%s %s: %+v", what, repo, chart, version, rep.Charts)
+	}
+	c := rep.Charts[i]
+	if !strings.HasPrefix(c.Artifact, artifact) || c.Status != "copied" || len(c.Images) == 0 {
+		t.Errorf("%s: report row of %s: %+v", what, chart, c)
+	}
+	if !slices.ContainsFunc(c.Images, func(im report.ChartImage) bool {
+		return im.Status == "copied" && slices.ContainsFunc(im.Where, func(w string) bool { return strings.Contains(w, where) && strings.HasSuffix(w, path) })
+	}) {
+		t.Errorf("%s: no image of %s is found at %s %s: %+v", what, chart, where, path, c.Images)
+	}
+	page, err := os.ReadFile(filepath.Join(workingDir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{`<h2 id="charts">Helm charts</h2>`, "<td>" + chart + "</td><td>" + version + "</td>", html.EscapeString(where + " " + path)} {
+		if !strings.Contains(string(page), s) {
+			t.Errorf("%s: report.html does not show %q", what, s)
+		}
+	}
+}
+
+// checkPinnedCharts: the pinned configuration names every chart by the
+// exact version mirrored: a range by the version chosen, a repository
+// listing no charts by every version mirrored.
+func checkPinnedCharts(t *testing.T, pinned string) {
+	t.Helper()
+	pc, err := imageset.LoadFile(pinned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, r := range pc.Mirror.Helm.Repositories {
+		for _, c := range r.Charts {
+			got[r.Name] = append(got[r.Name], c.Name+" "+c.Version)
+		}
+	}
+	if v := got["apps"]; !slices.Equal(v, []string{"workloads 1.2.0"}) {
+		t.Errorf("pinned apps: %v, want the range pinned to workloads 1.2.0", v)
+	}
+	if v := got["oci-range"]; !slices.Equal(v, []string{"service-binding-operator 1.3.0"}) {
+		t.Errorf("pinned oci-range: %v", v)
+	}
+	if v := got["sbo"]; len(v) != 10 || !slices.Contains(v, "service-binding-operator 1.0.0") {
+		t.Errorf("pinned sbo (every version): %v, want its 10 versions listed", v)
 	}
 }
 

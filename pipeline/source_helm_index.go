@@ -32,18 +32,24 @@ const helmIndexFile = "index.yaml"
 
 // serveChart writes ch's archive into repo's folder and adds it to idx.
 func (s *helmSource) serveChart(idx chartIndexes, repo string, ch *helm.Chart) error {
-	dir := filepath.Dir(s.r.workDir.HelmChartDir(repo, ch.Name(), ch.Version()))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	p := s.chartArchive(repo, ch.Name(), ch.Version())
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
-	file := ch.Name() + "-" + ch.Version() + ".tgz"
-	if err := atomicfile.WriteFile(filepath.Join(dir, file), ch.Archive, 0o644); err != nil {
+	if err := atomicfile.WriteFile(p, ch.Archive, 0o644); err != nil {
 		return fmt.Errorf("helm chart %s %s: %w", ch.Name(), ch.Version(), err)
 	}
+	file := filepath.Base(p)
 	if !slices.ContainsFunc(idx[repo], func(e helm.IndexEntry) bool { return e.URL == file }) {
 		idx[repo] = append(idx[repo], helm.IndexEntry{Chart: ch, URL: file})
 	}
 	return nil
+}
+
+// chartArchive is where the archive of chart version of repo is served:
+// working-dir/helm-charts/REPO/CHART-VERSION.tgz, beside its OCI layout.
+func (s *helmSource) chartArchive(repo, chart, version string) string {
+	return s.r.workDir.HelmChartDir(repo, chart, version) + ".tgz"
 }
 
 // writeIndexes writes the index.yaml of each repository of idx.
@@ -53,8 +59,8 @@ func (s *helmSource) writeIndexes(idx chartIndexes) error {
 		if err != nil {
 			return fmt.Errorf("helm repository %s: index.yaml: %w", repo, err)
 		}
-		dir := filepath.Dir(s.r.workDir.HelmChartDir(repo, "x", "0"))
-		if err := atomicfile.WriteFile(filepath.Join(dir, helmIndexFile), b, 0o644); err != nil {
+		p := filepath.Join(filepath.Dir(s.chartArchive(repo, "x", "0")), helmIndexFile)
+		if err := atomicfile.WriteFile(p, b, 0o644); err != nil {
 			return fmt.Errorf("helm repository %s: %w", repo, err)
 		}
 	}
@@ -69,11 +75,15 @@ func (s *helmSource) serveArchived(ctx context.Context, ar Archived, recs []char
 	idx := chartIndexes{}
 	var warnings []string
 	for _, rec := range recs {
-		i := slices.IndexFunc(ar.Manifest.Images, func(ir archive.ImageRecord) bool { return ir.Source == rec.Ref })
-		if i < 0 {
-			continue // not in this archive (an earlier one carried it)
+		var ch *helm.Chart
+		var err error
+		if i := slices.IndexFunc(ar.Manifest.Images, func(ir archive.ImageRecord) bool { return ir.Source == rec.Ref }); i >= 0 {
+			ch, err = archivedChart(ctx, ar.Content, ar.Manifest.Images[i], rec)
+		} else {
+			// An earlier archive carried it: its archive is beside the index
+			// if that archive was loaded with this workspace.
+			ch, err = s.servedChart(rec)
 		}
-		ch, err := archivedChart(ctx, ar.Content, ar.Manifest.Images[i], rec)
 		if err == nil {
 			err = s.serveChart(idx, rec.Repository, ch)
 		}
@@ -82,6 +92,20 @@ func (s *helmSource) serveArchived(ctx context.Context, ar Archived, recs []char
 		}
 	}
 	return warnings, s.writeIndexes(idx)
+}
+
+// servedChart reads the archive of rec an earlier run wrote into
+// working-dir/helm-charts, checked against the digest rec recorded.
+func (s *helmSource) servedChart(rec chartRecord) (*helm.Chart, error) {
+	p := s.chartArchive(rec.Repository, rec.Chart, rec.Version)
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("not in this archive, and no earlier archive loaded with this workspace wrote it (%w)", err)
+	}
+	if got := helm.ArchiveDigest(data); got != rec.ArchiveDigest {
+		return nil, fmt.Errorf("%s (sha256:%s) is not the chart the archive recorded (sha256:%s)", p, got, rec.ArchiveDigest)
+	}
+	return helm.LoadArchive(data)
 }
 
 // archivedChart reads the chart archive of the artifact ir and checks it

@@ -23,6 +23,7 @@ import (
 	helmrepo "helm.sh/helm/v3/pkg/repo"
 
 	"github.com/airlock-mirror/airlock/helm"
+	"github.com/airlock-mirror/airlock/internal/browser"
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/internal/fakeimage"
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
@@ -268,6 +269,7 @@ mirror:
 	}
 	check("mirror-to-mirror", dst.Host()+"/m2m", res)
 	checkPinnedCharts(t, res.PinnedConfig)
+	chartsInBrowser(t, filepath.Join(res.WorkingDir, "report.html"), 14) // workloads twice, sbo's 10, the range, the local chart
 
 	target := t.TempDir()
 	o = opts(cfgPath)
@@ -437,6 +439,26 @@ func checkChartReport(t *testing.T, what, workingDir, repo, chart, version, arti
 		if !strings.Contains(string(page), s) {
 			t.Errorf("%s: report.html does not show %q", what, s)
 		}
+	}
+}
+
+// chartsInBrowser opens the report in headless Chromium (when the machine
+// has it) and counts the rows of its Helm charts table: one per chart and
+// the header, no console error, no network request.
+func chartsInBrowser(t *testing.T, page string, charts int) {
+	t.Helper()
+	bin := browser.Find()
+	if bin == "" {
+		t.Log("no chromium: the report's chart rows were checked in report.html only")
+		return
+	}
+	r, err := browser.Open(context.Background(), bin, page, browser.Options{Eval: `document.querySelectorAll("#charts + table tr").length`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows int
+	if err := json.Unmarshal(r.Value, &rows); err != nil || rows != charts+1 || len(r.Errors) > 0 || len(r.Requests) > 0 {
+		t.Errorf("the browser sees %s rows in the charts table (want %d and a header), console errors %q, requests %q", r.Value, charts, r.Errors, r.Requests)
 	}
 }
 

@@ -127,6 +127,7 @@ var matrixWorkflows = []matrixWorkflow{
 	{"delete", matrixDelete},
 	{"shards", matrixShards},
 	{"list", matrixList},
+	{"helm", matrixHelm},
 }
 
 func TestRegistryMatrix(t *testing.T) {

@@ -1,6 +1,7 @@
 package pipeline_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -23,8 +24,8 @@ import (
 	helmrepo "helm.sh/helm/v3/pkg/repo"
 
 	"github.com/airlock-mirror/airlock/helm"
-	"github.com/airlock-mirror/airlock/internal/browser"
 	"github.com/airlock-mirror/airlock/imageset"
+	"github.com/airlock-mirror/airlock/internal/browser"
 	"github.com/airlock-mirror/airlock/internal/fakeimage"
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
@@ -197,35 +198,15 @@ mirror:
 	// image they render is in the mirror by digest.
 	check := func(what, mirrorNS string, res *pipeline.Result) {
 		t.Helper()
-		for _, c := range []struct{ ref, version string }{{mirrorNS + "/apps/workloads", "1.2.0"}, {mirrorNS + "/oci/workloads", "1.2.0"}} {
-			pulled, err := hc.Pull(c.ref + ":" + c.version)
-			if err != nil {
-				t.Fatalf("%s: helm pull oci://%s --version %s: %v", what, c.ref, c.version, err)
-			}
-			ch, err := loader.LoadArchive(strings.NewReader(string(pulled.Chart.Data)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			install := action.NewInstall(&action.Configuration{})
-			install.DryRun, install.ClientOnly, install.ReleaseName, install.Namespace = true, true, "consumer", "default"
-			rel, err := install.Run(ch, map[string]any{"registry": src, "first": map[string]any{"image": src + "/sidecar/first:1.0"}, "second": map[string]any{"image": src + "/sidecar/second:1.0"}})
-			if err != nil {
-				t.Fatalf("%s: helm install --dry-run of %s: %v", what, c.ref, err)
-			}
-			for _, img := range workloadImages(src) {
-				if !strings.Contains(rel.Manifest, img) {
-					t.Errorf("%s: %s renders no %s", what, c.ref, img)
-				}
-				mirrored := mirrorNS + strings.TrimPrefix(img, src)
+		for _, ref := range []string{mirrorNS + "/apps/workloads:1.2.0", mirrorNS + "/oci/workloads:1.2.0"} {
+			helmInstallsFromMirror(t, what, hc, ref, src, mirrorNS, func(mirrored, img string) bool {
 				r, err := name.ParseReference(mirrored)
 				if err != nil {
 					t.Fatal(err)
 				}
 				d, err := remote.Head(r)
-				if err != nil || d.Digest.String() != digests[img] {
-					t.Errorf("%s: %s (rendered by %s) is not in the mirror by digest: %v", what, mirrored, c.ref, err)
-				}
-			}
+				return err == nil && d.Digest.String() == digests[img]
+			})
 		}
 		for _, v := range []string{"1.0.0", "1.4.1"} {
 			if _, err := hc.Pull(mirrorNS + "/sbo/service-binding-operator:" + v); err != nil {
@@ -366,6 +347,37 @@ mirror:
 	}
 	if !slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.Contains(w, "set image.repository to the image to run") }) {
 		t.Errorf("no warning names the chart that fails to render: %v", res.Warnings)
+	}
+}
+
+// helmInstallsFromMirror pulls the workloads chart ref (REPO:VERSION) from
+// the mirror with Helm's registry client, installs it client-only (dry run)
+// with its images named at src, and asks inMirror whether each image the
+// rendered manifests name is in the mirror under mirrorNS by the digest it
+// has at src.
+func helmInstallsFromMirror(t *testing.T, what string, hc *helmregistry.Client, ref, src, mirrorNS string, inMirror func(mirrored, img string) bool) {
+	t.Helper()
+	pulled, err := hc.Pull(ref)
+	if err != nil {
+		t.Fatalf("%s: helm pull oci://%s: %v", what, ref, err)
+	}
+	ch, err := loader.LoadArchive(bytes.NewReader(pulled.Chart.Data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	install := action.NewInstall(&action.Configuration{})
+	install.DryRun, install.ClientOnly, install.ReleaseName, install.Namespace = true, true, "consumer", "default"
+	rel, err := install.Run(ch, map[string]any{"registry": src, "first": map[string]any{"image": src + "/sidecar/first:1.0"}, "second": map[string]any{"image": src + "/sidecar/second:1.0"}})
+	if err != nil {
+		t.Fatalf("%s: helm install --dry-run of %s: %v", what, ref, err)
+	}
+	for _, img := range workloadImages(src) {
+		if !strings.Contains(rel.Manifest, img) {
+			t.Errorf("%s: %s renders no %s", what, ref, img)
+		}
+		if mirrored := mirrorNS + strings.TrimPrefix(img, src); !inMirror(mirrored, img) {
+			t.Errorf("%s: %s (rendered by %s) is not in the mirror by digest", what, mirrored, ref)
+		}
 	}
 }
 

@@ -87,7 +87,11 @@ func TestOCMirrorHelmConfigs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		at := holder.Host() + "/" + r.Context().RegistryStr() + "/" + r.Context().RepositoryStr() + ":" + r.Identifier()
+		reg := r.Context().RegistryStr()
+		if reg == name.DefaultRegistry {
+			reg = "docker.io" // as registries.conf names it
+		}
+		at := holder.Host() + "/" + reg + "/" + r.Context().RepositoryStr() + ":" + r.Identifier()
 		digests[img] = imagetest.MustPush(t, at, fakeimage.Spec{Seed: uint64(800 + i), Layers: 1}).Digest.String()
 	}
 	conf := filepath.Join(t.TempDir(), "registries.conf")
@@ -142,7 +146,7 @@ func TestOCMirrorHelmConfigs(t *testing.T) {
 		}
 		d, err := remote.Head(r)
 		if err != nil || d.Digest.String() != digests[img] {
-			t.Errorf("%s: %s is not at %s by digest %s: %v", what, img, res.Images[i].Destination, digests[img], err)
+			t.Errorf("%s: %s is not at %s by digest %s: %v (the run: %s %s)", what, img, res.Images[i].Destination, digests[img], err, res.Images[i].Status, res.Images[i].Error)
 		}
 	}
 

@@ -2,7 +2,6 @@ package pipeline_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -56,23 +55,9 @@ func matrixHelm(t *testing.T, e *matrixEnv) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeMatrixFile(t, cfg, string(base)+fmt.Sprintf(`  helm:
-    repositories:
-    - name: apps
-      url: %s/charts
-      charts:
-      - name: workloads
-        version: 1.2.0
-        values: %s
-        imagePaths: ["{.spec.widgetImage}"]
-    - name: oci
-      url: oci://%s/helm
-      charts:
-      - name: workloads
-        version: ">=1.0 <2"
-        values: %s
-        imagePaths: ["{.spec.widgetImage}"]
-`, repo.srv.URL, workloadValues(e.src.Host), e.src.Host, workloadValues(e.src.Host)))
+	writeMatrixFile(t, cfg, string(base)+"  helm:\n    repositories:\n"+
+		workloadsRepo("apps", repo.srv.URL+"/charts", "1.2.0", e.src.Host, true)+
+		workloadsRepo("oci", "oci://"+e.src.Host+"/helm", ">=1.0 <2", e.src.Host, true))
 	options := func(ns string) pipeline.Options {
 		o := e.options(t, ns)
 		o.ConfigPath = cfg

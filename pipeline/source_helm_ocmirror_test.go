@@ -1,7 +1,6 @@
 package pipeline_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -13,9 +12,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/release"
 
 	"github.com/airlock-mirror/airlock/internal/fakeimage"
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
@@ -108,27 +104,11 @@ func TestOCMirrorHelmConfigs(t *testing.T) {
 		o.ConfigPath, o.Source.RegistriesConf = cfg, conf
 		return pipeline.Mirror(ctx, o)
 	}
-	// rendersFromMirror pulls ref from the mirror with Helm's client,
-	// renders it (client-only install) and returns the images its
-	// manifests name.
+	// rendersFromMirror: the images ref renders, pulled from the mirror.
 	rendersFromMirror := func(what, ref string) []string {
 		t.Helper()
-		pulled, err := hc.Pull(ref)
-		if err != nil {
-			t.Fatalf("%s: helm pull oci://%s: %v", what, ref, err)
-		}
-		ch, err := loader.LoadArchive(bytes.NewReader(pulled.Chart.Data))
-		if err != nil {
-			t.Fatal(err)
-		}
-		install := action.NewInstall(&action.Configuration{})
-		install.DryRun, install.ClientOnly, install.ReleaseName, install.Namespace = true, true, "consumer", "default"
-		rel, err := install.Run(ch, nil)
-		if err != nil {
-			t.Fatalf("%s: helm install --dry-run of %s: %v", what, ref, err)
-		}
 		var out []string
-		for _, m := range renderedImageRE.FindAllStringSubmatch(rel.Manifest+"\n"+hookManifests(rel.Hooks), -1) {
+		for _, m := range renderedImageRE.FindAllStringSubmatch(helmRenderFromMirror(t, what, hc, ref, nil), -1) {
 			out = append(out, m[1])
 		}
 		return out
@@ -237,13 +217,4 @@ func TestOCMirrorHelmConfigs(t *testing.T) {
 			t.Errorf("%s: %v, want the missing chart named with its path", rel, err)
 		}
 	}
-}
-
-// hookManifests are the manifests of a release's hooks (test pods).
-func hookManifests(hooks []*release.Hook) string {
-	var b strings.Builder
-	for _, h := range hooks {
-		b.WriteString(h.Manifest + "\n")
-	}
-	return b.String()
 }

@@ -53,17 +53,11 @@ kind: ImageSetConfiguration
 mirror:
   helm:
     repositories:
-    - name: apps
-      url: %s/charts
-      charts:
-      - name: workloads
-        version: 1.2.0
-        values: %s
-`, srv.URL, workloadValues(src.Host())))
+%s`, workloadsRepo("apps", srv.URL+"/charts", "1.2.0", src.Host(), false)))
 	certDir := ca.CertDir(t)
 	good := registrytest.WriteAuthFile(t, map[string]registrytest.Credentials{chartHost: {Username: "mirror", Password: "s3cret"}})
 	bad := registrytest.WriteAuthFile(t, map[string]registrytest.Credentials{chartHost: {Username: "mirror", Password: "wrong"}})
-	run := func(authFile, certDir string) (*pipeline.Result, error, string) {
+	run := func(authFile, certDir string) (*pipeline.Result, string, error) {
 		t.Helper()
 		dst := registrytest.Start(t)
 		o := opts(cfg)
@@ -71,10 +65,10 @@ mirror:
 		o.AuthFile, o.Source.CertDir = authFile, certDir
 		o.Destination, o.Workspace = dest(location.Docker(dst.Host()+"/m")), location.File(t.TempDir())
 		res, err := pipeline.Mirror(ctx, o)
-		return res, err, dst.Host() + "/m"
+		return res, dst.Host() + "/m", err
 	}
 
-	res, err, mirrorNS := run(good, certDir)
+	res, mirrorNS, err := run(good, certDir)
 	if err != nil {
 		t.Fatal(err, failedImages(res))
 	}
@@ -89,7 +83,7 @@ mirror:
 		{"wrong credentials", bad, certDir, []string{"401", "podman login", "--authfile"}},
 		{"unknown CA", good, "", []string{"certificate", "--src-cert-dir", "--src-tls-verify=false"}},
 	} {
-		res, err, _ := run(tc.authFile, tc.certDir)
+		res, _, err := run(tc.authFile, tc.certDir)
 		if err == nil || res == nil {
 			t.Fatalf("%s: Mirror = %v, want the chart failed", tc.name, err)
 		}

@@ -34,17 +34,10 @@ mirror:
   - name: ^(quay\.io|ghcr\.io|docker\.io|registry\.k8s\.io)/
   helm:
     repositories:
-    - name: apps
-      url: %s/charts
-      charts:
-      - name: workloads
-        version: 1.2.0
-        values: %s
-        imagePaths: ["{.spec.widgetImage}"]
-%s    local:
+%s%s    local:
     - name: test-mirror-helm
       path: %s
-`, repo.srv.URL, workloadValues(src), extra, local))
+`, workloadsRepo("apps", repo.srv.URL+"/charts", "1.2.0", src, true), extra, local))
 }
 
 // TestHelmWorkflows: charts go through the dry run (the bytes it says are

@@ -50,7 +50,7 @@ func (r *run) diskShard(ctx context.Context, src *mirror.SourceMux, sh mirror.Sh
 		return shardPartial(rec, dir)
 	}
 	w, err := archive.NewWriter(dir, archive.WriterOptions{
-		ChunkSize: r.cfg.ArchiveSizeBytes(), Shipped: shipped, Logger: r.log, Part: part, Elsewhere: sh.Elsewhere, Strict: r.opts.Archive.Strict,
+		ChunkSize: r.cfg.ArchiveSizeBytes(), Shipped: shipped, Logger: r.log, Part: part, Elsewhere: sh.Elsewhere, Strict: r.opts.Archive.Strict, FreeSpace: r.opts.freeSpace,
 	})
 	if err != nil {
 		return err
@@ -176,7 +176,7 @@ func (r *run) diskFinish(ctx context.Context) error {
 		}
 	}
 	w, err := archive.NewWriter(dir, archive.WriterOptions{
-		ChunkSize: r.cfg.ArchiveSizeBytes(), Shipped: shipped, Logger: r.log, Part: archive.FinishPart, Elsewhere: elsewhere, Strict: r.opts.Archive.Strict, SignKey: r.opts.Archive.SignKey,
+		ChunkSize: r.cfg.ArchiveSizeBytes(), Shipped: shipped, Logger: r.log, Part: archive.FinishPart, Elsewhere: elsewhere, Strict: r.opts.Archive.Strict, FreeSpace: r.opts.freeSpace, SignKey: r.opts.Archive.SignKey,
 	})
 	if err != nil {
 		return err

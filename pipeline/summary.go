@@ -129,16 +129,17 @@ func (r *Result) WriteSummary(w io.Writer) {
 			when(c.Blocked > 0, fmt.Sprintf("%d blocked", c.Blocked))))
 		if r.Copy != nil && r.BlobsSent+r.BlobsMounted > 0 {
 			if r.Workflow == mirror.MirrorToDisk {
-				fmt.Fprintf(w, "  blobs:     %s downloaded (%s)\n", plural(int(r.BlobsSent), "blob", "blobs"), humanize.Bytes(r.BytesSent))
+				fmt.Fprintf(w, "  blobs:     %s downloaded (%s)\n", plural(int(r.BlobsSent), "blob", "blobs"), humanize.Bytes(r.BytesSent)+r.resumedNote())
 			} else {
 				fmt.Fprintf(w, "  blobs:     %s\n", joinNonEmpty(
-					fmt.Sprintf("%d sent (%s)", r.BlobsSent, humanize.Bytes(r.BytesSent)),
+					fmt.Sprintf("%d sent (%s)", r.BlobsSent, humanize.Bytes(r.BytesSent)+r.resumedNote()),
 					when(r.BlobsMounted > 0, fmt.Sprintf("%d mounted from another repository", r.BlobsMounted)),
 					when(r.BlobsSkipped > 0, fmt.Sprintf("%d already there", r.BlobsSkipped)),
 					fmt.Sprintf("%d manifests and tags pushed", r.ManifestsSent)))
 			}
 		}
 	}
+	r.writeAltered(w)
 	for _, cat := range r.Catalogs {
 		state := "rebuilt"
 		switch {

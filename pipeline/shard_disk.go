@@ -211,7 +211,7 @@ func (r *run) diskFinish(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m, err := w.FinishSharded(ctx, archive.Meta{Batch: batch, BuildsOn: buildsOn, Config: cfgJSON, Images: archiveImages(p, failed), Catalogs: archiveCatalogs(p), Extras: archiveExtras(p), Failed: failed}, recs)
+	m, err := w.FinishSharded(ctx, archive.Meta{Batch: batch, BuildsOn: buildsOn, Config: cfgJSON, Images: archiveImages(p, failed), Catalogs: archiveCatalogs(p), Extras: append(archiveExtras(p), r.reportExtras()...), Failed: failed}, recs)
 	if err != nil {
 		return err
 	}

@@ -107,7 +107,7 @@ func shardOutcome(im mirror.PlanImage, part string, failed []archive.FailedRecor
 // shardSummary describes what a shard wrote.
 func shardSummary(dir string, rec *archive.ShardRecord, resumed bool) *ArchiveSummary {
 	sum := &ArchiveSummary{Dir: dir, Part: rec.Part, Batch: rec.Batch, BuildsOn: rec.BuildsOn, Resumed: resumed,
-		Blobs: len(rec.Blobs), Bytes: rec.BlobBytes(), ReliesOn: len(rec.ReliesOn), Incremental: len(rec.BuildsOn) > 0}
+		Blobs: len(rec.Blobs), Bytes: rec.BlobBytes(), ReliesOn: len(rec.ReliesOn), Incremental: len(rec.BuildsOn) > 0, Failed: len(rec.Failed)}
 	for _, c := range rec.Chunks {
 		sum.Chunks = append(sum.Chunks, c.Name)
 	}

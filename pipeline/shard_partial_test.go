@@ -124,6 +124,11 @@ func TestShardedDiskPartial(t *testing.T) {
 			if got := failedOf(shards[i]); !slices.Equal(got, []string{"bad:1.0"}) {
 				t.Errorf("shard %d failed %v, want bad:1.0", i, got)
 			}
+			var sum strings.Builder
+			shards[i].WriteSummary(&sum)
+			if !strings.Contains(sum.String(), "; partial: without 1 image that failed") || !strings.Contains(sum.String(), "apps/bad:1.0: ") {
+				t.Errorf("shard %d's summary does not say it is partial and why:\n%s", i, sum.String())
+			}
 			rec, rerr := archive.ReadShard(filepath.Join(target, "batch-0001"), i, 2)
 			if rerr != nil || rec == nil || len(rec.Failed) != 1 || !strings.Contains(rec.Failed[0].Error, "404") {
 				t.Errorf("shard %d's record does not list apps/bad with its 404: %v %+v", i, rerr, rec)

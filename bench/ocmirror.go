@@ -19,16 +19,36 @@ import (
 const ocMirrorTarget = 2.0
 
 // FindOcMirror is the oc-mirror binary to compare with: flag (-oc-mirror),
-// else oc-mirror on PATH; "" when there is none.
+// else oc-mirror on PATH, else the one scripts/build-oc-mirror.sh built
+// (OcMirrorCache); "" when there is none.
 func FindOcMirror(flag string) string {
 	if flag != "" {
 		return flag
 	}
-	p, err := exec.LookPath("oc-mirror")
-	if err != nil {
-		return ""
+	if p, err := exec.LookPath("oc-mirror"); err == nil {
+		return p
 	}
-	return p
+	if p := OcMirrorCache(); p != "" {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return ""
+}
+
+// OcMirrorCache is where scripts/build-oc-mirror.sh writes the oc-mirror
+// binary it builds: $AIRLOCK_BENCH_CACHE/oc-mirror/oc-mirror, by default under
+// ~/.cache/airlock-bench ("" when there is no home directory).
+func OcMirrorCache() string {
+	dir := os.Getenv("AIRLOCK_BENCH_CACHE")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		dir = filepath.Join(home, ".cache", "airlock-bench")
+	}
+	return filepath.Join(dir, "oc-mirror", "oc-mirror")
 }
 
 // ocMirrorOverLink runs oc-mirror v2's mirror-to-mirror of the same
@@ -40,7 +60,7 @@ func ocMirrorOverLink(ctx context.Context, cfg Config, link string, wc registryt
 	name := "oc-mirror v2 m2m over " + link
 	if cfg.OcMirror == "" {
 		return []Row{{Name: name, Input: input, Target: fmt.Sprintf("airlock ≥ %.0f× faster", ocMirrorTarget),
-			Note: "not available: no oc-mirror binary (-oc-mirror PATH or oc-mirror on PATH; docs/benchmarks.md says how one was built here)"}}, nil
+			Note: "not available: no oc-mirror binary (-oc-mirror PATH, oc-mirror on PATH, or scripts/build-oc-mirror.sh builds one: bench/ocmirror/README.md)"}}, nil
 	}
 	dst, err := StartRegistry(ctx, cfg.Airlock, filepath.Join(work, "dst"))
 	if err != nil {

@@ -1,0 +1,294 @@
+//go:build differential
+
+package differential
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/blang/semver/v4"
+
+	"github.com/airlock-mirror/airlock/bench"
+	"github.com/airlock-mirror/airlock/imageset"
+	"github.com/airlock-mirror/airlock/internal/testutil/cincinnatitest"
+	"github.com/airlock-mirror/airlock/internal/testutil/golden"
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/internal/testutil/releasetest"
+	"github.com/airlock-mirror/airlock/internal/testutil/signtest"
+	"github.com/airlock-mirror/airlock/release/graph"
+)
+
+// explained are the configurations where oc-mirror and airlock select
+// differently, each explained in docs/releases.md ("Differences with
+// oc-mirror's selection"). A difference not listed fails the test, and so
+// does a listed one that has gone.
+var explained = map[string]string{}
+
+// perRun bounds one oc-mirror dry run.
+const perRun = 3 * time.Minute
+
+func TestDifferential(t *testing.T) {
+	bin := bench.FindOcMirror(os.Getenv("OC_MIRROR"))
+	if bin == "" {
+		t.Skip("no oc-mirror binary (OC_MIRROR=PATH, oc-mirror on PATH, or scripts/build-oc-mirror.sh builds one into " + bench.OcMirrorCache() + ")")
+	}
+	graphs := cincinnatitest.New(t)
+	reg := registrytest.Start(t)
+	base := releasetest.Push(t, reg.Host(), releasetest.Spec{Version: "0.0.0", Components: 2})
+	key := signtest.NewReleaseKey(t, "rsa")
+	keyFile := filepath.Join(t.TempDir(), "release-key.asc")
+	if err := os.WriteFile(keyFile, key.Armored, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	store := newSigner(t, key, reg.Host(), base.Ref, payloadIndex(t))
+
+	var table bytes.Buffer
+	table.WriteString("| configuration | oc-mirror v2 | airlock | |\n|---|---|---|---|\n")
+	for _, c := range Cases {
+		url := graphs.URL
+		if c.OCMirrorFixtures {
+			url = graphs.OCMirrorURL
+		}
+		isc := "apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  platform:\n" + indent(c.Platform, "    ")
+		ours := airlockChoice(t, c, isc, url)
+		store.reset()
+		theirs := ocMirrorChoice(t, bin, c, isc, url, reg.Host(), store, keyFile)
+		verdict := "same"
+		if ours != theirs {
+			verdict = "different"
+			if _, ok := explained[c.Name]; !ok {
+				t.Errorf("%s: oc-mirror selects %q, airlock %q: explain the difference in docs/releases.md and list it in explained", c.Name, theirs, ours)
+			}
+		} else if _, ok := explained[c.Name]; ok {
+			t.Errorf("%s: listed as different but both select %q: update explained and docs/releases.md", c.Name, ours)
+		}
+		fmt.Fprintf(&table, "| %s | %s | %s | %s |\n", c.Name, theirs, ours, verdict)
+	}
+	t.Logf("\n%s", table.String())
+	golden.Check(t, filepath.Join("testdata", "differential.md"), table.Bytes())
+}
+
+// TestCasesMatchGoldens keeps Cases and release/graph's Choose goldens one
+// set: each case has a golden and each golden a case.
+func TestCasesMatchGoldens(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "release", "graph", "testdata", "choose", "*.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var goldens, cases []string
+	for _, f := range files {
+		goldens = append(goldens, strings.TrimSuffix(filepath.Base(f), ".golden"))
+	}
+	for _, c := range Cases {
+		cases = append(cases, c.Name)
+	}
+	slices.Sort(goldens)
+	slices.Sort(cases)
+	if !slices.Equal(goldens, cases) {
+		t.Errorf("cases %v\ngoldens %v", cases, goldens)
+	}
+}
+
+// airlockChoice is what airlock selects for isc: "arch version …" per
+// architecture, or "refused". It must be what the Choose golden records.
+func airlockChoice(t *testing.T, c Case, isc, url string) string {
+	t.Helper()
+	cfg, err := imageset.Load(strings.NewReader(isc), "isc.yaml")
+	if err != nil {
+		t.Fatalf("%s: %v", c.Name, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	got, err := graph.Choose(ctx, cfg.Mirror.Platform, graph.NewClient(graph.ClientOptions{URL: url}), graph.ChooseOptions{AllowConditional: c.AllowConditional})
+	var nodes []node
+	if err == nil {
+		for _, r := range got.Releases {
+			nodes = append(nodes, node{r.Arch, r.Version})
+		}
+	}
+	s := format(nodes, err != nil)
+	if want := goldenChoice(t, c.Name); s != want {
+		t.Errorf("%s: airlock selects %q, its Choose golden %q: Cases and release/graph's chooseCases disagree", c.Name, s, want)
+	}
+	return s
+}
+
+// goldenChoice reads a Choose golden's selection, formatted as format does.
+func goldenChoice(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "release", "graph", "testdata", "choose", name+".golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.HasPrefix(b, []byte("error:")) {
+		return format(nil, true)
+	}
+	var nodes []node
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if strings.HasPrefix(sc.Text(), "  ") && !strings.HasPrefix(sc.Text(), "    ") && len(f) == 3 && strings.Contains(f[1], ".") {
+			nodes = append(nodes, node{f[0], f[1]})
+		}
+		if strings.HasPrefix(sc.Text(), "risks:") {
+			break
+		}
+	}
+	return format(nodes, false)
+}
+
+// format writes a selection as "arch: v1 v2 …; arch: …" in version order,
+// "refused" for an error, "nothing" for none.
+func format(nodes []node, refused bool) string {
+	if refused {
+		return "refused"
+	}
+	if len(nodes) == 0 {
+		return "nothing"
+	}
+	byArch := map[string][]string{}
+	for _, n := range nodes {
+		if !slices.Contains(byArch[n.Arch], n.Version) {
+			byArch[n.Arch] = append(byArch[n.Arch], n.Version)
+		}
+	}
+	var archs []string
+	for a := range byArch {
+		archs = append(archs, a)
+	}
+	slices.Sort(archs)
+	var parts []string
+	for _, a := range archs {
+		vs := byArch[a]
+		slices.SortFunc(vs, compareVersions)
+		parts = append(parts, a+": "+strings.Join(vs, " "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// ocMirrorChoice runs oc-mirror's mirror-to-mirror dry run of isc against
+// the update service at url and returns what it selected, formatted as
+// format does: the releases whose signatures it verified (it verifies every
+// release it selected before it copies any), checked against the release
+// images of its dry run's mapping.txt when the run gets that far.
+func ocMirrorChoice(t *testing.T, bin string, c Case, isc, url, registry string, store *signer, keyFile string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "isc.yaml"), []byte(isc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), perRun)
+	defer cancel()
+	ws := filepath.Join(dir, "ws")
+	cmd := exec.CommandContext(ctx, bin, "--v2", "-c", filepath.Join(dir, "isc.yaml"), "--workspace", "file://"+ws,
+		"docker://"+registry+"/mirror", "--dry-run", "--dest-tls-verify=false", "--src-tls-verify=false",
+		"-p", fmt.Sprint(port), "--cache-dir", filepath.Join(dir, "cache"), "--log-level", "debug")
+	cmd.Dir = dir
+	home := filepath.Join(dir, "home")
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_RUNTIME_DIR="+home, "UPDATE_URL_OVERRIDE="+url,
+		"OCP_SIGNATURE_URL="+store.URL(), "OCP_SIGNATURE_VERIFICATION_PK="+keyFile)
+	out, runErr := cmd.CombinedOutput()
+	if err := os.WriteFile(filepath.Join(os.TempDir(), "differential-"+c.Name+".log"), out, 0o644); err != nil {
+		t.Log(err)
+	}
+	asked, other := store.requests()
+	mapped, mapErr := mappedReleases(ws)
+	switch {
+	case runErr == nil && mapErr == nil:
+		if s := format(mapped, false); s != format(asked, false) && len(other) == 0 {
+			t.Errorf("%s: oc-mirror verified the signatures of %q but its mapping.txt lists %q", c.Name, format(asked, false), s)
+		}
+		return format(mapped, false)
+	case len(asked) > 0 && len(other) == 0:
+		// It selected, verified, then failed later (the dry run copies the
+		// payloads to read them): the selection is known.
+		return format(asked, false) + " (then: " + lastError(out) + ")"
+	default:
+		return "refused: " + lastError(out)
+	}
+}
+
+// releaseTag is a release image's tag in mapping.txt: <version>-<arch>.
+var releaseTag = regexp.MustCompile(`/ocp/release:([0-9][^=\s]*)-(x86_64|aarch64|ppc64le|s390x|multi)=`)
+
+// mappedReleases reads the release images of the dry run's mapping.txt.
+func mappedReleases(ws string) ([]node, error) {
+	b, err := os.ReadFile(filepath.Join(ws, "working-dir", "dry-run", "mapping.txt"))
+	if err != nil {
+		return nil, err
+	}
+	arch := map[string]string{}
+	for a, s := range tagArch {
+		arch[s] = a
+	}
+	var nodes []node
+	for _, m := range releaseTag.FindAllStringSubmatch(string(b), -1) {
+		nodes = append(nodes, node{arch[m[2]], m[1]})
+	}
+	return nodes, nil
+}
+
+// lastError is the last line of oc-mirror's output that reports an error,
+// shortened and without its addresses (they change from run to run).
+func lastError(out []byte) string {
+	var last string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, "[ERROR]") || strings.Contains(strings.ToLower(l), "error") {
+			last = l
+		}
+	}
+	last = regexp.MustCompile(`127\.0\.0\.1:[0-9]+`).ReplaceAllString(last, "127.0.0.1")
+	last = regexp.MustCompile(`^.*\[(ERROR|WARN|INFO)\]\s*:?\s*`).ReplaceAllString(last, "")
+	last = strings.ReplaceAll(strings.TrimSpace(last), "|", "/")
+	if len(last) > 160 {
+		last = last[:160] + "…"
+	}
+	return last
+}
+
+// compareVersions orders semantic versions (and anything else as text).
+func compareVersions(a, b string) int {
+	va, ea := semver.Parse(a)
+	vb, eb := semver.Parse(b)
+	if ea != nil || eb != nil {
+		return strings.Compare(a, b)
+	}
+	return va.Compare(vb)
+}
+
+func indent(s, prefix string) string {
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(s, "\n") {
+		if l != "" {
+			b.WriteString(prefix + l)
+		}
+	}
+	return b.String()
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

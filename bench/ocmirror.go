@@ -15,8 +15,21 @@ import (
 )
 
 // ocMirrorTarget is the target speed-up over oc-mirror v2 on the catalog-scale
-// workload over wan.
-const ocMirrorTarget = 2.0
+// workload over wan; ocMirrorReleaseTarget on the release workload and on the
+// latency-bound row.
+const (
+	ocMirrorTarget        = 2.0
+	ocMirrorReleaseTarget = 3.0
+)
+
+// ocMirrorRun says how a section runs oc-mirror: its rows' name (what it
+// mirrors, "oc-mirror v2 m2m over LINK" by default), the speed-up wanted, and
+// more environment (the release rows' update service and signature store).
+type ocMirrorRun struct {
+	Name   string
+	Target float64
+	Env    []string
+}
 
 // FindOcMirror is the oc-mirror binary to compare with: flag (-oc-mirror),
 // else oc-mirror on PATH, else the one scripts/build-oc-mirror.sh built
@@ -55,11 +68,18 @@ func OcMirrorCache() string {
 // ImageSetConfiguration over the same link into a fresh destination, in the
 // same sitting as airlock's first run (wall airlock), and the speed-up row.
 // oc-mirror keeps its cache and its local registry under work.
-func ocMirrorOverLink(ctx context.Context, cfg Config, link string, wc registrytest.WANConfig, wan *registrytest.WAN,
+func ocMirrorOverLink(ctx context.Context, cfg Config, run ocMirrorRun, link string, wc registrytest.WANConfig, wan *registrytest.WAN,
 	src *Registry, isc, work, input string, unique int64, airlock time.Duration) ([]Row, error) {
-	name := "oc-mirror v2 m2m over " + link
+	name := run.Name
+	if name == "" {
+		name = "oc-mirror v2 m2m over " + link
+	}
+	target := run.Target
+	if target == 0 {
+		target = ocMirrorTarget
+	}
 	if cfg.OcMirror == "" {
-		return []Row{{Name: name, Input: input, Target: fmt.Sprintf("airlock ≥ %.0f× faster", ocMirrorTarget),
+		return []Row{{Name: name, Input: input, Target: fmt.Sprintf("airlock ≥ %.0f× faster", target),
 			Note: "not available: no oc-mirror binary (-oc-mirror PATH, oc-mirror on PATH, or scripts/build-oc-mirror.sh builds one: bench/ocmirror/README.md)"}}, nil
 	}
 	dst, err := StartRegistry(ctx, cfg.Airlock, filepath.Join(work, "dst"))
@@ -75,7 +95,7 @@ func ocMirrorOverLink(ctx context.Context, cfg Config, link string, wc registryt
 	if err := os.MkdirAll(home, 0o755); err != nil {
 		return nil, err
 	}
-	cmd := Command{Name: cfg.OcMirror, Dir: work, Env: []string{"HOME=" + home, "XDG_RUNTIME_DIR=" + home},
+	cmd := Command{Name: cfg.OcMirror, Dir: work, Env: append([]string{"HOME=" + home, "XDG_RUNTIME_DIR=" + home}, run.Env...),
 		Args: []string{"--v2", "-c", isc, "--workspace", location.File(filepath.Join(work, "ws")).String(), "--cache-dir", filepath.Join(work, "cache"),
 			"-p", fmt.Sprint(port), location.Docker(dst.Addr() + "/mirror").String(), "--dest-tls-verify=false", "--src-tls-verify=false"}}
 	s0, d0, w0 := src.Proxy.Counts(), dst.Proxy.Counts(), wan.Stats()
@@ -91,7 +111,7 @@ func ocMirrorOverLink(ctx context.Context, cfg Config, link string, wc registryt
 			cfg.OcMirror, wc, ws.Connections-w0.Connections, ws.TokenRequests-w0.TokenRequests, ws.Redirects-w0.Redirects,
 			ws.Throttled-w0.Throttled, float64(dd.UploadBytesIn)/float64(unique))}
 	if m.Exit != 0 {
-		logFile := filepath.Join(cfg.WorkDir, "oc-mirror-"+link+".log")
+		logFile := filepath.Join(cfg.WorkDir, "oc-mirror-"+strings.NewReplacer(" ", "-", ",", "", "/", "-").Replace(name)+".log")
 		_ = os.WriteFile(logFile, []byte(m.Stdout+m.Stderr), 0o644)
 		r.Note = fmt.Sprintf("FAILED (exit %d): %s", m.Exit, lastLine(m.Stderr+m.Stdout))
 		return []Row{r}, fmt.Errorf("%s: exit %d (its output: %s; -keep keeps it)", name, m.Exit, logFile)
@@ -100,7 +120,7 @@ func ocMirrorOverLink(ctx context.Context, cfg Config, link string, wc registryt
 	if airlock > 0 {
 		x := float64(m.Wall) / float64(airlock)
 		rows = append(rows, Row{Name: name + " / airlock m2m (wall: speed-up)", Input: input, WallText: fmt.Sprintf("%.2f×", x),
-			Target: fmt.Sprintf("≥ %.0f×", ocMirrorTarget), Met: met(x >= ocMirrorTarget),
+			Target: fmt.Sprintf("≥ %.0f×", target), Met: met(x >= target),
 			Note: fmt.Sprintf("oc-mirror %s, airlock %s, one after the other into fresh destinations", Seconds(m.Wall), Seconds(airlock))})
 	}
 	return rows, nil

@@ -36,7 +36,8 @@ var Cases = []Case{
 	{Name: "eus-through-stable", Platform: "channels:\n- name: stable-4.14\n  minVersion: 4.14.20\n  maxVersion: 4.14.20\n- name: stable-4.16\n  minVersion: 4.16.10\n  maxVersion: 4.16.10\n"},
 	{Name: "same-minor-channels", Platform: "channels:\n- name: stable-4.16\n- name: eus-4.16\n  minVersion: 4.16.60\n  maxVersion: 4.16.60\n"},
 	{Name: "architectures", Platform: "architectures: [arm64, s390x]\nchannels:\n- name: stable-4.15\n"},
-	{Name: "platforms-multi", Platform: "platforms:\n- architecture: arm64\nchannels:\n- name: eus-4.16\n"},
+	// oc-mirror refuses a platform without os (airlock reads linux).
+	{Name: "platforms-multi", Platform: "platforms:\n- os: linux\n  architecture: arm64\nchannels:\n- name: eus-4.16\n"},
 	{Name: "ocmirror-head", OCMirrorFixtures: true, Platform: "channels:\n- name: stable-4.0\n"},
 	{Name: "ocmirror-full", OCMirrorFixtures: true, Platform: "channels:\n- name: stable-4.0\n  full: true\n"},
 	{Name: "ocmirror-shortestpath", OCMirrorFixtures: true, Platform: "channels:\n- name: stable-4.0\n  minVersion: 4.0.0-5\n  maxVersion: 4.0.0-8\n  shortestPath: true\n"},

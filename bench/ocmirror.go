@@ -110,9 +110,14 @@ func ocMirrorOverLink(ctx context.Context, cfg Config, run ocMirrorRun, link str
 		Note: fmt.Sprintf("%s; link %s; over the link: %d connections, %d token requests, %d CDN redirects, %d answered 429; sent / unique %.2f",
 			cfg.OcMirror, wc, ws.Connections-w0.Connections, ws.TokenRequests-w0.TokenRequests, ws.Redirects-w0.Redirects,
 			ws.Throttled-w0.Throttled, float64(dd.UploadBytesIn)/float64(unique))}
+	// Its output is kept in the run's work folder (-keep keeps it): retries
+	// ("retrying in") would explain a slow run.
+	logFile := filepath.Join(cfg.WorkDir, "oc-mirror-"+strings.NewReplacer(" ", "-", ",", "", "/", "-", "(", "", ")", "").Replace(name)+".log")
+	_ = os.WriteFile(logFile, []byte(m.Stdout+m.Stderr), 0o644)
+	if n := strings.Count(m.Stdout+m.Stderr, "retrying in"); n > 0 {
+		r.Note += fmt.Sprintf("; %d retries", n)
+	}
 	if m.Exit != 0 {
-		logFile := filepath.Join(cfg.WorkDir, "oc-mirror-"+strings.NewReplacer(" ", "-", ",", "", "/", "-").Replace(name)+".log")
-		_ = os.WriteFile(logFile, []byte(m.Stdout+m.Stderr), 0o644)
 		r.Note = fmt.Sprintf("FAILED (exit %d): %s", m.Exit, lastLine(m.Stderr+m.Stdout))
 		return []Row{r}, fmt.Errorf("%s: exit %d (its output: %s; -keep keeps it)", name, m.Exit, logFile)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/internal/testutil/releasetest"
 	"github.com/airlock-mirror/airlock/internal/testutil/signtest"
+	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/release/graph"
 )
 
@@ -216,8 +217,8 @@ func ocMirrorChoice(t *testing.T, bin string, c Case, isc, url, registry string,
 	ctx, cancel := context.WithTimeout(context.Background(), perRun)
 	defer cancel()
 	ws := filepath.Join(dir, "ws")
-	cmd := exec.CommandContext(ctx, bin, "--v2", "-c", filepath.Join(dir, "isc.yaml"), "--workspace", "file://"+ws,
-		"docker://"+registry+"/mirror", "--dry-run", "--dest-tls-verify=false", "--src-tls-verify=false",
+	cmd := exec.CommandContext(ctx, bin, "--v2", "-c", filepath.Join(dir, "isc.yaml"), "--workspace", location.File(ws).String(),
+		location.Docker(registry+"/mirror").String(), "--dry-run", "--dest-tls-verify=false", "--src-tls-verify=false",
 		"-p", fmt.Sprint(port), "--cache-dir", filepath.Join(dir, "cache"), "--log-level", "debug")
 	cmd.Dir = dir
 	home := filepath.Join(dir, "home")

@@ -87,7 +87,7 @@ func ocMirrorOverLink(ctx context.Context, cfg Config, run ocMirrorRun, link str
 		return nil, err
 	}
 	defer func() { dst.Stop(); _ = os.RemoveAll(work) }()
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -141,8 +141,8 @@ func firstWall(rows []Row) time.Duration {
 	return 0
 }
 
-// freePort is a TCP port free on 127.0.0.1 just now.
-func freePort() (int, error) {
+// FreePort is a TCP port free on 127.0.0.1 just now.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -210,7 +209,7 @@ func ocMirrorChoice(t *testing.T, bin string, c Case, isc, url, registry string,
 	if err := os.WriteFile(filepath.Join(dir, "isc.yaml"), []byte(isc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	port, err := freePort()
+	port, err := bench.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,13 +314,4 @@ func indent(s, prefix string) string {
 		}
 	}
 	return b.String()
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -90,6 +90,12 @@ func runRelease(ctx context.Context, cfg Config) ([]Row, error) {
 	ws := location.File(filepath.Join(work, "ws")).String()
 	run := func(what, isc string, unique int64) (Row, error) {
 		args := []string{"mirror", "-c", isc, "--workspace", ws, location.Docker(dst.Addr() + "/mirror").String(), "--dest-tls-verify=false", "--src-tls-verify=false"}
+		if cfg.ParallelImages > 0 {
+			args = append(args, "--parallel-images", fmt.Sprint(cfg.ParallelImages))
+		}
+		if cfg.ParallelLayers > 0 {
+			args = append(args, "--parallel-layers", fmt.Sprint(cfg.ParallelLayers))
+		}
 		s0, d0, w0 := s.src.Proxy.Counts(), dst.Proxy.Counts(), s.wan.Stats()
 		cfg.Log.Info("measuring", "what", what)
 		m, err := Exec(ctx, Command{Name: cfg.Airlock, Args: args, Env: s.env})

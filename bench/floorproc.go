@@ -35,14 +35,16 @@ func FloorPushMain(args []string) error {
 	catalog := fs.String("catalog", "", "add the workload's catalog image, naming its images at this HOST:PORT (as the copy section does)")
 	reg := fs.String("registry", "", "destination HOST:PORT")
 	from := fs.String("from", "", "source HOST:PORT (a copy floor); empty: the content is generated (the ingestion floor)")
-	verify := fs.Bool("verify", false, "hash each blob read from -from as it streams")
+	verify := fs.Bool("verify", false, "hash each blob read from -from or -from-file as it streams")
+	toFile := fs.String("to-file", "", "write the blobs read from -from into this file instead of pushing them (the mirror-to-disk floor)")
+	fromFile := fs.String("from-file", "", "push the blobs from this file, written by -to-file (the disk-to-mirror floor)")
 	parallel := fs.Int("parallel", 8, "concurrent requests")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	var o workload.Options
-	if err := json.Unmarshal([]byte(*opts), &o); err != nil || *reg == "" {
-		return fmt.Errorf("%s: -workload JSON and -registry are required (%v)", FloorPushCommand, err)
+	if err := json.Unmarshal([]byte(*opts), &o); err != nil || (*reg == "") == (*toFile == "") {
+		return fmt.Errorf("%s: -workload JSON and one of -registry and -to-file are required (%v)", FloorPushCommand, err)
 	}
 	w, err := workload.New(o)
 	if err != nil {
@@ -54,7 +56,13 @@ func FloorPushMain(args []string) error {
 		}
 	}
 	c0 := selfCPU()
-	st, err := w.Push(context.Background(), workload.PushOptions{Registry: *reg, Parallel: *parallel, From: *from, Verify: *verify})
+	po := workload.PushOptions{Registry: *reg, Parallel: *parallel, From: *from, Verify: *verify, FromFile: *fromFile, ToFile: *toFile}
+	var st workload.PushStats
+	if *toFile != "" {
+		st, err = w.PullToFile(context.Background(), po)
+	} else {
+		st, err = w.Push(context.Background(), po)
+	}
 	res := floorResult{CPU: selfCPU() - c0, Stats: st}
 	if err != nil {
 		return err
@@ -71,7 +79,16 @@ func pushApart(ctx context.Context, self string, wo workload.Options, catalog st
 	if err != nil {
 		return 0, err
 	}
-	args := []string{FloorPushCommand, "-workload", string(b), "-registry", o.Registry, "-parallel", fmt.Sprint(o.Parallel)}
+	args := []string{FloorPushCommand, "-workload", string(b), "-parallel", fmt.Sprint(o.Parallel)}
+	if o.Registry != "" {
+		args = append(args, "-registry", o.Registry)
+	}
+	if o.ToFile != "" {
+		args = append(args, "-to-file", o.ToFile)
+	}
+	if o.FromFile != "" {
+		args = append(args, "-from-file", o.FromFile)
+	}
 	if catalog != "" {
 		args = append(args, "-catalog", catalog)
 	}

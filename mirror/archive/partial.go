@@ -196,7 +196,9 @@ func (w *Writer) stage(ctx context.Context, d endpoint.Descriptor, r io.Reader, 
 	verified = verified && v.Covers(d, off)
 	var sink io.Writer = io.MultiWriter(f, h)
 	if verified {
-		sink = f
+		// Not f itself: io.CopyBuffer would hand the copy to f.ReadFrom,
+		// which writes 32 KiB at a time from a network reader.
+		sink = struct{ io.Writer }{f}
 	}
 	// Read one byte more than announced to detect oversized streams.
 	n, err := io.CopyBuffer(sink, &ctxReader{ctx, io.LimitReader(r, d.Size-off+1)}, make([]byte, 1<<20))

@@ -10,11 +10,13 @@ package releasetest
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"io"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,6 +53,9 @@ type Spec struct {
 	// index of one payload per platform, at <version>-multi, whose
 	// components are indexes of those platforms.
 	Platforms []string
+	// PushTo is the registry the images are pushed to when it is not the
+	// host they are named at (a proxy in front of it); default that host.
+	PushTo string
 }
 
 // Release is a release pushed to a registry.
@@ -75,14 +80,28 @@ type Release struct {
 func (r Release) PayloadRef() string { return r.Repo + "@" + r.Digest.String() }
 
 // Push builds s and pushes its components to host/ocp/art-dev and its
-// payload to host/ocp/release:<version>-x86_64.
+// payload to host/ocp/release:<version>-x86_64; it fails t on error.
 func Push(t testing.TB, host string, s Spec) Release {
 	t.Helper()
+	r, err := Build(context.Background(), host, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// Build is Push returning its error, for benchmarks: the release names its
+// images at host and is pushed to s.PushTo (default host).
+func Build(ctx context.Context, host string, s Spec) (Release, error) {
 	if s.Components == 0 {
 		s.Components = 160
 	}
 	if s.LayerSize == 0 {
 		s.LayerSize = 4096
+	}
+	to := s.PushTo
+	if to == "" {
+		to = host
 	}
 	out := Release{Version: s.Version, Repo: host + "/ocp/release", Components: map[string]string{}, Blobs: map[digest.Digest]int64{}}
 	out.Ref = out.Repo + ":" + s.Version + "-x86_64"
@@ -97,34 +116,47 @@ func Push(t testing.TB, host string, s Spec) Release {
 		if i < s.Changed {
 			seed += changed
 		}
-		p := imagetest.MustPush(t, fmt.Sprintf("%s/ocp/art-dev:%s-%d", host, n, seed), fakeimage.Spec{Seed: seed, BaseSeed: 7, BaseLayers: 1, Layers: 1, LayerSize: s.LayerSize, Platforms: s.Platforms})
-		ref := host + "/ocp/art-dev@" + p.Digest.String()
-		out.Components[n] = ref
-		out.add(t, host+"/ocp/art-dev", p.Digest)
-		tags = append(tags, map[string]any{"name": n, "from": map[string]string{"kind": "DockerImage", "name": ref}})
+		p, err := imagetest.Push(ctx, fmt.Sprintf("%s/ocp/art-dev:%s-%d", to, n, seed),
+			fakeimage.Spec{Seed: seed, BaseSeed: 7, BaseLayers: 1, Layers: 1, LayerSize: s.LayerSize, Platforms: s.Platforms})
+		if err != nil {
+			return out, fmt.Errorf("releasetest: push %s: %w", n, err)
+		}
+		out.Components[n] = host + "/ocp/art-dev@" + p.Digest.String()
+		if err := out.add(ctx, to+"/ocp/art-dev", p.Digest); err != nil {
+			return out, err
+		}
+		tags = append(tags, map[string]any{"name": n, "from": map[string]string{"kind": "DockerImage", "name": out.Components[n]}})
 	}
 	files := map[string][]byte{}
-	files["release-manifests/image-references"] = mustJSON(t, map[string]any{
+	files["release-manifests/image-references"] = mustJSON(map[string]any{
 		"kind": "ImageStream", "apiVersion": "image.openshift.io/v1",
 		"metadata": map[string]any{"name": s.Version}, "spec": map[string]any{"tags": tags},
 	})
-	files["release-manifests/release-metadata"] = mustJSON(t, map[string]any{"kind": "cincinnati-metadata-v0", "version": s.Version, "previous": s.Previous})
+	files["release-manifests/release-metadata"] = mustJSON(map[string]any{"kind": "cincinnati-metadata-v0", "version": s.Version, "previous": s.Previous})
 	if s.KubeVirt {
-		p := imagetest.MustPush(t, host+"/ocp/art-dev:kubevirt-"+s.Version, fakeimage.Spec{Seed: 99, Layers: 1, LayerSize: s.LayerSize})
+		p, err := imagetest.Push(ctx, to+"/ocp/art-dev:kubevirt-"+s.Version, fakeimage.Spec{Seed: 99, Layers: 1, LayerSize: s.LayerSize})
+		if err != nil {
+			return out, fmt.Errorf("releasetest: push the KubeVirt image: %w", err)
+		}
 		out.KubeVirt = host + "/ocp/art-dev@" + p.Digest.String()
-		out.add(t, host+"/ocp/art-dev", p.Digest)
-		stream := mustJSON(t, map[string]any{"architectures": map[string]any{"x86_64": map[string]any{"images": map[string]any{"kubevirt": map[string]string{"digest-ref": out.KubeVirt}}}}})
-		files["release-manifests/0000_50_installer_coreos-bootimages.yaml"] = mustJSON(t, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "data": map[string]string{"stream": string(stream)}})
+		if err := out.add(ctx, to+"/ocp/art-dev", p.Digest); err != nil {
+			return out, err
+		}
+		stream := mustJSON(map[string]any{"architectures": map[string]any{"x86_64": map[string]any{"images": map[string]any{"kubevirt": map[string]string{"digest-ref": out.KubeVirt}}}}})
+		files["release-manifests/0000_50_installer_coreos-bootimages.yaml"] = mustJSON(map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "data": map[string]string{"stream": string(stream)}})
 	}
-	r, err := name.ParseReference(out.Ref, name.Insecure)
+	r, err := name.ParseReference(to+strings.TrimPrefix(out.Ref, host), name.Insecure)
 	if err != nil {
-		t.Fatal(err)
+		return out, err
 	}
 	var d v1.Hash
 	if len(s.Platforms) == 0 {
-		img := payloadImage(t, files, "linux/amd64")
-		if err := remote.Write(r, img); err != nil {
-			t.Fatal(err)
+		img, err := payloadImage(files, "linux/amd64")
+		if err != nil {
+			return out, err
+		}
+		if err := remote.Write(r, img, remote.WithContext(ctx)); err != nil {
+			return out, fmt.Errorf("releasetest: push the payload: %w", err)
 		}
 		d, _ = img.Digest()
 	} else {
@@ -132,52 +164,56 @@ func Push(t testing.TB, host string, s Spec) Release {
 		for _, pl := range s.Platforms {
 			p, err := v1.ParsePlatform(pl)
 			if err != nil {
-				t.Fatal(err)
+				return out, err
 			}
-			idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: payloadImage(t, files, pl), Descriptor: v1.Descriptor{Platform: p}})
+			img, err := payloadImage(files, pl)
+			if err != nil {
+				return out, err
+			}
+			idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: p}})
 		}
-		if err := remote.WriteIndex(r, idx); err != nil {
-			t.Fatal(err)
+		if err := remote.WriteIndex(r, idx, remote.WithContext(ctx)); err != nil {
+			return out, fmt.Errorf("releasetest: push the payload: %w", err)
 		}
 		d, _ = idx.Digest()
 	}
 	out.Digest = digest.Digest(d.String())
-	out.add(t, out.Repo, out.Digest)
-	return out
+	return out, out.add(ctx, to+"/ocp/release", out.Digest)
 }
 
 // add records the blobs of the image d of repo.
-func (r *Release) add(t testing.TB, repo string, d digest.Digest) {
-	t.Helper()
+func (r *Release) add(ctx context.Context, repo string, d digest.Digest) error {
 	ref, err := name.ParseReference(repo+"@"+d.String(), name.Insecure)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	desc, err := remote.Get(ref)
+	desc, err := remote.Get(ref, remote.WithContext(ctx))
 	if err != nil {
-		t.Fatal(err)
+		return fmt.Errorf("releasetest: %w", err)
 	}
 	if desc.MediaType.IsIndex() {
 		idx, err := desc.ImageIndex()
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		im, err := idx.IndexManifest()
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		for _, c := range im.Manifests {
-			r.add(t, repo, digest.Digest(c.Digest.String()))
+			if err := r.add(ctx, repo, digest.Digest(c.Digest.String())); err != nil {
+				return err
+			}
 		}
-		return
+		return nil
 	}
 	img, err := desc.Image()
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	m, err := img.Manifest()
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	for _, desc := range append([]v1.Descriptor{m.Config}, m.Layers...) {
 		k := digest.Digest(desc.Digest.String())
@@ -186,43 +222,48 @@ func (r *Release) add(t testing.TB, repo string, d digest.Digest) {
 			r.UniqueBytes += desc.Size
 		}
 	}
+	return nil
 }
 
 // payloadImage is a payload for platform: a base layer, a layer with files
 // and a layer naming the platform, fixed times (the same files give the
 // same digest).
-func payloadImage(t testing.TB, files map[string][]byte, platform string) v1.Image {
-	t.Helper()
-	base := tarLayer(t, map[string][]byte{"usr/bin/cluster-version-operator": []byte("cvo")})
-	manifests := tarLayer(t, files)
+func payloadImage(files map[string][]byte, platform string) (v1.Image, error) {
+	base, err := tarLayer(map[string][]byte{"usr/bin/cluster-version-operator": []byte("cvo")})
+	if err != nil {
+		return nil, err
+	}
+	manifests, err := tarLayer(files)
+	if err != nil {
+		return nil, err
+	}
 	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), base, manifests)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	cfg, err := img.ConfigFile()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	cfg = cfg.DeepCopy()
 	p, err := v1.ParsePlatform(platform)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	cfg.OS, cfg.Architecture = p.OS, p.Architecture
 	// The base layer differs per platform, as a real payload's binaries do.
-	if img, err = mutate.AppendLayers(img, tarLayer(t, map[string][]byte{"usr/share/arch": []byte(platform)})); err != nil {
-		t.Fatal(err)
+	arch, err := tarLayer(map[string][]byte{"usr/share/arch": []byte(platform)})
+	if err != nil {
+		return nil, err
+	}
+	if img, err = mutate.AppendLayers(img, arch); err != nil {
+		return nil, err
 	}
 	cfg.Config.Labels = map[string]string{"io.openshift.release": "true"}
-	img, err = mutate.ConfigFile(img, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return img
+	return mutate.ConfigFile(img, cfg)
 }
 
-func tarLayer(t testing.TB, files map[string][]byte) v1.Layer {
-	t.Helper()
+func tarLayer(files map[string][]byte) (v1.Layer, error) {
 	var names []string
 	for n := range files {
 		names = append(names, n)
@@ -232,26 +273,24 @@ func tarLayer(t testing.TB, files map[string][]byte) v1.Layer {
 	tw := tar.NewWriter(&buf)
 	for _, n := range names {
 		if err := tw.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Size: int64(len(files[n])), Typeflag: tar.TypeReg, ModTime: time.Unix(0, 0)}); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
-		tw.Write(files[n])
+		if _, err := tw.Write(files[n]); err != nil {
+			return nil, err
+		}
 	}
 	if err := tw.Close(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	b := buf.Bytes()
-	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }, tarball.WithMediaType(types.OCILayer))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
+	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }, tarball.WithMediaType(types.OCILayer))
 }
 
-func mustJSON(t testing.TB, v any) []byte {
-	t.Helper()
+// mustJSON marshals maps of strings and slices, which cannot fail.
+func mustJSON(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
-		t.Fatal(err)
+		panic(err)
 	}
 	return b
 }

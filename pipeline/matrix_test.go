@@ -127,11 +127,12 @@ var matrixWorkflows = []matrixWorkflow{
 	{"delete", matrixDelete},
 	{"shards", matrixShards},
 	{"list", matrixList},
+	{"helm", matrixHelm},
 }
 
 func TestRegistryMatrix(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the registry matrix: 12 registries, 36 workflow runs")
+		t.Skip("the registry matrix: 12 registries, 42 workflow runs")
 	}
 	envs := map[string]*matrixEnv{}
 	var wg sync.WaitGroup

@@ -12,15 +12,6 @@ import (
 	"github.com/airlock-mirror/airlock/internal/browser"
 )
 
-// reportOpenTarget is how long a browser may take to show the report of a
-// 20,000-image run on a quiet machine: from navigation to the end of the load
-// event, the page laid out (docs/benchmarks.md measures it in the scale rows).
-// On a loaded machine the test holds the page to 3 times what the page of a
-// 500-image run (the same graphs) takes in the same sitting, the faster of two
-// openings of each: browser timings under load vary twofold and more, and the
-// page without its row limit took 7 to 11 times as long.
-const reportOpenTarget = 3000 // ms
-
 // openMS saves the page of an n-image run, opens it in headless Chromium and
 // returns how long it took to load and lay out (ms), its size and its table
 // rows; it fails the test on a console error or a network request.
@@ -53,11 +44,14 @@ func openMS(t *testing.T, bin string, n int) (ms float64, size int64, rows int) 
 	return v[0] + v[1], fi.Size(), int(v[2])
 }
 
-// TestReportOf20000ImagesOpensInTime opens the page of a 20,000-image run
-// (failures, 20 packages' graphs) in headless Chromium: it shows at most
-// TableRows rows of each long table, so it opens within reportOpenTarget, or
-// (a loaded machine) within 3 times the page of a 500-image run.
-func TestReportOf20000ImagesOpensInTime(t *testing.T) {
+// TestReportOf20000ImagesStaysSmall opens the page of a 20,000-image run
+// (failures, 20 packages' graphs) in headless Chromium: it loads without an
+// error or a request, shows at most TableRows rows of each long table, and is
+// about the size of a 500-image run's page, which is what keeps it quick to
+// open. How long it takes is measured by the bench's scale rows (target 3 s,
+// docs/benchmarks.md), never asserted here: a loaded machine's browser
+// timings vary twofold and more.
+func TestReportOf20000ImagesStaysSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("20,000 images: -short")
 	}
@@ -65,19 +59,17 @@ func TestReportOf20000ImagesOpensInTime(t *testing.T) {
 	if bin == "" {
 		t.Skip("no chromium (apt-get install chromium)")
 	}
-	// Each page opened twice, alternately, the faster time kept: one slow
-	// start of the browser on a loaded machine is not the page's doing.
 	small, smallSize, _ := openMS(t, bin, 500)
 	big, bigSize, rows := openMS(t, bin, 20000)
-	small2, _, _ := openMS(t, bin, 500)
-	big2, _, _ := openMS(t, bin, 20000)
-	small, big = min(small, small2), min(big, big2)
 	t.Logf("report.html opened in %.0f ms with 500 images (%d bytes), %.0f ms with 20,000 (%d bytes, %d table rows)", small, smallSize, big, bigSize, rows)
 	if rows > 3*TableRows+100 {
 		t.Errorf("the page of 20,000 images has %d table rows: the long tables show at most %d each", rows, TableRows)
 	}
-	if big > reportOpenTarget && big > 3*small {
-		t.Errorf("report.html of 20,000 images took %.0f ms to open: more than %d ms and than 3 × the 500-image page's %.0f ms", big, reportOpenTarget, small)
+	// The per-image part of the page is bounded by the row limit: 40 times
+	// the images may at most double the page (failures' and packages'
+	// sections grow a little with the run).
+	if bigSize > 2*smallSize {
+		t.Errorf("report.html of 20,000 images is %d bytes, of 500 images %d: the long tables are not limited", bigSize, smallSize)
 	}
 }
 

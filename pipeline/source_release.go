@@ -169,6 +169,9 @@ func (s *releaseSource) releasesJSON() ([]byte, error) {
 
 // Wants: a release's images are wanted by the release.
 func (s *releaseSource) Wants(im mirror.PlanImage, origin string) []workspace.Want {
+	if origin == graphOrigin {
+		return []workspace.Want{graphWant()}
+	}
 	if c, ok := s.releases[origin]; ok {
 		w := workspace.Want{Kind: workspace.WantRelease, Version: c.Version, Arch: c.Arch, Image: c.Ref}
 		if c.Channel != "" {
@@ -209,6 +212,9 @@ func (s *releaseSource) Deletes(cfg *imageset.DeleteImageSetConfiguration, w wor
 	p := cfg.Delete.Platform
 	if p == nil {
 		return false, true
+	}
+	if w.Image == graphImageName {
+		return p.Graph, true
 	}
 	if p.Release != "" {
 		return p.Release == w.Image || sameDigest(p.Release, w.Image), true

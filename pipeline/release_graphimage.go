@@ -102,12 +102,20 @@ func (s *releaseSource) graphTarball(ctx context.Context) ([]byte, string, error
 		}
 		return b, o.GraphDataFile, nil
 	}
-	u := o.GraphDataURL
-	if u == "" {
-		u = graphimage.DefaultURL
+	u := s.graphDataURL()
+	if b := s.probed.graphData; b != nil {
+		return b, u, nil
 	}
 	b, err := graphimage.Fetch(ctx, graphimage.FetchOptions{URL: u, Retry: *s.r.retry(), Log: s.r.log})
 	return b, u, err
+}
+
+// graphDataURL is where the graph-data tarball is read.
+func (s *releaseSource) graphDataURL() string {
+	if u := s.r.opts.Releases.GraphDataURL; u != "" {
+		return u
+	}
+	return graphimage.DefaultURL
 }
 
 // extractGraphData extracts the tarball (once per content) into the
@@ -214,8 +222,10 @@ func (s *releaseSource) payloadDigests() []digest.Digest {
 }
 
 // keepReleaseCache removes from the releases' workspace folder the payloads
-// and graph base images no release of this run needs (each payload image
-// is kept whole there: they would add up run after run).
+// and graph base images no release of this run needs, and the graph-data
+// image's folders when the run builds none (each payload image is kept
+// whole there, some hundred MB for a real release: they would add up run
+// after run, z-stream after z-stream).
 func (s *releaseSource) keepReleaseCache(keep []digest.Digest) {
 	hexes := make([]string, 0, len(keep))
 	for _, d := range keep {
@@ -229,4 +239,9 @@ func (s *releaseSource) keepReleaseCache(keep []digest.Digest) {
 		}
 	}
 	removeOthers(filepath.Join(dir, "archived"), hexes...)
+	if !s.graphWanted() {
+		for _, d := range []string{graphDataDir, graphImageDir, graphBaseWhat + "s"} {
+			_ = os.RemoveAll(filepath.Join(dir, d))
+		}
+	}
 }

@@ -194,3 +194,48 @@ func writeTar(t *testing.T, p string, files map[string]string) {
 		t.Fatal(err)
 	}
 }
+
+// The releases' workspace folder keeps only what the last run needs: a run
+// with the next z-stream drops the previous payload image, a run without
+// graph: true drops the graph-data image, its data and its base.
+func TestReleaseCacheCleaned(t *testing.T) {
+	ctx := context.Background()
+	e := newReleaseEnv(t, releasetest.Spec{Version: "4.15.1", Components: 3})
+	next := releasetest.Push(t, e.src.Host(), releasetest.Spec{Version: "4.15.2", Components: 3, Changed: 1})
+	e.store.Put(next.Digest, e.key.SignRelease(t, next.Ref, next.Digest))
+	ubi := imagetest.MustPush(t, e.src.Host()+"/ubi9/ubi:latest", fakeimage.Spec{Seed: 9, Layers: 1})
+	dst := registrytest.Start(t)
+	ws := location.File(t.TempDir())
+	run := func(stanza string) string {
+		t.Helper()
+		o := Options{ConfigPath: releaseConfig(t, stanza), Releases: ReleaseOptions{SignatureURL: e.store.URL, SignatureKeys: e.keys, GraphDataFile: graphDataTarball, GraphBaseImage: ubi.Ref}}
+		o.Destination.Location, o.Workspace = location.Docker(dst.Host()+"/m2m"), ws
+		res, err := Mirror(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return filepath.Join(res.WorkingDir, "releases")
+	}
+	held := func(dir string) string {
+		t.Helper()
+		var out []string
+		_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() && (d.Name() == e.rel.Digest.Encoded() || d.Name() == next.Digest.Encoded() || d.Name() == ubi.Digest.Encoded()) {
+				out = append(out, d.Name()[:8])
+			}
+			if err == nil && d.IsDir() && (d.Name() == graphImageDir || d.Name() == graphDataDir) {
+				out = append(out, d.Name())
+			}
+			return nil
+		})
+		return strings.Join(out, ",")
+	}
+	dir := run("    release: " + e.rel.Ref + "\n    graph: true\n")
+	if got, want := held(dir), strings.Join([]string{ubi.Digest.Encoded()[:8], "graph-data", "graph-image", e.rel.Digest.Encoded()[:8]}, ","); got != want {
+		t.Errorf("after the first run the releases folder holds %s, want %s", got, want)
+	}
+	run("    release: " + next.Ref + "\n")
+	if got, want := held(dir), next.Digest.Encoded()[:8]; got != want {
+		t.Errorf("after the next z-stream without the graph the releases folder holds %s, want %s", got, want)
+	}
+}

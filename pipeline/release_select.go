@@ -113,10 +113,11 @@ func (s *releaseSource) chooseOptions() graph.ChooseOptions {
 
 // graphs is the update service (Releases.GraphURL, $UPDATE_URL_OVERRIDE).
 func (s *releaseSource) graphs() graph.Fetcher {
-	if s.r.opts.Releases.graphs != nil {
-		return s.r.opts.Releases.graphs
+	f := s.r.opts.Releases.graphs
+	if f == nil {
+		f = graph.NewClient(graph.ClientOptions{URL: s.r.opts.Releases.GraphURL, Retry: s.r.retry(), Log: s.r.log})
 	}
-	return graph.NewClient(graph.ClientOptions{URL: s.r.opts.Releases.GraphURL, Retry: s.r.retry(), Log: s.r.log})
+	return &probedGraphs{Fetcher: f, p: &s.probed}
 }
 
 // readRelease resolves w's payload to a digest and reads its

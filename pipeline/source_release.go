@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -54,6 +53,9 @@ type releaseSource struct {
 	sigs map[digest.Digest][][]byte
 	// keyring is the release keys, read once.
 	keyring *relsig.Keyring
+	// probed are the graphs and the graph-data tarball Preflight read, kept
+	// for Select.
+	probed probed
 }
 
 // chosenRelease is one release payload the run mirrors (releases.json).
@@ -106,17 +108,6 @@ func (s *releaseSource) platform() *imageset.Platform {
 		return nil
 	}
 	return p
-}
-
-// Preflight names the registry of a payload named directly; the update
-// service is asked in Select (a graph it cannot serve fails the run there,
-// before anything moves).
-func (s *releaseSource) Preflight(context.Context) ([]Probe, error) {
-	p := s.platform()
-	if p == nil || p.Release == "" {
-		return nil, nil
-	}
-	return []Probe{{Ref: p.Release, What: "source registry of release " + p.Release}}, nil
 }
 
 // requests are the images of the releases: the payload and each component,

@@ -45,7 +45,8 @@ type Spec struct {
 	Changed int
 	// LayerSize is each component layer's size (default 4096).
 	LayerSize int
-	// KubeVirt adds a KubeVirt image to the boot images.
+	// KubeVirt adds a KubeVirt image to the boot images: x86_64's, and for
+	// a multi payload one for each of x86_64 and s390x among Platforms.
 	KubeVirt bool
 	// Platforms ("linux/amd64", "linux/arm64") make a multi payload: an
 	// index of one payload per platform, at <version>-multi, whose
@@ -64,6 +65,9 @@ type Release struct {
 	Components map[string]string
 	// KubeVirt is the KubeVirt image by digest ("" without).
 	KubeVirt string
+	// KubeVirts are the KubeVirt images of a multi payload by digest, by
+	// the boot images' architecture name (x86_64, s390x).
+	KubeVirts map[string]string
 	// UniqueBytes are the bytes of every distinct blob of the release
 	// (payload and components).
 	UniqueBytes int64
@@ -110,10 +114,28 @@ func Push(t testing.TB, host string, s Spec) Release {
 	})
 	files["release-manifests/release-metadata"] = mustJSON(t, map[string]any{"kind": "cincinnati-metadata-v0", "version": s.Version, "previous": s.Previous})
 	if s.KubeVirt {
-		p := imagetest.MustPush(t, host+"/ocp/art-dev:kubevirt-"+s.Version, fakeimage.Spec{Seed: 99, Layers: 1, LayerSize: s.LayerSize})
-		out.KubeVirt = host + "/ocp/art-dev@" + p.Digest.String()
-		out.add(t, host+"/ocp/art-dev", p.Digest)
-		stream := mustJSON(t, map[string]any{"architectures": map[string]any{"x86_64": map[string]any{"images": map[string]any{"kubevirt": map[string]string{"digest-ref": out.KubeVirt}}}}})
+		archs := map[string]any{}
+		kv := func(arch string, seed uint64) string {
+			p := imagetest.MustPush(t, host+"/ocp/art-dev:kubevirt-"+s.Version+"-"+arch, fakeimage.Spec{Seed: seed, Layers: 1, LayerSize: s.LayerSize})
+			ref := host + "/ocp/art-dev@" + p.Digest.String()
+			out.add(t, host+"/ocp/art-dev", p.Digest)
+			archs[arch] = map[string]any{"images": map[string]any{"kubevirt": map[string]string{"digest-ref": ref}}}
+			return ref
+		}
+		if len(s.Platforms) == 0 {
+			out.KubeVirt = kv("x86_64", 99)
+		} else {
+			out.KubeVirts = map[string]string{}
+			for _, pl := range s.Platforms {
+				switch pl {
+				case "linux/amd64":
+					out.KubeVirts["x86_64"] = kv("x86_64", 99)
+				case "linux/s390x":
+					out.KubeVirts["s390x"] = kv("s390x", 98)
+				}
+			}
+		}
+		stream := mustJSON(t, map[string]any{"architectures": archs})
 		files["release-manifests/0000_50_installer_coreos-bootimages.yaml"] = mustJSON(t, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "data": map[string]string{"stream": string(stream)}})
 	}
 	r, err := name.ParseReference(out.Ref, name.Insecure)

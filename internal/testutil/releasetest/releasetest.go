@@ -79,8 +79,9 @@ type Release struct {
 func (r Release) PayloadRef() string { return r.Repo + "@" + r.Digest.String() }
 
 // Push builds s and pushes its components to host/ocp/art-dev and its
-// payload to host/ocp/release:<version>-x86_64.
-func Push(t testing.TB, host string, s Spec) Release {
+// payload to host/ocp/release:<version>-x86_64; opts (credentials, a
+// transport trusting the registry's CA) are given to every request.
+func Push(t testing.TB, host string, s Spec, opts ...remote.Option) Release {
 	t.Helper()
 	if s.Components == 0 {
 		s.Components = 160
@@ -101,10 +102,10 @@ func Push(t testing.TB, host string, s Spec) Release {
 		if i < s.Changed {
 			seed += changed
 		}
-		p := imagetest.MustPush(t, fmt.Sprintf("%s/ocp/art-dev:%s-%d", host, n, seed), fakeimage.Spec{Seed: seed, BaseSeed: 7, BaseLayers: 1, Layers: 1, LayerSize: s.LayerSize, Platforms: s.Platforms})
+		p := imagetest.MustPush(t, fmt.Sprintf("%s/ocp/art-dev:%s-%d", host, n, seed), fakeimage.Spec{Seed: seed, BaseSeed: 7, BaseLayers: 1, Layers: 1, LayerSize: s.LayerSize, Platforms: s.Platforms}, opts...)
 		ref := host + "/ocp/art-dev@" + p.Digest.String()
 		out.Components[n] = ref
-		out.add(t, host+"/ocp/art-dev", p.Digest)
+		out.add(t, host+"/ocp/art-dev", p.Digest, opts)
 		tags = append(tags, map[string]any{"name": n, "from": map[string]string{"kind": "DockerImage", "name": ref}})
 	}
 	files := map[string][]byte{}
@@ -116,9 +117,9 @@ func Push(t testing.TB, host string, s Spec) Release {
 	if s.KubeVirt {
 		archs := map[string]any{}
 		kv := func(arch string, seed uint64) string {
-			p := imagetest.MustPush(t, host+"/ocp/art-dev:kubevirt-"+s.Version+"-"+arch, fakeimage.Spec{Seed: seed, Layers: 1, LayerSize: s.LayerSize})
+			p := imagetest.MustPush(t, host+"/ocp/art-dev:kubevirt-"+s.Version+"-"+arch, fakeimage.Spec{Seed: seed, Layers: 1, LayerSize: s.LayerSize}, opts...)
 			ref := host + "/ocp/art-dev@" + p.Digest.String()
-			out.add(t, host+"/ocp/art-dev", p.Digest)
+			out.add(t, host+"/ocp/art-dev", p.Digest, opts)
 			archs[arch] = map[string]any{"images": map[string]any{"kubevirt": map[string]string{"digest-ref": ref}}}
 			return ref
 		}
@@ -145,7 +146,7 @@ func Push(t testing.TB, host string, s Spec) Release {
 	var d v1.Hash
 	if len(s.Platforms) == 0 {
 		img := payloadImage(t, files, "linux/amd64")
-		if err := remote.Write(r, img); err != nil {
+		if err := remote.Write(r, img, opts...); err != nil {
 			t.Fatal(err)
 		}
 		d, _ = img.Digest()
@@ -158,24 +159,24 @@ func Push(t testing.TB, host string, s Spec) Release {
 			}
 			idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: payloadImage(t, files, pl), Descriptor: v1.Descriptor{Platform: p}})
 		}
-		if err := remote.WriteIndex(r, idx); err != nil {
+		if err := remote.WriteIndex(r, idx, opts...); err != nil {
 			t.Fatal(err)
 		}
 		d, _ = idx.Digest()
 	}
 	out.Digest = digest.Digest(d.String())
-	out.add(t, out.Repo, out.Digest)
+	out.add(t, out.Repo, out.Digest, opts)
 	return out
 }
 
 // add records the blobs of the image d of repo.
-func (r *Release) add(t testing.TB, repo string, d digest.Digest) {
+func (r *Release) add(t testing.TB, repo string, d digest.Digest, opts []remote.Option) {
 	t.Helper()
 	ref, err := name.ParseReference(repo+"@"+d.String(), name.Insecure)
 	if err != nil {
 		t.Fatal(err)
 	}
-	desc, err := remote.Get(ref)
+	desc, err := remote.Get(ref, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +190,7 @@ func (r *Release) add(t testing.TB, repo string, d digest.Digest) {
 			t.Fatal(err)
 		}
 		for _, c := range im.Manifests {
-			r.add(t, repo, digest.Digest(c.Digest.String()))
+			r.add(t, repo, digest.Digest(c.Digest.String()), opts)
 		}
 		return
 	}

@@ -13,7 +13,7 @@ ISAL      ?= $(shell test -f /usr/include/isa-l/igzip_lib.h && echo 1)
 # libgpgme-dev): docs/signatures.md. Every build, test and lint uses it.
 TAGS      := containers_image_openpgp $(if $(ISAL),isal)
 
-.PHONY: all build install test test-short matrix bench fuzz lint demo conformance clean
+.PHONY: all build install test test-short matrix bench fuzz lint demo conformance clean oc-mirror differential
 
 all: build
 
@@ -56,6 +56,20 @@ BENCH_FLAGS ?=
 
 bench: build
 	$(GO) run ./bench/cmd/airlock-bench -airlock $(BIN) -go-tags "$(TAGS)" $(if $(filter 1 true yes,$(BENCH_QUICK)),-quick) $(if $(BENCH_NOTE),-note "$(BENCH_NOTE)") $(BENCH_FLAGS)
+
+# oc-mirror v2 for the comparisons (bench/ocmirror/README.md): built from a source
+# snapshot (OCM_GIT_DIR) with stand-ins for the two modules the Go module proxy
+# refuses, into ~/.cache/airlock-bench/oc-mirror (AIRLOCK_BENCH_CACHE), where the
+# benchmarks and make differential find it.
+oc-mirror:
+	./scripts/build-oc-mirror.sh
+
+# airlock's and oc-mirror v2's release selection for every configuration of
+# release/graph's Choose goldens, against the same test update service
+# (docs/releases.md). Not part of make test; skips when oc-mirror is not built
+# (make oc-mirror). OC_MIRROR=PATH picks a binary; -update rewrites the table.
+differential:
+	$(GO) test -tags "$(TAGS) differential" -count=1 -timeout 60m -v -run 'TestDifferential|TestCasesMatchGoldens' ./bench/differential/ $(if $(UPDATE),-args -update)
 
 # Every fuzz target for FUZZTIME each (make fuzz FUZZTIME=5m for a long run).
 fuzz:

@@ -18,6 +18,9 @@
 //     simulator (registrytest.WAN: round trips, a bandwidth cap, token auth,
 //     CDN redirects) over the wan and far links: wall time against the link
 //     floor, time to the first blob byte sent, the no-op re-run, peak RSS;
+//   - release: a channel's two z-streams (160 components each, most of them
+//     shared) mirrored over the WAN simulator, the second after the first
+//     (maxVersion raised), and oc-mirror v2's first mirror of the same;
 //   - go: the packages' Go benchmarks (go test -bench), once each.
 //
 // Run writes the table to Config.Out; with Config.Docs, it keeps the run, with
@@ -119,6 +122,11 @@ type Config struct {
 	CacheDir        string
 	CleanCache      bool
 	CatalogPort     int
+	// ReleaseLink is the WAN simulator preset the release section mirrors
+	// its workload over (ReleaseWorkload; default DefaultReleaseWorkload);
+	// empty skips the section.
+	ReleaseLink     string
+	ReleaseWorkload ReleaseWorkload
 	// ScaleSizes runs the scale section (ScaleWorkload) at each of these
 	// numbers of images, smallest first; empty skips it.
 	ScaleSizes []int
@@ -214,6 +222,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.Rows = append(res.Rows, rows...)
 		if err != nil {
 			fail("catalog scale", err)
+		}
+	}
+	if cfg.ReleaseLink != "" {
+		if cfg.ReleaseWorkload.Components == 0 {
+			cfg.ReleaseWorkload = DefaultReleaseWorkload
+		}
+		rows, err := runRelease(ctx, cfg)
+		res.Rows = append(res.Rows, rows...)
+		if err != nil {
+			fail("release", err)
 		}
 	}
 	if len(cfg.ScaleSizes) > 0 {

@@ -175,7 +175,7 @@ func runCatalogScale(ctx context.Context, cfg Config) ([]Row, error) {
 			continue
 		}
 		if link == latencyLink {
-			lr, err := latencyOverLink(ctx, cfg, link, wc, wan, src, isc, filepath.Join(work, link), input, st.Tags-1, st.Repos)
+			lr, err := latencyOverLink(ctx, cfg, link, wc, wan, src, isc, filepath.Join(work, link), input, st.Tags-1, st.Repos, unique)
 			rows = append(rows, lr...)
 			_ = wan.Close()
 			if err != nil {
@@ -187,7 +187,7 @@ func runCatalogScale(ctx context.Context, cfg Config) ([]Row, error) {
 		rows = append(rows, lr...)
 		peak = max(peak, peakRSS)
 		if link == "wan" && err == nil {
-			or, oerr := ocMirrorOverLink(ctx, cfg, link, wc, wan, src, isc, filepath.Join(work, "oc-mirror-"+link), input, unique, firstWall(lr))
+			or, oerr := ocMirrorOverLink(ctx, cfg, ocMirrorRun{}, link, wc, wan, src, isc, filepath.Join(work, "oc-mirror-"+link), input, unique, firstWall(lr))
 			rows = append(rows, or...)
 			err = oerr
 		}

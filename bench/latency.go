@@ -34,12 +34,15 @@ func dependentTrips(signatures bool) int {
 // small images over a link with round trips and no bandwidth cap, with
 // signature discovery on (best-effort, the default) and off, each into a
 // fresh destination: source requests per image, and the wall against the
-// floor (the dependent chain of round trips plus the client's CPU).
+// floor (the dependent chain of round trips plus the client's CPU); then
+// oc-mirror v2's same mirror over the same link, against airlock's with
+// signature discovery on (its default).
 func latencyOverLink(ctx context.Context, cfg Config, link string, wc registrytest.WANConfig, wan *registrytest.WAN,
-	src *Registry, isc, work, input string, images, repos int) ([]Row, error) {
+	src *Registry, isc, work, input string, images, repos int, unique int64) ([]Row, error) {
 	var rows []Row
 	perImage := map[string]float64{}
 	total := map[string]int64{}
+	walls := map[string]time.Duration{}
 	for _, mode := range []string{"best-effort", "off"} {
 		dir := filepath.Join(work, mode)
 		dst, err := StartRegistry(ctx, cfg.Airlock, filepath.Join(dir, "dst"))
@@ -59,7 +62,7 @@ func latencyOverLink(ctx context.Context, cfg Config, link string, wc registryte
 			return rows, err
 		}
 		reqs := ws.Requests - w0.Requests
-		perImage[mode], total[mode] = float64(reqs)/float64(images), reqs
+		perImage[mode], total[mode], walls[mode] = float64(reqs)/float64(images), reqs, m.Wall
 		floor := time.Duration(dependentTrips(mode != "off"))*wc.Latency + wc.Handshake + m.CPU()
 		r := Row{Name: what, Input: input, Wall: m.Wall, RSS: m.MaxRSS, CPU: m.CPU(),
 			Requests: fmt.Sprintf("%d / –", reqs),
@@ -79,5 +82,7 @@ func latencyOverLink(ctx context.Context, cfg Config, link string, wc registryte
 		WallText: fmt.Sprintf("%.2f", float64(extra)/float64(repos)), Target: "≤ 1 + 2 per host", Met: met(extra <= int64(repos)+2),
 		Note: fmt.Sprintf("%d requests more with signatures best-effort than off (%.2f / %.2f per image, ratio %.2f×) for %d repositories: a tag list each, and the host's referrers API asked once",
 			extra, perImage["best-effort"], perImage["off"], perImage["best-effort"]/perImage["off"], repos)})
-	return rows, nil
+	or, err := ocMirrorOverLink(ctx, cfg, ocMirrorRun{Name: "oc-mirror v2 latency-bound m2m over " + link, Target: ocMirrorReleaseTarget},
+		link, wc, wan, src, isc, filepath.Join(work, "oc-mirror"), input, unique, walls["best-effort"])
+	return append(rows, or...), err
 }

@@ -201,12 +201,12 @@ func CurrentTables(dir, docDir string) (string, error) {
 
 // sectionRank orders the current tables as the harness runs its sections.
 func sectionRank(key string) int {
-	for i, p := range []string{"catalog:", "copy:", "catalog scale", "scale:", "whole pipeline", "go benchmarks"} {
+	for i, p := range []string{"catalog:", "copy:", "catalog scale", "release:", "scale:", "whole pipeline", "go benchmarks"} {
 		if strings.HasPrefix(strings.ToLower(key), p) {
 			return i
 		}
 	}
-	return 6
+	return 7
 }
 
 // UpdateDoc rewrites the current tables of the document at doc from the run

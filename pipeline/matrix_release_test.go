@@ -25,7 +25,7 @@ import (
 func matrixRelease(t *testing.T, e *matrixEnv) {
 	ctx := context.Background()
 	push := e.src.Remote(e.src.Push)
-	rel := releasetest.Push(t, e.src.Host, releasetest.Spec{Version: "4.15.1", Components: 20}, push...)
+	rel := releasetest.Push(t, e.src.Host, releasetest.Spec{Version: "4.15.1", Components: 20, Remote: push})
 	base := imagetest.MustPush(t, e.src.Host+"/ubi9/ubi:latest", fakeimage.Spec{Seed: 5, Layers: 2, OCI: true, Platforms: []string{"linux/amd64", "linux/arm64"}}, push...)
 	key := signtest.NewReleaseKey(t, "rsa")
 	store := signtest.NewSignatureStore(t)

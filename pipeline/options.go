@@ -54,6 +54,9 @@ type Options struct {
 	// the defaults). Only this package's tests set them (export_test.go).
 	retry    *retry.Policy
 	timeouts registry.Timeouts
+	// freeSpace, when set, replaces the archive filesystem's free space
+	// (archive.WriterOptions.FreeSpace; tests of this package).
+	freeSpace func(path string) (int64, error)
 	// sources are content sources added to the built-in ones (tests of
 	// this package).
 	sources []Source

@@ -92,6 +92,10 @@ func (r *run) writeReport(runErr error) error {
 		Workflow: string(r.workflow), Destination: r.dest, ConfigPath: r.opts.ConfigPath, Duration: res.Duration,
 		Stages: r.rep.stages, Blocked: res.Blocked, Warnings: res.Warnings, Sources: res.Sources,
 		BytesSent: res.BytesSent, BlobsSent: res.BlobsSent, BlobsMounted: res.BlobsMounted, BlobsSkipped: res.BlobsSkipped,
+		BytesResumed: res.BytesResumed,
+	}
+	for _, a := range res.AlteredManifests {
+		out.Altered, out.GC = append(out.Altered, report.Altered{Repository: a.Repository, Digest: a.Digest.String()}), gcAdvice
 	}
 	if runErr != nil {
 		out.Error, out.Refused = runErr.Error(), res.Plan == nil

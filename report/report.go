@@ -49,6 +49,20 @@ type Run struct {
 	BlobsSent    int64 `json:"blobsSent"`
 	BlobsMounted int64 `json:"blobsMounted"`
 	BlobsSkipped int64 `json:"blobsSkipped"`
+	// BytesResumed is the part of BytesSent an interrupted run had already
+	// transferred: resumed, not fetched again.
+	BytesResumed int64 `json:"bytesResumed,omitempty"`
+	// Altered are manifest revisions the destination stored altered on the
+	// way and refused to delete: readable by digest until its garbage
+	// collection removes them (GC says how).
+	Altered []Altered `json:"alteredManifests,omitempty"`
+	GC      string    `json:"gc,omitempty"`
+}
+
+// Altered is one manifest revision a destination keeps altered.
+type Altered struct {
+	Repository string `json:"repository"`
+	Digest     string `json:"digest"`
 }
 
 // Stage is one stage of the run and how long it took.

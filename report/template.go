@@ -30,7 +30,7 @@ details{margin:.4em 0}summary{cursor:pointer;font-weight:600}
 <div class="cards">
 <div class="card"><b>{{.Total}}</b>images</div>
 <div class="card"><b class="{{if .Failed}}bad{{else}}ok{{end}}">{{.Failed}}</b>failed</div>
-<div class="card"><b>{{bytes .BytesSent}}</b>sent ({{.BlobsSent}} blobs)</div>
+<div class="card"><b>{{bytes .BytesSent}}</b>sent ({{.BlobsSent}} blobs){{if .BytesResumed}}<br>{{bytes .BytesResumed}} of it resumed from an interrupted run, not fetched again{{end}}</div>
 <div class="card"><b>{{.BlobsMounted}}</b>blobs mounted</div>
 <div class="card"><b>{{.BlobsSkipped}}</b>blobs already there</div>
 <div class="card"><b>{{dur .Duration}}</b>total time</div>
@@ -43,6 +43,11 @@ details{margin:.4em 0}summary{cursor:pointer;font-weight:600}
 {{if .FailedImages}}<table><tr><th>image</th><th>destination</th><th>status</th><th>why</th></tr>
 {{range .FailedImages}}<tr><td><code>{{.Source}}</code></td><td><code>{{.Destination}}</code></td><td class="bad">{{.Status}}</td><td>{{.Error}}</td></tr>
 {{end}}</table>{{else}}<p class="ok">Nothing failed.</p>{{end}}
+{{if .Altered}}<h3 id="altered">Altered manifests the destination keeps</h3>
+<p>The destination stored these manifest revisions altered on the way and refuses deletes: their tags were pushed again and name the right manifests, but these revisions stay readable by digest; {{.GC}}.</p>
+<table><tr><th>repository</th><th>digest</th></tr>
+{{range .Altered}}<tr><td><code>{{.Repository}}</code></td><td><code>{{.Digest}}</code></td></tr>
+{{end}}</table>{{end}}
 {{if .Sources}}<h3>Releases and other content</h3><ul>{{range .Sources}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}
 {{if .Warnings}}<h3>Warnings</h3><ul>{{range .Warnings}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{if .Blocked}}<h3>Blocked images (blockedImages)</h3><ul>{{range .Blocked}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}

@@ -119,7 +119,7 @@ func run() error {
 	shards := flag.Bool("shards", envBool("BENCH_SHARDS", true), "copy section: measure 2 shards of the plan at once (per-shard bytes, wall) [BENCH_SHARDS]")
 	shardsOnly := flag.Bool("shards-only", false, "copy section: only the sharded rows")
 	skopeo := flag.Bool("skopeo", envBool("BENCH_SKOPEO", true), "compare with skopeo sync")
-	ocMirror := flag.String("oc-mirror", env("BENCH_OC_MIRROR", ""), "oc-mirror binary to compare with at catalog scale over wan (default: oc-mirror on PATH) [BENCH_OC_MIRROR]")
+	ocMirror := flag.String("oc-mirror", env("BENCH_OC_MIRROR", ""), "oc-mirror binary to compare with at catalog scale, on the release workload and on the latency-bound row (default: oc-mirror on PATH, else the one scripts/build-oc-mirror.sh built) [BENCH_OC_MIRROR]")
 	installSkopeo := flag.Bool("install-skopeo", envBool("BENCH_INSTALL_SKOPEO", true), "apt-get install -y skopeo when missing")
 	pImages := flag.Int("parallel-images", 0, "airlock mirror --parallel-images (0: airlock's default)")
 	pLayers := flag.Int("parallel-layers", 0, "airlock mirror --parallel-layers (0: airlock's default)")
@@ -142,6 +142,8 @@ func run() error {
 	cacheDir := flag.String("cache", env("BENCH_CACHE", bench.DefaultCacheDir), "keep what is seeded once (the catalog-scale registry) here [BENCH_CACHE]")
 	cleanCache := flag.Bool("clean-cache", false, "remove the cache folder first (it is seeded again)")
 	catPort := flag.Int("catalog-port", 5790, "the catalog-scale source's fixed port on 127.0.0.1 (the catalog names its images there)")
+	release := flag.String("release", env("BENCH_RELEASE", "wan"), "release section: mirror the release workload (two z-streams) over this WAN simulator preset, oc-mirror v2 beside it; \"none\" skips it [BENCH_RELEASE]")
+	releaseKB := flag.Int("release-layer-kb", 0, "release section: KiB of each component's own layer (default 1024; quick: 256)")
 	scale := flag.String("scale", env("BENCH_SCALE", ""), "scale section: these numbers of images, comma-separated (e.g. 1000,5000,20000); tiny blobs, seeded once into -cache [BENCH_SCALE]")
 	flag.Parse()
 
@@ -243,6 +245,15 @@ func run() error {
 			cfg.CatalogWorkload.TagRefs = true
 		default:
 			return fmt.Errorf("invalid -catalog-refs %q: use digest or tag", *catRefs)
+		}
+	}
+	if *release != "none" && *release != "" {
+		cfg.ReleaseLink, cfg.ReleaseWorkload = *release, bench.DefaultReleaseWorkload
+		if *quick {
+			cfg.ReleaseWorkload = bench.QuickReleaseWorkload
+		}
+		if *releaseKB > 0 {
+			cfg.ReleaseWorkload.LayerSize = *releaseKB << 10
 		}
 	}
 	for _, f := range strings.Split(*scale, ",") {

@@ -10,11 +10,13 @@ package releasetest
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"io"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,6 +54,12 @@ type Spec struct {
 	// index of one payload per platform, at <version>-multi, whose
 	// components are indexes of those platforms.
 	Platforms []string
+	// PushTo is the registry the images are pushed to when it is not the
+	// host they are named at (a proxy in front of it); default that host.
+	PushTo string
+	// Remote are options of every request (credentials, a transport
+	// trusting the registry's CA).
+	Remote []remote.Option
 }
 
 // Release is a release pushed to a registry.
@@ -79,15 +87,28 @@ type Release struct {
 func (r Release) PayloadRef() string { return r.Repo + "@" + r.Digest.String() }
 
 // Push builds s and pushes its components to host/ocp/art-dev and its
-// payload to host/ocp/release:<version>-x86_64; opts (credentials, a
-// transport trusting the registry's CA) are given to every request.
-func Push(t testing.TB, host string, s Spec, opts ...remote.Option) Release {
+// payload to host/ocp/release:<version>-x86_64; it fails t on error.
+func Push(t testing.TB, host string, s Spec) Release {
 	t.Helper()
+	r, err := Build(context.Background(), host, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// Build is Push returning its error, for benchmarks: the release names its
+// images at host and is pushed to s.PushTo (default host).
+func Build(ctx context.Context, host string, s Spec) (Release, error) {
 	if s.Components == 0 {
 		s.Components = 160
 	}
 	if s.LayerSize == 0 {
 		s.LayerSize = 4096
+	}
+	to := s.PushTo
+	if to == "" {
+		to = host
 	}
 	out := Release{Version: s.Version, Repo: host + "/ocp/release", Components: map[string]string{}, Blobs: map[digest.Digest]int64{}}
 	out.Ref = out.Repo + ":" + s.Version + "-x86_64"
@@ -102,52 +123,70 @@ func Push(t testing.TB, host string, s Spec, opts ...remote.Option) Release {
 		if i < s.Changed {
 			seed += changed
 		}
-		p := imagetest.MustPush(t, fmt.Sprintf("%s/ocp/art-dev:%s-%d", host, n, seed), fakeimage.Spec{Seed: seed, BaseSeed: 7, BaseLayers: 1, Layers: 1, LayerSize: s.LayerSize, Platforms: s.Platforms}, opts...)
-		ref := host + "/ocp/art-dev@" + p.Digest.String()
-		out.Components[n] = ref
-		out.add(t, host+"/ocp/art-dev", p.Digest, opts)
-		tags = append(tags, map[string]any{"name": n, "from": map[string]string{"kind": "DockerImage", "name": ref}})
+		p, err := imagetest.Push(ctx, fmt.Sprintf("%s/ocp/art-dev:%s-%d", to, n, seed),
+			fakeimage.Spec{Seed: seed, BaseSeed: 7, BaseLayers: 1, Layers: 1, LayerSize: s.LayerSize, Platforms: s.Platforms}, s.Remote...)
+		if err != nil {
+			return out, fmt.Errorf("releasetest: push %s: %w", n, err)
+		}
+		out.Components[n] = host + "/ocp/art-dev@" + p.Digest.String()
+		if err := out.add(ctx, to+"/ocp/art-dev", p.Digest, s.Remote); err != nil {
+			return out, err
+		}
+		tags = append(tags, map[string]any{"name": n, "from": map[string]string{"kind": "DockerImage", "name": out.Components[n]}})
 	}
 	files := map[string][]byte{}
-	files["release-manifests/image-references"] = mustJSON(t, map[string]any{
+	files["release-manifests/image-references"] = mustJSON(map[string]any{
 		"kind": "ImageStream", "apiVersion": "image.openshift.io/v1",
 		"metadata": map[string]any{"name": s.Version}, "spec": map[string]any{"tags": tags},
 	})
-	files["release-manifests/release-metadata"] = mustJSON(t, map[string]any{"kind": "cincinnati-metadata-v0", "version": s.Version, "previous": s.Previous})
+	files["release-manifests/release-metadata"] = mustJSON(map[string]any{"kind": "cincinnati-metadata-v0", "version": s.Version, "previous": s.Previous})
 	if s.KubeVirt {
 		archs := map[string]any{}
-		kv := func(arch string, seed uint64) string {
-			p := imagetest.MustPush(t, host+"/ocp/art-dev:kubevirt-"+s.Version+"-"+arch, fakeimage.Spec{Seed: seed, Layers: 1, LayerSize: s.LayerSize}, opts...)
+		kv := func(arch string, seed uint64) (string, error) {
+			p, err := imagetest.Push(ctx, to+"/ocp/art-dev:kubevirt-"+s.Version+"-"+arch, fakeimage.Spec{Seed: seed, Layers: 1, LayerSize: s.LayerSize}, s.Remote...)
+			if err != nil {
+				return "", fmt.Errorf("releasetest: push the KubeVirt image: %w", err)
+			}
 			ref := host + "/ocp/art-dev@" + p.Digest.String()
-			out.add(t, host+"/ocp/art-dev", p.Digest, opts)
 			archs[arch] = map[string]any{"images": map[string]any{"kubevirt": map[string]string{"digest-ref": ref}}}
-			return ref
+			return ref, out.add(ctx, to+"/ocp/art-dev", p.Digest, s.Remote)
 		}
+		var err error
 		if len(s.Platforms) == 0 {
-			out.KubeVirt = kv("x86_64", 99)
+			out.KubeVirt, err = kv("x86_64", 99)
 		} else {
 			out.KubeVirts = map[string]string{}
 			for _, pl := range s.Platforms {
-				switch pl {
-				case "linux/amd64":
-					out.KubeVirts["x86_64"] = kv("x86_64", 99)
-				case "linux/s390x":
-					out.KubeVirts["s390x"] = kv("s390x", 98)
+				a, seed := map[string]string{"linux/amd64": "x86_64", "linux/s390x": "s390x"}[pl], uint64(99)
+				if a == "" {
+					continue // the boot images have KubeVirt images for these two only
+				}
+				if a == "s390x" {
+					seed = 98
+				}
+				if out.KubeVirts[a], err = kv(a, seed); err != nil {
+					break
 				}
 			}
 		}
-		stream := mustJSON(t, map[string]any{"architectures": archs})
-		files["release-manifests/0000_50_installer_coreos-bootimages.yaml"] = mustJSON(t, map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "data": map[string]string{"stream": string(stream)}})
+		if err != nil {
+			return out, err
+		}
+		stream := mustJSON(map[string]any{"architectures": archs})
+		files["release-manifests/0000_50_installer_coreos-bootimages.yaml"] = mustJSON(map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "data": map[string]string{"stream": string(stream)}})
 	}
-	r, err := name.ParseReference(out.Ref, name.Insecure)
+	r, err := name.ParseReference(to+strings.TrimPrefix(out.Ref, host), name.Insecure)
 	if err != nil {
-		t.Fatal(err)
+		return out, err
 	}
 	var d v1.Hash
 	if len(s.Platforms) == 0 {
-		img := payloadImage(t, files, "linux/amd64")
-		if err := remote.Write(r, img, opts...); err != nil {
-			t.Fatal(err)
+		img, err := payloadImage(files, "linux/amd64")
+		if err != nil {
+			return out, err
+		}
+		if err := remote.Write(r, img, append(s.Remote, remote.WithContext(ctx))...); err != nil {
+			return out, fmt.Errorf("releasetest: push the payload: %w", err)
 		}
 		d, _ = img.Digest()
 	} else {
@@ -155,52 +194,56 @@ func Push(t testing.TB, host string, s Spec, opts ...remote.Option) Release {
 		for _, pl := range s.Platforms {
 			p, err := v1.ParsePlatform(pl)
 			if err != nil {
-				t.Fatal(err)
+				return out, err
 			}
-			idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: payloadImage(t, files, pl), Descriptor: v1.Descriptor{Platform: p}})
+			img, err := payloadImage(files, pl)
+			if err != nil {
+				return out, err
+			}
+			idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: p}})
 		}
-		if err := remote.WriteIndex(r, idx, opts...); err != nil {
-			t.Fatal(err)
+		if err := remote.WriteIndex(r, idx, append(s.Remote, remote.WithContext(ctx))...); err != nil {
+			return out, fmt.Errorf("releasetest: push the payload: %w", err)
 		}
 		d, _ = idx.Digest()
 	}
 	out.Digest = digest.Digest(d.String())
-	out.add(t, out.Repo, out.Digest, opts)
-	return out
+	return out, out.add(ctx, to+"/ocp/release", out.Digest, s.Remote)
 }
 
 // add records the blobs of the image d of repo.
-func (r *Release) add(t testing.TB, repo string, d digest.Digest, opts []remote.Option) {
-	t.Helper()
+func (r *Release) add(ctx context.Context, repo string, d digest.Digest, opts []remote.Option) error {
 	ref, err := name.ParseReference(repo+"@"+d.String(), name.Insecure)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	desc, err := remote.Get(ref, opts...)
+	desc, err := remote.Get(ref, append(opts, remote.WithContext(ctx))...)
 	if err != nil {
-		t.Fatal(err)
+		return fmt.Errorf("releasetest: %w", err)
 	}
 	if desc.MediaType.IsIndex() {
 		idx, err := desc.ImageIndex()
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		im, err := idx.IndexManifest()
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		for _, c := range im.Manifests {
-			r.add(t, repo, digest.Digest(c.Digest.String()), opts)
+			if err := r.add(ctx, repo, digest.Digest(c.Digest.String()), opts); err != nil {
+				return err
+			}
 		}
-		return
+		return nil
 	}
 	img, err := desc.Image()
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	m, err := img.Manifest()
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	for _, desc := range append([]v1.Descriptor{m.Config}, m.Layers...) {
 		k := digest.Digest(desc.Digest.String())
@@ -209,43 +252,48 @@ func (r *Release) add(t testing.TB, repo string, d digest.Digest, opts []remote.
 			r.UniqueBytes += desc.Size
 		}
 	}
+	return nil
 }
 
 // payloadImage is a payload for platform: a base layer, a layer with files
 // and a layer naming the platform, fixed times (the same files give the
 // same digest).
-func payloadImage(t testing.TB, files map[string][]byte, platform string) v1.Image {
-	t.Helper()
-	base := tarLayer(t, map[string][]byte{"usr/bin/cluster-version-operator": []byte("cvo")})
-	manifests := tarLayer(t, files)
+func payloadImage(files map[string][]byte, platform string) (v1.Image, error) {
+	base, err := tarLayer(map[string][]byte{"usr/bin/cluster-version-operator": []byte("cvo")})
+	if err != nil {
+		return nil, err
+	}
+	manifests, err := tarLayer(files)
+	if err != nil {
+		return nil, err
+	}
 	img, err := mutate.AppendLayers(mutate.MediaType(empty.Image, types.OCIManifestSchema1), base, manifests)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	cfg, err := img.ConfigFile()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	cfg = cfg.DeepCopy()
 	p, err := v1.ParsePlatform(platform)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	cfg.OS, cfg.Architecture = p.OS, p.Architecture
 	// The base layer differs per platform, as a real payload's binaries do.
-	if img, err = mutate.AppendLayers(img, tarLayer(t, map[string][]byte{"usr/share/arch": []byte(platform)})); err != nil {
-		t.Fatal(err)
+	arch, err := tarLayer(map[string][]byte{"usr/share/arch": []byte(platform)})
+	if err != nil {
+		return nil, err
+	}
+	if img, err = mutate.AppendLayers(img, arch); err != nil {
+		return nil, err
 	}
 	cfg.Config.Labels = map[string]string{"io.openshift.release": "true"}
-	img, err = mutate.ConfigFile(img, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return img
+	return mutate.ConfigFile(img, cfg)
 }
 
-func tarLayer(t testing.TB, files map[string][]byte) v1.Layer {
-	t.Helper()
+func tarLayer(files map[string][]byte) (v1.Layer, error) {
 	var names []string
 	for n := range files {
 		names = append(names, n)
@@ -255,26 +303,24 @@ func tarLayer(t testing.TB, files map[string][]byte) v1.Layer {
 	tw := tar.NewWriter(&buf)
 	for _, n := range names {
 		if err := tw.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Size: int64(len(files[n])), Typeflag: tar.TypeReg, ModTime: time.Unix(0, 0)}); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
-		tw.Write(files[n])
+		if _, err := tw.Write(files[n]); err != nil {
+			return nil, err
+		}
 	}
 	if err := tw.Close(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	b := buf.Bytes()
-	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }, tarball.WithMediaType(types.OCILayer))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
+	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }, tarball.WithMediaType(types.OCILayer))
 }
 
-func mustJSON(t testing.TB, v any) []byte {
-	t.Helper()
+// mustJSON marshals maps of strings and slices, which cannot fail.
+func mustJSON(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
-		t.Fatal(err)
+		panic(err)
 	}
 	return b
 }

@@ -13,6 +13,11 @@ type Node struct {
 // every later one (serve it with cincinnatitest.Server.Serve).
 func GraphJSON(t testing.TB, channel string, nodes ...Node) []byte {
 	t.Helper()
+	return Graph(channel, nodes...)
+}
+
+// Graph is GraphJSON for benchmarks (no test to fail: it cannot fail).
+func Graph(channel string, nodes ...Node) []byte {
 	type node struct {
 		Version  string            `json:"version"`
 		Payload  string            `json:"payload"`
@@ -28,5 +33,5 @@ func GraphJSON(t testing.TB, channel string, nodes ...Node) []byte {
 			doc.Edges = append(doc.Edges, []int{j, i})
 		}
 	}
-	return mustJSON(t, doc)
+	return mustJSON(doc)
 }

@@ -3,6 +3,7 @@ package signtest
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -28,6 +29,15 @@ type ReleaseKey struct {
 // NewReleaseKey generates a key: algo "rsa" (2048 bits) or "ed25519".
 func NewReleaseKey(t testing.TB, algo string) ReleaseKey {
 	t.Helper()
+	k, err := GenerateReleaseKey(algo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// GenerateReleaseKey is NewReleaseKey returning its error, for benchmarks.
+func GenerateReleaseKey(algo string) (ReleaseKey, error) {
 	cfg := &packet.Config{RSABits: 2048}
 	switch algo {
 	case "rsa":
@@ -35,24 +45,24 @@ func NewReleaseKey(t testing.TB, algo string) ReleaseKey {
 	case "ed25519":
 		cfg.Algorithm = packet.PubKeyAlgoEdDSA
 	default:
-		t.Fatalf("signtest: unknown key algorithm %q", algo)
+		return ReleaseKey{}, fmt.Errorf("signtest: unknown key algorithm %q", algo)
 	}
 	e, err := openpgp.NewEntity("airlock release test", algo, "release@example.com", cfg)
 	if err != nil {
-		t.Fatal(err)
+		return ReleaseKey{}, err
 	}
 	var buf bytes.Buffer
 	w, err := armor.Encode(&buf, openpgp.PublicKeyType, nil)
 	if err != nil {
-		t.Fatal(err)
+		return ReleaseKey{}, err
 	}
 	if err := e.Serialize(w); err != nil {
-		t.Fatal(err)
+		return ReleaseKey{}, err
 	}
 	if err := w.Close(); err != nil {
-		t.Fatal(err)
+		return ReleaseKey{}, err
 	}
-	return ReleaseKey{entity: e, Armored: buf.Bytes()}
+	return ReleaseKey{entity: e, Armored: buf.Bytes()}, nil
 }
 
 // SimpleSigning is the document of an atomic container signature for
@@ -73,18 +83,27 @@ func SimpleSigning(reference string, d digest.Digest) []byte {
 // armored, as release signatures are served) made by k.
 func (k ReleaseKey) SignMessage(t testing.TB, document []byte) []byte {
 	t.Helper()
-	var sig bytes.Buffer
-	w, err := openpgp.Sign(&sig, k.entity, nil, nil)
+	b, err := k.Sign(document)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return b
+}
+
+// Sign is SignMessage returning its error, for benchmarks.
+func (k ReleaseKey) Sign(document []byte) ([]byte, error) {
+	var sig bytes.Buffer
+	w, err := openpgp.Sign(&sig, k.entity, nil, nil)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := w.Write(document); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if err := w.Close(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return sig.Bytes()
+	return sig.Bytes(), nil
 }
 
 // SignRelease is k's atomic container signature of reference (e.g.

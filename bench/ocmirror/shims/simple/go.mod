@@ -1,0 +1,3 @@
+module github.com/microlib/simple
+
+go 1.22

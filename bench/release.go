@@ -1,0 +1,245 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/internal/testutil/releasetest"
+	"github.com/airlock-mirror/airlock/internal/testutil/signtest"
+	"github.com/airlock-mirror/airlock/location"
+)
+
+// ReleaseWorkload is the release section's workload: two z-streams of one
+// channel, Components images each, of which Changed differ in the second
+// (the others are the same images), every component a shared base layer
+// and a layer of LayerSize bytes of its own.
+type ReleaseWorkload struct {
+	Components, Changed, LayerSize int
+}
+
+// DefaultReleaseWorkload is 160 components (a 4.15 payload names about as
+// many), 16 changed in the second z-stream, 1 MiB layers: 168 MB for the
+// first z-stream, 17 MB new in the second. QuickReleaseWorkload has 256 KiB
+// layers.
+var (
+	DefaultReleaseWorkload = ReleaseWorkload{Components: 160, Changed: 16, LayerSize: 1 << 20}
+	QuickReleaseWorkload   = ReleaseWorkload{Components: 160, Changed: 16, LayerSize: 256 << 10}
+)
+
+// releaseLinkTarget is the target of the first release mirror / link floor;
+// releaseIncrementTarget of the second z-stream's bytes sent / its unique
+// bytes.
+const (
+	releaseLinkTarget      = 1.15
+	releaseIncrementTarget = 1.1
+	releaseChannel         = "stable-4.15"
+)
+
+// releaseSetup is the release section's sources: the registry behind the
+// WAN simulator, the update service and the signature store (both on
+// loopback, not behind the link), and the two z-streams.
+type releaseSetup struct {
+	src       *Registry
+	wan       *registrytest.WAN
+	wc        registrytest.WANConfig
+	r1, r2    releasetest.Release
+	env       []string // UPDATE_URL_OVERRIDE, OCP_SIGNATURE_URL, OCP_SIGNATURE_VERIFICATION_PK
+	stop      func()
+	increment int64 // bytes of the second z-stream's blobs the first lacks
+}
+
+// runRelease measures a release workload over cfg.ReleaseLink: airlock's
+// first mirror-to-mirror of one z-stream against the link floor, the second
+// z-stream (a later maxVersion, same workspace and destination) against its
+// unique bytes, and oc-mirror v2's first mirror of the same configuration.
+func runRelease(ctx context.Context, cfg Config) ([]Row, error) {
+	link := cfg.ReleaseLink
+	work := filepath.Join(cfg.WorkDir, "release")
+	s, err := setUpRelease(ctx, cfg, link, work)
+	if err != nil {
+		return nil, err
+	}
+	defer s.stop()
+	input := fmt.Sprintf("release: 2 z-streams × %d components, %d changed, %s layers", cfg.ReleaseWorkload.Components,
+		cfg.ReleaseWorkload.Changed, Bytes(int64(cfg.ReleaseWorkload.LayerSize)))
+	rows := []Row{heading(fmt.Sprintf("release: channel %s, z-streams %s (%d components, %d blobs, %s) and %s (%d components changed, %s new), %s layers; source behind the WAN simulator (%s), update service and signature store on loopback, destination on loopback",
+		releaseChannel, s.r1.Version, len(s.r1.Components), len(s.r1.Blobs), Bytes(s.r1.UniqueBytes), s.r2.Version, cfg.ReleaseWorkload.Changed,
+		Bytes(s.increment), Bytes(int64(cfg.ReleaseWorkload.LayerSize)), link))}
+	isc1 := filepath.Join(work, "isc-1.yaml")
+	isc2 := filepath.Join(work, "isc-2.yaml")
+	for path, maxV := range map[string]string{isc1: s.r1.Version, isc2: s.r2.Version} {
+		if err := os.WriteFile(path, fmt.Appendf(nil, "apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  platform:\n    channels:\n    - name: %s\n      minVersion: %s\n      maxVersion: %s\n",
+			releaseChannel, s.r1.Version, maxV), 0o644); err != nil {
+			return rows, err
+		}
+	}
+	dst, err := StartRegistry(ctx, cfg.Airlock, filepath.Join(work, "dst"))
+	if err != nil {
+		return rows, err
+	}
+	defer dst.Stop()
+	ws := location.File(filepath.Join(work, "ws")).String()
+	run := func(what, isc string, unique int64) (Row, error) {
+		args := []string{"mirror", "-c", isc, "--workspace", ws, location.Docker(dst.Addr() + "/mirror").String(), "--dest-tls-verify=false", "--src-tls-verify=false"}
+		if cfg.ParallelImages > 0 {
+			args = append(args, "--parallel-images", fmt.Sprint(cfg.ParallelImages))
+		}
+		if cfg.ParallelLayers > 0 {
+			args = append(args, "--parallel-layers", fmt.Sprint(cfg.ParallelLayers))
+		}
+		s0, d0, w0 := s.src.Proxy.Counts(), dst.Proxy.Counts(), s.wan.Stats()
+		cfg.Log.Info("measuring", "what", what)
+		m, err := Exec(ctx, Command{Name: cfg.Airlock, Args: args, Env: s.env})
+		if err != nil {
+			return Row{}, err
+		}
+		ds, dd, ws := s.src.Proxy.Counts().Sub(s0), dst.Proxy.Counts().Sub(d0), s.wan.Stats()
+		r := Row{Name: what, Input: input, Wall: m.Wall, RSS: m.MaxRSS, CPU: m.CPU(), Pulled: ds.BytesOut, Pushed: dd.BytesIn, Counted: true,
+			Blobs: fmt.Sprintf("%d (%d)", dd.BlobsCommitted, dd.Mounted), Requests: fmt.Sprintf("%d / %d", ws.Requests-w0.Requests, dd.Requests),
+			Note: fmt.Sprintf("link %s; over the link: %d connections, %d token requests, %d CDN redirects; blob bytes pulled / unique %.2f, uploaded / unique %.2f",
+				s.wc, ws.Connections-w0.Connections, ws.TokenRequests-w0.TokenRequests, ws.Redirects-w0.Redirects,
+				float64(ds.BlobBytesOut)/float64(unique), float64(dd.UploadBytesIn)/float64(unique))}
+		if ds.BlobBytesOut > 0 {
+			r.Throughput = Rate(ds.BlobBytesOut, m.Wall)
+		}
+		if m.Exit != 0 {
+			r.Note = fmt.Sprintf("FAILED (exit %d): %s", m.Exit, lastLine(m.Stderr))
+			return r, fmt.Errorf("%s: exit %d: %s", what, m.Exit, lastLine(m.Stderr))
+		}
+		return r, nil
+	}
+	name := "release m2m over " + link
+	first, err := run(name+", first z-stream ("+s.r1.Version+")", isc1, s.r1.UniqueBytes)
+	rows = append(rows, first)
+	if err != nil {
+		return rows, err
+	}
+	if s.wc.Bandwidth > 0 {
+		floor := time.Duration(float64(s.r1.UniqueBytes) / float64(s.wc.Bandwidth) * float64(time.Second))
+		x := float64(first.Wall) / float64(floor)
+		rows = append(rows, Row{Name: name + ", first z-stream / link floor (unique bytes / cap)", Input: input, WallText: fmt.Sprintf("%.2f×", x),
+			Target: fmt.Sprintf("≤ %.2f×", releaseLinkTarget), Met: met(x <= releaseLinkTarget),
+			Note: fmt.Sprintf("floor %s = %s / %.0f MB/s", Seconds(floor), Bytes(s.r1.UniqueBytes), float64(s.wc.Bandwidth)/1e6)})
+	}
+	d0 := dst.Proxy.Counts()
+	second, err := run(name+", second z-stream ("+s.r2.Version+", maxVersion raised)", isc2, s.increment)
+	rows = append(rows, second)
+	if err != nil {
+		return rows, err
+	}
+	sent := dst.Proxy.Counts().Sub(d0).UploadBytesIn
+	x := float64(sent) / float64(s.increment)
+	rows = append(rows, Row{Name: name + ", second z-stream: bytes sent / its unique bytes", Input: input, WallText: fmt.Sprintf("%.2f×", x),
+		Target: fmt.Sprintf("≤ %.1f×", releaseIncrementTarget), Met: met(x <= releaseIncrementTarget),
+		Note: fmt.Sprintf("%s uploaded to the destination; %s of blobs in %s and not in %s", Bytes(sent), Bytes(s.increment), s.r2.Version, s.r1.Version)})
+	or, err := ocMirrorOverLink(ctx, cfg, ocMirrorRun{Name: "oc-mirror v2 release m2m over " + link + " (" + s.r1.Version + ")", Target: ocMirrorReleaseTarget, Env: s.env},
+		link, s.wc, s.wan, s.src, isc1, filepath.Join(work, "oc-mirror"), input, s.r1.UniqueBytes, first.Wall)
+	return append(rows, or...), err
+}
+
+// setUpRelease starts the source registry and the WAN simulator in front
+// of it, pushes the two z-streams named at the simulator's address, signs
+// them with a throwaway key into a signature store and serves their graph.
+func setUpRelease(ctx context.Context, cfg Config, link, work string) (*releaseSetup, error) {
+	wc, err := registrytest.WANPreset(link)
+	if err != nil {
+		return nil, err
+	}
+	s := &releaseSetup{wc: wc}
+	var stops []func()
+	s.stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			s.stop()
+		}
+	}()
+	if s.src, err = StartRegistry(ctx, cfg.Airlock, filepath.Join(work, "src")); err != nil {
+		return nil, err
+	}
+	stops = append(stops, s.src.Stop)
+	if s.wan, err = registrytest.StartWAN(s.src.Addr(), wc); err != nil {
+		return nil, err
+	}
+	stops = append(stops, func() { _ = s.wan.Close() })
+	host := s.wan.Host
+	w := cfg.ReleaseWorkload
+	t0 := time.Now()
+	// Seeded straight into the registry (its own address), named at the
+	// simulator's: the tools pull over the link.
+	if s.r1, err = releasetest.Build(ctx, host, releasetest.Spec{Version: "4.15.1", Components: w.Components, LayerSize: w.LayerSize, PushTo: hostOf(s.src.URL)}); err != nil {
+		return nil, err
+	}
+	if s.r2, err = releasetest.Build(ctx, host, releasetest.Spec{Version: "4.15.2", Previous: []string{"4.15.1"}, Components: w.Components,
+		Changed: w.Changed, LayerSize: w.LayerSize, PushTo: hostOf(s.src.URL)}); err != nil {
+		return nil, err
+	}
+	for d, n := range s.r2.Blobs {
+		if _, ok := s.r1.Blobs[d]; !ok {
+			s.increment += n
+		}
+	}
+	cfg.Log.Info("seeded the release workload", "took", time.Since(t0).Round(time.Millisecond), "first", Bytes(s.r1.UniqueBytes), "new in the second", Bytes(s.increment))
+	key, err := signtest.GenerateReleaseKey("rsa")
+	if err != nil {
+		return nil, err
+	}
+	keyFile := filepath.Join(work, "release-key.asc")
+	if err := os.WriteFile(keyFile, key.Armored, 0o644); err != nil {
+		return nil, err
+	}
+	sigs := filepath.Join(work, "signatures")
+	for _, r := range []releasetest.Release{s.r1, s.r2} {
+		b, err := key.Sign(signtest.SimpleSigning(r.Ref, r.Digest))
+		if err != nil {
+			return nil, err
+		}
+		dir := filepath.Join(sigs, string(digest.SHA256)+"="+r.Digest.Encoded())
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "signature-1"), b, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	graph := releasetest.Graph(releaseChannel, releasetest.Node{Version: s.r1.Version, Payload: s.r1.PayloadRef()},
+		releasetest.Node{Version: s.r2.Version, Payload: s.r2.PayloadRef()})
+	mux := http.NewServeMux()
+	mux.Handle("/signatures/", http.StripPrefix("/signatures/", http.FileServer(http.Dir(sigs))))
+	mux.HandleFunc("/graph", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("channel") != releaseChannel {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"nodes":[],"edges":[]}`))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(graph)
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	stops = append(stops, func() { _ = srv.Close() })
+	base := "http://" + ln.Addr().String()
+	s.env = []string{"UPDATE_URL_OVERRIDE=" + base + "/graph", "OCP_SIGNATURE_URL=" + base + "/signatures/", "OCP_SIGNATURE_VERIFICATION_PK=" + keyFile}
+	if s.increment == 0 {
+		return nil, errors.New("release workload: the second z-stream has no blob of its own (-release-changed > 0)")
+	}
+	ok = true
+	return s, nil
+}

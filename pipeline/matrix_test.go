@@ -134,12 +134,13 @@ var matrixWorkflows = []matrixWorkflow{
 	{name: "delete", run: matrixDelete},
 	{name: "shards", run: matrixShards},
 	{name: "list", run: matrixList},
+	{name: "helm", run: matrixHelm},
 	{name: "release", run: matrixRelease, noSeed: true},
 }
 
 func TestRegistryMatrix(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the registry matrix: 12 registries, 42 workflow runs")
+		t.Skip("the registry matrix: 12 registries, 48 workflow runs")
 	}
 	envs := map[string]*matrixEnv{}
 	for _, kind := range registrytest.Kinds {

@@ -74,6 +74,15 @@ details{margin:.4em 0}summary{cursor:pointer;font-weight:600}
 {{range .Dropped}}<p class="muted">dropped channel {{.Name}}: {{.Reason}}</p>{{end}}
 {{end}}{{else}}<p class="muted">No operator catalog.</p>{{end}}
 
+{{if .Charts}}<h2 id="charts">Helm charts</h2>
+<table><tr><th>repository</th><th>chart</th><th>version</th><th>artifact in the mirror</th><th>status</th><th>images</th></tr>
+{{range .Charts}}<tr><td>{{.Repository}}</td><td>{{.Chart}}</td><td>{{.Version}}</td><td><code>{{short .Artifact}}</code></td><td{{if .Error}} class="bad"{{end}}>{{.Status}}{{if .Error}}: {{.Error}}{{end}}</td><td class="n">{{len .Images}}</td></tr>
+{{end}}</table>
+{{range .Charts}}{{if .Images}}<details><summary>{{.Repository}}/{{.Chart}} {{.Version}}: {{len .Images}} image(s), and where in the chart</summary>
+<table><tr><th>image</th><th>destination</th><th>status</th><th>where in the chart</th></tr>
+{{range .Images}}<tr><td><code>{{.Image}}</code></td><td><code>{{short .Destination}}</code></td><td{{if .Failed}} class="bad"{{end}}>{{.Status}}</td><td>{{range $i, $w := .Where}}{{if $i}}<br>{{end}}<code>{{$w}}</code>{{end}}</td></tr>
+{{end}}</table></details>
+{{end}}{{end}}{{end}}
 <h2 id="repositories">Images and bytes per destination repository</h2>
 <table><tr><th>repository</th><th>images</th><th>bytes sent</th><th>failed</th></tr>
 {{range .Repos}}<tr><td><code>{{.Repo}}</code></td><td class="n">{{.Images}}</td><td class="n">{{bytes .Bytes}}</td><td class="n{{if .Failed}} bad{{end}}">{{.Failed}}</td></tr>

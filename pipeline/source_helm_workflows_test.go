@@ -1,9 +1,11 @@
 package pipeline_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,9 +90,14 @@ func TestHelmWorkflows(t *testing.T) {
 		t.Fatalf("the dry run wrote to the destination: %+v", c)
 	}
 	o.Run.DryRun = false
+	var logs bytes.Buffer
+	o.Output.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	res, err := pipeline.Mirror(ctx, o)
 	if err != nil {
 		t.Fatal(err, failedImages(res))
+	}
+	if strings.Contains(logs.String(), "registry helm-charts.invalid") {
+		t.Errorf("the charts' artifacts are built locally, yet a registry was probed for them:\n%s", logs.String())
 	}
 	if res.BytesSent != dry.DryRun.BytesToSend {
 		t.Errorf("the dry run said %d bytes, the run sent %d", dry.DryRun.BytesToSend, res.BytesSent)

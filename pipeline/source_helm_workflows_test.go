@@ -122,8 +122,28 @@ func TestHelmWorkflows(t *testing.T) {
 		}
 	}
 	o.Run.Shard, o.Run.Shards, o.Run.Finish = 0, 0, true
-	if _, err := pipeline.Mirror(ctx, o); err != nil {
+	fin, err := pipeline.Mirror(ctx, o)
+	if err != nil {
 		t.Fatalf("--finish: %v", err)
+	}
+	// The --finish report has the Helm charts section: both charts, each
+	// with its artifact in the mirror and the images it names.
+	var rep struct {
+		Charts []struct {
+			Chart, Artifact, Status string
+			Images                  []struct{ Image, Status string }
+		}
+	}
+	if b, err := os.ReadFile(workspace.Dir(fin.WorkingDir).ReportDataPath()); err != nil || json.Unmarshal(b, &rep) != nil {
+		t.Fatalf("--finish report.json: %v", err)
+	}
+	if len(rep.Charts) != 2 {
+		t.Fatalf("--finish report: %d charts, want 2: %+v", len(rep.Charts), rep.Charts)
+	}
+	for _, c := range rep.Charts {
+		if !strings.HasPrefix(c.Artifact, sharded.Host()+"/s/") || c.Status == "failed" || len(c.Images) == 0 {
+			t.Errorf("--finish report: chart %s: artifact %q, status %q, %d images; want it in the mirror with its images", c.Chart, c.Artifact, c.Status, len(c.Images))
+		}
 	}
 	pulls("sharded", sharded.Host()+"/s/apps/workloads:1.2.0", true)
 	pulls("sharded", sharded.Host()+"/s/local/test-mirror-helm:0.3.0", true)

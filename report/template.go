@@ -41,8 +41,8 @@ details{margin:.4em 0}summary{cursor:pointer;font-weight:600}
 
 <h2 id="failures">Failures</h2>
 {{if .FailedImages}}<table><tr><th>image</th><th>destination</th><th>status</th><th>why</th></tr>
-{{range .FailedImages}}<tr><td><code>{{.Source}}</code></td><td><code>{{.Destination}}</code></td><td class="bad">{{.Status}}</td><td>{{.Error}}</td></tr>
-{{end}}</table>{{else}}<p class="ok">Nothing failed.</p>{{end}}
+{{range .Shown.Failed}}<tr><td><code>{{.Source}}</code></td><td><code>{{.Destination}}</code></td><td class="bad">{{.Status}}</td><td>{{.Error}}</td></tr>
+{{end}}</table>{{if .More.Failed}}<p class="muted">The first {{len .Shown.Failed}} failures are shown; {{.More.Failed}} more are in <code>report.json</code> beside this page and in <code>results.json</code>.</p>{{end}}{{else}}<p class="ok">Nothing failed.</p>{{end}}
 {{if .Altered}}<h3 id="altered">Altered manifests the destination keeps</h3>
 <p>The destination stored these manifest revisions altered on the way and refuses deletes: their tags were pushed again and name the right manifests, but these revisions stay readable by digest; {{.GC}}.</p>
 <table><tr><th>repository</th><th>digest</th></tr>
@@ -85,8 +85,8 @@ details{margin:.4em 0}summary{cursor:pointer;font-weight:600}
 {{end}}{{end}}{{end}}
 <h2 id="repositories">Images and bytes per destination repository</h2>
 <table><tr><th>repository</th><th>images</th><th>bytes sent</th><th>failed</th></tr>
-{{range .Repos}}<tr><td><code>{{.Repo}}</code></td><td class="n">{{.Images}}</td><td class="n">{{bytes .Bytes}}</td><td class="n{{if .Failed}} bad{{end}}">{{.Failed}}</td></tr>
-{{end}}</table>
+{{range .Shown.Repos}}<tr><td><code>{{.Repo}}</code></td><td class="n">{{.Images}}</td><td class="n">{{bytes .Bytes}}</td><td class="n{{if .Failed}} bad{{end}}">{{.Failed}}</td></tr>
+{{end}}</table>{{if .More.Repos}}<p class="muted">The first {{len .Shown.Repos}} repositories are shown, in order of name; {{.More.Repos}} more are in <code>report.json</code> beside this page.</p>{{end}}
 
 {{with .Archive}}<h2 id="archive">Archive</h2>
 <p>Archive <code>{{.ID}}</code> in <code>{{.Dir}}</code>: {{.Blobs}} blobs, {{bytes .Bytes}}{{if .Incremental}}, incremental (relies on {{.ReliesOn}} earlier archive(s)){{end}}.</p>
@@ -95,8 +95,8 @@ details{margin:.4em 0}summary{cursor:pointer;font-weight:600}
 <h2 id="images">Every image</h2>
 <details><summary>{{.Total}} image(s)</summary>
 <table><tr><th>source</th><th>kind</th><th>destination</th><th>status</th><th>signature</th><th>bytes sent</th></tr>
-{{range .Images}}<tr><td><code>{{short .Source}}</code></td><td>{{.Kind}}</td><td><code>{{short .Destination}}</code></td><td{{if .Failed}} class="bad"{{end}}>{{.Status}}</td><td{{if eq .Signature "unsigned"}} class="bad"{{end}}>{{.SignatureNote}}</td><td class="n">{{bytes .Bytes}}</td></tr>
-{{end}}</table></details>
+{{range .Shown.Images}}<tr><td><code>{{short .Source}}</code></td><td>{{.Kind}}</td><td><code>{{short .Destination}}</code></td><td{{if .Failed}} class="bad"{{end}}>{{.Status}}</td><td{{if eq .Signature "unsigned"}} class="bad"{{end}}>{{.SignatureNote}}</td><td class="n">{{bytes .Bytes}}</td></tr>
+{{end}}</table>{{if .More.Images}}<p class="muted">The first {{len .Shown.Images}} images are shown; {{.More.Images}} more are in <code>report.json</code> beside this page and in <code>results.json</code>.</p>{{end}}</details>
 
 <h2 id="config">Configuration</h2>
 <pre>{{.Config}}</pre>

@@ -313,12 +313,19 @@ func (r *run) plan(ctx context.Context, src *registry.Client, sel *selected, pre
 		Catalogs: cats, Images: sel.images, Blocked: r.blocked(),
 		Progress: r.stageProgress("plan"), Prefetch: pre,
 	}
+	// The hosts to probe: an image built locally is read from a layout (its
+	// name only names it) and a blocked one is never read.
 	var refs []string
+	blocked := mirror.BlockedMatcher(req.Blocked)
 	for _, c := range cats {
-		refs = append(refs, c.Images...)
+		for _, ref := range c.Images {
+			if !blocked(ref) {
+				refs = append(refs, ref)
+			}
+		}
 	}
 	for _, a := range req.Images {
-		if a.Built == nil { // read from a local layout: Name only names it
+		if a.Built == nil && !blocked(a.Name) {
 			refs = append(refs, a.Name)
 		}
 	}

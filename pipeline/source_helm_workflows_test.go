@@ -99,6 +99,9 @@ func TestHelmWorkflows(t *testing.T) {
 	if strings.Contains(logs.String(), "registry helm-charts.invalid") {
 		t.Errorf("the charts' artifacts are built locally, yet a registry was probed for them:\n%s", logs.String())
 	}
+	if strings.Contains(logs.String(), "registry quay.io") {
+		t.Errorf("the chart's quay.io images are blocked, yet quay.io was probed:\n%s", logs.String())
+	}
 	if res.BytesSent != dry.DryRun.BytesToSend {
 		t.Errorf("the dry run said %d bytes, the run sent %d", dry.DryRun.BytesToSend, res.BytesSent)
 	}

@@ -298,6 +298,20 @@ func TestRunEndToEnd(t *testing.T) {
 	if r := get("copy floor (the same, each blob read from the source: GET streamed into the upload, unverified)"); r.Pushed < st.BlobBytes || r.Pulled < st.BlobBytes || r.Pulled > st.BlobBytes*11/10 {
 		t.Errorf("copy floor pulled %d and pushed %d bytes, want about %d each", r.Pulled, r.Pushed, st.BlobBytes)
 	}
+	// The disk floors: every blob read once and written into the file; pushed
+	// from it once; both ratios printed.
+	if r := get("mirror-to-disk floor (each blob read from the source, hashed, written into one file at its place; synced)"); r.Pushed != r.Pulled || r.Pulled < st.BlobBytes*9/10 || r.Pulled > st.BlobBytes*11/10 {
+		// (st counts a catalog naming host "x": a few bytes less than the real one)
+		t.Errorf("mirror-to-disk floor pulled %d and wrote %d bytes, want about %d each", r.Pulled, r.Pushed, st.BlobBytes)
+	}
+	if r := get("disk-to-mirror floor (each blob read from that file, hashed, pushed once; manifests from memory)"); r.Pushed < st.BlobBytes {
+		t.Errorf("disk-to-mirror floor pushed %d bytes, want at least %d", r.Pushed, st.BlobBytes)
+	}
+	for _, name := range []string{"airlock m2d / mirror-to-disk floor (wall)", "airlock d2m / disk-to-mirror floor (wall)"} {
+		if r := get(name); !strings.HasSuffix(r.WallText, "×") || r.Target != "≤ 1.30×" {
+			t.Errorf("%s: %+v", name, r)
+		}
+	}
 	b, _ := os.ReadFile(docs)
 	if !strings.HasPrefix(string(b), "# Benchmarks\n\n"+beginCurrent) || !strings.Contains(string(b), "| airlock mirror m2m, first run |") {
 		t.Errorf("current tables not written:\n%s", b)

@@ -191,6 +191,11 @@ func runCatalogScale(ctx context.Context, cfg Config) ([]Row, error) {
 			rows = append(rows, or...)
 			err = oerr
 		}
+		if err == nil && link != "loopback" {
+			dr, derr := diskOverLink(ctx, cfg, link, wc, wan, src, isc, filepath.Join(work, "m2d-"+link), input, unique)
+			rows = append(rows, dr...)
+			err = derr
+		}
 		_ = wan.Close()
 		if err != nil {
 			errs = append(errs, err)

@@ -87,6 +87,12 @@ func TestCatalogScaleEndToEnd(t *testing.T) {
 	if _, ok := rows["catalog scale m2m over lan / link floor (unique bytes / cap)"]; !ok {
 		t.Error("no link floor row")
 	}
+	if r, ok := rows["catalog scale m2d over lan, first run"]; !ok || r.Pushed < st.BlobBytes {
+		t.Errorf("m2d over the link %+v: want an archive of every blob (%d bytes)", r, st.BlobBytes)
+	}
+	if r, ok := rows["catalog scale m2d over lan / link floor (unique bytes / cap)"]; !ok || r.Target != "≤ 1.15×" {
+		t.Errorf("m2d link floor row %+v", r)
+	}
 	run()
 	if after, _ := os.Stat(markers[0]); !after.ModTime().Equal(before.ModTime()) {
 		t.Error("the second run seeded the cache again")

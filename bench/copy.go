@@ -267,64 +267,12 @@ func runCopy(ctx context.Context, cfg Config) ([]Row, error) {
 	// from the source (through its counting proxy, as airlock reads it), which
 	// is the least a mirror-to-mirror copy costs on this machine; the verifying
 	// copy floor also hashes every blob it streams (airlock verifies every byte).
+	fl := &floors{ctx: ctx, cfg: cfg, w: w, o: o, src: src, start: start, stop: stop, input: input, sentRatio: sentRatio}
+	if catRef != "" {
+		fl.catalog = src.Addr()
+	}
 	floorRun := func(name, from string, verify bool) copyRun {
-		dst, err := start("dst-floor")
-		if err != nil {
-			errs = append(errs, err)
-			return copyRun{}
-		}
-		defer stop(dst)
-		d0, c0, rc0 := dst.Proxy.Counts(), selfCPU(), dst.CPU()
-		var s0 Counts
-		if from != "" {
-			s0, rc0 = src.Proxy.Counts(), rc0+src.CPU()
-		}
-		log.Info("measuring", "what", name)
-		t0 := time.Now()
-		po := workload.PushOptions{Registry: dst.Addr(), Parallel: cfg.FloorParallel, From: from, Verify: verify}
-		var apart time.Duration // the client's CPU, measured in its own process
-		if cfg.Self != "" {
-			catalog := ""
-			if catRef != "" {
-				catalog = src.Addr()
-			}
-			apart, err = pushApart(ctx, cfg.Self, o, catalog, po)
-		} else {
-			_, err = w.Push(ctx, po)
-		}
-		wall := time.Since(t0)
-		dd := dst.Proxy.Counts().Sub(d0)
-		regCPU := dst.CPU() - rc0
-		requests := fmt.Sprintf("– / %d", dd.Requests)
-		var ds Counts
-		if from != "" {
-			regCPU += src.CPU()
-			ds = src.Proxy.Counts().Sub(s0)
-			requests = fmt.Sprintf("%d / %d", ds.Requests, dd.Requests)
-		}
-		cpu, harness := selfCPU()-c0, time.Duration(0)
-		if apart > 0 {
-			cpu, harness = apart, cpu // the harness's share: its counting proxies
-		}
-		r := Row{Name: name, Input: input, Wall: wall,
-			CPU: cpu, RegCPU: regCPU, Pulled: ds.BytesOut, Pushed: dd.BytesIn, Counted: true,
-			Blobs: fmt.Sprintf("%d (%d)", dd.BlobsCommitted, dd.Mounted), Requests: requests,
-			Throughput: Rate(dd.UploadBytesIn, wall)}
-		fr := copyRun{row: r, wall: wall, blobs: dd.BlobsCommitted, upload: dd.UploadBytesIn, dstReq: dd.Requests, ok: err == nil,
-			cpu: r.CPU + r.RegCPU + harness, apart: apart > 0}
-		if err != nil {
-			r.Note = "FAILED: " + err.Error()
-			errs = append(errs, fmt.Errorf("%s: %w", name, err))
-		} else {
-			fr.row.Note = breakdown(ds, dd, from != "", true)
-			r.Note = fmt.Sprintf("%s; parallel %d; client CPU includes the bench's proxies", sentRatio(fr), cfg.FloorParallel)
-			if fr.apart {
-				r.Note = fmt.Sprintf("%s; parallel %d; client CPU measured in a process of its own", sentRatio(fr), cfg.FloorParallel)
-			}
-		}
-		fr.row = r
-		rows = append(rows, r)
-		return fr
+		return add(fl.run(name, workload.PushOptions{From: from, Verify: verify}))
 	}
 	floor := floorRun("ingestion floor (minimal client: each blob and manifest pushed once, parallel)", "", false)
 	copyFloor := floorRun("copy floor (the same, each blob read from the source: GET streamed into the upload, unverified)", src.Addr(), false)
@@ -340,7 +288,16 @@ func runCopy(ctx context.Context, cfg Config) ([]Row, error) {
 		_ = os.RemoveAll(filepath.Join(work, "cp-copy"))
 	}
 
-	// 5. Mirror to disk, then disk to mirror.
+	// 5. Mirror to disk, then disk to mirror, each after its floor: the
+	// blobs read from the source, hashed and written into one file, synced;
+	// then pushed from that file, hashed (the registry's CPU apart).
+	blobFile := filepath.Join(work, "disk-floor.blobs")
+	diskFloor := add(fl.run("mirror-to-disk floor (each blob read from the source, hashed, written into one file at its place; synced)", workload.PushOptions{From: src.Addr(), ToFile: blobFile}))
+	var d2mFloor, d2m copyRun
+	if diskFloor.ok {
+		d2mFloor = add(fl.run("disk-to-mirror floor (each blob read from that file, hashed, pushed once; manifests from memory)", workload.PushOptions{FromFile: blobFile, Verify: true}))
+		_ = os.Remove(blobFile)
+	}
 	arch := filepath.Join(work, "m2d")
 	m2d := add(measure("airlock mirror m2d (to an archive)", Command{Name: a, Args: append([]string{"mirror", "-c", iscPath, location.File(arch).String(), "--src-tls-verify=false"}, tune...)}, src, nil))
 	if m2d.ok {
@@ -354,7 +311,7 @@ func runCopy(ctx context.Context, cfg Config) ([]Row, error) {
 		} else {
 			args := append([]string{"mirror", "-c", iscPath, "--from", location.File(filepath.Join(arch, "batch-0001")).String(),
 				"--workspace", location.File(filepath.Join(work, "d2m-workspace")).String(), location.Docker(dst.Addr() + "/mirror").String(), "--dest-tls-verify=false"}, tune...)
-			d2m := add(measure("airlock mirror d2m (from the archive)", Command{Name: a, Args: args}, nil, dst))
+			d2m = add(measure("airlock mirror d2m (from the archive)", Command{Name: a, Args: args}, nil, dst))
 			if d2m.ok {
 				d2m.row.Pulled = -1
 				d2m.row.Note = sentRatio(d2m)
@@ -395,6 +352,12 @@ func runCopy(ctx context.Context, cfg Config) ([]Row, error) {
 		ratio := float64(m2m.wall) / float64(copyFloor.wall)
 		rows = append(rows, Row{Name: "airlock m2m / copy floor (wall)", Input: input, WallText: fmt.Sprintf("%.2f×", ratio),
 			Note: fmt.Sprintf("CPU: m2m %.2f s, copy floor %.2f s (%.2f×); airlock also reads the manifests (the floor sends them from memory) and verifies every byte", m2m.cpu.Seconds(), copyFloor.cpu.Seconds(), m2m.cpu.Seconds()/copyFloor.cpu.Seconds())})
+	}
+	if m2d.ok && diskFloor.ok {
+		rows = append(rows, diskRatio("airlock m2d / mirror-to-disk floor (wall)", input, m2d, diskFloor))
+	}
+	if d2m.ok && d2mFloor.ok {
+		rows = append(rows, diskRatio("airlock d2m / disk-to-mirror floor (wall)", input, d2m, d2mFloor))
 	}
 	if m2m.ok && sko.ok {
 		ratio := float64(sko.wall) / float64(m2m.wall)

@@ -3,11 +3,13 @@ package helm
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -85,6 +87,14 @@ func (f *Fetcher) get(ctx context.Context, u string, limit int64) ([]byte, error
 		t = 2 * time.Minute
 	}
 	data, err := retry.OrDefault(f.Retry).GetDocument(ctx, f.Log, u, retry.Get{Client: f.Client, Timeout: t, MaxBytes: limit})
+	var cv *tls.CertificateVerificationError
+	if errors.As(err, &cv) {
+		host := u
+		if pu, perr := url.Parse(u); perr == nil {
+			host = pu.Host
+		}
+		return nil, fmt.Errorf("%w (the repository's certificate is not trusted: put its CA in certs.d/%s/ca.crt or in the folder --src-cert-dir names, or skip verification with --src-tls-verify=false)", err, host)
+	}
 	if re, ok := endpoint.AsRegistryError(err); ok {
 		switch re.StatusCode {
 		case http.StatusUnauthorized, http.StatusForbidden:

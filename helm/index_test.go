@@ -175,3 +175,44 @@ func FuzzChartLayer(f *testing.F) {
 		_, _, _ = ChartLayer(data, "fuzz")
 	})
 }
+
+// TestTagIndex: the version tags of an OCI chart repository are chosen
+// among as an index's versions ("_" read as "+"); other tags are not
+// versions.
+func TestTagIndex(t *testing.T) {
+	idx := TagIndex("app", []string{"latest", "1.0.0", "1.2.0_build.1", "1.3.0-rc.1", "2.0.0", "sha256-abc.sig", "v1.1.0", "1.4"})
+	tests := []struct{ constraint, want, err string }{
+		{"", "2.0.0", ""},
+		{">=1.0 <2", "1.2.0+build.1", ""},
+		{"~1.1", "v1.1.0", ""},
+		{"1.3.0-rc.1", "1.3.0-rc.1", ""},
+		{">=3", "", "it has 2.0.0, 1.3.0-rc.1, 1.2.0+build.1, v1.1.0, 1.0.0"},
+	}
+	for _, tc := range tests {
+		v, err := idx.Select("app", tc.constraint)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: err = %v, want %q", tc.constraint, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || v.Version != tc.want || Tag(v.Version) == "" {
+			t.Errorf("%q = %v, %v; want %s", tc.constraint, v, err, tc.want)
+		}
+	}
+	if _, err := TagIndex("app", nil).Select("app", ""); !errors.Is(err, ErrNotFound) {
+		t.Errorf("no tags: err = %v", err)
+	}
+}
+
+func FuzzTagIndex(f *testing.F) {
+	f.Add("1.0.0,1.2.0_build.1,latest,v2.0.0")
+	f.Fuzz(func(t *testing.T, tags string) {
+		idx := TagIndex("app", strings.Split(tags, ","))
+		for _, c := range []string{"", ">=1 <2", "~1.2"} {
+			if v, err := idx.Select("app", c); err == nil && strings.Contains(Tag(v.Version), "+") {
+				t.Fatalf("tag %q has a +", Tag(v.Version))
+			}
+		}
+	})
+}

@@ -3,7 +3,9 @@ package helm
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
+	"github.com/Masterminds/semver/v3"
 	"github.com/opencontainers/go-digest"
 	"sigs.k8s.io/yaml"
 )
@@ -60,4 +62,20 @@ func WriteIndex(entries []IndexEntry) ([]byte, error) {
 		idx.Entries[e.Chart.Name()] = append(idx.Entries[e.Chart.Name()], md)
 	}
 	return yaml.Marshal(idx)
+}
+
+// TagIndex is an index of chart's versions made from the tags of its OCI
+// repository: each tag that is a semantic version, "_" read as "+" (Helm
+// writes "+" as "_" in tags), so that Index.Select chooses among them as
+// among the versions of a chart repository's index.
+func TagIndex(chart string, tags []string) *Index {
+	idx := &Index{APIVersion: "v1", Entries: map[string][]*ChartVersion{}}
+	for _, t := range tags {
+		v := strings.ReplaceAll(t, "_", "+")
+		if _, err := semver.StrictNewVersion(strings.TrimPrefix(v, "v")); err != nil {
+			continue // latest, a digest tag, a signature: not a chart version
+		}
+		idx.Entries[chart] = append(idx.Entries[chart], &ChartVersion{Name: chart, Version: v})
+	}
+	return idx
 }

@@ -123,3 +123,19 @@ func chartVersionAccepts(field, v string) bool {
 	sv, err := semver.NewVersion(v)
 	return err == nil && c.Check(sv)
 }
+
+// newestAccepted is the newest of versions that a chart's version field
+// accepts ("" when none does).
+func newestAccepted(field string, versions []string) string {
+	best, bestV := "", (*semver.Version)(nil)
+	for _, v := range versions {
+		if !chartVersionAccepts(field, v) {
+			continue
+		}
+		sv, err := semver.NewVersion(v)
+		if best == "" || err == nil && bestV != nil && sv.GreaterThan(bestV) {
+			best, bestV = v, sv
+		}
+	}
+	return best
+}

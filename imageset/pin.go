@@ -38,8 +38,10 @@ type Pins struct {
 	// names, by that reference.
 	Releases map[string]string
 	// Charts are the chart versions a run mirrored, by "REPOSITORY/CHART"
-	// (helm.repositories[].name and charts[].name).
-	Charts map[string]string
+	// (helm.repositories[].name and charts[].name): each chart entry is
+	// pinned to the newest of them its version accepts, and a repository
+	// that lists no charts gets one entry per chart version mirrored.
+	Charts map[string][]string
 }
 
 // PinnedConfig is a configuration pinned by Pin, ready to be written.
@@ -210,15 +212,32 @@ func mapValue(m *yaml.Node, key string) *yaml.Node {
 // mirrored (the chart archive is checked against its index digest, so the
 // version names one archive). A chart the run did not mirror keeps its
 // version or constraint.
-func pinCharts(h *Helm, versions map[string]string) {
+func pinCharts(h *Helm, versions map[string][]string) {
 	if h == nil {
 		return
 	}
 	for i := range h.Repositories {
 		r := &h.Repositories[i]
+		if len(r.Charts) == 0 { // every chart: the ones mirrored, each by version
+			var names []string
+			for key := range versions {
+				if repo, chart, ok := strings.Cut(key, "/"); ok && repo == r.Name {
+					names = append(names, chart)
+				}
+			}
+			sort.Strings(names)
+			for _, n := range names {
+				vs := slices.Clone(versions[r.Name+"/"+n])
+				sort.Strings(vs)
+				for _, v := range slices.Compact(vs) {
+					r.Charts = append(r.Charts, HelmChart{Name: n, Version: v})
+				}
+			}
+			continue
+		}
 		for j := range r.Charts {
 			c := &r.Charts[j]
-			if v, ok := versions[r.Name+"/"+c.Name]; ok && chartVersionAccepts(c.Version, v) {
+			if v := newestAccepted(c.Version, versions[r.Name+"/"+c.Name]); v != "" {
 				c.Version = v
 			}
 		}

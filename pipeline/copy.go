@@ -85,7 +85,7 @@ func (r *run) noteAltered(dst endpoint.Destination) {
 		if slices.Contains(r.res.AlteredManifests, a) {
 			continue
 		}
-		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("%s@%s: the registry stored this manifest altered on the way and refused to delete it; its tag was pushed again and names the right manifest, but this revision stays readable by its digest until the registry's garbage collection removes it (Distribution: registry garbage-collect --delete-untagged)", a.Repository, a.Digest))
+		r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("%s@%s: the registry stored this manifest altered on the way and refused to delete it; its tag was pushed again and names the right manifest, but this revision stays readable by its digest; %s", a.Repository, a.Digest, gcAdvice))
 	}
 	r.res.AlteredManifests = kept
 }

@@ -57,7 +57,7 @@ func (r *run) mirrorToDisk(ctx context.Context, probes *background[struct{}]) er
 		r.log.Info("resuming the unfinished batch of an interrupted run", "batch", batchDir)
 	}
 	w, err := archive.NewWriter(batchDir, archive.WriterOptions{
-		ChunkSize: r.cfg.ArchiveSizeBytes(), Shipped: shipped, Logger: r.log, Strict: r.opts.Archive.Strict, SignKey: r.opts.Archive.SignKey,
+		ChunkSize: r.cfg.ArchiveSizeBytes(), Shipped: shipped, Logger: r.log, Strict: r.opts.Archive.Strict, FreeSpace: r.opts.freeSpace, SignKey: r.opts.Archive.SignKey,
 	})
 	if err != nil {
 		return err

@@ -14,3 +14,7 @@ func SetRetry(o *Options, p *retry.Policy) { o.retry = p }
 
 // SetTimeouts replaces how long a registry may stay silent.
 func SetTimeouts(o *Options, t registry.Timeouts) { o.timeouts = t }
+
+// SetFreeSpace replaces how the archive's free space is read: what a disk too
+// small for the plan reports, without filling a disk.
+func SetFreeSpace(o *Options, free func(path string) (int64, error)) { o.freeSpace = free }

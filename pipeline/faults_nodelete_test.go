@@ -1,9 +1,11 @@
 package pipeline_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
@@ -18,9 +20,10 @@ import (
 // default configuration) behind a proxy that alters half of the first tag
 // pushes on the way (re-indented JSON: valid, another digest): every tag ends on the
 // right manifest, pushed again after each altered revision, and the altered
-// revisions the registry kept are listed in the results (repository, digest,
-// each readable at the registry by that digest), with the registry's garbage
-// collection named as the way to remove them.
+// revisions the registry kept are listed in the results, the summary and
+// report.html (repository, digest, each readable at the registry by that
+// digest), with the registry's garbage collection named as the way to remove
+// them.
 func TestNoDeleteDestinationAlteredTags(t *testing.T) {
 	ctx := context.Background()
 	src := registrytest.Start(t)
@@ -69,6 +72,23 @@ func TestNoDeleteDestinationAlteredTags(t *testing.T) {
 		}
 		if !warned {
 			t.Errorf("no warning names %s and the registry's garbage collection: %q", a.Digest, res.Warnings)
+		}
+	}
+	// The summary and report.html list them too, with the garbage collection.
+	var sum bytes.Buffer
+	res.WriteSummary(&sum)
+	page, err := os.ReadFile(res.Report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{sum.String(), string(page)} {
+		if !strings.Contains(text, "registry garbage-collect --delete-untagged") {
+			t.Errorf("the garbage collection is not named:\n%s", text)
+		}
+		for _, a := range res.AlteredManifests {
+			if !strings.Contains(text, a.Repository) || !strings.Contains(text, a.Digest.String()) {
+				t.Errorf("%s@%s is not listed:\n%s", a.Repository, a.Digest, text)
+			}
 		}
 	}
 	t.Logf("%d tag pushes altered, %d altered revisions kept by the registry", proxy.Injected()[registrytest.MangleJSON], len(res.AlteredManifests))

@@ -2,7 +2,6 @@ package pipeline_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -38,6 +37,12 @@ type matrixEnv struct {
 	catalog  string // the catalog at the source (host/repo:tag)
 	extra    string // the additional image at the source (host/repo:tag)
 	auth     string // auth.json: the source's pull-only user, the destination's push user
+
+	// seedOnce seeds the source (into seedDir) for the first workflow that
+	// needs it; seedErr is how that went.
+	seedOnce sync.Once
+	seedDir  string
+	seedErr  error
 }
 
 // newMatrixEnv starts kind's registries; seed fills the source.
@@ -118,46 +123,37 @@ func (e *matrixEnv) options(t *testing.T, ns string) pipeline.Options {
 type matrixWorkflow struct {
 	name string
 	run  func(t *testing.T, e *matrixEnv)
+	// noSeed: the workflow does not read the seeded catalog.
+	noSeed bool
 }
 
 var matrixWorkflows = []matrixWorkflow{
-	{"m2m", matrixMirrorToMirror},
-	{"m2d-d2m", matrixDiskToMirror},
-	{"dry-run", matrixDryRun},
-	{"delete", matrixDelete},
-	{"shards", matrixShards},
-	{"list", matrixList},
+	{name: "m2m", run: matrixMirrorToMirror},
+	{name: "m2d-d2m", run: matrixDiskToMirror},
+	{name: "dry-run", run: matrixDryRun},
+	{name: "delete", run: matrixDelete},
+	{name: "shards", run: matrixShards},
+	{name: "list", run: matrixList},
+	{name: "helm", run: matrixHelm},
+	{name: "release", run: matrixRelease, noSeed: true},
 }
 
 func TestRegistryMatrix(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the registry matrix: 12 registries, 36 workflow runs")
+		t.Skip("the registry matrix: 12 registries, 48 workflow runs")
 	}
 	envs := map[string]*matrixEnv{}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var errs []error
 	for _, kind := range registrytest.Kinds {
 		if registrytest.Missing(kind) != "" {
 			continue
 		}
 		e := newMatrixEnv(t, kind)
+		e.seedDir = t.TempDir()
 		envs[kind] = e
-		dir := t.TempDir()
-		wg.Go(func() {
-			if err := e.seed(dir); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	if len(errs) > 0 {
-		t.Fatal(errors.Join(errs...))
 	}
 	// The kinds of one workflow run side by side (each has its own
-	// registries; the workflows use their own namespaces).
+	// registries; the workflows use their own namespaces). A kind's source
+	// is seeded by the first workflow that needs the catalog.
 	for _, wf := range matrixWorkflows {
 		t.Run(wf.name, func(t *testing.T) {
 			for _, kind := range registrytest.Kinds {
@@ -166,6 +162,12 @@ func TestRegistryMatrix(t *testing.T) {
 					e := envs[kind]
 					if e == nil {
 						t.Skipf("registry %s: %s", kind, registrytest.Missing(kind))
+					}
+					if !wf.noSeed {
+						e.seedOnce.Do(func() { e.seedErr = e.seed(e.seedDir) })
+						if e.seedErr != nil {
+							t.Fatal(e.seedErr)
+						}
 					}
 					wf.run(t, e)
 				})

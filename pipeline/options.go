@@ -54,6 +54,9 @@ type Options struct {
 	// the defaults). Only this package's tests set them (export_test.go).
 	retry    *retry.Policy
 	timeouts registry.Timeouts
+	// freeSpace, when set, replaces the archive filesystem's free space
+	// (archive.WriterOptions.FreeSpace; tests of this package).
+	freeSpace func(path string) (int64, error)
 	// sources are content sources added to the built-in ones (tests of
 	// this package).
 	sources []Source
@@ -149,6 +152,14 @@ type ReleaseOptions struct {
 	// IgnoreSignatures is --ignore-release-signature: payloads are mirrored
 	// without their signatures verified (each one is warned about).
 	IgnoreSignatures bool
+	// GraphDataURL is --graph-data-url: where mirror.platform.graph reads
+	// the update service's graph-data tarball (default: OpenShift's).
+	// GraphDataFile is --graph-data-file: the tarball as a local file, for
+	// sites that cannot reach the service.
+	GraphDataURL, GraphDataFile string
+	// GraphBaseImage is --graph-base-image: the image the graph data is
+	// added to (default: oc-mirror's, registry.access.redhat.com/ubi9/ubi).
+	GraphBaseImage string
 
 	// graphs and signatures, when set, replace the update service and the
 	// signature store (this package's tests).
@@ -281,7 +292,13 @@ func (o ReleaseOptions) validate(wf mirror.Workflow) error {
 	if wf == mirror.DiskToMirror && (o.GraphURL != "" || o.SignatureURL != "") {
 		return errors.New("--graph-url and --release-signature-url are for the connected side: disk-to-mirror reads the update graphs and signatures the archive carries")
 	}
-	for _, u := range []struct{ flag, v string }{{"--graph-url", o.GraphURL}, {"--release-signature-url", o.SignatureURL}} {
+	if wf == mirror.DiskToMirror && (o.GraphDataURL != "" || o.GraphDataFile != "" || o.GraphBaseImage != "") {
+		return errors.New("--graph-data-url, --graph-data-file and --graph-base-image are for the connected side: disk-to-mirror pushes the graph-data image the archive carries")
+	}
+	if o.GraphDataURL != "" && o.GraphDataFile != "" {
+		return errors.New("--graph-data-url and --graph-data-file both say where the graph data comes from: give one")
+	}
+	for _, u := range []struct{ flag, v string }{{"--graph-url", o.GraphURL}, {"--release-signature-url", o.SignatureURL}, {"--graph-data-url", o.GraphDataURL}} {
 		if u.v != "" && !strings.HasPrefix(u.v, "https://") && !strings.HasPrefix(u.v, "http://") {
 			return fmt.Errorf("%s %q: give an http(s) URL", u.flag, u.v)
 		}

@@ -33,7 +33,6 @@ func (s *releaseSource) Load(ctx context.Context, ar Archived) (*Loaded, error) 
 		return out, nil
 	}
 	s.releases, s.sigs = map[string]*chosenRelease{}, map[digest.Digest][][]byte{}
-	out.Warnings = append(out.Warnings, s.graphWarning()...)
 	var carried []*chosenRelease
 	if b, ok := ar.Extras[releasesExtra]; ok {
 		if err := json.Unmarshal(b, &carried); err != nil {
@@ -106,14 +105,19 @@ func (s *releaseSource) Load(ctx context.Context, ar Archived) (*Loaded, error) 
 			origins[comp.Image] = append(origins[comp.Image], c.Origin())
 		}
 	}
+	_, out.Wants = s.requests()
+	out.Summary = s.summary()
+	s.graphKeep(ar.Manifest, out, origins)
+	if o := origins[graphImageName]; len(o) > 0 {
+		out.Wants[graphImageName] = append(out.Wants[graphImageName], graphWant())
+	}
 	out.Keep = func(ir archive.ImageRecord, of string) []string {
 		if ir.Kind != string(releaseKind) && ir.Attachment == nil {
 			return nil
 		}
 		return origins[of]
 	}
-	_, out.Wants = s.requests()
-	out.Summary = s.summary()
+	s.keepReleaseCache(s.payloadDigests())
 	return out, nil
 }
 
@@ -175,7 +179,11 @@ func (s *releaseSource) Resources(p *mirror.Plan, mirrored func(mirror.PlanImage
 	if err != nil {
 		return Resources{}, err
 	}
-	return Resources{Objects: files}, nil
+	us, err := s.updateService(p, mirrored)
+	if err != nil {
+		return Resources{}, err
+	}
+	return Resources{Objects: append(files, us...)}, nil
 }
 
 func firstOrigin(os []string) string {

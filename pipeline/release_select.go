@@ -33,7 +33,6 @@ func (s *releaseSource) Select(ctx context.Context) (*Selection, error) {
 	}
 	s.releases, s.sigs = map[string]*chosenRelease{}, map[digest.Digest][][]byte{}
 	sel.Extras = map[string][]byte{}
-	sel.Warnings = append(sel.Warnings, s.graphWarning()...)
 	var wanted []graph.Release
 	if p.Release != "" {
 		wanted = []graph.Release{{Payload: location.ImageRef(p.Release)}}
@@ -87,15 +86,19 @@ func (s *releaseSource) Select(ctx context.Context) (*Selection, error) {
 	sel.Extras[releasesExtra] = b
 	sel.Images, sel.Wants = s.requests()
 	sel.Summary = s.summary()
-	return sel, nil
-}
-
-// graphWarning says that graph: true builds nothing yet.
-func (s *releaseSource) graphWarning() []string {
-	if p := s.platform(); p != nil && p.Graph {
-		return []string{"mirror.platform.graph: the graph-data image and the UpdateService are not built by airlock yet: the releases are mirrored without them (build the graph-data image and the UpdateService as oc-mirror documents, or use oc-mirror for that part)"}
+	keep := s.payloadDigests()
+	if s.graphWanted() {
+		req, line, base, err := s.graphRequest(ctx)
+		if err != nil {
+			return nil, err
+		}
+		sel.Images = append(sel.Images, req)
+		sel.Wants[req.Name] = append(sel.Wants[req.Name], graphWant())
+		sel.Summary = append(sel.Summary, line)
+		keep = append(keep, base)
 	}
-	return nil
+	s.keepReleaseCache(keep)
+	return sel, nil
 }
 
 // chooseOptions are graph.Choose's options for the configuration.
@@ -105,10 +108,11 @@ func (s *releaseSource) chooseOptions() graph.ChooseOptions {
 
 // graphs is the update service (Releases.GraphURL, $UPDATE_URL_OVERRIDE).
 func (s *releaseSource) graphs() graph.Fetcher {
-	if s.r.opts.Releases.graphs != nil {
-		return s.r.opts.Releases.graphs
+	f := s.r.opts.Releases.graphs
+	if f == nil {
+		f = graph.NewClient(graph.ClientOptions{URL: s.r.opts.Releases.GraphURL, Retry: s.r.retry(), Log: s.r.log})
 	}
-	return graph.NewClient(graph.ClientOptions{URL: s.r.opts.Releases.GraphURL, Retry: s.r.retry(), Log: s.r.log})
+	return &probedGraphs{Fetcher: f, p: &s.probed}
 }
 
 // readRelease resolves w's payload to a digest and reads its

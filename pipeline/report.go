@@ -83,6 +83,12 @@ func (r *run) recordCatalog(ctx context.Context, op imageset.Operator, src, kept
 	r.rep.catalogs = append(r.rep.catalogs, rc)
 }
 
+// sourceReport is a source with a section of its own in the report (the
+// charts of mirror.helm): Report adds it once out's images are filled.
+type sourceReport interface {
+	Report(out *report.Run)
+}
+
 // writeReport writes working-dir/report.json and report.html from the run's
 // records; runErr is the error the run ends with.
 func (r *run) writeReport(runErr error) error {
@@ -92,6 +98,10 @@ func (r *run) writeReport(runErr error) error {
 		Workflow: string(r.workflow), Destination: r.dest, ConfigPath: r.opts.ConfigPath, Duration: res.Duration,
 		Stages: r.rep.stages, Blocked: res.Blocked, Warnings: res.Warnings, Sources: res.Sources,
 		BytesSent: res.BytesSent, BlobsSent: res.BlobsSent, BlobsMounted: res.BlobsMounted, BlobsSkipped: res.BlobsSkipped,
+		BytesResumed: res.BytesResumed,
+	}
+	for _, a := range res.AlteredManifests {
+		out.Altered, out.GC = append(out.Altered, report.Altered{Repository: a.Repository, Digest: a.Digest.String()}), gcAdvice
 	}
 	if runErr != nil {
 		out.Error, out.Refused = runErr.Error(), res.Plan == nil
@@ -136,6 +146,11 @@ func (r *run) writeReport(runErr error) error {
 		}
 	}
 	out.Catalogs = r.rep.catalogs
+	for _, s := range r.sources() {
+		if sr, ok := s.(sourceReport); ok {
+			sr.Report(out)
+		}
+	}
 	if a := res.Archive; a != nil {
 		out.Archive = &report.Archive{Dir: a.Dir, ID: a.ArchiveID, Chunks: a.Chunks, Blobs: a.Blobs, Bytes: a.Bytes, ReliesOn: a.ReliesOn, Incremental: a.Incremental}
 	}

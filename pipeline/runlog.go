@@ -1,74 +1,14 @@
 package pipeline
 
 import (
-	"context"
-	"errors"
-	"log/slog"
 	"time"
-
-	"github.com/airlock-mirror/airlock/internal/redact"
 )
 
-// openRunLog starts the run's log file (working-dir/logs, workspace.Dir
-// NewRunLog): everything the run logs also goes there, at info level (debug
-// when the run's logger has it), with every credential hidden. A log that
-// cannot be opened is a warning, not a failure. It returns what closes it.
+// openRunLog starts the run's log file (working-dir/logs,
+// workspace.Dir.OpenRunLog): everything the run logs also goes there, every
+// credential hidden. It returns what closes it.
 func (r *run) openRunLog(start time.Time) func() {
-	f, err := r.workDir.NewRunLog(start)
-	if err != nil {
-		r.log.Warn("no run log written", "error", err)
-		return func() {}
-	}
-	lvl := slog.LevelInfo
-	if r.log.Enabled(context.Background(), slog.LevelDebug) {
-		lvl = slog.LevelDebug
-	}
-	file := slog.NewTextHandler(f, &slog.HandlerOptions{Level: lvl, ReplaceAttr: redactAttr})
-	r.log = slog.New(teeHandler{r.log.Handler(), file})
-	r.log.Info("airlock run", "workflow", r.workflow, "config", r.opts.ConfigPath, "log", f.Name())
-	return func() { _ = f.Close() }
-}
-
-// redactAttr hides credentials in every string and error a log line holds.
-func redactAttr(_ []string, a slog.Attr) slog.Attr {
-	switch v := a.Value; v.Kind() {
-	case slog.KindString:
-		a.Value = slog.StringValue(redact.Text(v.String()))
-	case slog.KindAny:
-		if err, ok := v.Any().(error); ok {
-			a.Value = slog.StringValue(redact.Text(err.Error()))
-		} else if s, ok := v.Any().(interface{ String() string }); ok {
-			a.Value = slog.StringValue(redact.Text(s.String()))
-		}
-	}
-	return a
-}
-
-// teeHandler sends each record to both handlers (each by its own level).
-type teeHandler struct{ a, b slog.Handler }
-
-func (t teeHandler) Enabled(ctx context.Context, l slog.Level) bool {
-	return t.a.Enabled(ctx, l) || t.b.Enabled(ctx, l)
-}
-
-func (t teeHandler) Handle(ctx context.Context, rec slog.Record) error {
-	var errs []error
-	if t.a.Enabled(ctx, rec.Level) {
-		errs = append(errs, t.a.Handle(ctx, rec.Clone()))
-	}
-	if t.b.Enabled(ctx, rec.Level) {
-		// The message too may hold what redactAttr hides in attributes.
-		c := slog.NewRecord(rec.Time, rec.Level, redact.Text(rec.Message), rec.PC)
-		rec.Attrs(func(a slog.Attr) bool { c.AddAttrs(a); return true })
-		errs = append(errs, t.b.Handle(ctx, c))
-	}
-	return errors.Join(errs...)
-}
-
-func (t teeHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return teeHandler{t.a.WithAttrs(as), t.b.WithAttrs(as)}
-}
-
-func (t teeHandler) WithGroup(name string) slog.Handler {
-	return teeHandler{t.a.WithGroup(name), t.b.WithGroup(name)}
+	log, done := r.workDir.OpenRunLog(r.log, start, "airlock run", "workflow", r.workflow, "config", r.opts.ConfigPath)
+	r.log = log
+	return done
 }

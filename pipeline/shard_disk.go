@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -31,26 +32,25 @@ func (r *run) diskShard(ctx context.Context, src *mirror.SourceMux, sh mirror.Sh
 	}
 	part := archive.ShardPart(r.opts.Run.Shard, r.opts.Run.Shards)
 	sub := r.res.Plan
-	images := archiveImages(sub, nil)
 	rec, err := archive.ReadShard(dir, r.opts.Run.Shard, r.opts.Run.Shards)
 	if err != nil {
 		return err
 	}
 	if rec != nil {
-		if err := sameImages(rec, images, r.opts.Run.PlanFile); err != nil {
+		if err := sameImages(rec, archiveImages(sub, rec.Failed), r.opts.Run.PlanFile); err != nil {
 			return err
 		}
 		r.log.Info("this shard already finished: nothing to write", "shard", part, "batch", dir)
 		rep := &transfer.Report{}
-		for _, j := range sub.Jobs() {
-			rep.Images = append(rep.Images, transfer.ImageResult{Job: j, Status: transfer.StatusSkipped})
+		for _, im := range sub.Images {
+			rep.Images = append(rep.Images, shardOutcome(im, rec.Part, rec.Failed))
 		}
 		r.setCopy(rep)
 		r.res.Archive = shardSummary(dir, rec, true)
-		return nil
+		return shardPartial(rec, dir)
 	}
 	w, err := archive.NewWriter(dir, archive.WriterOptions{
-		ChunkSize: r.cfg.ArchiveSizeBytes(), Shipped: shipped, Logger: r.log, Part: part, Elsewhere: sh.Elsewhere, Strict: r.opts.Archive.Strict,
+		ChunkSize: r.cfg.ArchiveSizeBytes(), Shipped: shipped, Logger: r.log, Part: part, Elsewhere: sh.Elsewhere, Strict: r.opts.Archive.Strict, FreeSpace: r.opts.freeSpace,
 	})
 	if err != nil {
 		return err
@@ -60,22 +60,54 @@ func (r *run) diskShard(ctx context.Context, src *mirror.SourceMux, sh mirror.Sh
 	if err != nil {
 		return err
 	}
-	if failed := len(rep.Failed()); failed > 0 {
-		return fmt.Errorf("%w: %d image(s) failed, so shard %s is not finished: what it wrote stays in %s and is not fetched again; fix or block the failing images and run the shard again", ErrIncomplete, failed, part, dir)
+	failed := archiveFailed(sub, rep)
+	if len(failed) > 0 && r.opts.Archive.AllOrNothing {
+		return fmt.Errorf("%w: %d image(s) failed and --all-or-nothing, so shard %s is not finished: what it wrote stays in %s and is not fetched again; see the failures above, then run the shard again", ErrIncomplete, len(failed), part, dir)
 	}
 	r.stage("archive")
-	rec, err = w.FinishShard(ctx, archive.Meta{Batch: batch, BuildsOn: buildsOn, Images: images})
+	rec, err = w.FinishShard(ctx, archive.Meta{Batch: batch, BuildsOn: buildsOn, Images: archiveImages(sub, failed), Failed: failed})
 	if err != nil {
 		return err
 	}
 	r.res.Archive = shardSummary(dir, rec, false)
-	return nil
+	return shardPartial(rec, dir)
+}
+
+// shardPartial is the error of a shard that finished without some of its
+// images (ErrPartial), nil when it has them all.
+func shardPartial(rec *archive.ShardRecord, dir string) error {
+	if len(rec.Failed) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %d image(s) failed, so shard %s finished without them (its record %s lists them; results.json says why): --finish writes a partial batch that records them, and the next mirror-to-disk carries them (--all-or-nothing leaves the shard unfinished instead)",
+		ErrPartial, len(rec.Failed), rec.Part, filepath.Join(dir, archive.ShardRecordName(rec.Part)))
+}
+
+// shardOutcome is what a finished shard did with im: failed when the shard's
+// record lists it among its failures (part, when set, names the shard in
+// the error), else written.
+func shardOutcome(im mirror.PlanImage, part string, failed []archive.FailedRecord) transfer.ImageResult {
+	for _, f := range failed {
+		if f.Source == im.Source && f.Destination == im.DestRepo {
+			class := transfer.ClassOther
+			if f.Transient {
+				class = transfer.ClassTransient
+			}
+			msg := f.Error
+			if part != "" {
+				msg = part + ": " + msg
+			}
+			return transfer.ImageResult{Job: im.Job(), Status: transfer.StatusFailed, Class: class,
+				Err: msg, Hint: "not in the batch: the next mirror-to-disk carries it"}
+		}
+	}
+	return transfer.ImageResult{Job: im.Job(), Status: transfer.StatusSkipped}
 }
 
 // shardSummary describes what a shard wrote.
 func shardSummary(dir string, rec *archive.ShardRecord, resumed bool) *ArchiveSummary {
 	sum := &ArchiveSummary{Dir: dir, Part: rec.Part, Batch: rec.Batch, BuildsOn: rec.BuildsOn, Resumed: resumed,
-		Blobs: len(rec.Blobs), Bytes: rec.BlobBytes(), ReliesOn: len(rec.ReliesOn), Incremental: len(rec.BuildsOn) > 0}
+		Blobs: len(rec.Blobs), Bytes: rec.BlobBytes(), ReliesOn: len(rec.ReliesOn), Incremental: len(rec.BuildsOn) > 0, Failed: len(rec.Failed)}
 	for _, c := range rec.Chunks {
 		sum.Chunks = append(sum.Chunks, c.Name)
 	}
@@ -127,7 +159,7 @@ func (r *run) diskFinish(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		return r.finishedDisk(state, m, dir, nil)
+		return r.finishedDisk(state, m, dir, nil, m.Failed)
 	}
 	shards, err := archive.ReadShards(dir)
 	if err != nil {
@@ -144,7 +176,7 @@ func (r *run) diskFinish(ctx context.Context) error {
 		}
 	}
 	w, err := archive.NewWriter(dir, archive.WriterOptions{
-		ChunkSize: r.cfg.ArchiveSizeBytes(), Shipped: shipped, Logger: r.log, Part: archive.FinishPart, Elsewhere: elsewhere, Strict: r.opts.Archive.Strict, SignKey: r.opts.Archive.SignKey,
+		ChunkSize: r.cfg.ArchiveSizeBytes(), Shipped: shipped, Logger: r.log, Part: archive.FinishPart, Elsewhere: elsewhere, Strict: r.opts.Archive.Strict, FreeSpace: r.opts.freeSpace, SignKey: r.opts.Archive.SignKey,
 	})
 	if err != nil {
 		return err
@@ -163,28 +195,40 @@ func (r *run) diskFinish(ctx context.Context) error {
 	if failed := len(rep.Failed()); failed > 0 {
 		return fmt.Errorf("%w: %d catalog image(s) failed, so no archive was written: fix the failure and run --finish again", ErrIncomplete, failed)
 	}
+	// What could not be planned, and what each shard could not get.
+	failed := archiveFailed(p, nil)
+	for _, rec := range recs {
+		failed = append(failed, rec.Failed...)
+	}
+	switch {
+	case failedCatalog(failed):
+		return fmt.Errorf("%w: a catalog image could not be planned, so no archive was written: fix it and make the plan again", ErrIncomplete)
+	case len(failed) > 0 && r.opts.Archive.AllOrNothing:
+		return fmt.Errorf("%w: %d image(s) of the plan failed and --all-or-nothing, so no archive was written into %s (results.json lists them); without --all-or-nothing --finish writes the batch without them", ErrIncomplete, len(failed), dir)
+	}
 	r.stage("archive")
 	cfgJSON, err := json.Marshal(r.cfg)
 	if err != nil {
 		return err
 	}
-	m, err := w.FinishSharded(ctx, archive.Meta{Batch: batch, BuildsOn: buildsOn, Config: cfgJSON, Images: archiveImages(p, nil), Catalogs: archiveCatalogs(p), Extras: archiveExtras(p)}, recs)
+	m, err := w.FinishSharded(ctx, archive.Meta{Batch: batch, BuildsOn: buildsOn, Config: cfgJSON, Images: archiveImages(p, failed), Catalogs: archiveCatalogs(p), Extras: append(archiveExtras(p), r.reportExtras()...), Failed: failed}, recs)
 	if err != nil {
 		return err
 	}
-	return r.finishedDisk(state, m, dir, rep)
+	return r.finishedDisk(state, m, dir, rep, failed)
 }
 
 // finishedDisk records the assembled archive; the shards' images count as
-// present (the shards wrote them).
-func (r *run) finishedDisk(state *archive.State, m *archive.Manifest, dir string, rep *transfer.Report) error {
+// present (the shards wrote them) but those failed lists (a partial batch:
+// ErrPartial).
+func (r *run) finishedDisk(state *archive.State, m *archive.Manifest, dir string, rep *transfer.Report, failed []archive.FailedRecord) error {
 	all := rep == nil // an interrupted --finish completed: everything was written before
 	if all {
 		rep = &transfer.Report{}
 	}
 	for _, im := range r.res.Plan.Images {
 		if mirror.Shardable(im) || (all && im.Error == "" && im.Digest != "") {
-			rep.Images = append(rep.Images, transfer.ImageResult{Job: im.Job(), Status: transfer.StatusSkipped})
+			rep.Images = append(rep.Images, shardOutcome(im, "", failed))
 		}
 	}
 	r.setCopy(rep)
@@ -192,6 +236,11 @@ func (r *run) finishedDisk(state *archive.State, m *archive.Manifest, dir string
 		return err
 	}
 	r.res.Archive.Sharded = true
+	if len(failed) > 0 {
+		r.res.Archive.Failed = len(failed)
+		return fmt.Errorf("%w: %d image(s) of the plan failed and are not in %s (it records them; results.json lists why); the batch holds everything else: carry it across and load it, and the next mirror-to-disk carries the failed images",
+			ErrPartial, len(failed), dir)
+	}
 	return nil
 }
 
@@ -245,7 +294,7 @@ func (r *run) checkShards(p *mirror.Plan, shards *archive.Shards, dir string, ba
 			}
 			continue
 		}
-		if err := sameImages(rec, archiveImages(sub, nil), r.opts.Run.PlanFile); err != nil {
+		if err := sameImages(rec, archiveImages(sub, rec.Failed), r.opts.Run.PlanFile); err != nil {
 			return nil, err
 		}
 		if rec.Batch != batch || !sameBatches(rec.BuildsOn, buildsOn) {

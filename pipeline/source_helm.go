@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/distribution/reference"
 	"sigs.k8s.io/yaml"
 
 	"github.com/airlock-mirror/airlock/helm"
@@ -18,7 +18,6 @@ import (
 	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
-	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
@@ -29,6 +28,10 @@ import (
 // "helm:REPO/CHART:VERSION" (REPO is "local" for local charts).
 type helmSource struct {
 	r *run
+	// recs are the charts of the run (Select, or Load: those kept); served
+	// the archives written for the index.yaml files.
+	recs   []chartRecord
+	served chartIndexes
 }
 
 const (
@@ -115,6 +118,7 @@ func (s *helmSource) Select(ctx context.Context) (*Selection, error) {
 	if h == nil {
 		return sel, nil
 	}
+	s.served = chartIndexes{}
 	var recs []chartRecord
 	for _, repo := range h.Repositories {
 		recs = append(recs, s.selectRepo(ctx, sel, repo)...)
@@ -126,6 +130,10 @@ func (s *helmSource) Select(ctx context.Context) (*Selection, error) {
 			err = fmt.Errorf("local chart %s at %s names itself %s in Chart.yaml; set name: %s", l.Name, l.Path, ch.Name(), ch.Name())
 		}
 		recs = append(recs, s.chart(sel, rec, l, ch, err))
+	}
+	s.recs = recs
+	if err := s.writeIndexes(s.served); err != nil {
+		return nil, err
 	}
 	b, err := json.MarshalIndent(recs, "", "  ")
 	if err != nil {
@@ -195,35 +203,28 @@ func (s *helmSource) selectRepo(ctx context.Context, sel *Selection, repo images
 
 // ociChart reads a chart from an OCI registry: repo is HOST/PATH/CHART.
 func (s *helmSource) ociChart(ctx context.Context, repo, version string) (*helm.Chart, string, error) {
-	ref := repo + ":" + helm.Tag(version)
-	if version == "" || strings.ContainsAny(version, "<>=~^* ,|") {
-		return nil, ref, fmt.Errorf("chart %s: an oci:// repository needs an exact version (it has no index to match %q against)", repo, version)
-	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	reg := s.r.srcRegistry()
-	m, err := reg.Manifest(ctx, repo, helm.Tag(version))
-	if err != nil {
-		return nil, ref, fmt.Errorf("chart %s: %w", ref, err)
+	if version == "" || strings.ContainsAny(version, "<>=~^*xX ,|") {
+		// A constraint: the newest of the repository's version tags it accepts.
+		tags, err := reg.Tags(ctx, repo)
+		if err != nil {
+			return nil, "", fmt.Errorf("chart oci://%s: listing its versions (tags): %w", repo, err)
+		}
+		chart := repo[strings.LastIndex(repo, "/")+1:]
+		v, err := helm.TagIndex(chart, tags).Select(chart, version)
+		if err != nil {
+			return nil, "", fmt.Errorf("chart oci://%s: %w", repo, err)
+		}
+		version = v.Version
 	}
-	d, size, err := helm.ChartLayer(m.Raw, ref)
+	ref := repo + ":" + helm.Tag(version)
+	ch, md, err := chartArtifact(ctx, reg, repo, helm.Tag(version), ref)
 	if err != nil {
 		return nil, ref, err
 	}
-	rc, err := reg.Blob(ctx, repo, endpoint.Descriptor{Digest: d, Size: size})
-	if err != nil {
-		return nil, ref, fmt.Errorf("chart %s: %w", ref, err)
-	}
-	defer rc.Close()
-	data, err := io.ReadAll(io.LimitReader(rc, size+1))
-	if err != nil {
-		return nil, ref, fmt.Errorf("chart %s: %w", ref, err)
-	}
-	if int64(len(data)) != size || d.Validate() != nil || d.Algorithm().FromBytes(data) != d {
-		return nil, ref, fmt.Errorf("chart %s: the chart layer read does not match its digest %s", ref, d)
-	}
-	ch, err := helm.LoadArchive(data)
-	return ch, ref + "@" + m.Digest.String(), err
+	return ch, ref + "@" + md.String(), nil
 }
 
 // chart renders one loaded chart (or records why it could not be) and asks
@@ -243,7 +244,7 @@ func (s *helmSource) chart(sel *Selection, rec chartRecord, c imageset.HelmChart
 	}
 	origin := rec.origin()
 	tag := helm.Tag(rec.Version)
-	if tag == "" {
+	if reference.TagRegexp.FindString(tag) != tag || tag == "" { // no version, or a constraint no version met
 		tag = "latest"
 	}
 	req := mirror.ImageRequest{Kind: helmChartKind, Origin: origin, TargetRepo: strings.ToLower(rec.Repository + "/" + rec.Chart), TargetTag: tag}
@@ -256,6 +257,9 @@ func (s *helmSource) chart(sel *Selection, rec chartRecord, c imageset.HelmChart
 		if a, err = helm.WriteArtifact(ch, s.r.workDir.HelmChartDir(rec.Repository, rec.Chart, rec.Version)); err == nil {
 			req.Built = &mirror.BuiltImage{LayoutDir: a.LayoutDir, Digest: a.Digest, MediaType: a.MediaType}
 		}
+	}
+	if err == nil {
+		err = s.serveChart(s.served, rec.Repository, ch)
 	}
 	if err != nil {
 		rec.Error = err.Error()
@@ -299,7 +303,7 @@ func (s *helmSource) values(c imageset.HelmChart) (map[string]any, error) {
 // Load keeps the archived charts the configuration names and their images,
 // reading what each chart was from the archive's charts.json (no chart
 // repository is reached: the charts travel as their artifacts).
-func (s *helmSource) Load(_ context.Context, ar Archived) (*Loaded, error) {
+func (s *helmSource) Load(ctx context.Context, ar Archived) (*Loaded, error) {
 	out := &Loaded{Wants: map[string][]workspace.Want{}}
 	h := s.helm()
 	if h == nil {
@@ -313,11 +317,18 @@ func (s *helmSource) Load(_ context.Context, ar Archived) (*Loaded, error) {
 		}
 	}
 	kept := map[string]bool{}
+	s.recs = nil
 	for _, rec := range recs {
 		if rec.Error == "" && helmNames(h, rec) {
 			kept[rec.origin()] = true
+			s.recs = append(s.recs, rec)
 		}
 	}
+	warnings, err := s.serveArchived(ctx, ar, s.recs)
+	if err != nil {
+		return nil, err
+	}
+	out.Warnings = warnings
 	for _, need := range helmWanted(h) {
 		if !slices.ContainsFunc(recs, func(rec chartRecord) bool { return rec.Error == "" && need.matches(rec) }) {
 			out.Missing = append(out.Missing, "helm chart "+need.String()+" (not in the archive)")
@@ -348,7 +359,8 @@ func (s *helmSource) Wants(im mirror.PlanImage, origin string) []workspace.Want 
 	return []workspace.Want{{Kind: wantHelm, Catalog: repo, Package: chart, Version: version, Image: im.Owner()}}
 }
 
-// Pin pins each chart to the version the run mirrored.
+// Pin records the chart versions the run mirrored: the pinned configuration
+// names each chart by the exact version (imageset.Pins.Charts).
 func (s *helmSource) Pin(p *mirror.Plan, pins *imageset.Pins) {
 	for _, im := range p.Images {
 		if im.Kind != helmChartKind || im.Error != "" {
@@ -357,11 +369,11 @@ func (s *helmSource) Pin(p *mirror.Plan, pins *imageset.Pins) {
 		for _, o := range im.Origins {
 			if s.Owns(o) {
 				if pins.Charts == nil {
-					pins.Charts = map[string]string{}
+					pins.Charts = map[string][]string{}
 				}
 				rest := strings.TrimPrefix(o, helmOriginPrefix)
 				key, version, _ := strings.Cut(rest, ":")
-				pins.Charts[key] = version
+				pins.Charts[key] = append(pins.Charts[key], version)
 			}
 		}
 	}

@@ -14,8 +14,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	helmregistry "helm.sh/helm/v3/pkg/registry"
 
 	"github.com/airlock-mirror/airlock/helm"
@@ -102,6 +100,18 @@ func workloadImages(host string) []string {
 	return out
 }
 
+// workloadsRepo is a helm.repositories entry named name at url (an HTTP
+// repository serving /charts, or oci://…) asking for the workloads chart
+// with its images at host: version is an exact version or a range;
+// imagePaths adds the path of its widget image.
+func workloadsRepo(name, url, version, host string, imagePaths bool) string {
+	s := fmt.Sprintf("    - name: %s\n      url: %s\n      charts:\n      - name: workloads\n        version: %q\n        values: %s\n", name, url, version, workloadValues(host))
+	if imagePaths {
+		s += "        imagePaths: [\"{.spec.widgetImage}\"]\n"
+	}
+	return s
+}
+
 func workloadValues(host string) string {
 	return fmt.Sprintf(`{registry: %q, first: {image: %q}, second: {image: %q}}`, host, host+"/sidecar/first:1.0", host+"/sidecar/second:1.0")
 }
@@ -137,6 +147,11 @@ func TestHelmEndToEnd(t *testing.T) {
 	if _, err := hc.Push(repo.files["/charts/workloads-1.2.0.tgz"], src+"/helm/workloads:1.2.0"); err != nil {
 		t.Fatal(err)
 	}
+	for _, v := range []string{"1.0.0", "1.3.0", "1.4.1"} { // a range picks 1.3.0 among the tags
+		if _, err := hc.Push(repo.files["/sbo/service-binding-operator-"+v+".tgz"], src+"/helm/service-binding-operator:"+v); err != nil {
+			t.Fatal(err)
+		}
+	}
 	local := filepath.Join(t.TempDir(), "test-mirror-helm-0.3.0.tgz")
 	if err := os.WriteFile(local, repo.files["/charts/test-mirror-helm-0.3.0.tgz"], 0o644); err != nil {
 		t.Fatal(err)
@@ -154,64 +169,34 @@ mirror:
   - name: ^(quay\.io|ghcr\.io|docker\.io|registry\.k8s\.io)/
   helm:
     repositories:
-    - name: apps
-      url: %s/charts
-      charts:
-      - name: workloads
-        version: ">=1.0 <2"
-        values: %s
-        imagePaths: ["{.spec.widgetImage}"]
-    - name: sbo
+%s    - name: sbo
       url: %s/sbo
-    - name: oci
+%s    - name: oci-range
       url: oci://%s/helm
       charts:
-      - name: workloads
-        version: 1.2.0
-        values: %s
+      - name: service-binding-operator
+        version: ">=1.1 <1.4"
     local:
     - name: test-mirror-helm
       path: %s
       imagePaths: ["{.spec.template.spec.containers[*].env[*].value}"]
-`, e.seeded.Catalog, e.extra, repo.srv.URL, workloadValues(src), repo.srv.URL, src, workloadValues(src), local)
-	cfgPath := filepath.Join(t.TempDir(), "imageset.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`, e.seeded.Catalog, e.extra, workloadsRepo("apps", repo.srv.URL+"/charts", ">=1.0 <2", src, true), repo.srv.URL,
+		workloadsRepo("oci", "oci://"+src+"/helm", "1.2.0", src, false), src, local)
+	cfgPath := writeCfg(t, cfg)
 
 	// check: the charts install from the mirror with Helm's client and every
 	// image they render is in the mirror by digest.
 	check := func(what, mirrorNS string, res *pipeline.Result) {
 		t.Helper()
-		for _, c := range []struct{ ref, version string }{{mirrorNS + "/apps/workloads", "1.2.0"}, {mirrorNS + "/oci/workloads", "1.2.0"}} {
-			pulled, err := hc.Pull(c.ref + ":" + c.version)
-			if err != nil {
-				t.Fatalf("%s: helm pull oci://%s --version %s: %v", what, c.ref, c.version, err)
-			}
-			ch, err := loader.LoadArchive(strings.NewReader(string(pulled.Chart.Data)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			install := action.NewInstall(&action.Configuration{})
-			install.DryRun, install.ClientOnly, install.ReleaseName, install.Namespace = true, true, "consumer", "default"
-			rel, err := install.Run(ch, map[string]any{"registry": src, "first": map[string]any{"image": src + "/sidecar/first:1.0"}, "second": map[string]any{"image": src + "/sidecar/second:1.0"}})
-			if err != nil {
-				t.Fatalf("%s: helm install --dry-run of %s: %v", what, c.ref, err)
-			}
-			for _, img := range workloadImages(src) {
-				if !strings.Contains(rel.Manifest, img) {
-					t.Errorf("%s: %s renders no %s", what, c.ref, img)
-				}
-				mirrored := mirrorNS + strings.TrimPrefix(img, src)
+		for _, ref := range []string{mirrorNS + "/apps/workloads:1.2.0", mirrorNS + "/oci/workloads:1.2.0"} {
+			helmInstallsFromMirror(t, what, hc, ref, src, mirrorNS, func(mirrored, img string) bool {
 				r, err := name.ParseReference(mirrored)
 				if err != nil {
 					t.Fatal(err)
 				}
 				d, err := remote.Head(r)
-				if err != nil || d.Digest.String() != digests[img] {
-					t.Errorf("%s: %s (rendered by %s) is not in the mirror by digest: %v", what, mirrored, c.ref, err)
-				}
-			}
+				return err == nil && d.Digest.String() == digests[img]
+			})
 		}
 		for _, v := range []string{"1.0.0", "1.4.1"} {
 			if _, err := hc.Pull(mirrorNS + "/sbo/service-binding-operator:" + v); err != nil {
@@ -221,6 +206,15 @@ mirror:
 		if _, err := hc.Pull(mirrorNS + "/local/test-mirror-helm:0.3.0"); err != nil {
 			t.Errorf("%s: the local chart is not in the mirror: %v", what, err)
 		}
+		if _, err := hc.Pull(mirrorNS + "/oci-range/service-binding-operator:1.3.0"); err != nil {
+			t.Errorf("%s: the oci:// chart chosen by a range (1.3.0) is not in the mirror: %v", what, err)
+		}
+		checkChartIndexes(t, what, res.WorkingDir, map[string][]string{
+			"apps": {"workloads 1.2.0"}, "oci": {"workloads 1.2.0"}, "oci-range": {"service-binding-operator 1.3.0"},
+			"local": {"test-mirror-helm 0.3.0"}, "sbo": {"service-binding-operator 1.0.0", "service-binding-operator 1.4.1"},
+		})
+		checkChartReport(t, what, res.WorkingDir, "apps", "workloads", "1.2.0", mirrorNS+"/apps/workloads:1.2.0",
+			"workloads/templates/workloads.yaml CronJob cron", ".spec.jobTemplate.spec.template.spec.containers[0].image")
 		sets, _ := filepath.Glob(filepath.Join(res.WorkingDir, "cluster-resources", "i*ms-*.yaml"))
 		var all strings.Builder
 		for _, f := range sets {
@@ -245,6 +239,8 @@ mirror:
 		t.Fatal(err, failedImages(res))
 	}
 	check("mirror-to-mirror", dst.Host()+"/m2m", res)
+	checkPinnedCharts(t, res.PinnedConfig)
+	chartsInBrowser(t, filepath.Join(res.WorkingDir, "report.html"), 14) // workloads twice, sbo's 10, the range, the local chart
 
 	target := t.TempDir()
 	o = opts(cfgPath)
@@ -293,13 +289,7 @@ mirror:
   - name: ^(quay\.io|ghcr\.io|docker\.io|registry\.k8s\.io)/
   helm:
     repositories:
-    - name: apps
-      url: %s/charts
-      charts:
-      - name: workloads
-        version: 1.2.0
-        values: %s
-      - name: podinfo
+%s      - name: podinfo
         version: 9.9.9
       - name: required
     - name: sbo
@@ -311,11 +301,8 @@ mirror:
       url: %s
       charts:
       - name: anything
-`, extra, repo.srv.URL, workloadValues(src.Host()), repo.srv.URL, down.URL)
-	cfgPath := filepath.Join(t.TempDir(), "imageset.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`, extra, workloadsRepo("apps", repo.srv.URL+"/charts", "1.2.0", src.Host(), false), repo.srv.URL, down.URL)
+	cfgPath := writeCfg(t, cfg)
 	dst := registrytest.Start(t)
 	o := opts(cfgPath)
 	o.Destination, o.Workspace = dest(location.Docker(dst.Host()+"/m")), location.File(t.TempDir())

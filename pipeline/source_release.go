@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -54,6 +53,9 @@ type releaseSource struct {
 	sigs map[digest.Digest][][]byte
 	// keyring is the release keys, read once.
 	keyring *relsig.Keyring
+	// probed are the graphs and the graph-data tarball Preflight read, kept
+	// for Select.
+	probed probed
 }
 
 // chosenRelease is one release payload the run mirrors (releases.json).
@@ -108,17 +110,6 @@ func (s *releaseSource) platform() *imageset.Platform {
 	return p
 }
 
-// Preflight names the registry of a payload named directly; the update
-// service is asked in Select (a graph it cannot serve fails the run there,
-// before anything moves).
-func (s *releaseSource) Preflight(context.Context) ([]Probe, error) {
-	p := s.platform()
-	if p == nil || p.Release == "" {
-		return nil, nil
-	}
-	return []Probe{{Ref: p.Release, What: "source registry of release " + p.Release}}, nil
-}
-
 // requests are the images of the releases: the payload and each component,
 // by digest, at their oc-mirror destinations.
 func (s *releaseSource) requests() ([]mirror.ImageRequest, map[string][]workspace.Want) {
@@ -169,6 +160,9 @@ func (s *releaseSource) releasesJSON() ([]byte, error) {
 
 // Wants: a release's images are wanted by the release.
 func (s *releaseSource) Wants(im mirror.PlanImage, origin string) []workspace.Want {
+	if origin == graphOrigin {
+		return []workspace.Want{graphWant()}
+	}
 	if c, ok := s.releases[origin]; ok {
 		w := workspace.Want{Kind: workspace.WantRelease, Version: c.Version, Arch: c.Arch, Image: c.Ref}
 		if c.Channel != "" {
@@ -209,6 +203,9 @@ func (s *releaseSource) Deletes(cfg *imageset.DeleteImageSetConfiguration, w wor
 	p := cfg.Delete.Platform
 	if p == nil {
 		return false, true
+	}
+	if w.Image == graphImageName {
+		return p.Graph, true
 	}
 	if p.Release != "" {
 		return p.Release == w.Image || sameDigest(p.Release, w.Image), true

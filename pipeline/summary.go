@@ -129,16 +129,17 @@ func (r *Result) WriteSummary(w io.Writer) {
 			when(c.Blocked > 0, fmt.Sprintf("%d blocked", c.Blocked))))
 		if r.Copy != nil && r.BlobsSent+r.BlobsMounted > 0 {
 			if r.Workflow == mirror.MirrorToDisk {
-				fmt.Fprintf(w, "  blobs:     %s downloaded (%s)\n", plural(int(r.BlobsSent), "blob", "blobs"), humanize.Bytes(r.BytesSent))
+				fmt.Fprintf(w, "  blobs:     %s downloaded (%s)\n", plural(int(r.BlobsSent), "blob", "blobs"), humanize.Bytes(r.BytesSent)+r.resumedNote())
 			} else {
 				fmt.Fprintf(w, "  blobs:     %s\n", joinNonEmpty(
-					fmt.Sprintf("%d sent (%s)", r.BlobsSent, humanize.Bytes(r.BytesSent)),
+					fmt.Sprintf("%d sent (%s)", r.BlobsSent, humanize.Bytes(r.BytesSent)+r.resumedNote()),
 					when(r.BlobsMounted > 0, fmt.Sprintf("%d mounted from another repository", r.BlobsMounted)),
 					when(r.BlobsSkipped > 0, fmt.Sprintf("%d already there", r.BlobsSkipped)),
 					fmt.Sprintf("%d manifests and tags pushed", r.ManifestsSent)))
 			}
 		}
 	}
+	r.writeAltered(w)
 	for _, cat := range r.Catalogs {
 		state := "rebuilt"
 		switch {
@@ -154,8 +155,9 @@ func (r *Result) WriteSummary(w io.Writer) {
 		fmt.Fprintf(w, "  %s\n", l)
 	}
 	if a := r.Archive; a != nil && a.Part != "" {
-		fmt.Fprintf(w, "  shard:     %s wrote %s, %s (%s) into %s\n", a.Part, plural(len(a.Chunks), "chunk", "chunks"),
-			plural(a.Blobs, "blob", "blobs"), humanize.Bytes(a.Bytes), a.Dir)
+		fmt.Fprintf(w, "  shard:     %s wrote %s, %s (%s) into %s%s\n", a.Part, plural(len(a.Chunks), "chunk", "chunks"),
+			plural(a.Blobs, "blob", "blobs"), humanize.Bytes(a.Bytes), a.Dir,
+			when(a.Failed > 0, fmt.Sprintf("; partial: without %s that failed (its record lists them; the next mirror-to-disk carries them)", plural(a.Failed, "image", "images"))))
 		fmt.Fprintf(w, "  next:      once every shard has finished: airlock mirror -c %s --plan %s --finish %s\n", shq(r.ConfigPath), shq(r.PlanPath), shq(location.File(absOrSame(filepath.Dir(a.Dir))).String()))
 	} else if a != nil {
 		kind := "full"

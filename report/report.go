@@ -37,9 +37,11 @@ type Run struct {
 	Refused  bool       `json:"refused,omitempty"`
 	Stages   []Stage    `json:"stages"`
 	Catalogs []*Catalog `json:"catalogs"`
-	Images   []Image    `json:"images"`
-	Blocked  []string   `json:"blocked,omitempty"`
-	Warnings []string   `json:"warnings,omitempty"`
+	// Charts are the Helm charts of the run (mirror.helm).
+	Charts   []Chart  `json:"charts,omitempty"`
+	Images   []Image  `json:"images"`
+	Blocked  []string `json:"blocked,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
 	// Sources are the content sources' own lines (a release each, with
 	// its payload, components and signatures; the risks on the chosen path).
 	Sources []string `json:"sources,omitempty"`
@@ -49,6 +51,20 @@ type Run struct {
 	BlobsSent    int64 `json:"blobsSent"`
 	BlobsMounted int64 `json:"blobsMounted"`
 	BlobsSkipped int64 `json:"blobsSkipped"`
+	// BytesResumed is the part of BytesSent an interrupted run had already
+	// transferred: resumed, not fetched again.
+	BytesResumed int64 `json:"bytesResumed,omitempty"`
+	// Altered are manifest revisions the destination stored altered on the
+	// way and refused to delete: readable by digest until its garbage
+	// collection removes them (GC says how).
+	Altered []Altered `json:"alteredManifests,omitempty"`
+	GC      string    `json:"gc,omitempty"`
+}
+
+// Altered is one manifest revision a destination keeps altered.
+type Altered struct {
+	Repository string `json:"repository"`
+	Digest     string `json:"digest"`
 }
 
 // Stage is one stage of the run and how long it took.
@@ -83,6 +99,33 @@ type Package struct {
 	// Graph is the SVG picture of the package's upgrade graphs ("" when not drawn).
 	Graph string `json:"graph,omitempty"`
 }
+
+// Chart is one Helm chart of the run: its artifact in the mirror and the
+// images its rendered objects name, each with where in the chart.
+type Chart struct {
+	Repository string `json:"repository"`
+	Chart      string `json:"chart"`
+	Version    string `json:"version"`
+	// Artifact is the chart's OCI artifact at the destination; Status what
+	// became of it, Error why (or why the chart could not be read).
+	Artifact string       `json:"artifact,omitempty"`
+	Status   string       `json:"status,omitempty"`
+	Error    string       `json:"error,omitempty"`
+	Images   []ChartImage `json:"images,omitempty"`
+}
+
+// ChartImage is one image a chart names.
+type ChartImage struct {
+	Image       string `json:"image"`
+	Destination string `json:"destination,omitempty"`
+	Status      string `json:"status,omitempty"`
+	// Where are the places in the rendered chart that name it
+	// ("templates/cron.yaml CronJob x .spec.jobTemplate.spec…image").
+	Where []string `json:"where,omitempty"`
+}
+
+// Failed reports whether the image was not mirrored.
+func (c ChartImage) Failed() bool { return c.Status == "failed" || c.Status == "not run" }
 
 // Image is one planned image and what became of it.
 type Image struct {

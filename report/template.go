@@ -30,7 +30,7 @@ details{margin:.4em 0}summary{cursor:pointer;font-weight:600}
 <div class="cards">
 <div class="card"><b>{{.Total}}</b>images</div>
 <div class="card"><b class="{{if .Failed}}bad{{else}}ok{{end}}">{{.Failed}}</b>failed</div>
-<div class="card"><b>{{bytes .BytesSent}}</b>sent ({{.BlobsSent}} blobs)</div>
+<div class="card"><b>{{bytes .BytesSent}}</b>sent ({{.BlobsSent}} blobs){{if .BytesResumed}}<br>{{bytes .BytesResumed}} of it resumed from an interrupted run, not fetched again{{end}}</div>
 <div class="card"><b>{{.BlobsMounted}}</b>blobs mounted</div>
 <div class="card"><b>{{.BlobsSkipped}}</b>blobs already there</div>
 <div class="card"><b>{{dur .Duration}}</b>total time</div>
@@ -41,8 +41,13 @@ details{margin:.4em 0}summary{cursor:pointer;font-weight:600}
 
 <h2 id="failures">Failures</h2>
 {{if .FailedImages}}<table><tr><th>image</th><th>destination</th><th>status</th><th>why</th></tr>
-{{range .FailedImages}}<tr><td><code>{{.Source}}</code></td><td><code>{{.Destination}}</code></td><td class="bad">{{.Status}}</td><td>{{.Error}}</td></tr>
-{{end}}</table>{{else}}<p class="ok">Nothing failed.</p>{{end}}
+{{range .Shown.Failed}}<tr><td><code>{{.Source}}</code></td><td><code>{{.Destination}}</code></td><td class="bad">{{.Status}}</td><td>{{.Error}}</td></tr>
+{{end}}</table>{{if .More.Failed}}<p class="muted">The first {{len .Shown.Failed}} failures are shown; {{.More.Failed}} more are in <code>report.json</code> beside this page and in <code>results.json</code>.</p>{{end}}{{else}}<p class="ok">Nothing failed.</p>{{end}}
+{{if .Altered}}<h3 id="altered">Altered manifests the destination keeps</h3>
+<p>The destination stored these manifest revisions altered on the way and refuses deletes: their tags were pushed again and name the right manifests, but these revisions stay readable by digest; {{.GC}}.</p>
+<table><tr><th>repository</th><th>digest</th></tr>
+{{range .Altered}}<tr><td><code>{{.Repository}}</code></td><td><code>{{.Digest}}</code></td></tr>
+{{end}}</table>{{end}}
 {{if .Sources}}<h3>Releases and other content</h3><ul>{{range .Sources}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}
 {{if .Warnings}}<h3>Warnings</h3><ul>{{range .Warnings}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{if .Blocked}}<h3>Blocked images (blockedImages)</h3><ul>{{range .Blocked}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}
@@ -69,10 +74,19 @@ details{margin:.4em 0}summary{cursor:pointer;font-weight:600}
 {{range .Dropped}}<p class="muted">dropped channel {{.Name}}: {{.Reason}}</p>{{end}}
 {{end}}{{else}}<p class="muted">No operator catalog.</p>{{end}}
 
+{{if .Charts}}<h2 id="charts">Helm charts</h2>
+<table><tr><th>repository</th><th>chart</th><th>version</th><th>artifact in the mirror</th><th>status</th><th>images</th></tr>
+{{range .Charts}}<tr><td>{{.Repository}}</td><td>{{.Chart}}</td><td>{{.Version}}</td><td><code>{{short .Artifact}}</code></td><td{{if .Error}} class="bad"{{end}}>{{.Status}}{{if .Error}}: {{.Error}}{{end}}</td><td class="n">{{len .Images}}</td></tr>
+{{end}}</table>
+{{range .Charts}}{{if .Images}}<details><summary>{{.Repository}}/{{.Chart}} {{.Version}}: {{len .Images}} image(s), and where in the chart</summary>
+<table><tr><th>image</th><th>destination</th><th>status</th><th>where in the chart</th></tr>
+{{range .Images}}<tr><td><code>{{.Image}}</code></td><td><code>{{short .Destination}}</code></td><td{{if .Failed}} class="bad"{{end}}>{{.Status}}</td><td>{{range $i, $w := .Where}}{{if $i}}<br>{{end}}<code>{{$w}}</code>{{end}}</td></tr>
+{{end}}</table></details>
+{{end}}{{end}}{{end}}
 <h2 id="repositories">Images and bytes per destination repository</h2>
 <table><tr><th>repository</th><th>images</th><th>bytes sent</th><th>failed</th></tr>
-{{range .Repos}}<tr><td><code>{{.Repo}}</code></td><td class="n">{{.Images}}</td><td class="n">{{bytes .Bytes}}</td><td class="n{{if .Failed}} bad{{end}}">{{.Failed}}</td></tr>
-{{end}}</table>
+{{range .Shown.Repos}}<tr><td><code>{{.Repo}}</code></td><td class="n">{{.Images}}</td><td class="n">{{bytes .Bytes}}</td><td class="n{{if .Failed}} bad{{end}}">{{.Failed}}</td></tr>
+{{end}}</table>{{if .More.Repos}}<p class="muted">The first {{len .Shown.Repos}} repositories are shown, in order of name; {{.More.Repos}} more are in <code>report.json</code> beside this page.</p>{{end}}
 
 {{with .Archive}}<h2 id="archive">Archive</h2>
 <p>Archive <code>{{.ID}}</code> in <code>{{.Dir}}</code>: {{.Blobs}} blobs, {{bytes .Bytes}}{{if .Incremental}}, incremental (relies on {{.ReliesOn}} earlier archive(s)){{end}}.</p>
@@ -81,8 +95,8 @@ details{margin:.4em 0}summary{cursor:pointer;font-weight:600}
 <h2 id="images">Every image</h2>
 <details><summary>{{.Total}} image(s)</summary>
 <table><tr><th>source</th><th>kind</th><th>destination</th><th>status</th><th>signature</th><th>bytes sent</th></tr>
-{{range .Images}}<tr><td><code>{{short .Source}}</code></td><td>{{.Kind}}</td><td><code>{{short .Destination}}</code></td><td{{if .Failed}} class="bad"{{end}}>{{.Status}}</td><td{{if eq .Signature "unsigned"}} class="bad"{{end}}>{{.SignatureNote}}</td><td class="n">{{bytes .Bytes}}</td></tr>
-{{end}}</table></details>
+{{range .Shown.Images}}<tr><td><code>{{short .Source}}</code></td><td>{{.Kind}}</td><td><code>{{short .Destination}}</code></td><td{{if .Failed}} class="bad"{{end}}>{{.Status}}</td><td{{if eq .Signature "unsigned"}} class="bad"{{end}}>{{.SignatureNote}}</td><td class="n">{{bytes .Bytes}}</td></tr>
+{{end}}</table>{{if .More.Images}}<p class="muted">The first {{len .Shown.Images}} images are shown; {{.More.Images}} more are in <code>report.json</code> beside this page and in <code>results.json</code>.</p>{{end}}</details>
 
 <h2 id="config">Configuration</h2>
 <pre>{{.Config}}</pre>

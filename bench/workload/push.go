@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync/atomic"
 
@@ -39,6 +40,12 @@ type PushOptions struct {
 	// commits nothing) when the content does not match its digest: the least
 	// a copy that verifies what it sends can cost.
 	Verify bool
+	// FromFile, a file PullToFile wrote for this workload, makes Push read
+	// each blob from there (hashed as it streams with Verify): the floor of
+	// disk-to-mirror, what the registry ingests from local disk at best.
+	FromFile string
+	// ToFile is the file PullToFile writes (Push ignores it).
+	ToFile string
 }
 
 // PushStats counts what Push sent.
@@ -56,6 +63,39 @@ type pusher struct {
 	o     PushOptions
 	base  string
 	stats PushStats
+	// file and offsets: where each blob is in FromFile.
+	file    *os.File
+	offsets map[digest.Digest]int64
+}
+
+// blobUse is a repository's use of a blob.
+type blobUse struct {
+	repo string
+	blob *Blob
+}
+
+// blobUses returns, in order of first use, each unique blob with the first
+// repository that uses it (uploads), every later repository's use of it
+// (mounts), and each blob's first repository.
+func (w *Workload) blobUses() (uploads, mounts []blobUse, home map[digest.Digest]string) {
+	home = map[digest.Digest]string{}
+	seen := map[string]bool{}
+	for _, t := range w.Tags {
+		for _, b := range t.Manifest.Blobs() {
+			k := t.Repo + "@" + b.Digest.String()
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			if _, ok := home[b.Digest]; !ok {
+				home[b.Digest] = t.Repo
+				uploads = append(uploads, blobUse{t.Repo, b})
+			} else {
+				mounts = append(mounts, blobUse{t.Repo, b})
+			}
+		}
+	}
+	return uploads, mounts, home
 }
 
 // Push sends the workload to a registry: every unique blob once (to the first
@@ -77,29 +117,15 @@ func (w *Workload) Push(ctx context.Context, o PushOptions) (PushStats, error) {
 	}
 	p := &pusher{o: o, base: o.Scheme + "://" + o.Registry}
 
-	// Which repositories use which blobs, in order of first use.
-	home := map[digest.Digest]string{}
-	type use struct {
-		repo string
-		blob *Blob
-	}
-	var uploads, mounts []use
-	seen := map[string]bool{}
-	for _, t := range w.Tags {
-		for _, b := range t.Manifest.Blobs() {
-			k := t.Repo + "@" + b.Digest.String()
-			if seen[k] {
-				continue
-			}
-			seen[k] = true
-			if _, ok := home[b.Digest]; !ok {
-				home[b.Digest] = t.Repo
-				uploads = append(uploads, use{t.Repo, b})
-			} else {
-				mounts = append(mounts, use{t.Repo, b})
-			}
+	if o.FromFile != "" {
+		f, err := os.Open(o.FromFile)
+		if err != nil {
+			return PushStats{}, err
 		}
+		defer f.Close()
+		p.file, p.offsets = f, w.fileOffsets()
 	}
+	uploads, mounts, home := w.blobUses()
 	run := func(n int, f func(ctx context.Context, i int) error) error {
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(o.Parallel)
@@ -119,6 +145,7 @@ func (w *Workload) Push(ctx context.Context, o PushOptions) (PushStats, error) {
 		return p.snapshot(), err
 	}
 	// Children by digest, then every tag.
+	type use struct{ repo string }
 	var kids []use
 	var kidManifests []*Manifest
 	kidSeen := map[string]bool{}
@@ -229,14 +256,20 @@ func (p *pusher) blob(ctx context.Context, repo string, b *Blob, from string) er
 	q.Set("digest", b.Digest.String())
 	loc.RawQuery = q.Encode()
 	var body io.ReadCloser
-	if p.o.From != "" {
+	switch {
+	case p.file != nil:
+		body = io.NopCloser(io.NewSectionReader(p.file, p.offsets[b.Digest], b.Size))
+		if p.o.Verify {
+			body = newVerifying(body, b.Digest, b.Size)
+		}
+	case p.o.From != "":
 		if body, err = p.pull(ctx, repo, b); err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
 		if p.o.Verify {
 			body = newVerifying(body, b.Digest, b.Size)
 		}
-	} else {
+	default:
 		body = b.Open()
 	}
 	defer body.Close()

@@ -55,9 +55,11 @@ would break any opm validate rule. The catalog is rewritten deterministically (o
 			} else if o.Add.Skips == nil {
 				o.Add.Skips = []string{}
 			}
-			if o.WorkDir, err = catalogCache(o.WorkDir); err != nil {
+			var done func()
+			if o.WorkDir, log, done, err = catalogCache(cmd, o.WorkDir, log); err != nil {
 				return err
 			}
+			defer done()
 			if o.Fetch, err = catalogimage.SourceFetchOptions(authFile, tlsVerify, log); err != nil {
 				return err
 			}

@@ -49,9 +49,12 @@ bundled with the Graphviz library draws PNG edges wrongly).`,
 			if _, _, err := outputFlag(cmd, opts.Output, "file to write (its extension gives the format)", []string{"svg", "png", "dot", "mmd"}, false); err != nil {
 				return err
 			}
-			if workDir, err = catalogCache(workDir); err != nil {
+			var done func()
+			if workDir, log, done, err = catalogCache(cmd, workDir, log); err != nil {
 				return err
 			}
+			defer done()
+			opts.Logger = log
 			fetch, err := catalogimage.SourceFetchOptions(authFile, tlsVerify, log)
 			if err != nil {
 				return err

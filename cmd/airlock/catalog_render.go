@@ -71,9 +71,11 @@ olm.channel documents to build a catalog, or use "airlock catalog add".`,
 				}
 				return err
 			}
-			if workDir, err = catalogCache(workDir); err != nil {
+			var done func()
+			if workDir, log, done, err = catalogCache(cmd, workDir, log); err != nil {
 				return err
 			}
+			defer done()
 			fetch, err := catalogimage.SourceFetchOptions(authFile, tlsVerify, log)
 			if err != nil {
 				return err

@@ -3,10 +3,14 @@ package main
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/airlock-mirror/airlock/internal/atomicfile"
 	"github.com/airlock-mirror/airlock/location"
@@ -18,20 +22,25 @@ import (
 
 // catalogCache turns a catalog command's --workspace (file://DIR or DIR) into
 // the catalog cache of that workspace, DIR/working-dir/operator-catalogs, the
-// one airlock mirror uses; "" stays "" (a temporary folder).
-func catalogCache(ws string) (string, error) {
+// one airlock mirror uses; "" stays "" (a temporary folder). With a workspace
+// the command also logs into its run log (working-dir/logs): the logger
+// returned writes to log and to that file, and done closes it.
+func catalogCache(cmd *cobra.Command, ws string, log *slog.Logger) (cache string, _ *slog.Logger, done func(), _ error) {
 	if ws == "" {
-		return "", nil
+		return "", log, func() {}, nil
 	}
 	l, err := location.ParseDir("--workspace", ws)
 	if err != nil {
-		return "", err
+		return "", nil, nil, err
 	}
 	d, err := workspace.OpenLocation(l)
 	if err != nil {
-		return "", err
+		return "", nil, nil, err
 	}
-	return d.OperatorCatalogsDir(), nil
+	var args []string
+	cmd.Flags().Visit(func(f *pflag.Flag) { args = append(args, "--"+f.Name+"="+f.Value.String()) })
+	log, done = d.OpenRunLog(log, time.Now(), cmd.CommandPath(), "flags", strings.Join(args, " "), "args", strings.Join(cmd.Flags().Args(), " "))
+	return d.OperatorCatalogsDir(), log, done, nil
 }
 
 // exists reports whether path names something on disk.

@@ -39,9 +39,11 @@ With --package and --channel: the channel's bundles, by version, and what each r
 			if err != nil {
 				return err
 			}
-			if o.WorkDir, err = catalogCache(o.WorkDir); err != nil {
+			var done func()
+			if o.WorkDir, log, done, err = catalogCache(cmd, o.WorkDir, log); err != nil {
 				return err
 			}
+			defer done()
 			if o.Fetch, err = catalogimage.SourceFetchOptions(authFile, tlsVerify, log); err != nil {
 				return err
 			}

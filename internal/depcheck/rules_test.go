@@ -25,7 +25,7 @@ var rules = []rule{
 	{"pipeline", with("imageset", "helm", "fbc", "fbc/legacy", "fbc/validate", "prune", "prune/graph", "report", "manifests", "workspace",
 		"mirror", "mirror/archive", "mirror/catalogimage", "mirror/endpoint", "mirror/layout", "mirror/oci", "mirror/registry",
 		"mirror/retry", "mirror/signature", "mirror/sigpolicy", "mirror/transfer", "pipeline/deletion",
-		"release/graph", "release/payload", "release/signature")},
+		"release/graph", "release/graphimage", "release/payload", "release/signature")},
 	// airlock delete: planned from the history, executed against one registry.
 	// airlock kube job / image: a sharded plan as Kubernetes manifests, the binary as an image.
 	{"pipeline/kubejob", with("kube", "imageset", "mirror", "mirror/layout", "mirror/oci", "mirror/registry", "mirror/retry", "mirror/transfer", "internal/humanize")},
@@ -78,6 +78,10 @@ var rules = []rule{
 	// OpenShift releases: update graphs and version selection; no registry,
 	// no copying (the retry policy and its typed HTTP error only).
 	{"release/graph", with("imageset", "mirror/retry", "mirror/endpoint", "internal/dotrender")},
+
+	// The graph-data image: the tarball read under the retry policy, checked;
+	// the image is built by mirror/catalogimage, through the pipeline.
+	{"release/graphimage", with("mirror/retry", "mirror/endpoint", "internal/redact")},
 
 	// Releases: the payload reader knows no registry, copying or workflow.
 	{"release/payload", with()},

@@ -18,6 +18,7 @@ import (
 
 	"github.com/airlock-mirror/airlock/internal/testutil/syncbuf"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/oci"
 )
 
 func TestRoundTrip(t *testing.T) {
@@ -343,12 +344,29 @@ func TestPutBlobRejectsBadContent(t *testing.T) {
 		{"sha512", endpoint.Descriptor{Digest: digest.Digest("sha512:" + strings.Repeat("ab", 64)), Size: 5}, good},
 		{"malformed", endpoint.Descriptor{Digest: "sha256:xyz", Size: 5}, good},
 	} {
-		if err := w.PutBlob(ctx, "r", tc.d, bytes.NewReader(tc.body)); err == nil {
-			t.Errorf("%s: accepted", tc.name)
+		// As it comes: a plain reader (the writer hashes it), a reader that
+		// verifies the blob itself (the copy engine's: not hashed twice), one
+		// that verifies another blob (hashed here all the same).
+		for _, r := range []struct {
+			how string
+			r   io.Reader
+		}{
+			{"plain", bytes.NewReader(tc.body)},
+			{"verifying", oci.NewVerifier(bytes.NewReader(tc.body), tc.d)},
+			{"verifying another blob", oci.NewVerifier(bytes.NewReader(tc.body), endpoint.Descriptor{Digest: digest.FromBytes(tc.body), Size: int64(len(tc.body))})},
+		} {
+			if err := w.PutBlob(ctx, "r", tc.d, r.r); err == nil {
+				t.Errorf("%s, %s reader: accepted", tc.name, r.how)
+			}
+			if ok, _ := w.BlobExists(ctx, "r", d); ok {
+				t.Fatalf("%s, %s reader: a bad blob was staged", tc.name, r.how)
+			}
 		}
-		if ok, _ := w.BlobExists(ctx, "r", d); ok {
-			t.Fatalf("%s: a bad blob was staged", tc.name)
-		}
+	}
+	if err := w.PutBlob(ctx, "r", d, oci.NewVerifier(bytes.NewReader(good), d)); err != nil {
+		t.Errorf("the good blob through a verifying reader: %v", err)
+	} else if ok, _ := w.BlobExists(ctx, "r", d); !ok {
+		t.Error("the good blob through a verifying reader was not staged")
 	}
 	if err := w.PutManifest(ctx, "r", "v1", endpoint.Manifest{Digest: digest.FromString("x"), Raw: []byte("{}")}); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("manifest with a wrong digest: %v", err)

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"io"
 	"math"
 	"os"
@@ -334,7 +335,7 @@ func (w *Writer) writeBody(ctx context.Context, archiveID string, c plannedChunk
 			return completedChunk{}, err
 		}
 		vd := digest.SHA256.Digester()
-		n, err := io.CopyBuffer(io.MultiWriter(out, vd.Hash()), &ctxReader{ctx, io.LimitReader(rc, b.size)}, buf)
+		n, err := copyHashing(out, vd.Hash(), &ctxReader{ctx, io.LimitReader(rc, b.size)}, buf)
 		rc.Close()
 		if err != nil {
 			return completedChunk{}, fmt.Errorf("chunk %s: copy blob %s: %w", name, b.d, err)
@@ -375,6 +376,40 @@ func (w *Writer) writeBody(ctx context.Context, archiveID string, c plannedChunk
 		BodySize: pos + int64(len(body)),
 		Blobs:    idx.Blobs,
 	}, f.Close()
+}
+
+// copyHashing copies r to out through buf, as io.CopyBuffer does, while h
+// hashes the same bytes on another goroutine: a staged blob's digest (its
+// re-verification) and the chunk's payload hash (in out) are computed side by
+// side on two cores instead of one after the other.
+func copyHashing(out io.Writer, h hash.Hash, r io.Reader, buf []byte) (int64, error) {
+	work, done := make(chan []byte), make(chan struct{})
+	go func() {
+		for p := range work {
+			h.Write(p)
+			done <- struct{}{}
+		}
+	}()
+	defer close(work)
+	var total int64
+	for {
+		n, rerr := r.Read(buf)
+		if n > 0 {
+			work <- buf[:n]
+			_, werr := out.Write(buf[:n])
+			<-done
+			total += int64(n)
+			if werr != nil {
+				return total, werr
+			}
+		}
+		if rerr == io.EOF {
+			return total, nil
+		}
+		if rerr != nil {
+			return total, rerr
+		}
+	}
 }
 
 // entryBytes returns a whole tar entry (header, data, padding) for a small file.

@@ -192,6 +192,9 @@ type ShardRecord struct {
 	Chunks []ChunkRecord `json:"chunks"`
 	// ReliesOn are blobs its images need that earlier batches shipped.
 	ReliesOn []ReliedRecord `json:"reliesOn"`
+	// Failed are the images of the shard's part of the plan it could not get
+	// (Meta.Failed): not in Images, recorded by --finish in the partial batch.
+	Failed []FailedRecord `json:"failed,omitempty"`
 }
 
 // ShardManifest is one manifest of a shard's images.
@@ -214,7 +217,8 @@ func (s *ShardRecord) BlobBytes() int64 {
 // other shard writes and no earlier batch shipped, sorted by digest, each chunk
 // with its index and no archive manifest), then its record, then removes its
 // staging area. meta names the shard's images; Batch and BuildsOn are recorded
-// for FinishSharded to check. An interrupted FinishShard resumes like Finish.
+// for FinishSharded to check, Failed the images of its part it could not get.
+// An interrupted FinishShard resumes like Finish.
 func (w *Writer) FinishShard(ctx context.Context, meta Meta) (*ShardRecord, error) {
 	index, of, ok := parsePart(w.part)
 	if !ok {
@@ -230,7 +234,7 @@ func (w *Writer) FinishShard(ctx context.Context, meta Meta) (*ShardRecord, erro
 	}
 	rec := &ShardRecord{Kind: shardKind, FormatVersion: FormatVersion, Part: w.part, Index: index, Of: of,
 		Batch: meta.Batch, BuildsOn: meta.BuildsOn, ChunkSize: w.chunkSize,
-		Images: m.Images, Tags: m.Tags, ReliesOn: m.ReliesOn, Manifests: []ShardManifest{}}
+		Images: m.Images, Tags: m.Tags, ReliesOn: m.ReliesOn, Manifests: []ShardManifest{}, Failed: m.Failed}
 	mediaTypes := map[digest.Digest]string{}
 	for _, t := range m.Tags {
 		mediaTypes[t.Digest] = t.MediaType

@@ -14,14 +14,16 @@ import (
 var ErrNoSpace = errors.New("not enough free space for the archive")
 
 // ToWrite is how many bytes of blob d the Writer has still to write: 0 when
-// it is staged (or shipped by an earlier batch), else its size less what an
+// it is staged, shipped by an earlier batch or written by another shard
+// (WriterOptions.Elsewhere), else its size less what an
 // interrupted transfer left of it (resumed, not written again).
 func (w *Writer) ToWrite(d endpoint.Descriptor) int64 {
 	w.mu.Lock()
 	_, staged := w.blobs[d.Digest]
 	_, shipped := w.shipped[d.Digest]
 	w.mu.Unlock()
-	if staged || shipped {
+	_, elsewhere := w.elsewhere[d.Digest]
+	if staged || shipped || elsewhere {
 		return 0
 	}
 	if info, err := os.Stat(w.partialPath(d.Digest)); err == nil && info.Size() <= d.Size {
@@ -42,7 +44,7 @@ func (w *Writer) CheckSpace(toWrite int64, skip string) error {
 	if toWrite <= 0 {
 		return nil
 	}
-	free, err := filesystemFree(w.staging)
+	free, err := w.free(w.staging)
 	if err != nil {
 		w.log.Debug("free space of the archive's filesystem unknown: not checked", "dir", w.dir, "error", err.Error())
 		return nil

@@ -14,18 +14,19 @@ import (
 )
 
 // ToWrite counts what a batch still has to write of a blob: nothing of one
-// staged or shipped, the rest of one an interrupted transfer left partly
+// staged, shipped or written by another shard, the rest of one an interrupted transfer left partly
 // staged; CheckSpace compares that (plus one archive file) with the real
 // filesystem's free space and names the numbers and the flag when it does
 // not fit.
 func TestCheckSpace(t *testing.T) {
 	ctx := context.Background()
 	staged, shipped, partial, fresh := []byte("staged blob"), []byte("shipped blob"), bytes.Repeat([]byte("p"), 1000), []byte("fresh blob")
+	other := []byte("another shard's blob")
 	desc := func(b []byte) endpoint.Descriptor {
 		return endpoint.Descriptor{Digest: digest.FromBytes(b), Size: int64(len(b))}
 	}
 	dir := t.TempDir()
-	w, err := NewWriter(dir, WriterOptions{ChunkSize: 1 << 20, Shipped: ShippedSet{desc(shipped).Digest: {}}})
+	w, err := NewWriter(dir, WriterOptions{ChunkSize: 1 << 20, Shipped: ShippedSet{desc(shipped).Digest: {}}, Elsewhere: endpoint.HeldElsewhere{desc(other).Digest: ""}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func TestCheckSpace(t *testing.T) {
 	for _, tc := range []struct {
 		b    []byte
 		want int64
-	}{{staged, 0}, {shipped, 0}, {partial, 700}, {fresh, int64(len(fresh))}} {
+	}{{staged, 0}, {shipped, 0}, {other, 0}, {partial, 700}, {fresh, int64(len(fresh))}} {
 		if got := w.ToWrite(desc(tc.b)); got != tc.want {
 			t.Errorf("ToWrite(%q…) = %d, want %d", tc.b[:5], got, tc.want)
 		}

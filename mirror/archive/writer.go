@@ -46,6 +46,9 @@ type WriterOptions struct {
 	// Strict (--strict-archive) makes a blob larger than ChunkSize an error
 	// instead of a chunk of its own.
 	Strict bool
+	// FreeSpace says how many bytes may still be written on the filesystem
+	// holding path (CheckSpace); nil asks the filesystem.
+	FreeSpace func(path string) (int64, error)
 }
 
 // Writer writes an archive. It implements endpoint.Destination: the copy engine
@@ -60,6 +63,7 @@ type Writer struct {
 	dir, staging string
 	chunkSize    int64
 	strict       bool
+	free         func(path string) (int64, error)
 	shipped      ShippedSet
 	log          *slog.Logger
 	part         string
@@ -143,6 +147,9 @@ func NewWriter(dir string, opts WriterOptions) (*Writer, error) {
 	if _, err := signerFor(opts.SignKey); err != nil { // before anything is copied
 		return nil, err
 	}
+	if opts.FreeSpace == nil {
+		opts.FreeSpace = filesystemFree
+	}
 	if opts.Part != "" && !validPart(opts.Part) {
 		return nil, fmt.Errorf("archive part %q: not a shard part", opts.Part)
 	}
@@ -151,6 +158,7 @@ func NewWriter(dir string, opts WriterOptions) (*Writer, error) {
 		staging:   filepath.Join(dir, stagingName(opts.Part)),
 		chunkSize: opts.ChunkSize,
 		strict:    opts.Strict,
+		free:      opts.FreeSpace,
 		shipped:   opts.Shipped,
 		log:       log,
 		part:      opts.Part,

@@ -166,6 +166,9 @@ func cleanEntryName(n string) (string, error) {
 // rel returns p relative to the catalog folder ("." for the folder itself) and
 // whether p is inside it.
 func (x *extractor) rel(p string) (string, bool) {
+	if x.prefix == "" { // the whole tree (ExtractArchive)
+		return p, true
+	}
 	if p == x.prefix {
 		return ".", true
 	}

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path"
-	"path/filepath"
+
 	"sort"
 	"strings"
 	"time"
@@ -114,28 +114,35 @@ func Rebuild(ctx context.Context, base *Fetched, prunedDir string, opts RebuildO
 	if err != nil {
 		return nil, fmt.Errorf("rebuild catalog %s: building the catalog layer from %s: %w", base.Ref, prunedDir, err)
 	}
-	layerDigest := digest.Digest(layer.digest.String())
-	log.Debug("pruned catalog layer built", "catalog", base.Ref, "digest", layerDigest)
+	log.Debug("pruned catalog layer built", "catalog", base.Ref, "digest", layer.digest)
 
-	b := &rebuilder{label: base.Label, database: base.Database, wipe: wipe, catalogLayer: layer, layers: map[types.MediaType]v1.Layer{}, log: log, ref: base.Ref}
-	out := &Rebuilt{LayoutDir: opts.LayoutDir, Tag: tag, LayerDigest: layerDigest}
+	b := &rebuilder{op: "rebuild catalog", label: base.Label, database: base.Database, wipe: wipe, catalogLayer: layer, layers: map[types.MediaType]v1.Layer{}, log: log, ref: base.Ref}
+	return b.write(ctx, base, lp, opts.LayoutDir, tag)
+}
+
+// write gives every image of base the rebuilder's layer and writes the result
+// into the layout lp (at dir) under tag, unless it already holds it whole.
+func (b *rebuilder) write(ctx context.Context, base *Fetched, lp ggcrlayout.Path, dir, tag string) (*Rebuilt, error) {
+	log := b.log
+	layerDigest := digest.Digest(b.catalogLayer.digest.String())
+	out := &Rebuilt{LayoutDir: dir, Tag: tag, LayerDigest: layerDigest}
 	var top mutate.Appendable
 	if base.Index != nil {
 		idx, err := b.index(ctx, base.Index, 0)
 		if err != nil {
-			return nil, fmt.Errorf("rebuild catalog %s: %w", base.Ref, err)
+			return nil, fmt.Errorf("%s %s: %w", b.op, base.Ref, err)
 		}
 		top = idx
 	} else {
 		img, err := b.image(base.Image)
 		if err != nil {
-			return nil, fmt.Errorf("rebuild catalog %s: %w", base.Ref, err)
+			return nil, fmt.Errorf("%s %s: %w", b.op, base.Ref, err)
 		}
 		top = img
 	}
 	d, err := top.Digest()
 	if err != nil {
-		return nil, fmt.Errorf("rebuild catalog %s: %w", base.Ref, err)
+		return nil, fmt.Errorf("%s %s: %w", b.op, base.Ref, err)
 	}
 	out.Digest = digest.Digest(d.String())
 
@@ -143,7 +150,7 @@ func Rebuild(ctx context.Context, base *Fetched, prunedDir string, opts RebuildO
 		return nil, err
 	}
 	if !layoutHas(lp, d, tag) || layoutComplete(lp, top) != nil {
-		log.Info("writing the rebuilt catalog", "catalog", base.Ref, "digest", out.Digest, "layout", opts.LayoutDir)
+		log.Info("writing the built image", "image", base.Ref, "operation", b.op, "digest", out.Digest, "layout", dir)
 		m := match.Annotation(oci.AnnotationRefName, tag)
 		ann := ggcrlayout.WithAnnotations(map[string]string{oci.AnnotationRefName: tag})
 		switch t := top.(type) {
@@ -153,15 +160,15 @@ func Rebuild(ctx context.Context, base *Fetched, prunedDir string, opts RebuildO
 			err = lp.ReplaceImage(t, m, ann)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("rebuild catalog %s: writing the OCI layout %s: %w", base.Ref, opts.LayoutDir, err)
+			return nil, fmt.Errorf("%s %s: writing the OCI layout %s: %w", b.op, base.Ref, dir, err)
 		}
 		if err := removeUnreferencedBlobs(lp); err != nil {
-			log.Warn("could not remove stale blobs from the layout", "layout", opts.LayoutDir, "error", err)
+			log.Warn("could not remove stale blobs from the layout", "layout", dir, "error", err)
 		}
 	}
 
 	if err := readBack(lp, base.Index != nil, out); err != nil {
-		return nil, fmt.Errorf("rebuild catalog %s: %w", base.Ref, err)
+		return nil, fmt.Errorf("%s %s: %w", b.op, base.Ref, err)
 	}
 	return out, nil
 }
@@ -230,55 +237,16 @@ func OpenRebuilt(base *Fetched, layoutDir, tag string, d, layerDigest digest.Dig
 	return out, nil
 }
 
-// layoutComplete checks that every blob of top (a v1.Image or v1.ImageIndex)
-// is in the layout with its size.
-func layoutComplete(lp ggcrlayout.Path, top any) error {
-	var images []v1.Image
-	switch t := top.(type) {
-	case v1.ImageIndex:
-		im, err := t.IndexManifest()
-		if err != nil {
-			return err
-		}
-		for _, m := range im.Manifests {
-			if !m.MediaType.IsImage() {
-				continue
-			}
-			if _, err := os.Stat(filepath.Join(string(lp), "blobs", m.Digest.Algorithm, m.Digest.Hex)); err != nil {
-				return err
-			}
-			img, err := t.Image(m.Digest)
-			if err != nil {
-				return err
-			}
-			images = append(images, img)
-		}
-	case v1.Image:
-		images = append(images, t)
-	default:
-		return fmt.Errorf("not an image or an index: %T", top)
-	}
-	for _, img := range images {
-		m, err := img.Manifest()
-		if err != nil {
-			return err
-		}
-		for _, b := range append([]v1.Descriptor{m.Config}, m.Layers...) {
-			st, err := os.Stat(filepath.Join(string(lp), "blobs", b.Digest.Algorithm, b.Digest.Hex))
-			if err != nil {
-				return err
-			}
-			if st.Size() != b.Size {
-				return fmt.Errorf("blob %s in %s has %d bytes, want %d", b.Digest, lp, st.Size(), b.Size)
-			}
-		}
-	}
-	return nil
-}
-
 // rebuilder rebuilds the images of one catalog with one shared layer.
 type rebuilder struct {
-	ref          string
+	// op names the operation in errors ("rebuild catalog").
+	op  string
+	ref string
+	// cmd, when set, is the command of every image built (AddLayer): the
+	// images need not be catalogs.
+	cmd []string
+	// history is the created-by text of the layer's history entry (AddLayer).
+	history      string
 	label        string
 	database     string // the database of a SQLite-based base, else ""
 	wipe         []string
@@ -379,18 +347,23 @@ func (b *rebuilder) image(img v1.Image) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the config: %w", err)
 	}
-	if lbl, db, err := catalogLabel(cfg); err != nil {
-		return nil, err
-	} else if lbl != b.label || db != b.database {
-		return nil, fmt.Errorf("label %s=%s (database %q) differs from the %s (database %q) of the image the catalog was read from", ConfigsLabel, lbl, db, b.label, b.database)
+	if b.cmd == nil {
+		if lbl, db, err := catalogLabel(cfg); err != nil {
+			return nil, err
+		} else if lbl != b.label || db != b.database {
+			return nil, fmt.Errorf("label %s=%s (database %q) differs from the %s (database %q) of the image the catalog was read from", ConfigsLabel, lbl, db, b.label, b.database)
+		}
 	}
 	created := cfg.Created
 	if created.IsZero() {
 		created = v1.Time{Time: rebuildEpoch}
 	}
-	what := "replace " + b.label + " with the pruned catalog"
+	what, comment := "replace "+b.label+" with the pruned catalog", "airlock catalog rebuild"
 	if len(b.wipe) > 0 {
 		what += ", remove " + strings.Join(b.wipe, ", ")
+	}
+	if b.cmd != nil {
+		what, comment = b.history, "airlock image build"
 	}
 	out, err := mutate.Append(img, mutate.Addendum{
 		Layer:     l,
@@ -398,7 +371,7 @@ func (b *rebuilder) image(img v1.Image) (v1.Image, error) {
 		History: v1.History{
 			Created:   created,
 			CreatedBy: "airlock: " + what,
-			Comment:   "airlock catalog rebuild",
+			Comment:   comment,
 		},
 	})
 	if err != nil {
@@ -410,6 +383,10 @@ func (b *rebuilder) image(img v1.Image) (v1.Image, error) {
 	}
 	ncfg = ncfg.DeepCopy()
 	ncfg.Created = created
+	if b.cmd != nil {
+		ncfg.Config.Entrypoint, ncfg.Config.Cmd = nil, b.cmd
+		return mutate.ConfigFile(out, ncfg)
+	}
 	ep, cmd, err := serveCommand(ncfg.Config, b.label)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", b.ref, err)

@@ -2,6 +2,7 @@ package catalogimage
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -98,4 +99,50 @@ func removeUnreferencedBlobs(lp ggcrlayout.Path) error {
 		}
 		return os.Remove(p)
 	})
+}
+
+// layoutComplete checks that every blob of top (a v1.Image or v1.ImageIndex)
+// is in the layout with its size.
+func layoutComplete(lp ggcrlayout.Path, top any) error {
+	var images []v1.Image
+	switch t := top.(type) {
+	case v1.ImageIndex:
+		im, err := t.IndexManifest()
+		if err != nil {
+			return err
+		}
+		for _, m := range im.Manifests {
+			if !m.MediaType.IsImage() {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(string(lp), "blobs", m.Digest.Algorithm, m.Digest.Hex)); err != nil {
+				return err
+			}
+			img, err := t.Image(m.Digest)
+			if err != nil {
+				return err
+			}
+			images = append(images, img)
+		}
+	case v1.Image:
+		images = append(images, t)
+	default:
+		return fmt.Errorf("not an image or an index: %T", top)
+	}
+	for _, img := range images {
+		m, err := img.Manifest()
+		if err != nil {
+			return err
+		}
+		for _, b := range append([]v1.Descriptor{m.Config}, m.Layers...) {
+			st, err := os.Stat(filepath.Join(string(lp), "blobs", b.Digest.Algorithm, b.Digest.Hex))
+			if err != nil {
+				return err
+			}
+			if st.Size() != b.Size {
+				return fmt.Errorf("blob %s in %s has %d bytes, want %d", b.Digest, lp, st.Size(), b.Size)
+			}
+		}
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package oci
 
 import (
+	"crypto/sha256"
 	"errors"
 	"io"
 	"strings"
@@ -94,6 +95,38 @@ func TestVerifier(t *testing.T) {
 				t.Fatalf("err %v, want ErrDigestMismatch", err)
 			}
 		})
+	}
+}
+
+// TestVerifierCovers: a Verifier covers a blob from an offset only when it
+// verifies that very blob and has passed exactly the bytes before it, and no
+// longer once it has read to the end.
+func TestVerifierCovers(t *testing.T) {
+	body := "hello, registry"
+	d := Descriptor{Digest: digest.FromString(body), Size: int64(len(body))}
+	h := sha256.New()
+	h.Write([]byte(body[:5]))
+	for _, tc := range []struct {
+		name string
+		v    *Verifier
+		d    Descriptor
+		off  int64
+		want bool
+	}{
+		{"whole blob from 0", NewVerifier(strings.NewReader(body), d), d, 0, true},
+		{"another digest", NewVerifier(strings.NewReader(body), d), Descriptor{Digest: digest.FromString("x"), Size: d.Size}, 0, false},
+		{"another size", NewVerifier(strings.NewReader(body), d), Descriptor{Digest: d.Digest, Size: 3}, 0, false},
+		{"from 0, asked from 5", NewVerifier(strings.NewReader(body[5:]), d), d, 5, false},
+		{"resumed at 5", NewVerifierFrom(strings.NewReader(body[5:]), d, 5, h), d, 5, true},
+		{"resumed at 5, asked from 0", NewVerifierFrom(strings.NewReader(body[5:]), d, 5, h), d, 0, false},
+	} {
+		if got := tc.v.Covers(tc.d, tc.off); got != tc.want {
+			t.Errorf("%s: Covers %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	v := NewVerifier(strings.NewReader(body), d)
+	if _, err := io.ReadAll(v); err != nil || v.Covers(d, d.Size) {
+		t.Errorf("after the end: %v, Covers %v", err, v.Covers(d, d.Size))
 	}
 }
 

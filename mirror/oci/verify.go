@@ -98,6 +98,14 @@ func (v *Verifier) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// Covers reports whether v verifies the whole of blob d and has passed
+// exactly its first off bytes so far: a reader of the rest of d from byte off
+// that reads v to its end needs no hash of its own (Verified then says
+// whether the whole blob matched).
+func (v *Verifier) Covers(d Descriptor, off int64) bool {
+	return v.d.Digest == d.Digest && v.d.Size == d.Size && v.n == off && !v.done && v.err == nil
+}
+
 // Verified reports whether the whole content was read and matched.
 func (v *Verifier) Verified() bool { return v.done && v.err == nil }
 

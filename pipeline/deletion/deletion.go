@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/location"
@@ -134,15 +135,21 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	dest := o.Destination.Path
-	reg := registry.New(registry.Options{
-		AuthFile: o.AuthFile, SkipTLSVerify: o.Insecure, TLSFlag: "--dest-tls-verify=false", CertDir: o.DestCertDir,
-		Retry: retry.Retries(o.RetryTimes), Logger: o.Logger,
-	})
-	l, err := lockWorkspace(o)
+	l, wd, err := lockWorkspace(o)
 	if err != nil {
 		return nil, err
 	}
 	defer l.Unlock()
+	if wd != "" {
+		var done func()
+		o.Logger, done = wd.OpenRunLog(o.Logger, time.Now(), "airlock delete", "generate", o.Generate, "stale", o.Stale,
+			"config", o.ConfigPath, "plan", o.PlanFile, "destination", o.Destination.String())
+		defer done()
+	}
+	reg := registry.New(registry.Options{
+		AuthFile: o.AuthFile, SkipTLSVerify: o.Insecure, TLSFlag: "--dest-tls-verify=false", CertDir: o.DestCertDir,
+		Retry: retry.Retries(o.RetryTimes), Logger: o.Logger,
+	})
 	if o.Generate {
 		return generate(ctx, o, dest, reg)
 	}
@@ -150,9 +157,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 }
 
 // lockWorkspace holds the workspace for the command (it writes plans and the
-// history, which a mirror run on it writes too); nil when there is no
-// workspace yet, which the command then reports.
-func lockWorkspace(o Options) (*workspace.Lock, error) {
+// history, which a mirror run on it writes too) and returns its working
+// directory (for the run log); nil and "" when there is no workspace yet,
+// which the command then reports.
+func lockWorkspace(o Options) (*workspace.Lock, workspace.Dir, error) {
 	var wd workspace.Dir
 	var err error
 	switch {
@@ -162,12 +170,16 @@ func lockWorkspace(o Options) (*workspace.Lock, error) {
 		wd, err = planWorkDir(o)
 	}
 	if err != nil || wd == "" {
-		return nil, nil
+		return nil, "", nil
 	}
 	if _, err := os.Stat(wd.Path()); err != nil {
-		return nil, nil
+		return nil, "", nil
 	}
-	return wd.Lock(true, o.Logger)
+	l, err := wd.Lock(true, o.Logger)
+	if err != nil {
+		return nil, "", err
+	}
+	return l, wd, nil
 }
 
 // currentDesc names the runs of the current selections.

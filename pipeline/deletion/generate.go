@@ -67,9 +67,6 @@ func generate(ctx context.Context, o Options, dest string, reg *registry.Client)
 		if err != nil {
 			return nil, err
 		}
-		if cfg.Delete.Helm != nil {
-			return nil, fmt.Errorf("%s: delete.helm is not supported: airlock does not mirror charts; list operators, additionalImages and platform", o.ConfigPath)
-		}
 		plan.Reason = "DeleteImageSetConfiguration " + o.ConfigPath
 		cands, err = configCandidates(inv, cfg, o, plan)
 		if err != nil {

@@ -16,15 +16,17 @@ type Request struct {
 // Server is an update service on 127.0.0.1. URL serves the graphs Build
 // makes for Channels and Archs (an unknown channel gets an empty graph, as the
 // real service answers); OCMirrorURL serves oc-mirror's fixtures (channels
-// stable-4.0 and stable-4.15, any architecture).
+// stable-4.0 and stable-4.15, any architecture); GraphDataURL serves the
+// graph-data tarball ServeGraphData gives (404 before).
 type Server struct {
-	URL, OCMirrorURL string
+	URL, OCMirrorURL, GraphDataURL string
 
 	mu       sync.Mutex
 	requests []Request
 	fail     []int // statuses of the next answers, consumed in order
 	cache    map[string][]byte
 	extra    map[string][]byte
+	data     []byte
 	srv      *httptest.Server
 }
 
@@ -38,6 +40,7 @@ func New(t testing.TB) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/upgrades_info/v1/graph", s.graph)
 	mux.HandleFunc("/ocmirror/graph", s.ocmirror)
+	mux.HandleFunc("/api/upgrades_info/graph-data", s.graphData)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if _, _, ok := s.begin(w, r); ok {
 			http.NotFound(w, r)
@@ -47,7 +50,35 @@ func New(t testing.TB) *Server {
 	t.Cleanup(s.srv.Close)
 	s.URL = s.srv.URL + "/api/upgrades_info/v1/graph"
 	s.OCMirrorURL = s.srv.URL + "/ocmirror/graph"
+	s.GraphDataURL = s.srv.URL + "/api/upgrades_info/graph-data"
 	return s
+}
+
+// ServeGraphData makes GraphDataURL answer with the tarball b.
+func (s *Server) ServeGraphData(b []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.data = b
+}
+
+func (s *Server) graphData(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.requests = append(s.requests, Request{Path: r.URL.Path, Accept: r.Header.Get("Accept")})
+	var status int
+	if len(s.fail) > 0 {
+		status, s.fail = s.fail[0], s.fail[1:]
+	}
+	body := s.data
+	s.mu.Unlock()
+	switch {
+	case status != 0:
+		http.Error(w, http.StatusText(status), status)
+	case body == nil:
+		http.NotFound(w, r)
+	default:
+		w.Header().Set("Content-Type", "application/gzip")
+		_, _ = w.Write(body)
+	}
 }
 
 // FailNext makes the next answers fail with these statuses, in order.

@@ -47,7 +47,8 @@ type Spec struct {
 	Changed int
 	// LayerSize is each component layer's size (default 4096).
 	LayerSize int
-	// KubeVirt adds a KubeVirt image to the boot images.
+	// KubeVirt adds a KubeVirt image to the boot images: x86_64's, and for
+	// a multi payload one for each of x86_64 and s390x among Platforms.
 	KubeVirt bool
 	// Platforms ("linux/amd64", "linux/arm64") make a multi payload: an
 	// index of one payload per platform, at <version>-multi, whose
@@ -56,6 +57,9 @@ type Spec struct {
 	// PushTo is the registry the images are pushed to when it is not the
 	// host they are named at (a proxy in front of it); default that host.
 	PushTo string
+	// Remote are options of every request (credentials, a transport
+	// trusting the registry's CA).
+	Remote []remote.Option
 }
 
 // Release is a release pushed to a registry.
@@ -69,6 +73,9 @@ type Release struct {
 	Components map[string]string
 	// KubeVirt is the KubeVirt image by digest ("" without).
 	KubeVirt string
+	// KubeVirts are the KubeVirt images of a multi payload by digest, by
+	// the boot images' architecture name (x86_64, s390x).
+	KubeVirts map[string]string
 	// UniqueBytes are the bytes of every distinct blob of the release
 	// (payload and components).
 	UniqueBytes int64
@@ -117,12 +124,12 @@ func Build(ctx context.Context, host string, s Spec) (Release, error) {
 			seed += changed
 		}
 		p, err := imagetest.Push(ctx, fmt.Sprintf("%s/ocp/art-dev:%s-%d", to, n, seed),
-			fakeimage.Spec{Seed: seed, BaseSeed: 7, BaseLayers: 1, Layers: 1, LayerSize: s.LayerSize, Platforms: s.Platforms})
+			fakeimage.Spec{Seed: seed, BaseSeed: 7, BaseLayers: 1, Layers: 1, LayerSize: s.LayerSize, Platforms: s.Platforms}, s.Remote...)
 		if err != nil {
 			return out, fmt.Errorf("releasetest: push %s: %w", n, err)
 		}
 		out.Components[n] = host + "/ocp/art-dev@" + p.Digest.String()
-		if err := out.add(ctx, to+"/ocp/art-dev", p.Digest); err != nil {
+		if err := out.add(ctx, to+"/ocp/art-dev", p.Digest, s.Remote); err != nil {
 			return out, err
 		}
 		tags = append(tags, map[string]any{"name": n, "from": map[string]string{"kind": "DockerImage", "name": out.Components[n]}})
@@ -134,15 +141,38 @@ func Build(ctx context.Context, host string, s Spec) (Release, error) {
 	})
 	files["release-manifests/release-metadata"] = mustJSON(map[string]any{"kind": "cincinnati-metadata-v0", "version": s.Version, "previous": s.Previous})
 	if s.KubeVirt {
-		p, err := imagetest.Push(ctx, to+"/ocp/art-dev:kubevirt-"+s.Version, fakeimage.Spec{Seed: 99, Layers: 1, LayerSize: s.LayerSize})
-		if err != nil {
-			return out, fmt.Errorf("releasetest: push the KubeVirt image: %w", err)
+		archs := map[string]any{}
+		kv := func(arch string, seed uint64) (string, error) {
+			p, err := imagetest.Push(ctx, to+"/ocp/art-dev:kubevirt-"+s.Version+"-"+arch, fakeimage.Spec{Seed: seed, Layers: 1, LayerSize: s.LayerSize}, s.Remote...)
+			if err != nil {
+				return "", fmt.Errorf("releasetest: push the KubeVirt image: %w", err)
+			}
+			ref := host + "/ocp/art-dev@" + p.Digest.String()
+			archs[arch] = map[string]any{"images": map[string]any{"kubevirt": map[string]string{"digest-ref": ref}}}
+			return ref, out.add(ctx, to+"/ocp/art-dev", p.Digest, s.Remote)
 		}
-		out.KubeVirt = host + "/ocp/art-dev@" + p.Digest.String()
-		if err := out.add(ctx, to+"/ocp/art-dev", p.Digest); err != nil {
+		var err error
+		if len(s.Platforms) == 0 {
+			out.KubeVirt, err = kv("x86_64", 99)
+		} else {
+			out.KubeVirts = map[string]string{}
+			for _, pl := range s.Platforms {
+				a, seed := map[string]string{"linux/amd64": "x86_64", "linux/s390x": "s390x"}[pl], uint64(99)
+				if a == "" {
+					continue // the boot images have KubeVirt images for these two only
+				}
+				if a == "s390x" {
+					seed = 98
+				}
+				if out.KubeVirts[a], err = kv(a, seed); err != nil {
+					break
+				}
+			}
+		}
+		if err != nil {
 			return out, err
 		}
-		stream := mustJSON(map[string]any{"architectures": map[string]any{"x86_64": map[string]any{"images": map[string]any{"kubevirt": map[string]string{"digest-ref": out.KubeVirt}}}}})
+		stream := mustJSON(map[string]any{"architectures": archs})
 		files["release-manifests/0000_50_installer_coreos-bootimages.yaml"] = mustJSON(map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "data": map[string]string{"stream": string(stream)}})
 	}
 	r, err := name.ParseReference(to+strings.TrimPrefix(out.Ref, host), name.Insecure)
@@ -155,7 +185,7 @@ func Build(ctx context.Context, host string, s Spec) (Release, error) {
 		if err != nil {
 			return out, err
 		}
-		if err := remote.Write(r, img, remote.WithContext(ctx)); err != nil {
+		if err := remote.Write(r, img, append(s.Remote, remote.WithContext(ctx))...); err != nil {
 			return out, fmt.Errorf("releasetest: push the payload: %w", err)
 		}
 		d, _ = img.Digest()
@@ -172,22 +202,22 @@ func Build(ctx context.Context, host string, s Spec) (Release, error) {
 			}
 			idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: p}})
 		}
-		if err := remote.WriteIndex(r, idx, remote.WithContext(ctx)); err != nil {
+		if err := remote.WriteIndex(r, idx, append(s.Remote, remote.WithContext(ctx))...); err != nil {
 			return out, fmt.Errorf("releasetest: push the payload: %w", err)
 		}
 		d, _ = idx.Digest()
 	}
 	out.Digest = digest.Digest(d.String())
-	return out, out.add(ctx, to+"/ocp/release", out.Digest)
+	return out, out.add(ctx, to+"/ocp/release", out.Digest, s.Remote)
 }
 
 // add records the blobs of the image d of repo.
-func (r *Release) add(ctx context.Context, repo string, d digest.Digest) error {
+func (r *Release) add(ctx context.Context, repo string, d digest.Digest, opts []remote.Option) error {
 	ref, err := name.ParseReference(repo+"@"+d.String(), name.Insecure)
 	if err != nil {
 		return err
 	}
-	desc, err := remote.Get(ref, remote.WithContext(ctx))
+	desc, err := remote.Get(ref, append(opts, remote.WithContext(ctx))...)
 	if err != nil {
 		return fmt.Errorf("releasetest: %w", err)
 	}
@@ -201,7 +231,7 @@ func (r *Release) add(ctx context.Context, repo string, d digest.Digest) error {
 			return err
 		}
 		for _, c := range im.Manifests {
-			if err := r.add(ctx, repo, digest.Digest(c.Digest.String())); err != nil {
+			if err := r.add(ctx, repo, digest.Digest(c.Digest.String()), opts); err != nil {
 				return err
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/airlock-mirror/airlock/bench/workload"
+	"github.com/airlock-mirror/airlock/internal/testutil/airlockbin"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 )
 
@@ -26,7 +27,9 @@ func TestMain(m *testing.M) {
 		os.Stdout.Write(b[len(b)-1:])
 		os.Exit(3)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	airlockbin.Remove()
+	os.Exit(code)
 }
 
 func TestExecMeasuresTheChild(t *testing.T) {
@@ -244,10 +247,7 @@ func TestRunEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	work := t.TempDir()
-	bin := filepath.Join(work, "airlock")
-	if out, err := exec.Command("go", "build", "-tags", "containers_image_openpgp", "-o", bin, filepath.Join(root, "cmd", "airlock")).CombinedOutput(); err != nil {
-		t.Fatalf("build airlock: %v\n%s", err, out)
-	}
+	bin := airlockbin.Build(t)
 	o, _ := workload.Preset("tiny")
 	docs := filepath.Join(work, "benchmarks.md")
 	os.WriteFile(docs, []byte("# Benchmarks\n"), 0o644)

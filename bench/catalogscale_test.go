@@ -5,13 +5,13 @@ import (
 	"context"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/airlock-mirror/airlock/bench/workload"
+	"github.com/airlock-mirror/airlock/internal/testutil/airlockbin"
 )
 
 func TestSpans(t *testing.T) {
@@ -37,10 +37,7 @@ func TestCatalogScaleEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	work := t.TempDir()
-	bin := filepath.Join(work, "airlock")
-	if out, err := exec.Command("go", "build", "-o", bin, filepath.Join(root, "cmd", "airlock")).CombinedOutput(); err != nil {
-		t.Fatalf("build airlock: %v\n%s", err, out)
-	}
+	bin := airlockbin.Build(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 // subset of an archive loaded.
 
 func TestIncrementalArchive(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	dir1, dir2 := t.TempDir(), t.TempDir()
 	ws := t.TempDir()
@@ -93,6 +94,7 @@ func TestIncrementalArchive(t *testing.T) {
 // (with something new) into the same directory incremental (the earlier archive was carried across);
 // --full writes a complete one again.
 func TestMirrorToDiskAgainSameDir(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	dir := t.TempDir()
 	bazOnly := e.config(t, "    - name: baz")
@@ -132,6 +134,7 @@ func TestMirrorToDiskAgainSameDir(t *testing.T) {
 // TestDiskToMirrorSubset: disk-to-mirror may name a subset of the archive (a
 // catalog and fewer additional images) but not packages the archive lacks.
 func TestDiskToMirrorSubset(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	dir := t.TempDir()
 	o := opts(e.config(t, "    - name: baz"))

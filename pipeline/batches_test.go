@@ -49,6 +49,7 @@ func treeState(t *testing.T, dir string) string {
 // clear error naming the batch to load first, and an older batch after a newer
 // one is refused.
 func TestBatchSequence(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	target := t.TempDir()
 	cfgs := []string{
@@ -194,6 +195,7 @@ func fooConfig(t *testing.T, e *env, rng string) string {
 // more than the archive's selection is an error listing exactly what is missing
 // and the configuration the archive was made with.
 func TestDiskToMirrorWidenedConfig(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	dir := t.TempDir()
 	o := opts(fooConfig(t, e, "        minVersion: 0.3.0\n"))
@@ -246,6 +248,7 @@ func TestDiskToMirrorWidenedConfig(t *testing.T) {
 // archive pushes a catalog pruned again to it, only its images, and cluster
 // resources naming that catalog.
 func TestDiskToMirrorNarrowedConfig(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	dir := t.TempDir()
 	o := opts(fooConfig(t, e, "        minVersion: 0.3.0\n"))

@@ -21,6 +21,7 @@ import (
 // a run that derives it plans; and that a different selection, a rebuilt image
 // missing a blob, or a memo made for other inputs are not reused.
 func TestCatalogMemo(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	dst := registrytest.Start(t)
 	ws := t.TempDir()

@@ -10,8 +10,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -91,12 +93,20 @@ func newFaultSource(t *testing.T, kind registrytest.Fault, seedN uint64) *faultS
 // checked with go-containerregistry's client, not airlock's. Each row must have
 // met faults of its kind that changed what was sent (the proxy's Injected, not
 // its draws), or it proved nothing and fails.
+//
+// The rows are independent (each its own registries and proxies) and run in
+// parallel; the table is logged when the last has finished.
 func TestFaultInjection(t *testing.T) {
+	t.Parallel()
 	runs := faultRuns(t)
-	var table []string
+	var table syncTable
+	t.Cleanup(func() {
+		t.Logf("fault suite (%d runs of each workflow per row):\n| fault | side | runs | faults injected | requests through the proxy | time |\n|---|---|--:|--:|--:|--:|\n%s", runs, table.String())
+	})
 	for _, kind := range faultKinds {
 		for _, side := range []string{"source", "destination"} {
 			t.Run(kind.String()+"/"+side, func(t *testing.T) {
+				t.Parallel()
 				src := newFaultSource(t, kind, uint64(kind)*7919)
 				var st faultStats
 				for i := 0; i < runs; i++ {
@@ -105,11 +115,31 @@ func TestFaultInjection(t *testing.T) {
 				if st.faults == 0 {
 					t.Fatalf("%s faults at the %s: none was injected in %d runs of each workflow (%d requests through the proxy): the row tested nothing", kind, side, runs, st.requests)
 				}
-				table = append(table, fmt.Sprintf("| %s | %s | %d | %d | %d | %.1f s |", kind, side, 2*runs, st.faults, st.requests, st.elapsed.Seconds()))
+				table.add(fmt.Sprintf("| %s | %s | %d | %d | %d | %.1f s |", kind, side, 2*runs, st.faults, st.requests, st.elapsed.Seconds()))
 			})
 		}
 	}
-	t.Logf("fault suite (%d runs of each workflow per row):\n| fault | side | runs | faults injected | requests through the proxy | time |\n|---|---|--:|--:|--:|--:|\n%s", runs, strings.Join(table, "\n"))
+}
+
+// syncTable collects the rows of a table from parallel subtests.
+type syncTable struct {
+	mu   sync.Mutex
+	rows []string
+}
+
+func (s *syncTable) add(row string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rows = append(s.rows, row)
+}
+
+// String is the rows in order, one a line.
+func (s *syncTable) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rows := slices.Clone(s.rows)
+	slices.Sort(rows)
+	return strings.Join(rows, "\n")
 }
 
 type faultStats struct {

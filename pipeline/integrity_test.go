@@ -34,6 +34,7 @@ func integrityRuns(t *testing.T) int { return runsFromEnv(t, "AIRLOCK_INTEGRITY_
 // the digest the plan gives it. At 10% every run must exit 0; at 50% images may
 // fail, but nothing altered may stay. Each case must have injected faults.
 func TestManifestIntegrity(t *testing.T) {
+	t.Parallel()
 	runs := integrityRuns(t)
 	src := registrytest.Start(t)
 	seeded, err := seed.Seed(context.Background(), seed.Options{
@@ -45,10 +46,16 @@ func TestManifestIntegrity(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := writeCfg(t, "apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  operators:\n  - catalog: "+seeded.Catalog+"\n    packages:\n    - name: bar\n    - name: baz\n")
-	var table []string
+	var table syncTable
+	t.Cleanup(func() {
+		t.Logf("manifest integrity (%d runs per row, mirror-to-mirror of packages bar and baz of the e2e catalog):\n"+
+			"| fault | rate | runs | exit 0 | manifest uploads | faults injected | images failed | stray manifests | tags on altered manifests | time |\n"+
+			"|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n%s", runs, table.String())
+	})
 	for _, kind := range []registrytest.Fault{registrytest.FlipByte, registrytest.MangleJSON} {
 		for _, rate := range []float64{0.10, 0.50} {
 			t.Run(fmt.Sprintf("%s/%.0f%%", kind, rate*100), func(t *testing.T) {
+				t.Parallel() // each case its own destination and proxy; the source is only read
 				var st integrityStats
 				for i := 0; i < runs; i++ {
 					integrityRun(t, src, cfg, kind, rate, uint64(i)+uint64(kind)*1000+uint64(rate*100), &st)
@@ -56,14 +63,11 @@ func TestManifestIntegrity(t *testing.T) {
 				if st.faults == 0 {
 					t.Fatalf("%d runs and no fault injected: the suite tested nothing", runs)
 				}
-				table = append(table, fmt.Sprintf("| %s | %.0f%% | %d | %d | %d | %d | %d | %d | %d | %.1f s |",
+				table.add(fmt.Sprintf("| %s | %.0f%% | %d | %d | %d | %d | %d | %d | %d | %.1f s |",
 					kind, rate*100, runs, st.exit0, st.uploads, st.faults, st.failedImages, st.strays, st.badTags, st.elapsed.Seconds()))
 			})
 		}
 	}
-	t.Logf("manifest integrity (%d runs per row, mirror-to-mirror of packages bar and baz of the e2e catalog):\n"+
-		"| fault | rate | runs | exit 0 | manifest uploads | faults injected | images failed | stray manifests | tags on altered manifests | time |\n"+
-		"|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n%s", runs, strings.Join(table, "\n"))
 }
 
 type integrityStats struct {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/airlock-mirror/airlock/internal/testutil/airlockbin"
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
@@ -13,9 +14,7 @@ import (
 func TestMain(m *testing.M) {
 	_, before := os.Stat(workspace.DefaultName)
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	airlockbin.Remove()
 	if _, err := os.Stat(workspace.DefaultName); err == nil && before != nil {
 		fmt.Fprintf(os.Stderr, "a test wrote ./%s into the source tree: give disk-to-mirror runs a Workspace\n", workspace.DefaultName)
 		os.RemoveAll(workspace.DefaultName)

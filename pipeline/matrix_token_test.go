@@ -18,6 +18,7 @@ import (
 // streamed PATCH of a blob over 4 MiB), on a manifest push; one moment per
 // run. The run refreshes the token and still mirrors everything.
 func TestTokenExpiresMidRequest(t *testing.T) {
+	t.Parallel()
 	e := newMatrixEnv(t, registrytest.TokenAuth)
 	if err := e.seed(t.TempDir()); err != nil {
 		t.Fatal(err)

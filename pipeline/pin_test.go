@@ -77,6 +77,7 @@ func imageSet(res *pipeline.Result) []string {
 // tag to another image), the pinned configuration selects exactly the images
 // of the first run, while the original configuration selects the new ones.
 func TestPinnedConfigReproducesTheRun(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	cfg := e.config(t, "    - name: baz")
 	m2m := func(cfg string) *pipeline.Result {

@@ -318,7 +318,9 @@ func (r *run) plan(ctx context.Context, src *registry.Client, sel *selected, pre
 		refs = append(refs, c.Images...)
 	}
 	for _, a := range req.Images {
-		refs = append(refs, a.Name)
+		if a.Built == nil { // read from a local layout: Name only names it
+			refs = append(refs, a.Name)
+		}
 	}
 	down := r.probeImageHosts(ctx, src, refs)
 	p, err := mirror.PlanImages(ctx, req, src, 16)

@@ -135,6 +135,7 @@ func checkMirrored(t *testing.T, res *pipeline.Result, dst *registrytest.Registr
 }
 
 func TestMirrorToMirror(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	dst := registrytest.Start(t)
 	ws := t.TempDir()
@@ -215,6 +216,7 @@ func TestDryRun(t *testing.T) {
 }
 
 func TestMirrorToDiskToMirror(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	dir := t.TempDir()
 	o := opts(e.config(t, "    - name: baz"))
@@ -384,6 +386,7 @@ mirror:
 // bodies for a third of the blob downloads; the run still completes and every
 // image arrives with its digest.
 func TestFlakySource(t *testing.T) {
+	t.Parallel()
 	src := registrytest.Start(t)
 	proxy := registrytest.NewFaultProxy(t, src.Host(), registrytest.FaultPlan{
 		Rate: 0.35, Seed: 7, RetryAfter: "0",

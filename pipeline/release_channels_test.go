@@ -21,6 +21,7 @@ import (
 // archive loaded with the registry, update service and signature store
 // offline, and delete.platform through the history.
 func TestReleaseChannels(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := newReleaseEnv(t, releasetest.Spec{Version: "4.15.1", Components: 150})
 	next := releasetest.Push(t, e.src.Host(), releasetest.Spec{Version: "4.15.2", Previous: []string{"4.15.1"}, Components: 150, Changed: 12})

@@ -111,6 +111,7 @@ func checkReleaseMirrored(t *testing.T, what string, res *Result, dest string, r
 // offline; a configuration asking for a release the archive lacks is
 // refused by name.
 func TestReleaseByReference(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := newReleaseEnv(t, releasetest.Spec{Version: "4.15.1", Components: 150, KubeVirt: true})
 	cfg := releaseConfig(t, "    release: "+e.rel.Ref+"\n    kubeVirtContainer: true\n")
@@ -163,6 +164,7 @@ func TestReleaseByReference(t *testing.T) {
 // by another key is refused with the reason, and nothing of it reaches the
 // mirror; --ignore-release-signature mirrors it with a warning.
 func TestReleaseSignatureRefused(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := newReleaseEnv(t, releasetest.Spec{Version: "4.15.1", Components: 5})
 	other := releasetest.Push(t, e.src.Host(), releasetest.Spec{Version: "4.15.2", Components: 5, Changed: 2})

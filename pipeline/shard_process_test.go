@@ -13,13 +13,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/airlock-mirror/airlock/internal/testutil/airlockbin"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/location"
 	"github.com/airlock-mirror/airlock/mirror"
@@ -29,36 +29,8 @@ import (
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
-var (
-	airlockOnce sync.Once
-	airlockBin  string
-	airlockErr  error
-)
-
-// airlockBinary builds cmd/airlock once per test binary.
-func airlockBinary(t *testing.T) string {
-	t.Helper()
-	airlockOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "airlock-bin-")
-		if err != nil {
-			airlockErr = err
-			return
-		}
-		binDir = dir
-		airlockBin = filepath.Join(dir, "airlock")
-		out, err := exec.Command("go", "build", "-tags", "containers_image_openpgp", "-o", airlockBin, "../cmd/airlock").CombinedOutput()
-		if err != nil {
-			airlockErr = fmt.Errorf("build airlock: %v\n%s", err, out)
-		}
-	})
-	if airlockErr != nil {
-		t.Fatal(airlockErr)
-	}
-	return airlockBin
-}
-
-// binDir is removed by TestMain.
-var binDir string
+// airlockBinary builds cmd/airlock once per test binary, with its build flags.
+func airlockBinary(t *testing.T) string { return airlockbin.Build(t) }
 
 // airlockProc is one airlock process.
 type airlockProc struct {

@@ -1,9 +1,11 @@
 package pipeline_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,9 +90,14 @@ func TestHelmWorkflows(t *testing.T) {
 		t.Fatalf("the dry run wrote to the destination: %+v", c)
 	}
 	o.Run.DryRun = false
+	var logs bytes.Buffer
+	o.Output.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	res, err := pipeline.Mirror(ctx, o)
 	if err != nil {
 		t.Fatal(err, failedImages(res))
+	}
+	if strings.Contains(logs.String(), "registry helm-charts.invalid") {
+		t.Errorf("the charts' artifacts are built locally, yet a registry was probed for them:\n%s", logs.String())
 	}
 	if res.BytesSent != dry.DryRun.BytesToSend {
 		t.Errorf("the dry run said %d bytes, the run sent %d", dry.DryRun.BytesToSend, res.BytesSent)
@@ -115,8 +122,28 @@ func TestHelmWorkflows(t *testing.T) {
 		}
 	}
 	o.Run.Shard, o.Run.Shards, o.Run.Finish = 0, 0, true
-	if _, err := pipeline.Mirror(ctx, o); err != nil {
+	fin, err := pipeline.Mirror(ctx, o)
+	if err != nil {
 		t.Fatalf("--finish: %v", err)
+	}
+	// The --finish report has the Helm charts section: both charts, each
+	// with its artifact in the mirror and the images it names.
+	var rep struct {
+		Charts []struct {
+			Chart, Artifact, Status string
+			Images                  []struct{ Image, Status string }
+		}
+	}
+	if b, err := os.ReadFile(workspace.Dir(fin.WorkingDir).ReportDataPath()); err != nil || json.Unmarshal(b, &rep) != nil {
+		t.Fatalf("--finish report.json: %v", err)
+	}
+	if len(rep.Charts) != 2 {
+		t.Fatalf("--finish report: %d charts, want 2: %+v", len(rep.Charts), rep.Charts)
+	}
+	for _, c := range rep.Charts {
+		if !strings.HasPrefix(c.Artifact, sharded.Host()+"/s/") || c.Status == "failed" || len(c.Images) == 0 {
+			t.Errorf("--finish report: chart %s: artifact %q, status %q, %d images; want it in the mirror with its images", c.Chart, c.Artifact, c.Status, len(c.Images))
+		}
 	}
 	pulls("sharded", sharded.Host()+"/s/apps/workloads:1.2.0", true)
 	pulls("sharded", sharded.Host()+"/s/local/test-mirror-helm:0.3.0", true)

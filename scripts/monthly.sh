@@ -110,4 +110,4 @@ serve mirror-registry "$mirror"
 for repo in mirror/acme/alpha-bundle mirror/acme/beta-bundle mirror/shared/kube-rbac-proxy mirror/tools/debug; do
 	echo "$repo: $(curl -fsS "http://$mirror/v2/$repo/tags/list")"
 done
-run delete --generate --stale --workspace "file://$work/ws" "docker://$mirror/mirror" --dest-tls-verify=false | head -n 4
+run delete --generate --stale --workspace "file://$work/ws" "docker://$mirror/mirror" --dest-tls-verify=false | sed -n "1,/manifest(s) to delete/p"

@@ -37,6 +37,8 @@ func TestDeleteCommandErrors(t *testing.T) {
 // TestMonthlyScript runs scripts/monthly.sh (the README's monthly routine) with
 // this test binary standing in for airlock.
 func TestMonthlyScript(t *testing.T) {
+	// Processes only, like TestDemoScript.
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs two registries and three mirror runs")
 	}

@@ -79,6 +79,10 @@ var docRuns = []docPage{
 	{page: "docs/report.md", files: []string{"prune/testdata/filter/_catalogs/sample", "catalog"}},
 	// $UPDATE_URL_OVERRIDE points at a local update service (TestDocsRun).
 	{page: "docs/releases.md"},
+	// A local chart whose images the seeded source holds.
+	{page: "docs/helm.md", fresh: 2, places: []string{
+		"registry.example.com", "SRC", "mirror.example.com:5000", "R1", "mirror.internal:5000", "R2", "/media/usb", "TMP/usb",
+	}, files: []string{"testdata/docs/helm", "."}, flags: plainHTTP},
 	{page: "docs/copy.md", places: []string{"127.0.0.1:5998", "CLOSED"}, files: []string{"testdata/docs/sharding/isc.yaml", "isc.yaml"}},
 	// Seeding is idempotent: the page seeds the source again.
 	{page: "docs/registry.md", places: []string{"127.0.0.1:5000", "SRC", "testdata/", "REPO/testdata/"}},

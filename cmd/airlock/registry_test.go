@@ -341,6 +341,9 @@ func TestRegistryCommandErrors(t *testing.T) {
 // binary standing in for the airlock binary, then checks what it left behind:
 // the archive, the cluster resources, and the mirror registry's content.
 func TestDemoScript(t *testing.T) {
+	// Processes only (the script runs this binary): no flag or directory of
+	// this process is shared.
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs two registries and a full mirror round trip")
 	}

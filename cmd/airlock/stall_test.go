@@ -23,6 +23,9 @@ import (
 // "Timeouts and the circuit breaker"). A destination answering 503 to every
 // request must stop the run within 15 s.
 func TestStalledRegistryDefaultFlags(t *testing.T) {
+	// It waits on timeouts; in parallel, the package's other process-only tests
+	// use the cores meanwhile. It runs airlock as processes: no shared flags.
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("waits for the default timeouts (30 s)")
 	}

@@ -56,13 +56,8 @@ func (s *releaseSource) Select(ctx context.Context) (*Selection, error) {
 		return nil, err
 	}
 	var errs []error
-	for _, w := range wanted {
-		c, err := s.readRelease(ctx, w, p)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		sigs, warn, err := s.verify(ctx, c, store)
+	for _, got := range s.readReleases(ctx, wanted, p, store) {
+		c, sigs, warn, err := got.c, got.sigs, got.warn, got.err
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"sync/atomic"
 
@@ -37,15 +36,7 @@ func (w *Workload) PullToFile(ctx context.Context, o PushOptions) (PushStats, er
 	if o.From == "" || path == "" {
 		return PushStats{}, errors.New("pull workload to a file: From (HOST:PORT) and ToFile are required")
 	}
-	if o.Scheme == "" {
-		o.Scheme = "http"
-	}
-	if o.Parallel <= 0 {
-		o.Parallel = 8
-	}
-	if o.Client == nil {
-		o.Client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: o.Parallel * 2, DisableCompression: true}}
-	}
+	o.defaults()
 	p := &pusher{o: o}
 	f, err := os.Create(path)
 	if err != nil {

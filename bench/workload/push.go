@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/opencontainers/go-digest"
 	"golang.org/x/sync/errgroup"
@@ -106,15 +107,7 @@ func (w *Workload) Push(ctx context.Context, o PushOptions) (PushStats, error) {
 	if o.Registry == "" {
 		return PushStats{}, errors.New("push workload: no registry: give HOST:PORT")
 	}
-	if o.Scheme == "" {
-		o.Scheme = "http"
-	}
-	if o.Parallel <= 0 {
-		o.Parallel = 8
-	}
-	if o.Client == nil {
-		o.Client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: o.Parallel * 2, DisableCompression: true}}
-	}
+	o.defaults()
 	p := &pusher{o: o, base: o.Scheme + "://" + o.Registry}
 
 	if o.FromFile != "" {
@@ -343,4 +336,22 @@ func (p *pusher) pull(ctx context.Context, repo string, b *Blob) (io.ReadCloser,
 		return nil, statusErr("pull blob "+b.Digest.String()+" from "+p.o.From+"/"+repo, resp)
 	}
 	return resp.Body, nil
+}
+
+// requestTimeout bounds each request of the floor clients: no bench run waits
+// forever on a stalled registry (the largest blob of a workload takes seconds).
+const requestTimeout = 10 * time.Minute
+
+// defaults fills what PushOptions leaves out: plain HTTP, 8 requests at a
+// time, and a client with a deadline per request.
+func (o *PushOptions) defaults() {
+	if o.Scheme == "" {
+		o.Scheme = "http"
+	}
+	if o.Parallel <= 0 {
+		o.Parallel = 8
+	}
+	if o.Client == nil {
+		o.Client = &http.Client{Timeout: requestTimeout, Transport: &http.Transport{MaxIdleConnsPerHost: o.Parallel * 2, DisableCompression: true}}
+	}
 }

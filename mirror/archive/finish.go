@@ -53,7 +53,7 @@ func (w *Writer) Finish(ctx context.Context, meta Meta) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan, _, err := w.layout(m)
+	plan, _, err := w.planChunks(ctx, m)
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,12 @@ func (w *Writer) ToWrite(d endpoint.Descriptor) int64 {
 	if staged || shipped || elsewhere {
 		return 0
 	}
+	w.mu.Lock()
+	held, inSlot := w.slotHeld[d.Digest]
+	w.mu.Unlock()
+	if inSlot && held <= d.Size {
+		return d.Size - held
+	}
 	if info, err := os.Stat(w.partialPath(d.Digest)); err == nil && info.Size() <= d.Size {
 		return d.Size - info.Size()
 	}

@@ -19,8 +19,9 @@ const skipSpaceCheckFlag = "--skip-space-check"
 // an earlier batch, or partly fetched by an interrupted run), refuses the
 // run when the archive's filesystem cannot take it, before anything is
 // written (archive.Writer.CheckSpace; not with --skip-space-check), and lays
-// the blobs out in the archive's chunks (archive.Writer.Expect), so that each
-// is written once, at its place, as it arrives. The measure is returned for
+// the blobs and the manifests out in the archive's chunks
+// (archive.Writer.Expect), so that each is written once, at its place, as it
+// arrives. The measure is returned for
 // the progress totals, so that the manifests are read once. Nothing is
 // measured for other destinations.
 func (r *run) checkSpace(ctx context.Context, src *transfer.MemoSource, dst endpoint.Destination, jobs []transfer.Job) (*transfer.Sizes, error) {
@@ -42,6 +43,14 @@ func (r *run) checkSpace(ctx context.Context, src *transfer.MemoSource, dst endp
 				seen[b.Digest] = true
 				toWrite += w.ToWrite(b)
 				all = append(all, b)
+			}
+		}
+	}
+	for _, mans := range s.Manifests {
+		for _, m := range mans {
+			if !seen[m.Digest] {
+				seen[m.Digest] = true
+				all = append(all, m)
 			}
 		}
 	}

@@ -198,7 +198,7 @@ func (w *Writer) layout(m *Manifest, fixed []plannedChunk) (plan []plannedChunk,
 				if c.payloadSize+indexEntryBound(int64(len(ib)), 1)+reserve+eofSize > w.chunkSize {
 					const gib = 1 << 30
 					if w.strict {
-						return nil, false, fmt.Errorf("blob %s (%d bytes) is larger than the archive size (%d bytes) and --strict-archive is set: raise archiveSize to %d (GiB) or drop --strict-archive", b.d, b.size, w.chunkSize, (b.size+gib-1)/gib+1)
+						return nil, false, w.strictErr(b.d, b.size)
 					}
 					w.log.Warn("blob is larger than the archive chunk size; it gets a chunk of its own",
 						"blob", b.d, "size", b.size, "chunk", ChunkName(c.number), "chunkSize", w.chunkSize,
@@ -212,6 +212,12 @@ func (w *Writer) layout(m *Manifest, fixed []plannedChunk) (plan []plannedChunk,
 			return nil, false, fmt.Errorf("archive layout does not converge for chunk size %d: raise the archive size", w.chunkSize)
 		}
 	}
+}
+
+// strictErr refuses blob d, larger than the chunk size, under --strict-archive.
+func (w *Writer) strictErr(d digest.Digest, size int64) error {
+	const gib = 1 << 30
+	return fmt.Errorf("blob %s (%d bytes) is larger than the archive size (%d bytes) and --strict-archive is set: raise archiveSize to %d (GiB) or drop --strict-archive", d, size, w.chunkSize, (size+gib-1)/gib+1)
 }
 
 // entriesLen is the JSON length of chunk c's index entries, bounded as layout

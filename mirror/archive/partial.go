@@ -232,6 +232,9 @@ func (w *Writer) stage(ctx context.Context, d endpoint.Descriptor, r io.Reader, 
 		_ = os.Remove(path)
 		return fmt.Errorf("blob %s: content has digest %s: %w", d.Digest, got, ErrCorrupt)
 	}
+	if w.inSlot(d.Digest) {
+		return nil // a concurrent transfer wrote it into its slot meanwhile
+	}
 	if err := os.Rename(path, w.stagedPath(d.Digest)); err != nil {
 		return fmt.Errorf("stage blob %s: %w", d.Digest, err)
 	}

@@ -75,11 +75,14 @@ func preReserve(n int, chunkSize int64) int64 {
 }
 
 // Expect lays out, before the copy, chunks for the blobs the run is about to
-// write: every blob of blobs not held yet (written, staged, shipped by an
+// write (layers, configs, and the manifests as blobs of their own, each with
+// its media type: a shard keeps its manifests in its record, not in its
+// chunks): every blob of blobs not held yet (written, staged, shipped by an
 // earlier batch or written by another shard) gets a slot in a chunk file
 // created now, and its bytes are written there when it arrives. Calling it is
 // optional (a blob without a slot is staged), and it may be called more than
-// once: later calls lay out new chunks. It does nothing once Finish has been
+// once: later calls lay out new chunks. With Strict, a blob larger than the
+// chunk size is refused here, before anything is fetched. It does nothing once Finish has been
 // interrupted (its chunks are kept as they are).
 func (w *Writer) Expect(blobs []endpoint.Descriptor) error {
 	w.mu.Lock()
@@ -93,10 +96,11 @@ func (w *Writer) Expect(blobs []endpoint.Descriptor) error {
 	if len(w.pre) > 0 && w.preSize != w.chunkSize {
 		return nil // laid out for another chunk size: Finish lays them out again
 	}
+	_, _, shard := parsePart(w.part)
 	seen := map[digest.Digest]bool{}
 	var todo []endpoint.Descriptor
 	for _, b := range blobs {
-		if validBlob(b) != nil || seen[b.Digest] {
+		if validBlob(b) != nil || seen[b.Digest] || (shard && oci.IsManifestType(b.MediaType)) {
 			continue
 		}
 		seen[b.Digest] = true
@@ -119,6 +123,14 @@ func (w *Writer) Expect(blobs []endpoint.Descriptor) error {
 		}
 		return 0
 	})
+	if w.strict {
+		for _, b := range todo { // refused before anything is fetched
+			ib, _ := json.Marshal(IndexBlob{Digest: b.Digest, Size: b.Size, Offset: math.MaxInt64})
+			if hl, err := headerLen(b); err != nil || hl+b.Size+padding(b.Size)+indexEntryBound(int64(len(ib)), 1)+eofSize > w.chunkSize {
+				return w.strictErr(b.Digest, b.Size)
+			}
+		}
+	}
 	reserve := preReserve(len(todo), w.chunkSize)
 	first := len(w.pre)
 	cur := preChunk{Number: first + 1}
@@ -131,7 +143,7 @@ func (w *Writer) Expect(blobs []endpoint.Descriptor) error {
 		entryLen := hl + b.Size + padding(b.Size)
 		ib, _ := json.Marshal(IndexBlob{Digest: b.Digest, Size: b.Size, Offset: math.MaxInt64})
 		if w.strict && entryLen+indexEntryBound(int64(len(ib)), 1)+reserve+eofSize > w.chunkSize {
-			continue // staged: Finish refuses it with the numbers
+			continue // staged: Finish decides with the archive manifest's real size
 		}
 		fits := cur.PayloadSize+entryLen+indexEntryBound(entriesLen+int64(len(ib)), len(cur.Blobs)+1)+reserve+eofSize <= w.chunkSize
 		if !fits && len(cur.Blobs) > 0 {
@@ -366,9 +378,7 @@ func (w *Writer) writeSlot(ctx context.Context, s slot, d endpoint.Descriptor, r
 		return err
 	}
 	delete(w.slotHeld, d.Digest)
-	if _, ok := w.blobs[d.Digest]; !ok {
-		w.blobs[d.Digest] = &stagedBlob{size: d.Size, repos: map[string]struct{}{}, chunk: s.chunk, offset: s.offset}
-	}
+	w.toSlot(d.Digest, s, false)
 	return w.writeJournal(journalRecord{Op: "placed", Digest: d.Digest, Size: d.Size})
 }
 
@@ -390,12 +400,27 @@ func (w *Writer) slotHeldHash(s slot, d digest.Digest, n int64) (hash.Hash, erro
 // placed records (lock held) that the journal says blob d is in its slot,
 // written by an earlier process: Finish verifies it again before it counts.
 func (w *Writer) placed(d digest.Digest) {
-	s, ok := w.slots[d]
-	if _, held := w.blobs[d]; !ok || held {
+	if s, ok := w.slots[d]; ok {
+		delete(w.slotHeld, d)
+		w.toSlot(d, s, true)
+	}
+}
+
+// toSlot records (lock held) that blob d is in its slot s. The slot wins
+// over a staged copy a concurrent transfer of d made (removed), so that the
+// chunk laid out before the copy stays whole; a blob already in a chunk
+// (an interrupted Finish's) stays there.
+func (w *Writer) toSlot(d digest.Digest, s slot, unverified bool) {
+	b, ok := w.blobs[d]
+	if ok && b.chunk != "" {
 		return
 	}
-	delete(w.slotHeld, d)
-	w.blobs[d] = &stagedBlob{size: s.size, repos: map[string]struct{}{}, chunk: s.chunk, offset: s.offset, unverified: true}
+	repos := map[string]struct{}{}
+	if ok {
+		repos = b.repos
+		_ = os.Remove(w.stagedPath(d))
+	}
+	w.blobs[d] = &stagedBlob{size: s.size, repos: repos, chunk: s.chunk, offset: s.offset, unverified: unverified}
 }
 
 // unplace forgets (lock held) that blob d is in its slot: a later "held"
@@ -406,4 +431,13 @@ func (w *Writer) unplace(d digest.Digest) {
 			delete(w.blobs, d)
 		}
 	}
+}
+
+// inSlot reports whether blob d is written into its slot.
+func (w *Writer) inSlot(d digest.Digest) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	b, ok := w.blobs[d]
+	s, slotted := w.slots[d]
+	return ok && slotted && b.chunk == s.chunk && b.offset == s.offset
 }

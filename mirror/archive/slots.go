@@ -344,7 +344,7 @@ func (w *Writer) writeSlot(ctx context.Context, s slot, d endpoint.Descriptor, r
 	if verified {
 		sink = sw // the reader verifies the whole blob: not hashed twice
 	}
-	_, err = io.CopyBuffer(sink, &ctxReader{ctx, io.LimitReader(r, d.Size-off+1)}, make([]byte, 1<<20))
+	_, err = io.CopyBuffer(sink, &ctxReader{ctx, io.LimitReader(r, d.Size-off+1)}, make([]byte, stageBufSize(d.Size-off+1)))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

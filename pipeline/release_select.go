@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/blang/semver/v4"
@@ -75,6 +76,9 @@ func (s *releaseSource) Select(ctx context.Context) (*Selection, error) {
 			continue
 		}
 		s.releases[c.Origin()] = c
+		if c.layout != "" && !slices.Contains(sel.LocalBlobs, c.layout) {
+			sel.LocalBlobs = append(sel.LocalBlobs, c.layout)
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -128,7 +132,7 @@ func (s *releaseSource) readRelease(ctx context.Context, w graph.Release, p *ima
 	if err != nil {
 		return nil, err
 	}
-	c.Channel = w.Channel
+	c.Channel, c.layout = w.Channel, ff.ImageLayout
 	if w.Version != "" && canonicalVersion(w.Version) != canonicalVersion(c.Version) {
 		return nil, fmt.Errorf("release %s: the update graph names it %s but the payload says it is %s; it is not mirrored", w.Payload, w.Version, c.Version)
 	}

@@ -81,6 +81,11 @@ type Selection struct {
 	// Extras are files the source needs on the far side besides its images,
 	// by name: an archive carries them, and Load finds them in Archived.
 	Extras map[string][]byte
+	// LocalBlobs are OCI image layouts in the workspace holding blobs of
+	// images the source asks for, read while selecting (a release payload
+	// read to list its components): the run copies those blobs from there
+	// instead of reading them from the registry a second time.
+	LocalBlobs []string
 	// Finish, when set, waits for what the source still builds (a catalog
 	// image being rebuilt while planning goes on) and fills Catalogs' Rebuilt;
 	// Finish(true) stops it first (the run failed). It may be called more
@@ -148,6 +153,8 @@ func (r *run) sources() []Source {
 type selected struct {
 	sels   []*Selection
 	images []mirror.ImageRequest
+	// local are the sources' LocalBlobs.
+	local []string
 	// extras are the sources' Extras, by source name (mirror.Plan.Extras).
 	extras map[string]map[string][]byte
 	// finish finishes what every source still builds (Selection.Finish).
@@ -177,6 +184,7 @@ func (r *run) selectAll(ctx context.Context) (*selected, error) {
 		}
 		all.sels = append(all.sels, sel)
 		all.images = append(all.images, sel.Images...)
+		all.local = append(all.local, sel.LocalBlobs...)
 		r.addWants(sel.Wants)
 		r.res.Warnings = append(r.res.Warnings, sel.Warnings...)
 		r.res.Sources = append(r.res.Sources, sel.Summary...)

@@ -77,6 +77,9 @@ type chosenRelease struct {
 
 	// read is the payload as read (not recorded).
 	read *payload.Payload
+	// layout is the OCI layout in the workspace the payload image was read
+	// into (not recorded): the run copies its blobs from there.
+	layout string
 }
 
 // Origin is the origin of the release's images in the plan.

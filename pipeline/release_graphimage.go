@@ -55,7 +55,6 @@ func (s *releaseSource) graphWanted() bool {
 // the base image (Releases.GraphBaseImage, copied by digest into the
 // workspace), and asks for it at oc-mirror's destination.
 func (s *releaseSource) graphRequest(ctx context.Context) (req mirror.ImageRequest, line string, base digest.Digest, err error) {
-	o := s.r.opts.Releases
 	tarball, from, err := s.graphTarball(ctx)
 	if err != nil {
 		return req, "", "", err
@@ -64,9 +63,9 @@ func (s *releaseSource) graphRequest(ctx context.Context) (req mirror.ImageReque
 	if err != nil {
 		return req, "", "", err
 	}
-	baseRef := o.GraphBaseImage
-	if baseRef == "" {
-		baseRef = graphimage.DefaultBaseImage
+	baseRef := s.graphBaseRef()
+	if err := s.checkGraphBase(); err != nil {
+		return req, "", "", err
 	}
 	fo := catalogimage.FetchOptions{Registry: s.r.srcRegistry(), Logger: s.r.log}
 	fetched, err := catalogimage.FetchImage(ctx, baseRef, s.r.workDir.ReleasesDir(), graphBaseWhat, fo)

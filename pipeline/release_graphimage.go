@@ -26,6 +26,10 @@ import (
 // every workflow, and named in the UpdateService by the digest it was built
 // with.
 const (
+	// graphKind is its kind: not a release (no release names it, delete
+	// keeps it unless delete.platform.graph says otherwise), not an image
+	// of a source registry (no mirror rule names it).
+	graphKind mirror.ImageKind = workspace.WantGraphImage
 	// graphOrigin is its origin.
 	graphOrigin = "platform:graph-data"
 	// graphImageName names it in the plan (a reserved domain: it is read
@@ -79,7 +83,7 @@ func (s *releaseSource) graphRequest(ctx context.Context) (req mirror.ImageReque
 	}
 	line = fmt.Sprintf("graph:     graph-data image %s (graph data from %s, base %s@%s)", built.Digest, from, baseRef, fetched.Digest)
 	return mirror.ImageRequest{
-		Name: graphImageName, Kind: releaseKind, Origin: graphOrigin, TargetRepo: graphimage.Repo, TargetTag: graphimage.Tag,
+		Name: graphImageName, Kind: graphKind, Origin: graphOrigin, TargetRepo: graphimage.Repo, TargetTag: graphimage.Tag,
 		Built: &mirror.BuiltImage{LayoutDir: built.LayoutDir, Digest: built.Digest, MediaType: string(built.MediaType)},
 	}, line, fetched.Digest, nil
 }
@@ -208,7 +212,13 @@ func isPayloadRepo(repo string) bool {
 
 // graphWant is the history's record of the graph-data image.
 func graphWant() workspace.Want {
-	return workspace.Want{Kind: workspace.WantRelease, Version: "graph-data", Image: graphImageName}
+	return workspace.Want{Kind: workspace.WantGraphImage, Image: graphImageName}
+}
+
+// isGraphWant reports whether w records the graph-data image: its own kind,
+// or the release want earlier versions recorded it with.
+func isGraphWant(w workspace.Want) bool {
+	return w.Kind == workspace.WantGraphImage || (w.Kind == workspace.WantRelease && w.Image == graphImageName)
 }
 
 // payloadDigests are the digests of the releases' payloads.

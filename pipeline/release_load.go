@@ -112,7 +112,7 @@ func (s *releaseSource) Load(ctx context.Context, ar Archived) (*Loaded, error) 
 		out.Wants[graphImageName] = append(out.Wants[graphImageName], graphWant())
 	}
 	out.Keep = func(ir archive.ImageRecord, of string) []string {
-		if ir.Kind != string(releaseKind) && ir.Attachment == nil {
+		if ir.Kind != string(releaseKind) && ir.Kind != string(graphKind) && ir.Attachment == nil {
 			return nil
 		}
 		return origins[of]

@@ -61,6 +61,9 @@ func (s *releaseSource) Load(ctx context.Context, ar Archived) (*Loaded, error) 
 		}
 		s.risks = ch.Risks
 		out.Warnings = append(out.Warnings, ch.Warnings...)
+		var warn []string
+		out.Pictures, warn = s.pictures(ctx, ch, p)
+		out.Warnings = append(out.Warnings, warn...)
 		for _, w := range ch.Releases {
 			i := slices.IndexFunc(carried, func(c *chosenRelease) bool { return sameDigest(c.PayloadRef(), w.Payload) && c.Arch == w.Arch })
 			if i < 0 {

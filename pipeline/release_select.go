@@ -47,6 +47,9 @@ func (s *releaseSource) Select(ctx context.Context) (*Selection, error) {
 		}
 		s.risks = ch.Risks
 		sel.Warnings = append(sel.Warnings, ch.Warnings...)
+		var warn []string
+		sel.Pictures, warn = s.pictures(ctx, ch, p)
+		sel.Warnings = append(sel.Warnings, warn...)
 		wanted = ch.Releases
 		if len(wanted) == 0 {
 			return nil, fmt.Errorf("%s: mirror.platform: the channels select no release", s.r.cfg.Source)

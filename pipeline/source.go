@@ -10,6 +10,7 @@ import (
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/pipeline/deletion"
+	"github.com/airlock-mirror/airlock/report"
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
@@ -78,6 +79,9 @@ type Selection struct {
 	// Summary are lines the run's summary shows for the source ("release
 	// 4.15.2 (amd64): …"), without the leading indentation.
 	Summary []string
+	// Pictures are what the run's report shows beside the summary lines (a
+	// release channel's update graph).
+	Pictures []report.Picture
 	// Extras are files the source needs on the far side besides its images,
 	// by name: an archive carries them, and Load finds them in Archived.
 	Extras map[string][]byte
@@ -129,6 +133,8 @@ type Loaded struct {
 	Warnings []string
 	// Summary are lines the run's summary shows (Selection.Summary).
 	Summary []string
+	// Pictures are the report's pictures (Selection.Pictures).
+	Pictures []report.Picture
 }
 
 // Resources are a source's own cluster resources.
@@ -188,6 +194,7 @@ func (r *run) selectAll(ctx context.Context) (*selected, error) {
 		r.addWants(sel.Wants)
 		r.res.Warnings = append(r.res.Warnings, sel.Warnings...)
 		r.res.Sources = append(r.res.Sources, sel.Summary...)
+		r.rep.pictures = append(r.rep.pictures, sel.Pictures...)
 		if len(sel.Extras) > 0 {
 			if all.extras == nil {
 				all.extras = map[string]map[string][]byte{}

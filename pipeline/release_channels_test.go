@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/internal/testutil/cincinnatitest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/internal/testutil/releasetest"
 	"github.com/airlock-mirror/airlock/location"
@@ -24,10 +23,8 @@ func TestReleaseChannels(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := newReleaseEnv(t, releasetest.Spec{Version: "4.15.1", Components: 150})
-	next := releasetest.Push(t, e.src.Host(), releasetest.Spec{Version: "4.15.2", Previous: []string{"4.15.1"}, Components: 150, Changed: 12})
-	e.store.Put(next.Digest, e.key.SignRelease(t, next.Ref, next.Digest))
-	svc := cincinnatitest.New(t)
-	svc.Serve("stable-4.15", releasetest.GraphJSON(t, "stable-4.15", releasetest.Node{Version: "4.15.1", Payload: e.rel.PayloadRef()}, releasetest.Node{Version: "4.15.2", Payload: next.PayloadRef()}))
+	next := e.nextZStream(t, 150, 12)
+	svc := e.stable415(t, next)
 	channel := func(min, max string) string {
 		return fmt.Sprintf("    channels:\n    - name: stable-4.15\n      minVersion: %s\n      maxVersion: %s\n", min, max)
 	}

@@ -21,8 +21,7 @@ func TestReleaseRisksReported(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := newReleaseEnv(t, releasetest.Spec{Version: "4.15.1", Components: 3})
-	next := releasetest.Push(t, e.src.Host(), releasetest.Spec{Version: "4.15.2", Previous: []string{"4.15.1"}, Components: 3, Changed: 1})
-	e.store.Put(next.Digest, e.key.SignRelease(t, next.Ref, next.Digest))
+	next := e.nextZStream(t, 3, 1)
 	svc := cincinnatitest.New(t)
 	meta := `{"io.openshift.upgrades.graph.release.channels":"stable-4.15"}`
 	svc.Serve("stable-4.15", fmt.Appendf(nil, `{"nodes":[{"version":"4.15.1","payload":%q,"metadata":%s},{"version":"4.15.2","payload":%q,"metadata":%s}],"edges":[],`+

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/internal/testutil/cincinnatitest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/internal/testutil/releasetest"
 	"github.com/airlock-mirror/airlock/location"
@@ -23,10 +22,8 @@ func TestReleaseSinceArchive(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := newReleaseEnv(t, releasetest.Spec{Version: "4.15.1", Components: 10})
-	next := releasetest.Push(t, e.src.Host(), releasetest.Spec{Version: "4.15.2", Previous: []string{"4.15.1"}, Components: 10, Changed: 3})
-	e.store.Put(next.Digest, e.key.SignRelease(t, next.Ref, next.Digest))
-	svc := cincinnatitest.New(t)
-	svc.Serve("stable-4.15", releasetest.GraphJSON(t, "stable-4.15", releasetest.Node{Version: "4.15.1", Payload: e.rel.PayloadRef()}, releasetest.Node{Version: "4.15.2", Payload: next.PayloadRef()}))
+	next := e.nextZStream(t, 10, 3)
+	svc := e.stable415(t, next)
 	channel := func(max string) string {
 		return releaseConfig(t, fmt.Sprintf("    channels:\n    - name: stable-4.15\n      minVersion: 4.15.1\n      maxVersion: %s\n", max))
 	}

@@ -24,6 +24,7 @@ import (
 // sent). A target missing a batch is refused before anything is loaded, naming
 // the batch; archive verify reads every batch and names the bad one.
 func TestFromTargetLoadsEveryBatch(t *testing.T) {
+	t.Parallel()
 	e := setupStable(t)
 	target := t.TempDir()
 	n := &normalizer{}
@@ -37,7 +38,7 @@ func TestFromTargetLoadsEveryBatch(t *testing.T) {
 	n.add(filepath.Dir(cfgs[0]), "CONFIGS")
 	var ids []string
 	for i, cfg := range cfgs {
-		o := opts(cfg)
+		o := e.opts(cfg)
 		o.Destination.Location = location.File(target)
 		res, err := pipeline.Mirror(context.Background(), o)
 		if err != nil {
@@ -47,7 +48,7 @@ func TestFromTargetLoadsEveryBatch(t *testing.T) {
 	}
 
 	// Nothing new: no batch-0004, and the summary says since which batch.
-	o := opts(cfgs[2])
+	o := e.opts(cfgs[2])
 	o.Destination.Location = location.File(target)
 	res, err := pipeline.Mirror(context.Background(), o)
 	if err != nil {
@@ -74,7 +75,7 @@ func TestFromTargetLoadsEveryBatch(t *testing.T) {
 	}
 
 	load := func(dst *registrytest.Registry, ws, from string) (*pipeline.Result, error) {
-		o := opts(cfgs[2])
+		o := e.opts(cfgs[2])
 		o.Archive.From = location.File(from)
 		o.Workspace = location.File(ws)
 		o.Destination.Location = location.Docker(dst.Host() + "/airgap")

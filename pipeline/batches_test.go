@@ -159,6 +159,7 @@ func TestBatchSequence(t *testing.T) {
 // TestMirrorToDiskResumesUnfinishedBatch: a run that fails leaves its batch
 // unfinished; the next run finishes that batch instead of starting another.
 func TestMirrorToDiskResumesUnfinishedBatch(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	target := t.TempDir()
 	o := opts(e.config(t, "    - name: baz"))

@@ -103,6 +103,7 @@ func plainFetch() catalogimage.FetchOptions { return catalogimage.NewFetchOption
 // converted from package manifests: recorded by digest, the channel's new head,
 // the catalog valid and listed.
 func TestBundleImageRenderAndAdd(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	reg := registrytest.Start(t)
 	ref := reg.Host() + "/demo/demo-operator-bundle:v0.4.0"
@@ -174,6 +175,7 @@ func TestBundleImageRenderAndAdd(t *testing.T) {
 // makes its package and channel; deterministic output (the same add twice
 // from the same start gives the same bytes).
 func TestBundleFolderAddNewPackage(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	var trees []string
 	for range 2 {

@@ -19,6 +19,7 @@ import (
 // TestCacheDirShared: with --cache-dir, two workspaces share one catalog cache:
 // the second run finds the catalog extracted, and neither workspace keeps one.
 func TestCacheDirShared(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	cfg := e.config(t, "    - name: baz")
 	cache := t.TempDir()
@@ -48,6 +49,7 @@ func TestCacheDirShared(t *testing.T) {
 // TestSinceDate: --since builds the next batch on the batches written before
 // the date only, so it ships again what later batches carried.
 func TestSinceDate(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	target := t.TempDir()
 	run := func(cfg string, since time.Time) *pipeline.Result {

@@ -20,6 +20,7 @@ import (
 // as the folder it was built from; a path that does not exist is reported as
 // a path, not read as an image reference.
 func TestGraphOfCatalogImage(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	reg := registrytest.Start(t)
 	res, err := seed.Seed(ctx, seed.Options{Registry: reg.Host(), CatalogDir: filepath.Join("..", "testdata", "demo", "catalog"),

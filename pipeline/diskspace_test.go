@@ -25,6 +25,7 @@ import (
 // --skip-space-check in the message, and no batch is written; with
 // --skip-space-check the same run writes the batch.
 func TestMirrorToDiskRefusesWithoutSpace(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := registrytest.StartKind(t, registrytest.Distribution28)
 	var lines []string

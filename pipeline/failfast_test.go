@@ -62,6 +62,7 @@ func TestUnreachableRegistryFailsFast(t *testing.T) {
 // retries of its first failures: the images not started are not tried one by
 // one against it.
 func TestDestinationDiesMidRun(t *testing.T) {
+	t.Parallel()
 	src := registrytest.Start(t)
 	var lines []string
 	for i := 0; i < 24; i++ {
@@ -100,6 +101,7 @@ func TestDestinationDiesMidRun(t *testing.T) {
 // than retrying image by image; every such image is reported, none is counted as
 // something the run would copy.
 func TestCatalogImagesOnDeadRegistry(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	// The catalog image moves to a registry that stays up; the images it names
 	// stay on the source, which then goes away.

@@ -25,6 +25,7 @@ import (
 // digest), with the registry's garbage collection named as the way to remove
 // them.
 func TestNoDeleteDestinationAlteredTags(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := registrytest.Start(t)
 	var extra []string

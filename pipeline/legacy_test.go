@@ -20,6 +20,7 @@ import (
 // kept bundles converted) writes the same files and explanation as converting
 // it whole and pruning the result, or refuses alike, for each configuration.
 func TestPruneSQLiteDirect(t *testing.T) {
+	t.Parallel()
 	catalogs := map[string]string{
 		"demo":   "../testdata/demo/catalog",
 		"sample": filepath.Join(pruneTestdata, "_catalogs", "sample"),
@@ -70,6 +71,7 @@ func TestPruneSQLiteDirect(t *testing.T) {
 // direct prune does not read it (the documented difference with converting the
 // whole database, which refuses it).
 func TestPruneSQLiteDamagedManifests(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, bundle string
 		refused      bool

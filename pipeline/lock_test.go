@@ -172,6 +172,7 @@ func TestConcurrentRunsRefused(t *testing.T) {
 // The same with two airlock processes: the second exits at once with the
 // first one's PID, and the first completes.
 func TestConcurrentProcessesRefused(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the airlock binary")
 	}
@@ -229,6 +230,7 @@ func TestConcurrentProcessesRefused(t *testing.T) {
 // mirror-to-disk target) run side by side, never write the plan they read, and
 // --finish there completes.
 func TestShardsInThePlansWorkspace(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	cfg := shardConfig(t, e)
 	for _, workflow := range []string{"mirror-to-mirror", "mirror-to-disk"} {
@@ -296,6 +298,7 @@ func TestShardsInThePlansWorkspace(t *testing.T) {
 // loaded out of order) pushes nothing and keeps its own report, but the last
 // good run's report.html stays.
 func TestRefusedRunKeepsLastReport(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
 	target := t.TempDir()

@@ -30,6 +30,7 @@ import (
 // DIGEST_INVALID) and, at the first, puts the tag "pinned" on one of the
 // planned platform images.
 func TestDeleteKeepsWhatAForeignTagPins(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := newMatrixEnv(t, registrytest.DistributionV3)
 	if err := e.seed(t.TempDir()); err != nil {

@@ -38,6 +38,7 @@ type env struct {
 	seeded    *seed.Result
 	extra     string // an additionalImages reference at the source
 	extraHash string
+	regconf   string // the registries.conf runs read the source through (setupStable)
 }
 
 func setup(t *testing.T) *env {
@@ -193,6 +194,7 @@ func TestMirrorToMirror(t *testing.T) {
 }
 
 func TestDryRun(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	dst := registrytest.Start(t)
 	o := opts(e.config(t, "    - name: baz"))
@@ -301,6 +303,7 @@ func TestBadInvocations(t *testing.T) {
 
 // TestResultsJSON checks the record a run leaves behind.
 func TestResultsJSON(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	dst := registrytest.Start(t)
 	o := opts(e.config(t, "    - name: baz"))
@@ -336,6 +339,7 @@ func TestResultsJSON(t *testing.T) {
 // is mirrored, the error wraps ErrIncomplete, results.json lists the failure, and
 // blockedImages keeps matching images out.
 func TestPartialFailure(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	dst := registrytest.Start(t)
 	cfg := fmt.Sprintf(`apiVersion: mirror.openshift.io/v2alpha1
@@ -420,6 +424,7 @@ func TestFlakySource(t *testing.T) {
 // TestDestinationConflict: an additional image that would land on the rebuilt
 // catalog's tag fails instead of silently replacing it.
 func TestDestinationConflict(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.extra = e.seeded.Catalog // the original catalog, same destination as the rebuilt one
 	dst := registrytest.Start(t)

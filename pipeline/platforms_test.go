@@ -33,6 +33,7 @@ import (
 // mirror-to-disk then disk-to-mirror, the dry run (bytes drop) and delete
 // planning, all checked with go-containerregistry.
 func TestPlatformSubsetMatrix(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("platform subsets across the registry matrix")
 	}

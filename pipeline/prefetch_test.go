@@ -119,6 +119,7 @@ func pushImages(t *testing.T, src *registrytest.Registry, n int) {
 // is final; the report and the progress count every blob once and reach
 // their totals.
 func TestPrefetchSendsBlobsWhilePlanning(t *testing.T) {
+	t.Parallel()
 	src, dst := registrytest.Start(t), registrytest.Start(t)
 	const n = 4
 	pushImages(t, src, n)
@@ -179,6 +180,7 @@ func checkTagged(t *testing.T, dst *registrytest.Registry, n int) {
 // A run interrupted while planning (blobs already moving) leaves no manifest
 // and no tag at the destination, and the same command run again completes.
 func TestPrefetchInterruptedWhilePlanning(t *testing.T) {
+	t.Parallel()
 	src, dst := registrytest.Start(t), registrytest.Start(t)
 	const n = 4
 	pushImages(t, src, n)
@@ -218,6 +220,7 @@ func TestPrefetchInterruptedWhilePlanning(t *testing.T) {
 // image that loses a destination conflict (two entries, one target) gets no
 // manifest there, even though planning had handed it to the prefetch.
 func TestPrefetchBlockedAndConflicting(t *testing.T) {
+	t.Parallel()
 	src, dst := registrytest.Start(t), registrytest.Start(t)
 	const n = 3
 	pushImages(t, src, n)
@@ -250,6 +253,7 @@ func TestPrefetchBlockedAndConflicting(t *testing.T) {
 // The catalog is fetched while the preflight still waits for the destination
 // (its first /v2/ ping is held until the source served a manifest).
 func TestPreflightBesideCatalogFetch(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	dst := registrytest.Start(t)
 	var fetched int64

@@ -15,6 +15,7 @@ import (
 // apart from the images, against totals known before the first byte moves, and
 // its bytes never run ahead of the blobs done.
 func TestProgressCountsCatalogsApart(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	dst := registrytest.Start(t)
 	o := opts(e.config(t, "    - name: foo"))

@@ -9,6 +9,7 @@ import (
 
 // Which recorded releases a delete.platform stanza names.
 func TestReleaseDeletes(t *testing.T) {
+	t.Parallel()
 	const payload = "quay.io/openshift-release-dev/ocp-release:4.15.2-x86_64"
 	const pinned = "quay.io/openshift-release-dev/ocp-release@sha256:2222222222222222222222222222222222222222222222222222222222222222"
 	w := workspace.Want{Kind: workspace.WantRelease, Version: "4.15.2", Arch: "amd64", Image: payload, Channels: []string{"stable-4.15"}}

@@ -11,6 +11,7 @@ import (
 // the batch's failures on the disconnected side, not a release missing from
 // the archive (which would refuse the whole load).
 func TestReleaseFailedWhenArchived(t *testing.T) {
+	t.Parallel()
 	const d = "sha256:0da6316466d60a3a4535d5fed3589feb0391989982fba59d47d4c729912d6363"
 	c := &chosenRelease{Ref: "quay.io/openshift-release-dev/ocp-release:4.15.0-x86_64", Repo: "quay.io/openshift-release-dev/ocp-release", Digest: d}
 	for _, tc := range []struct {

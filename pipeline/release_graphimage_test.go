@@ -79,6 +79,7 @@ func checkGraphImage(t *testing.T, what string, res *Result, dest string) string
 // mirror-to-disk from a local tarball (the same digest: the build is
 // reproducible) and disk-to-mirror with the source and the service offline.
 func TestReleaseGraphImage(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := newReleaseEnv(t, releasetest.Spec{Version: "4.15.1", Components: 5})
 	base := imagetest.MustPush(t, e.src.Host()+"/ubi9/ubi:latest", fakeimage.Spec{Seed: 9, Layers: 2, OCI: true, Platforms: []string{"linux/amd64", "linux/arm64"}})
@@ -140,6 +141,7 @@ func TestReleaseGraphImage(t *testing.T) {
 // service that does not serve it (naming the URL and the flags), a tarball
 // that is not graph data, a file that does not exist.
 func TestReleaseGraphDataRefused(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := newReleaseEnv(t, releasetest.Spec{Version: "4.15.1", Components: 2})
 	base := imagetest.MustPush(t, e.src.Host()+"/ubi9/ubi:latest", fakeimage.Spec{Seed: 9, Layers: 1})
@@ -199,6 +201,7 @@ func writeTar(t *testing.T, p string, files map[string]string) {
 // with the next z-stream drops the previous payload image, a run without
 // graph: true drops the graph-data image, its data and its base.
 func TestReleaseCacheCleaned(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := newReleaseEnv(t, releasetest.Spec{Version: "4.15.1", Components: 3})
 	next := releasetest.Push(t, e.src.Host(), releasetest.Spec{Version: "4.15.2", Components: 3, Changed: 1})

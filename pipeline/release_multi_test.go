@@ -45,6 +45,7 @@ func childPlatforms(t *testing.T, ref string) []string {
 // is mirrored whole, or with only the platforms listed (sparse indexes, to a
 // registry that takes them), under the multi tag.
 func TestReleaseMulti(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := newReleaseEnv(t, releasetest.Spec{Version: "4.16.0", Components: 6, Platforms: []string{"linux/amd64", "linux/arm64"}})
 	comp := e.rel.Components["component-001"]
@@ -94,6 +95,7 @@ func TestReleaseMulti(t *testing.T) {
 // image again, to the same digest: the release's mirror set, signature
 // ConfigMaps and UpdateService are written).
 func TestReleaseSharded(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := newReleaseEnv(t, releasetest.Spec{Version: "4.15.1", Components: 8})
 	dst := registrytest.Start(t)
@@ -129,6 +131,7 @@ func TestReleaseSharded(t *testing.T) {
 // disk-to-mirror pushes them, with the source and the signature store
 // stopped, at oc-mirror's tags (-kube-virt-container-<arch>).
 func TestReleaseKubeVirtMulti(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := newReleaseEnv(t, releasetest.Spec{Version: "4.16.0", Components: 4, KubeVirt: true, Platforms: []string{"linux/amd64", "linux/s390x"}})
 	if len(e.rel.KubeVirts) != 2 {

@@ -30,6 +30,7 @@ func closedURL(t *testing.T, path string) string {
 // the mirror: each one down stops the run with its URL and the flag that
 // changes it.
 func TestReleasePreflight(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := newReleaseEnv(t, releasetest.Spec{Version: "4.15.1", Components: 2})
 	svc := cincinnatitest.New(t)

@@ -23,6 +23,7 @@ import (
 // for (the run then completes: the test fails on what the gate saw, no clock
 // is asserted).
 func TestReleasePayloadsReadTogether(t *testing.T) {
+	t.Parallel()
 	src, dst := registrytest.Start(t), registrytest.Start(t)
 	var mu sync.Mutex
 	asked := map[string]bool{}

@@ -132,7 +132,7 @@ func checkReleaseMirrored(t *testing.T, what string, res *Result, dest string, r
 func TestReleaseByReference(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	e := newReleaseEnv(t, releasetest.Spec{Version: "4.15.1", Components: 150, KubeVirt: true})
+	e := newReleaseEnv(t, releasetest.Spec{Version: "4.15.1", Components: 30, KubeVirt: true})
 	cfg := releaseConfig(t, "    release: "+e.rel.Ref+"\n    kubeVirtContainer: true\n")
 	opts := func() Options {
 		return Options{ConfigPath: cfg, Network: NetworkOptions{RetryTimes: 1}, Releases: ReleaseOptions{SignatureURL: e.store.URL, SignatureKeys: e.keys}}

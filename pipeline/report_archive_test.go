@@ -12,6 +12,7 @@ import (
 // A batch's report view is read back; a graph that is not a plain picture
 // (the page inlines it) is dropped.
 func TestArchivedReport(t *testing.T) {
+	t.Parallel()
 	plain := `<svg xmlns="http://www.w3.org/2000/svg"><g><text>v1.0.0</text></g></svg>`
 	for _, tc := range []struct {
 		graph string

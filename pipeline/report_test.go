@@ -24,6 +24,7 @@ import (
 // report writes the same page again from report.json; real Chromium loads it
 // with no console error and no network request.
 func TestReportMirrorToDisk(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	dir := t.TempDir()
 	o := opts(e.config(t, "    - name: foo"))
@@ -72,6 +73,7 @@ func TestReportMirrorToDisk(t *testing.T) {
 // TestReportFailures: a run where an image fails lists it, with the reason, in
 // the report.
 func TestReportFailures(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	dst := registrytest.Start(t)
 	cfg := fmt.Sprintf(`apiVersion: mirror.openshift.io/v2alpha1

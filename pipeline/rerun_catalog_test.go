@@ -26,6 +26,7 @@ import (
 // destination loses one image: the next run copies it again (read from the
 // source by digest and verified), and nothing else.
 func TestNoOpRerunOfACatalog(t *testing.T) {
+	t.Parallel()
 	for _, byTag := range []bool{false, true} {
 		name := map[bool]string{false: "pinned by digest", true: "named by tag"}[byTag]
 		t.Run(name, func(t *testing.T) { testNoOpRerunOfACatalog(t, byTag) })

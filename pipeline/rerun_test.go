@@ -33,6 +33,7 @@ func requestsBeyondBase(c registrytest.Counts) (n int64) {
 // column stays the same. --refresh-signatures looks again, and finds a
 // signature added since.
 func TestNoOpRerunAsksTheSourceNothing(t *testing.T) {
+	t.Parallel()
 	e := newSignedEnv(t)
 	dst := registrytest.Start(t)
 	ws := t.TempDir()

@@ -52,6 +52,7 @@ func writeCfg(t *testing.T, body string) string {
 // Mirror-to-disk with images in different namespaces sharing base layers (what
 // real catalogs look like): every image lands, each blob once.
 func TestMirrorToDiskSharedLayersAcrossNamespaces(t *testing.T) {
+	t.Parallel()
 	src := registrytest.Start(t)
 	var lines []string
 	for i := 0; i < 8; i++ {
@@ -80,6 +81,7 @@ func TestMirrorToDiskSharedLayersAcrossNamespaces(t *testing.T) {
 // others and records the failure (ErrPartial); with AllOrNothing no archive is
 // written.
 func TestMirrorToDiskFailedImage(t *testing.T) {
+	t.Parallel()
 	src := registrytest.Start(t)
 	imagetest.MustPush(t, src.Host()+"/tools/good:1.0", fakeimage.Spec{Seed: 1, Layers: 1})
 	bad := imagetest.MustPush(t, src.Host()+"/tools/bad:1.0", fakeimage.Spec{Seed: 2, Layers: 1})
@@ -133,6 +135,7 @@ func TestMirrorToDiskFailedImage(t *testing.T) {
 
 // A catalog whose image fails to copy gets no CatalogSource or ClusterCatalog.
 func TestFailedCatalogGetsNoCatalogSource(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	dst := registrytest.Start(t)
 	ph := proxyTo(t, dst.Host(), func(r *http.Request) int {

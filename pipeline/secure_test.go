@@ -22,6 +22,7 @@ import (
 // field of that side (--src-tls-verify=false, --dest-tls-verify=false) lets
 // the same run through.
 func TestZeroOptionsVerifyTLS(t *testing.T) {
+	t.Parallel()
 	for _, side := range []string{"destination", "source"} {
 		for _, kind := range registrytest.UntrustedKinds {
 			t.Run(side+" "+kind, func(t *testing.T) { zeroOptionsRefuse(t, side == "source", kind) })

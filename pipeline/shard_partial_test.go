@@ -32,6 +32,7 @@ import (
 // (not "nothing new") and its batch loads whole. With --all-or-nothing the
 // shard stays unfinished and --finish writes no archive.
 func TestShardedDiskPartial(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := registrytest.Start(t)
 	var lines []string

@@ -192,6 +192,7 @@ func checkDoneOnce(t *testing.T, plan *mirror.Plan, done map[string]int) {
 // each image once, and each distinct blob is sent (written) once across all
 // shards.
 func TestShardedProcesses(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the airlock binary")
 	}
@@ -199,8 +200,8 @@ func TestShardedProcesses(t *testing.T) {
 	e := setup(t)
 	cfg := shardConfig(t, e)
 	for _, n := range []int{1, 2, 4} {
-		t.Run(fmt.Sprintf("mirror-to-mirror shards=%d", n), func(t *testing.T) { shardedM2M(t, cfg, n) })
-		t.Run(fmt.Sprintf("mirror-to-disk shards=%d", n), func(t *testing.T) { shardedM2D(t, cfg, n) })
+		t.Run(fmt.Sprintf("mirror-to-mirror shards=%d", n), func(t *testing.T) { t.Parallel(); shardedM2M(t, cfg, n) })
+		t.Run(fmt.Sprintf("mirror-to-disk shards=%d", n), func(t *testing.T) { t.Parallel(); shardedM2D(t, cfg, n) })
 	}
 }
 

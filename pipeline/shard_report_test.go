@@ -17,6 +17,7 @@ import (
 // report of its disk-to-mirror (into Debian's docker-registry) shows per
 // package what was kept and why, not the package names alone.
 func TestShardedDiskCarriesReport(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := setup(t)
 	cfg := e.config(t, "    - name: foo")

@@ -63,10 +63,12 @@ mirror:
 // shard run again completes, and --finish then pushes the catalog and writes the
 // cluster resources.
 func TestShardedMirror(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	cfg := shardConfig(t, e)
 	for _, n := range []int{1, 2, 4} {
 		t.Run(fmt.Sprint("shards=", n), func(t *testing.T) {
+			t.Parallel()
 			ctx := context.Background()
 			dst := registrytest.Start(t)
 			base := opts(cfg)
@@ -216,6 +218,7 @@ func TestShardedMirror(t *testing.T) {
 
 // TestShardedMirrorRefuses covers the sharding options that cannot work.
 func TestShardedMirrorRefuses(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	cfg := e.config(t, "    - name: foo")
 	dst := registrytest.Start(t)
@@ -272,6 +275,7 @@ func TestShardedMirrorRefuses(t *testing.T) {
 // of two shard counts, and an unsharded mirror-to-disk refuses the batch the
 // shards are filling; a shard that finished, run again, writes nothing.
 func TestShardedDiskRefuses(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	cfg := e.config(t, "    - name: foo")
 	target := t.TempDir()

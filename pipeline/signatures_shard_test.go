@@ -25,6 +25,7 @@ import (
 // the digest tag the index takes, in the unsharded run, the dry run and the
 // plan the shards copy.
 func TestSignaturesSharded(t *testing.T) {
+	t.Parallel()
 	e := newSignedEnv(t)
 	digestTag := "sha256-" + e.signed.Digest.Encoded()
 	for _, n := range []int{0, 1, 2} { // 0: unsharded

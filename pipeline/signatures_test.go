@@ -187,6 +187,7 @@ func (e *signedEnv) checkOutcomes(t *testing.T, res *pipeline.Result) {
 }
 
 func TestSignaturesMirrorToMirror(t *testing.T) {
+	t.Parallel()
 	e := newSignedEnv(t)
 	dst := registrytest.Start(t)
 	o := opts(e.cfg)
@@ -206,6 +207,7 @@ func TestSignaturesMirrorToMirror(t *testing.T) {
 // The archive carries the attachments and is signed (--sign-key): disk-to-mirror
 // with --archive-key refuses it under another key, and pushes it under its own.
 func TestSignaturesDiskToMirror(t *testing.T) {
+	t.Parallel()
 	e := newSignedEnv(t)
 	target := t.TempDir()
 	archiveKey, archivePub := archiveKeyPair(t)
@@ -236,6 +238,7 @@ func TestSignaturesDiskToMirror(t *testing.T) {
 }
 
 func TestSignaturesModes(t *testing.T) {
+	t.Parallel()
 	e := newSignedEnv(t)
 	for _, tc := range []struct {
 		mode        signature.Mode
@@ -289,6 +292,7 @@ func TestSignaturesModes(t *testing.T) {
 // bytes to send are those of the images and their attachments (more than with
 // --signatures off, which maps none).
 func TestSignaturesDryRun(t *testing.T) {
+	t.Parallel()
 	e := newSignedEnv(t)
 	dst := registrytest.Start(t)
 	run := func(mode signature.Mode) (*pipeline.Result, string) {
@@ -387,6 +391,7 @@ func archiveKeyPair(t *testing.T) (priv, pub string) {
 // Deleting an image plans its attachments too: the history records them as
 // wanted for the same reasons as the image.
 func TestSignaturesDeletePlan(t *testing.T) {
+	t.Parallel()
 	e := newSignedEnv(t)
 	dst := registrytest.Start(t)
 	ws := t.TempDir()
@@ -433,6 +438,7 @@ func TestSignaturesDeletePlan(t *testing.T) {
 // bounded by one tag listing per repository, one manifest read and one
 // referrers call per image and per child of an index.
 func TestSignaturesCost(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	cfg := e.config(t, "    - name: foo\n    - name: bar\n")
 	count := func(mode signature.Mode) (pipeline.Result, registrytest.Counts) {

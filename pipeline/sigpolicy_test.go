@@ -49,6 +49,7 @@ func writePolicy(t *testing.T, def string, scopes map[string]any) string {
 // policy's key. reject refuses all, insecureAcceptAnything none; a dry run
 // judges too.
 func TestSignaturePolicy(t *testing.T) {
+	t.Parallel()
 	e := newSignedEnv(t)
 	requireKey := writePolicy(t, "reject", map[string]any{e.src.Host(): []any{map[string]any{
 		"type": "sigstoreSigned", "keyPath": e.key.Public, "signedIdentity": map[string]any{"type": "matchRepository"}}}})
@@ -123,6 +124,7 @@ func TestSignaturePolicy(t *testing.T) {
 // docs/signatures.md; the requests are bounded: containers/image opens each
 // image once and reads its manifest, each instance's manifest and signatures).
 func TestSignaturePolicyCost(t *testing.T) {
+	t.Parallel()
 	e := newSignedEnv(t)
 	requireKey := writePolicy(t, "reject", map[string]any{e.src.Host(): []any{map[string]any{
 		"type": "sigstoreSigned", "keyPath": e.key.Public, "signedIdentity": map[string]any{"type": "matchRepository"}}}})

@@ -72,6 +72,7 @@ var renderedImageRE = regexp.MustCompile(`(?m)^\s*(?:- )?image:\s*"?([^"\s]+)"?\
 //     local chart that does not exist): refused before any registry is
 //     reached, naming the chart and its path.
 func TestOCMirrorHelmConfigs(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	holder := registrytest.Start(t)
 	digests := map[string]string{} // by the name the chart renders

@@ -135,6 +135,7 @@ func helmClient(t *testing.T) *helmregistry.Client {
 // each mirror, Helm's client pulls every chart and installs it client-only;
 // every image the rendered manifests name is in the mirror by digest.
 func TestHelmEndToEnd(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	e := setup(t)
 	src := e.src.Host()
@@ -268,6 +269,7 @@ mirror:
 // an image that no longer exists each fail their chart's images, named, and
 // the rest of the run is mirrored.
 func TestHelmFailures(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := registrytest.Start(t)
 	present := workloadImages(src.Host())

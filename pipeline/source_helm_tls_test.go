@@ -23,6 +23,7 @@ import (
 // --authfile and the CA of --src-cert-dir; wrong credentials and an unknown
 // CA fail the chart with what to do.
 func TestHelmRepositoryAuthAndCA(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := registrytest.Start(t)
 	for i, ref := range workloadImages(src.Host()) {

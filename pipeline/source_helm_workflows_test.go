@@ -48,6 +48,7 @@ mirror:
 // the first archive filled, and delete (delete.helm, planned from the
 // history with delete --generate, then executed).
 func TestHelmWorkflows(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := registrytest.Start(t)
 	host := src.Host()

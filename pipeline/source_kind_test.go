@@ -96,6 +96,7 @@ func (g *gadgetSource) Deletes(cfg *imageset.DeleteImageSetConfiguration, w work
 // is mirrored, archived, loaded on the far side, reported, recorded in the
 // history and deleted, with cluster resources of its own kind.
 func TestSourceKindGoesEverywhere(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	src := registrytest.Start(t)
 	gadget := src.Host() + "/gadgets-src/widget:2.0"

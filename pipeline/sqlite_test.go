@@ -127,6 +127,7 @@ func checkSQLiteRebuilt(t *testing.T, res *pipeline.Result, dst *registrytest.Re
 }
 
 func TestSQLiteIndexMirrorToMirror(t *testing.T) {
+	t.Parallel()
 	e := setupSQLite(t)
 	dst := registrytest.Start(t)
 	o := opts(e.config(t, "    - name: foo"))
@@ -140,6 +141,7 @@ func TestSQLiteIndexMirrorToMirror(t *testing.T) {
 }
 
 func TestSQLiteIndexMirrorToDiskToMirror(t *testing.T) {
+	t.Parallel()
 	e := setupSQLite(t)
 	dir := t.TempDir()
 	o := opts(e.config(t, "    - name: baz"))
@@ -161,6 +163,7 @@ func TestSQLiteIndexMirrorToDiskToMirror(t *testing.T) {
 }
 
 func TestSQLiteIndexListOperators(t *testing.T) {
+	t.Parallel()
 	e := setupSQLite(t)
 	l, err := pipeline.ListOperators(context.Background(), pipeline.ListOperatorsOptions{Catalog: e.seeded.Catalog, WorkDir: filepath.Join(t.TempDir(), "w")})
 	if err != nil {

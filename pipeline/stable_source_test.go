@@ -13,6 +13,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/seed"
 	"github.com/airlock-mirror/airlock/internal/testutil/imagetest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/pipeline"
 )
 
 // stableSource is the name under which setupStable's source registry is known:
@@ -34,9 +35,9 @@ func (t toRegistry) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // setupStable is setup with the source named stableSource: it is seeded through
 // a transport that sends that name to the registry, and airlock reads it
-// through a registries.conf ($CONTAINERS_REGISTRIES_CONF, for every run of the
-// test) whose entry for stableSource is located at the registry. Tests using
-// it cannot run in parallel (t.Setenv).
+// through a registries.conf whose entry for stableSource is located at the
+// registry. Runs get it from e.opts (--registries-conf, not the environment,
+// so that the tests using it run in parallel).
 func setupStable(t *testing.T) *env {
 	t.Helper()
 	src := registrytest.Start(t)
@@ -44,7 +45,6 @@ func setupStable(t *testing.T) *env {
 	if err := os.WriteFile(conf, []byte("[[registry]]\nprefix = \""+stableSource+"\"\nlocation = \""+src.Host()+"\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("CONTAINERS_REGISTRIES_CONF", conf)
 	rt := remote.WithTransport(toRegistry{src.Host()})
 	res, err := seed.Seed(context.Background(), seed.Options{
 		Registry: stableSource, CatalogDir: e2eCatalog, CatalogRepo: "redhatgov/oc-mirror-index",
@@ -56,5 +56,13 @@ func setupStable(t *testing.T) *env {
 	}
 	extra := stableSource + "/tools/debug:1.0"
 	p := imagetest.MustPush(t, extra, fakeimage.Spec{Seed: 99, Layers: 2, Platforms: []string{"linux/amd64", "linux/arm64"}}, rt)
-	return &env{src: src, seeded: res, extra: extra, extraHash: p.Digest.String()}
+	return &env{src: src, seeded: res, extra: extra, extraHash: p.Digest.String(), regconf: conf}
+}
+
+// opts is opts(cfgPath) reading the sources through e's registries.conf (none
+// for setup's env: the source is named by its address).
+func (e *env) opts(cfgPath string) pipeline.Options {
+	o := opts(cfgPath)
+	o.Source.RegistriesConf = e.regconf
+	return o
 }

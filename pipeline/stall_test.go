@@ -27,6 +27,8 @@ var shortTimeouts = registry.Timeouts{Header: time.Second, Idle: time.Second, St
 // stops the run with one error naming it, with the default retries and with
 // --retry-times 0; a destination answering 5xx to everything does too.
 func TestStalledOrFailingRegistryStopsRun(t *testing.T) {
+	// Serial: with timeouts of 1 s, a parallel neighbour can make the healthy
+	// side miss one and be reported instead of the stalled one.
 	srcReg := registrytest.Start(t)
 	for i := 0; i < 6; i++ {
 		imagetest.MustPush(t, fmt.Sprintf("%s/apps/s%d:1.0", srcReg.Host(), i), fakeimage.Spec{Seed: 700 + uint64(i), Layers: 2, LayerSize: 16 << 10})

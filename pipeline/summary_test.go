@@ -49,6 +49,7 @@ func checkGolden(t *testing.T, name, got string) {
 // The content is the same on every run (setupStable), so the goldens hold the
 // real sizes and digests.
 func TestSummaries(t *testing.T) {
+	t.Parallel()
 	e := setupStable(t)
 	n := &normalizer{}
 	n.add(stableSource, "SOURCE")
@@ -61,7 +62,7 @@ func TestSummaries(t *testing.T) {
 		return n.apply(b.String())
 	}
 	m2m := func(t *testing.T, cfg string, dst *registrytest.Registry, ws string) pipeline.Options {
-		o := opts(cfg)
+		o := e.opts(cfg)
 		o.Workspace = location.File(ws)
 		o.Destination.Location = location.Docker(dst.Host() + "/mirror")
 		return o
@@ -149,14 +150,14 @@ func TestSummaries(t *testing.T) {
 	})
 	t.Run("archive-full-incremental-load", func(t *testing.T) {
 		target := newDir(t, "TARGET")
-		o := opts(cfg)
+		o := e.opts(cfg)
 		o.Destination.Location = location.File(target)
 		res, err := pipeline.Mirror(context.Background(), o)
 		if err != nil {
 			t.Fatal(err)
 		}
 		checkGolden(t, "m2d-first-batch", summary(res))
-		o2 := opts(e.config(t, "    - name: baz\n    - name: bar"))
+		o2 := e.opts(e.config(t, "    - name: baz\n    - name: bar"))
 		n.add(o2.ConfigPath, "CONFIG2")
 		o2.Destination.Location = location.File(target)
 		res2, err := pipeline.Mirror(context.Background(), o2)
@@ -164,7 +165,7 @@ func TestSummaries(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkGolden(t, "m2d-incremental-batch", summary(res2))
-		o3 := opts(o2.ConfigPath)
+		o3 := e.opts(o2.ConfigPath)
 		o3.Destination.Location = location.File(target)
 		o3.Run.DryRun = true
 		res3, err := pipeline.Mirror(context.Background(), o3)
@@ -175,7 +176,7 @@ func TestSummaries(t *testing.T) {
 
 		dst, ws := newDst(t), newDir(t, "WORKSPACE")
 		for i, c := range []string{o.ConfigPath, o2.ConfigPath} {
-			d := opts(c)
+			d := e.opts(c)
 			d.Archive.From = location.File(filepath.Join(target, fmt.Sprintf("batch-%04d", i+1)))
 			d.Workspace = location.File(ws)
 			d.Destination.Location = location.Docker(dst.Host() + "/airgap")

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/airlock-mirror/airlock/bench/workload"
@@ -63,7 +64,8 @@ func scaleConfig(kind, stanza string, seed *seeded) []byte {
 
 // scaleRun is one size's measures, for the growth rows.
 type scaleRun struct {
-	n                        int
+	n                        int // images
+	size                     int // the size asked for (-scale)
 	plan, first, noop        Measure
 	src, dst                 int64 // requests of the first run
 	results, report, history int64 // bytes
@@ -96,11 +98,14 @@ func runScale(ctx context.Context, cfg Config) ([]Row, error) {
 	for i := 1; i < len(runs); i++ {
 		rows = append(rows, growthRow(runs[i-1], runs[i]))
 	}
+	if len(runs) > 2 {
+		rows = append(rows, growthRow(runs[0], runs[len(runs)-1]))
+	}
 	return rows, errors.Join(errs...)
 }
 
 func scaleSize(ctx context.Context, cfg Config, host string, n int) (scaleRun, []Row, error) {
-	r := scaleRun{n: n}
+	r := scaleRun{n: n, size: n}
 	rel := ScaleRelease
 	seed, err := seedCatalogScale(ctx, cfg, ScaleWorkload(n), host, &rel)
 	if err != nil {
@@ -147,7 +152,7 @@ func scaleSize(ctx context.Context, cfg Config, host string, n int) (scaleRun, [
 	run := func(what string, extra ...string) (Measure, int64, int64, error) {
 		s0, d0 := wan.Stats(), dst.Proxy.Counts()
 		cfg.Log.Info("measuring", "what", what, "images", images)
-		m, err := Exec(ctx, Command{Name: cfg.Airlock, Args: append(append([]string(nil), args...), extra...), Env: env})
+		m, err := Exec(ctx, Command{Name: cfg.Airlock, Args: append(append([]string(nil), args...), extra...), Env: cfg.scaleEnv(env, n, what)})
 		if err == nil && m.Exit != 0 {
 			err = fmt.Errorf("%s: exit %d: %s", what, m.Exit, lastLine(m.Stderr))
 		}
@@ -166,11 +171,13 @@ func scaleSize(ctx context.Context, cfg Config, host string, n int) (scaleRun, [
 	rows = append(rows, Row{Name: "scale: m2m first run", Input: input, Wall: r.first.Wall, RSS: r.first.MaxRSS, CPU: r.first.CPU(),
 		Requests: fmt.Sprintf("%d / %d", r.src, r.dst), Note: fmt.Sprintf("%s / %s requests per image (source / destination); CPU %s per 1,000 images",
 			perImage(r.src), perImage(r.dst), Seconds(r.first.CPU()*1000/time.Duration(images)))})
+	atSize(&rows[len(rows)-1], n, fmt.Sprintf("peak RSS ≤ %d MB", scaleRSSTarget/1_000_000), r.first.MaxRSS <= scaleRSSTarget)
 	if r.noop, s, d, err = run("scale: no-op re-run"); err != nil {
 		return r, rows, err
 	}
 	rows = append(rows, Row{Name: "scale: m2m no-op re-run", Input: input, Wall: r.noop.Wall, RSS: r.noop.MaxRSS, CPU: r.noop.CPU(),
 		Requests: fmt.Sprintf("%d / %d", s, d), Note: fmt.Sprintf("%s / %s requests per image", perImage(s), perImage(d))})
+	atSize(&rows[len(rows)-1], n, "≤ "+Seconds(scaleNoopTarget), r.noop.Wall <= scaleNoopTarget)
 	wd := workspace.At(ws)
 	r.results, r.report, r.history = fileSize(wd.ResultsPath()), fileSize(wd.ReportHTMLPath()), treeSize(wd.HistoryDir())
 	r.largestObjectName, r.largestObject = largestObject(wd.ClusterResourcesDir())
@@ -197,8 +204,48 @@ func scaleSize(ctx context.Context, cfg Config, host string, n int) (scaleRun, [
 	return r, append(rows, ar...), err
 }
 
+// The scale section's targets at scaleTargetSize images (and more): the
+// first run's peak RSS, the no-op re-run's wall; and from the smallest size
+// to the largest, the growth per image of the first run's wall and of the
+// requests.
+const (
+	scaleTargetSize  = 20000
+	scaleRSSTarget   = 600_000_000
+	scaleNoopTarget  = 5 * time.Second
+	scaleGrowthLimit = 1.2
+)
+
+// atSize gives row the target t, met when ok, at scaleTargetSize images
+// and more (a size of the section, n); below, no target.
+func atSize(row *Row, n int, t string, ok bool) {
+	if n >= scaleTargetSize {
+		row.Target, row.Met = t, met(ok)
+	}
+}
+
+// scaleEnv is env, plus AIRLOCK_CPUPROFILE with Config.ScaleProfiles: the
+// profile of command what at size n.
+func (cfg Config) scaleEnv(env []string, n int, what string) []string {
+	if cfg.ScaleProfiles == "" {
+		return env
+	}
+	if err := os.MkdirAll(cfg.ScaleProfiles, 0o755); err != nil {
+		cfg.Log.Warn("no CPU profile", "err", err)
+		return env
+	}
+	slug := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, strings.TrimPrefix(what, "scale: "))
+	return append(env[:len(env):len(env)], "AIRLOCK_CPUPROFILE="+filepath.Join(cfg.ScaleProfiles, fmt.Sprintf("scale-%d-%s.pprof", n, slug)))
+}
+
 // growthRow says how much each measure grew from a to b per image: 1.00 is
-// linear, 1.30 means 30% more per image at the larger size.
+// linear, 1.30 means 30% more per image at the larger size. Its target:
+// the first run's wall and the source and destination requests grow at
+// most scaleGrowthLimit per image.
 func growthRow(a, b scaleRun) Row {
 	k := float64(b.n) / float64(a.n)
 	g := func(x, y float64) string {
@@ -209,7 +256,12 @@ func growthRow(a, b scaleRun) Row {
 	}
 	d := func(x, y time.Duration) string { return g(float64(x), float64(y)) }
 	i := func(x, y int64) string { return g(float64(x), float64(y)) }
+	flat := true
+	for _, x := range [][2]float64{{float64(a.first.Wall), float64(b.first.Wall)}, {float64(a.src), float64(b.src)}, {float64(a.dst), float64(b.dst)}} {
+		flat = flat && x[0] > 0 && x[1]/x[0]/k <= scaleGrowthLimit
+	}
 	return Row{Name: fmt.Sprintf("scale: growth per image, %d → %d images", a.n, b.n), WallText: d(a.first.Wall, b.first.Wall),
+		Target: fmt.Sprintf("first-run wall, requests ≤ %.2f", scaleGrowthLimit), Met: met(flat),
 		Note: fmt.Sprintf("(1.00: linear) plan CPU %s, first-run CPU %s, no-op wall %s, m2d wall %s, d2m wall %s, delete --generate wall %s, source requests %s, destination requests %s, results.json %s, report.html %s, history %s, mirror sets %s; peak RSS of the first run %s → %s; report.html opened in %s → %s",
 			d(a.plan.CPU(), b.plan.CPU()), d(a.first.CPU(), b.first.CPU()), d(a.noop.Wall, b.noop.Wall), d(a.m2d.Wall, b.m2d.Wall), d(a.d2m.Wall, b.d2m.Wall), d(a.del.Wall, b.del.Wall),
 			i(a.src, b.src), i(a.dst, b.dst), i(a.results, b.results), i(a.report, b.report), i(a.history, b.history), i(a.mirrorSets.Bytes, b.mirrorSets.Bytes), MiB(a.first.MaxRSS), MiB(b.first.MaxRSS),

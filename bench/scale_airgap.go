@@ -26,7 +26,7 @@ func scaleAirGap(ctx context.Context, cfg Config, r *scaleRun, work string, seed
 	isc := filepath.Join(work, "isc.yaml")
 	exec := func(what string, args ...string) (Measure, error) {
 		cfg.Log.Info("measuring", "what", what, "images", images)
-		m, err := Exec(ctx, Command{Name: cfg.Airlock, Args: args, Env: env})
+		m, err := Exec(ctx, Command{Name: cfg.Airlock, Args: args, Env: cfg.scaleEnv(env, r.size, what)})
 		if err == nil && m.Exit != 0 {
 			err = fmt.Errorf("%s: exit %d: %s", what, m.Exit, lastLine(m.Stderr))
 		}

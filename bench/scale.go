@@ -223,8 +223,8 @@ func atSize(row *Row, n int, t string, ok bool) {
 	}
 }
 
-// scaleEnv is env, plus AIRLOCK_CPUPROFILE with Config.ScaleProfiles: the
-// profile of command what at size n.
+// scaleEnv is env, plus AIRLOCK_CPUPROFILE and AIRLOCK_MEMPROFILE with
+// Config.ScaleProfiles: the profiles of command what at size n.
 func (cfg Config) scaleEnv(env []string, n int, what string) []string {
 	if cfg.ScaleProfiles == "" {
 		return env
@@ -239,7 +239,8 @@ func (cfg Config) scaleEnv(env []string, n int, what string) []string {
 		}
 		return '-'
 	}, strings.TrimPrefix(what, "scale: "))
-	return append(env[:len(env):len(env)], "AIRLOCK_CPUPROFILE="+filepath.Join(cfg.ScaleProfiles, fmt.Sprintf("scale-%d-%s.pprof", n, slug)))
+	base := filepath.Join(cfg.ScaleProfiles, fmt.Sprintf("scale-%d-%s", n, slug))
+	return append(env[:len(env):len(env)], "AIRLOCK_CPUPROFILE="+base+".pprof", "AIRLOCK_MEMPROFILE="+base+".heap.pprof")
 }
 
 // growthRow says how much each measure grew from a to b per image: 1.00 is

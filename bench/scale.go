@@ -149,8 +149,10 @@ func scaleSize(ctx context.Context, cfg Config, host string, n int) (scaleRun, [
 	ws := filepath.Join(work, "ws")
 	args := []string{"mirror", "-c", isc, "--workspace", location.File(ws).String(), location.Docker(dst.Addr() + "/mirror").String(),
 		"--dest-tls-verify=false", "--src-tls-verify=false", "--max-nested-paths", fmt.Sprint(scaleMaxNestedPaths)}
+	var reg time.Duration // the registries' CPU in the last run
 	run := func(what string, extra ...string) (Measure, int64, int64, error) {
-		s0, d0 := wan.Stats(), dst.Proxy.Counts()
+		s0, d0, c0 := wan.Stats(), dst.Proxy.Counts(), src.CPU()+dst.CPU()
+		defer func() { reg = src.CPU() + dst.CPU() - c0 }()
 		cfg.Log.Info("measuring", "what", what, "images", images)
 		m, err := Exec(ctx, Command{Name: cfg.Airlock, Args: append(append([]string(nil), args...), extra...), Env: cfg.scaleEnv(env, n, what)})
 		if err == nil && m.Exit != 0 {
@@ -163,19 +165,19 @@ func scaleSize(ctx context.Context, cfg Config, host string, n int) (scaleRun, [
 	if r.plan, s, _, err = run("scale: plan only", "--plan-only"); err != nil {
 		return r, rows, err
 	}
-	rows = append(rows, Row{Name: "scale: plan (--plan-only)", Input: input, Wall: r.plan.Wall, RSS: r.plan.MaxRSS, CPU: r.plan.CPU(),
+	rows = append(rows, Row{Name: "scale: plan (--plan-only)", Input: input, Wall: r.plan.Wall, RSS: r.plan.MaxRSS, CPU: r.plan.CPU(), RegCPU: reg,
 		Requests: fmt.Sprintf("%d / –", s), Note: fmt.Sprintf("%s source requests per image; CPU %s per 1,000 images", perImage(s), Seconds(r.plan.CPU()*1000/time.Duration(images)))})
 	if r.first, r.src, r.dst, err = run("scale: first m2m"); err != nil {
 		return r, rows, err
 	}
-	rows = append(rows, Row{Name: "scale: m2m first run", Input: input, Wall: r.first.Wall, RSS: r.first.MaxRSS, CPU: r.first.CPU(),
+	rows = append(rows, Row{Name: "scale: m2m first run", Input: input, Wall: r.first.Wall, RSS: r.first.MaxRSS, CPU: r.first.CPU(), RegCPU: reg,
 		Requests: fmt.Sprintf("%d / %d", r.src, r.dst), Note: fmt.Sprintf("%s / %s requests per image (source / destination); CPU %s per 1,000 images",
 			perImage(r.src), perImage(r.dst), Seconds(r.first.CPU()*1000/time.Duration(images)))})
 	atSize(&rows[len(rows)-1], n, fmt.Sprintf("peak RSS ≤ %d MB", scaleRSSTarget/1_000_000), r.first.MaxRSS <= scaleRSSTarget)
 	if r.noop, s, d, err = run("scale: no-op re-run"); err != nil {
 		return r, rows, err
 	}
-	rows = append(rows, Row{Name: "scale: m2m no-op re-run", Input: input, Wall: r.noop.Wall, RSS: r.noop.MaxRSS, CPU: r.noop.CPU(),
+	rows = append(rows, Row{Name: "scale: m2m no-op re-run", Input: input, Wall: r.noop.Wall, RSS: r.noop.MaxRSS, CPU: r.noop.CPU(), RegCPU: reg,
 		Requests: fmt.Sprintf("%d / %d", s, d), Note: fmt.Sprintf("%s / %s requests per image", perImage(s), perImage(d))})
 	atSize(&rows[len(rows)-1], n, "≤ "+Seconds(scaleNoopTarget), r.noop.Wall <= scaleNoopTarget)
 	wd := workspace.At(ws)

@@ -180,6 +180,7 @@ func scaleSize(ctx context.Context, cfg Config, host string, n int) (scaleRun, [
 	rows = append(rows, Row{Name: "scale: m2m no-op re-run", Input: input, Wall: r.noop.Wall, RSS: r.noop.MaxRSS, CPU: r.noop.CPU(), RegCPU: reg,
 		Requests: fmt.Sprintf("%d / %d", s, d), Note: fmt.Sprintf("%s / %s requests per image", perImage(s), perImage(d))})
 	atSize(&rows[len(rows)-1], n, "≤ "+Seconds(scaleNoopTarget), r.noop.Wall <= scaleNoopTarget)
+	rows = append(rows, noopFloor(ctx, seed, host, dst, images, input))
 	wd := workspace.At(ws)
 	r.results, r.report, r.history = fileSize(wd.ResultsPath()), fileSize(wd.ReportHTMLPath()), treeSize(wd.HistoryDir())
 	r.largestObjectName, r.largestObject = largestObject(wd.ClusterResourcesDir())

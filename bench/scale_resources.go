@@ -2,10 +2,16 @@ package bench
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
+
+	"github.com/airlock-mirror/airlock/bench/workload"
+	"github.com/airlock-mirror/airlock/mirror/transfer"
 )
 
 // largestObject is the largest cluster resource (ImageDigestMirrorSet,
@@ -60,4 +66,34 @@ func countMirrorSets(dir string) mirrorSets {
 		s.Largest = max(s.Largest, int64(len(b)))
 	}
 	return s
+}
+
+// noopFloor measures the floor of the no-op re-run at the destination dst
+// that holds the scale workload under /mirror: a minimal client (workload.
+// HeadManifests, as many at a time as airlock's images) asks for every catalog image's manifest once,
+// as a re-run that checks each image must at least; the row gives its wall
+// scaled to every image of the run, and the destination's CPU.
+func noopFloor(ctx context.Context, seed *seeded, host string, dst *Registry, images int, input string) Row {
+	row := Row{Name: "scale: no-op floor (one manifest HEAD per image, minimal client)", Input: input}
+	w, err := workload.New(seed.Options)
+	if err == nil {
+		_, err = w.AddCatalogs(host)
+	}
+	if err != nil {
+		row.Note = "not measured: " + err.Error()
+		return row
+	}
+	w.Tags = w.Tags[:len(w.Tags)-len(w.Catalogs)] // the catalogs are mirrored rebuilt, under other digests
+	c0, t0 := dst.CPU(), time.Now()
+	st, err := w.HeadManifests(ctx, workload.PushOptions{Registry: dst.Addr(), Parallel: transfer.DefaultParallelImages}, "mirror")
+	wall, reg := time.Since(t0), dst.CPU()-c0
+	if err != nil {
+		row.Note = "not measured: " + err.Error()
+		return row
+	}
+	k := float64(images) / float64(st.Requests)
+	row.Wall, row.RegCPU = time.Duration(float64(wall)*k), time.Duration(float64(reg)*k)
+	row.Requests = fmt.Sprintf("– / %d", st.Requests)
+	row.Note = fmt.Sprintf("%d HEADs, %d at a time, in %s (destination CPU %s), scaled to the %d images: what checking every image costs the destination at least", st.Requests, transfer.DefaultParallelImages, Seconds(wall), Seconds(reg), images)
+	return row
 }

@@ -62,6 +62,9 @@ func TestScaleEndToEnd(t *testing.T) {
 	if keeps.Met != "yes" || strings.Contains(keeps.Note, "README") || !(strings.Contains(keeps.Note, ".yaml") || strings.Contains(keeps.Note, ".json")) {
 		t.Errorf("largest cluster resource: %+v", keeps)
 	}
+	if f := rows["scale: no-op floor (one manifest HEAD per image, minimal client)"]; f.Wall <= 0 || !strings.Contains(f.Note, "HEADs") {
+		t.Errorf("no-op floor: %+v", f)
+	}
 	if ms := rows["scale: mirror sets (repository-scoped, --max-nested-paths)"]; ms.Met != "yes" || !strings.Contains(ms.Note, "IDMS objects") {
 		t.Errorf("mirror sets: %+v", ms)
 	}

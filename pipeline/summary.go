@@ -282,6 +282,13 @@ func (o ImageOutcome) shortReason() string {
 	return o.Error
 }
 
+// unplannedAdvice says, for --plan-only, how many images could not be
+// planned and what follows: the shards copy the rest, --finish records these
+// as missing in the batch, and a new plan once they are fixed carries them.
+func (r *Result) unplannedAdvice(results string) string {
+	return fmt.Sprintf("%d image(s) could not be planned, listed in %s with why; the shards copy the rest and --finish records these as missing in the batch (fix them and make the plan again to carry them)", r.Failed, results)
+}
+
 // failedAdvice says how many images failed, where they are listed, and what
 // to do: run the same command again when every failure is transient, change
 // what the failures name first otherwise.

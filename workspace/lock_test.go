@@ -247,3 +247,26 @@ func TestLockAcrossProcesses(t *testing.T) {
 		t.Errorf("log does not name the killed holder: %s", log.String())
 	}
 }
+
+// TestUnlockWithDescriptorElsewhere: a lock is released by Unlock even while
+// another process holds a copy of its descriptor (as a child forked by a
+// concurrent goroutine does until its exec): the next run goes ahead at once.
+func TestUnlockWithDescriptorElsewhere(t *testing.T) {
+	d := Dir(t.TempDir())
+	l, err := d.Lock(true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := exec.Command("sleep", "30")
+	child.ExtraFiles = []*os.File{l.f}
+	if err := child.Start(); err != nil {
+		t.Skipf("cannot start sleep: %v", err)
+	}
+	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+	l.Unlock()
+	again, err := d.Lock(true, nil)
+	if err != nil {
+		t.Fatalf("the lock is still held after Unlock, by the descriptor another process holds: %v", err)
+	}
+	again.Unlock()
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/airlock-mirror/airlock/internal/redact"
+	"github.com/airlock-mirror/airlock/mirror/transfer"
 )
 
 // OpenRunLog starts the log file of a command run on this working directory
@@ -14,7 +15,8 @@ import (
 // that writes what base writes, by base's level, and also into the file at
 // info level (debug when base has it), every credential hidden (redact.Text,
 // in the message and in every attribute). Its first line is msg with attrs
-// and the file's name. A log that cannot be opened is a warning on base, not
+// and the file's name. An attribute named transfer.DetailKey (a failure's
+// whole error, beside its short reason) goes to the file only. A log that cannot be opened is a warning on base, not
 // a failure: base is returned. The returned function closes the file.
 func (d Dir) OpenRunLog(base *slog.Logger, start time.Time, msg string, attrs ...any) (*slog.Logger, func()) {
 	f, err := d.NewRunLog(start)
@@ -57,7 +59,7 @@ func (t teeHandler) Enabled(ctx context.Context, l slog.Level) bool {
 func (t teeHandler) Handle(ctx context.Context, rec slog.Record) error {
 	var errs []error
 	if t.a.Enabled(ctx, rec.Level) {
-		errs = append(errs, t.a.Handle(ctx, rec.Clone()))
+		errs = append(errs, t.a.Handle(ctx, withoutDetail(rec)))
 	}
 	if t.b.Enabled(ctx, rec.Level) {
 		// The message too may hold what redactAttr hides in attributes.
@@ -66,6 +68,19 @@ func (t teeHandler) Handle(ctx context.Context, rec slog.Record) error {
 		errs = append(errs, t.b.Handle(ctx, c))
 	}
 	return errors.Join(errs...)
+}
+
+// withoutDetail is rec without its transfer.DetailKey attribute: the
+// console shows the short reason, the run log the detail.
+func withoutDetail(rec slog.Record) slog.Record {
+	c := slog.NewRecord(rec.Time, rec.Level, rec.Message, rec.PC)
+	rec.Attrs(func(a slog.Attr) bool {
+		if a.Key != transfer.DetailKey {
+			c.AddAttrs(a)
+		}
+		return true
+	})
+	return c
 }
 
 func (t teeHandler) WithAttrs(as []slog.Attr) slog.Handler {

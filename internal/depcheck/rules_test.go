@@ -35,7 +35,7 @@ var rules = []rule{
 	{"internal/seed", with("fbc", "mirror/catalogimage", "mirror/registry", "mirror/oci", "internal/fakeimage", "internal/sqliteindex")},
 
 	// Records and outputs of a run.
-	{"workspace", with("mirror", "mirror/archive", "mirror/oci", "imageset")},
+	{"workspace", with("mirror", "mirror/archive", "mirror/oci", "mirror/transfer", "imageset")},
 	{"report", with("prune", "fbc", "imageset")},
 	{"manifests", with()},
 	{"kube", with()},

@@ -165,7 +165,11 @@ func (e *copyEngine) imageDone(res *ImageResult) {
 	e.imagesDone++
 	if res.Status == StatusFailed {
 		e.imagesFail++
-		e.log.Warn("image copy failed", "source", res.Job.Source+"@"+res.Job.Digest.String(), "dest", res.Job.Dest, "error", res.Err)
+		reason := res.Hint
+		if reason == "" {
+			reason = res.Err
+		}
+		e.log.Warn("image copy failed", "source", res.Job.Source+"@"+res.Job.Digest.String(), "dest", res.Job.Dest, "reason", reason, DetailKey, res.Err)
 	}
 	if e.opts.Progress != nil {
 		r := *res

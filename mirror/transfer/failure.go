@@ -11,6 +11,11 @@ import (
 	"github.com/airlock-mirror/airlock/mirror/retry"
 )
 
+// DetailKey names the log attribute that holds a failure's whole error: a
+// run log keeps it, a console beside a run log shows only the short reason
+// (workspace.Dir.OpenRunLog), so each failure's detail is written once.
+const DetailKey = "detail"
+
 // FailureClass says what kind of failure stopped an image, and so what the
 // user does about it: run the same command again (ClassTransient) or change
 // something first (every other class).

@@ -82,8 +82,11 @@ type Config struct {
 	// Shards adds the sharded mirror-to-mirror rows to the copy section;
 	// ShardsOnly runs only them.
 	Shards, ShardsOnly bool
-	Workload           workload.Options
-	CopyMode           string
+	// AirgapOnly runs only the air-gap rows of the copy section: the
+	// mirror-to-disk and disk-to-mirror floors, m2d, d2m and their ratios.
+	AirgapOnly bool
+	Workload   workload.Options
+	CopyMode   string
 	// Skopeo compares with skopeo sync; InstallSkopeo runs apt-get install -y
 	// skopeo when it is missing.
 	Skopeo, InstallSkopeo bool

@@ -200,7 +200,9 @@ func runCopy(ctx context.Context, cfg Config) ([]Row, error) {
 
 	// 1. Mirror to mirror, then the no-op re-run.
 	var m2m, noop copyRun
-	if dst, err := start("dst-m2m"); err != nil {
+	if cfg.AirgapOnly {
+		// only the air-gap rows below
+	} else if dst, err := start("dst-m2m"); err != nil {
 		errs = append(errs, err)
 	} else {
 		args := append([]string{"mirror", "-c", iscPath, "--workspace", location.File(filepath.Join(work, "ws")).String(),
@@ -224,7 +226,9 @@ func runCopy(ctx context.Context, cfg Config) ([]Row, error) {
 
 	// 2. skopeo sync of the same tags.
 	var sko copyRun
-	if skopeo, note := findSkopeo(ctx, cfg); skopeo == "" {
+	if cfg.AirgapOnly {
+		// only the air-gap rows below
+	} else if skopeo, note := findSkopeo(ctx, cfg); skopeo == "" {
 		rows = append(rows, Row{Name: "skopeo sync --all", Input: input, Note: "skipped: " + note})
 	} else if dst, err := start("dst-skopeo"); err != nil {
 		errs = append(errs, err)
@@ -274,12 +278,17 @@ func runCopy(ctx context.Context, cfg Config) ([]Row, error) {
 	floorRun := func(name, from string, verify bool) copyRun {
 		return add(fl.run(name, workload.PushOptions{From: from, Verify: verify}))
 	}
-	floor := floorRun("ingestion floor (minimal client: each blob and manifest pushed once, parallel)", "", false)
-	copyFloor := floorRun("copy floor (the same, each blob read from the source: GET streamed into the upload, unverified)", src.Addr(), false)
-	verifyFloor := floorRun("verifying copy floor (the copy floor hashing each blob as it streams: SHA-256 checked at its end)", src.Addr(), true)
+	var floor, copyFloor, verifyFloor copyRun
+	if !cfg.AirgapOnly {
+		floor = floorRun("ingestion floor (minimal client: each blob and manifest pushed once, parallel)", "", false)
+		copyFloor = floorRun("copy floor (the same, each blob read from the source: GET streamed into the upload, unverified)", src.Addr(), false)
+		verifyFloor = floorRun("verifying copy floor (the copy floor hashing each blob as it streams: SHA-256 checked at its end)", src.Addr(), true)
 
+	}
 	// 4. cp -r of the source registry's storage (page cache warm).
-	if m, err := Exec(ctx, Command{Name: "cp", Args: []string{"-r", src.Root, filepath.Join(work, "cp-copy")}}); err != nil || m.Exit != 0 {
+	if cfg.AirgapOnly {
+		// only the air-gap rows below
+	} else if m, err := Exec(ctx, Command{Name: "cp", Args: []string{"-r", src.Root, filepath.Join(work, "cp-copy")}}); err != nil || m.Exit != 0 {
 		errs = append(errs, fmt.Errorf("cp -r: %v %s", err, lastLine(m.Stderr)))
 	} else {
 		_, n, _ := dirSize(src.Root)
@@ -322,7 +331,7 @@ func runCopy(ctx context.Context, cfg Config) ([]Row, error) {
 	}
 
 	// 6. Sharded mirror-to-mirror.
-	if cfg.Shards {
+	if cfg.Shards && !cfg.AirgapOnly {
 		single, singleDisk := time.Duration(0), time.Duration(0)
 		if m2m.ok {
 			single = m2m.wall

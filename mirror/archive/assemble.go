@@ -94,7 +94,7 @@ func (w *Writer) FinishSharded(ctx context.Context, meta Meta, shards []*ShardRe
 	if err != nil {
 		return nil, err
 	}
-	plan, extra, err := w.layout(m)
+	plan, extra, err := w.planChunks(ctx, m)
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +222,9 @@ func (w *Writer) stageManifest(ctx context.Context, mf ShardManifest) error {
 	if err := w.stage(ctx, d, bytes.NewReader(mf.Raw), 0, nil); err != nil {
 		return err
 	}
-	w.blobs[mf.Digest] = &stagedBlob{size: d.Size, repos: map[string]struct{}{}}
+	if _, ok := w.blobs[mf.Digest]; !ok {
+		w.blobs[mf.Digest] = &stagedBlob{size: d.Size, repos: map[string]struct{}{}}
+	}
 	return nil
 }
 

@@ -7,17 +7,15 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"hash"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/opencontainers/go-digest"
 
-	"github.com/airlock-mirror/airlock/internal/atomicfile"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 )
 
@@ -33,6 +31,8 @@ type plannedChunk struct {
 	number      int
 	blobs       []plannedBlob
 	payloadSize int64
+	// fixed: laid out before the copy, its blobs written in place (fixedChunks).
+	fixed bool
 }
 
 // indexEntryBound returns an upper bound of the bytes the index entry takes for a
@@ -49,11 +49,37 @@ func indexEntryBound(entriesLen int64, n int) int64 {
 // unless it holds a single oversized blob. It fills in the manifest's blob chunks
 // and offsets and the chunk records (without hashes).
 //
+// fixed are the chunks laid out before the copy that go in as they are
+// (fixedChunks): the other blobs are laid out in the numbers they leave free,
+// then after them; a free number no chunk takes below the last chunk gets a
+// chunk holding no blob. errPreNoRoom says that the first or the last chunk
+// is a fixed one without room for the archive manifest.
+//
 // When assembling a sharded archive (FinishSharded), the blobs the shards'
 // chunks hold are not laid out again: the shards' chunks follow this writer's
 // own, in order, and when the last of them has no room for the manifest a last
 // chunk holding no blob carries it (extra).
-func (w *Writer) layout(m *Manifest) (plan []plannedChunk, extra bool, err error) {
+func (w *Writer) layout(m *Manifest, fixed []plannedChunk) (plan []plannedChunk, extra bool, err error) {
+	inFixed := map[digest.Digest]bool{}
+	taken := map[int]bool{}
+	for _, c := range fixed {
+		taken[c.number] = true
+		for _, b := range c.blobs {
+			inFixed[b.d] = true
+		}
+	}
+	var free []int
+	for n := 1; n <= len(w.pre); n++ {
+		if !taken[n] {
+			free = append(free, n)
+		}
+	}
+	numberOf := func(i int) int {
+		if i < len(free) {
+			return free[i]
+		}
+		return len(w.pre) + 1 + i - len(free)
+	}
 	hdrs := make([][]byte, len(m.Blobs))
 	for i, b := range m.Blobs {
 		h, err := headerBytes(blobEntryName(b.Digest), b.Size)
@@ -65,10 +91,10 @@ func (w *Writer) layout(m *Manifest) (plan []plannedChunk, extra bool, err error
 	var reserve int64
 	for iter := 0; ; iter++ {
 		plan = nil
-		cur := plannedChunk{number: 1}
+		cur := plannedChunk{number: numberOf(0)}
 		var entriesLen int64
 		for i, b := range m.Blobs {
-			if _, ok := w.fromShards[b.Digest]; ok {
+			if _, ok := w.fromShards[b.Digest]; ok || inFixed[b.Digest] {
 				continue
 			}
 			entryLen := int64(len(hdrs[i])) + b.Size + padding(b.Size)
@@ -76,14 +102,32 @@ func (w *Writer) layout(m *Manifest) (plan []plannedChunk, extra bool, err error
 			fits := cur.payloadSize+entryLen+indexEntryBound(entriesLen+int64(len(ib)), len(cur.blobs)+1)+reserve+eofSize <= w.chunkSize
 			if !fits && len(cur.blobs) > 0 {
 				plan = append(plan, cur)
-				cur = plannedChunk{number: cur.number + 1}
+				cur = plannedChunk{number: numberOf(len(plan))}
 				entriesLen = 0
 			}
 			cur.blobs = append(cur.blobs, plannedBlob{d: b.Digest, size: b.Size, hdr: hdrs[i], offset: cur.payloadSize + int64(len(hdrs[i]))})
 			cur.payloadSize += entryLen
 			entriesLen += int64(len(ib))
 		}
-		plan = append(plan, cur)
+		if len(cur.blobs) > 0 || len(fixed) == 0 {
+			plan = append(plan, cur)
+		}
+		plan = append(plan, fixed...)
+		last := 0
+		for _, c := range plan {
+			last = max(last, c.number)
+		}
+		for i := len(plan) - len(fixed); i < len(free); i++ {
+			if free[i] < last {
+				plan = append(plan, plannedChunk{number: free[i]}) // a hole: a chunk holding no blob
+			}
+		}
+		slices.SortFunc(plan, func(a, b plannedChunk) int { return a.number - b.number })
+		for i, c := range plan {
+			if c.number != i+1 {
+				return nil, false, fmt.Errorf("archive layout: chunk %d is numbered %d", i+1, c.number)
+			}
+		}
 		total := len(plan) + len(w.tail)
 		if extra {
 			total++
@@ -135,6 +179,15 @@ func (w *Writer) layout(m *Manifest) (plan []plannedChunk, extra bool, err error
 				continue
 			}
 		}
+		carriers := []plannedChunk{plan[0]}
+		if len(w.tail) == 0 {
+			carriers = append(carriers, plan[len(plan)-1])
+		}
+		for _, c := range carriers {
+			if c.fixed && c.payloadSize+indexEntryBound(c.entriesLen(), len(c.blobs))+need+eofSize > w.chunkSize {
+				return nil, false, errPreNoRoom
+			}
+		}
 		if need <= reserve {
 			for _, c := range plan {
 				if len(c.blobs) != 1 {
@@ -145,7 +198,7 @@ func (w *Writer) layout(m *Manifest) (plan []plannedChunk, extra bool, err error
 				if c.payloadSize+indexEntryBound(int64(len(ib)), 1)+reserve+eofSize > w.chunkSize {
 					const gib = 1 << 30
 					if w.strict {
-						return nil, false, fmt.Errorf("blob %s (%d bytes) is larger than the archive size (%d bytes) and --strict-archive is set: raise archiveSize to %d (GiB) or drop --strict-archive", b.d, b.size, w.chunkSize, (b.size+gib-1)/gib+1)
+						return nil, false, w.strictErr(b.d, b.size)
 					}
 					w.log.Warn("blob is larger than the archive chunk size; it gets a chunk of its own",
 						"blob", b.d, "size", b.size, "chunk", ChunkName(c.number), "chunkSize", w.chunkSize,
@@ -159,6 +212,23 @@ func (w *Writer) layout(m *Manifest) (plan []plannedChunk, extra bool, err error
 			return nil, false, fmt.Errorf("archive layout does not converge for chunk size %d: raise the archive size", w.chunkSize)
 		}
 	}
+}
+
+// strictErr refuses blob d, larger than the chunk size, under --strict-archive.
+func (w *Writer) strictErr(d digest.Digest, size int64) error {
+	const gib = 1 << 30
+	return fmt.Errorf("blob %s (%d bytes) is larger than the archive size (%d bytes) and --strict-archive is set: raise archiveSize to %d (GiB) or drop --strict-archive", d, size, w.chunkSize, (size+gib-1)/gib+1)
+}
+
+// entriesLen is the JSON length of chunk c's index entries, bounded as layout
+// bounds them.
+func (c plannedChunk) entriesLen() int64 {
+	var n int64
+	for _, b := range c.blobs {
+		ib, _ := json.Marshal(IndexBlob{Digest: b.d, Size: b.size, Offset: math.MaxInt64})
+		n += int64(len(ib))
+	}
+	return n
 }
 
 // writeChunks writes every chunk body (blobs, index), then the trailers (manifest in
@@ -198,10 +268,18 @@ func (w *Writer) writeBodies(ctx context.Context, archiveID string, plan []plann
 			kept[n] = c
 		}
 	}
+	// Chunks laid out before the copy hold their blobs in place: they are
+	// sealed (again), never removed.
+	inPlace := map[string]bool{}
+	for _, c := range plan {
+		if c.fixed {
+			inPlace[w.chunkName(c.number)] = true
+		}
+	}
 	// Blobs that live only in chunks that are not kept go back to the staging area.
 	if w.completed != nil {
 		for _, c := range w.completed.Chunks {
-			if _, ok := kept[c.Record.Number]; ok {
+			if _, ok := kept[c.Record.Number]; ok || inPlace[c.Record.Name] {
 				continue
 			}
 			if err := w.unstage(ctx, c.Record.Name); err != nil {
@@ -218,7 +296,7 @@ func (w *Writer) writeBodies(ctx context.Context, archiveID string, plan []plann
 	}
 	for _, name := range existing {
 		n, _ := w.ownNumber(name)
-		if c, ok := kept[n]; ok && c.Record.Name == name {
+		if c, ok := kept[n]; (ok && c.Record.Name == name) || inPlace[name] {
 			continue
 		}
 		if err := os.Remove(filepath.Join(w.dir, name)); err != nil {
@@ -243,7 +321,11 @@ func (w *Writer) writeBodies(ctx context.Context, archiveID string, plan []plann
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		cc, err := w.writeBody(ctx, archiveID, c)
+		write := w.writeBody
+		if c.fixed {
+			write = w.sealBody
+		}
+		cc, err := write(ctx, archiveID, c)
 		if err != nil {
 			return nil, err
 		}
@@ -376,120 +458,4 @@ func (w *Writer) writeBody(ctx context.Context, archiveID string, c plannedChunk
 		BodySize: pos + int64(len(body)),
 		Blobs:    idx.Blobs,
 	}, f.Close()
-}
-
-// copyHashing copies r to out through buf, as io.CopyBuffer does, while h
-// hashes the same bytes on another goroutine: a staged blob's digest (its
-// re-verification) and the chunk's payload hash (in out) are computed side by
-// side on two cores instead of one after the other.
-func copyHashing(out io.Writer, h hash.Hash, r io.Reader, buf []byte) (int64, error) {
-	work, done := make(chan []byte), make(chan struct{})
-	go func() {
-		for p := range work {
-			h.Write(p)
-			done <- struct{}{}
-		}
-	}()
-	defer close(work)
-	var total int64
-	for {
-		n, rerr := r.Read(buf)
-		if n > 0 {
-			work <- buf[:n]
-			_, werr := out.Write(buf[:n])
-			<-done
-			total += int64(n)
-			if werr != nil {
-				return total, werr
-			}
-		}
-		if rerr == io.EOF {
-			return total, nil
-		}
-		if rerr != nil {
-			return total, rerr
-		}
-	}
-}
-
-// entryBytes returns a whole tar entry (header, data, padding) for a small file.
-func entryBytes(name string, data []byte) ([]byte, error) {
-	h, err := headerBytes(name, int64(len(data)))
-	if err != nil {
-		return nil, err
-	}
-	out := append(h, data...)
-	return append(out, make([]byte, padding(int64(len(data))))...), nil
-}
-
-// writeTrailer truncates chunk path to its body and appends the manifest entry
-// (first and last chunk) and the tar end marker, then syncs.
-func writeTrailer(path string, bodySize int64, manifest []byte, withManifest bool) error {
-	return writeTail(path, bodySize, nil, manifest, withManifest, false)
-}
-
-// writeTail truncates chunk path at offset at (creating it when create is set)
-// and appends pre (an index entry, or nothing), the manifest entry and its
-// checksum when withManifest is set, and the tar end marker, then syncs.
-func writeTail(path string, at int64, pre, manifest []byte, withManifest, create bool) error {
-	flags := os.O_WRONLY
-	if create {
-		flags |= os.O_CREATE
-	}
-	f, err := os.OpenFile(path, flags, 0o644)
-	if err != nil {
-		return fmt.Errorf("open chunk %s: %w", filepath.Base(path), err)
-	}
-	defer f.Close()
-	if err := f.Truncate(at); err != nil {
-		return fmt.Errorf("chunk %s: %w", filepath.Base(path), err)
-	}
-	tail := append([]byte(nil), pre...)
-	if withManifest {
-		me, err := entryBytes(manifestName, manifest)
-		if err != nil {
-			return err
-		}
-		sum := sha256.Sum256(manifest)
-		se, err := entryBytes(manifestSum, []byte(hex.EncodeToString(sum[:])+"\n"))
-		if err != nil {
-			return err
-		}
-		tail = append(append(tail, me...), se...)
-	}
-	tail = append(tail, make([]byte, eofSize)...)
-	if _, err := f.WriteAt(tail, at); err != nil {
-		return fmt.Errorf("write chunk %s: %w", filepath.Base(path), err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("sync chunk %s: %w", filepath.Base(path), err)
-	}
-	return f.Close()
-}
-
-// listChunks returns the chunk file names in dir, sorted.
-func listChunks(dir string) ([]string, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("read archive directory: %w", err)
-	}
-	var out []string
-	for _, e := range ents {
-		if _, ok := chunkNumber(e.Name()); ok {
-			out = append(out, e.Name())
-		}
-	}
-	sort.Strings(out)
-	return out, nil
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	return atomicfile.WriteFile(path, data, 0)
-}
-
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
 }

@@ -32,15 +32,18 @@ func sortedStrings(s []string) []string {
 	return slices.Compact(out)
 }
 
-// Finish writes the chunks from the staged blobs and returns the archive manifest.
+// Finish ends the chunks laid out before the copy (their blobs are in place:
+// each gets its index and trailer), writes the staged blobs into chunks after
+// them, and returns the archive manifest.
 // Only the images of meta.Images go into the archive (their tags, the manifests
 // and blobs they reach): what an earlier, failed run staged for images the plan no
 // longer has is left out, and removed with the staging area.
-// The chunk layout depends only on the content (blobs sorted by digest, fixed tar
-// headers, no timestamps), so the same content gives byte-identical chunks. After
-// each chunk is written and synced, the staged copies of its blobs are removed, so
-// the disk holds at most one chunk's worth of data twice. An interrupted Finish can
-// be resumed by a new Writer on the same directory.
+// The chunk layout depends only on the content and on the blobs Expect was
+// given (blobs sorted by digest, fixed tar headers, no timestamps), so the same
+// content gives byte-identical chunks. After each chunk of staged blobs is
+// written and synced, their staged copies are removed, so the disk holds at
+// most one chunk's worth of data twice. An interrupted Finish can be resumed
+// by a new Writer on the same directory.
 func (w *Writer) Finish(ctx context.Context, meta Meta) (*Manifest, error) {
 	if err := w.markFinished(); err != nil {
 		return nil, err
@@ -53,7 +56,7 @@ func (w *Writer) Finish(ctx context.Context, meta Meta) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan, _, err := w.layout(m)
+	plan, _, err := w.planChunks(ctx, m)
 	if err != nil {
 		return nil, err
 	}

@@ -81,6 +81,9 @@ func (u *stagingUpload) Held() (int64, hash.Hash, error) {
 	if u.d.Digest.Algorithm() != digest.SHA256 {
 		return 0, nil, nil
 	}
+	if s, ok := u.w.slotOf(u.d); ok {
+		return u.heldInSlot(s)
+	}
 	p := u.w.partialPath(u.d.Digest)
 	f, err := os.Open(p)
 	if errors.Is(err, os.ErrNotExist) {
@@ -164,6 +167,9 @@ func (u *stagingUpload) Cancel(context.Context) {}
 func (w *Writer) stage(ctx context.Context, d endpoint.Descriptor, r io.Reader, off int64, h hash.Hash) error {
 	path, release := w.claimPartial(d.Digest)
 	defer release()
+	if s, ok := w.slotOf(d); ok && path != "" {
+		return w.writeSlot(ctx, s, d, r, off, h)
+	}
 	if path == "" {
 		if off > 0 {
 			return fmt.Errorf("stage blob %s from byte %d: another transfer writes it", d.Digest, off)
@@ -226,6 +232,9 @@ func (w *Writer) stage(ctx context.Context, d endpoint.Descriptor, r io.Reader, 
 		_ = os.Remove(path)
 		return fmt.Errorf("blob %s: content has digest %s: %w", d.Digest, got, ErrCorrupt)
 	}
+	if w.inSlot(d.Digest) {
+		return nil // a concurrent transfer wrote it into its slot meanwhile
+	}
 	if err := os.Rename(path, w.stagedPath(d.Digest)); err != nil {
 		return fmt.Errorf("stage blob %s: %w", d.Digest, err)
 	}
@@ -246,6 +255,27 @@ func (w *Writer) claimPartial(d digest.Digest) (path string, release func()) {
 		delete(w.writing, d)
 		w.mu.Unlock()
 	}
+}
+
+// heldInSlot is Held for a blob with a slot: the bytes an interrupted
+// transfer wrote there, as the journal recorded them.
+func (u *stagingUpload) heldInSlot(s slot) (int64, hash.Hash, error) {
+	u.w.mu.Lock()
+	n := u.w.slotHeld[u.d.Digest]
+	u.w.mu.Unlock()
+	if n <= 0 || n > u.d.Size {
+		return 0, nil, nil
+	}
+	h, err := u.w.slotHeldHash(s, u.d.Digest, n)
+	if err != nil {
+		return 0, nil, nil // fetched whole
+	}
+	mine, err := cloneHash(h)
+	if err != nil {
+		return 0, nil, err
+	}
+	u.held, u.h = n, mine
+	return n, h, nil
 }
 
 // stageMaxBuf is the largest buffer a staging write goes through.

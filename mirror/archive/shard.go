@@ -254,7 +254,7 @@ func (w *Writer) FinishShard(ctx context.Context, meta Meta) (*ShardRecord, erro
 	m.Blobs = blobs
 	// The chunks' indexes name the shard until FinishSharded rewrites them.
 	m.ArchiveID = w.part
-	plan, _, err := w.layout(m)
+	plan, _, err := w.planChunks(ctx, m)
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,12 @@ func (w *Writer) ToWrite(d endpoint.Descriptor) int64 {
 	if staged || shipped || elsewhere {
 		return 0
 	}
+	w.mu.Lock()
+	held, inSlot := w.slotHeld[d.Digest]
+	w.mu.Unlock()
+	if inSlot && held <= d.Size {
+		return d.Size - held
+	}
 	if info, err := os.Stat(w.partialPath(d.Digest)); err == nil && info.Size() <= d.Size {
 		return d.Size - info.Size()
 	}
@@ -34,10 +40,11 @@ func (w *Writer) ToWrite(d endpoint.Descriptor) int64 {
 
 // CheckSpace refuses, before anything is staged, a run whose blobs do not fit
 // on the archive's filesystem: toWrite is what the run will stage (ToWrite,
-// summed over distinct blobs). Staged blobs move into the archive's chunks
-// at the end, one chunk at a time, so the peak is what is staged plus one
-// chunk (docs/archive.md, "Disk use while writing"): the filesystem needs
-// toWrite plus one chunk free. The error gives the numbers, the folder and
+// summed over distinct blobs). The blobs laid out before the copy (Expect)
+// are written once, into their chunks; staged blobs move into the archive's
+// chunks at the end, one chunk at a time (docs/archive.md, "Disk use while
+// writing"): the filesystem needs toWrite plus one chunk free, an allowance
+// for a chunk written again from the staging area. The error gives the numbers, the folder and
 // skip, the flag that goes on anyway. A system whose free space cannot be
 // read is not refused.
 func (w *Writer) CheckSpace(toWrite int64, skip string) error {

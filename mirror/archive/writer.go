@@ -53,8 +53,10 @@ type WriterOptions struct {
 
 // Writer writes an archive. It implements endpoint.Destination: the copy engine
 // puts blobs and manifests into it in any order and concurrently; each is verified
-// and staged under DIR/.airlock-staging. Finish then lays out the chunks
-// deterministically (blobs sorted by digest) and moves the staged blobs into them.
+// and written into its slot in a chunk laid out before the copy (Expect), or
+// staged under DIR/.airlock-staging. Finish then lays out the staged blobs in
+// chunks (sorted by digest) after those, moves them into them, and ends every
+// chunk with its index and trailer.
 //
 // A Writer on a directory holding the staging area of an interrupted run resumes:
 // staged blobs and manifests count as present, and an interrupted Finish keeps the
@@ -86,17 +88,28 @@ type Writer struct {
 	// completed are chunks an interrupted Finish finished writing (from finish.json).
 	completed *finishJournal
 	signKey   string // WriterOptions.SignKey
-	// writing are the blobs whose partial file a transfer is writing.
+	// writing are the blobs whose partial file or slot a transfer is writing.
 	writing map[digest.Digest]bool
+	// pre are the chunks laid out before the copy (Expect, slots.go), for
+	// chunk size preSize; slots where their blobs go, slotHeld how many bytes
+	// of a blob cut off midway its slot holds.
+	pre      []preChunk
+	preSize  int64
+	slots    map[digest.Digest]slot
+	slotHeld map[digest.Digest]int64
 }
 
 type stagedBlob struct {
 	size  int64
 	repos map[string]struct{}
-	// chunk is set when the blob lives in a chunk completed by an interrupted Finish
-	// (its staged copy was removed); offset is where its bytes start.
+	// chunk is set when the blob lives in a chunk: one completed by an
+	// interrupted Finish (its staged copy was removed), or its slot in a chunk
+	// laid out before the copy; offset is where its bytes start.
 	chunk  string
 	offset int64
+	// unverified: written into its slot by an earlier process; Finish
+	// verifies it again before it counts.
+	unverified bool
 }
 
 type reliedBlob struct {
@@ -109,7 +122,7 @@ type tagKey struct{ repo, ref string }
 
 // journalRecord is one line of DIR/.airlock-staging/journal.jsonl.
 type journalRecord struct {
-	Op        string        `json:"op"` // use, tag, relied
+	Op        string        `json:"op"` // use, tag, relied, placed, held
 	Digest    digest.Digest `json:"digest"`
 	Size      int64         `json:"size,omitempty"`
 	Repo      string        `json:"repo,omitempty"`
@@ -169,6 +182,8 @@ func NewWriter(dir string, opts WriterOptions) (*Writer, error) {
 		tags:      map[tagKey]TagRecord{},
 		held:      map[tagKey]bool{},
 		writing:   map[digest.Digest]bool{},
+		slots:     map[digest.Digest]slot{},
+		slotHeld:  map[digest.Digest]int64{},
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create archive directory: %w", err)
@@ -245,6 +260,9 @@ func (w *Writer) load() error {
 		fj.Chunks = kept
 		w.completed = &fj
 	}
+	if err := w.loadPreLayout(); err != nil {
+		return err
+	}
 	f, err := os.Open(filepath.Join(w.staging, "journal.jsonl"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -268,6 +286,13 @@ func (w *Writer) load() error {
 		case "tag":
 			if _, ok := w.blobs[r.Digest]; ok {
 				w.setTag(TagRecord{Repo: r.Repo, Reference: r.Reference, Digest: r.Digest, MediaType: r.MediaType})
+			}
+		case "placed":
+			w.placed(r.Digest)
+		case "held":
+			if _, ok := w.slots[r.Digest]; ok {
+				w.unplace(r.Digest)
+				w.slotHeld[r.Digest] = r.Size
 			}
 		case "relied":
 			if o, ok := w.shipped[r.Digest]; ok {

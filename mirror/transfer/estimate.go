@@ -112,7 +112,7 @@ func (x *Estimator) Look(ctx context.Context, jobs []Job, progress StageProgress
 			defer close(l.done)
 			ok, err := x.dst.ManifestExists(ctx, j.Dest, j.Digest.String(), j.Digest)
 			l.present = err == nil && ok
-			l.blobs, l.err = walkBlobs(ctx, x.src, j, j.Digest, 0)
+			l.blobs, l.err = walkBlobs(ctx, x.src, j, j.Digest, 0, nil)
 			count.Add(l.err != nil)
 			return nil
 		})
@@ -271,13 +271,22 @@ func (k *repoKnowledge) known(ctx context.Context, repo string) bool {
 // walkBlobs lists the blobs (configs, layers, and child manifests as blobs of
 // their own size) of the manifest d in job's source repository: of an index,
 // only the children of the job's platform subset.
-func walkBlobs(ctx context.Context, src EstimateSource, job Job, d digest.Digest, depth int) ([]endpoint.Descriptor, error) {
+// The manifests read on the way (d and its children) are appended to mans
+// when it is not nil.
+func walkBlobs(ctx context.Context, src EstimateSource, job Job, d digest.Digest, depth int, mans *[]endpoint.Descriptor) ([]endpoint.Descriptor, error) {
 	if depth > 4 {
 		return nil, fmt.Errorf("manifest %s nests indexes too deeply", d)
 	}
 	m, err := src.Manifest(ctx, job.Source, d.String())
 	if err != nil {
 		return nil, err
+	}
+	if mans != nil {
+		mt := m.MediaType
+		if mt == "" {
+			mt = oci.MediaTypeOf("", m.Raw)
+		}
+		*mans = append(*mans, endpoint.Descriptor{MediaType: mt, Digest: d, Size: int64(len(m.Raw))})
 	}
 	refs, err := oci.Parse(m)
 	if err != nil {
@@ -289,7 +298,7 @@ func walkBlobs(ctx context.Context, src EstimateSource, job Job, d digest.Digest
 	}
 	out := append([]endpoint.Descriptor(nil), refs.Blobs...)
 	for _, c := range children {
-		sub, err := walkBlobs(ctx, src, job, c.Digest, depth+1)
+		sub, err := walkBlobs(ctx, src, job, c.Digest, depth+1, mans)
 		if err != nil {
 			return out, err
 		}
@@ -308,6 +317,10 @@ type Sizes struct {
 	// included), by job index; nil for a job whose manifest could not be read or
 	// that the destination already holds.
 	PerJob [][]endpoint.Descriptor `json:"-"`
+	// Manifests are, by job index as PerJob, the manifests read to list them
+	// (the job's, and the children of an index kept), each as a blob of its
+	// own size.
+	Manifests [][]endpoint.Descriptor `json:"-"`
 	// Held says, by job index, what the destination already holds of the job;
 	// nil when Measure was given no destination.
 	Held []Held `json:"-"`
@@ -336,7 +349,7 @@ func Measure(ctx context.Context, src EstimateSource, dst EstimateDestination, j
 	if parallel <= 0 {
 		parallel = 8
 	}
-	s := &Sizes{Images: len(jobs), PerJob: make([][]endpoint.Descriptor, len(jobs))}
+	s := &Sizes{Images: len(jobs), PerJob: make([][]endpoint.Descriptor, len(jobs)), Manifests: make([][]endpoint.Descriptor, len(jobs))}
 	if dst != nil {
 		s.Held = make([]Held, len(jobs))
 	}
@@ -353,9 +366,10 @@ func Measure(ctx context.Context, src EstimateSource, dst EstimateDestination, j
 					return nil
 				}
 			}
-			blobs, err := walkBlobs(ctx, src, j, j.Digest, 0)
+			var mans []endpoint.Descriptor
+			blobs, err := walkBlobs(ctx, src, j, j.Digest, 0, &mans)
 			if err == nil {
-				s.PerJob[i] = blobs
+				s.PerJob[i], s.Manifests[i] = blobs, mans
 			}
 			count.Add(err != nil)
 			return nil

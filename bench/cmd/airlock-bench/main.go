@@ -118,6 +118,7 @@ func run() error {
 	uniqueMB := flag.Float64("unique-mb", -1, "override the workload: total MB of unique layers")
 	shards := flag.Bool("shards", envBool("BENCH_SHARDS", true), "copy section: measure 2 shards of the plan at once (per-shard bytes, wall) [BENCH_SHARDS]")
 	shardsOnly := flag.Bool("shards-only", false, "copy section: only the sharded rows")
+	airgapOnly := flag.Bool("airgap-only", false, "copy section: only the air-gap rows (mirror-to-disk and disk-to-mirror floors, m2d, d2m, their ratios)")
 	skopeo := flag.Bool("skopeo", envBool("BENCH_SKOPEO", true), "compare with skopeo sync")
 	ocMirror := flag.String("oc-mirror", env("BENCH_OC_MIRROR", ""), "oc-mirror binary to compare with at catalog scale, on the release workload and on the latency-bound row (default: oc-mirror on PATH, else the one scripts/build-oc-mirror.sh built) [BENCH_OC_MIRROR]")
 	installSkopeo := flag.Bool("install-skopeo", envBool("BENCH_INSTALL_SKOPEO", true), "apt-get install -y skopeo when missing")
@@ -155,7 +156,7 @@ func run() error {
 	cfg := bench.Config{
 		RepoRoot: root, Airlock: *airlock, WorkDir: *work, Keep: *keep, Quick: *quick,
 		Fixtures: *fixtures, RealDir: *realDir, RealYAMLDir: *realYAMLDir, Opm: *opm, Count: *count,
-		Copy: *doCopy, Shards: *shards || *shardsOnly, ShardsOnly: *shardsOnly, CopyMode: *mode, Skopeo: *skopeo, InstallSkopeo: *installSkopeo,
+		Copy: *doCopy, Shards: *shards || *shardsOnly, ShardsOnly: *shardsOnly, AirgapOnly: *airgapOnly, CopyMode: *mode, Skopeo: *skopeo, InstallSkopeo: *installSkopeo,
 		OcMirror:       bench.FindOcMirror(*ocMirror),
 		ParallelImages: *pImages, ParallelLayers: *pLayers, FloorParallel: *floorPar, Self: self(),
 		GoBenchPkgs: strings.Fields(*goPkgs), GoBenchTime: *goTime, GoTags: *goTags, Note: *note, Out: os.Stdout,

@@ -165,7 +165,11 @@ func (l *Lock) Unlock() {
 	if l.exclusive {
 		_ = l.f.Truncate(0)
 	}
-	_ = l.f.Close() // releases the flock
+	// Released explicitly: closing alone leaves the lock held while any copy
+	// of the descriptor lives, as in a process this one is forking that has
+	// not yet reached exec (the exec closes it, at its own pace).
+	_ = lockFile(int(l.f.Fd()), unix.LOCK_UN)
+	_ = l.f.Close()
 	l.f = nil
 }
 

@@ -12,12 +12,49 @@ import (
 
 // SourceMux routes reads to the right source: repositories named
 // LayoutRepoPrefix+dir are read from that OCI image layout (rebuilt catalogs,
-// oci:// catalogs); everything else from Default.
+// oci:// catalogs); everything else from Default, except blobs already held
+// in a layout added with AddLocalBlobs.
 type SourceMux struct {
 	Default endpoint.Source
 
 	mu      sync.Mutex
 	layouts map[string]*layout.Source
+	// local are layouts holding blobs already read from Default.
+	local []*layout.Source
+}
+
+// AddLocalBlobs adds an OCI image layout holding blobs a run already read
+// from Default's registries (an image a source fetched to read it): blobs
+// of Default's repositories are read there first, by digest, and from
+// Default when it lacks them. The copy engine verifies every blob's digest,
+// wherever it was read.
+func (m *SourceMux) AddLocalBlobs(dir string) error {
+	s, err := layout.NewSource(dir)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.local = append(m.local, s)
+	return nil
+}
+
+// localBlob opens d of repo (one of Default's) from the first local layout
+// holding it; nil when none does or repo is a layout's (a layout that
+// cannot open it is passed over: Default serves it).
+func (m *SourceMux) localBlob(ctx context.Context, repo string, d endpoint.Descriptor, off int64) (io.ReadCloser, int64) {
+	if strings.HasPrefix(repo, LayoutRepoPrefix) {
+		return nil, 0
+	}
+	m.mu.Lock()
+	local := m.local
+	m.mu.Unlock()
+	for _, s := range local {
+		if rc, start, err := endpoint.BlobFrom(ctx, s, repo, d, off); err == nil {
+			return rc, start
+		}
+	}
+	return nil, 0
 }
 
 var (
@@ -61,6 +98,9 @@ func (m *SourceMux) Blob(ctx context.Context, repo string, d endpoint.Descriptor
 	if err != nil {
 		return nil, err
 	}
+	if rc, _ := m.localBlob(ctx, repo, d, 0); rc != nil {
+		return rc, nil
+	}
 	return s.Blob(ctx, repo, d)
 }
 
@@ -69,6 +109,9 @@ func (m *SourceMux) BlobFrom(ctx context.Context, repo string, d endpoint.Descri
 	s, err := m.route(repo)
 	if err != nil {
 		return nil, 0, err
+	}
+	if rc, start := m.localBlob(ctx, repo, d, off); rc != nil {
+		return rc, start, nil
 	}
 	return endpoint.BlobFrom(ctx, s, repo, d, off)
 }

@@ -33,6 +33,22 @@ func TestSourceMuxContract(t *testing.T) {
 			},
 		})
 	})
+	t.Run("LocalBlobs", func(t *testing.T) {
+		endpointtest.Source(t, endpointtest.SourceCase{
+			NotFound: layout.ErrNotFound,
+			Seed: func(t *testing.T, c *endpointtest.Content) (endpoint.Source, string) {
+				src, err := layout.NewSource(seedLayout(t, c))
+				if err != nil {
+					t.Fatal(err)
+				}
+				m := &mirror.SourceMux{Default: src}
+				if err := m.AddLocalBlobs(seedLayout(t, c)); err != nil {
+					t.Fatal(err)
+				}
+				return m, c.Repo
+			},
+		})
+	})
 	t.Run("Default", func(t *testing.T) {
 		endpointtest.Source(t, endpointtest.SourceCase{
 			NotFound: layout.ErrNotFound,

@@ -134,6 +134,7 @@ func (r *run) planFromArchive(ctx context.Context, ar *archive.Reader, dst endpo
 		r.addWants(l.Wants)
 		r.res.Warnings = append(r.res.Warnings, l.Warnings...)
 		r.res.Sources = append(r.res.Sources, l.Summary...)
+		r.rep.pictures = append(r.rep.pictures, l.Pictures...)
 		if l.Adjust != nil {
 			adjust = append(adjust, l.Adjust)
 		}

@@ -418,6 +418,14 @@ func (r *run) planSources(ctx context.Context, mux *mirror.SourceMux, probes *ba
 			err = perr
 		}
 	}
+	if err == nil {
+		for _, dir := range sel.local {
+			if err = mux.AddLocalBlobs(dir); err != nil {
+				_ = sel.finish(true)
+				break
+			}
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

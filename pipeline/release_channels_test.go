@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/airlock-mirror/airlock/internal/testutil/cincinnatitest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/internal/testutil/releasetest"
 	"github.com/airlock-mirror/airlock/location"
@@ -24,10 +23,8 @@ func TestReleaseChannels(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := newReleaseEnv(t, releasetest.Spec{Version: "4.15.1", Components: 150})
-	next := releasetest.Push(t, e.src.Host(), releasetest.Spec{Version: "4.15.2", Previous: []string{"4.15.1"}, Components: 150, Changed: 12})
-	e.store.Put(next.Digest, e.key.SignRelease(t, next.Ref, next.Digest))
-	svc := cincinnatitest.New(t)
-	svc.Serve("stable-4.15", releasetest.GraphJSON(t, "stable-4.15", releasetest.Node{Version: "4.15.1", Payload: e.rel.PayloadRef()}, releasetest.Node{Version: "4.15.2", Payload: next.PayloadRef()}))
+	next := e.nextZStream(t, 150, 12)
+	svc := e.stable415(t, next)
 	channel := func(min, max string) string {
 		return fmt.Sprintf("    channels:\n    - name: stable-4.15\n      minVersion: %s\n      maxVersion: %s\n", min, max)
 	}
@@ -45,6 +42,7 @@ func TestReleaseChannels(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkReleaseMirrored(t, "first z-stream", res, dst.Host()+"/m2m", e.rel)
+	checkChannelPicture(t, "first z-stream", res)
 	if got := digestAt(t, dst.Host()+"/m2m/openshift/release-images:4.15.2-x86_64"); got != "" {
 		t.Errorf("4.15.2 was mirrored though maxVersion is 4.15.1")
 	}
@@ -106,6 +104,7 @@ func TestReleaseChannels(t *testing.T) {
 		t.Errorf("disk-to-mirror asked the update service %d times and the signature store %d times", n-asked, m-sigAsked)
 	}
 	checkReleaseMirrored(t, "disk-to-mirror 4.15.1", res, far.Host()+"/far", e.rel)
+	checkChannelPicture(t, "disk-to-mirror", res)
 	checkReleaseMirrored(t, "disk-to-mirror 4.15.2", res, far.Host()+"/far", next)
 	b, err := os.ReadFile(filepath.Join(res.WorkingDir, "cluster-resources", "release-signatures.yaml"))
 	if err != nil || !strings.Contains(string(b), "sha256-"+next.Digest.Encoded()+"-1") || !strings.Contains(string(b), "sha256-"+e.rel.Digest.Encoded()+"-1") {
@@ -151,5 +150,20 @@ func TestReleaseChannels(t *testing.T) {
 		if _, d, _ := strings.Cut(ref, "@"); planned[d] {
 			t.Errorf("the delete plan removes %s, which 4.15.2 still uses", n)
 		}
+	}
+}
+
+// checkChannelPicture checks that the run's report.html draws stable-4.15's
+// update graph (graph.Draw's SVG: the versions as nodes).
+func checkChannelPicture(t *testing.T, what string, res *Result) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(res.WorkingDir, "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	i := strings.Index(page, "Update graph of stable-4.15 (amd64, ocp)")
+	if i < 0 || !strings.Contains(page[i:], "<svg") || !strings.Contains(page[i:], "4.15.1") {
+		t.Errorf("%s: report.html has no picture of stable-4.15's update graph", what)
 	}
 }

@@ -42,6 +42,32 @@ func TestReleaseDeletes(t *testing.T) {
 			}
 		})
 	}
+	// The graph-data image is its own kind: only graph: true names it,
+	// whatever releases the stanza names; so is its record by earlier
+	// versions (a release want).
+	oldGraph := workspace.Want{Kind: workspace.WantRelease, Version: "graph-data", Image: graphImageName}
+	for _, tc := range []struct {
+		name     string
+		platform *imageset.Platform
+		want     workspace.Want
+		names    bool
+	}{
+		{"graph: true", &imageset.Platform{Graph: true, Channels: ch("stable-4.15", "", "").Channels}, graphWant(), true},
+		{"the releases, not the graph", ch("stable-4.15", "", ""), graphWant(), false},
+		{"graph: true with release:", &imageset.Platform{Graph: true, Release: payload}, graphWant(), true},
+		{"no platform stanza", nil, graphWant(), false},
+		{"an earlier record, graph: true", &imageset.Platform{Graph: true, Release: payload}, oldGraph, true},
+		{"an earlier record, releases only", &imageset.Platform{Release: payload}, oldGraph, false},
+		{"a release, graph: true only", &imageset.Platform{Graph: true, Release: "quay.io/openshift-release-dev/ocp-release:4.15.3-x86_64"}, w, false},
+	} {
+		t.Run("graph image: "+tc.name, func(t *testing.T) {
+			cfg := &imageset.DeleteImageSetConfiguration{Delete: imageset.DeleteImageSetConfigurationSpec{Platform: tc.platform}}
+			names, ok := (&releaseSource{}).Deletes(cfg, tc.want)
+			if !ok || names != tc.names {
+				t.Errorf("Deletes = %v, %v; want %v, true", names, ok, tc.names)
+			}
+		})
+	}
 	if _, ok := (&releaseSource{}).Deletes(&imageset.DeleteImageSetConfiguration{}, workspace.Want{Kind: workspace.WantAdditional}); ok {
 		t.Error("the release source answers for another kind's want")
 	}

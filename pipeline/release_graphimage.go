@@ -26,6 +26,10 @@ import (
 // every workflow, and named in the UpdateService by the digest it was built
 // with.
 const (
+	// graphKind is its kind: not a release (no release names it, delete
+	// keeps it unless delete.platform.graph says otherwise), not an image
+	// of a source registry (no mirror rule names it).
+	graphKind mirror.ImageKind = workspace.WantGraphImage
 	// graphOrigin is its origin.
 	graphOrigin = "platform:graph-data"
 	// graphImageName names it in the plan (a reserved domain: it is read
@@ -55,7 +59,6 @@ func (s *releaseSource) graphWanted() bool {
 // the base image (Releases.GraphBaseImage, copied by digest into the
 // workspace), and asks for it at oc-mirror's destination.
 func (s *releaseSource) graphRequest(ctx context.Context) (req mirror.ImageRequest, line string, base digest.Digest, err error) {
-	o := s.r.opts.Releases
 	tarball, from, err := s.graphTarball(ctx)
 	if err != nil {
 		return req, "", "", err
@@ -64,9 +67,9 @@ func (s *releaseSource) graphRequest(ctx context.Context) (req mirror.ImageReque
 	if err != nil {
 		return req, "", "", err
 	}
-	baseRef := o.GraphBaseImage
-	if baseRef == "" {
-		baseRef = graphimage.DefaultBaseImage
+	baseRef := s.graphBaseRef()
+	if err := s.checkGraphBase(); err != nil {
+		return req, "", "", err
 	}
 	fo := catalogimage.FetchOptions{Registry: s.r.srcRegistry(), Logger: s.r.log}
 	fetched, err := catalogimage.FetchImage(ctx, baseRef, s.r.workDir.ReleasesDir(), graphBaseWhat, fo)
@@ -80,7 +83,7 @@ func (s *releaseSource) graphRequest(ctx context.Context) (req mirror.ImageReque
 	}
 	line = fmt.Sprintf("graph:     graph-data image %s (graph data from %s, base %s@%s)", built.Digest, from, baseRef, fetched.Digest)
 	return mirror.ImageRequest{
-		Name: graphImageName, Kind: releaseKind, Origin: graphOrigin, TargetRepo: graphimage.Repo, TargetTag: graphimage.Tag,
+		Name: graphImageName, Kind: graphKind, Origin: graphOrigin, TargetRepo: graphimage.Repo, TargetTag: graphimage.Tag,
 		Built: &mirror.BuiltImage{LayoutDir: built.LayoutDir, Digest: built.Digest, MediaType: string(built.MediaType)},
 	}, line, fetched.Digest, nil
 }
@@ -209,7 +212,13 @@ func isPayloadRepo(repo string) bool {
 
 // graphWant is the history's record of the graph-data image.
 func graphWant() workspace.Want {
-	return workspace.Want{Kind: workspace.WantRelease, Version: "graph-data", Image: graphImageName}
+	return workspace.Want{Kind: workspace.WantGraphImage, Image: graphImageName}
+}
+
+// isGraphWant reports whether w records the graph-data image: its own kind,
+// or the release want earlier versions recorded it with.
+func isGraphWant(w workspace.Want) bool {
+	return w.Kind == workspace.WantGraphImage || (w.Kind == workspace.WantRelease && w.Image == graphImageName)
 }
 
 // payloadDigests are the digests of the releases' payloads.

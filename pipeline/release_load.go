@@ -61,6 +61,9 @@ func (s *releaseSource) Load(ctx context.Context, ar Archived) (*Loaded, error) 
 		}
 		s.risks = ch.Risks
 		out.Warnings = append(out.Warnings, ch.Warnings...)
+		var warn []string
+		out.Pictures, warn = s.pictures(ctx, ch, p)
+		out.Warnings = append(out.Warnings, warn...)
 		for _, w := range ch.Releases {
 			i := slices.IndexFunc(carried, func(c *chosenRelease) bool { return sameDigest(c.PayloadRef(), w.Payload) && c.Arch == w.Arch })
 			if i < 0 {
@@ -112,7 +115,7 @@ func (s *releaseSource) Load(ctx context.Context, ar Archived) (*Loaded, error) 
 		out.Wants[graphImageName] = append(out.Wants[graphImageName], graphWant())
 	}
 	out.Keep = func(ir archive.ImageRecord, of string) []string {
-		if ir.Kind != string(releaseKind) && ir.Attachment == nil {
+		if ir.Kind != string(releaseKind) && ir.Kind != string(graphKind) && ir.Attachment == nil {
 			return nil
 		}
 		return origins[of]

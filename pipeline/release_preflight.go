@@ -95,6 +95,9 @@ func (s *releaseSource) Preflight(ctx context.Context) ([]Probe, error) {
 		}
 	}
 	if p.Graph {
+		if err := s.checkGraphBase(); err != nil {
+			return nil, fmt.Errorf("preflight: %w", err)
+		}
 		if f := s.r.opts.Releases.GraphDataFile; f != "" {
 			if _, err := os.Stat(f); err != nil {
 				return nil, fmt.Errorf("preflight: mirror.platform.graph: --graph-data-file %s: %w", f, err)

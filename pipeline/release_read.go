@@ -2,15 +2,61 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/airlock-mirror/airlock/imageset"
+	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/release/graph"
 	relsig "github.com/airlock-mirror/airlock/release/signature"
 )
 
 // releaseReads is how many payloads Select reads (and verifies) at once.
 const releaseReads = 4
+
+// readVerified reads the release w and verifies its signatures. When the
+// graph names the payload by digest, the signatures are fetched and checked
+// while the payload is read (a signature is about the digest, not the
+// content): the round trips to the signature store are not added to the
+// payload's.
+func (s *releaseSource) readVerified(ctx context.Context, w graph.Release, p *imageset.Platform, store relsig.Store) releaseRead {
+	named, ok := releaseByDigest(w)
+	if !ok {
+		c, err := s.readRelease(ctx, w, p)
+		if err != nil {
+			return releaseRead{err: err}
+		}
+		sigs, warn, err := s.verify(ctx, c, store)
+		return releaseRead{c: c, sigs: sigs, warn: warn, err: err}
+	}
+	verified := make(chan releaseRead, 1)
+	go func() {
+		sigs, warn, err := s.verify(ctx, named, store)
+		verified <- releaseRead{sigs: sigs, warn: warn, err: err}
+	}()
+	c, err := s.readRelease(ctx, w, p)
+	v := <-verified
+	switch {
+	case err != nil:
+		return releaseRead{err: err}
+	case c.Digest != named.Digest || c.Repo != named.Repo:
+		// Not reached: the payload was read by that digest.
+		return releaseRead{err: fmt.Errorf("release %s: read as %s, not the payload the graph names", w.Payload, c.PayloadRef())}
+	}
+	v.c = c
+	return v
+}
+
+// releaseByDigest is the release w names by digest, as its signatures are
+// checked (version and architecture from the graph, which the payload must
+// agree with); ok is false when w names its payload by tag.
+func releaseByDigest(w graph.Release) (*chosenRelease, bool) {
+	r, err := oci.ParseReference(w.Payload)
+	if err != nil || r.Digest == "" || w.Version == "" || w.Arch == "" {
+		return nil, false
+	}
+	return &chosenRelease{Ref: w.Payload, Version: w.Version, Arch: w.Arch, Repo: r.Repository(), Digest: r.Digest}, true
+}
 
 // readRelease's result for one wanted release, with its verified signatures.
 type releaseRead struct {
@@ -53,13 +99,7 @@ func (s *releaseSource) readReleases(ctx context.Context, wanted []graph.Release
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			for _, i := range byPayload[payload] {
-				c, err := s.readRelease(ctx, wanted[i], p)
-				if err != nil {
-					out[i].err = err
-					continue
-				}
-				sigs, warn, err := s.verify(ctx, c, store)
-				out[i] = releaseRead{c: c, sigs: sigs, warn: warn, err: err}
+				out[i] = s.readVerified(ctx, wanted[i], p, store)
 			}
 		}()
 	}

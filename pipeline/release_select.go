@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/blang/semver/v4"
@@ -46,6 +47,9 @@ func (s *releaseSource) Select(ctx context.Context) (*Selection, error) {
 		}
 		s.risks = ch.Risks
 		sel.Warnings = append(sel.Warnings, ch.Warnings...)
+		var warn []string
+		sel.Pictures, warn = s.pictures(ctx, ch, p)
+		sel.Warnings = append(sel.Warnings, warn...)
 		wanted = ch.Releases
 		if len(wanted) == 0 {
 			return nil, fmt.Errorf("%s: mirror.platform: the channels select no release", s.r.cfg.Source)
@@ -75,6 +79,9 @@ func (s *releaseSource) Select(ctx context.Context) (*Selection, error) {
 			continue
 		}
 		s.releases[c.Origin()] = c
+		if c.layout != "" && !slices.Contains(sel.LocalBlobs, c.layout) {
+			sel.LocalBlobs = append(sel.LocalBlobs, c.layout)
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -128,7 +135,7 @@ func (s *releaseSource) readRelease(ctx context.Context, w graph.Release, p *ima
 	if err != nil {
 		return nil, err
 	}
-	c.Channel = w.Channel
+	c.Channel, c.layout = w.Channel, ff.ImageLayout
 	if w.Version != "" && canonicalVersion(w.Version) != canonicalVersion(c.Version) {
 		return nil, fmt.Errorf("release %s: the update graph names it %s but the payload says it is %s; it is not mirrored", w.Payload, w.Version, c.Version)
 	}

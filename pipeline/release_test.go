@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/airlock-mirror/airlock/internal/testutil/cincinnatitest"
 	"github.com/airlock-mirror/airlock/internal/testutil/golden"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/internal/testutil/releasetest"
@@ -39,6 +40,24 @@ func newReleaseEnv(t *testing.T, spec releasetest.Spec) *releaseEnv {
 	}
 	e.store.Put(e.rel.Digest, e.key.SignRelease(t, e.rel.Ref, e.rel.Digest))
 	return e
+}
+
+// nextZStream pushes 4.15.2, which follows e's 4.15.1 and shares all but
+// changed of its components, and signs it into e's store.
+func (e *releaseEnv) nextZStream(t *testing.T, components, changed int) releasetest.Release {
+	t.Helper()
+	next := releasetest.Push(t, e.src.Host(), releasetest.Spec{Version: "4.15.2", Previous: []string{"4.15.1"}, Components: components, Changed: changed})
+	e.store.Put(next.Digest, e.key.SignRelease(t, next.Ref, next.Digest))
+	return next
+}
+
+// stable415 is an update service serving stable-4.15 of e's release and
+// next.
+func (e *releaseEnv) stable415(t *testing.T, next releasetest.Release) *cincinnatitest.Server {
+	t.Helper()
+	svc := cincinnatitest.New(t)
+	svc.Serve("stable-4.15", releasetest.GraphJSON(t, "stable-4.15", releasetest.Node{Version: "4.15.1", Payload: e.rel.PayloadRef()}, releasetest.Node{Version: "4.15.2", Payload: next.PayloadRef()}))
+	return svc
 }
 
 // config writes an ImageSetConfiguration whose platform stanza is body.

@@ -28,6 +28,8 @@ type reporter struct {
 	archived map[string]*report.Catalog
 	stages   []report.Stage
 	current  time.Time
+	// pictures are the content sources' (Selection.Pictures).
+	pictures []report.Picture
 }
 
 // stage closes the running stage and starts s.
@@ -96,7 +98,7 @@ func (r *run) writeReport(runErr error) error {
 	res := r.res
 	out := &report.Run{
 		Workflow: string(r.workflow), Destination: r.dest, ConfigPath: r.opts.ConfigPath, Duration: res.Duration,
-		Stages: r.rep.stages, Blocked: res.Blocked, Warnings: res.Warnings, Sources: res.Sources,
+		Stages: r.rep.stages, Blocked: res.Blocked, Warnings: res.Warnings, Sources: res.Sources, Pictures: r.rep.pictures,
 		BytesSent: res.BytesSent, BlobsSent: res.BlobsSent, BlobsMounted: res.BlobsMounted, BlobsSkipped: res.BlobsSkipped,
 		BytesResumed: res.BytesResumed,
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/airlock-mirror/airlock/mirror/archive"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/pipeline/deletion"
+	"github.com/airlock-mirror/airlock/report"
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
@@ -78,9 +79,17 @@ type Selection struct {
 	// Summary are lines the run's summary shows for the source ("release
 	// 4.15.2 (amd64): …"), without the leading indentation.
 	Summary []string
+	// Pictures are what the run's report shows beside the summary lines (a
+	// release channel's update graph).
+	Pictures []report.Picture
 	// Extras are files the source needs on the far side besides its images,
 	// by name: an archive carries them, and Load finds them in Archived.
 	Extras map[string][]byte
+	// LocalBlobs are OCI image layouts in the workspace holding blobs of
+	// images the source asks for, read while selecting (a release payload
+	// read to list its components): the run copies those blobs from there
+	// instead of reading them from the registry a second time.
+	LocalBlobs []string
 	// Finish, when set, waits for what the source still builds (a catalog
 	// image being rebuilt while planning goes on) and fills Catalogs' Rebuilt;
 	// Finish(true) stops it first (the run failed). It may be called more
@@ -124,6 +133,8 @@ type Loaded struct {
 	Warnings []string
 	// Summary are lines the run's summary shows (Selection.Summary).
 	Summary []string
+	// Pictures are the report's pictures (Selection.Pictures).
+	Pictures []report.Picture
 }
 
 // Resources are a source's own cluster resources.
@@ -148,6 +159,8 @@ func (r *run) sources() []Source {
 type selected struct {
 	sels   []*Selection
 	images []mirror.ImageRequest
+	// local are the sources' LocalBlobs.
+	local []string
 	// extras are the sources' Extras, by source name (mirror.Plan.Extras).
 	extras map[string]map[string][]byte
 	// finish finishes what every source still builds (Selection.Finish).
@@ -177,9 +190,11 @@ func (r *run) selectAll(ctx context.Context) (*selected, error) {
 		}
 		all.sels = append(all.sels, sel)
 		all.images = append(all.images, sel.Images...)
+		all.local = append(all.local, sel.LocalBlobs...)
 		r.addWants(sel.Wants)
 		r.res.Warnings = append(r.res.Warnings, sel.Warnings...)
 		r.res.Sources = append(r.res.Sources, sel.Summary...)
+		r.rep.pictures = append(r.rep.pictures, sel.Pictures...)
 		if len(sel.Extras) > 0 {
 			if all.extras == nil {
 				all.extras = map[string]map[string][]byte{}

@@ -77,6 +77,9 @@ type chosenRelease struct {
 
 	// read is the payload as read (not recorded).
 	read *payload.Payload
+	// layout is the OCI layout in the workspace the payload image was read
+	// into (not recorded): the run copies its blobs from there.
+	layout string
 }
 
 // Origin is the origin of the release's images in the plan.
@@ -195,16 +198,17 @@ func (s *releaseSource) Pin(_ *mirror.Plan, pins *imageset.Pins) {
 // reference as mirrored or by digest) or by channel: a release of one of the
 // stanza's architectures recorded for a listed channel, within the channel's
 // minVersion and maxVersion (a bound left out is open: a channel without
-// bounds names every release recorded for it).
+// bounds names every release recorded for it). The graph-data image, a
+// kind of its own, is named only by graph: true: deleting releases keeps it.
 func (s *releaseSource) Deletes(cfg *imageset.DeleteImageSetConfiguration, w workspace.Want) (bool, bool) {
-	if w.Kind != workspace.WantRelease {
+	if w.Kind != workspace.WantRelease && w.Kind != workspace.WantGraphImage {
 		return false, false
 	}
 	p := cfg.Delete.Platform
 	if p == nil {
 		return false, true
 	}
-	if w.Image == graphImageName {
+	if isGraphWant(w) {
 		return p.Graph, true
 	}
 	if p.Release != "" {

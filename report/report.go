@@ -45,7 +45,10 @@ type Run struct {
 	// Sources are the content sources' own lines (a release each, with
 	// its payload, components and signatures; the risks on the chosen path).
 	Sources []string `json:"sources,omitempty"`
-	Archive *Archive `json:"archive,omitempty"`
+	// Pictures are the content sources' pictures (a release channel's
+	// update graph with the chosen versions and path), as SVG.
+	Pictures []Picture `json:"pictures,omitempty"`
+	Archive  *Archive  `json:"archive,omitempty"`
 	// BytesSent counts the blob bytes transferred.
 	BytesSent    int64 `json:"bytesSent"`
 	BlobsSent    int64 `json:"blobsSent"`
@@ -274,4 +277,11 @@ func Regenerate(dataPath, htmlPath string) error {
 // Write writes the HTML page of r.
 func Write(w io.Writer, r *Run) error {
 	return page.Execute(w, newView(r))
+}
+
+// Picture is a picture a content source drew for the report.
+type Picture struct {
+	Title string `json:"title"`
+	// SVG is the picture as Graphviz writes it.
+	SVG string `json:"svg"`
 }

@@ -49,6 +49,8 @@ details{margin:.4em 0}summary{cursor:pointer;font-weight:600}
 {{range .Altered}}<tr><td><code>{{.Repository}}</code></td><td><code>{{.Digest}}</code></td></tr>
 {{end}}</table>{{end}}
 {{if .Sources}}<h3>Releases and other content</h3><ul>{{range .Sources}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}
+{{range .Pictures}}<h4>{{.Title}}</h4><div class="graph">{{svg .SVG}}</div>
+{{end}}
 {{if .Warnings}}<h3>Warnings</h3><ul>{{range .Warnings}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{if .Blocked}}<h3>Blocked images (blockedImages)</h3><ul>{{range .Blocked}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}
 

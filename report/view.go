@@ -130,6 +130,7 @@ func inlineSVG(s string) template.HTML {
 
 var funcs = template.FuncMap{
 	"bytes": humanize.Bytes,
+	"svg":   inlineSVG,
 	"dur": func(d time.Duration) string {
 		switch {
 		case d >= time.Second:

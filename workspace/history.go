@@ -110,7 +110,8 @@ func (h HistoryImage) Destination() string {
 // catalog itself, an additionalImages entry, or an entry of another kind of
 // content (its source names the Kind, and the entry in Catalog or Image).
 type Want struct {
-	// Kind is "bundle", "catalog", "additionalImages" or "release".
+	// Kind is "bundle", "catalog", "additionalImages", "release",
+	// "graph-image" or another kind of content's.
 	Kind    string `json:"kind"`
 	Catalog string `json:"catalog,omitempty"`
 	Package string `json:"package,omitempty"`
@@ -130,6 +131,9 @@ const (
 	WantCatalog    = "catalog"
 	WantAdditional = "additionalImages"
 	WantRelease    = "release"
+	// WantGraphImage is the graph-data image of an in-cluster update
+	// service (mirror.platform.graph): built by the run, not a release.
+	WantGraphImage = "graph-image"
 )
 
 // Key identifies what the want names (not the version it had).
@@ -143,6 +147,8 @@ func (w Want) Key() string {
 		return "additional " + w.Image
 	case WantRelease:
 		return "release " + w.Version + " " + w.Arch
+	case WantGraphImage:
+		return WantGraphImage
 	}
 	return w.Kind + " " + w.Catalog + " " + w.Image // another kind of content
 }
@@ -160,6 +166,8 @@ func (w Want) String() string {
 		return "additionalImages " + w.Image
 	case WantRelease:
 		return fmt.Sprintf("release %s (%s, payload %s)", w.Version, w.Arch, w.Image)
+	case WantGraphImage:
+		return "the graph-data image (mirror.platform.graph)"
 	}
 	return strings.Join(slices.DeleteFunc([]string{w.Kind, w.Catalog, w.Image}, func(s string) bool { return s == "" }), " ")
 }

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/airlock-mirror/airlock/internal/testutil/cincinnatitest"
 )
 
 // docPage is a page whose command lines TestDocsRun runs, in order, in a
@@ -77,8 +76,11 @@ var docRuns = []docPage{
 		"fbc/legacy/testdata/manifests", "manifests", "fbc/legacy/testdata/bundles/demo-operator.v0.4.0", "widget-bundle",
 		"fbc/legacy/testdata/manifests.golden.json", "other-catalog/catalog.json"}},
 	{page: "docs/report.md", files: []string{"prune/testdata/filter/_catalogs/sample", "catalog"}},
-	// $UPDATE_URL_OVERRIDE points at a local update service (TestDocsRun).
-	{page: "docs/releases.md"},
+	// $UPDATE_URL_OVERRIDE points at a local update service serving
+	// stable-4.15 of two releases pushed to the seeded source,
+	// $OCP_SIGNATURE_URL at their signature store (TestDocsRun).
+	{page: "docs/releases.md", fresh: 2, places: []string{"mirror.example.com:5000", "R1", "mirror.internal:5000", "R2"},
+		files: []string{"testdata/docs/releases", "."}, flags: plainHTTP},
 	// A local chart whose images the seeded source holds.
 	{page: "docs/helm.md", fresh: 2, places: []string{
 		"registry.example.com", "SRC", "mirror.example.com:5000", "R1", "mirror.internal:5000", "R2", "/media/usb", "TMP/usb",
@@ -202,7 +204,7 @@ func TestDocsRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	_, src, _ := demoRegistries(ctx, t, repo)
-	t.Setenv("UPDATE_URL_OVERRIDE", cincinnatitest.New(t).URL) // docs/releases.md's list releases
+	t.Setenv("UPDATE_URL_OVERRIDE", docsReleases(t, src.host)) // docs/releases.md
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

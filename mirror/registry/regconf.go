@@ -164,6 +164,20 @@ func (c *RegistriesConf) lookup(repo, ref string) ([]pullSource, error) {
 	return out, nil
 }
 
+// Blocked returns the ErrBlocked error (naming the file and its entry) when
+// the configuration blocks repo, nil otherwise. It reads no network: a run
+// checks an image it fetches outside planning before any work.
+func (c *RegistriesConf) Blocked(repo string) error {
+	if c == nil {
+		return nil
+	}
+	_, err := c.lookup(repo, "")
+	if errors.Is(err, ErrBlocked) {
+		return err
+	}
+	return nil
+}
+
 // allSources is every place repo may be pulled from, by tag or by digest (for
 // probing): nil when the configuration blocks repo.
 func (c *RegistriesConf) allSources(repo string) []pullSource {

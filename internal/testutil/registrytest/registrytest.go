@@ -14,6 +14,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -164,6 +165,8 @@ type Counts struct {
 	BytesUploaded             int64 // request body bytes of PATCH/PUT to uploads
 	Other                     int64
 	ByPath                    map[string]int64 `json:"-"` // "METHOD kind" → count
+	// BlobGETs counts the blob GETs by digest ("sha256:…").
+	BlobGETs map[string]int64 `json:"-"`
 }
 
 // Committed is BlobsCommitted less the mount probe's blob: the blobs a
@@ -188,6 +191,7 @@ func (r *Registry) Counts() Counts {
 	for k, v := range r.stats.c.ByPath {
 		c.ByPath[k] = v
 	}
+	c.BlobGETs = maps.Clone(r.stats.c.BlobGETs)
 	return c
 }
 
@@ -282,6 +286,10 @@ func (r *Registry) count(next http.Handler) http.Handler {
 			switch kind + " " + req.Method {
 			case "blob GET":
 				c.BlobGET++
+				if c.BlobGETs == nil {
+					c.BlobGETs = map[string]int64{}
+				}
+				c.BlobGETs[req.URL.Path[strings.LastIndex(req.URL.Path, "/")+1:]]++
 			case "blob HEAD":
 				c.BlobHEAD++
 			case "upload POST":

@@ -133,6 +133,11 @@ type Config struct {
 	// ScaleSizes runs the scale section (ScaleWorkload) at each of these
 	// numbers of images, smallest first; empty skips it.
 	ScaleSizes []int
+	// ScaleProfiles, when set, is a folder where every airlock command of
+	// the scale section writes its CPU profile (AIRLOCK_CPUPROFILE) and heap
+	// profile (AIRLOCK_MEMPROFILE), named scale-SIZE-WHAT.pprof and
+	// scale-SIZE-WHAT.heap.pprof.
+	ScaleProfiles string
 	// Out receives the table. With Docs set, the run is also recorded as a
 	// file of its own in Results (default RepoRoot/bench/results) and the
 	// current tables of Docs are rewritten from the recorded runs

@@ -16,6 +16,7 @@ import (
 	"github.com/airlock-mirror/airlock/bench/workload"
 	"github.com/airlock-mirror/airlock/internal/atomicfile"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/internal/testutil/releasetest"
 	"github.com/airlock-mirror/airlock/location"
 )
 
@@ -24,20 +25,29 @@ import (
 const DefaultCacheDir = "/tmp/airlock-bench-cache"
 
 // seeded is a catalog-scale registry in the cache: its storage, the
-// catalog's reference and the workload's sizes.
+// catalogs' references and the workload's sizes, and the release pushed
+// beside them (if any).
 type seeded struct {
 	Root         string         `json:"-"`
 	CatalogRef   string         `json:"catalogRef"`
-	CatalogLayer string         `json:"catalogLayer"` // digest of the catalog image's layer
+	CatalogRefs  []string       `json:"catalogRefs"`
+	CatalogLayer string         `json:"catalogLayer"` // digest of the (first) catalog image's layer
 	Stats        workload.Stats `json:"stats"`
 	Options      workload.Options
+	Release      *releasetest.Release `json:"release,omitempty"`
 }
 
-// seedCatalogScale returns the registry of workload o whose catalog names its
-// images at host, seeding it into the cache the first time: the folder is
-// keyed by the generator's parameters, so a change of them seeds anew.
-func seedCatalogScale(ctx context.Context, cfg Config, o workload.Options, host string) (*seeded, error) {
-	key := fmt.Sprintf("%x", sha256.Sum256(fmt.Appendf(nil, "catalog-scale v1|%#v|%s", o, host)))[:12]
+// seedCatalogScale returns the registry of workload o whose catalogs name
+// their images at host, seeding it into the cache the first time: the
+// folder is keyed by the generator's parameters, so a change of them seeds
+// anew. With a release spec, that release is pushed beside them, named at
+// host too.
+func seedCatalogScale(ctx context.Context, cfg Config, o workload.Options, host string, release *releasetest.Spec) (*seeded, error) {
+	keyText := fmt.Sprintf("catalog-scale v1|%#v|%s", o, host)
+	if release != nil {
+		keyText += fmt.Sprintf("|release %s %d %d", release.Version, release.Components, release.LayerSize)
+	}
+	key := fmt.Sprintf("%x", sha256.Sum256([]byte(keyText)))[:12]
 	dir := filepath.Join(cfg.CacheDir, "catalog-"+key)
 	marker := filepath.Join(dir, "seeded.json")
 	s := &seeded{Root: filepath.Join(dir, "registry")}
@@ -55,9 +65,10 @@ func seedCatalogScale(ctx context.Context, cfg Config, o workload.Options, host 
 	if err != nil {
 		return nil, err
 	}
-	if s.CatalogRef, err = w.AddCatalog(host); err != nil {
+	if s.CatalogRefs, err = w.AddCatalogs(host); err != nil {
 		return nil, err
 	}
+	s.CatalogRef = s.CatalogRefs[0]
 	s.Stats, s.Options = w.Stats(), o
 	s.CatalogLayer = w.Catalog.Manifest.Layers[0].Digest.String()
 	if free := freeBytes(dir); free >= 0 && free < 2*s.Stats.BlobBytes {
@@ -72,6 +83,15 @@ func seedCatalogScale(ctx context.Context, cfg Config, o workload.Options, host 
 	t0 := time.Now()
 	if _, err := w.Push(ctx, workload.PushOptions{Registry: hostOf(reg.URL), Parallel: 8}); err != nil {
 		return nil, fmt.Errorf("seed the catalog-scale registry in %s: %w", dir, err)
+	}
+	if release != nil {
+		spec := *release
+		spec.PushTo = hostOf(reg.URL)
+		r, err := releasetest.Build(ctx, host, spec)
+		if err != nil {
+			return nil, fmt.Errorf("seed release %s into the catalog-scale registry in %s: %w", spec.Version, dir, err)
+		}
+		s.Release = &r
 	}
 	cfg.Log.Info("seeded the catalog-scale registry", "dir", dir, "tags", s.Stats.Tags, "blobs", s.Stats.Blobs,
 		"bytes", Bytes(s.Stats.BlobBytes), "took", time.Since(t0).Round(time.Millisecond))
@@ -130,7 +150,7 @@ func runCatalogScale(ctx context.Context, cfg Config) ([]Row, error) {
 	log := cfg.Log
 	o := cfg.CatalogWorkload
 	host := fmt.Sprintf("127.0.0.1:%d", cfg.CatalogPort)
-	seed, err := seedCatalogScale(ctx, cfg, o, host)
+	seed, err := seedCatalogScale(ctx, cfg, o, host, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -217,53 +217,70 @@ func setUpRelease(ctx context.Context, cfg Config, link, work string) (*releaseS
 		}
 	}
 	cfg.Log.Info("seeded the release workload", "took", time.Since(t0).Round(time.Millisecond), "first", Bytes(s.r1.UniqueBytes), "new in the second", Bytes(s.increment))
-	key, err := signtest.GenerateReleaseKey("rsa")
+	env, stop, err := serveReleases(work, releaseChannel, s.r1, s.r2)
 	if err != nil {
 		return nil, err
 	}
-	keyFile := filepath.Join(work, "release-key.asc")
-	if err := os.WriteFile(keyFile, key.Armored, 0o644); err != nil {
-		return nil, err
-	}
-	sigs := filepath.Join(work, "signatures")
-	for _, r := range []releasetest.Release{s.r1, s.r2} {
-		b, err := key.Sign(signtest.SimpleSigning(r.Ref, r.Digest))
-		if err != nil {
-			return nil, err
-		}
-		dir := filepath.Join(sigs, string(digest.SHA256)+"="+r.Digest.Encoded())
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(filepath.Join(dir, "signature-1"), b, 0o644); err != nil {
-			return nil, err
-		}
-	}
-	graph := releasetest.Graph(releaseChannel, releasetest.Node{Version: s.r1.Version, Payload: s.r1.PayloadRef()},
-		releasetest.Node{Version: s.r2.Version, Payload: s.r2.PayloadRef()})
-	mux := http.NewServeMux()
-	mux.Handle("/signatures/", http.StripPrefix("/signatures/", http.FileServer(http.Dir(sigs))))
-	mux.HandleFunc("/graph", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Get("channel") != releaseChannel {
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write([]byte(`{"nodes":[],"edges":[]}`))
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(graph)
-	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	stops = append(stops, func() { _ = srv.Close() })
-	base := "http://" + ln.Addr().String()
-	s.env = []string{"UPDATE_URL_OVERRIDE=" + base + "/graph", "OCP_SIGNATURE_URL=" + base + "/signatures/", "OCP_SIGNATURE_VERIFICATION_PK=" + keyFile}
+	stops = append(stops, stop)
+	s.env = env
 	if s.increment == 0 {
 		return nil, errors.New("release workload: the second z-stream has no blob of its own (-release-changed > 0)")
 	}
 	ok = true
 	return s, nil
+}
+
+// serveReleases serves, on 127.0.0.1, the update graph of channel (the
+// releases rs in order, each updating to the next) and a signature store
+// holding a signature of each by a throwaway key written under work; it
+// returns the environment that points airlock (and oc-mirror) at them:
+// UPDATE_URL_OVERRIDE, OCP_SIGNATURE_URL, OCP_SIGNATURE_VERIFICATION_PK.
+func serveReleases(work, channel string, rs ...releasetest.Release) ([]string, func(), error) {
+	key, err := signtest.GenerateReleaseKey("rsa")
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return nil, nil, err
+	}
+	keyFile := filepath.Join(work, "release-key.asc")
+	if err := os.WriteFile(keyFile, key.Armored, 0o644); err != nil {
+		return nil, nil, err
+	}
+	sigs := filepath.Join(work, "signatures")
+	var nodes []releasetest.Node
+	for _, r := range rs {
+		b, err := key.Sign(signtest.SimpleSigning(r.Ref, r.Digest))
+		if err != nil {
+			return nil, nil, err
+		}
+		dir := filepath.Join(sigs, string(digest.SHA256)+"="+r.Digest.Encoded())
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, nil, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "signature-1"), b, 0o644); err != nil {
+			return nil, nil, err
+		}
+		nodes = append(nodes, releasetest.Node{Version: r.Version, Payload: r.PayloadRef()})
+	}
+	graph := releasetest.Graph(channel, nodes...)
+	mux := http.NewServeMux()
+	mux.Handle("/signatures/", http.StripPrefix("/signatures/", http.FileServer(http.Dir(sigs))))
+	mux.HandleFunc("/graph", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Query().Get("channel") != channel {
+			_, _ = w.Write([]byte(`{"nodes":[],"edges":[]}`))
+			return
+		}
+		_, _ = w.Write(graph)
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	base := "http://" + ln.Addr().String()
+	return []string{"UPDATE_URL_OVERRIDE=" + base + "/graph", "OCP_SIGNATURE_URL=" + base + "/signatures/", "OCP_SIGNATURE_VERIFICATION_PK=" + keyFile},
+		func() { _ = srv.Close() }, nil
 }

@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/airlock-mirror/airlock/internal/browser"
@@ -20,7 +18,7 @@ import (
 // fresh registry) and `delete --generate` of the whole catalog against the
 // mirror-to-mirror workspace ws (its history: every image one run put
 // there). Each row gives the wall per 1,000 images, for the growth rows.
-func scaleAirGap(ctx context.Context, cfg Config, r *scaleRun, work, catalogRef, ws, dest, input string) ([]Row, error) {
+func scaleAirGap(ctx context.Context, cfg Config, r *scaleRun, work string, seed *seeded, env []string, ws, dest, input string) ([]Row, error) {
 	images := r.n
 	per := func(d time.Duration) string { return Seconds(d * 1000 / time.Duration(images)) }
 	var rows []Row
@@ -28,7 +26,7 @@ func scaleAirGap(ctx context.Context, cfg Config, r *scaleRun, work, catalogRef,
 	isc := filepath.Join(work, "isc.yaml")
 	exec := func(what string, args ...string) (Measure, error) {
 		cfg.Log.Info("measuring", "what", what, "images", images)
-		m, err := Exec(ctx, Command{Name: cfg.Airlock, Args: args})
+		m, err := Exec(ctx, Command{Name: cfg.Airlock, Args: args, Env: cfg.scaleEnv(env, r.size, what)})
 		if err == nil && m.Exit != 0 {
 			err = fmt.Errorf("%s: exit %d: %s", what, m.Exit, lastLine(m.Stderr))
 		}
@@ -50,7 +48,7 @@ func scaleAirGap(ctx context.Context, cfg Config, r *scaleRun, work, catalogRef,
 	defer dst.Stop()
 	d0 := dst.Proxy.Counts()
 	m, err = exec("scale: d2m", "mirror", "-c", isc, "--from", location.File(filepath.Join(arch, "batch-0001")).String(),
-		"--workspace", location.File(filepath.Join(work, "ws-d2m")).String(), location.Docker(dst.Addr()+"/mirror").String(), "--dest-tls-verify=false")
+		"--workspace", location.File(filepath.Join(work, "ws-d2m")).String(), location.Docker(dst.Addr()+"/mirror").String(), "--dest-tls-verify=false", "--max-nested-paths", fmt.Sprint(scaleMaxNestedPaths))
 	if err != nil {
 		return rows, err
 	}
@@ -61,7 +59,7 @@ func scaleAirGap(ctx context.Context, cfg Config, r *scaleRun, work, catalogRef,
 	_ = os.RemoveAll(arch)
 
 	del := filepath.Join(work, "delete-isc.yaml")
-	if err := os.WriteFile(del, fmt.Appendf(nil, "apiVersion: mirror.openshift.io/v2alpha1\nkind: DeleteImageSetConfiguration\ndelete:\n  operators:\n  - catalog: %s\n", catalogRef), 0o644); err != nil {
+	if err := os.WriteFile(del, scaleConfig("DeleteImageSetConfiguration", "delete", seed), 0o644); err != nil {
 		return rows, err
 	}
 	m, err = exec("scale: delete --generate", "delete", "--generate", "-c", del, "--workspace", location.File(ws).String(), location.Docker(dest).String(),
@@ -95,22 +93,4 @@ func reportOpen(ctx context.Context, page string) (time.Duration, string) {
 		return 0, fmt.Sprintf("no timing from the browser (%s)", res.Value)
 	}
 	return time.Duration(ms * float64(time.Millisecond)), ""
-}
-
-// largestObject is the largest cluster resource (ImageDigestMirrorSet,
-// ImageTagMirrorSet, CatalogSource, ...: the YAML files of dir, not its
-// README) and its size.
-func largestObject(dir string) (string, int64) {
-	var name string
-	var n int64
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !(strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml") || strings.HasSuffix(p, ".json")) {
-			return nil
-		}
-		if fi, err := d.Info(); err == nil && fi.Size() > n {
-			name, n = filepath.Base(p), fi.Size()
-		}
-		return nil
-	})
-	return name, n
 }

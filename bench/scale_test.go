@@ -12,7 +12,8 @@ import (
 
 // TestScaleEndToEnd runs the scale section at a tiny size: every row of a
 // size is printed, the air gap's and delete's among them, and the largest
-// cluster resource is a YAML object, not the README.
+// cluster resource is a YAML or JSON object, not the README; the workload has
+// four catalogs and a release; the mirror sets are counted.
 func TestScaleEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds airlock and runs registries")
@@ -58,8 +59,19 @@ func TestScaleEndToEnd(t *testing.T) {
 		t.Errorf("delete --generate wrote no plan: %+v", r)
 	}
 	keeps := rows["scale: what the workspace keeps"]
-	if keeps.Met != "yes" || strings.Contains(keeps.Note, "README") || !strings.Contains(keeps.Note, ".yaml") {
+	if keeps.Met != "yes" || strings.Contains(keeps.Note, "README") || !(strings.Contains(keeps.Note, ".yaml") || strings.Contains(keeps.Note, ".json")) {
 		t.Errorf("largest cluster resource: %+v", keeps)
+	}
+	if f := rows["scale: no-op floor (one manifest HEAD per image, minimal client)"]; f.Wall <= 0 || !strings.Contains(f.Note, "HEADs") {
+		t.Errorf("no-op floor: %+v", f)
+	}
+	if ms := rows["scale: mirror sets (repository-scoped, --max-nested-paths)"]; ms.Met != "yes" || !strings.Contains(ms.Note, "IDMS objects") {
+		t.Errorf("mirror sets: %+v", ms)
+	}
+	for _, r := range res.Rows {
+		if strings.HasPrefix(r.Name, "scale: 2") && !strings.Contains(r.Name, "4 catalogs") || strings.HasPrefix(r.Name, "scale: 2") && !strings.Contains(r.Name, "release 4.15.1: 161 images") {
+			t.Errorf("heading %q: want the four catalogs and the release", r.Name)
+		}
 	}
 	if _, ok := rows["scale: report.html opened in headless Chromium"]; !ok {
 		t.Error("no report.html row")

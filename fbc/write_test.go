@@ -3,9 +3,11 @@ package fbc
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -161,5 +163,34 @@ func TestWriteRestoreErrors(t *testing.T) {
 	delete(fsys, "c.json")
 	if err := Render(ctx, c, &out, "json"); err == nil || !strings.Contains(err.Error(), "c.json") {
 		t.Errorf("missing source: %v", err)
+	}
+}
+
+// TestWriteManySmallPackagesAllocatesLittle writes a catalog of many small
+// packages (a pruned catalog of a large mirror: thousands of files of a few
+// KiB) and checks what each package costs in allocated bytes: the files
+// share one write buffer instead of a MiB each.
+func TestWriteManySmallPackagesAllocatesLittle(t *testing.T) {
+	const n = 200
+	files := map[string]string{}
+	for i := range n {
+		p := fmt.Sprintf("pkg-%03d", i)
+		files[p+"/catalog.json"] = fmt.Sprintf(`{"schema":"olm.package","name":%q,"defaultChannel":"stable"}
+{"schema":"olm.channel","name":"stable","package":%q,"entries":[{"name":%q}]}
+{"schema":"olm.bundle","name":%q,"package":%q,"image":"reg.example/ns/%s@sha256:%064d","properties":[{"type":"olm.package","value":{"packageName":%q,"version":"1.0.0"}}]}
+`, p, p, p+".v1.0.0", p+".v1.0.0", p, p, i, p)
+	}
+	c, err := loadMap(t, files, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if err := Write(context.Background(), c, filepath.Join(t.TempDir(), "out"), WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / n; per > 64<<10 {
+		t.Errorf("writing a package of one bundle allocated %d bytes, want under 64 KiB", per)
 	}
 }

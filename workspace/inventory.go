@@ -33,6 +33,8 @@ type Inventory struct {
 	// LastSeq is the last run at the destination; Runs counts its mirror runs.
 	LastSeq int
 	Runs    int
+
+	byRepo map[string][]string // PresentIn's index
 }
 
 // InventoryEntry is a manifest airlock put at the destination.
@@ -115,4 +117,19 @@ func (inv *Inventory) Keys() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// PresentIn returns the keys of the present manifests of repository repo,
+// sorted. The index behind it is built by the first call, in one pass over
+// Present (which must not change after it): asking it for every repository
+// of a destination costs one pass in all, not one per repository.
+func (inv *Inventory) PresentIn(repo string) []string {
+	if inv.byRepo == nil {
+		inv.byRepo = map[string][]string{}
+		for _, k := range inv.Keys() {
+			e := inv.Present[k]
+			inv.byRepo[e.Repo] = append(inv.byRepo[e.Repo], k)
+		}
+	}
+	return inv.byRepo[repo]
 }

@@ -20,23 +20,48 @@ import (
 const CatalogPackage = "bench-workload"
 
 // AddCatalog adds bundle images and a file-based catalog image to the
-// workload. With Options.Packages at most 1 the catalog has one package
+// workload (AddCatalogs) and returns the catalog's reference in registry;
+// it fails when Options.Catalogs asks for more than one.
+func (w *Workload) AddCatalog(registry string) (string, error) {
+	if w.Options.Catalogs > 1 {
+		return "", fmt.Errorf("workload: %d catalogs: use AddCatalogs", w.Options.Catalogs)
+	}
+	refs, err := w.AddCatalogs(registry)
+	if err != nil {
+		return "", err
+	}
+	return refs[0], nil
+}
+
+// AddCatalogs adds bundle images and file-based catalog images to the
+// workload. With Options.Packages at most 1 there is one package
 // (CatalogPackage) with one channel and one bundle whose relatedImages are
 // every tag of the workload; with more, package p (CatalogPackage-NNN, its own
-// bundle image) names the tags i with i % Packages == p. Every channel starts
-// with Options.OlderBundles older bundles naming images the registry does not
-// have. Images are named in registry (the address the mirror will pull from),
-// by digest (Tag.Pinned) unless Options.TagRefs names them by tag (Tag.Ref).
-// It returns the catalog image's reference in registry. Call it once, after
-// New.
-func (w *Workload) AddCatalog(registry string) (string, error) {
+// bundle image) names the tags i with i % Packages == p, and with
+// Options.SharedEvery every SharedEvery-th tag also in package p+1. Package p
+// goes to catalog p % Options.Catalogs (NS/workload-catalog with one catalog,
+// NS/workload-catalog-K with several). Every channel starts with
+// Options.OlderBundles older bundles naming images the registry does not
+// have. Images are named in registry (the address the mirror will pull
+// from), by digest (Tag.Pinned) unless Options.TagRefs names them by tag
+// (Tag.Ref). It returns the catalog images' references in registry. Call it
+// once, after New.
+func (w *Workload) AddCatalogs(registry string) ([]string, error) {
 	if w.Catalog != nil {
-		return "", errors.New("workload: the catalog was already added")
+		return nil, errors.New("workload: the catalog was already added")
 	}
 	ns := w.Options.Namespace
 	n := max(1, w.Options.Packages)
+	nc := max(1, w.Options.Catalogs)
+	if nc > n {
+		return nil, fmt.Errorf("workload: %d catalogs for %d packages: every catalog needs a package", nc, n)
+	}
 	tags := w.Tags
-	files := map[string]string{}
+	files := make([]map[string]string, nc)
+	for c := range files {
+		files[c] = map[string]string{}
+	}
+	shared := w.Options.SharedEvery
 	for p := range n {
 		pkg, bundleRepo := CatalogPackage, ns+"/workload-bundle"
 		if n > 1 {
@@ -45,24 +70,48 @@ func (w *Workload) AddCatalog(registry string) (string, error) {
 		}
 		var mine []Tag
 		for i, t := range tags {
-			if i%n == p {
+			if i%n == p || (n > 1 && shared > 0 && i%shared == 0 && (i+1)%n == p) {
 				mine = append(mine, t)
 			}
 		}
 		bundleTag, err := w.bundle(pkg, bundleRepo)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		fbc, err := packageFBC(pkg, registry, ns, bundleTag, mine, w.Options.OlderBundles, w.Options.TagRefs)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		files["configs/"+pkg+"/catalog.json"] = fbc
+		files[p%nc]["configs/"+pkg+"/catalog.json"] = fbc
 		w.Tags = append(w.Tags, bundleTag)
 	}
+	var refs []string
+	first := len(w.Tags)
+	for c := range nc {
+		repo := ns + "/workload-catalog"
+		if nc > 1 {
+			repo = fmt.Sprintf("%s-%d", repo, c)
+		}
+		catTag, err := w.catalogImage(files[c], repo)
+		if err != nil {
+			return nil, err
+		}
+		w.Tags = append(w.Tags, catTag)
+		refs = append(refs, catTag.Ref(registry))
+	}
+	for i := first; i < len(w.Tags); i++ {
+		w.Catalogs = append(w.Catalogs, &w.Tags[i])
+	}
+	w.Catalog = w.Catalogs[0]
+	return refs, nil
+}
+
+// catalogImage builds the catalog image of files (the /configs tree),
+// tagged v1 in repo.
+func (w *Workload) catalogImage(files map[string]string, repo string) (Tag, error) {
 	catLayer, err := tarGz(files)
 	if err != nil {
-		return "", err
+		return Tag{}, err
 	}
 	cl := &Blob{Digest: digest.FromBytes(catLayer), Size: int64(len(catLayer)), MediaType: MediaOCILayer, data: catLayer}
 	cat, err := w.imageWithConfig([]*Blob{cl}, MediaOCILayer, MediaOCIConfig, MediaOCIManifest, map[string]any{
@@ -75,12 +124,9 @@ func (w *Workload) AddCatalog(registry string) (string, error) {
 		"rootfs": map[string]any{"type": "layers", "diff_ids": []digest.Digest{diffOfGz(catLayer)}},
 	}, "")
 	if err != nil {
-		return "", err
+		return Tag{}, err
 	}
-	catTag := Tag{Repo: ns + "/workload-catalog", Tag: "v1", Manifest: cat}
-	w.Tags = append(w.Tags, catTag)
-	w.Catalog = &w.Tags[len(w.Tags)-1]
-	return catTag.Ref(registry), nil
+	return Tag{Repo: repo, Tag: "v1", Manifest: cat}, nil
 }
 
 // bundle builds the bundle image of package pkg, tagged v1.0.0 in repo.
@@ -176,14 +222,23 @@ func packageFBC(pkg, registry, ns string, bundle Tag, tags []Tag, older int, byT
 	return fbc.String(), nil
 }
 
-// CatalogFBC returns the file-based catalog inside the catalog image, every
-// package's catalog.json one after the other (for tests and for `airlock
-// catalog` runs on it).
+// CatalogFBC returns the file-based catalog inside the (first) catalog
+// image, every package's catalog.json one after the other (for tests and for
+// `airlock catalog` runs on it).
 func (w *Workload) CatalogFBC() ([]byte, error) {
 	if w.Catalog == nil {
 		return nil, errors.New("workload: no catalog: call AddCatalog")
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(w.Catalog.Manifest.Layers[0].data))
+	return CatalogFBCOf(*w.Catalog)
+}
+
+// CatalogFBCOf returns the file-based catalog inside catalog image t (one of
+// Workload.Catalogs), every package's catalog.json one after the other.
+func CatalogFBCOf(t Tag) ([]byte, error) {
+	if len(t.Manifest.Layers) != 1 || t.Manifest.Layers[0].data == nil {
+		return nil, fmt.Errorf("workload: %s:%s is not a catalog image", t.Repo, t.Tag)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(t.Manifest.Layers[0].data))
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -107,5 +108,111 @@ func testCatalogPackages(t *testing.T, byTag bool) {
 	}
 	if s := w.Stats(); s.Tags != len(tags)+3+1 {
 		t.Errorf("%d tags, want the %d images, 3 bundles and the catalog", s.Tags, len(tags))
+	}
+}
+
+// TestCatalogsShared checks a workload of several catalogs (the scale
+// section's shape): each catalog is valid and holds its share of the
+// packages, every tag is named by one catalog's head, every SharedEvery-th
+// by two catalogs', repositories sit in their namespaces and some are named
+// by two catalogs; AddCatalog refuses several catalogs.
+func TestCatalogsShared(t *testing.T) {
+	o, _ := workload.Preset("tiny")
+	o.Repos, o.Images, o.Indexes = 6, 24, 0
+	o.Packages, o.Catalogs, o.SharedEvery, o.Namespaces = 8, 4, 5, 3
+	w, err := workload.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	images := map[string]int{} // ref → index in w.Tags
+	for i, tg := range w.Tags {
+		images[w.RefOf(tg, "reg.example:5000")] = i
+		if want := fmt.Sprintf("bench/vendor-%02d/app-%04d", (i%6)%3, i%6); tg.Repo != want {
+			t.Errorf("tag %d in %s, want %s", i, tg.Repo, want)
+		}
+	}
+	if _, err := w.AddCatalog("reg.example:5000"); err == nil {
+		t.Fatal("AddCatalog accepted four catalogs")
+	}
+	refs, err := w.AddCatalogs("reg.example:5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(refs) != 4 || len(w.Catalogs) != 4 || w.Catalog != w.Catalogs[0] {
+		t.Fatalf("catalogs %v (%d tags), want 4", refs, len(w.Catalogs))
+	}
+	catalogsOf := map[int]map[int]bool{} // tag index → catalogs naming it
+	reposOf := map[string]map[int]bool{} // repository → catalogs naming its tags
+	for c, ct := range w.Catalogs {
+		if want := fmt.Sprintf("reg.example:5000/bench/workload-catalog-%d:v1", c); refs[c] != want {
+			t.Errorf("catalog %d is %s, want %s", c, refs[c], want)
+		}
+		raw, err := workload.CatalogFBCOf(*ct)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "catalog.json"), raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		counts, err := validate.Dir(context.Background(), dir, nil)
+		if err != nil {
+			t.Fatalf("catalog %d invalid: %v", c, err)
+		}
+		if counts.Packages != 2 {
+			t.Errorf("catalog %d holds %d packages, want 8 / 4", c, counts.Packages)
+		}
+		for _, ref := range relatedImages(t, raw) {
+			i, ok := images[ref]
+			if !ok {
+				continue // bundle images and the older bundles' made-up ones
+			}
+			if catalogsOf[i] == nil {
+				catalogsOf[i] = map[int]bool{}
+			}
+			catalogsOf[i][c] = true
+			repo := w.Tags[i].Repo
+			if reposOf[repo] == nil {
+				reposOf[repo] = map[int]bool{}
+			}
+			reposOf[repo][c] = true
+		}
+	}
+	for i := range 24 {
+		want := 1
+		if i%5 == 0 {
+			want = 2
+		}
+		if len(catalogsOf[i]) != want {
+			t.Errorf("tag %d named by catalogs %v, want %d", i, catalogsOf[i], want)
+		}
+	}
+	shared := 0
+	for _, cs := range reposOf {
+		if len(cs) > 1 {
+			shared++
+		}
+	}
+	if shared == 0 {
+		t.Errorf("no repository named by two catalogs: %v", reposOf)
+	}
+}
+
+// relatedImages returns every relatedImages entry of the bundles of a
+// file-based catalog.
+func relatedImages(t *testing.T, raw []byte) []string {
+	t.Helper()
+	var out []string
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	for {
+		var d struct{ RelatedImages []struct{ Image string } }
+		if err := dec.Decode(&d); err == io.EOF {
+			return out
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range d.RelatedImages {
+			out = append(out, r.Image)
+		}
 	}
 }

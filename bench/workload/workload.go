@@ -79,6 +79,18 @@ type Options struct {
 	// channel (a replaces chain): they name images that are not in the
 	// registry, as a catalog's old releases do; a heads-only mirror skips them.
 	OlderBundles int
+	// Catalogs deals the packages out to this many catalog images
+	// (AddCatalogs; 0 or 1: one catalog): package p goes to catalog
+	// p % Catalogs, so a repository's tags are named by several catalogs, as
+	// on a site that mirrors Red Hat's four catalogs.
+	Catalogs int
+	// SharedEvery makes every SharedEvery-th tag named by two packages (the
+	// one it is dealt to and the next, in the next catalog): the same image
+	// in two catalogs (0: none).
+	SharedEvery int
+	// Namespaces spreads the repositories over this many namespaces under
+	// Namespace (NS/vendor-KK/app-NNNN) instead of NS/app-NN (0: none).
+	Namespaces int
 	// TagRefs makes the catalog AddCatalog builds name its bundle and related
 	// images by tag (repo:tag). By default it pins each by digest
 	// (repo@sha256:…), as redhat-operator-index and the other Red Hat catalogs
@@ -129,8 +141,8 @@ func (o Options) check() error {
 		return errors.New("workload: need at least 1 image or index")
 	case o.BaseLayers < 0 || o.UniqueLayers < 0 || o.BaseLayers+o.UniqueLayers < 1:
 		return errors.New("workload: every image needs at least one layer: set base or unique layers")
-	case o.Packages < 0 || o.OlderBundles < 0:
-		return errors.New("workload: packages and older bundles cannot be negative")
+	case o.Packages < 0 || o.OlderBundles < 0 || o.Catalogs < 0 || o.SharedEvery < 0 || o.Namespaces < 0:
+		return errors.New("workload: packages, older bundles, catalogs, shared tags and namespaces cannot be negative")
 	case o.BaseLayerSize < 0 || o.UniqueBytes < 0:
 		return errors.New("workload: sizes cannot be negative")
 	case o.BaseLayers > 0 && o.BaseLayerSize == 0:
@@ -241,9 +253,11 @@ func (t Tag) Pinned(registry string) string {
 type Workload struct {
 	Options Options
 	Tags    []Tag
-	// Catalog is the catalog image's tag (set by AddCatalog).
-	Catalog *Tag
-	blobs   map[digest.Digest]*Blob
+	// Catalog is the (first) catalog image's tag, Catalogs every catalog
+	// image's (set by AddCatalogs).
+	Catalog  *Tag
+	Catalogs []*Tag
+	blobs    map[digest.Digest]*Blob
 }
 
 // Blobs returns the unique blobs, sorted by digest.
@@ -388,7 +402,13 @@ func New(o Options) (*Workload, error) {
 		return w.image(layers, lmt, cmt, mmt, arch, map[string]string{"airlock.bench/image": fmt.Sprint(idx)}, platform)
 	}
 
-	repo := func(i int) string { return fmt.Sprintf("%s/app-%02d", o.Namespace, i%o.Repos) }
+	repo := func(i int) string {
+		if o.Namespaces > 0 {
+			r := i % o.Repos
+			return fmt.Sprintf("%s/vendor-%02d/app-%04d", o.Namespace, r%o.Namespaces, r)
+		}
+		return fmt.Sprintf("%s/app-%02d", o.Namespace, i%o.Repos)
+	}
 	for i := 0; i < o.Images; i++ {
 		m, err := build(i, "", i%2 == 1)
 		if err != nil {

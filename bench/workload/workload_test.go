@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -274,5 +275,26 @@ func checkImage(t *testing.T, what string, img v1.Image) {
 		if err != nil || !dv.Verified() {
 			t.Errorf("%s: layer %d is not a gzip stream of its diff ID %s (%v)", what, i, cf.RootFS.DiffIDs[i], err)
 		}
+	}
+}
+
+// TestHeadManifests checks the no-op floor client: one HEAD per tag, every
+// one found after a push, and a missing manifest (another prefix) an error.
+func TestHeadManifests(t *testing.T) {
+	reg := registrytest.Start(t)
+	ctx := context.Background()
+	w := tiny(t)
+	if _, err := w.Push(ctx, workload.PushOptions{Registry: reg.Host(), Parallel: 4}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := w.HeadManifests(ctx, workload.PushOptions{Registry: reg.Host(), Parallel: 4}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Requests != int64(len(w.Tags)) {
+		t.Errorf("%d requests for %d tags, want one each", st.Requests, len(w.Tags))
+	}
+	if _, err := w.HeadManifests(ctx, workload.PushOptions{Registry: reg.Host(), Parallel: 4}, "elsewhere"); err == nil || !strings.Contains(err.Error(), "is not in") {
+		t.Errorf("missing manifests: %v", err)
 	}
 }

@@ -8,9 +8,11 @@ import (
 )
 
 // startProfile writes a CPU profile of the whole command to the file named by
-// $AIRLOCK_CPUPROFILE (for developers: go tool pprof bin/airlock FILE), and an
+// $AIRLOCK_CPUPROFILE (for developers: go tool pprof bin/airlock FILE), an
 // execution trace to $AIRLOCK_TRACE (go tool trace FILE: which goroutine ran
-// or waited when). The returned function stops them.
+// or waited when), and a heap profile at the end to $AIRLOCK_MEMPROFILE (what
+// the command allocated, -sample_index=alloc_space, and what it still held).
+// The returned function stops them.
 func startProfile() func() {
 	var stops []func()
 	if f := create("AIRLOCK_CPUPROFILE"); f != nil {
@@ -26,6 +28,14 @@ func startProfile() func() {
 		} else {
 			stops = append(stops, func() { trace.Stop(); f.Close() })
 		}
+	}
+	if f := create("AIRLOCK_MEMPROFILE"); f != nil {
+		stops = append(stops, func() {
+			if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+				fmt.Fprintln(os.Stderr, "airlock: AIRLOCK_MEMPROFILE:", err)
+			}
+			f.Close()
+		})
 	}
 	return func() {
 		for _, stop := range stops {

@@ -160,8 +160,9 @@ func resolveCandidates(ctx context.Context, reg *registry.Client, inv *workspace
 		// stays (any other index of the repository, or an image recorded itself)
 		// uses them.
 		keep := map[digest.Digest]bool{}
-		for k, e := range inv.Present {
-			if e.Repo != repo || planned[e.Digest] {
+		for _, k := range inv.PresentIn(repo) {
+			e := inv.Present[k]
+			if planned[e.Digest] {
 				continue
 			}
 			keep[e.Digest] = true

@@ -146,6 +146,7 @@ func run() error {
 	release := flag.String("release", env("BENCH_RELEASE", "wan"), "release section: mirror the release workload (two z-streams) over this WAN simulator preset, oc-mirror v2 beside it; \"none\" skips it [BENCH_RELEASE]")
 	releaseKB := flag.Int("release-layer-kb", 0, "release section: KiB of each component's own layer (default 1024; quick: 256)")
 	scale := flag.String("scale", env("BENCH_SCALE", ""), "scale section: these numbers of images, comma-separated (e.g. 1000,5000,20000); tiny blobs, seeded once into -cache [BENCH_SCALE]")
+	scaleProfiles := flag.String("scale-profiles", "", "scale section: write the CPU and heap profiles of every airlock command into this folder (scale-SIZE-WHAT.pprof, .heap.pprof; go tool pprof FILE)")
 	flag.Parse()
 
 	root, err := repoRoot()
@@ -267,6 +268,7 @@ func run() error {
 		}
 		cfg.ScaleSizes = append(cfg.ScaleSizes, n)
 	}
+	cfg.ScaleProfiles = *scaleProfiles
 	if *docs != "" {
 		cfg.Docs = *docs
 		if !filepath.IsAbs(cfg.Docs) {

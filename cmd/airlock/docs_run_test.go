@@ -12,7 +12,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
 )
 
 // docPage is a page whose command lines TestDocsRun runs, in order, in a

@@ -107,6 +107,11 @@ func (w *Writer) Expect(blobs []endpoint.Descriptor) error {
 		_, held := w.blobs[b.Digest]
 		_, shipped := w.shipped[b.Digest]
 		_, slotted := w.slots[b.Digest]
+		// A manifest is written into every batch, even one an earlier batch
+		// shipped (Finish): it gets its slot too.
+		if shipped && oci.IsManifestType(b.MediaType) {
+			shipped = false
+		}
 		if !held && !shipped && !slotted && !w.elsewhere.Has(b.Digest) {
 			todo = append(todo, b)
 		}

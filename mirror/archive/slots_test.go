@@ -436,3 +436,42 @@ func FuzzPreLayout(f *testing.F) {
 		}
 	})
 }
+
+// TestExpectShippedManifests: an incremental batch writes again the manifests
+// an earlier batch shipped (Finish always writes manifests); the layout before
+// the copy gives them their slots too, so the batch is one chunk with nothing
+// staged, as a batch whose manifests are all new.
+func TestExpectShippedManifests(t *testing.T) {
+	ctx := context.Background()
+	imgs := testSet(4)
+	first, second := imgs[:2], imgs
+	m1 := writeArchive(t, t.TempDir(), WriterOptions{}, first)
+	shipped := ShippedSet{}
+	for _, b := range m1.Blobs {
+		shipped[b.Digest] = Origin{ArchiveID: m1.ArchiveID}
+	}
+	dir := t.TempDir()
+	w, err := NewWriter(dir, WriterOptions{Shipped: shipped})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Expect(append(planBlobs(second), planManifests(second)...)); err != nil {
+		t.Fatal(err)
+	}
+	for _, img := range second {
+		push(t, ctx, w, img)
+	}
+	if n := stagedCount(t, dir); n != 0 {
+		t.Errorf("%d blobs staged: the manifests the first batch shipped had no slot", n)
+	}
+	m2, err := w.Finish(ctx, metaFor(second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m2.Chunks) != 1 {
+		t.Errorf("%d chunks, want 1", len(m2.Chunks))
+	}
+	if _, err := Verify(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -136,10 +136,13 @@ func newCopyEngine(src endpoint.Source, dst endpoint.Destination, opts Options) 
 		opts.ParallelImages = DefaultParallelImages
 	}
 	if opts.ParallelLayers <= 0 {
-		opts.ParallelLayers = 5
+		opts.ParallelLayers = DefaultParallelLayers
 	}
 	if opts.MaxPerRegistry <= 0 {
 		opts.MaxPerRegistry = opts.ParallelImages * opts.ParallelLayers
+		if opts.ParallelImages == DefaultParallelImages && opts.ParallelLayers == DefaultParallelLayers {
+			opts.MaxPerRegistry = DefaultMaxPerRegistry
+		}
 	}
 	log := opts.Logger
 	if log == nil {

@@ -30,15 +30,16 @@ func (j Job) Key() string { return j.Dest + "@" + j.Digest.String() }
 // Options tunes Copy. Zero values take the defaults.
 type Options struct {
 	// ParallelImages is --parallel-images: the most images copied at once
-	// (default 16). Four always run; more start while the bounds of the hosts
-	// they touch have spare slots (see admission).
+	// (default DefaultParallelImages). Four always run; more start while the
+	// bounds of the hosts they touch have spare slots (see admission).
 	ParallelImages int
 	// ParallelLayers is --parallel-layers: blobs of one image transferred at once
-	// (default 5).
+	// (default DefaultParallelLayers).
 	ParallelLayers int
 	// MaxPerRegistry is the least ceiling of the bound on the work touching
-	// one registry host at once, across all images (default ParallelImages ×
-	// ParallelLayers). Each blob transfer holds a slot of its source host's
+	// one registry host at once, across all images (default
+	// DefaultMaxPerRegistry with the default ParallelImages and
+	// ParallelLayers, else their product). Each blob transfer holds a slot of its source host's
 	// bound and one of its destination host's for its whole length. The
 	// bound is the endpoint's when it keeps one (endpoint.HostLimiter: the
 	// registry client's, shared with its requests, whose ceiling is raised

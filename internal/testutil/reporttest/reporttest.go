@@ -69,7 +69,8 @@ func Run(s Shape) *report.Run {
 		}
 	}
 	for i := 0; i < s.Images; i++ {
-		repo := fmt.Sprintf("ns-%03d/repo-%05d", i%max(1, s.Repos/20), i%max(1, s.Repos))
+		ri := i % max(1, s.Repos)
+		repo := fmt.Sprintf("ns-%03d/repo-%05d", ri/20, ri)
 		im := image(fmt.Sprintf("%s/%s", src, repo), fmt.Sprintf("%s/%s", dst, repo), "operator", digest("image", i), i, s.FailEvery)
 		if s.Catalogs > 0 && s.Packages > 0 {
 			c := r.Catalogs[(i%s.Packages)%s.Catalogs]

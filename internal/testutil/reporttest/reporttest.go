@@ -11,6 +11,7 @@ package reporttest
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/airlock-mirror/airlock/prune"
@@ -63,9 +64,13 @@ func Run(s Shape) *report.Run {
 			cat := r.Catalogs[p%s.Catalogs]
 			name := fmt.Sprintf("operator-%05d", p)
 			head := fmt.Sprintf("%s.v1.0.2", name)
-			cat.Packages = append(cat.Packages, &report.Package{Name: name, DefaultChannel: "stable",
+			pkg := &report.Package{Name: name, DefaultChannel: "stable",
 				Channels: []prune.ChannelExplanation{{Name: "stable", Entries: []string{head}}},
-				Bundles:  []prune.BundleExplanation{{Name: head, Version: "1.0.2", Reasons: []prune.Reason{{Kind: prune.ReasonHead, Channel: "stable"}}}}})
+				Bundles:  []prune.BundleExplanation{{Name: head, Version: "1.0.2", Reasons: []prune.Reason{{Kind: prune.ReasonHead, Channel: "stable"}}}}}
+			if s.Packages <= maxGraphs*s.Catalogs {
+				pkg.Graph = channelPicture(name)
+			}
+			cat.Packages = append(cat.Packages, pkg)
 		}
 	}
 	for i := 0; i < s.Images; i++ {
@@ -110,6 +115,35 @@ func digest(what string, i int) string {
 		h = (h ^ uint64(b)) * 1099511628211
 	}
 	return fmt.Sprintf("sha256:%016x%016x%016x%016x", h, h*31, h*37, h*41)
+}
+
+// maxGraphs is the most packages of a catalog whose upgrade graphs the
+// pipeline draws when the configuration names none (a catalog mirrored
+// heads only keeps every package).
+const maxGraphs = 40
+
+// channelPicture is an upgrade graph of a package's channel of three
+// bundles, the head kept, about the size Graphviz draws it (4 KiB).
+func channelPicture(pkg string) string {
+	var b strings.Builder
+	b.WriteString(`<?xml version="1.0" encoding="UTF-8" standalone="no"?>` + "\n" + `<svg width="520pt" height="130pt" viewBox="0.00 0.00 520.00 130.00" xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink">` + "\n")
+	fmt.Fprintf(&b, `<g id="graph0" class="graph" transform="scale(1 1) rotate(0) translate(4 126)"><title>%s</title>`+"\n", pkg)
+	fmt.Fprintf(&b, `<g id="clust1" class="cluster"><title>cluster_stable</title><polygon fill="none" stroke="black" stroke-width="2" points="8,-8 8,-114 504,-114 504,-8 8,-8"/><text text-anchor="middle" x="256" y="-97.4" font-family="Helvetica,sans-Serif" font-size="14.00">channel stable (default)</text></g>`+"\n")
+	for i := 0; i < 3; i++ {
+		x := 90 + 160*i
+		fill, kept := "#eeeeee", "pruned"
+		if i == 2 {
+			fill, kept = "#c8e6c9", "kept: channel head"
+		}
+		fmt.Fprintf(&b, `<g id="node%d" class="node"><title>%s.v1.0.%d</title><polygon fill="%s" stroke="black" points="%d,-70 %d,-70 %d,-34 %d,-34 %d,-70"/><text text-anchor="middle" x="%d" y="-56.8" font-family="Helvetica,sans-Serif" font-size="14.00">v1.0.%d</text><text text-anchor="middle" x="%d" y="-41.8" font-family="Helvetica,sans-Serif" font-size="10.00">%s</text></g>`+"\n",
+			i+1, pkg, i, fill, x+62, x-62, x-62, x+62, x+62, x, i, x, kept)
+		if i > 0 {
+			fmt.Fprintf(&b, `<g id="edge%d" class="edge"><title>%s.v1.0.%d&#45;&gt;%s.v1.0.%d</title><path fill="none" stroke="black" d="M%d,-52C%d,-52 %d,-52 %d,-52"/><polygon fill="black" stroke="black" points="%d,-55.5 %d,-52 %d,-48.5 %d,-55.5"/><text text-anchor="middle" x="%d" y="-58" font-family="Helvetica,sans-Serif" font-size="10.00">replaces</text></g>`+"\n",
+				i, pkg, i, pkg, i-1, x-160+62, x-160+80, x-80, x-62, x-62, x-52, x-62, x-62, x-80)
+		}
+	}
+	b.WriteString("</g>\n</svg>\n")
+	return b.String()
 }
 
 // releasePicture is a channel's update graph as the release source draws

@@ -111,6 +111,9 @@ func TestUpdateDocDropsSupersededWorkloads(t *testing.T) {
 	withPreset := func(r, preset string) string {
 		return strings.Replace(r, "- machine: test\n", "- machine: test\n- catalog scale: workload "+preset+" over wan (WAN simulator presets), cache /tmp/c\n", 1)
 	}
+	if err := os.MkdirAll(filepath.Dir(doc), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	t0 := time.Date(2026, 11, 29, 4, 0, 0, 0, time.UTC)
 	for i, r := range []string{
 		withPreset(run("2026-11-29 04:00 UTC: full run", "aaaaaaa", scale(1000, "single catalog"), scale(5000, "single catalog"), catScale(100, "catalog at 100")), "catalog"),
@@ -199,6 +202,8 @@ func TestParseRunRefusesWhatIsNoRun(t *testing.T) {
 func FuzzParseRun(f *testing.F) {
 	f.Add(run("2026-11-29 04:00 UTC: full run", "a", "| **copy: quick workload: 1** | |\n| x | y |\n"))
 	f.Add("### 2026-11-29 04:00 UTC: x\n| measurement | input | wall |\n| **a** |\n| b |\nprose\n| c |\n")
+	f.Add("### 2026-11-29 04:00 UTC: full run (note)\n\n- catalog scale: workload catalog over wan (x)\n\n" + tableHead +
+		"| **scale: 1000 images (x); y** |\n| r1 |\n| **scale: 5000 images (x)** |\n| r2 |\n| **catalog scale: 11 packages (heads only)** |\n| r3 |\n")
 	f.Fuzz(func(t *testing.T, s string) {
 		p := filepath.Join(t.TempDir(), "r.md")
 		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
@@ -208,10 +213,15 @@ func FuzzParseRun(f *testing.F) {
 		if err != nil {
 			return
 		}
+		seen := map[string]bool{}
 		for _, sec := range r.sections {
 			if sec.key == "" && !strings.HasPrefix(sec.heading, "| **") {
 				t.Errorf("section %+v", sec)
 			}
+			if seen[sec.key] { // a run's parts of one section make one table
+				t.Errorf("section %q twice in one run", sec.key)
+			}
+			seen[sec.key] = true
 		}
 	})
 }

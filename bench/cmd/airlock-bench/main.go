@@ -147,6 +147,7 @@ func run() error {
 	releaseKB := flag.Int("release-layer-kb", 0, "release section: KiB of each component's own layer (default 1024; quick: 256)")
 	scale := flag.String("scale", env("BENCH_SCALE", ""), "scale section: these numbers of images, comma-separated (e.g. 1000,5000,20000); tiny blobs, seeded once into -cache [BENCH_SCALE]")
 	scaleProfiles := flag.String("scale-profiles", "", "scale section: write the CPU and heap profiles of every airlock command into this folder (scale-SIZE-WHAT.pprof, .heap.pprof; go tool pprof FILE)")
+	scaleReruns := flag.Bool("scale-reruns", false, "scale section: only the first mirror-to-mirror run, the no-op re-runs and the no-op floor of each size (no plan-only run, report opening, air gap or delete)")
 	flag.Parse()
 
 	root, err := repoRoot()
@@ -269,6 +270,7 @@ func run() error {
 		cfg.ScaleSizes = append(cfg.ScaleSizes, n)
 	}
 	cfg.ScaleProfiles = *scaleProfiles
+	cfg.ScaleReruns = *scaleReruns
 	if *docs != "" {
 		cfg.Docs = *docs
 		if !filepath.IsAbs(cfg.Docs) {

@@ -233,7 +233,10 @@ func AppendHistory(d Dir, run HistoryRun) (HistoryRun, error) {
 			return run, err
 		}
 		run.Seq = seq + 1
-		b, err := json.MarshalIndent(run, "", "  ")
+		// Compact: a record of 20,000 images is a third smaller than indented,
+		// and faster to write and to read back (RecordedTags, every re-run);
+		// airlock history --json prints the records indented.
+		b, err := json.Marshal(run)
 		if err != nil {
 			return run, err
 		}

@@ -98,8 +98,9 @@ func buildRules(images []Image, catalogs []Catalog, opts Options) (rules, []stri
 		m[dst] = true
 	}
 	var errs []error
+	refs := refCache{}
 	for _, img := range images {
-		src, err := parseRef(img.Source)
+		src, err := refs.parse(img.Source)
 		if errors.Is(err, errNotRegistry) {
 			skipped = append(skipped, img.Source)
 			continue
@@ -108,7 +109,7 @@ func buildRules(images []Image, catalogs []Catalog, opts Options) (rules, []stri
 			errs = append(errs, fmt.Errorf("image %q: invalid source reference: %w; fix the mapping that produced it", img.Source, err))
 			continue
 		}
-		dst, err := parseRef(img.Destination)
+		dst, err := refs.parse(img.Destination)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("image %q: invalid destination reference %q: %w; the destination must be a registry reference", img.Source, img.Destination, err))
 			continue

@@ -126,6 +126,7 @@ failed (they are listed in working-dir/results.json), 130 when interrupted.`,
 	f.StringVar(&from, "from", "", "file://DIR: a batch folder of a mirror-to-disk target, to load (disk-to-mirror)")
 	f.BoolVar(&o.Run.DryRun, "dry-run", false, "plan only: write mapping.txt, missing.txt and the bytes to send")
 	f.IntVar(&o.Destination.MaxNestedPaths, "max-nested-paths", 0, "flatten destination paths deeper than N components (0: no limit); forces repository-scoped mirror sets")
+	f.BoolVar(&o.Destination.CheckEveryImage, "check-every-image", false, "re-runs: ask the destination about every image (a manifest request each) instead of one tag listing per repository for the images the last run left under their sha256-<hex> tags")
 	f.StringVar(&o.AuthFile, "authfile", "", "registry credentials file (default: $REGISTRY_AUTH_FILE, containers auth.json, ~/.docker/config.json)")
 	tlsVerifyFlag(f, &o.Source.Insecure, "src-tls-verify", "verify TLS certificates of source registries (false also allows plain HTTP)")
 	tlsVerifyFlag(f, &o.Destination.Insecure, "dest-tls-verify", "verify TLS certificates of the destination registry (false also allows plain HTTP)")

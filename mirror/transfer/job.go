@@ -59,6 +59,17 @@ type Options struct {
 	// job's manifest and whether its first tag names it, as the caller just
 	// asked it (Measure's Sizes.Held): the engine does not ask again.
 	Held []Held
+	// Recorded, when set, is what the last run to this destination left
+	// there, as the workspace's history recorded it: by destination
+	// repository, each tag and the digest it named. An image whose first tag
+	// is its digest-derived tag (oci.DigestTag: the name pins the digest) and
+	// was recorded at that digest is looked for in one listing of its
+	// repository's tags, asked once per repository, instead of by a manifest
+	// request of its own: listed, it is taken as present and tagged so;
+	// absent, it is asked about by digest and copied as on a first run. A
+	// repository with fewer than two such images is asked image by image (a
+	// listing costs no less). nil asks about every image.
+	Recorded map[string]map[string]digest.Digest
 	// Progress, when set, is called (serially) after each blob and image.
 	Progress func(ProgressEvent)
 	// Elsewhere are blobs another worker (a shard of the same plan) sends to the

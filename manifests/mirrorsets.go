@@ -415,14 +415,14 @@ func plainName(s string) bool {
 func renderIDMS(name string, rs []MirrorRule) (any, []byte, error) {
 	o := ImageDigestMirrorSet{APIVersion: APIVersionConfig, Kind: KindIDMS, Metadata: ObjectMeta{Name: name}}
 	o.Spec.ImageDigestMirrors = nonNil(rs)
-	data, err := yaml.Marshal(o)
+	data, err := marshalMirrorSet(o, o.APIVersion, o.Kind, name, false, "imageDigestMirrors", rs)
 	return o, data, err
 }
 
 func renderITMS(name string, rs []MirrorRule) (any, []byte, error) {
 	o := ImageTagMirrorSet{APIVersion: APIVersionConfig, Kind: KindITMS, Metadata: ObjectMeta{Name: name}}
 	o.Spec.ImageTagMirrors = nonNil(rs)
-	data, err := yaml.Marshal(o)
+	data, err := marshalMirrorSet(o, o.APIVersion, o.Kind, name, false, "imageTagMirrors", rs)
 	return o, data, err
 }
 
@@ -433,7 +433,7 @@ func renderICSP(operator bool) renderFunc {
 			o.Metadata.Labels = map[string]string{operatorCatalogLabel: "true"}
 		}
 		o.Spec.RepositoryDigestMirrors = nonNil(rs)
-		data, err := yaml.Marshal(o)
+		data, err := marshalMirrorSet(o, o.APIVersion, o.Kind, name, operator, "repositoryDigestMirrors", rs)
 		return o, data, err
 	}
 }

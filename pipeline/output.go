@@ -2,13 +2,13 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/airlock-mirror/airlock/internal/atomicfile"
+	"github.com/airlock-mirror/airlock/internal/jsonindent"
 	"github.com/airlock-mirror/airlock/manifests"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/transfer"
@@ -22,7 +22,7 @@ func (r *run) writePlan(ctx context.Context) error {
 			return err
 		}
 	}
-	b, err := json.MarshalIndent(r.res.Plan, "", "  ")
+	b, err := jsonindent.Marshal(r.res.Plan, "  ")
 	if err != nil {
 		return err
 	}
@@ -68,7 +68,7 @@ func (r *run) writeResults() error {
 		}
 		r.res.Images = append(r.res.Images, out)
 	}
-	b, err := json.MarshalIndent(r.res, "", "  ")
+	b, err := jsonindent.Marshal(r.res, "  ")
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/airlock-mirror/airlock/internal/atomicfile"
+	"github.com/airlock-mirror/airlock/internal/jsonindent"
 	"github.com/airlock-mirror/airlock/prune"
 )
 
@@ -211,7 +212,7 @@ type Files struct{ Data, HTML string }
 // atomically, so that a reader sees either the old report or the new one.
 func SaveAll(r *Run, files ...Files) error {
 	r.Sort()
-	b, err := json.MarshalIndent(r, "", "  ")
+	b, err := jsonindent.Marshal(r, "  ")
 	if err != nil {
 		return err
 	}

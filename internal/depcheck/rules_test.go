@@ -5,7 +5,7 @@ import "slices"
 // product lists the small leaves any layer may use: the one location type
 // (docker://, file://, oci://) and the helpers under internal/. They know
 // nothing of catalogs, registries or the pipeline.
-var product = []string{"location", "internal/atomicfile", "internal/humanize", "internal/browser", "internal/redact"}
+var product = []string{"location", "internal/atomicfile", "internal/humanize", "internal/browser", "internal/redact", "internal/jsonindent"}
 
 func with(extra ...string) []string { return append(slices.Clone(product), extra...) }
 
@@ -94,6 +94,7 @@ var rules = []rule{
 	{"internal/atomicfile", nil},
 	{"internal/humanize", nil},
 	{"internal/redact", nil},
+	{"internal/jsonindent", nil},
 	{"internal/browser", nil},
 	// Drawing: DOT and Mermaid text to SVG (Graphviz) and PNG (a browser).
 	{"internal/dotrender", with()},

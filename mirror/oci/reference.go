@@ -44,6 +44,15 @@ func ParseReference(s string) (Reference, error) {
 	if err := RefuseCredentials(in); err != nil {
 		return Reference{}, err
 	}
+	if r, ok := parsePlain(in); ok {
+		return r, nil
+	}
+	return parseNamed(in, s)
+}
+
+// parseNamed is ParseReference's general way, through distribution/reference;
+// in is s without its transport.
+func parseNamed(in, s string) (Reference, error) {
 	named, err := reference.ParseNormalizedNamed(in)
 	if err != nil {
 		return Reference{}, fmt.Errorf("%w %q: %v (expected [registry/]path[:tag][@sha256:digest])", ErrInvalidReference, s, err)

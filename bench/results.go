@@ -19,7 +19,11 @@ import (
 // time. docs/benchmarks.md shows one current table per section, each the
 // section's rows from the latest run that measured it, between two markers
 // that the harness rewrites after each run (CurrentTables); what lies
-// outside them is prose, left alone.
+// outside them is prose, left alone. A section is what sectionKey names: a
+// workload measured again with other sizes (the scale section at other
+// numbers of images, a catalog-scale preset grown) replaces its table, and
+// the earlier table leaves the page; its run stays in bench/results,
+// linked from docs/benchmarks-history.md (TestEveryRunIsLinked).
 
 // The markers around the generated part of docs/benchmarks.md.
 const (
@@ -101,6 +105,16 @@ func parseRun(path string) (parsedRun, error) {
 			} else if strings.HasPrefix(key, "copy: ") && copyWorkload != "" {
 				key = copyWorkload + ", " + strings.TrimPrefix(key, "copy: ")
 			}
+			if p := r.catalogPreset(); strings.HasPrefix(key, "catalog scale: ") && p != "" {
+				key = "catalog scale: " + p + " workload"
+			}
+			if i := slices.IndexFunc(r.sections, func(s section) bool { return s.key == key }); i >= 0 {
+				// Another part of the same section (the scale section's
+				// next size): its heading row goes into the one table.
+				cur = &r.sections[i]
+				cur.rows = append(cur.rows, l)
+				continue
+			}
 			r.sections = append(r.sections, section{key: key, heading: l})
 			cur = &r.sections[len(r.sections)-1]
 		case cur == nil:
@@ -118,14 +132,37 @@ func parseRun(path string) (parsedRun, error) {
 	return r, nil
 }
 
+// catalogPresetBullet is the header line naming the catalog-scale
+// section's workload preset.
+var catalogPresetBullet = regexp.MustCompile(`^- catalog scale: workload (\S+) over `)
+
+// catalogPreset is the catalog-scale workload preset the run names in its
+// header ("catalog", "catalog-small-images"), or "".
+func (r *parsedRun) catalogPreset() string {
+	for _, a := range r.about {
+		if m := catalogPresetBullet.FindStringSubmatch(a); m != nil {
+			return m[1]
+		}
+	}
+	return ""
+}
+
+// scaleSizeHeading is a heading row of one size of the scale section.
+var scaleSizeHeading = regexp.MustCompile(`^scale: \d+ images\b`)
+
 // sectionKey names what a heading row measures, the same from run to run
 // however the sizes in it change: the heading up to its first ";" or " (",
 // and at most its first two ":"-separated parts ("copy: reference workload:
 // 132 tags…" is "copy: reference workload"); the Go benchmarks are one
-// section.
+// section, and so are the scale section's sizes ("scale: 1157 images…",
+// "scale: 20157 images…": "scale"), whatever sizes a run measured. Within
+// a run, parseRun names a catalog-scale section by its workload preset.
 func sectionKey(h string) string {
 	if strings.HasPrefix(h, "go test ") {
 		return "go benchmarks"
+	}
+	if scaleSizeHeading.MatchString(h) {
+		return "scale"
 	}
 	if i := strings.IndexAny(h, ";"); i >= 0 {
 		h = h[:i]
@@ -182,7 +219,7 @@ func CurrentTables(dir, docDir string) (string, error) {
 		if err != nil {
 			link = file
 		}
-		fmt.Fprintf(&b, "\n### %s\n\nFrom the %s ([full table](%s)).\n", k, r.title, filepath.ToSlash(link))
+		fmt.Fprintf(&b, "\n### %s\n\n%s\n", k, fromLine(r.title, filepath.ToSlash(link)))
 		for _, a := range r.about {
 			if strings.HasPrefix(a, "- machine:") || strings.HasPrefix(a, "- airlock ") {
 				b.WriteString(a + "\n")
@@ -199,9 +236,27 @@ func CurrentTables(dir, docDir string) (string, error) {
 	return b.String(), nil
 }
 
+// runTitleParts splits a run's title: "DATE: KIND run (NOTE)".
+var runTitleParts = regexp.MustCompile(`^(\d{4}-\d\d-\d\d \d\d:\d\d UTC): (\w+) run(?: \((.*)\))?$`)
+
+// fromLine says which run a current table comes from: its date and kind,
+// a link to its full table, and the note the run was labelled with (what
+// that run was about, which may be another section than this one).
+func fromLine(title, link string) string {
+	m := runTitleParts.FindStringSubmatch(title)
+	if m == nil {
+		return fmt.Sprintf("From the %s ([full table](%s)).", title, link)
+	}
+	s := fmt.Sprintf("From the %s run of %s ([full table](%s))", m[2], m[1], link)
+	if m[3] != "" {
+		s += "; the run's note: " + m[3]
+	}
+	return s + "."
+}
+
 // sectionRank orders the current tables as the harness runs its sections.
 func sectionRank(key string) int {
-	for i, p := range []string{"catalog:", "copy:", "catalog scale", "release:", "scale:", "whole pipeline", "go benchmarks"} {
+	for i, p := range []string{"catalog:", "copy:", "catalog scale", "release", "scale", "whole pipeline", "go benchmarks"} {
 		if strings.HasPrefix(strings.ToLower(key), p) {
 			return i
 		}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,9 @@ func TestSectionKey(t *testing.T) {
 		{"copy: reference workload: 132 tags (10 two-arch indexes) in 14 repositories, 568 unique blobs", "copy: reference workload"},
 		{"catalog scale: 11 packages (heads only), 61 images (3 two-arch indexes) in 24 repositories", "catalog scale: 11 packages"},
 		{"go test -bench . -benchtime 1x -benchmem ./prune/", "go benchmarks"},
+		{"scale: 1000 images (100 packages heads only, 20 two-arch indexes) in 351 repositories, 2050 blobs of a few KiB (1.0 MB); source and destination on loopback", "scale"},
+		{"scale: 20157 images (4 catalogs: 2000 packages heads only, 400 two-arch indexes; release 4.15.1: 161 images) in 7006 repositories", "scale"},
+		{"scale report: report.html of generated runs shaped like the scale section's (4 catalogs heads only, 100 packages at 1161 images)", "scale report: report.html of generated runs shaped like the scale section's"},
 		{"Whole pipeline: the real-scale catalog as a catalog image, airlock mirror --dry-run", "Whole pipeline: the real-scale catalog as a catalog image, airlock mirror --dry-run"},
 	} {
 		if got := sectionKey(tc.heading); got != tc.want {
@@ -46,7 +50,7 @@ func TestUpdateDoc(t *testing.T) {
 	copyA := "| **copy: quick workload: 26 tags** | | | | | | | | | | | | |\n| airlock mirror m2m, first run | quick | 2 s | – | – | – | – | – | – | – | – | – | first |\n" +
 		"| **copy: ratios** | | | | | | | | | | | | |\n| m2m / floor | quick | 1.10× | – | – | – | – | – | – | – | – | – | quick ratio |\n"
 	catB := "| **catalog: small; 3.0 MB** | | | | | | | | | | | | |\n| catalog validate | small | 0.5 s | – | – | – | – | – | – | – | – | – | new |\n"
-	for i, r := range []string{run("2026-11-29 04:00 UTC: full run", "aaaaaaa", catA, copyA), run("2026-11-29 04:10 UTC: full run", "bbbbbbb", catB)} {
+	for i, r := range []string{run("2026-11-29 04:00 UTC: full run", "aaaaaaa", catA, copyA), run("2026-11-29 04:10 UTC: full run (catalog section; quiet)", "bbbbbbb", catB)} {
 		if _, err := RecordRun(results, t0.Add(time.Duration(i)*10*time.Minute), r); err != nil {
 			t.Fatal(err)
 		}
@@ -71,8 +75,8 @@ func TestUpdateDoc(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(b)
-	for _, want := range []string{"# Benchmarks\n\nProse.\n", "### catalog: small\n\nFrom the 2026-11-29 04:10 UTC: full run ([full table](../bench/results/2026-11-29-0410.md)).\n- machine: test\n- airlock bbbbbbb",
-		"| catalog validate | small | 0.5 s |", "### copy: quick workload\n\nFrom the 2026-11-29 04:00 UTC: full run", "### copy: quick workload, ratios\n", "quick ratio"} {
+	for _, want := range []string{"# Benchmarks\n\nProse.\n", "### catalog: small\n\nFrom the full run of 2026-11-29 04:10 UTC ([full table](../bench/results/2026-11-29-0410.md)); the run's note: catalog section; quiet.\n- machine: test\n- airlock bbbbbbb",
+		"| catalog validate | small | 0.5 s |", "### copy: quick workload\n\nFrom the full run of 2026-11-29 04:00 UTC", "### copy: quick workload, ratios\n", "quick ratio"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("document lacks %q:\n%s", want, s)
 		}
@@ -85,6 +89,97 @@ func TestUpdateDoc(t *testing.T) {
 	}
 	if err := UpdateDoc(doc, results); err == nil || !strings.Contains(err.Error(), "markers") {
 		t.Errorf("a document with one marker: %v, want an error naming the markers", err)
+	}
+}
+
+// A workload measured again at other sizes replaces its table: the scale
+// section's sizes are one table, the latest run's; a catalog-scale table
+// is named by its workload preset, so a preset grown replaces its table and
+// another preset has a table of its own. The superseded runs stay files.
+func TestUpdateDocDropsSupersededWorkloads(t *testing.T) {
+	dir := t.TempDir()
+	results, doc := filepath.Join(dir, "bench", "results"), filepath.Join(dir, "docs", "benchmarks.md")
+	empty := " | | | | | | | | | | | | |\n"
+	scale := func(n int, note string) string {
+		return fmt.Sprintf("| **scale: %d images (%d packages heads only) in 351 repositories; source and destination on loopback**%s", n, n/10, empty) +
+			fmt.Sprintf("| scale: m2m first run | scale %d | 1 s | – | – | – | – | – | – | – | – | – | %s |\n", n, note)
+	}
+	catScale := func(pk int, note string) string {
+		return fmt.Sprintf("| **catalog scale: %d packages (heads only), 500 images; source behind the WAN simulator**%s", pk, empty) +
+			fmt.Sprintf("| airlock m2m over wan | catalog | 30 s | – | – | – | – | – | – | – | – | – | %s |\n", note)
+	}
+	withPreset := func(r, preset string) string {
+		return strings.Replace(r, "- machine: test\n", "- machine: test\n- catalog scale: workload "+preset+" over wan (WAN simulator presets), cache /tmp/c\n", 1)
+	}
+	if err := os.MkdirAll(filepath.Dir(doc), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 29, 4, 0, 0, 0, time.UTC)
+	for i, r := range []string{
+		withPreset(run("2026-11-29 04:00 UTC: full run", "aaaaaaa", scale(1000, "single catalog"), scale(5000, "single catalog"), catScale(100, "catalog at 100")), "catalog"),
+		withPreset(run("2026-11-29 05:00 UTC: full run", "bbbbbbb", catScale(11, "small images")), "catalog-small-images"),
+		run("2026-11-29 06:00 UTC: full run", "ccccccc", scale(1157, "four catalogs"), scale(5157, "four catalogs")),
+		withPreset(run("2026-11-29 07:00 UTC: full run", "ddddddd", catScale(120, "catalog at 120")), "catalog"),
+	} {
+		if _, err := RecordRun(results, t0.Add(time.Duration(i)*time.Hour), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := UpdateDoc(doc, results); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	for _, want := range []string{"\n### scale\n\nFrom the full run of 2026-11-29 06:00 UTC", "| **scale: 1157 images", "| **scale: 5157 images", "four catalogs",
+		"\n### catalog scale: catalog workload\n\nFrom the full run of 2026-11-29 07:00 UTC", "catalog at 120",
+		"\n### catalog scale: catalog-small-images workload\n\nFrom the full run of 2026-11-29 05:00 UTC", "small images"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("document lacks %q:\n%s", want, s)
+		}
+	}
+	for _, stale := range []string{"single catalog", "scale: 1000 images", "catalog at 100"} {
+		if strings.Contains(s, stale) {
+			t.Errorf("document holds the superseded %q:\n%s", stale, s)
+		}
+	}
+	if n := strings.Count(s, "\n### "); n != 3 {
+		t.Errorf("%d current tables, want 3 (scale, two catalog-scale presets):\n%s", n, s)
+	}
+	if i, j := strings.Index(s, "### catalog scale: catalog workload"), strings.Index(s, "### scale\n"); i > j {
+		t.Errorf("the scale table comes before the catalog-scale tables:\n%s", s)
+	}
+	if files, _ := filepath.Glob(filepath.Join(results, "*.md")); len(files) != 4 {
+		t.Errorf("run files %v: every run stays a file", files)
+	}
+}
+
+// TestEveryRunIsLinked: every run kept in bench/results is linked from the
+// benchmarks' pages: from a current table of docs/benchmarks.md, or from
+// docs/benchmarks-history.md once a later run replaced its tables.
+func TestEveryRunIsLinked(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("results", "*.md"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no run in bench/results: %v", err)
+	}
+	tables, err := CurrentTables("results", filepath.Join("..", "docs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	history, err := os.ReadFile(filepath.Join("..", "docs", "benchmarks-history.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if filepath.Base(f) == "README.md" {
+			continue
+		}
+		link := "../bench/results/" + filepath.Base(f)
+		if !strings.Contains(tables, "("+link+")") && !strings.Contains(string(history), link) {
+			t.Errorf("%s is linked neither from a current table nor from docs/benchmarks-history.md: say there what the run measured, with a link to it", f)
+		}
 	}
 }
 
@@ -107,6 +202,8 @@ func TestParseRunRefusesWhatIsNoRun(t *testing.T) {
 func FuzzParseRun(f *testing.F) {
 	f.Add(run("2026-11-29 04:00 UTC: full run", "a", "| **copy: quick workload: 1** | |\n| x | y |\n"))
 	f.Add("### 2026-11-29 04:00 UTC: x\n| measurement | input | wall |\n| **a** |\n| b |\nprose\n| c |\n")
+	f.Add("### 2026-11-29 04:00 UTC: full run (note)\n\n- catalog scale: workload catalog over wan (x)\n\n" + tableHead +
+		"| **scale: 1000 images (x); y** |\n| r1 |\n| **scale: 5000 images (x)** |\n| r2 |\n| **catalog scale: 11 packages (heads only)** |\n| r3 |\n")
 	f.Fuzz(func(t *testing.T, s string) {
 		p := filepath.Join(t.TempDir(), "r.md")
 		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
@@ -116,10 +213,15 @@ func FuzzParseRun(f *testing.F) {
 		if err != nil {
 			return
 		}
+		seen := map[string]bool{}
 		for _, sec := range r.sections {
 			if sec.key == "" && !strings.HasPrefix(sec.heading, "| **") {
 				t.Errorf("section %+v", sec)
 			}
+			if seen[sec.key] { // a run's parts of one section make one table
+				t.Errorf("section %q twice in one run", sec.key)
+			}
+			seen[sec.key] = true
 		}
 	})
 }

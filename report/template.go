@@ -2,13 +2,15 @@ package report
 
 import "html/template"
 
-// page is the report. It must stay self-contained: inline style only, no
-// script, no external reference (the Content-Security-Policy forbids any).
+// page is the report. It must stay self-contained: inline style, one inline
+// script (the pager of the long tables, allowed by its hash), data blocks,
+// no external reference (the Content-Security-Policy forbids any). Without
+// scripts it reads as it is: the long tables show their first page.
 var page = template.Must(template.New("report").Funcs(funcs).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src '{{.ScriptHash}}'">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>airlock {{.Workflow}} report</title>
 <style>
@@ -22,6 +24,7 @@ code,pre{font-family:ui-monospace,"SFMono-Regular",Menlo,Consolas,monospace;font
 .cards{display:flex;flex-wrap:wrap;gap:.8em;margin:1em 0}.card{border:1px solid #e0e0e0;border-radius:6px;padding:.5em 1em;min-width:8em}.card b{display:block;font-size:1.4em}
 .graph{overflow:auto;border:1px solid #e0e0e0;border-radius:4px;padding:.4em;max-height:40em}.graph svg{max-width:none;height:auto}
 details{margin:.4em 0}summary{cursor:pointer;font-weight:600}
+.pager{margin:.6em 0 0;display:flex;gap:.6em;align-items:center;font-size:.9em}.pager input{width:22em;padding:.2em .4em}
 </style>
 </head>
 <body>
@@ -40,9 +43,7 @@ details{margin:.4em 0}summary{cursor:pointer;font-weight:600}
 {{if .Refused}}<p>The run was refused before it planned anything: nothing was copied, and report.html still shows the last run that did something.</p>{{end}}
 
 <h2 id="failures">Failures</h2>
-{{if .FailedImages}}<table><tr><th>image</th><th>destination</th><th>status</th><th>why</th></tr>
-{{range .Shown.Failed}}<tr><td><code>{{.Source}}</code></td><td><code>{{.Destination}}</code></td><td class="bad">{{.Status}}</td><td>{{.Error}}</td></tr>
-{{end}}</table>{{if .More.Failed}}<p class="muted">The first {{len .Shown.Failed}} failures are shown; {{.More.Failed}} more are in <code>report.json</code> beside this page and in <code>results.json</code>.</p>{{end}}{{else}}<p class="ok">Nothing failed.</p>{{end}}
+{{if .Failures.Rows}}{{template "long" .Failures}}{{else}}<p class="ok">Nothing failed.</p>{{end}}
 {{if .Altered}}<h3 id="altered">Altered manifests the destination keeps</h3>
 <p>The destination stored these manifest revisions altered on the way and refuses deletes: their tags were pushed again and name the right manifests, but these revisions stay readable by digest; {{.GC}}.</p>
 <table><tr><th>repository</th><th>digest</th></tr>
@@ -64,17 +65,15 @@ details{margin:.4em 0}summary{cursor:pointer;font-weight:600}
 <p>{{if .Full}}Mirrored whole (full catalog, not pruned).{{else if .Rebuilt}}Pruned and rebuilt.{{end}}
 {{if .Destination}}Destination <code>{{.Destination}}</code>{{end}}{{if .Digest}} <span class="muted">{{.Digest}}</span>{{end}}</p>
 {{range .Warnings}}<p class="muted">warning: {{.}}</p>{{end}}
-{{if .Packages}}<table><tr><th>package</th><th>default channel</th><th>channels kept</th><th>bundles kept</th><th>images</th><th>bytes sent</th><th>failed</th></tr>
-{{range .Packages}}<tr><td><a href="#pkg-{{$ci}}-{{.Name}}">{{.Name}}</a>{{if .Dependency}} <span class="muted">(dependency)</span>{{end}}</td><td>{{.DefaultChannel}}</td><td class="n">{{len .Channels}}</td><td class="n">{{len .Bundles}}</td><td class="n">{{.ImageCount}}</td><td class="n">{{bytes .Bytes}}</td><td class="n{{if .Failed}} bad{{end}}">{{.Failed}}</td></tr>
-{{end}}</table>{{end}}
-{{range .Packages}}<h4 id="pkg-{{$ci}}-{{.Name}}">{{.Name}}{{if .Dependency}} (added as a dependency){{end}}</h4>
+{{if .Packages}}{{template "long" .Table}}{{end}}
+{{range .Packages}}{{if .Section}}<h4 id="{{.Anchor}}">{{.Name}}{{if .Dependency}} (added as a dependency){{end}}</h4>
 {{if .Graph}}<div class="graph">{{.Graph}}</div>{{end}}
 {{if .Bundles}}<details{{if le (len .Bundles) 12}} open{{end}}><summary>{{len .Bundles}} bundle(s) kept, and why</summary>
 <table><tr><th>bundle</th><th>version</th><th>why</th></tr>
 {{range .Bundles}}<tr><td><code>{{.Name}}</code></td><td>{{.Version}}</td><td>{{range $i, $r := .Reasons}}{{if $i}}; {{end}}{{$r.String}}{{end}}</td></tr>
 {{end}}</table></details>{{end}}
 {{range .Dropped}}<p class="muted">dropped channel {{.Name}}: {{.Reason}}</p>{{end}}
-{{end}}{{else}}<p class="muted">No operator catalog.</p>{{end}}
+{{end}}{{end}}{{else}}<p class="muted">No operator catalog.</p>{{end}}
 
 {{if .Charts}}<h2 id="charts">Helm charts</h2>
 <table><tr><th>repository</th><th>chart</th><th>version</th><th>artifact in the mirror</th><th>status</th><th>images</th></tr>
@@ -86,9 +85,7 @@ details{margin:.4em 0}summary{cursor:pointer;font-weight:600}
 {{end}}</table></details>
 {{end}}{{end}}{{end}}
 <h2 id="repositories">Images and bytes per destination repository</h2>
-<table><tr><th>repository</th><th>images</th><th>bytes sent</th><th>failed</th></tr>
-{{range .Shown.Repos}}<tr><td><code>{{.Repo}}</code></td><td class="n">{{.Images}}</td><td class="n">{{bytes .Bytes}}</td><td class="n{{if .Failed}} bad{{end}}">{{.Failed}}</td></tr>
-{{end}}</table>{{if .More.Repos}}<p class="muted">The first {{len .Shown.Repos}} repositories are shown, in order of name; {{.More.Repos}} more are in <code>report.json</code> beside this page.</p>{{end}}
+{{template "long" .Repos}}
 
 {{with .Archive}}<h2 id="archive">Archive</h2>
 <p>Archive <code>{{.ID}}</code> in <code>{{.Dir}}</code>: {{.Blobs}} blobs, {{bytes .Bytes}}{{if .Incremental}}, incremental (relies on {{.ReliesOn}} earlier archive(s)){{end}}.</p>
@@ -96,13 +93,17 @@ details{margin:.4em 0}summary{cursor:pointer;font-weight:600}
 
 <h2 id="images">Every image</h2>
 <details><summary>{{.Total}} image(s)</summary>
-<table><tr><th>source</th><th>kind</th><th>destination</th><th>status</th><th>signature</th><th>bytes sent</th></tr>
-{{range .Shown.Images}}<tr><td><code>{{short .Source}}</code></td><td>{{.Kind}}</td><td><code>{{short .Destination}}</code></td><td{{if .Failed}} class="bad"{{end}}>{{.Status}}</td><td{{if eq .Signature "unsigned"}} class="bad"{{end}}>{{.SignatureNote}}</td><td class="n">{{bytes .Bytes}}</td></tr>
-{{end}}</table>{{if .More.Images}}<p class="muted">The first {{len .Shown.Images}} images are shown; {{.More.Images}} more are in <code>report.json</code> beside this page and in <code>results.json</code>.</p>{{end}}</details>
+{{template "long" .Every}}</details>
 
 <h2 id="config">Configuration</h2>
 <pre>{{.Config}}</pre>
 <p class="muted">Written by airlock; regenerate with <code>airlock report DIR</code>.</p>
+<script>{{.Script}}</script>
 </body>
 </html>
-`))
+{{define "long"}}{{if .Paged}}<div class="pager" data-for="{{.ID}}" hidden><input type="search" placeholder="search the {{.Total}} {{.What}}" aria-label="search the {{.What}}"> <button type="button" data-step="-1">previous</button> <span>{{.Status}}</span> <button type="button" data-step="1">next</button></div>
+{{end}}<table id="{{.ID}}" data-kinds="{{.KindsAttr}}"><thead><tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr></thead><tbody>
+{{.Body}}</tbody></table>
+{{if .Paged}}<p class="muted more">The first {{.Shown}} {{.What}} are shown; {{.More}} more are in <code>report.json</code> beside this page{{if .Also}} and in <code>{{.Also}}</code>{{end}} (with scripts on, the page shows them all).</p>
+<script type="application/json" id="{{.ID}}-rows">{{.Data}}</script>
+{{end}}{{end}}`))

@@ -1,19 +1,15 @@
 package report
 
 import (
+	"fmt"
 	"html/template"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/airlock-mirror/airlock/internal/humanize"
 )
-
-// TableRows is the most rows the page shows of a list that grows with the
-// run (failures, repositories, every image): a browser opens the page of a
-// 20,000-image run in about a second instead of twenty. The rest is counted
-// under the table; report.json beside the page and results.json hold all.
-const TableRows = 500
 
 // view is what the template shows, computed from a Run.
 type view struct {
@@ -21,26 +17,13 @@ type view struct {
 	Total, Failed int
 	// Signed and Unsigned count the images whose attachments were looked for.
 	Signed, Unsigned int
-	FailedImages     []Image
-	Repos            []repoRow
 	Catalogs         []catalogView
-	// Shown are the rows of the long tables the page shows (at most
-	// TableRows each), More how many it leaves out.
-	Shown shown
-	More  struct{ Failed, Repos, Images int }
-}
-
-type shown struct {
-	Failed, Images []Image
-	Repos          []repoRow
-}
-
-// firstRows returns at most TableRows of rows and how many it left out.
-func firstRows[T any](rows []T) ([]T, int) {
-	if len(rows) <= TableRows {
-		return rows, 0
-	}
-	return rows[:TableRows], len(rows) - TableRows
+	// The long tables: what failed, the destination repositories, every image.
+	Failures, Repos, Every *longTable
+	// Script is the page's one script, ScriptHash its hash for the
+	// Content-Security-Policy.
+	Script     template.JS
+	ScriptHash string
 }
 
 type repoRow struct {
@@ -52,6 +35,8 @@ type repoRow struct {
 type catalogView struct {
 	*Catalog
 	Packages []packageView
+	// Table is the catalog's packages, a row each.
+	Table *longTable
 }
 
 type packageView struct {
@@ -60,10 +45,46 @@ type packageView struct {
 	Bytes      int64
 	Failed     int
 	Graph      template.HTML
+	// Section is true when the package has a section of its own under the
+	// catalog's table (an upgrade graph, more bundles than its row tells,
+	// dropped channels); Anchor names it.
+	Section bool
+	Anchor  string
+}
+
+// inlineBundles is how many kept bundles a package's row names with why;
+// a package keeping more has a section of its own with every one.
+const inlineBundles = 3
+
+// why is the package row's account of the bundles kept and why.
+func (p packageView) why() string {
+	var parts []string
+	for i, b := range p.Bundles {
+		if i == inlineBundles {
+			parts = append(parts, fmt.Sprintf("and %d more (below)", len(p.Bundles)-inlineBundles))
+			break
+		}
+		var reasons []string
+		for _, r := range b.Reasons {
+			reasons = append(reasons, r.String())
+		}
+		s := b.Name
+		if b.Version != "" {
+			s += " " + b.Version
+		}
+		if len(reasons) > 0 {
+			s += ": " + strings.Join(reasons, "; ")
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, " · ")
 }
 
 func newView(r *Run) *view {
-	v := &view{Run: r, Total: len(r.Images)}
+	v := &view{Run: r, Total: len(r.Images), Script: template.JS(pagerScript), ScriptHash: scriptHash} // #nosec: a constant
+	v.Failures = &longTable{ID: "t-failures", What: "failures", Also: "results.json", Head: []string{"image", "destination", "status", "why"}, Kinds: []string{"code", "code", "", ""}}
+	v.Every = &longTable{ID: "t-images", What: "images", Also: "results.json", Head: []string{"source", "kind", "destination", "status", "signature", "bytes sent"},
+		Kinds: []string{"code", "", "code", "", "", "n"}}
 	bySource := map[string][]Image{}
 	repos := map[string]*repoRow{}
 	for _, im := range r.Images {
@@ -81,23 +102,38 @@ func newView(r *Run) *view {
 		case "unsigned":
 			v.Unsigned++
 		}
+		var bad uint32
 		if im.Failed() {
 			row.Failed++
 			v.Failed++
-			v.FailedImages = append(v.FailedImages, im)
+			v.Failures.Rows = append(v.Failures.Rows, tableRow{Cells: []string{im.Source, im.Destination, im.Status, im.Error}, Bad: 1 << 2})
+			bad |= 1 << 3
 		}
+		if im.Signature == "unsigned" {
+			bad |= 1 << 4
+		}
+		v.Every.Rows = append(v.Every.Rows, tableRow{Cells: []string{short(im.Source), im.Kind, short(im.Destination), im.Status, im.SignatureNote(), humanize.Bytes(im.Bytes)}, Bad: bad})
 	}
+	var rows []repoRow
 	for _, row := range repos {
-		v.Repos = append(v.Repos, *row)
+		rows = append(rows, *row)
 	}
-	sort.Slice(v.Repos, func(i, j int) bool { return v.Repos[i].Repo < v.Repos[j].Repo })
-	v.Shown.Failed, v.More.Failed = firstRows(v.FailedImages)
-	v.Shown.Repos, v.More.Repos = firstRows(v.Repos)
-	v.Shown.Images, v.More.Images = firstRows(r.Images)
-	for _, c := range r.Catalogs {
-		cv := catalogView{Catalog: c}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].Repo < rows[j].Repo })
+	v.Repos = &longTable{ID: "t-repositories", What: "repositories", Head: []string{"repository", "images", "bytes sent", "failed"}, Kinds: []string{"code", "n", "n", "n"}}
+	for _, row := range rows {
+		tr := tableRow{Cells: []string{row.Repo, strconv.Itoa(row.Images), humanize.Bytes(row.Bytes), strconv.Itoa(row.Failed)}}
+		if row.Failed > 0 {
+			tr.Bad = 1 << 3
+		}
+		v.Repos.Rows = append(v.Repos.Rows, tr)
+	}
+	for ci, c := range r.Catalogs {
+		cv := catalogView{Catalog: c, Table: &longTable{ID: fmt.Sprintf("t-catalog-%d", ci), What: "packages",
+			Head:  []string{"package", "default channel", "channels kept", "bundles kept", "images", "bytes sent", "failed", "kept, and why"},
+			Kinds: []string{"", "", "n", "n", "n", "n", "n", ""}}}
 		for _, p := range c.Packages {
-			pv := packageView{Package: p, Graph: inlineSVG(p.Graph)}
+			pv := packageView{Package: p, Graph: inlineSVG(p.Graph), Anchor: fmt.Sprintf("pkg-%d-%s", ci, p.Name)}
+			pv.Section = pv.Graph != "" || len(p.Bundles) > inlineBundles || len(p.Dropped) > 0
 			for _, src := range p.Images {
 				ims := bySource[src]
 				if len(ims) == 0 {
@@ -112,6 +148,18 @@ func newView(r *Run) *view {
 				}
 			}
 			cv.Packages = append(cv.Packages, pv)
+			tr := tableRow{Cells: []string{p.Name, p.DefaultChannel, strconv.Itoa(len(p.Channels)), strconv.Itoa(len(p.Bundles)), strconv.Itoa(pv.ImageCount),
+				humanize.Bytes(pv.Bytes), strconv.Itoa(pv.Failed), pv.why()}}
+			if pv.Section {
+				tr.Link = "#" + pv.Anchor
+			}
+			if p.Dependency {
+				tr.Suffix = "(dependency)"
+			}
+			if pv.Failed > 0 {
+				tr.Bad = 1 << 6
+			}
+			cv.Table.Rows = append(cv.Table.Rows, tr)
 		}
 		v.Catalogs = append(v.Catalogs, cv)
 	}
@@ -140,11 +188,14 @@ var funcs = template.FuncMap{
 		}
 		return d.String()
 	},
-	"join": strings.Join,
-	"short": func(s string) string {
-		if i := strings.Index(s, "@sha256:"); i >= 0 && len(s) > i+8+12 {
-			return s[:i+8+12] + "…"
-		}
-		return s
-	},
+	"join":  strings.Join,
+	"short": short,
+}
+
+// short cuts the digest of a reference to its first 12 hex digits.
+func short(s string) string {
+	if i := strings.Index(s, "@sha256:"); i >= 0 && len(s) > i+8+12 {
+		return s[:i+8+12] + "…"
+	}
+	return s
 }

@@ -56,7 +56,8 @@ type Result struct {
 
 // Options tune Open.
 type Options struct {
-	// Eval is a JavaScript expression evaluated once the page has loaded.
+	// Eval is a JavaScript expression evaluated once the page has loaded (a
+	// promise it evaluates to is awaited).
 	Eval string
 	// Screenshot asks for a PNG of the first Height pixels, Width wide.
 	Screenshot    bool
@@ -141,7 +142,7 @@ func Open(ctx context.Context, bin, file string, opts Options) (*Result, error) 
 	time.Sleep(300 * time.Millisecond)
 	res := &Result{}
 	if opts.Eval != "" {
-		v, err := c.call("Runtime.evaluate", map[string]any{"expression": opts.Eval, "returnByValue": true})
+		v, err := c.call("Runtime.evaluate", map[string]any{"expression": opts.Eval, "returnByValue": true, "awaitPromise": true})
 		if err != nil {
 			return nil, err
 		}

@@ -7,6 +7,8 @@
 //	go run ./bench/cmd/airlock-bench -quick          # < 2 min: real-scale catalog, small catalog, 64 MB workload
 //	go run ./bench/cmd/airlock-bench                 # full: + large catalog, 0.91 GB reference workload, 3 runs, Go benchmarks
 //	go run ./bench/cmd/airlock-bench -catalogs real -copy=false -docs ""
+//	go run ./bench/cmd/airlock-bench -catalogs none -copy=false -wan none -release none -go-bench off -pipeline off -scale 1000,5000,20000 -scale-report-only
+//	go run ./bench/cmd/airlock-bench -docs-only      # rewrite docs/benchmarks.md's current tables from bench/results
 //	go run ./bench/cmd/airlock-bench wan-proxy -preset wan -upstream http://127.0.0.1:5000
 //
 // Every flag has an environment default (BENCH_QUICK=1, BENCH_CATALOGS,
@@ -146,12 +148,24 @@ func run() error {
 	release := flag.String("release", env("BENCH_RELEASE", "wan"), "release section: mirror the release workload (two z-streams) over this WAN simulator preset, oc-mirror v2 beside it; \"none\" skips it [BENCH_RELEASE]")
 	releaseKB := flag.Int("release-layer-kb", 0, "release section: KiB of each component's own layer (default 1024; quick: 256)")
 	scale := flag.String("scale", env("BENCH_SCALE", ""), "scale section: these numbers of images, comma-separated (e.g. 1000,5000,20000); tiny blobs, seeded once into -cache [BENCH_SCALE]")
+	scaleReportOnly := flag.Bool("scale-report-only", false, "scale section: only report.html, written from a generated run of each -scale size and opened in headless Chromium (no seeding, no mirroring: seconds)")
+	docsOnly := flag.Bool("docs-only", false, "measure nothing: rewrite the current tables of -docs from the runs kept in bench/results, and stop")
 	scaleProfiles := flag.String("scale-profiles", "", "scale section: write the CPU and heap profiles of every airlock command into this folder (scale-SIZE-WHAT.pprof, .heap.pprof; go tool pprof FILE)")
 	flag.Parse()
 
 	root, err := repoRoot()
 	if err != nil {
 		return err
+	}
+	if *docsOnly {
+		if *docs == "" {
+			return errors.New("-docs-only needs -docs (the document whose current tables to rewrite)")
+		}
+		doc := *docs
+		if !filepath.IsAbs(doc) {
+			doc = filepath.Join(root, doc)
+		}
+		return bench.UpdateDoc(doc, filepath.Join(root, "bench", "results"))
 	}
 	cfg := bench.Config{
 		RepoRoot: root, Airlock: *airlock, WorkDir: *work, Keep: *keep, Quick: *quick,
@@ -268,7 +282,10 @@ func run() error {
 		}
 		cfg.ScaleSizes = append(cfg.ScaleSizes, n)
 	}
-	cfg.ScaleProfiles = *scaleProfiles
+	cfg.ScaleProfiles, cfg.ScaleReportOnly = *scaleProfiles, *scaleReportOnly
+	if *scaleReportOnly && len(cfg.ScaleSizes) == 0 {
+		return errors.New("-scale-report-only needs -scale (the numbers of images)")
+	}
 	if *docs != "" {
 		cfg.Docs = *docs
 		if !filepath.IsAbs(cfg.Docs) {

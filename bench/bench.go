@@ -142,6 +142,11 @@ type Config struct {
 	// profile (AIRLOCK_MEMPROFILE), named scale-SIZE-WHAT.pprof and
 	// scale-SIZE-WHAT.heap.pprof.
 	ScaleProfiles string
+	// ScaleReruns, when set, runs only the rows of the scale section that a
+	// re-run needs (the first mirror-to-mirror run, the no-op re-runs, the
+	// no-op floor): no plan-only run, no report opening, no air gap, no
+	// delete.
+	ScaleReruns bool
 	// Out receives the table. With Docs set, the run is also recorded as a
 	// file of its own in Results (default RepoRoot/bench/results) and the
 	// current tables of Docs are rewritten from the recorded runs

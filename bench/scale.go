@@ -150,9 +150,10 @@ func scaleSize(ctx context.Context, cfg Config, host string, n int) (scaleRun, [
 	args := []string{"mirror", "-c", isc, "--workspace", location.File(ws).String(), location.Docker(dst.Addr() + "/mirror").String(),
 		"--dest-tls-verify=false", "--src-tls-verify=false", "--max-nested-paths", fmt.Sprint(scaleMaxNestedPaths)}
 	var reg time.Duration // the registries' CPU in the last run
+	var last Counts       // the destination's requests in the last run
 	run := func(what string, extra ...string) (Measure, int64, int64, error) {
 		s0, d0, c0 := wan.Stats(), dst.Proxy.Counts(), src.CPU()+dst.CPU()
-		defer func() { reg = src.CPU() + dst.CPU() - c0 }()
+		defer func() { reg, last = src.CPU()+dst.CPU()-c0, dst.Proxy.Counts().Sub(d0) }()
 		cfg.Log.Info("measuring", "what", what, "images", images)
 		m, err := Exec(ctx, Command{Name: cfg.Airlock, Args: append(append([]string(nil), args...), extra...), Env: cfg.scaleEnv(env, n, what)})
 		if err == nil && m.Exit != 0 {
@@ -162,11 +163,13 @@ func scaleSize(ctx context.Context, cfg Config, host string, n int) (scaleRun, [
 	}
 	perImage := func(v int64) string { return fmt.Sprintf("%.2f", float64(v)/float64(images)) }
 	var s, d int64
-	if r.plan, s, _, err = run("scale: plan only", "--plan-only"); err != nil {
-		return r, rows, err
+	if !cfg.ScaleReruns {
+		if r.plan, s, _, err = run("scale: plan only", "--plan-only"); err != nil {
+			return r, rows, err
+		}
+		rows = append(rows, Row{Name: "scale: plan (--plan-only)", Input: input, Wall: r.plan.Wall, RSS: r.plan.MaxRSS, CPU: r.plan.CPU(), RegCPU: reg,
+			Requests: fmt.Sprintf("%d / –", s), Note: fmt.Sprintf("%s source requests per image; CPU %s per 1,000 images", perImage(s), Seconds(r.plan.CPU()*1000/time.Duration(images)))})
 	}
-	rows = append(rows, Row{Name: "scale: plan (--plan-only)", Input: input, Wall: r.plan.Wall, RSS: r.plan.MaxRSS, CPU: r.plan.CPU(), RegCPU: reg,
-		Requests: fmt.Sprintf("%d / –", s), Note: fmt.Sprintf("%s source requests per image; CPU %s per 1,000 images", perImage(s), Seconds(r.plan.CPU()*1000/time.Duration(images)))})
 	if r.first, r.src, r.dst, err = run("scale: first m2m"); err != nil {
 		return r, rows, err
 	}
@@ -178,8 +181,17 @@ func scaleSize(ctx context.Context, cfg Config, host string, n int) (scaleRun, [
 		return r, rows, err
 	}
 	rows = append(rows, Row{Name: "scale: m2m no-op re-run", Input: input, Wall: r.noop.Wall, RSS: r.noop.MaxRSS, CPU: r.noop.CPU(), RegCPU: reg,
-		Requests: fmt.Sprintf("%d / %d", s, d), Note: fmt.Sprintf("%s / %s requests per image", perImage(s), perImage(d))})
+		Requests: fmt.Sprintf("%d / %d", s, d), Note: fmt.Sprintf("%s / %s requests per image; at the destination %s", perImage(s), perImage(d), requestKinds(last))})
 	atSize(&rows[len(rows)-1], n, "≤ "+Seconds(scaleNoopTarget), r.noop.Wall <= scaleNoopTarget)
+	every := Row{Name: "scale: m2m no-op re-run, every image asked (--check-every-image)", Input: input}
+	if m, s, d, err := run("scale: no-op re-run, every image asked", "--check-every-image"); err != nil {
+		every.Note = "not measured: " + err.Error()
+	} else {
+		every.Wall, every.RSS, every.CPU, every.RegCPU = m.Wall, m.MaxRSS, m.CPU(), reg
+		every.Requests = fmt.Sprintf("%d / %d", s, d)
+		every.Note = fmt.Sprintf("%s / %s requests per image; at the destination %s; the re-run before tag listings", perImage(s), perImage(d), requestKinds(last))
+	}
+	rows = append(rows, every)
 	rows = append(rows, noopFloor(ctx, seed, host, dst, images, input))
 	wd := workspace.At(ws)
 	r.results, r.report, r.history = fileSize(wd.ResultsPath()), fileSize(wd.ReportHTMLPath()), treeSize(wd.HistoryDir())
@@ -195,6 +207,9 @@ func scaleSize(ctx context.Context, cfg Config, host string, n int) (scaleRun, [
 		Note: fmt.Sprintf("%d IDMS objects (%d rules), %d ITMS objects (%d rules), %s in all, largest %s (split at %s: -0, -1, ...)",
 			ms.IDMS, ms.IDMSRules, ms.ITMS, ms.ITMSRules, Bytes(ms.Bytes), Bytes(ms.Largest), Bytes(manifests.DefaultMaxObjectBytes)),
 		Target: "objects ≤ 1.5 MiB", Met: met(ms.IDMSRules > 0 && ms.Largest <= 1536<<10)})
+	if cfg.ScaleReruns {
+		return r, rows, nil
+	}
 	open, why := reportOpen(ctx, wd.ReportHTMLPath())
 	r.reportOpen = open
 	or := Row{Name: "scale: report.html opened in headless Chromium", Input: input, Wall: open, Target: "≤ 3 s", Met: met(open > 0 && open <= 3*time.Second),
@@ -270,6 +285,12 @@ func growthRow(a, b scaleRun) Row {
 			d(a.plan.CPU(), b.plan.CPU()), d(a.first.CPU(), b.first.CPU()), d(a.noop.Wall, b.noop.Wall), d(a.m2d.Wall, b.m2d.Wall), d(a.d2m.Wall, b.d2m.Wall), d(a.del.Wall, b.del.Wall),
 			i(a.src, b.src), i(a.dst, b.dst), i(a.results, b.results), i(a.report, b.report), i(a.history, b.history), i(a.mirrorSets.Bytes, b.mirrorSets.Bytes), MiB(a.first.MaxRSS), MiB(b.first.MaxRSS),
 			Seconds(a.reportOpen), Seconds(b.reportOpen))}
+}
+
+// requestKinds says what the requests c counts asked for: manifest HEADs and
+// GETs, and the rest (tag listings, tokens, blobs).
+func requestKinds(c Counts) string {
+	return fmt.Sprintf("%d manifest HEADs, %d manifest GETs, %d other requests (tag lists...)", c.ManifestHEAD, c.ManifestGET, c.Requests-c.ManifestHEAD-c.ManifestGET)
 }
 
 func fileSize(p string) int64 {

@@ -6,9 +6,13 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/transfer"
+	"github.com/airlock-mirror/airlock/workspace"
 )
 
 // copy copies the plan's jobs from src to dst, measuring them first for the
@@ -30,7 +34,36 @@ func (r *run) copyOptions(progress func(transfer.ProgressEvent)) transfer.Option
 	return transfer.Options{
 		ParallelImages: r.opts.Network.ParallelImages, ParallelLayers: r.opts.Network.ParallelLayers,
 		Retry: r.retry(), Logger: r.log, Progress: progress, ImageTimeout: r.opts.Network.ImageTimeout,
+		Recorded: r.recordedTags(),
 	}
+}
+
+// recorded is what the last run to the destination recorded there, read once.
+type recorded struct {
+	done bool
+	tags map[string]map[string]digest.Digest
+}
+
+// recordedTags is what the last run to the run's destination registry
+// recorded there (workspace.RecordedTags), read once: a re-run finds the
+// images it left under their digest-derived tags with one tag listing per
+// repository. nil with --check-every-image, without a destination registry,
+// or when the history cannot be read (every image is then asked about).
+func (r *run) recordedTags() map[string]map[string]digest.Digest {
+	if r.recorded.done {
+		return r.recorded.tags
+	}
+	r.recorded.done = true
+	if r.opts.Destination.CheckEveryImage || r.dest == "" || (r.workflow != mirror.MirrorToMirror && r.workflow != mirror.DiskToMirror) {
+		return nil
+	}
+	tags, err := workspace.RecordedTags(r.workDir, r.dest)
+	if err != nil {
+		r.log.Warn("every image is asked about at the destination: the history cannot be read", "error", err)
+		return nil
+	}
+	r.recorded.tags = tags
+	return tags
 }
 
 // copyJobs copies jobs from src to dst; blobs in elsewhere are sent by another

@@ -86,6 +86,11 @@ type DestinationOptions struct {
 	Insecure bool
 	// MaxNestedPaths is --max-nested-paths (0: no limit).
 	MaxNestedPaths int
+	// CheckEveryImage is --check-every-image: a re-run asks the destination
+	// about every image (a manifest request each) instead of trusting one
+	// tag listing per repository for the images the last run recorded under
+	// their digest-derived tags (transfer.Options.Recorded).
+	CheckEveryImage bool
 }
 
 // ArchiveOptions are the archive's: what mirror-to-disk writes and how

@@ -172,7 +172,8 @@ type run struct {
 	res  *Result
 	rep  reporter // what report.html shows (report.go)
 	// wants says why each image a source names is wanted (the history).
-	wants map[string][]workspace.Want
+	wants    map[string][]workspace.Want
+	recorded recorded // what the last run to the destination left there (recordedTags)
 }
 
 // inputs are what setup read from the options and the configuration: set

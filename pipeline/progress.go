@@ -57,7 +57,11 @@ func (r *run) track(ctx context.Context, src *transfer.MemoSource, dst endpoint.
 	if s == nil {
 		r.stage("measure")
 		var err error
-		if s, err = transfer.Measure(ctx, src, pre.Destination(dst), jobs, 16, r.stageProgress("measure")); err != nil {
+		asked := pre.Destination(dst) // what the prefetch learnt (it has the record)
+		if pre == nil {
+			asked = transfer.WithRecord(dst, r.recordedTags())
+		}
+		if s, err = transfer.Measure(ctx, src, asked, jobs, 16, r.stageProgress("measure")); err != nil {
 			return nil, nil, err
 		}
 	}

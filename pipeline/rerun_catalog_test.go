@@ -22,9 +22,11 @@ import (
 // catalogs pin them) the source is asked only for the catalog's manifest
 // (its tag may have moved): no image costs a source request. With images named
 // by tag each still costs one (the tag may have moved too). Either way the
-// destination is asked one question per image and pushed nothing. Then the
-// destination loses one image: the next run copies it again (read from the
-// source by digest and verified), and nothing else.
+// destination is asked at most one question per image and pushed nothing:
+// pinned images, tagged there by their digests, are answered for by one tag
+// listing per repository (with --check-every-image, by a HEAD each again).
+// Then the destination loses one image: the next run copies it again (read
+// from the source by digest and verified), and nothing else.
 func TestNoOpRerunOfACatalog(t *testing.T) {
 	t.Parallel()
 	for _, byTag := range []bool{false, true} {
@@ -109,6 +111,24 @@ func testNoOpRerunOfACatalog(t *testing.T, byTag bool) {
 	for _, o := range res.Images {
 		if o.Status != "skipped" {
 			t.Errorf("no-op re-run: %s %s, want skipped", o.Source, o.Status)
+		}
+	}
+	if !byTag {
+		// Pinned images are found by one tag listing per repository that
+		// holds several of them (the first run's record says which), not by
+		// a manifest request each; --check-every-image asks about each again.
+		if dc.ByPath["GET tags"] == 0 || dc.ManifestHEAD+dc.ByPath["GET tags"] >= jobs {
+			t.Errorf("no-op re-run: destination %v for %d images, want tag listings answering for several images each", dc.ByPath, jobs)
+		}
+		every := o
+		every.Destination.CheckEveryImage = true
+		dst.Reset()
+		if res, err = pipeline.Mirror(ctx, every); err != nil {
+			t.Fatal(err)
+		}
+		checkMirrored(t, res, dst)
+		if ec := dst.Counts(); ec.ManifestHEAD < jobs || ec.ByPath["GET tags"] != 0 {
+			t.Errorf("no-op re-run with --check-every-image: destination %v, want a manifest HEAD for each of the %d images and no tag listing", ec.ByPath, jobs)
 		}
 	}
 

@@ -28,8 +28,10 @@ import (
 // chunk size as Finish lays out staged blobs, creates each chunk file at the
 // size of its blob region with every blob's tar header in place, and writes
 // each blob's bytes into its slot as they arrive (at its offset), verified by
-// digest before the blob counts. Finish then hashes each such chunk's blob
-// region and appends its index and trailer: those bytes are written once.
+// digest before the blob counts, and handed to the kernel's writeback as it
+// is written. Each such chunk's blob region is hashed while its blobs arrive
+// (slothash.go), and Finish appends its index and trailer: those bytes are
+// written once and read back at most once, during the copy.
 // Blobs the caller did not name (the manifests, images built during the run,
 // attachments found while copying) are staged as before, and Finish lays them
 // out in chunks after these.
@@ -315,10 +317,20 @@ func (w *Writer) slotOf(d endpoint.Descriptor) (slot, bool) {
 // errSlotFull is a stream longer than its blob's slot.
 var errSlotFull = errors.New("more bytes than the descriptor says")
 
+// writebackEvery is how many bytes a slot writer lets pile up in the page
+// cache before it asks the kernel to start writing them out
+// (startWriteback): the disk writes the archive while the copy goes on,
+// instead of all of it in the fsync that seals the chunk after the last byte.
+const writebackEvery = 8 << 20
+
+// writeback is startWriteback (a variable for tests).
+var writeback = startWriteback
+
 // slotWriter writes a blob's bytes into its slot of a chunk file, never past it.
 type slotWriter struct {
 	f       *os.File
 	at, end int64
+	dirty   int64 // where the bytes not yet handed to writeback start
 }
 
 func (s *slotWriter) Write(p []byte) (int, error) {
@@ -327,7 +339,17 @@ func (s *slotWriter) Write(p []byte) (int, error) {
 	}
 	n, err := s.f.WriteAt(p, s.at)
 	s.at += int64(n)
+	if s.at-s.dirty >= writebackEvery {
+		s.flush()
+	}
 	return n, err
+}
+
+// flush hands the bytes written since the last flush to the kernel's
+// writeback.
+func (s *slotWriter) flush() {
+	writeback(s.f, s.dirty, s.at-s.dirty)
+	s.dirty = s.at
 }
 
 // writeSlot writes blob d into its slot s from byte off (0, or the bytes its
@@ -342,7 +364,7 @@ func (w *Writer) writeSlot(ctx context.Context, s slot, d endpoint.Descriptor, r
 	if err != nil {
 		return fmt.Errorf("write blob %s into chunk %s: %w", d.Digest, s.chunk, err)
 	}
-	sw := &slotWriter{f: f, at: s.offset + off, end: s.offset + s.size}
+	sw := &slotWriter{f: f, at: s.offset + off, end: s.offset + s.size, dirty: s.offset + off}
 	v, verified := r.(*oci.Verifier)
 	verified = verified && v.Covers(d, off)
 	var sink io.Writer = io.MultiWriter(sw, h)
@@ -350,6 +372,7 @@ func (w *Writer) writeSlot(ctx context.Context, s slot, d endpoint.Descriptor, r
 		sink = sw // the reader verifies the whole blob: not hashed twice
 	}
 	_, err = io.CopyBuffer(sink, &ctxReader{ctx, io.LimitReader(r, d.Size-off+1)}, make([]byte, stageBufSize(d.Size-off+1)))
+	sw.flush()
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -374,17 +397,23 @@ func (w *Writer) writeSlot(ctx context.Context, s slot, d endpoint.Descriptor, r
 		held = 0
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if err != nil {
 		w.slotHeld[d.Digest] = held
-		if jerr := w.writeJournal(journalRecord{Op: "held", Digest: d.Digest, Size: held}); jerr != nil && !errors.Is(jerr, ErrFinished) {
+		jerr := w.writeJournal(journalRecord{Op: "held", Digest: d.Digest, Size: held})
+		w.mu.Unlock()
+		if jerr != nil && !errors.Is(jerr, ErrFinished) {
 			return errors.Join(err, jerr)
 		}
 		return err
 	}
 	delete(w.slotHeld, d.Digest)
 	w.toSlot(d.Digest, s, false)
-	return w.writeJournal(journalRecord{Op: "placed", Digest: d.Digest, Size: d.Size})
+	err = w.writeJournal(journalRecord{Op: "placed", Digest: d.Digest, Size: d.Size})
+	w.mu.Unlock()
+	if err == nil {
+		w.advanceRegion(s)
+	}
+	return err
 }
 
 // slotHeldHash reads back the bytes blob d's slot holds into a SHA-256 state.

@@ -78,6 +78,9 @@ func (w *Writer) dissolve(ctx context.Context, which []int) error {
 		}
 	}
 	for _, i := range which {
+		w.mu.Lock()
+		delete(w.regions, w.pre[i].Number) // the number is Finish's to reuse
+		w.mu.Unlock()
 		if err := w.unstage(ctx, w.chunkName(w.pre[i].Number)); err != nil {
 			return err
 		}
@@ -101,8 +104,9 @@ func (w *Writer) dissolveAll(ctx context.Context) error {
 }
 
 // sealBody ends the body of chunk c laid out before the copy, whose blobs are
-// in place: it verifies again the blobs an earlier process wrote, hashes the
-// blob region, writes the index after it, and syncs the file.
+// in place: it verifies again the blobs an earlier process wrote, finishes
+// the hash of the blob region (computed during the copy up to its frontier,
+// slothash.go), writes the index after it, and syncs the file.
 func (w *Writer) sealBody(ctx context.Context, archiveID string, c plannedChunk) (completedChunk, error) {
 	name := w.chunkName(c.number)
 	f, err := os.OpenFile(filepath.Join(w.dir, name), os.O_RDWR, 0)
@@ -130,8 +134,15 @@ func (w *Writer) sealBody(ctx context.Context, archiveID string, c plannedChunk)
 		}
 		sb.unverified = false
 	}
-	payload := sha256.New()
-	n, err := io.CopyBuffer(payload, &ctxReader{ctx, io.NewSectionReader(f, 0, c.payloadSize)}, buf)
+	// The hash computed during the copy (slothash.go), finished from its
+	// frontier.
+	payload, done := w.regionFrom(c.number)
+	if done > c.payloadSize {
+		payload, done = sha256.New(), 0
+	}
+	n, err := io.CopyBuffer(payload, &ctxReader{ctx, io.NewSectionReader(f, done, c.payloadSize-done)}, buf)
+	w.readBack += n
+	n += done
 	if err != nil {
 		return completedChunk{}, fmt.Errorf("chunk %s: %w", name, err)
 	}

@@ -97,6 +97,11 @@ type Writer struct {
 	preSize  int64
 	slots    map[digest.Digest]slot
 	slotHeld map[digest.Digest]int64
+	// regions are the running payload hashes of the pre-laid chunks, by
+	// number (slothash.go); readBack counts the bytes Finish read back to
+	// hash what they did not cover.
+	regions  map[int]*regionHash
+	readBack int64
 }
 
 type stagedBlob struct {

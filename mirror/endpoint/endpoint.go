@@ -109,3 +109,12 @@ type Expecter interface {
 	// Expect says the run will use repos, for push (and pull) when push is set.
 	Expect(repos []string, push bool)
 }
+
+// TagLister is implemented by endpoints that can list a repository's tags (a
+// registry's tags/list, paginated): one listing answers for many tags at once,
+// where asking for each costs a request.
+type TagLister interface {
+	// TagsUpTo lists the tags of repo if that takes at most pages pages
+	// (complete is false otherwise, and tags is then what was read).
+	TagsUpTo(ctx context.Context, repo string, pages int) (tags []string, complete bool, err error)
+}

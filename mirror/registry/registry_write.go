@@ -249,7 +249,7 @@ func (u *blobUpload) Write(ctx context.Context, rd io.Reader) error {
 	u.writes++
 	u.reusable = false
 	if d.Size >= 0 && d.Size <= r.opts.MonolithicMax {
-		whole := getBuf(int(d.Size)+1, int(r.opts.MonolithicMax)+1)
+		whole := getBuf(int(d.Size) + 1)
 		buf, err := readBlob(v, whole)
 		if err != nil {
 			r.cancelUpload(ctx, c, loc)

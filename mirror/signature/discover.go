@@ -43,11 +43,7 @@ func ParseMode(s string) (Mode, error) {
 
 // TagLister is implemented by sources that can list a repository's tags (a
 // registry): one listing then replaces three manifest requests per image.
-type TagLister interface {
-	// TagsUpTo lists the tags of repo if that takes at most pages pages
-	// (complete is false otherwise).
-	TagsUpTo(ctx context.Context, repo string, pages int) (tags []string, complete bool, err error)
-}
+type TagLister = endpoint.TagLister
 
 // maxTagPages bounds a repository's tag listing: a repository with more tags
 // (tens of thousands) is asked for each attachment tag instead.

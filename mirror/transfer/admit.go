@@ -72,16 +72,35 @@ func (a *admission) finished() {
 }
 
 // DefaultParallelImages is Options.ParallelImages' default (and
-// --parallel-images'): the most images copied at once.
-const DefaultParallelImages = 16
+// --parallel-images'): the most images copied at once. It is a ceiling the
+// hosts' adaptive bounds keep the copy under (see admission): over a link
+// where each blob costs round trips (a registry's redirect, then its CDN),
+// an image of small layers keeps little of the link busy, and 16 images kept
+// a 50 MB/s link with 50 ms round trips at three quarters of its bandwidth
+// (1 MiB layers); the bound of the source host, which grows while transfers
+// wait for it and halves when its answers show a queue, decides how many of
+// them transfer at once.
+const DefaultParallelImages = 64
 
-// transferStart is where a bound the engine keeps itself (for a host of an
-// endpoint without bounds of its own: an archive, a layout) starts, or half
-// the ceiling when lower: what the engine used with the old defaults.
-const transferStart = 10
+// DefaultParallelLayers is Options.ParallelLayers' default (and
+// --parallel-layers'): the most blobs of one image transferred at once.
+const DefaultParallelLayers = 5
 
+// DefaultMaxPerRegistry is Options.MaxPerRegistry's default when
+// ParallelImages and ParallelLayers are the defaults (else their product):
+// the ceiling of a host's bound on the work touching it, which the ceiling
+// of images at once does not raise.
+const DefaultMaxPerRegistry = 80
+
+// newTransferLimit is a bound the engine keeps itself, for a host of an
+// endpoint without bounds of its own: an archive or a layout on the local
+// disk, where nothing answers 429 or queues like a link. It starts at its
+// ceiling (it started at 10 and grew one transfer at a time while transfers
+// waited for it, so that mirror-to-disk ran fewer transfers at once than
+// mirror-to-mirror over the same link); the source host's bound is what
+// adapts.
 func newTransferLimit(ceiling int) *adaptive.Limit {
-	return adaptive.NewFrom(min(transferStart, ceiling/2), ceiling)
+	return adaptive.NewFrom(ceiling, ceiling)
 }
 
 // logLimits writes what the hosts' bounds did so far (debug level).

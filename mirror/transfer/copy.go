@@ -136,17 +136,20 @@ func newCopyEngine(src endpoint.Source, dst endpoint.Destination, opts Options) 
 		opts.ParallelImages = DefaultParallelImages
 	}
 	if opts.ParallelLayers <= 0 {
-		opts.ParallelLayers = 5
+		opts.ParallelLayers = DefaultParallelLayers
 	}
 	if opts.MaxPerRegistry <= 0 {
 		opts.MaxPerRegistry = opts.ParallelImages * opts.ParallelLayers
+		if opts.ParallelImages == DefaultParallelImages && opts.ParallelLayers == DefaultParallelLayers {
+			opts.MaxPerRegistry = DefaultMaxPerRegistry
+		}
 	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &copyEngine{
-		src: src, dst: dst, opts: opts, policy: retry.OrDefault(opts.Retry), log: log,
+		src: src, dst: dst, opts: opts, policy: retry.OrDefault(opts.Retry), log: log, presence: presence{lists: newTagListings(dst, opts.Recorded)},
 		blobs: map[string]*copyFlight{}, manifests: map[string]*copyFlight{}, asks: map[string]*copyFlight{},
 		digestMu: map[digest.Digest]chan struct{}{}, present: map[digest.Digest][]string{},
 		hostLimits: map[limitKey]endpoint.HostLimit{}, ownLimits: map[string]*adaptive.Limit{}, admission: newAdmission(), seenTotal: map[digest.Digest]bool{}, seenDone: map[digest.Digest]bool{},

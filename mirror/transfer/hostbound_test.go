@@ -93,7 +93,8 @@ func TestCopyUnderTheClientsBound(t *testing.T) {
 
 // TestLimitOf: the engine takes each side's bound of a host from that side's
 // endpoint when it keeps one (the registry client's, its ceiling raised to
-// MaxPerRegistry), and keeps one of its own per host otherwise.
+// MaxPerRegistry), and keeps one of its own per host otherwise, which starts
+// at its ceiling.
 func TestLimitOf(t *testing.T) {
 	src := registry.New(registry.Options{MaxPerHost: 8})
 	dst := registry.New(registry.Options{MaxPerHost: 8})
@@ -113,5 +114,15 @@ func TestLimitOf(t *testing.T) {
 	archive := newCopyEngine(src, struct{ endpoint.Destination }{}, Options{MaxPerRegistry: 40})
 	if l := archive.limitOf(limitKey{"mirror.example", true}); l != archive.ownLimits["mirror.example"] || l == nil {
 		t.Fatalf("a destination without bounds: %v, want the engine's own", l)
+	} else if st := l.(*adaptive.Limit).Stats(); st.Limit != 40 {
+		// A local archive or layout has no link to adapt to: the source
+		// host's bound is what adapts, this one does not hold it back.
+		t.Fatalf("the engine's own bound starts at %d, want its ceiling 40", st.Limit)
+	}
+	if e := newCopyEngine(src, dst, Options{}); e.opts.MaxPerRegistry != DefaultMaxPerRegistry || e.opts.ParallelImages != DefaultParallelImages {
+		t.Fatalf("defaults: %d images at once, %d per registry; want %d and %d", e.opts.ParallelImages, e.opts.MaxPerRegistry, DefaultParallelImages, DefaultMaxPerRegistry)
+	}
+	if e := newCopyEngine(src, dst, Options{ParallelImages: 8, ParallelLayers: 3}); e.opts.MaxPerRegistry != 24 {
+		t.Fatalf("8 images of 3 layers: %d per registry, want 24", e.opts.MaxPerRegistry)
 	}
 }

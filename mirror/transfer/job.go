@@ -30,15 +30,16 @@ func (j Job) Key() string { return j.Dest + "@" + j.Digest.String() }
 // Options tunes Copy. Zero values take the defaults.
 type Options struct {
 	// ParallelImages is --parallel-images: the most images copied at once
-	// (default 16). Four always run; more start while the bounds of the hosts
-	// they touch have spare slots (see admission).
+	// (default DefaultParallelImages). Four always run; more start while the
+	// bounds of the hosts they touch have spare slots (see admission).
 	ParallelImages int
 	// ParallelLayers is --parallel-layers: blobs of one image transferred at once
-	// (default 5).
+	// (default DefaultParallelLayers).
 	ParallelLayers int
 	// MaxPerRegistry is the least ceiling of the bound on the work touching
-	// one registry host at once, across all images (default ParallelImages ×
-	// ParallelLayers). Each blob transfer holds a slot of its source host's
+	// one registry host at once, across all images (default
+	// DefaultMaxPerRegistry with the default ParallelImages and
+	// ParallelLayers, else their product). Each blob transfer holds a slot of its source host's
 	// bound and one of its destination host's for its whole length. The
 	// bound is the endpoint's when it keeps one (endpoint.HostLimiter: the
 	// registry client's, shared with its requests, whose ceiling is raised
@@ -58,6 +59,17 @@ type Options struct {
 	// job's manifest and whether its first tag names it, as the caller just
 	// asked it (Measure's Sizes.Held): the engine does not ask again.
 	Held []Held
+	// Recorded, when set, is what the last run to this destination left
+	// there, as the workspace's history recorded it: by destination
+	// repository, each tag and the digest it named. An image whose first tag
+	// is its digest-derived tag (oci.DigestTag: the name pins the digest) and
+	// was recorded at that digest is looked for in one listing of its
+	// repository's tags, asked once per repository, instead of by a manifest
+	// request of its own: listed, it is taken as present and tagged so;
+	// absent, it is asked about by digest and copied as on a first run. A
+	// repository with fewer than two such images is asked image by image (a
+	// listing costs no less). nil asks about every image.
+	Recorded map[string]map[string]digest.Digest
 	// Progress, when set, is called (serially) after each blob and image.
 	Progress func(ProgressEvent)
 	// Elsewhere are blobs another worker (a shard of the same plan) sends to the

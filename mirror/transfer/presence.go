@@ -11,6 +11,9 @@ import (
 )
 
 // presence asks a destination whether it holds a job's image. On a re-run
+// with the last run's record (Options.Recorded), the images it left under
+// their digest-derived tags are answered for by one tag listing per
+// repository (tagListings); the rest are asked about as follows. On a re-run
 // nearly every image is there, and one request under the job's first tag
 // answers both questions the copy has (is the manifest there, does the tag
 // name it): a tag can only name a manifest the registry holds, and a manifest
@@ -36,6 +39,8 @@ type presence struct {
 	once  sync.Once
 	repos *repoKnowledge // the destination's tag listing, once per repository
 
+	lists *tagListings // a re-run's listings of the repositories (nil: none)
+
 	mu       sync.Mutex
 	newRepos map[string]bool // repositories the destination did not know when asked
 }
@@ -50,7 +55,19 @@ func (p *presence) check(ctx context.Context, dst manifestChecker, job Job) (hel
 	if p.repoNew(ctx, dst, job.Dest) {
 		return false, false, nil
 	}
-	if len(job.Tags) > 0 && p.misses.Load() <= p.hits.Load()+missSlack {
+	answered, listed := p.lists.lookup(ctx, job)
+	switch {
+	case listed:
+		p.hits.Add(1)
+		return true, true, nil
+	case answered:
+		// The tag is gone: the manifest may be there still, untagged.
+		p.misses.Add(1)
+		if p.repoNew(ctx, dst, job.Dest) {
+			return false, false, nil
+		}
+	}
+	if len(job.Tags) > 0 && !answered && p.misses.Load() <= p.hits.Load()+missSlack {
 		ok, err := dst.ManifestExists(ctx, job.Dest, job.Tags[0], job.Digest)
 		if err != nil {
 			return false, false, err

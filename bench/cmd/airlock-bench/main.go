@@ -151,6 +151,7 @@ func run() error {
 	scaleReportOnly := flag.Bool("scale-report-only", false, "scale section: only report.html, written from a generated run of each -scale size and opened in headless Chromium (no seeding, no mirroring: seconds)")
 	docsOnly := flag.Bool("docs-only", false, "measure nothing: rewrite the current tables of -docs from the runs kept in bench/results, and stop")
 	scaleProfiles := flag.String("scale-profiles", "", "scale section: write the CPU and heap profiles of every airlock command into this folder (scale-SIZE-WHAT.pprof, .heap.pprof; go tool pprof FILE)")
+	scaleReruns := flag.Bool("scale-reruns", false, "scale section: only the first mirror-to-mirror run, the no-op re-runs and the no-op floor of each size (no plan-only run, report opening, air gap or delete)")
 	flag.Parse()
 
 	root, err := repoRoot()
@@ -282,9 +283,12 @@ func run() error {
 		}
 		cfg.ScaleSizes = append(cfg.ScaleSizes, n)
 	}
-	cfg.ScaleProfiles, cfg.ScaleReportOnly = *scaleProfiles, *scaleReportOnly
+	cfg.ScaleProfiles, cfg.ScaleReportOnly, cfg.ScaleReruns = *scaleProfiles, *scaleReportOnly, *scaleReruns
 	if *scaleReportOnly && len(cfg.ScaleSizes) == 0 {
 		return errors.New("-scale-report-only needs -scale (the numbers of images)")
+	}
+	if *scaleReruns && *docs != "" {
+		return errors.New("-scale-reruns measures part of the scale section, whose current table it would replace: add -docs ''")
 	}
 	if *docs != "" {
 		cfg.Docs = *docs

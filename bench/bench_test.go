@@ -15,6 +15,7 @@ import (
 	"github.com/airlock-mirror/airlock/bench/workload"
 	"github.com/airlock-mirror/airlock/internal/testutil/airlockbin"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/internal/testutil/testgc"
 )
 
 // The test binary doubles as a child process that allocates memory.
@@ -27,6 +28,7 @@ func TestMain(m *testing.M) {
 		os.Stdout.Write(b[len(b)-1:])
 		os.Exit(3)
 	}
+	testgc.Tune()
 	code := m.Run()
 	airlockbin.Remove()
 	os.Exit(code)

@@ -6,12 +6,14 @@ import (
 	"testing"
 
 	"github.com/airlock-mirror/airlock/internal/testutil/airlockbin"
+	"github.com/airlock-mirror/airlock/internal/testutil/testgc"
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
 // TestMain fails the run when a test left disk-to-mirror's default workspace in
 // the source tree (a test that forgot --workspace): it would be committed.
 func TestMain(m *testing.M) {
+	testgc.Tune()
 	_, before := os.Stat(workspace.DefaultName)
 	code := m.Run()
 	airlockbin.Remove()

@@ -73,14 +73,14 @@ func (a *admission) finished() {
 
 // DefaultParallelImages is Options.ParallelImages' default (and
 // --parallel-images'): the most images copied at once. It is a ceiling the
-// hosts' adaptive bounds keep the copy under (see admission): over a link
-// where each blob costs round trips (a registry's redirect, then its CDN),
-// an image of small layers keeps little of the link busy, and 16 images kept
-// a 50 MB/s link with 50 ms round trips at three quarters of its bandwidth
-// (1 MiB layers); the bound of the source host, which grows while transfers
-// wait for it and halves when its answers show a queue, decides how many of
-// them transfer at once.
-const DefaultParallelImages = 64
+// hosts' adaptive bounds keep the copy under (see admission). A ceiling of 64
+// was tried for images of small layers over a link of long round trips (each
+// blob two round trips for little of the link): measured quiet it did not
+// shorten the release workload over a 50 ms, 50 MB/s link (5.40 s at 16 and
+// at 64) and raised the catalog workload's peak RSS from 242 to 332 MiB
+// (benchmarks-history.md): more images at once is not what keeps that link
+// idle, so the default stays 16.
+const DefaultParallelImages = 16
 
 // DefaultParallelLayers is Options.ParallelLayers' default (and
 // --parallel-layers'): the most blobs of one image transferred at once.

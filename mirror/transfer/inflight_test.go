@@ -56,12 +56,12 @@ func (s *slowLink) Blob(ctx context.Context, repo string, d endpoint.Descriptor)
 	return s.Source.Blob(ctx, repo, d)
 }
 
-// TestCopyOpensManyBlobReadsAtOnce: with the default options the engine
-// keeps more blob reads open at once than the 16 images it used to run at
-// once could (images of one layer: a config and a layer each, 32), so that
-// over a link of long round trips, where each read holds little of the link,
-// enough of them are in flight to fill it; it is the hosts' adaptive bounds
-// that keep the copy under what a host takes, not a fixed number of images.
+// TestCopyOpensManyBlobReadsAtOnce: given a ceiling of 64 images at once
+// (--parallel-images 64), the engine keeps more blob reads open at once than
+// 16 images could (images of one layer: a config and a layer each, 32), so
+// that over a link of long round trips, where each read holds little of the
+// link, enough of them can be in flight; it is the hosts' adaptive bounds that
+// keep the copy under what a host takes, not a fixed number of images.
 func TestCopyOpensManyBlobReadsAtOnce(t *testing.T) {
 	srcReg := registrytest.Start(t)
 	dstReg := registrytest.Start(t)
@@ -74,7 +74,7 @@ func TestCopyOpensManyBlobReadsAtOnce(t *testing.T) {
 	jobs := jobsFor(imgs, srcReg.Host(), dstReg.Host())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	e := newCopyEngine(src, dst, Options{Retry: mirrortest.FastRetry})
+	e := newCopyEngine(src, dst, Options{Retry: mirrortest.FastRetry, ParallelImages: 64, ParallelLayers: DefaultParallelLayers})
 	rep, err := copyWith(ctx, e, jobs, e.opts)
 	if err != nil {
 		t.Fatalf("copy: %v", err)

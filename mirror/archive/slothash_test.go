@@ -70,13 +70,7 @@ func TestFinishReadsNoChunkBack(t *testing.T) {
 		for name, order := range orders {
 			t.Run(fmt.Sprintf("%s, chunk size %d", name, chunkSize), func(t *testing.T) {
 				dir := t.TempDir()
-				w, err := NewWriter(dir, WriterOptions{ChunkSize: chunkSize})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := w.Expect(append(planBlobs(imgs), planManifests(imgs)...)); err != nil {
-					t.Fatal(err)
-				}
+				w := expectingWriter(t, dir, WriterOptions{ChunkSize: chunkSize}, imgs)
 				pushOrdered(t, w, imgs, order)
 				if _, err := w.Finish(context.Background(), metaFor(imgs)); err != nil {
 					t.Fatal(err)

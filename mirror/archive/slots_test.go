@@ -37,6 +37,20 @@ func distinct(ds []endpoint.Descriptor) map[digest.Digest]bool {
 	return out
 }
 
+// expectingWriter is a Writer in dir told (Expect) of every blob and manifest
+// of imgs before anything is pushed: the layout a planned mirror-to-disk makes.
+func expectingWriter(t testing.TB, dir string, opts WriterOptions, imgs []testImage) *Writer {
+	t.Helper()
+	w, err := NewWriter(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Expect(append(planBlobs(imgs), planManifests(imgs)...)); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
 // planManifests are the manifests of imgs, each as a blob of its own.
 func planManifests(imgs []testImage) []endpoint.Descriptor {
 	var out []endpoint.Descriptor
@@ -451,13 +465,7 @@ func TestExpectShippedManifests(t *testing.T) {
 		shipped[b.Digest] = Origin{ArchiveID: m1.ArchiveID}
 	}
 	dir := t.TempDir()
-	w, err := NewWriter(dir, WriterOptions{Shipped: shipped})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Expect(append(planBlobs(second), planManifests(second)...)); err != nil {
-		t.Fatal(err)
-	}
+	w := expectingWriter(t, dir, WriterOptions{Shipped: shipped}, second)
 	for _, img := range second {
 		push(t, ctx, w, img)
 	}

@@ -2,6 +2,8 @@ package transfer
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/opencontainers/go-digest"
@@ -10,6 +12,7 @@ import (
 	"github.com/airlock-mirror/airlock/internal/testutil/mirrortest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 	"github.com/airlock-mirror/airlock/mirror/oci"
+	"github.com/airlock-mirror/airlock/mirror/registry"
 )
 
 // recordOf is the record a run of jobs leaves (Options.Recorded): every tag of
@@ -166,5 +169,58 @@ func TestRerunFindsWhatChangedInTheMirror(t *testing.T) {
 	}
 	if c := dst.Counts(); c.ByPath["GET tags"] != 4 {
 		t.Errorf("%d tag listings, want one per repository of pinned images (%v)", c.ByPath["GET tags"], c.ByPath)
+	}
+}
+
+// unreliableLister is the destination's registry client whose tag listings
+// fail, or stop after the first tag as a listing cut short would.
+type unreliableLister struct {
+	*registry.Client
+	short bool
+}
+
+func (u unreliableLister) TagsUpTo(ctx context.Context, repo string, pages int) ([]string, bool, error) {
+	if !u.short {
+		return nil, false, errors.New("tags/list: 500 Internal Server Error")
+	}
+	tags, _, err := u.Client.TagsUpTo(ctx, repo, pages)
+	return tags[:min(1, len(tags))], false, err
+}
+
+// A listing that fails, or is cut short before an image's tag, proves
+// nothing: the images it does not answer for are asked about with a HEAD, as
+// without a record, and nothing is copied again.
+func TestRerunAsksWhenTheListingFails(t *testing.T) {
+	ctx := context.Background()
+	src, dst := registrytest.Start(t), registrytest.Start(t)
+	pinned, single, named := pinnedWorkload(t, src, dst)
+	jobs := append(append([]Job(nil), pinned...), single, named)
+	for _, short := range []bool{false, true} {
+		t.Run(fmt.Sprintf("cut short %v", short), func(t *testing.T) {
+			src.Reset()
+			dst.Reset()
+			reg := testRegistry()
+			rep, err := Copy(ctx, reg, unreliableLister{reg, short}, jobs, Options{Retry: mirrortest.FastRetry, ParallelImages: 4, Recorded: recordOf(jobs)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, im := range rep.Images {
+				if im.Status != StatusSkipped {
+					t.Errorf("%s: %s, want skipped", im.Job.Key(), im.Status)
+				}
+			}
+			c := dst.Counts()
+			// Cut short, each of the 4 listings answers for the one tag it shows.
+			want := int64(len(jobs))
+			if short {
+				want -= 4
+			}
+			if c.ManifestHEAD != want {
+				t.Errorf("%d manifest HEADs, want %d (%v)", c.ManifestHEAD, want, c.ByPath)
+			}
+			if c.Committed()+c.ManifestPUT != 0 || requestsBeyondBase(src.Counts()) != 0 {
+				t.Errorf("something was copied again: destination %v, source %v", c.ByPath, src.Counts().ByPath)
+			}
+		})
 	}
 }

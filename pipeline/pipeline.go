@@ -174,6 +174,13 @@ type run struct {
 	// wants says why each image a source names is wanted (the history).
 	wants    map[string][]workspace.Want
 	recorded recorded // what the last run to the destination left there (recordedTags)
+	// planFiles writes plan.json and mapping.txt beside the copy of a
+	// mirror-to-mirror run (nil: written by plan itself); the records wait
+	// for it.
+	planFiles *background[struct{}]
+	// resources builds and writes the cluster resources of a mirror-to-mirror
+	// run beside its records (nil: none, or written by the workflow itself).
+	resources *background[struct{}]
 }
 
 // inputs are what setup read from the options and the configuration: set
@@ -213,6 +220,12 @@ func mirrorOnce(ctx context.Context, opts Options, batch *imageset.ImageSetConfi
 	defer r.locks.Unlock()
 	start := time.Now()
 	defer r.openRunLog(start)()
+	r.startRecordedTags(ctx)
+	defer r.stopRecordedTags()
+	defer func() { // nothing keeps writing after the run
+		_, _ = r.planFiles.wait()
+		_, _ = r.resources.wait()
+	}()
 	wctx, probes, err := r.preflight(ctx)
 	if err == nil {
 		switch r.workflow {
@@ -233,24 +246,7 @@ func mirrorOnce(ctx context.Context, opts Options, batch *imageset.ImageSetConfi
 	}
 	r.res.Duration = time.Since(start)
 	r.res.Interrupted = ctx.Err() != nil
-	if r.res.Plan != nil {
-		if werr := r.writeResults(); werr != nil && err == nil {
-			err = werr
-		}
-		if werr := r.recordHistory(); werr != nil && err == nil {
-			err = werr
-		}
-		if o := r.opts; err == nil && r.res.Failed == 0 && !r.res.Interrupted && !o.Run.DryRun && !o.Run.PlanOnly && o.Run.PlanFile == "" && r.batch == nil {
-			if r.res.PinnedConfig, err = workspace.WritePinned(r.workDir, r.cfg, r.res.Plan.Workflow, r.pins(), time.Now()); err != nil {
-				r.log.Warn("no pinned configuration written", "error", err)
-				err = nil
-			}
-		}
-	}
-	if werr := r.writeReport(err); werr != nil && err == nil {
-		err = werr
-	}
-	if err != nil {
+	if err = r.writeRecords(err); err != nil {
 		return r.res, err
 	}
 	if r.res.Failed > 0 && r.opts.Run.PlanOnly {
@@ -379,7 +375,17 @@ func (r *run) plan(ctx context.Context, src *registry.Client, sel *selected, pre
 	p.AddCatalogs(req)
 	p.Extras = sel.extras
 	r.setPlan(p)
-	return looking, r.writePlan(ctx)
+	if o := r.opts.Run; r.workflow != mirror.MirrorToMirror || o.DryRun || o.PlanOnly || o.PlanFile != "" {
+		return looking, r.writePlan(ctx)
+	}
+	// Mirror-to-mirror: the plan is the copy's input, and nothing changes it
+	// once made; its files are written while it is copied (the records wait
+	// for them).
+	if err := r.prepareReferrers(ctx); err != nil {
+		return looking, err
+	}
+	r.planFiles = goBackground(ctx, func(context.Context) (struct{}, error) { return struct{}{}, r.savePlan() })
+	return looking, nil
 }
 
 func (r *run) setPlan(p *mirror.Plan) {
@@ -486,7 +492,9 @@ func (r *run) mirrorToMirror(ctx context.Context, probes *background[struct{}]) 
 	if _, err := r.copy(ctx, mux, dst, pre); err != nil {
 		return err
 	}
-	return r.clusterResources()
+	// The cluster resources are built while the records are written.
+	r.resources, err = r.startClusterResources()
+	return err
 }
 
 func (r *run) setCopy(rep *transfer.Report) {

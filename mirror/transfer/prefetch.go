@@ -32,8 +32,16 @@ type Prefetch struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	images chan struct{} // bounds the images read at once (ParallelImages)
-	late   atomic.Bool   // Copy has begun: images not started yet are its
+	late   atomic.Bool // Copy has begun: images not started yet are its
+
+	// The images given and not started yet, read in the order given by at
+	// most ParallelImages workers: a worker is started when an image waits
+	// and fewer run, and ends when none waits. (A goroutine per image, most
+	// of them waiting for their turn, cost a re-run of 20,000 images a
+	// goroutine and its stack growth each.)
+	qmu     sync.Mutex
+	queue   []Job
+	workers int
 }
 
 // prefetched is what the engine keeps about a Prefetch: bytes sent per
@@ -50,7 +58,7 @@ func NewPrefetch(ctx context.Context, src endpoint.Source, dst endpoint.Destinat
 	e := newCopyEngine(src, dst, opts)
 	e.early = &prefetched{sent: map[string]int64{}}
 	ctx, cancel := context.WithCancel(ctx)
-	return &Prefetch{e: e, ctx: ctx, cancel: cancel, images: make(chan struct{}, e.opts.ParallelImages)}
+	return &Prefetch{e: e, ctx: ctx, cancel: cancel}
 }
 
 // Expect tells the endpoints which repositories the jobs read and write
@@ -78,28 +86,56 @@ func (p *Prefetch) Add(job Job) {
 			list(p.ctx)
 		}()
 	}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		select {
-		case p.images <- struct{}{}:
-		case <-p.ctx.Done():
+	p.qmu.Lock()
+	p.queue = append(p.queue, job)
+	start := p.workers < max(p.e.opts.ParallelImages, 1)
+	if start {
+		p.workers++
+		p.wg.Add(1)
+	}
+	p.qmu.Unlock()
+	if start {
+		go p.work()
+	}
+}
+
+// work prefetches the images waiting, oldest first, until none waits or the
+// prefetch is stopped.
+func (p *Prefetch) work() {
+	defer p.wg.Done()
+	for {
+		p.qmu.Lock()
+		if p.ctx.Err() != nil {
+			p.queue = nil // stopped: the images waiting are left to Copy
+		}
+		if len(p.queue) == 0 {
+			p.workers--
+			p.qmu.Unlock()
 			return
 		}
-		defer func() { <-p.images }()
-		if p.late.Load() {
-			return
-		}
-		ctx := p.ctx
-		if d := p.e.opts.ImageTimeout; d > 0 { // --image-timeout bounds an image's prefetch too
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, d)
-			defer cancel()
-		}
-		if err := p.e.prefetchImage(ctx, job); err != nil && p.ctx.Err() == nil {
-			p.e.log.Debug("prefetch: left to the copy", "source", job.Source+"@"+job.Digest.String(), "error", err)
-		}
-	}()
+		job := p.queue[0]
+		p.queue[0] = Job{}
+		p.queue = p.queue[1:]
+		p.qmu.Unlock()
+		p.prefetch(job)
+	}
+}
+
+// prefetch reads one image's manifests and sends its blobs, unless Copy has
+// begun.
+func (p *Prefetch) prefetch(job Job) {
+	if p.late.Load() {
+		return
+	}
+	ctx := p.ctx
+	if d := p.e.opts.ImageTimeout; d > 0 { // --image-timeout bounds an image's prefetch too
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	if err := p.e.prefetchImage(ctx, job); err != nil && p.ctx.Err() == nil {
+		p.e.log.Debug("prefetch: left to the copy", "source", job.Source+"@"+job.Digest.String(), "error", err)
+	}
 }
 
 // Stop cancels what the prefetch still does and waits for it. Nil-safe.

@@ -52,6 +52,18 @@ func copyWith(ctx context.Context, e *copyEngine, jobs []Job, opts Options) (*Re
 	rctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	var g errgroup.Group
+	// An admitted image goes to a worker waiting for one, or to a new
+	// worker: the workers are about as many as the images copied at once,
+	// not one goroutine per image (a re-run of 20,000 held images paid a
+	// goroutine and its stack growth each).
+	work := make(chan *ImageResult)
+	copyOne := func(res *ImageResult) {
+		defer e.admission.finished()
+		if err := e.copyImage(rctx, res); errors.Is(err, endpoint.ErrRegistryUnreachable) {
+			stop(err)
+		}
+		e.imageDone(res)
+	}
 	for i, job := range jobs {
 		report.Images[i] = ImageResult{Job: job}
 		res := &report.Images[i]
@@ -62,15 +74,19 @@ func copyWith(ctx context.Context, e *copyEngine, jobs []Job, opts Options) (*Re
 			res.Status, res.Err = StatusFailed, "not started: "+context.Cause(rctx).Error()
 			continue
 		}
-		g.Go(func() error {
-			defer e.admission.finished()
-			if err := e.copyImage(rctx, res); errors.Is(err, endpoint.ErrRegistryUnreachable) {
-				stop(err)
-			}
-			e.imageDone(res)
-			return nil
-		})
+		select {
+		case work <- res:
+		default:
+			g.Go(func() error {
+				copyOne(res)
+				for res := range work {
+					copyOne(res)
+				}
+				return nil
+			})
+		}
 	}
+	close(work)
 	_ = g.Wait()
 	e.logLimits()
 	report.BlobsSent = e.blobsSent.Load()

@@ -56,13 +56,17 @@ func copyWith(ctx context.Context, e *copyEngine, jobs []Job, opts Options) (*Re
 	// worker: the workers are about as many as the images copied at once,
 	// not one goroutine per image (a re-run of 20,000 held images paid a
 	// goroutine and its stack growth each).
-	work := make(chan *ImageResult)
-	copyOne := func(res *ImageResult) {
-		defer e.admission.finished()
-		if err := e.copyImage(rctx, res); errors.Is(err, endpoint.ErrRegistryUnreachable) {
+	type admitted struct {
+		res  *ImageResult
+		slot *imageSlot
+	}
+	work := make(chan admitted)
+	copyOne := func(a admitted) {
+		defer a.slot.finished()
+		if err := e.copyImage(rctx, a.res, a.slot); errors.Is(err, endpoint.ErrRegistryUnreachable) {
 			stop(err)
 		}
-		e.imageDone(res)
+		e.imageDone(a.res)
 	}
 	for i, job := range jobs {
 		report.Images[i] = ImageResult{Job: job}
@@ -74,13 +78,14 @@ func copyWith(ctx context.Context, e *copyEngine, jobs []Job, opts Options) (*Re
 			res.Status, res.Err = StatusFailed, "not started: "+context.Cause(rctx).Error()
 			continue
 		}
+		next := admitted{res, e.admission.slot()}
 		select {
-		case work <- res:
+		case work <- next:
 		default:
 			g.Go(func() error {
-				copyOne(res)
-				for res := range work {
-					copyOne(res)
+				copyOne(next)
+				for a := range work {
+					copyOne(a)
 				}
 				return nil
 			})
@@ -228,14 +233,15 @@ func (e *copyEngine) blobDone(d endpoint.Descriptor) {
 // imageCtx carries per-image accounting.
 type imageCtx struct {
 	job   Job
-	early bool // a Prefetch's: its flights' failures are provisional
+	slot  *imageSlot // its place among the images at once (nil: a Prefetch's)
+	early bool       // a Prefetch's: its flights' failures are provisional
 	sent  atomic.Bool
 	bytes atomic.Int64
 }
 
-func (e *copyEngine) copyImage(ctx context.Context, res *ImageResult) error {
+func (e *copyEngine) copyImage(ctx context.Context, res *ImageResult, slot *imageSlot) error {
 	job := res.Job
-	ic := &imageCtx{job: job}
+	ic := &imageCtx{job: job, slot: slot}
 	jctx := ctx
 	if d := e.opts.ImageTimeout; d > 0 {
 		var cancel context.CancelFunc
@@ -392,6 +398,11 @@ func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Di
 			ref = d.String()
 		}
 		sparse := len(children) < len(refs.Manifests)
+		if parent == "" {
+			// Everything the image reads is read: the next image may start
+			// reading while this one pushes (see admission).
+			ic.slot.pushing()
+		}
 		if err := e.putIndex(ctx, job, ref, m, sparse); err != nil {
 			if tag == "" || !refusedForGood(err) || e.dst.PutManifest(ctx, job.Dest, d.String(), m) != nil {
 				return false, sparseRefused(job, d, sparse, err)

@@ -107,6 +107,6 @@ var rules = []rule{
 	{"internal/testutil/endpointtest", []string{"mirror/endpoint", "mirror/oci"}},
 	// The tests' registry process is built without -race once per machine:
 	// the registry and its counters, nothing of the code under test.
-	{"internal/testutil/registryproc", []string{"internal/registryserver", "mirror/oci", "internal/testutil/airlockbin"}},
+	{"internal/testutil/registryproc", []string{"internal/registryserver", "mirror/oci", "internal/testutil/airlockbin", "internal/testutil/syncbuf"}},
 	{"internal/testutil/registryproc/cmd/registryproc", []string{"internal/testutil/registryproc"}},
 }

@@ -53,10 +53,15 @@ func build() (string, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("registry process: %w", err)
 	}
+	if err := ownedPrivate(dir); err != nil {
+		return "", fmt.Errorf("registry process: %s: %w (remove it)", dir, err)
+	}
 	flags := BuildFlags()
 	name := "registryproc"
-	if len(flags) > 0 {
-		name += "-" + unsafeName.ReplaceAllString(strings.Join(flags, "_"), "_")
+	for _, f := range flags {
+		if !strings.HasPrefix(f, "-") {
+			name += "-" + unsafeName.ReplaceAllString(f, "_") // the tags
+		}
 	}
 	bin := filepath.Join(dir, name)
 	unlock, err := lockFile(bin + ".lock")

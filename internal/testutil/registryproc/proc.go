@@ -2,7 +2,6 @@ package registryproc
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/x509"
 	"encoding/json"
 	"errors"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/airlock-mirror/airlock/internal/testutil/syncbuf"
 )
 
 // ReadyTimeout is how long Start waits for a registry process to listen.
@@ -31,7 +32,7 @@ type Proc struct {
 	stdin  *os.File
 	stdout *os.File
 	out    *bufio.Reader
-	stderr *tail
+	stderr *syncbuf.Buffer
 	exited chan struct{}
 
 	mu      sync.Mutex
@@ -66,7 +67,7 @@ func startBinary(bin string, c Config) (*Proc, error) {
 		inW.Close()
 		return nil, fmt.Errorf("registry process: %w", err)
 	}
-	p := &Proc{stdin: inW, stdout: outR, out: bufio.NewReader(outR), stderr: &tail{}, exited: make(chan struct{})}
+	p := &Proc{stdin: inW, stdout: outR, out: bufio.NewReader(outR), stderr: &syncbuf.Buffer{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(bin)
 	p.cmd.Stdin, p.cmd.Stdout, p.cmd.Stderr = inR, outW, p.stderr
 	p.cmd.SysProcAttr = sysProcAttr()
@@ -192,27 +193,6 @@ func (p *Proc) kill() {
 	p.cmd.Process.Kill()
 	<-p.exited
 	p.stdout.Close()
-}
-
-// tail keeps the first few KiB a process writes (its error).
-type tail struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (t *tail) Write(b []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if room := 8<<10 - t.buf.Len(); room > 0 {
-		t.buf.Write(b[:min(len(b), room)])
-	}
-	return len(b), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.buf.String()
 }
 
 // spawn starts cmd from one goroutine locked to its OS thread for the life

@@ -116,7 +116,8 @@ func forward(t testing.TB, base string) http.Handler {
 // hostOf is the "127.0.0.1:PORT" of a base URL.
 func hostOf(base string) string { u, _ := url.Parse(base); return u.Host }
 
-// issuePEM is Issue's certificate chain and key in PEM form.
+// issuePEM issues a server certificate (CA.Issue) and returns its chain and
+// key in PEM form.
 func (c *CA) issuePEM(t testing.TB) (certPEM, keyPEM []byte) {
 	t.Helper()
 	cert := c.Issue(t)

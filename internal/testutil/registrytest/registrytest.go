@@ -7,6 +7,12 @@
 // Target saying how to reach it and inspecting it with go-containerregistry,
 // never airlock's client.
 //
+// The registries run in registry processes built without the race detector
+// (internal/testutil/registryproc), so that their CPU does not pay for it;
+// what the tests observe (request counts, fault proxies, token and CDN
+// fronts) stays in the test process. $AIRLOCK_TEST_REGISTRY=inprocess serves
+// them in the test process instead, for debugging.
+//
 // Test support only: the binary never links it (internal/depcheck).
 package registrytest
 

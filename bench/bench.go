@@ -147,6 +147,12 @@ type Config struct {
 	// no-op floor): no plan-only run, no report opening, no air gap, no
 	// delete.
 	ScaleReruns bool
+	// ScaleHold, when set, keeps each size's registries up after its re-run
+	// rows and runs the no-op re-run again for every line read from it (an
+	// airlock binary to run, empty for Airlock, then extra flags), logging
+	// its measures, until it ends: a loop for whoever works on the re-run
+	// without paying the first run again.
+	ScaleHold io.Reader
 	// Out receives the table. With Docs set, the run is also recorded as a
 	// file of its own in Results (default RepoRoot/bench/results) and the
 	// current tables of Docs are rewritten from the recorded runs

@@ -151,15 +151,18 @@ func scaleSize(ctx context.Context, cfg Config, host string, n int) (scaleRun, [
 		"--dest-tls-verify=false", "--src-tls-verify=false", "--max-nested-paths", fmt.Sprint(scaleMaxNestedPaths)}
 	var reg time.Duration // the registries' CPU in the last run
 	var last Counts       // the destination's requests in the last run
-	run := func(what string, extra ...string) (Measure, int64, int64, error) {
+	runWith := func(bin, what string, extra ...string) (Measure, int64, int64, error) {
 		s0, d0, c0 := wan.Stats(), dst.Proxy.Counts(), src.CPU()+dst.CPU()
 		defer func() { reg, last = src.CPU()+dst.CPU()-c0, dst.Proxy.Counts().Sub(d0) }()
 		cfg.Log.Info("measuring", "what", what, "images", images)
-		m, err := Exec(ctx, Command{Name: cfg.Airlock, Args: append(append([]string(nil), args...), extra...), Env: cfg.scaleEnv(env, n, what)})
+		m, err := Exec(ctx, Command{Name: bin, Args: append(append([]string(nil), args...), extra...), Env: cfg.scaleEnv(env, n, what)})
 		if err == nil && m.Exit != 0 {
 			err = fmt.Errorf("%s: exit %d: %s", what, m.Exit, lastLine(m.Stderr))
 		}
 		return m, wan.Stats().Requests - s0.Requests, dst.Proxy.Counts().Sub(d0).Requests, err
+	}
+	run := func(what string, extra ...string) (Measure, int64, int64, error) {
+		return runWith(cfg.Airlock, what, extra...)
 	}
 	perImage := func(v int64) string { return fmt.Sprintf("%.2f", float64(v)/float64(images)) }
 	var s, d int64
@@ -207,6 +210,12 @@ func scaleSize(ctx context.Context, cfg Config, host string, n int) (scaleRun, [
 		Note: fmt.Sprintf("%d IDMS objects (%d rules), %d ITMS objects (%d rules), %s in all, largest %s (split at %s: -0, -1, ...)",
 			ms.IDMS, ms.IDMSRules, ms.ITMS, ms.ITMSRules, Bytes(ms.Bytes), Bytes(ms.Largest), Bytes(manifests.DefaultMaxObjectBytes)),
 		Target: "objects ≤ 1.5 MiB", Met: met(ms.IDMSRules > 0 && ms.Largest <= 1536<<10)})
+	if cfg.ScaleHold != nil {
+		holdNoop(ctx, cfg, func(bin string, extra ...string) (Measure, time.Duration, Counts, error) {
+			m, _, _, err := runWith(bin, "scale: held no-op re-run", extra...)
+			return m, reg, last, err
+		})
+	}
 	if cfg.ScaleReruns {
 		return r, rows, nil
 	}

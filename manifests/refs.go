@@ -9,6 +9,7 @@ import (
 	"github.com/opencontainers/go-digest"
 
 	"github.com/airlock-mirror/airlock/location"
+	"github.com/airlock-mirror/airlock/mirror/oci"
 )
 
 // parsedRef is a registry reference split into its parts. repo is the fully qualified
@@ -37,6 +38,23 @@ func parseRef(s string) (parsedRef, error) {
 	if s == "" {
 		return parsedRef{}, errors.New("empty reference")
 	}
+	// oci.ParseReference reads the plain references airlock writes
+	// (REGISTRY/PATH@sha256:HEX, REGISTRY/PATH:TAG) without regular
+	// expressions and anything else as below; what it refuses is parsed below
+	// for the error distribution/reference gives.
+	if ref, err := oci.ParseReference(s); err == nil {
+		r := parsedRef{repo: ref.Repository(), digest: ref.Digest.String()}
+		if !ref.DefaultedTag {
+			r.tag = ref.Tag
+		}
+		return r, nil
+	}
+	return parseNamed(s)
+}
+
+// parseNamed is parseRef's general way, through distribution/reference; s
+// is a reference without its transport.
+func parseNamed(s string) (parsedRef, error) {
 	named, err := reference.ParseNormalizedNamed(s)
 	if err != nil {
 		return parsedRef{}, err

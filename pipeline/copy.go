@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/opencontainers/go-digest"
 
@@ -38,11 +39,28 @@ func (r *run) copyOptions(progress func(transfer.ProgressEvent)) transfer.Option
 	}
 }
 
-// recorded is what the last run to the destination recorded there, read once.
+// recorded is what the last run to the destination recorded there, read
+// once, beside the stages before planning (startRecordedTags).
 type recorded struct {
-	done bool
-	tags map[string]map[string]digest.Digest
+	read   *background[map[string]map[string]digest.Digest]
+	warned sync.Once
 }
+
+// startRecordedTags begins reading what recordedTags returns (the newest
+// history record is megabytes of JSON at 20,000 images), so that the reading
+// runs beside preflight instead of before planning. The run stops it when it
+// ends (stopRecordedTags).
+func (r *run) startRecordedTags(ctx context.Context) {
+	if r.opts.Destination.CheckEveryImage || r.dest == "" || (r.workflow != mirror.MirrorToMirror && r.workflow != mirror.DiskToMirror) {
+		return
+	}
+	r.recorded.read = goBackground(ctx, func(context.Context) (map[string]map[string]digest.Digest, error) {
+		return workspace.RecordedTags(r.workDir, r.dest)
+	})
+}
+
+// stopRecordedTags waits for the reading startRecordedTags began, if any.
+func (r *run) stopRecordedTags() { _, _ = r.recorded.read.stop() }
 
 // recordedTags is what the last run to the run's destination registry
 // recorded there (workspace.RecordedTags), read once: a re-run finds the
@@ -50,19 +68,13 @@ type recorded struct {
 // repository. nil with --check-every-image, without a destination registry,
 // or when the history cannot be read (every image is then asked about).
 func (r *run) recordedTags() map[string]map[string]digest.Digest {
-	if r.recorded.done {
-		return r.recorded.tags
-	}
-	r.recorded.done = true
-	if r.opts.Destination.CheckEveryImage || r.dest == "" || (r.workflow != mirror.MirrorToMirror && r.workflow != mirror.DiskToMirror) {
-		return nil
-	}
-	tags, err := workspace.RecordedTags(r.workDir, r.dest)
+	tags, err := r.recorded.read.wait() // nil: none was started
 	if err != nil {
-		r.log.Warn("every image is asked about at the destination: the history cannot be read", "error", err)
+		r.recorded.warned.Do(func() {
+			r.log.Warn("every image is asked about at the destination: the history cannot be read", "error", err)
+		})
 		return nil
 	}
-	r.recorded.tags = tags
 	return tags
 }
 

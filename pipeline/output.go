@@ -17,11 +17,23 @@ import (
 
 // writePlan writes plan.json and mapping.txt (tags as the copy will leave them).
 func (r *run) writePlan(ctx context.Context) error {
-	if r.dest != "" {
-		if err := r.res.Plan.PrepareReferrers(ctx, r.destRegistry()); err != nil {
-			return err
-		}
+	if err := r.prepareReferrers(ctx); err != nil {
+		return err
 	}
+	return r.savePlan()
+}
+
+// prepareReferrers readies the plan's referrers for the destination
+// (mirror.Plan.PrepareReferrers), before the plan is written or copied.
+func (r *run) prepareReferrers(ctx context.Context) error {
+	if r.dest == "" {
+		return nil
+	}
+	return r.res.Plan.PrepareReferrers(ctx, r.destRegistry())
+}
+
+// savePlan writes plan.json and mapping.txt of the plan as it is.
+func (r *run) savePlan() error {
 	b, err := jsonindent.Marshal(r.res.Plan, "  ")
 	if err != nil {
 		return err
@@ -35,9 +47,9 @@ func (r *run) writePlan(ctx context.Context) error {
 	return writeLines(r.workDir.MappingPath(), r.res.Plan.Mapping())
 }
 
-// writeResults fills Result.Images from the plan and the copy report and writes
-// results.json.
-func (r *run) writeResults() error {
+// outcomes fills Result.Images and Result.Failed from the plan and the copy
+// report.
+func (r *run) outcomes() {
 	status := map[string]transfer.ImageResult{}
 	if r.res.Copy != nil {
 		for _, ir := range r.res.Copy.Images {
@@ -68,6 +80,10 @@ func (r *run) writeResults() error {
 		}
 		r.res.Images = append(r.res.Images, out)
 	}
+}
+
+// saveResults writes results.json (outcomes filled Result.Images).
+func (r *run) saveResults() error {
 	b, err := jsonindent.Marshal(r.res, "  ")
 	if err != nil {
 		return err
@@ -77,6 +93,19 @@ func (r *run) writeResults() error {
 
 // clusterResources writes working-dir/cluster-resources from what was mirrored.
 func (r *run) clusterResources() error {
+	bg, err := r.startClusterResources()
+	if err != nil {
+		return err
+	}
+	_, err = bg.wait()
+	return err
+}
+
+// startClusterResources begins writing working-dir/cluster-resources from
+// what was mirrored: what it needs is gathered before it returns, the
+// objects are built and written in the background it returns (nil when
+// nothing was mirrored), which sets Result.ClusterResources.
+func (r *run) startClusterResources() (*background[struct{}], error) {
 	ok := map[string]bool{}
 	if r.res.Copy != nil {
 		for _, ir := range r.res.Copy.Images {
@@ -102,33 +131,36 @@ func (r *run) clusterResources() error {
 	for _, s := range r.sources() {
 		res, err := s.Resources(r.res.Plan, mirrored)
 		if err != nil {
-			return fmt.Errorf("%s: %w", s.Name(), err)
+			return nil, fmt.Errorf("%s: %w", s.Name(), err)
 		}
 		catalogs = append(catalogs, res.Catalogs...)
 		objects = append(objects, res.Objects...)
 	}
 	if len(images) == 0 && len(catalogs) == 0 && len(objects) == 0 {
 		r.log.Info("nothing was mirrored: no cluster resources written")
-		return nil
+		return nil, nil
 	}
 	r.stage("cluster-resources")
 	key, err := manifests.LoadSignatureKey(r.opts.Signatures.Key, r.policy.ClusterKey)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	set, err := manifests.Build(images, catalogs, manifests.Options{RepositoryScope: r.opts.Destination.MaxNestedPaths > 0, SignatureKey: key, Objects: objects})
-	if err != nil {
-		return err
-	}
-	dir := r.workDir.ClusterResourcesDir()
-	if err := set.Write(dir); err != nil {
-		return err
-	}
-	r.res.ClusterResources = nil
-	for _, f := range set.Files() {
-		r.res.ClusterResources = append(r.res.ClusterResources, filepath.Join(dir, f.Name))
-	}
-	return nil
+	opts := manifests.Options{RepositoryScope: r.opts.Destination.MaxNestedPaths > 0, SignatureKey: key, Objects: objects}
+	return goBackground(context.Background(), func(context.Context) (struct{}, error) {
+		set, err := manifests.Build(images, catalogs, opts)
+		if err != nil {
+			return struct{}{}, err
+		}
+		dir := r.workDir.ClusterResourcesDir()
+		if err := set.Write(dir); err != nil {
+			return struct{}{}, err
+		}
+		r.res.ClusterResources = nil
+		for _, f := range set.Files() {
+			r.res.ClusterResources = append(r.res.ClusterResources, filepath.Join(dir, f.Name))
+		}
+		return struct{}{}, nil
+	}), nil
 }
 
 func writeLines(path string, lines []string) error {

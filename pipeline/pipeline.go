@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 
 	"github.com/airlock-mirror/airlock/imageset"
@@ -174,6 +173,13 @@ type run struct {
 	// wants says why each image a source names is wanted (the history).
 	wants    map[string][]workspace.Want
 	recorded recorded // what the last run to the destination left there (recordedTags)
+	// planFiles writes plan.json and mapping.txt beside the copy of a
+	// mirror-to-mirror run (nil: written by plan itself); the records wait
+	// for it.
+	planFiles *background[struct{}]
+	// resources builds and writes the cluster resources of a mirror-to-mirror
+	// run beside its records (nil: none, or written by the workflow itself).
+	resources *background[struct{}]
 }
 
 // inputs are what setup read from the options and the configuration: set
@@ -213,6 +219,12 @@ func mirrorOnce(ctx context.Context, opts Options, batch *imageset.ImageSetConfi
 	defer r.locks.Unlock()
 	start := time.Now()
 	defer r.openRunLog(start)()
+	r.startRecordedTags(ctx)
+	defer r.stopRecordedTags()
+	defer func() { // nothing keeps writing after the run
+		_, _ = r.planFiles.wait()
+		_, _ = r.resources.wait()
+	}()
 	wctx, probes, err := r.preflight(ctx)
 	if err == nil {
 		switch r.workflow {
@@ -233,24 +245,7 @@ func mirrorOnce(ctx context.Context, opts Options, batch *imageset.ImageSetConfi
 	}
 	r.res.Duration = time.Since(start)
 	r.res.Interrupted = ctx.Err() != nil
-	if r.res.Plan != nil {
-		if werr := r.writeResults(); werr != nil && err == nil {
-			err = werr
-		}
-		if werr := r.recordHistory(); werr != nil && err == nil {
-			err = werr
-		}
-		if o := r.opts; err == nil && r.res.Failed == 0 && !r.res.Interrupted && !o.Run.DryRun && !o.Run.PlanOnly && o.Run.PlanFile == "" && r.batch == nil {
-			if r.res.PinnedConfig, err = workspace.WritePinned(r.workDir, r.cfg, r.res.Plan.Workflow, r.pins(), time.Now()); err != nil {
-				r.log.Warn("no pinned configuration written", "error", err)
-				err = nil
-			}
-		}
-	}
-	if werr := r.writeReport(err); werr != nil && err == nil {
-		err = werr
-	}
-	if err != nil {
+	if err = r.writeRecords(err); err != nil {
 		return r.res, err
 	}
 	if r.res.Failed > 0 && r.opts.Run.PlanOnly {
@@ -312,134 +307,6 @@ func (r *run) destRegistry() *registry.Client {
 	return r.dst
 }
 
-// plan resolves the images the sources selected while what they still build
-// (a catalog being rebuilt) is finished (sel.finish waits for it), then adds
-// the catalogs. Each image resolved is handed to pre (nil: none) to send its
-// blobs meanwhile; with est, the dry run's reading of the images starts too,
-// in the returned background (nil without est).
-func (r *run) plan(ctx context.Context, src *registry.Client, sel *selected, pre *transfer.Prefetch, est *transfer.Estimator) (*background[struct{}], error) {
-	r.stage("plan")
-	cats := sel.catalogs()
-	req := mirror.PlanRequest{
-		Workflow: r.workflow, Destination: r.dest, MaxNestedPaths: r.opts.Destination.MaxNestedPaths,
-		Catalogs: cats, Images: sel.images, Blocked: r.blocked(),
-		Progress: r.stageProgress("plan"), Prefetch: pre,
-	}
-	// The hosts to probe: an image built locally is read from a layout (its
-	// name only names it) and a blocked one is never read.
-	var refs []string
-	blocked := mirror.BlockedMatcher(req.Blocked)
-	for _, c := range cats {
-		for _, ref := range c.Images {
-			if !blocked(ref) {
-				refs = append(refs, ref)
-			}
-		}
-	}
-	for _, a := range req.Images {
-		if a.Built == nil && !blocked(a.Name) {
-			refs = append(refs, a.Name)
-		}
-	}
-	down := r.probeImageHosts(ctx, src, refs)
-	p, err := mirror.PlanImages(ctx, req, src, 16)
-	if err != nil {
-		return nil, err
-	}
-	if !r.opts.Run.DryRun { // the dry run finds them unreadable, image by image
-		p.FailHosts(down)
-	}
-	known, err := signature.LoadRecord(r.workDir.AttachmentsPath())
-	if err != nil {
-		r.log.Warn(err.Error())
-	}
-	if r.opts.Signatures.Refresh {
-		known = nil
-	}
-	st, rec, err := p.AddAttachments(ctx, src, mirror.Attach{Signatures: r.opts.Signatures.Mode, Policy: r.policy.Verifier(), Catalogs: cats, Known: known}, 16)
-	if err != nil {
-		return nil, err
-	}
-	if err := rec.Save(r.workDir.AttachmentsPath()); err != nil {
-		r.log.Warn(err.Error())
-	}
-	r.res.Signatures = &st
-	var looking *background[struct{}]
-	if est != nil {
-		jobs := p.Jobs()
-		looking = goBackground(ctx, func(ctx context.Context) (struct{}, error) {
-			est.Look(ctx, jobs, nil)
-			return struct{}{}, nil
-		})
-	}
-	if err := sel.finish(false); err != nil {
-		return looking, err
-	}
-	req.Catalogs = sel.catalogs() // finish set their Rebuilt
-	p.AddCatalogs(req)
-	p.Extras = sel.extras
-	r.setPlan(p)
-	return looking, r.writePlan(ctx)
-}
-
-func (r *run) setPlan(p *mirror.Plan) {
-	r.res.Plan = p
-	r.res.Catalogs = p.Catalogs
-	r.res.Blocked = p.Blocked
-	// Each warning is logged once per run, when it is first found (a plan set
-	// again, a shard's, carries those of the plan it came from).
-	for _, w := range p.Warnings {
-		if !slices.Contains(r.res.Warnings, w) {
-			r.res.Warnings = append(r.res.Warnings, w)
-		}
-	}
-	for _, w := range r.res.Warnings[r.warned:] {
-		r.log.Warn(w)
-	}
-	r.warned = len(r.res.Warnings)
-	for _, n := range p.Notes {
-		if !slices.Contains(r.res.Notes, n) {
-			r.res.Notes = append(r.res.Notes, n)
-			r.log.Info(n)
-		}
-	}
-}
-
-// planSources asks every source what it selects and plans every image from
-// the source registries (mux reads them, and the layouts of the rebuilt
-// catalogs). It waits for the registry probes (preflight) before planning,
-// the first stage that may write: each resolved image is handed to pre, the
-// prefetch the orchestrator started (nil: none). With est, the dry run's
-// reading starts while the catalogs are rebuilt: the returned background.
-func (r *run) planSources(ctx context.Context, mux *mirror.SourceMux, probes *background[struct{}], pre *transfer.Prefetch, est *transfer.Estimator) (*background[struct{}], error) {
-	sel, err := r.selectAll(ctx)
-	if err == nil {
-		if _, perr := probes.wait(); perr != nil {
-			_ = sel.finish(true)
-			err = perr
-		}
-	}
-	if err == nil {
-		for _, dir := range sel.local {
-			if err = mux.AddLocalBlobs(dir); err != nil {
-				_ = sel.finish(true)
-				break
-			}
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	looking, err := r.plan(ctx, r.srcRegistry(), sel, pre, est)
-	if err != nil {
-		// Nothing keeps reading or writing after the run.
-		_, _ = looking.stop()
-		_ = sel.finish(true)
-		return nil, err
-	}
-	return looking, nil
-}
-
 // sourceMux is what a run reads images from: the source registries, and the
 // OCI layouts of what the sources built (mirror.LayoutRepoPrefix).
 func (r *run) sourceMux() *mirror.SourceMux {
@@ -486,7 +353,9 @@ func (r *run) mirrorToMirror(ctx context.Context, probes *background[struct{}]) 
 	if _, err := r.copy(ctx, mux, dst, pre); err != nil {
 		return err
 	}
-	return r.clusterResources()
+	// The cluster resources are built while the records are written.
+	r.resources, err = r.startClusterResources()
+	return err
 }
 
 func (r *run) setCopy(rep *transfer.Report) {

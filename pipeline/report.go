@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/airlock-mirror/airlock/fbc"
@@ -94,11 +95,22 @@ type sourceReport interface {
 // writeReport writes working-dir/report.json and report.html from the run's
 // records; runErr is the error the run ends with.
 func (r *run) writeReport(runErr error) error {
+	x, err := r.renderReport(runErr)
+	if err != nil {
+		return err
+	}
+	return r.saveReport(x)
+}
+
+// renderReport makes the run's report (report.Render) from its records;
+// runErr is the error the run ends with. It reads the run and changes
+// nothing other records read (saveReport names the page in the Result).
+func (r *run) renderReport(runErr error) (*report.Rendered, error) {
 	r.rep.endStage()
 	res := r.res
 	out := &report.Run{
 		Workflow: string(r.workflow), Destination: r.dest, ConfigPath: r.opts.ConfigPath, Duration: res.Duration,
-		Stages: r.rep.stages, Blocked: res.Blocked, Warnings: res.Warnings, Sources: res.Sources, Pictures: r.rep.pictures,
+		Stages: r.rep.stages, Blocked: slices.Clone(res.Blocked), Warnings: res.Warnings, Sources: res.Sources, Pictures: r.rep.pictures,
 		BytesSent: res.BytesSent, BlobsSent: res.BlobsSent, BlobsMounted: res.BlobsMounted, BlobsSkipped: res.BlobsSkipped,
 		BytesResumed: res.BytesResumed,
 	}
@@ -156,12 +168,19 @@ func (r *run) writeReport(runErr error) error {
 	if a := res.Archive; a != nil {
 		out.Archive = &report.Archive{Dir: a.Dir, ID: a.ArchiveID, Chunks: a.Chunks, Blobs: a.Blobs, Bytes: a.Bytes, ReliesOn: a.ReliesOn, Incremental: a.Incremental}
 	}
+	return report.Render(out)
+}
+
+// saveReport writes the rendered report as the run's own (working-dir/reports)
+// and as working-dir/report.json and report.html, and names the page in the
+// Result.
+func (r *run) saveReport(x *report.Rendered) error {
 	data, html, err := r.workDir.RunReport()
 	if err != nil {
 		return err
 	}
-	res.Report = html
-	return report.SaveRun(out, report.Files{Data: data, HTML: html}, report.Files{Data: r.workDir.ReportDataPath(), HTML: r.workDir.ReportHTMLPath()})
+	r.res.Report = html
+	return x.SaveRun(report.Files{Data: data, HTML: html}, report.Files{Data: r.workDir.ReportDataPath(), HTML: r.workDir.ReportHTMLPath()})
 }
 
 // RegenerateReport writes report.html again from the report.json of dir, which

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/airlock-mirror/airlock/internal/atomicfile"
-	"github.com/airlock-mirror/airlock/internal/jsonindent"
 	"github.com/airlock-mirror/airlock/prune"
 )
 
@@ -211,35 +210,22 @@ type Files struct{ Data, HTML string }
 // SaveAll writes r, rendered once, to each of files. Every file is replaced
 // atomically, so that a reader sees either the old report or the new one.
 func SaveAll(r *Run, files ...Files) error {
-	r.Sort()
-	b, err := jsonindent.Marshal(r, "  ")
+	x, err := Render(r)
 	if err != nil {
 		return err
 	}
-	var page bytes.Buffer
-	if err := Write(&page, r); err != nil {
-		return err
-	}
-	for _, f := range files {
-		if err := atomicfile.WriteFile(f.Data, append(b, '\n'), 0); err != nil {
-			return err
-		}
-		if err := atomicfile.WriteFile(f.HTML, page.Bytes(), 0); err != nil {
-			return err
-		}
-	}
-	return nil
+	return x.Save(files...)
 }
 
 // SaveRun writes r as the run's own report (own) and as the last report
 // (last), unless r was refused and last holds a run that was not: a refused
 // run never hides the last run that did something.
 func SaveRun(r *Run, own, last Files) error {
-	files := []Files{own}
-	if replaces(r, last.Data) {
-		files = append(files, last)
+	x, err := Render(r)
+	if err != nil {
+		return err
 	}
-	return SaveAll(r, files...)
+	return x.SaveRun(own, last)
 }
 
 func replaces(r *Run, lastData string) bool {

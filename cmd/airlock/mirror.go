@@ -133,7 +133,7 @@ failed (they are listed in working-dir/results.json), 130 when interrupted.`,
 	f.StringVar(&o.Source.CertDir, "src-cert-dir", "", "folder of *.crt certificate authorities (and *.cert/*.key client certificates) for source registries (default: certs.d/HOST under ~/.config/containers, /etc/containers, /etc/docker)")
 	f.StringVar(&o.Source.RegistriesConf, "registries-conf", "", "registries.conf for source registries: mirrors, blocked and insecure registries (default: $CONTAINERS_REGISTRIES_CONF, else ~/.config/containers/registries.conf or /etc/containers/registries.conf and registries.conf.d)")
 	f.StringVar(&o.Destination.CertDir, "dest-cert-dir", "", "folder of *.crt certificate authorities (and *.cert/*.key client certificates) for the destination registry (default: certs.d/HOST as for --src-cert-dir)")
-	f.IntVar(&o.Network.ParallelImages, "parallel-images", transfer.DefaultParallelImages, "the most images copied at once (4 always; more while the registries' adaptive transfer limits have room)")
+	f.IntVar(&o.Network.ParallelImages, "parallel-images", transfer.DefaultParallelImages, "the most images copied at once (4 always; more while the registries' adaptive transfer limits have room; an image pushing its manifest, its blobs all sent, no longer counts)")
 	f.IntVar(&o.Network.ParallelLayers, "parallel-layers", transfer.DefaultParallelLayers, "blobs of one image copied at once")
 	f.IntVar(&o.Network.RetryTimes, "retry-times", 5, "retries of a failed request, with exponential backoff")
 	f.DurationVar(&o.Network.RetryDelay, "retry-delay", 0, "fixed wait between retries (0: exponential backoff from 250ms, or the registry's Retry-After)")

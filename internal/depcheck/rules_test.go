@@ -37,7 +37,7 @@ var rules = []rule{
 	// Records and outputs of a run.
 	{"workspace", with("mirror", "mirror/archive", "mirror/oci", "mirror/transfer", "imageset")},
 	{"report", with("prune", "fbc", "imageset")},
-	{"manifests", with()},
+	{"manifests", with("mirror/oci")},
 	{"kube", with()},
 
 	// Images: the plan on top, then the catalog image, the engine, the

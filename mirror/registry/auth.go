@@ -49,6 +49,9 @@ type containersKeychain struct {
 	err   error
 	sys   *types.SystemContext
 	files []authFileInfo // the files consulted, in order, that exist
+
+	mu     sync.Mutex
+	byHost map[string]types.DockerAuthConfig // hosts whose repositories share one answer (credentialsOf)
 }
 
 // init resolves which files are consulted and checks each of them once.
@@ -95,23 +98,9 @@ func (k *containersKeychain) Resolve(res authn.Resource) (authn.Authenticator, e
 		host = "docker.io"
 	}
 	key = strings.TrimSuffix(key, "/")
-	cred, err := k.lookup(key, host)
+	cred, err := k.credentialsOf(key, host)
 	if err != nil {
-		// containers/image errors name files and helpers, never credential values.
-		return nil, retry.Permanent(fmt.Errorf("%w: look up credentials for %s%s: %v", ErrAuthConfig, key, k.where(), err))
-	}
-	if cred == (types.DockerAuthConfig{}) {
-		// containers/image does not know docker's credsStore: the helper docker
-		// uses for every registry that credHelpers does not name.
-		for _, f := range k.files {
-			if f.credsStore == "" {
-				continue
-			}
-			if cred, err = helperCredentials(f.credsStore, host); err != nil {
-				return nil, retry.Permanent(fmt.Errorf("%w: credsStore %q in %s: %v", ErrAuthConfig, f.credsStore, f.path, err))
-			}
-			break
-		}
+		return nil, err
 	}
 	if cred.Username == "" && cred.Password == "" && cred.IdentityToken == "" {
 		return authn.Anonymous, nil
@@ -121,6 +110,69 @@ func (k *containersKeychain) Resolve(res authn.Resource) (authn.Authenticator, e
 		Password:      cred.Password,
 		IdentityToken: cred.IdentityToken,
 	}), nil
+}
+
+// credentialsOf finds the credentials of key (a registry or a repository on
+// host). Where they are looked up, only an auth file's auths entry naming a
+// namespace or repository of host ("quay.io/ns") tells one repository of host
+// from another: credHelpers, credsStore and the credential helpers of
+// registries.conf are asked about the host. So when no auth file names a
+// namespace of host, the answer found for one of its repositories is every
+// one's, and it is looked up once per host (a re-run of 20,000 images in
+// 7,000 repositories read the auth files 14,000 times). Errors are not kept.
+func (k *containersKeychain) credentialsOf(key, host string) (types.DockerAuthConfig, error) {
+	shared := !k.namesNamespaceOf(host)
+	if shared {
+		k.mu.Lock()
+		cred, ok := k.byHost[host]
+		k.mu.Unlock()
+		if ok {
+			return cred, nil
+		}
+	}
+	cred, err := k.lookup(key, host)
+	if err != nil {
+		// containers/image errors name files and helpers, never credential values.
+		return cred, retry.Permanent(fmt.Errorf("%w: look up credentials for %s%s: %v", ErrAuthConfig, key, k.where(), err))
+	}
+	if cred == (types.DockerAuthConfig{}) {
+		// containers/image does not know docker's credsStore: the helper docker
+		// uses for every registry that credHelpers does not name.
+		for _, f := range k.files {
+			if f.credsStore == "" {
+				continue
+			}
+			if cred, err = helperCredentials(f.credsStore, host); err != nil {
+				return cred, retry.Permanent(fmt.Errorf("%w: credsStore %q in %s: %v", ErrAuthConfig, f.credsStore, f.path, err))
+			}
+			break
+		}
+	}
+	if shared {
+		k.mu.Lock()
+		if k.byHost == nil {
+			k.byHost = map[string]types.DockerAuthConfig{}
+		}
+		k.byHost[host] = cred
+		k.mu.Unlock()
+	}
+	return cred, nil
+}
+
+// namesNamespaceOf reports whether an auth file's auths names a namespace or
+// repository of host (a key "host/..."), in any of the forms hasAuth accepts.
+func (k *containersKeychain) namesNamespaceOf(host string) bool {
+	for _, f := range k.files {
+		for _, a := range f.auths {
+			if strings.HasPrefix(a, "https://") || strings.HasPrefix(a, "http://") {
+				continue // a URL names its host alone ("https://quay.io/v1/")
+			}
+			if strings.HasPrefix(a, host+"/") && len(a) > len(host)+1 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // where names the auth file in errors, when one was given.

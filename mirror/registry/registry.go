@@ -102,6 +102,7 @@ type Client struct {
 	policy   retry.Policy
 	keychain authn.Keychain
 	base     http.RoundTripper
+	pings    *pingMemo // under the authenticated transports: base, pings answered once per host
 	log      *slog.Logger
 
 	mu    sync.Mutex
@@ -174,6 +175,7 @@ func New(opts Options) *Client {
 	// retry.Policy), so that one request is never retried by two layers.
 	// Every request is watched for silence (see Timeouts).
 	r.base = &schemeGuard{inner: &watchTransport{inner: base, r: r}, allow: r.allowHTTP}
+	r.pings = &pingMemo{inner: r.base}
 	return r
 }
 
@@ -270,7 +272,7 @@ func (r *Client) client(ctx context.Context, repo string, push bool) (*http.Clie
 		if err != nil {
 			return nil, "", "", fmt.Errorf("registry host %q: %w", host, err)
 		}
-		rt, err := transport.NewWithContext(ctx, reg, auth, transport.NewUserAgent(r.base, r.opts.UserAgent), groupScopes(hs, h, path, push))
+		rt, err := transport.NewWithContext(ctx, reg, auth, transport.NewUserAgent(r.pings, r.opts.UserAgent), groupScopes(hs, h, path, push))
 		if err != nil {
 			return nil, "", "", fmt.Errorf("connect to registry %s: %w", host, typedTransportError(err))
 		}

@@ -175,7 +175,10 @@ func explainStatus(code int, host string) string {
 
 // Probe checks, once, that the registry holding repo answers the registry API and
 // accepts the configured credentials (ping, then the token exchange, then an
-// authenticated GET /v2/), with push access when push is set. It retries only
+// authenticated GET /v2/), with push access when push is set. On a registry
+// that authenticates with tokens the token exchange is that check (the token
+// service refuses wrong credentials) and the GET is not sent: one round trip
+// less before a run's first read. It retries only
 // what a retry can fix (5xx, 429, resets); a refused connection, an unknown host,
 // a TLS mismatch or refused credentials fail at once with an error that names the
 // registry, the cause and the fix.
@@ -227,6 +230,9 @@ func (r *Client) probe(ctx context.Context, repo string, push bool) error {
 			return err
 		}
 		root := base[:strings.Index(base, "/v2/")+len("/v2/")]
+		if u, err := url.Parse(root); err == nil && r.pings.tokenAuth(u.Host) {
+			return nil
+		}
 		resp, err := r.do(ctx, c, http.MethodGet, root, nil, nil)
 		if err != nil {
 			if connectFailure(err) || IsTimeout(err) {

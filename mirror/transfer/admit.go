@@ -20,10 +20,17 @@ const minImages = 4
 // holds few transfers at a time, mostly waiting for its last blob, so the
 // copy needs more images in flight than a fixed four to keep the link full;
 // once the hosts' limits are taken, another image would only wait for them.
+//
+// An image whose reads are done (its blobs are at the destination) only
+// pushes its manifest and tags: it leaves the running images then
+// (imageSlot.pushing), so that the next image reads while it pushes; no
+// image starts while twice ParallelImages are running and pushing (a slow
+// destination holds the copy back there).
 type admission struct {
 	mu      sync.Mutex
 	running int
-	wake    chan struct{} // closed when an image finishes
+	pushing int
+	wake    chan struct{} // closed when an image finishes or moves on to its push
 	peak    int
 }
 
@@ -36,7 +43,7 @@ func (e *copyEngine) admit(ctx context.Context, job Job) error {
 	limits := []endpoint.HostLimit{e.limitOf(limitKey{endpoint.RepoHost(job.Source), false}), e.limitOf(limitKey{endpoint.RepoHost(job.Dest), true})}
 	for {
 		a.mu.Lock()
-		n, imageDone := a.running, a.wake
+		n, pushing, imageDone := a.running, a.pushing, a.wake
 		a.mu.Unlock()
 		spare := true
 		var slotFreed []<-chan struct{}
@@ -45,7 +52,7 @@ func (e *copyEngine) admit(ctx context.Context, job Job) error {
 			spare = spare && ok
 			slotFreed = append(slotFreed, ch)
 		}
-		if n < e.opts.ParallelImages && (n < minImages || spare) {
+		if n < e.opts.ParallelImages && n+pushing < 2*e.opts.ParallelImages && (n < minImages || spare) {
 			a.mu.Lock()
 			a.running++
 			a.peak = max(a.peak, a.running)
@@ -62,11 +69,50 @@ func (e *copyEngine) admit(ctx context.Context, job Job) error {
 	}
 }
 
-// finished ends an image admitted by admit.
-func (a *admission) finished() {
+// imageSlot is an admitted image's place: among the running images until
+// pushing, then among the pushing ones until finished. Its methods are called
+// by the image's goroutines; pushing is nil-safe (a prefetch's images have no
+// slot).
+type imageSlot struct {
+	a    *admission
+	once sync.Once
+	push bool // moved to the pushing images (guarded by a.mu)
+}
+
+func (a *admission) slot() *imageSlot { return &imageSlot{a: a} }
+
+// pushing moves the image from the running images to the pushing ones (once).
+func (s *imageSlot) pushing() {
+	if s == nil {
+		return
+	}
+	s.once.Do(func() {
+		a := s.a
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		s.push = true
+		a.running--
+		a.pushing++
+		a.wakeAll()
+	})
+}
+
+// finished ends the image.
+func (s *imageSlot) finished() {
+	a := s.a
+	s.once.Do(func() {}) // a later pushing does nothing
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.running--
+	if s.push {
+		a.pushing--
+	} else {
+		a.running--
+	}
+	a.wakeAll()
+}
+
+// wakeAll wakes the images waiting in admit; a.mu is held.
+func (a *admission) wakeAll() {
 	close(a.wake)
 	a.wake = make(chan struct{})
 }

@@ -62,9 +62,10 @@ func copyWith(ctx context.Context, e *copyEngine, jobs []Job, opts Options) (*Re
 			res.Status, res.Err = StatusFailed, "not started: "+context.Cause(rctx).Error()
 			continue
 		}
+		slot := e.admission.slot()
 		g.Go(func() error {
-			defer e.admission.finished()
-			if err := e.copyImage(rctx, res); errors.Is(err, endpoint.ErrRegistryUnreachable) {
+			defer slot.finished()
+			if err := e.copyImage(rctx, res, slot); errors.Is(err, endpoint.ErrRegistryUnreachable) {
 				stop(err)
 			}
 			e.imageDone(res)
@@ -212,14 +213,15 @@ func (e *copyEngine) blobDone(d endpoint.Descriptor) {
 // imageCtx carries per-image accounting.
 type imageCtx struct {
 	job   Job
-	early bool // a Prefetch's: its flights' failures are provisional
+	slot  *imageSlot // its place among the images at once (nil: a Prefetch's)
+	early bool       // a Prefetch's: its flights' failures are provisional
 	sent  atomic.Bool
 	bytes atomic.Int64
 }
 
-func (e *copyEngine) copyImage(ctx context.Context, res *ImageResult) error {
+func (e *copyEngine) copyImage(ctx context.Context, res *ImageResult, slot *imageSlot) error {
 	job := res.Job
-	ic := &imageCtx{job: job}
+	ic := &imageCtx{job: job, slot: slot}
 	jctx := ctx
 	if d := e.opts.ImageTimeout; d > 0 {
 		var cancel context.CancelFunc
@@ -376,6 +378,11 @@ func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Di
 			ref = d.String()
 		}
 		sparse := len(children) < len(refs.Manifests)
+		if parent == "" {
+			// Everything the image reads is read: the next image may start
+			// reading while this one pushes (see admission).
+			ic.slot.pushing()
+		}
 		if err := e.putIndex(ctx, job, ref, m, sparse); err != nil {
 			if tag == "" || !refusedForGood(err) || e.dst.PutManifest(ctx, job.Dest, d.String(), m) != nil {
 				return false, sparseRefused(job, d, sparse, err)

@@ -31,7 +31,9 @@ func (j Job) Key() string { return j.Dest + "@" + j.Digest.String() }
 type Options struct {
 	// ParallelImages is --parallel-images: the most images copied at once
 	// (default DefaultParallelImages). Four always run; more start while the
-	// bounds of the hosts they touch have spare slots (see admission).
+	// bounds of the hosts they touch have spare slots (see admission). An
+	// image whose blobs are all at the destination no longer counts while it
+	// pushes its manifest (at most as many again do that at once).
 	ParallelImages int
 	// ParallelLayers is --parallel-layers: blobs of one image transferred at once
 	// (default DefaultParallelLayers).

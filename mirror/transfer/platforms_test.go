@@ -212,7 +212,7 @@ func TestCopyPlatformSubsetErrors(t *testing.T) {
 			}
 			// The engine's own error carries the sentinel.
 			e := newCopyEngine(testRegistry(), testRegistry(), Options{Retry: mirrortest.FastRetry})
-			if err := e.copyImage(ctx, &ImageResult{Job: jobs[0]}); !errors.Is(err, tc.want) {
+			if err := e.copyImage(ctx, &ImageResult{Job: jobs[0]}, nil); !errors.Is(err, tc.want) {
 				t.Errorf("error %v, want %v", err, tc.want)
 			}
 		})

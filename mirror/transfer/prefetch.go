@@ -71,6 +71,13 @@ func (p *Prefetch) Add(job Job) {
 	p.e.mu.Lock()
 	p.e.jobs = append(p.e.jobs, job) // discoverPresent may look at it
 	p.e.mu.Unlock()
+	if list := p.e.presence.lists.warm(job); list != nil { // a re-run: its repository's listing
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			list(p.ctx)
+		}()
+	}
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()

@@ -28,6 +28,7 @@ type tagListings struct {
 
 	mu    sync.Mutex
 	repos map[string]*tagListing
+	slots chan struct{} // the listings warm runs at once
 }
 
 // tagListing is one repository's listing, asked at most once per run.
@@ -36,6 +37,7 @@ type tagListing struct {
 	pinned   int             // the record's digest-tagged images in the repository
 	tags     map[string]bool // nil: not listed (too few images, or the listing failed)
 	complete bool            // tags is every tag of the repository
+	warmed   bool            // warm began it (under tagListings.mu)
 }
 
 // maxListPages bounds one repository's listing (of up to 1,000 tags a page):
@@ -55,16 +57,71 @@ func newTagListings(dst endpoint.Destination, rec map[string]map[string]digest.D
 
 // lookup reports whether a listing of job's repository answers for job
 // (answered), and then whether it shows job's first tag (listed). It lists
-// the repository the first time an image of it asks.
+// the repository the first time an image of it asks (unless warm began it).
 func (t *tagListings) lookup(ctx context.Context, job Job) (answered, listed bool) {
-	if t == nil || len(job.Tags) == 0 {
+	rl := t.listing(job)
+	if rl == nil {
 		return false, false
+	}
+	rl.list(ctx, t.dst, job.Dest)
+	switch {
+	case rl.tags == nil:
+		return false, false
+	case rl.tags[job.Tags[0]]:
+		return true, true
+	}
+	return rl.complete, false
+}
+
+// warmListings bounds the listings warm runs at once.
+const warmListings = 16
+
+// warm returns a function that lists job's repository if a listing would
+// answer for job and nobody began it yet (nil otherwise), so that the
+// listings of a re-run are asked side by side as soon as its images are
+// known, instead of one repository at a time as the images of each are
+// asked about (a repository's images come one after the other: the images
+// asked about at once wait for the same listing). The function runs at most
+// warmListings listings at once; the caller runs it in the background and
+// waits for it before it ends. lookup waits for a listing begun so.
+func (t *tagListings) warm(job Job) func(ctx context.Context) {
+	rl := t.listing(job)
+	if rl == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if rl.warmed {
+		return nil
+	}
+	rl.warmed = true
+	if t.slots == nil {
+		t.slots = make(chan struct{}, warmListings)
+	}
+	return func(ctx context.Context) {
+		select {
+		case t.slots <- struct{}{}:
+		case <-ctx.Done():
+			return // lookup lists it, if still asked
+		}
+		defer func() { <-t.slots }()
+		rl.list(ctx, t.dst, job.Dest)
+	}
+}
+
+// listing is the listing of job's repository when one would answer for job
+// (its first tag digest-derived, recorded at its digest, the repository
+// holding at least two such images); nil otherwise.
+func (t *tagListings) listing(job Job) *tagListing {
+	if t == nil || len(job.Tags) == 0 {
+		return nil
 	}
 	tag := job.Tags[0]
 	if tag != oci.DigestTag(job.Digest) || t.rec[job.Dest][tag] != job.Digest {
-		return false, false
+		return nil
 	}
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	rl := t.repos[job.Dest]
 	if rl == nil {
 		rl = &tagListing{}
@@ -75,12 +132,16 @@ func (t *tagListings) lookup(ctx context.Context, job Job) (answered, listed boo
 		}
 		t.repos[job.Dest] = rl
 	}
-	t.mu.Unlock()
 	if rl.pinned < 2 {
-		return false, false // one image: its own request costs no more than a listing
+		return nil // one image: its own request costs no more than a listing
 	}
+	return rl
+}
+
+// list lists repo once (later calls wait for the first one's answer).
+func (rl *tagListing) list(ctx context.Context, dst endpoint.TagLister, repo string) {
 	rl.once.Do(func() {
-		tags, complete, err := t.dst.TagsUpTo(ctx, job.Dest, min(maxListPages, rl.pinned-1))
+		tags, complete, err := dst.TagsUpTo(ctx, repo, min(maxListPages, rl.pinned-1))
 		if err != nil {
 			return // asked about image by image
 		}
@@ -89,13 +150,6 @@ func (t *tagListings) lookup(ctx context.Context, job Job) (answered, listed boo
 			rl.tags[tg] = true
 		}
 	})
-	switch {
-	case rl.tags == nil:
-		return false, false
-	case rl.tags[tag]:
-		return true, true
-	}
-	return rl.complete, false
 }
 
 // WithRecord returns dst answering Measure as Copy with Options.Recorded

@@ -152,6 +152,7 @@ func run() error {
 	docsOnly := flag.Bool("docs-only", false, "measure nothing: rewrite the current tables of -docs from the runs kept in bench/results, and stop")
 	scaleProfiles := flag.String("scale-profiles", "", "scale section: write the CPU and heap profiles of every airlock command into this folder (scale-SIZE-WHAT.pprof, .heap.pprof; go tool pprof FILE)")
 	scaleReruns := flag.Bool("scale-reruns", false, "scale section: only the first mirror-to-mirror run, the no-op re-runs and the no-op floor of each size (no plan-only run, report opening, air gap or delete)")
+	scaleHold := flag.Bool("scale-hold", false, "scale section: after each size's re-run rows, keep its registries up and run the no-op re-run again for every line of standard input (an airlock binary, empty for -airlock, then extra flags), logging wall, CPU and requests, until standard input ends")
 	flag.Parse()
 
 	root, err := repoRoot()
@@ -284,6 +285,9 @@ func run() error {
 		cfg.ScaleSizes = append(cfg.ScaleSizes, n)
 	}
 	cfg.ScaleProfiles, cfg.ScaleReportOnly, cfg.ScaleReruns = *scaleProfiles, *scaleReportOnly, *scaleReruns
+	if *scaleHold {
+		cfg.ScaleHold = os.Stdin
+	}
 	if *scaleReportOnly && len(cfg.ScaleSizes) == 0 {
 		return errors.New("-scale-report-only needs -scale (the numbers of images)")
 	}

@@ -46,6 +46,12 @@ func BuildFlags() []string {
 	return out
 }
 
+// startEnv is the test process's environment when it started: the go
+// command finds its build cache from HOME (or XDG_CACHE_HOME), which tests
+// move to a folder of their own (mirror/registry's TestMain does), and in an
+// empty cache it would compile the whole tree again.
+var startEnv = os.Environ()
+
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 
 func build() (string, error) {
@@ -79,6 +85,7 @@ func build() (string, error) {
 			cmd.Dir = filepath.Dir(file)
 		}
 	}
+	cmd.Env = startEnv
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("registry process: build it: %s (in %q): %v\n%s", strings.Join(cmd.Args, " "), cmd.Dir, err, out)
 	}

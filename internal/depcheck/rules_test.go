@@ -105,4 +105,8 @@ var rules = []rule{
 	// implementation in reach it could test what one does instead of what the
 	// interfaces promise.
 	{"internal/testutil/endpointtest", []string{"mirror/endpoint", "mirror/oci"}},
+	// The tests' registry process is built without -race once per machine:
+	// the registry and its counters, nothing of the code under test.
+	{"internal/testutil/registryproc", []string{"internal/registryserver", "mirror/oci", "internal/testutil/airlockbin", "internal/testutil/syncbuf"}},
+	{"internal/testutil/registryproc/cmd/registryproc", []string{"internal/testutil/registryproc"}},
 }

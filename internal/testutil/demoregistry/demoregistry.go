@@ -10,13 +10,12 @@ package demoregistry
 import (
 	"context"
 	"errors"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"github.com/airlock-mirror/airlock/internal/registryserver"
 	"github.com/airlock-mirror/airlock/internal/seed"
+	"github.com/airlock-mirror/airlock/internal/testutil/registryproc"
 )
 
 // CatalogRepo is the repository of the demo catalog image, tag v1.
@@ -30,18 +29,17 @@ type Registry struct {
 	// when the registry holds it.
 	Catalog string
 
-	srv  *registryserver.Server
-	http *httptest.Server
+	srv registryproc.Registry
 }
 
-// Start serves an empty registry in memory.
+// Start serves an empty registry in memory (in a registry process, as
+// registrytest.Start does).
 func Start() (*Registry, error) {
-	srv, err := registryserver.NewServer(registryserver.Config{})
+	srv, err := registryproc.Run(registryproc.Config{})
 	if err != nil {
 		return nil, err
 	}
-	hs := httptest.NewServer(srv.Handler())
-	return &Registry{Host: strings.TrimPrefix(hs.URL, "http://"), srv: srv, http: hs}, nil
+	return &Registry{Host: strings.TrimPrefix(srv.BaseURL(), "http://"), srv: srv}, nil
 }
 
 // StartDemo serves a registry holding the demo catalog (testdata/demo/catalog)
@@ -74,10 +72,7 @@ func StartDemo() (*Registry, error) {
 }
 
 // Close stops the registry.
-func (r *Registry) Close() {
-	r.http.Close()
-	r.srv.Close()
-}
+func (r *Registry) Close() { r.srv.Stop() }
 
 // moduleRoot is the folder of the repository's go.mod, above the working
 // directory (a test runs in its package's folder).

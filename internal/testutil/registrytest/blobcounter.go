@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/airlock-mirror/airlock/internal/testutil/registryproc"
 )
 
 // BlobCounter is a reverse proxy in front of a registry that counts the bytes
@@ -63,7 +65,7 @@ func NewBlobCounter(t testing.TB, host string) *BlobCounter {
 				io.Closer
 			}{io.LimitReader(resp.Body, resp.ContentLength), resp.Body}
 		}
-		resp.Body = countingBody{resp.Body, &c.bytes}
+		resp.Body = registryproc.CountingBody{ReadCloser: resp.Body, N: &c.bytes}
 		return nil
 	}
 	c.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -1,28 +1,24 @@
 package registrytest
 
 import (
-	"context"
-	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/distribution/distribution/v3/configuration"
-	"github.com/distribution/distribution/v3/registry/handlers"
-	"github.com/sirupsen/logrus"
 	"golang.org/x/crypto/bcrypt"
 
-	_ "github.com/distribution/distribution/v3/registry/auth/htpasswd" // auth: htpasswd
-	_ "github.com/distribution/distribution/v3/registry/auth/token"    // auth: token
-	_ "github.com/distribution/distribution/v3/registry/storage/driver/filesystem"
+	"github.com/airlock-mirror/airlock/internal/testutil/registryproc"
 )
 
 // distOptions configures startDistribution: a CNCF Distribution v3 registry
@@ -37,40 +33,18 @@ type distOptions struct {
 }
 
 type distribution struct {
-	srv  *httptest.Server
-	root string
-	app  *handlers.App
+	host, root string
 }
 
-func (d *distribution) host() string { u, _ := url.Parse(d.srv.URL); return u.Host }
-
 // startDistribution runs a Distribution v3 registry with filesystem storage in
-// t.TempDir() and deletes enabled on 127.0.0.1; it stops with t.Cleanup.
+// t.TempDir() and deletes enabled on 127.0.0.1 (in a registry process, as
+// Start); it stops with t.Cleanup. With a token server or a wrap, the
+// registry's host is a front in this process that serves the token endpoint
+// or wraps the registry, and forwards the rest to it.
 func startDistribution(t testing.TB, o distOptions) *distribution {
 	t.Helper()
-	root := t.TempDir()
-	// The listener first: a token realm names the registry's own URL.
-	var handler http.Handler
-	d := &distribution{srv: httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) })), root: root}
-	base := "http://" + d.srv.Listener.Addr().String()
-	if o.ca != nil {
-		base = "https://" + d.srv.Listener.Addr().String()
-	}
-	conf := &configuration.Configuration{}
-	conf.Log.AccessLog.Disabled = true
-	conf.Log.Level = "error"
-	conf.Storage = configuration.Storage{
-		"filesystem":  configuration.Parameters{"rootdirectory": root},
-		"delete":      configuration.Parameters{"enabled": true},
-		"maintenance": configuration.Parameters{"uploadpurging": map[any]any{"enabled": false}},
-	}
-	conf.Catalog.MaxEntries = 1000
-	if o.sparse {
-		conf.Validation.Manifests.Indexes.Platforms = "none"
-	}
-	conf.HTTP.Secret = fmt.Sprintf("registrytest-%d", time.Now().UnixNano())
-	switch {
-	case o.htpasswd != nil:
+	cfg := registryproc.Config{Distribution: true, RootDir: t.TempDir(), Sparse: o.sparse}
+	if o.htpasswd != nil {
 		var lines []byte
 		for u, p := range o.htpasswd {
 			h, err := bcrypt.GenerateFromPassword([]byte(p), bcrypt.MinCost)
@@ -79,48 +53,80 @@ func startDistribution(t testing.TB, o distOptions) *distribution {
 			}
 			lines = append(lines, u+":"+string(h)+"\n"...)
 		}
-		path := filepath.Join(t.TempDir(), "htpasswd")
-		if err := os.WriteFile(path, lines, 0o600); err != nil {
+		cfg.Htpasswd = filepath.Join(t.TempDir(), "htpasswd")
+		if err := os.WriteFile(cfg.Htpasswd, lines, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		conf.Auth = configuration.Auth{"htpasswd": configuration.Parameters{"realm": "airlock-test", "path": path}}
-	case o.token != nil:
-		conf.Auth = configuration.Auth{"token": o.token.registryAuth(base + tokenPath)}
 	}
-	quiet.Do(func() { logrus.SetOutput(io.Discard) })
-	var app *handlers.App
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				t.Fatalf("registrytest: distribution configuration: %v", r)
-			}
-		}()
-		app = handlers.NewApp(context.Background(), conf)
-	}()
-	d.app = app
-	// Clients refusing the certificate (the tests that check they do) are no news.
-	d.srv.Config.ErrorLog = log.New(io.Discard, "", 0)
-	handler = app
+	if o.ca != nil {
+		cfg.CertPEM, cfg.KeyPEM = o.ca.issuePEM(t)
+	}
+	if o.token == nil && o.wrap == nil {
+		return &distribution{host: hostOf(serve(t, cfg).BaseURL()), root: cfg.RootDir}
+	}
+	if o.ca != nil {
+		t.Fatal("registrytest: a Distribution with a front (token, wrap) speaks plain HTTP")
+	}
+	// The front's listener first: a token realm names the registry's own URL.
+	var handler http.Handler
+	front := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	if o.token != nil {
+		cfg.Token = map[string]string{}
+		for k, v := range o.token.registryAuth("http://" + front.Listener.Addr().String() + tokenPath) {
+			cfg.Token[k] = fmt.Sprint(v)
+		}
+	}
+	handler = forward(t, serve(t, cfg).BaseURL())
 	if o.wrap != nil {
 		handler = o.wrap(handler)
 	}
 	if o.token != nil {
 		handler = o.token.mount(handler)
 	}
-	if o.ca != nil {
-		d.srv.TLS = &tls.Config{Certificates: []tls.Certificate{o.ca.Issue(t)}, MinVersion: tls.VersionTLS12}
-		d.srv.StartTLS()
-	} else {
-		d.srv.Start()
-	}
+	front.Config.ErrorLog = log.New(io.Discard, "", 0)
+	front.Start()
 	t.Cleanup(func() {
-		d.srv.CloseClientConnections()
-		d.srv.Close()
-		app.Shutdown()
+		front.CloseClientConnections()
+		front.Close()
 	})
-	return d
+	return &distribution{host: hostOf(front.URL), root: cfg.RootDir}
 }
 
-// quiet silences Distribution's logrus output (errors reach the tests as HTTP
-// answers).
-var quiet sync.Once
+// forward is a reverse proxy to the registry at base (plain HTTP on
+// loopback). The Host header stays the front's, so the registry's upload
+// locations name the front.
+func forward(t testing.TB, base string) http.Handler {
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.Transport = &http.Transport{
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+		MaxIdleConnsPerHost:   64,
+		IdleConnTimeout:       30 * time.Second,
+		ResponseHeaderTimeout: 5 * time.Minute,
+		DisableCompression:    true,
+	}
+	rp.ErrorLog = log.New(io.Discard, "", 0)
+	t.Cleanup(rp.Transport.(*http.Transport).CloseIdleConnections)
+	return rp
+}
+
+// hostOf is the "127.0.0.1:PORT" of a base URL.
+func hostOf(base string) string { u, _ := url.Parse(base); return u.Host }
+
+// issuePEM issues a server certificate (CA.Issue) and returns its chain and
+// key in PEM form.
+func (c *CA) issuePEM(t testing.TB) (certPEM, keyPEM []byte) {
+	t.Helper()
+	cert := c.Issue(t)
+	for _, der := range cert.Certificate {
+		certPEM = append(certPEM, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
+	}
+	key, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return certPEM, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: key})
+}

@@ -110,7 +110,7 @@ func StartKind(t testing.TB, kind string) *Target {
 		tg.Host, tg.Root, tg.TagDelete = d.host, d.root, false
 	case DistributionV3, DistributionV3Sparse:
 		d := startDistribution(t, distOptions{sparse: kind == DistributionV3Sparse})
-		tg.Host, tg.Root = d.host(), d.root
+		tg.Host, tg.Root = d.host, d.root
 	case TokenAuth:
 		tg.Push = Credentials{"pusher", "push-secret"}
 		tg.Pull = Credentials{"reader", "read-secret"}
@@ -119,21 +119,21 @@ func StartKind(t testing.TB, kind string) *Target {
 			tg.Pull.Username: {Password: tg.Pull.Password},
 		})
 		d := startDistribution(t, distOptions{token: tg.Token})
-		tg.Host, tg.Root = d.host(), d.root
+		tg.Host, tg.Root = d.host, d.root
 	case CDNRedirect:
 		tg.CDN = newCDN(t, time.Minute)
 		d := startDistribution(t, distOptions{wrap: tg.CDN.front})
-		tg.Host, tg.Root = d.host(), d.root
+		tg.Host, tg.Root = d.host, d.root
 	case PrivateCA:
 		tg.CA = NewCA(t)
 		d := startDistribution(t, distOptions{ca: tg.CA})
-		tg.Host, tg.Root, tg.CertDir = d.host(), d.root, tg.CA.CertDir(t)
+		tg.Host, tg.Root, tg.CertDir = d.host, d.root, tg.CA.CertDir(t)
 	case Htpasswd:
 		tg.CA = NewCA(t)
 		tg.Push = Credentials{"alice", "htpasswd-secret"}
 		tg.Pull = tg.Push
 		d := startDistribution(t, distOptions{ca: tg.CA, htpasswd: map[string]string{tg.Push.Username: tg.Push.Password}})
-		tg.Host, tg.Root, tg.CertDir = d.host(), d.root, tg.CA.CertDir(t)
+		tg.Host, tg.Root, tg.CertDir = d.host, d.root, tg.CA.CertDir(t)
 	default:
 		t.Fatalf("registrytest: unknown registry kind %q (want one of %v)", kind, Kinds)
 	}

@@ -34,7 +34,7 @@ type pingAnswer struct {
 }
 
 func (p *pingMemo) RoundTrip(req *http.Request) (*http.Response, error) {
-	if !isPing(req) {
+	if !isPing(req) || req.Context().Value(unmemoizedKey{}) != nil {
 		return p.inner.RoundTrip(req)
 	}
 	key := req.URL.Scheme + "://" + req.URL.Host
@@ -61,6 +61,12 @@ func (p *pingMemo) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	return resp, nil
 }
+
+// unmemoizedKey marks the context of a request the memo must send to the
+// host: the probe's GET /v2/, which on a registry without authentication is
+// the same request as a ping but is what checks that the host answers whole
+// (a body that stalls is found there, before the run's first read).
+type unmemoizedKey struct{}
 
 // isPing tells a ping: GET /v2/ without credentials.
 func isPing(req *http.Request) bool {

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -50,5 +51,41 @@ func TestPingOncePerHost(t *testing.T) {
 	}
 	if seen["GET /v2/auth 200"] != 2 {
 		t.Errorf("%d token requests, want one per group (requests: %v)", seen["GET /v2/auth 200"], seen)
+	}
+}
+
+// The probe of a registry without authentication sends its GET /v2/ to the
+// host even after a transport's ping (the same request) was answered: that
+// GET is what finds a registry whose answers stop after their headers, and a
+// remembered ping must not answer it for the host.
+func TestProbeIsNotAnsweredByAPing(t *testing.T) {
+	reg := registrytest.Start(t)
+	var mu sync.Mutex
+	pings := 0
+	// Every GET /v2/ after the first (the transport's ping) stalls its body.
+	laterPing := func(r *http.Request) bool {
+		if r.Method != http.MethodGet || r.URL.Path != "/v2/" {
+			return false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		pings++
+		return pings > 1
+	}
+	proxy := registrytest.NewFaultProxy(t, reg.Host(), registrytest.FaultPlan{Match: laterPing, Rate: 1, Kinds: []registrytest.Fault{registrytest.StallBody}})
+	c := New(Options{Retry: fastPolicy(0), Timeouts: testTimeouts})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := c.Probe(ctx, proxy.Host()+"/ns/app", true)
+	if err == nil {
+		t.Fatalf("the probe passed on a registry whose GET /v2/ stalls after its headers (%d GET /v2/ reached it)", pings)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the test's own deadline ended the probe")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if pings < 2 {
+		t.Errorf("%d GET /v2/ reached the registry, want the ping and the probe's", pings)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -233,7 +234,7 @@ func (r *Client) probe(ctx context.Context, repo string, push bool) error {
 		if u, err := url.Parse(root); err == nil && r.pings.tokenAuth(u.Host) {
 			return nil
 		}
-		resp, err := r.do(ctx, c, http.MethodGet, root, nil, nil)
+		resp, err := r.do(context.WithValue(ctx, unmemoizedKey{}, true), c, http.MethodGet, root, nil, nil)
 		if err != nil {
 			if connectFailure(err) || IsTimeout(err) {
 				return retry.Permanent(err)
@@ -243,6 +244,14 @@ func (r *Client) probe(ctx context.Context, repo string, push bool) error {
 		defer drain(resp)
 		if resp.StatusCode != http.StatusOK {
 			return statusError(resp)
+		}
+		// The answer is read whole: a registry whose answers stop after
+		// their headers is found here, before the run's first read.
+		if _, err := io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)); err != nil {
+			if IsTimeout(err) {
+				return retry.Permanent(err)
+			}
+			return err
 		}
 		return nil
 	})

@@ -1,6 +1,7 @@
 package registryproc
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/airlock-mirror/airlock/internal/testutil/airlockbin"
 )
@@ -76,12 +78,16 @@ func build() (string, error) {
 	}
 	defer unlock()
 	args := append([]string{"build", "-o", bin}, flags...)
-	cmd := exec.Command("go", append(args, pkg)...)
+	// A build from an empty cache takes about 200 CPU-s: the bound is far
+	// above it, so that a stuck build fails with its output, not at the test timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", append(args, pkg)...)
 	// From this package's folder when it is there: a test of another module
 	// (conformance/) builds it within airlock's module, with its go.sum.
 	if _, file, _, ok := runtime.Caller(0); ok {
 		if _, err := os.Stat(filepath.Join(filepath.Dir(file), "cmd", "registryproc")); err == nil {
-			cmd = exec.Command("go", append(args, "./cmd/registryproc")...)
+			cmd = exec.CommandContext(ctx, "go", append(args, "./cmd/registryproc")...)
 			cmd.Dir = filepath.Dir(file)
 		}
 	}
@@ -91,3 +97,6 @@ func build() (string, error) {
 	}
 	return bin, nil
 }
+
+// buildTimeout bounds the build of the registry process.
+const buildTimeout = 15 * time.Minute

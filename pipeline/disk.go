@@ -29,11 +29,8 @@ func (r *run) mirrorToDisk(ctx context.Context, probes *background[struct{}]) er
 		}
 	}
 	mux := r.sourceMux()
-	if _, err := r.planSources(ctx, mux, probes, nil, nil); err != nil {
-		return err
-	}
-	if r.opts.Run.PlanOnly {
-		return r.recordBlobs(ctx, mux)
+	if r.opts.Run.PlanOnly || r.opts.Run.DryRun {
+		return r.planToDisk(ctx, mux, probes)
 	}
 	state, shipped, buildsOn, err := r.archiveBase()
 	if err != nil {
@@ -43,27 +40,32 @@ func (r *run) mirrorToDisk(ctx context.Context, probes *background[struct{}]) er
 	if err != nil {
 		return err
 	}
-	if r.opts.Run.DryRun {
-		// Nothing is written into the target: the estimate compares with what
-		// earlier batches shipped.
-		return r.dryRun(ctx, transfer.NewEstimator(mux, shipped, dryRunParallel), nil)
-	}
-	if !resume && !r.opts.Archive.Full && r.opts.Archive.SinceArchive.IsZero() && r.opts.Archive.Since.IsZero() && len(r.res.Plan.Failed()) == 0 {
-		if r.res.NothingNew, err = state.Unchanged(archiveImages(r.res.Plan, nil), archiveCatalogs(r.res.Plan), r.sameMirrorConfig); err != nil || r.res.NothingNew != nil {
-			return err // nothing new: no batch is written
-		}
-	}
 	if resume {
 		r.log.Info("resuming the unfinished batch of an interrupted run", "batch", batchDir)
 	}
+	// The batch's writer is opened before planning so that the blobs of the
+	// images resolved are fetched into its staging area while planning goes
+	// on (the prefetch); it is removed again when the run ends having
+	// written nothing into it (nothing new, or planning failed).
 	w, err := archive.NewWriter(batchDir, archive.WriterOptions{
 		ChunkSize: r.cfg.ArchiveSizeBytes(), Shipped: shipped, Logger: r.log, Strict: r.opts.Archive.Strict, FreeSpace: r.opts.freeSpace, SignKey: r.opts.Archive.SignKey,
 	})
 	if err != nil {
 		return err
 	}
-	defer w.Close()
-	rep, err := r.copy(ctx, mux, w, nil)
+	empty := w.Empty() // an interrupted run's batch holding nothing is no batch yet
+	defer func() { r.closeBatch(w, batchDir, empty) }()
+	pre := r.startDiskPrefetch(ctx, mux, w)
+	defer pre.Stop()
+	if _, err := r.planSources(ctx, mux, probes, pre, nil); err != nil {
+		return err
+	}
+	if (!resume || empty) && !r.opts.Archive.Full && r.opts.Archive.SinceArchive.IsZero() && r.opts.Archive.Since.IsZero() && len(r.res.Plan.Failed()) == 0 {
+		if r.res.NothingNew, err = state.Unchanged(archiveImages(r.res.Plan, nil), archiveCatalogs(r.res.Plan), r.sameMirrorConfig); err != nil || r.res.NothingNew != nil {
+			return err // nothing new: no batch is written
+		}
+	}
+	rep, err := r.copy(ctx, mux, w, pre)
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/airlock-mirror/airlock/imageset"
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/archive"
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 	"github.com/airlock-mirror/airlock/mirror/retry"
 	"github.com/airlock-mirror/airlock/mirror/signature"
@@ -314,11 +315,12 @@ func (r *run) sourceMux() *mirror.SourceMux {
 }
 
 // startPrefetch starts copying blobs while planning goes on (the copy stage
-// begun early: transfer.Prefetch), for a mirror-to-mirror run whose plan
-// cannot refuse images after they were resolved (no --policy, signatures not
-// required); nil otherwise. The caller stops it once the copy is over.
-func (r *run) startPrefetch(ctx context.Context, mux *mirror.SourceMux, dst *registry.Client) *transfer.Prefetch {
-	if o := r.opts; r.workflow != mirror.MirrorToMirror || o.Run.DryRun || o.Run.PlanOnly || r.policy != nil || o.Signatures.Mode == signature.Required {
+// begun early: transfer.Prefetch), for a mirror-to-mirror or mirror-to-disk
+// run whose plan cannot refuse images after they were resolved (no --policy,
+// signatures not required); nil otherwise. The caller stops it once the copy
+// is over.
+func (r *run) startPrefetch(ctx context.Context, mux *mirror.SourceMux, dst endpoint.Destination) *transfer.Prefetch {
+	if o := r.opts; (r.workflow != mirror.MirrorToMirror && r.workflow != mirror.MirrorToDisk) || o.Run.DryRun || o.Run.PlanOnly || r.policy != nil || o.Signatures.Mode == signature.Required {
 		return nil
 	}
 	return transfer.NewPrefetch(ctx, mux, dst, r.copyOptions(nil))

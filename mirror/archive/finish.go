@@ -388,6 +388,7 @@ func reliedRecord(d digest.Digest, size int64, repos map[string]struct{}, o Orig
 
 // markFinished marks the writer finished, once: a second call is ErrFinished.
 func (w *Writer) markFinished() error {
+	w.waitMove(false)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.finished {

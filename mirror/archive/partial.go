@@ -36,6 +36,9 @@ func (w *Writer) StartBlob(ctx context.Context, repo string, d endpoint.Descript
 	}
 	w.mu.Lock()
 	ok, err := w.present(repo, d)
+	if !ok && err == nil {
+		err = w.reserve(d)
+	}
 	w.mu.Unlock()
 	if ok || err != nil {
 		return nil, err
@@ -234,6 +237,10 @@ func (w *Writer) stage(ctx context.Context, d endpoint.Descriptor, r io.Reader, 
 	}
 	if w.inSlot(d.Digest) {
 		return nil // a concurrent transfer wrote it into its slot meanwhile
+	}
+	if s, ok := w.slotOf(d); ok && path == w.partialPath(d.Digest) {
+		// Expect gave it a slot while it was fetched (prestaged.go).
+		return w.stagedIntoSlot(ctx, s, d, path)
 	}
 	if err := os.Rename(path, w.stagedPath(d.Digest)); err != nil {
 		return fmt.Errorf("stage blob %s: %w", d.Digest, err)

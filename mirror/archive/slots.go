@@ -79,9 +79,11 @@ func preReserve(n int, chunkSize int64) int64 {
 // Expect lays out, before the copy, chunks for the blobs the run is about to
 // write (layers, configs, and the manifests as blobs of their own, each with
 // its media type: a shard keeps its manifests in its record, not in its
-// chunks): every blob of blobs not held yet (written, staged, shipped by an
-// earlier batch or written by another shard) gets a slot in a chunk file
-// created now, and its bytes are written there when it arrives. Calling it is
+// chunks): every blob of blobs not held yet (written, shipped by an earlier
+// batch or written by another shard) gets a slot in a chunk file created now,
+// and its bytes are written there when it arrives; a blob staged already
+// (fetched before the layout: prestaged.go) gets its slot too and is moved
+// there in the background. It lifts the bound of BoundStaging. Calling it is
 // optional (a blob without a slot is staged), and it may be called more than
 // once: later calls lay out new chunks. With Strict, a blob larger than the
 // chunk size is refused here, before anything is fetched. It does nothing once Finish has been
@@ -92,6 +94,7 @@ func (w *Writer) Expect(blobs []endpoint.Descriptor) error {
 	if w.finished {
 		return ErrFinished
 	}
+	w.unbound() // the space check is made
 	if w.completed != nil && len(w.completed.Chunks) > 0 {
 		return nil
 	}
@@ -106,7 +109,10 @@ func (w *Writer) Expect(blobs []endpoint.Descriptor) error {
 			continue
 		}
 		seen[b.Digest] = true
-		_, held := w.blobs[b.Digest]
+		// A blob staged before the layout (prestaged.go) gets its slot and
+		// is moved there; one in a chunk already is held.
+		sb, staged := w.blobs[b.Digest]
+		held := staged && sb.chunk != ""
 		_, shipped := w.shipped[b.Digest]
 		_, slotted := w.slots[b.Digest]
 		// A manifest is written into every batch, even one an earlier batch
@@ -178,6 +184,7 @@ func (w *Writer) Expect(blobs []endpoint.Descriptor) error {
 			return err
 		}
 	}
+	w.startMove(w.stagedToMove(blobs))
 	return nil
 }
 

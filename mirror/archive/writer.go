@@ -102,6 +102,8 @@ type Writer struct {
 	// hash what they did not cover.
 	regions  map[int]*regionHash
 	readBack int64
+	// pres are the blobs staged before the layout (prestaged.go).
+	pres prestage
 }
 
 type stagedBlob struct {
@@ -311,6 +313,7 @@ func (w *Writer) load() error {
 // Close releases the Writer without finishing: the staging area stays, and a new
 // Writer on the same directory resumes from it.
 func (w *Writer) Close() error {
+	w.waitMove(true)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.journal == nil {

@@ -31,10 +31,10 @@ func (r *run) planToDisk(ctx context.Context, mux *mirror.SourceMux, probes *bac
 // startDiskPrefetch starts fetching the blobs of the images resolved into the
 // staging area of w while planning goes on (startPrefetch), nil when the run
 // does not prefetch. Until the plan is measured and its space checked, what it
-// stages is bounded by the free space of the archive's filesystem less one
-// archive file (archive.Writer.BoundStaging), with --skip-space-check too: a
-// run that goes on past the space check fills the disk in its copy, never
-// while planning.
+// stages is bounded by the free space of the archive's filesystem
+// (archive.Writer.BoundStaging: half of it at most), with --skip-space-check
+// too: a run that goes on past the space check fills the disk in its copy,
+// never while planning.
 func (r *run) startDiskPrefetch(ctx context.Context, mux *mirror.SourceMux, w *archive.Writer) *transfer.Prefetch {
 	pre := r.startPrefetch(ctx, mux, w)
 	if pre == nil {

@@ -20,8 +20,9 @@ import (
 
 // TestMirrorToDiskRefusesWithoutSpace: a mirror-to-disk whose plan needs more
 // than the target's filesystem has free (reported as 64 KiB: the plan's four
-// 64 KiB layers do not fit) is refused before any blob is fetched from the
-// source (Debian's docker-registry), with the numbers, the folder and
+// 64 KiB layers do not fit) is refused before any layer is fetched from the
+// source (Debian's docker-registry: what is fetched while planning stays
+// within half the free space), with the numbers, the folder and
 // --skip-space-check in the message, and no batch is written; with
 // --skip-space-check the same run writes the batch.
 func TestMirrorToDiskRefusesWithoutSpace(t *testing.T) {
@@ -58,8 +59,10 @@ func TestMirrorToDiskRefusesWithoutSpace(t *testing.T) {
 	if p, _ := asked.Load().(string); !strings.HasPrefix(p, target) {
 		t.Errorf("free space asked of %q, not of the target %s", p, target)
 	}
-	if n := counter.Bytes(); n != 0 {
-		t.Errorf("%d blob bytes fetched before the refusal", n)
+	// Only what fits in half the free space may be fetched ahead of the
+	// check (the configs, not a layer).
+	if n := counter.Bytes(); n > 32<<10 {
+		t.Errorf("%d blob bytes fetched before the refusal, want at most half the free space", n)
 	}
 	if _, err := os.Stat(filepath.Join(target, "batch-0001", "airlock_000001.tar")); err == nil {
 		t.Errorf("a chunk was written")

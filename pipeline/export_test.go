@@ -18,3 +18,6 @@ func SetTimeouts(o *Options, t registry.Timeouts) { o.timeouts = t }
 // SetFreeSpace replaces how the archive's free space is read: what a disk too
 // small for the plan reports, without filling a disk.
 func SetFreeSpace(o *Options, free func(path string) (int64, error)) { o.freeSpace = free }
+
+// SetNoPrefetch makes the run copy only once its plan is final.
+func SetNoPrefetch(o *Options) { o.noPrefetch = true }

@@ -57,6 +57,10 @@ type Options struct {
 	// freeSpace, when set, replaces the archive filesystem's free space
 	// (archive.WriterOptions.FreeSpace; tests of this package).
 	freeSpace func(path string) (int64, error)
+	// noPrefetch makes a run copy only once its plan is final, as a run
+	// that cannot prefetch does (tests of this package: the reference a
+	// prefetching run's archive is compared with).
+	noPrefetch bool
 	// sources are content sources added to the built-in ones (tests of
 	// this package).
 	sources []Source

@@ -320,7 +320,7 @@ func (r *run) sourceMux() *mirror.SourceMux {
 // signatures not required); nil otherwise. The caller stops it once the copy
 // is over.
 func (r *run) startPrefetch(ctx context.Context, mux *mirror.SourceMux, dst endpoint.Destination) *transfer.Prefetch {
-	if o := r.opts; (r.workflow != mirror.MirrorToMirror && r.workflow != mirror.MirrorToDisk) || o.Run.DryRun || o.Run.PlanOnly || r.policy != nil || o.Signatures.Mode == signature.Required {
+	if o := r.opts; (r.workflow != mirror.MirrorToMirror && r.workflow != mirror.MirrorToDisk) || o.noPrefetch || o.Run.DryRun || o.Run.PlanOnly || r.policy != nil || o.Signatures.Mode == signature.Required {
 		return nil
 	}
 	return transfer.NewPrefetch(ctx, mux, dst, r.copyOptions(nil))

@@ -125,6 +125,7 @@ func (w *Writer) Expect(blobs []endpoint.Descriptor) error {
 		}
 	}
 	if len(todo) == 0 {
+		w.startMove(w.stagedToMove(blobs)) // staged by an interrupted run, laid out by it
 		return nil
 	}
 	slices.SortFunc(todo, func(a, b endpoint.Descriptor) int {

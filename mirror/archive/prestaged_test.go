@@ -1,0 +1,281 @@
+package archive
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/opencontainers/go-digest"
+
+	"github.com/airlock-mirror/airlock/mirror/endpoint"
+)
+
+// putBlobs stages the layers and configs of imgs as a prefetch does, before
+// their manifests are pushed.
+func putBlobs(t testing.TB, ctx context.Context, w *Writer, imgs []testImage) {
+	t.Helper()
+	for _, img := range imgs {
+		for _, b := range img.blobs {
+			d := endpoint.Descriptor{Digest: digest.FromBytes(b), Size: int64(len(b))}
+			if err := w.PutBlob(ctx, img.repo, d, bytes.NewReader(b)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestExpectMovesStagedBlobs: blobs staged before the layout (a prefetch)
+// get their slots from Expect and are moved there, so that the finished
+// archive is byte for byte the one a run that laid its chunks out before
+// fetching anything writes, with nothing written again at the end; also
+// when the run is interrupted after the layout (the move stopped, a new
+// Writer resumes).
+func TestExpectMovesStagedBlobs(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		chunkSize int64
+		ahead     int  // images whose blobs are staged before Expect
+		interrupt bool // Close after Expect, resume with a new Writer
+	}{
+		{name: "none ahead", ahead: 0},
+		{name: "some ahead", ahead: 3},
+		{name: "all ahead", ahead: 9},
+		{name: "some ahead, several chunks", chunkSize: 64 << 10, ahead: 4},
+		{name: "some ahead, interrupted after the layout", chunkSize: 64 << 10, ahead: 4, interrupt: true},
+		{name: "all ahead, interrupted after the layout", ahead: 9, interrupt: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			imgs := testSet(21)
+			rng := testRNG(21)
+			for range 4 {
+				imgs = append(imgs, makeImage(rng, "ns/big", "v"+string(rune('a'+rng.IntN(26))), randBytes(rng, 20<<10)))
+			}
+			all := append(planBlobs(imgs), planManifests(imgs)...)
+			refDir := t.TempDir()
+			ref := expectingWriter(t, refDir, WriterOptions{ChunkSize: tc.chunkSize}, imgs)
+			for _, img := range imgs {
+				push(t, ctx, ref, img)
+			}
+			want, err := ref.Finish(ctx, metaFor(imgs))
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			dir := t.TempDir()
+			var logs bytes.Buffer
+			opts := WriterOptions{ChunkSize: tc.chunkSize, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+			w, err := NewWriter(dir, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ahead := imgs[:min(tc.ahead, len(imgs))]
+			putBlobs(t, ctx, w, ahead)
+			if err := w.Expect(all); err != nil {
+				t.Fatal(err)
+			}
+			if tc.interrupt {
+				if err := w.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if w, err = NewWriter(dir, opts); err != nil {
+					t.Fatal(err)
+				}
+				if err := w.Expect(all); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if moved, left := w.StagedBeforeLayout(); left != 0 || (!tc.interrupt && moved != len(distinct(planBlobs(ahead)))) {
+				t.Errorf("moved %d, left %d staged blobs; want every one of the %d moved", moved, left, len(distinct(planBlobs(ahead))))
+			}
+			if n := stagedCount(t, dir); n != 0 {
+				t.Errorf("%d blobs still staged after the move", n)
+			}
+			for _, img := range imgs {
+				push(t, ctx, w, img)
+			}
+			m, err := w.Finish(ctx, metaFor(imgs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkArchive(t, dir, imgs, want)
+			if strings.Contains(logs.String(), "written again") {
+				t.Errorf("chunks written again from the staging area:\n%s", logs.String())
+			}
+			if len(m.Chunks) != len(want.Chunks) {
+				t.Fatalf("%d chunks, want %d", len(m.Chunks), len(want.Chunks))
+			}
+			for _, c := range want.Chunks {
+				if !bytes.Equal(readFile(t, filepath.Join(dir, c.Name)), readFile(t, filepath.Join(refDir, c.Name))) {
+					t.Errorf("%s differs from the one written without blobs staged ahead", c.Name)
+				}
+			}
+		})
+	}
+}
+
+// TestExpectSlotsBlobInFlight: a blob being fetched when Expect lays the
+// chunks out gets its slot, and its transfer ends by writing it there.
+func TestExpectSlotsBlobInFlight(t *testing.T) {
+	ctx := context.Background()
+	imgs := testSet(22)
+	w, err := NewWriter(t.TempDir(), WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := imgs[0].blobs[1]
+	d := endpoint.Descriptor{Digest: digest.FromBytes(b), Size: int64(len(b))}
+	up, err := w.StartBlob(ctx, imgs[0].repo, d)
+	if err != nil || up == nil {
+		t.Fatalf("StartBlob: %v, %v", up, err)
+	}
+	if err := w.Expect(planBlobs(imgs)); err != nil {
+		t.Fatal(err)
+	}
+	if err := up.Write(ctx, bytes.NewReader(b)); err != nil {
+		t.Fatal(err)
+	}
+	if !w.inSlot(d.Digest) {
+		t.Errorf("blob %s fetched during the layout is not in its slot", d.Digest)
+	}
+	if ok, err := w.BlobExists(ctx, imgs[0].repo, d); !ok || err != nil {
+		t.Errorf("BlobExists = %v, %v", ok, err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBoundStaging: before the layout, StartBlob stages blobs only while
+// they fit in the free space less one chunk, and in half of it, refusing the next with
+// ErrNoSpace before any byte is read; Expect lifts the bound, and what was
+// staged counts as written for the space check.
+func TestBoundStaging(t *testing.T) {
+	ctx := context.Background()
+	const chunk = 64 << 10
+	rng := testRNG(23)
+	blobs := [][]byte{randBytes(rng, 20<<10), randBytes(rng, 20<<10)}
+	for _, tc := range []struct {
+		name   string
+		free   int64
+		freeOK bool
+		staged int // blobs staged before the layout
+	}{
+		{name: "half the free space: room for one", free: 50 << 10, freeOK: true, staged: 1},       // 25 KiB
+		{name: "free space less a chunk: room for both", free: 200 << 10, freeOK: true, staged: 2}, // 136 KiB
+		{name: "room for none", free: 30 << 10, freeOK: true, staged: 0},                           // 15 KiB
+		{name: "free space unknown", freeOK: false, staged: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := NewWriter(t.TempDir(), WriterOptions{ChunkSize: chunk, FreeSpace: func(string) (int64, error) {
+				if !tc.freeOK {
+					return 0, errors.New("statfs: not supported")
+				}
+				return tc.free, nil
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			if bound := w.BoundStaging(); tc.freeOK != (bound >= 0) {
+				t.Errorf("bound %d with the free space known: %v", bound, tc.freeOK)
+			}
+			var ds []endpoint.Descriptor
+			staged := 0
+			for _, b := range blobs {
+				d := endpoint.Descriptor{Digest: digest.FromBytes(b), Size: int64(len(b))}
+				ds = append(ds, d)
+				r := &countingReader{r: bytes.NewReader(b)}
+				err := w.PutBlob(ctx, "ns/a", d, r)
+				switch {
+				case err == nil:
+					staged++
+					if w.ToWrite(d) != 0 {
+						t.Errorf("a staged blob counts %d bytes still to write", w.ToWrite(d))
+					}
+				case errors.Is(err, ErrNoSpace):
+					if r.n != 0 {
+						t.Errorf("%d bytes read of a blob refused", r.n)
+					}
+					if w.ToWrite(d) != d.Size {
+						t.Errorf("a blob refused counts %d bytes to write, want %d", w.ToWrite(d), d.Size)
+					}
+				default:
+					t.Fatal(err)
+				}
+			}
+			if staged != tc.staged {
+				t.Errorf("%d blobs staged before the layout, want %d", staged, tc.staged)
+			}
+			if err := w.Expect(ds); err != nil {
+				t.Fatal(err)
+			}
+			for i, b := range blobs {
+				if err := w.PutBlob(ctx, "ns/a", ds[i], bytes.NewReader(b)); err != nil {
+					t.Errorf("after the layout: %v", err)
+				}
+				if !w.inSlot(ds[i].Digest) {
+					w.waitMove(false)
+					if !w.inSlot(ds[i].Digest) {
+						t.Errorf("blob %d is not in its slot", i)
+					}
+				}
+			}
+		})
+	}
+}
+
+type countingReader struct {
+	r *bytes.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
+}
+
+// TestRemoveIfEmpty: a closed Writer that holds nothing removes its folder;
+// one holding a staged blob, or one still open, keeps it.
+func TestRemoveIfEmpty(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name        string
+		stage, open bool
+		removed     bool
+	}{
+		{name: "empty", removed: true},
+		{name: "a blob staged", stage: true},
+		{name: "still open", open: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "batch-0001")
+			w, err := NewWriter(dir, WriterOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.stage {
+				putBlobs(t, ctx, w, testSet(24)[:1])
+			}
+			if !tc.open {
+				if err := w.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.RemoveIfEmpty(); err != nil {
+				t.Fatal(err)
+			}
+			_, statErr := os.Stat(dir)
+			if removed := errors.Is(statErr, os.ErrNotExist); removed != tc.removed {
+				t.Errorf("removed: %v, want %v", removed, tc.removed)
+			}
+			_ = w.Close()
+		})
+	}
+}

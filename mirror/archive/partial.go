@@ -85,7 +85,11 @@ func (u *stagingUpload) Held() (int64, hash.Hash, error) {
 		return 0, nil, nil
 	}
 	if s, ok := u.w.slotOf(u.d); ok {
-		return u.heldInSlot(s)
+		if n, h, err := u.heldInSlot(s); err != nil || n > 0 {
+			return n, h, err
+		}
+		// Nothing in its slot: a transfer begun before the layout
+		// (prestaged.go) may have left bytes in its partial file.
 	}
 	p := u.w.partialPath(u.d.Digest)
 	f, err := os.Open(p)
@@ -170,9 +174,11 @@ func (u *stagingUpload) Cancel(context.Context) {}
 func (w *Writer) stage(ctx context.Context, d endpoint.Descriptor, r io.Reader, off int64, h hash.Hash) error {
 	path, release := w.claimPartial(d.Digest)
 	defer release()
-	if s, ok := w.slotOf(d); ok && path != "" {
+	if s, ok := w.slotOf(d); ok && path != "" && (off == 0 || w.slotHolds(d.Digest, off)) {
 		return w.writeSlot(ctx, s, d, r, off, h)
 	}
+	// Else the bytes held are in the partial file (a transfer begun before
+	// the layout): it goes on there, and is moved into the slot at the end.
 	if path == "" {
 		if off > 0 {
 			return fmt.Errorf("stage blob %s from byte %d: another transfer writes it", d.Digest, off)

@@ -176,6 +176,14 @@ func (w *Writer) stagedIntoSlot(ctx context.Context, s slot, d endpoint.Descript
 	return nil
 }
 
+// slotHolds reports whether blob d's slot holds its first n bytes (an
+// interrupted transfer's, recorded "held").
+func (w *Writer) slotHolds(d digest.Digest, n int64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.slotHeld[d] == n
+}
+
 // waitMove waits for the move into slots Expect started, if any; with stop,
 // it stops it first (what is not moved stays staged).
 func (w *Writer) waitMove(stop bool) {

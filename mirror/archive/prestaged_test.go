@@ -279,3 +279,76 @@ func TestRemoveIfEmpty(t *testing.T) {
 		})
 	}
 }
+
+// TestResumePartialAfterLayout: a blob cut off midway before the layout
+// keeps its bytes in its partial file; after the layout gave it a slot, the
+// next transfer takes only the rest, into the partial file, and the blob
+// ends in its slot: the archive is the one written without interruption.
+func TestResumePartialAfterLayout(t *testing.T) {
+	ctx := context.Background()
+	imgs := testSet(25)
+	all := append(planBlobs(imgs), planManifests(imgs)...)
+	refDir := t.TempDir()
+	ref := expectingWriter(t, refDir, WriterOptions{}, imgs)
+	for _, img := range imgs {
+		push(t, ctx, ref, img)
+	}
+	want, err := ref.Finish(ctx, metaFor(imgs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	w, err := NewWriter(dir, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, big := largest(imgs)
+	d := endpoint.Descriptor{Digest: digest.FromBytes(big), Size: int64(len(big))}
+	up, err := w.StartBlob(ctx, img.repo, d)
+	if err != nil || up == nil {
+		t.Fatal(up, err)
+	}
+	cut := len(big) / 2
+	if err := up.Write(ctx, &failingReader{bytes.NewReader(big), cut}); err == nil {
+		t.Fatal("a broken transfer succeeded")
+	}
+	if err := w.Expect(all); err != nil { // laid out with the blob cut off
+		t.Fatal(err)
+	}
+	w.Close() // interrupted
+
+	w2, err := NewWriter(dir, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w2.Expect(all); err != nil {
+		t.Fatal(err)
+	}
+	up2, err := w2.StartBlob(ctx, img.repo, d)
+	if err != nil || up2 == nil {
+		t.Fatal(up2, err)
+	}
+	ru := up2.(endpoint.ResumableUpload)
+	held, h, err := ru.Held()
+	if err != nil || held != int64(cut) || h == nil {
+		t.Fatalf("held %d (%v), want %d", held, err, cut)
+	}
+	if err := ru.WriteFrom(ctx, bytes.NewReader(big[cut:]), held); err != nil {
+		t.Fatal(err)
+	}
+	if !w2.inSlot(d.Digest) {
+		t.Errorf("the resumed blob is not in its slot")
+	}
+	for _, img := range imgs {
+		push(t, ctx, w2, img)
+	}
+	if _, err := w2.Finish(ctx, metaFor(imgs)); err != nil {
+		t.Fatal(err)
+	}
+	checkArchive(t, dir, imgs, want)
+	for _, c := range want.Chunks {
+		if !bytes.Equal(readFile(t, filepath.Join(dir, c.Name)), readFile(t, filepath.Join(refDir, c.Name))) {
+			t.Errorf("%s differs from the one written without interruption", c.Name)
+		}
+	}
+}

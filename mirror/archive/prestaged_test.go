@@ -57,15 +57,7 @@ func TestExpectMovesStagedBlobs(t *testing.T) {
 				imgs = append(imgs, makeImage(rng, "ns/big", "v"+string(rune('a'+rng.IntN(26))), randBytes(rng, 20<<10)))
 			}
 			all := append(planBlobs(imgs), planManifests(imgs)...)
-			refDir := t.TempDir()
-			ref := expectingWriter(t, refDir, WriterOptions{ChunkSize: tc.chunkSize}, imgs)
-			for _, img := range imgs {
-				push(t, ctx, ref, img)
-			}
-			want, err := ref.Finish(ctx, metaFor(imgs))
-			if err != nil {
-				t.Fatal(err)
-			}
+			refDir, want := referenceArchive(t, WriterOptions{ChunkSize: tc.chunkSize}, imgs)
 
 			dir := t.TempDir()
 			var logs bytes.Buffer
@@ -110,11 +102,7 @@ func TestExpectMovesStagedBlobs(t *testing.T) {
 			if len(m.Chunks) != len(want.Chunks) {
 				t.Fatalf("%d chunks, want %d", len(m.Chunks), len(want.Chunks))
 			}
-			for _, c := range want.Chunks {
-				if !bytes.Equal(readFile(t, filepath.Join(dir, c.Name)), readFile(t, filepath.Join(refDir, c.Name))) {
-					t.Errorf("%s differs from the one written without blobs staged ahead", c.Name)
-				}
-			}
+			sameChunkFiles(t, dir, refDir, want)
 		})
 	}
 }
@@ -288,30 +276,14 @@ func TestResumePartialAfterLayout(t *testing.T) {
 	ctx := context.Background()
 	imgs := testSet(25)
 	all := append(planBlobs(imgs), planManifests(imgs)...)
-	refDir := t.TempDir()
-	ref := expectingWriter(t, refDir, WriterOptions{}, imgs)
-	for _, img := range imgs {
-		push(t, ctx, ref, img)
-	}
-	want, err := ref.Finish(ctx, metaFor(imgs))
-	if err != nil {
-		t.Fatal(err)
-	}
+	refDir, want := referenceArchive(t, WriterOptions{}, imgs)
 	dir := t.TempDir()
 	w, err := NewWriter(dir, WriterOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	img, big := largest(imgs)
-	d := endpoint.Descriptor{Digest: digest.FromBytes(big), Size: int64(len(big))}
-	up, err := w.StartBlob(ctx, img.repo, d)
-	if err != nil || up == nil {
-		t.Fatal(up, err)
-	}
-	cut := len(big) / 2
-	if err := up.Write(ctx, &failingReader{bytes.NewReader(big), cut}); err == nil {
-		t.Fatal("a broken transfer succeeded")
-	}
+	cut := cutBlob(t, ctx, w, img.repo, big)
 	if err := w.Expect(all); err != nil { // laid out with the blob cut off
 		t.Fatal(err)
 	}
@@ -324,19 +296,8 @@ func TestResumePartialAfterLayout(t *testing.T) {
 	if err := w2.Expect(all); err != nil {
 		t.Fatal(err)
 	}
-	up2, err := w2.StartBlob(ctx, img.repo, d)
-	if err != nil || up2 == nil {
-		t.Fatal(up2, err)
-	}
-	ru := up2.(endpoint.ResumableUpload)
-	held, h, err := ru.Held()
-	if err != nil || held != int64(cut) || h == nil {
-		t.Fatalf("held %d (%v), want %d", held, err, cut)
-	}
-	if err := ru.WriteFrom(ctx, bytes.NewReader(big[cut:]), held); err != nil {
-		t.Fatal(err)
-	}
-	if !w2.inSlot(d.Digest) {
+	resumeBlob(t, ctx, w2, img.repo, big, cut)
+	if !w2.inSlot(digest.FromBytes(big)) {
 		t.Errorf("the resumed blob is not in its slot")
 	}
 	for _, img := range imgs {
@@ -346,9 +307,32 @@ func TestResumePartialAfterLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkArchive(t, dir, imgs, want)
+	sameChunkFiles(t, dir, refDir, want)
+}
+
+// referenceArchive writes imgs into a new folder as a planned mirror-to-disk
+// without a prefetch does (Expect before anything is pushed).
+func referenceArchive(t *testing.T, opts WriterOptions, imgs []testImage) (string, *Manifest) {
+	t.Helper()
+	dir := t.TempDir()
+	w := expectingWriter(t, dir, opts, imgs)
+	for _, img := range imgs {
+		push(t, context.Background(), w, img)
+	}
+	m, err := w.Finish(context.Background(), metaFor(imgs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, m
+}
+
+// sameChunkFiles asserts that the chunks of want are byte for byte the same
+// in dir and refDir.
+func sameChunkFiles(t *testing.T, dir, refDir string, want *Manifest) {
+	t.Helper()
 	for _, c := range want.Chunks {
 		if !bytes.Equal(readFile(t, filepath.Join(dir, c.Name)), readFile(t, filepath.Join(refDir, c.Name))) {
-			t.Errorf("%s differs from the one written without interruption", c.Name)
+			t.Errorf("%s differs from the reference archive's", c.Name)
 		}
 	}
 }

@@ -279,15 +279,7 @@ func TestExpectResumeMidBlob(t *testing.T) {
 		t.Fatal(err)
 	}
 	img, big := largest(imgs)
-	d := endpoint.Descriptor{Digest: digest.FromBytes(big), Size: int64(len(big))}
-	up, err := w.StartBlob(ctx, img.repo, d)
-	if err != nil || up == nil {
-		t.Fatal(up, err)
-	}
-	cut := len(big) / 2
-	if err := up.Write(ctx, &failingReader{bytes.NewReader(big), cut}); err == nil {
-		t.Fatal("a broken transfer succeeded")
-	}
+	cut := cutBlob(t, ctx, w, img.repo, big)
 	w.Close() // interrupted
 
 	w2, err := NewWriter(dir, WriterOptions{})
@@ -297,18 +289,7 @@ func TestExpectResumeMidBlob(t *testing.T) {
 	if err := w2.Expect(planBlobs(imgs)); err != nil {
 		t.Fatal(err)
 	}
-	up2, err := w2.StartBlob(ctx, img.repo, d)
-	if err != nil || up2 == nil {
-		t.Fatal(up2, err)
-	}
-	ru := up2.(endpoint.ResumableUpload)
-	held, h, err := ru.Held()
-	if err != nil || held != int64(cut) || h == nil {
-		t.Fatalf("held %d (%v), want %d", held, err, cut)
-	}
-	if err := ru.WriteFrom(ctx, bytes.NewReader(big[cut:]), held); err != nil {
-		t.Fatal(err)
-	}
+	resumeBlob(t, ctx, w2, img.repo, big, cut)
 	for _, img := range imgs {
 		push(t, ctx, w2, img)
 	}
@@ -316,6 +297,39 @@ func TestExpectResumeMidBlob(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkArchive(t, dir, imgs, want)
+}
+
+// cutBlob starts transferring blob b into w and cuts it off midway: the
+// number of bytes sent.
+func cutBlob(t *testing.T, ctx context.Context, w *Writer, repo string, b []byte) int {
+	t.Helper()
+	up, err := w.StartBlob(ctx, repo, endpoint.Descriptor{Digest: digest.FromBytes(b), Size: int64(len(b))})
+	if err != nil || up == nil {
+		t.Fatal(up, err)
+	}
+	cut := len(b) / 2
+	if err := up.Write(ctx, &failingReader{bytes.NewReader(b), cut}); err == nil {
+		t.Fatal("a broken transfer succeeded")
+	}
+	return cut
+}
+
+// resumeBlob transfers blob b into w again, after its first cut bytes, which
+// w must hold.
+func resumeBlob(t *testing.T, ctx context.Context, w *Writer, repo string, b []byte, cut int) {
+	t.Helper()
+	up, err := w.StartBlob(ctx, repo, endpoint.Descriptor{Digest: digest.FromBytes(b), Size: int64(len(b))})
+	if err != nil || up == nil {
+		t.Fatal(up, err)
+	}
+	ru := up.(endpoint.ResumableUpload)
+	held, h, err := ru.Held()
+	if err != nil || held != int64(cut) || h == nil {
+		t.Fatalf("held %d (%v), want %d", held, err, cut)
+	}
+	if err := ru.WriteFrom(ctx, bytes.NewReader(b[cut:]), held); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestExpectResumeKeepsPlaced: blobs written into their slots before the run

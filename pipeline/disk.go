@@ -40,9 +40,6 @@ func (r *run) mirrorToDisk(ctx context.Context, probes *background[struct{}]) er
 	if err != nil {
 		return err
 	}
-	if resume {
-		r.log.Info("resuming the unfinished batch of an interrupted run", "batch", batchDir)
-	}
 	// The batch's writer is opened before planning so that the blobs of the
 	// images resolved are fetched into its staging area while planning goes
 	// on (the prefetch); it is removed again when the run ends having
@@ -54,6 +51,9 @@ func (r *run) mirrorToDisk(ctx context.Context, probes *background[struct{}]) er
 		return err
 	}
 	empty := w.Empty() // an interrupted run's batch holding nothing is no batch yet
+	if resume && !empty {
+		r.log.Info("resuming the unfinished batch of an interrupted run", "batch", batchDir)
+	}
 	defer func() { r.closeBatch(w, batchDir, empty) }()
 	pre := r.startDiskPrefetch(ctx, mux, w)
 	defer pre.Stop()

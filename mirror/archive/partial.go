@@ -151,14 +151,19 @@ func (u *stagingUpload) WriteFrom(ctx context.Context, r io.Reader, off int64) e
 		return err
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.finished {
+		w.mu.Unlock()
 		return ErrFinished
 	}
 	if _, ok := w.blobs[u.d.Digest]; !ok {
 		w.blobs[u.d.Digest] = &stagedBlob{size: u.d.Size, repos: map[string]struct{}{}}
 	}
-	return w.use(u.repo, u.d.Digest)
+	err := w.use(u.repo, u.d.Digest)
+	w.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return w.settle(ctx, u.d.Digest)
 }
 
 // Cancel implements endpoint.BlobUpload: the partial file stays for the

@@ -149,7 +149,7 @@ func (w *Writer) moveStaged(ctx context.Context, d digest.Digest) error {
 	path, release := w.claimPartial(d)
 	defer release()
 	if path == "" {
-		return fmt.Errorf("blob %s: another transfer writes it", d)
+		return nil // another caller moves it (settle) or writes it
 	}
 	w.mu.Lock()
 	sb, staged := w.blobs[d]
@@ -159,6 +159,23 @@ func (w *Writer) moveStaged(ctx context.Context, d digest.Digest) error {
 		return nil // moved or placed meanwhile
 	}
 	return w.stagedIntoSlot(ctx, s, endpoint.Descriptor{Digest: d, Size: sb.size}, w.stagedPath(d))
+}
+
+// settle moves blob d into its slot when it is staged and has one: a blob
+// whose staging ended while Expect laid the chunks out, after Expect looked
+// for the staged blobs to move. Else it does nothing.
+func (w *Writer) settle(ctx context.Context, d digest.Digest) error {
+	w.mu.Lock()
+	sb, staged := w.blobs[d]
+	s, slotted := w.slots[d]
+	w.mu.Unlock()
+	if !staged || sb.chunk != "" || !slotted || s.size != sb.size {
+		return nil
+	}
+	if err := w.moveStaged(ctx, d); err != nil {
+		w.log.Debug("staged blob left in the staging area: its chunk is written again at the end", "digest", d, "error", err)
+	}
+	return nil
 }
 
 // stagedIntoSlot writes the verified blob d held in file path into its slot s

@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/opencontainers/go-digest"
@@ -335,4 +337,64 @@ func sameChunkFiles(t *testing.T, dir, refDir string, want *Manifest) {
 			t.Errorf("%s differs from the reference archive's", c.Name)
 		}
 	}
+}
+
+// TestExpectWhileStaging: Expect lays the chunks out while blobs are being
+// staged concurrently (a prefetch still running): every blob ends in its
+// slot, whether its staging ended before, during or after the layout, and
+// no chunk is written again at the end.
+func TestExpectWhileStaging(t *testing.T) {
+	ctx := context.Background()
+	imgs := testSet(26)
+	rng := testRNG(26)
+	for i := range 24 {
+		imgs = append(imgs, makeImage(rng, "ns/many", "v"+strconv.Itoa(i), randBytes(rng, 2<<10+rng.IntN(8<<10))))
+	}
+	all := append(planBlobs(imgs), planManifests(imgs)...)
+	refDir, want := referenceArchive(t, WriterOptions{}, imgs)
+	dir := t.TempDir()
+	var logs syncBuffer
+	w, err := NewWriter(dir, WriterOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range imgs {
+		wg.Go(func() { putBlobs(t, ctx, w, imgs[i:i+1]) })
+		if i == len(imgs)/2 {
+			if err := w.Expect(all); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	wg.Wait()
+	for _, img := range imgs {
+		push(t, ctx, w, img)
+	}
+	if _, err := w.Finish(ctx, metaFor(imgs)); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(logs.String(), "written again") {
+		t.Errorf("chunks written again from the staging area:\n%s", logs.String())
+	}
+	checkArchive(t, dir, imgs, want)
+	sameChunkFiles(t, dir, refDir, want)
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -25,11 +25,12 @@ type Record struct {
 	Version int                      `json:"version"`
 	Images  map[string]RecordedImage `json:"images"` // by "repo@digest" (recordKey)
 
-	// file is the file that holds what the record holds already, when
-	// known (LoadRecord, then a Discoverer's Record that found nothing new
-	// and reused every image): Save to it writes nothing. At 20,000 images
-	// a no-op re-run rewrote megabytes of identical JSON.
-	file string
+	// from is the file LoadRecord read the record from. file is the file
+	// that holds what the record holds already: set on the Record of a
+	// Discoverer that reused a record read from file for every image and
+	// learnt nothing; Save to it writes nothing (at 20,000 images a no-op
+	// re-run rewrote megabytes of identical JSON).
+	from, file string
 }
 
 // RecordedImage is one image's discovery: when it was asked, what it found.
@@ -76,7 +77,7 @@ func LoadRecord(path string) (*Record, error) {
 	if r.Images != nil {
 		rec.Images = r.Images
 	}
-	rec.file = path
+	rec.from = path
 	return rec, nil
 }
 
@@ -116,7 +117,7 @@ func (d *Discoverer) Record() *Record {
 	// Every image reused, nothing learnt: the same images with the same
 	// findings as the file the reused record was read from.
 	if k := d.known; k != nil && !d.learnt && len(d.found) == len(k.Images) {
-		out.file = k.file
+		out.file = k.from
 	}
 	return out
 }

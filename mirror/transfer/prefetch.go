@@ -44,7 +44,7 @@ type Prefetch struct {
 	workers int
 	// The repository listings of a re-run (tagListings.warm) waiting, run
 	// in the order given by at most warmListings listers the same way (a
-	// goroutine per repository, 7,000 at 20,000 images, each growing its
+	// goroutine per repository, 5,000 at 20,000 images, each growing its
 	// stack for its request, cost a no-op re-run a tenth of a CPU-second).
 	lists   []func(context.Context)
 	listers int

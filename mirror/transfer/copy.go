@@ -388,8 +388,16 @@ func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Di
 		}); err != nil {
 			return false, err
 		}
+		// The image's own blobs (not an index child's): once every read has
+		// begun, the next image may start (see admission).
+		var reads *readsLeft
+		if parent == "" {
+			reads = ic.slot.reads(len(refs.Blobs))
+		}
 		if err := e.forEach(ctx, len(refs.Blobs), func(i int) error {
-			return e.ensureBlob(ctx, ic, refs.Blobs[i])
+			begun := reads.begun()
+			defer begun()
+			return e.ensureBlob(ctx, ic, refs.Blobs[i], begun)
 		}); err != nil {
 			return false, err
 		}
@@ -399,9 +407,9 @@ func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Di
 		}
 		sparse := len(children) < len(refs.Manifests)
 		if parent == "" {
-			// Everything the image reads is read: the next image may start
-			// reading while this one pushes (see admission).
-			ic.slot.pushing()
+			// Everything the image reads is read (an index: its children
+			// are copied): the next image may start while this one pushes.
+			ic.slot.finishing()
 		}
 		if err := e.putIndex(ctx, job, ref, m, sparse); err != nil {
 			if tag == "" || !refusedForGood(err) || e.dst.PutManifest(ctx, job.Dest, d.String(), m) != nil {

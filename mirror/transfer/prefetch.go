@@ -209,7 +209,7 @@ func (e *copyEngine) prefetchManifest(ctx context.Context, ic *imageCtx, d diges
 		return err
 	}
 	return e.forEach(ctx, len(refs.Blobs), func(i int) error {
-		return e.ensureBlob(ctx, ic, refs.Blobs[i])
+		return e.ensureBlob(ctx, ic, refs.Blobs[i], nil)
 	})
 }
 

@@ -108,19 +108,19 @@ func (s *imageSlot) finishing() {
 }
 
 // readsLeft counts an image's blobs whose source reads have not begun: when
-// the last one begins, the image is finishing.
+// the last one begins, done is called (the image is finishing).
 type readsLeft struct {
 	n    atomic.Int64
-	slot *imageSlot
+	done func()
 }
 
-// reads returns the counter of n blob reads of the image, nil without a slot
-// (nil-safe: its begun does nothing).
-func (s *imageSlot) reads(n int) *readsLeft {
-	if s == nil {
+// newReadsLeft returns the counter of n blob reads, nil (its begun does
+// nothing) when n is 0 or done nil.
+func newReadsLeft(n int, done func()) *readsLeft {
+	if n == 0 || done == nil {
 		return nil
 	}
-	r := &readsLeft{slot: s}
+	r := &readsLeft{done: done}
 	r.n.Store(int64(n))
 	return r
 }
@@ -135,7 +135,7 @@ func (r *readsLeft) begun() func() {
 	}
 	return sync.OnceFunc(func() {
 		if r.n.Add(-1) == 0 {
-			r.slot.finishing()
+			r.done()
 		}
 	})
 }

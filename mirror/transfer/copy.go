@@ -232,9 +232,12 @@ func (e *copyEngine) blobDone(d endpoint.Descriptor) {
 
 // imageCtx carries per-image accounting.
 type imageCtx struct {
-	job   Job
-	slot  *imageSlot // its place among the images at once (nil: a Prefetch's)
-	early bool       // a Prefetch's: its flights' failures are provisional
+	job  Job
+	slot *imageSlot // its place among the images at once (nil: a Prefetch's)
+	// begun, on a Prefetch's image, is called once every read of its own
+	// blobs has begun (see Prefetch.work).
+	begun func()
+	early bool // a Prefetch's: its flights' failures are provisional
 	sent  atomic.Bool
 	bytes atomic.Int64
 }
@@ -391,8 +394,8 @@ func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Di
 		// The image's own blobs (not an index child's): once every read has
 		// begun, the next image may start (see admission).
 		var reads *readsLeft
-		if parent == "" {
-			reads = ic.slot.reads(len(refs.Blobs))
+		if parent == "" && ic.slot != nil {
+			reads = newReadsLeft(len(refs.Blobs), ic.slot.finishing)
 		}
 		if err := e.forEach(ctx, len(refs.Blobs), func(i int) error {
 			begun := reads.begun()

@@ -122,19 +122,6 @@ func (bufPool) Put(b []byte) {
 	}
 }
 
-func kind(path string) string {
-	p := strings.TrimPrefix(path, "/v2/")
-	switch {
-	case strings.Contains(p, "/blobs/uploads"):
-		return "upload"
-	case strings.Contains(p, "/blobs/"):
-		return "blob"
-	case strings.Contains(p, "/manifests/"):
-		return "manifest"
-	}
-	return "other"
-}
-
 type countingReader struct {
 	r     io.ReadCloser
 	n     *atomic.Int64
@@ -190,7 +177,7 @@ func (p *Proxy) handler(next http.Handler) http.Handler {
 		c.inflight.Add(1)
 		defer c.inflight.Add(-1)
 		c.requests.Add(1)
-		k := kind(req.URL.Path)
+		k := oci.APIPathKind(req.URL.Path)
 		var in atomic.Int64
 		if req.Body != nil && req.Body != http.NoBody {
 			cr := countingReader{r: req.Body, n: &c.bytesIn, m: &in}

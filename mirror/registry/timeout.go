@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
+	"github.com/airlock-mirror/airlock/mirror/oci"
 )
 
 // Timeouts bound how long a registry may stay silent. Every request is watched:
@@ -79,19 +79,10 @@ func (e *TimeoutError) Timeout() bool { return true }
 // Temporary implements net.Error.
 func (e *TimeoutError) Temporary() bool { return true }
 
-// requestKind names a request's kind for the timeout streaks: method and
-// "upload", "blob", "manifest" or "other".
+// requestKind names a request's kind for the timeout streaks: its method and
+// what its path asks for (oci.APIPathKind), e.g. "GET blob".
 func requestKind(req *http.Request) string {
-	p := req.URL.Path
-	switch {
-	case strings.Contains(p, "/blobs/uploads"):
-		return req.Method + " upload"
-	case strings.Contains(p, "/blobs/"):
-		return req.Method + " blob"
-	case strings.Contains(p, "/manifests/"):
-		return req.Method + " manifest"
-	}
-	return req.Method + " other"
+	return req.Method + " " + oci.APIPathKind(req.URL.Path)
 }
 
 func (h *hostState) timedOut(kind string) int {

@@ -101,6 +101,41 @@ func repoRoot() (string, error) {
 	}
 }
 
+// findOcMirror is the oc-mirror binary to compare with: none for "none",
+// else as bench.FindOcMirror finds it.
+func findOcMirror(flagValue string) string {
+	if flagValue == "none" {
+		return ""
+	}
+	return bench.FindOcMirror(flagValue)
+}
+
+// scaleAlone switches off every section but the scale section's for the
+// runs that measure a part of it (-scale-reruns, -scale-report-only,
+// -scale-hold), unless the section's flag was given on the command line:
+// those runs are loops over the scale rows, and the other sections would
+// cost minutes before them.
+func scaleAlone(cfg *bench.Config, given map[string]bool) {
+	if !given["catalogs"] {
+		cfg.Catalogs = nil
+	}
+	if !given["copy"] {
+		cfg.Copy = false
+	}
+	if !given["pipeline"] {
+		cfg.Pipeline = false
+	}
+	if !given["wan"] {
+		cfg.Links = nil
+	}
+	if !given["release"] {
+		cfg.ReleaseLink = ""
+	}
+	if !given["go-bench"] {
+		cfg.GoBench = false
+	}
+}
+
 func run() error {
 	quick := flag.Bool("quick", envBool("BENCH_QUICK", false), "quick run (< 2 min): real-scale and small catalogs, one run each, the quick 64 MB workload, no Go benchmarks [BENCH_QUICK]")
 	airlock := flag.String("airlock", env("AIRLOCK_BIN", ""), "airlock binary to measure (default: build ./cmd/airlock) [AIRLOCK_BIN]")
@@ -122,7 +157,7 @@ func run() error {
 	shardsOnly := flag.Bool("shards-only", false, "copy section: only the sharded rows")
 	airgapOnly := flag.Bool("airgap-only", false, "copy section: only the air-gap rows (mirror-to-disk and disk-to-mirror floors, m2d, d2m, their ratios)")
 	skopeo := flag.Bool("skopeo", envBool("BENCH_SKOPEO", true), "compare with skopeo sync")
-	ocMirror := flag.String("oc-mirror", env("BENCH_OC_MIRROR", ""), "oc-mirror binary to compare with at catalog scale, on the release workload and on the latency-bound row (default: oc-mirror on PATH, else the one scripts/build-oc-mirror.sh built) [BENCH_OC_MIRROR]")
+	ocMirror := flag.String("oc-mirror", env("BENCH_OC_MIRROR", ""), "oc-mirror binary to compare with at catalog scale, on the release workload and on the latency-bound row (default: oc-mirror on PATH, else the one scripts/build-oc-mirror.sh built); \"none\" measures airlock alone (needs -docs '': a table without oc-mirror must not replace the current one) [BENCH_OC_MIRROR]")
 	installSkopeo := flag.Bool("install-skopeo", envBool("BENCH_INSTALL_SKOPEO", true), "apt-get install -y skopeo when missing")
 	pImages := flag.Int("parallel-images", 0, "airlock mirror --parallel-images (0: airlock's default)")
 	pLayers := flag.Int("parallel-layers", 0, "airlock mirror --parallel-layers (0: airlock's default)")
@@ -154,6 +189,8 @@ func run() error {
 	scaleReruns := flag.Bool("scale-reruns", false, "scale section: only the first mirror-to-mirror run, the no-op re-runs and the no-op floor of each size (no plan-only run, report opening, air gap or delete)")
 	scaleHold := flag.Bool("scale-hold", false, "scale section: after each size's re-run rows, keep its registries up and run the no-op re-run again for every line of standard input (an airlock binary, empty for -airlock, then extra flags), logging wall, CPU and requests, until standard input ends")
 	flag.Parse()
+	given := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { given[f.Name] = true })
 
 	root, err := repoRoot()
 	if err != nil {
@@ -173,7 +210,7 @@ func run() error {
 		RepoRoot: root, Airlock: *airlock, WorkDir: *work, Keep: *keep, Quick: *quick,
 		Fixtures: *fixtures, RealDir: *realDir, RealYAMLDir: *realYAMLDir, Opm: *opm, Count: *count,
 		Copy: *doCopy, Shards: *shards || *shardsOnly, ShardsOnly: *shardsOnly, AirgapOnly: *airgapOnly, CopyMode: *mode, Skopeo: *skopeo, InstallSkopeo: *installSkopeo,
-		OcMirror:       bench.FindOcMirror(*ocMirror),
+		OcMirror:       findOcMirror(*ocMirror),
 		ParallelImages: *pImages, ParallelLayers: *pLayers, FloorParallel: *floorPar, Self: self(),
 		GoBenchPkgs: strings.Fields(*goPkgs), GoBenchTime: *goTime, GoTags: *goTags, Note: *note, Out: os.Stdout,
 		Log: slog.New(slog.NewTextHandler(os.Stderr, nil)),
@@ -290,6 +327,12 @@ func run() error {
 	}
 	if *scaleReportOnly && len(cfg.ScaleSizes) == 0 {
 		return errors.New("-scale-report-only needs -scale (the numbers of images)")
+	}
+	if *scaleReruns || *scaleReportOnly || *scaleHold {
+		scaleAlone(&cfg, given)
+	}
+	if *ocMirror == "none" && *docs != "" && (cfg.ReleaseLink != "" || len(cfg.Links) > 0) {
+		return errors.New("-oc-mirror none leaves oc-mirror out of the release and catalog-scale tables, which would replace the current ones: add -docs ''")
 	}
 	if *scaleReruns && *docs != "" {
 		return errors.New("-scale-reruns measures part of the scale section, whose current table it would replace: add -docs ''")

@@ -57,27 +57,6 @@ func (w wireCounts) counts() Counts {
 	return c.clone()
 }
 
-// PathKind classifies a registry API path: "base", "blob", "upload", "manifest",
-// "tags", "catalog" or "other".
-func PathKind(path string) string {
-	p := strings.TrimPrefix(path, "/v2/")
-	switch {
-	case path == "/v2/" || path == "/v2":
-		return "base"
-	case p == "_catalog":
-		return "catalog"
-	case strings.Contains(p, "/blobs/uploads"):
-		return "upload"
-	case strings.Contains(p, "/blobs/"):
-		return "blob"
-	case strings.Contains(p, "/manifests/"):
-		return "manifest"
-	case strings.HasSuffix(p, "/tags/list"):
-		return "tags"
-	}
-	return "other"
-}
-
 // Counter counts the requests a registry handler answers, by kind. The
 // counters change before the answer's status reaches the client, so they are
 // up to date when the client sees the answer.
@@ -154,7 +133,7 @@ func (s *statusRecorder) Flush() {
 // Wrap returns next counting its requests into r.
 func (r *Counter) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		kind := PathKind(req.URL.Path)
+		kind := oci.APIPathKind(req.URL.Path)
 		var uploaded atomic.Int64
 		if kind == "upload" && (req.Method == http.MethodPatch || req.Method == http.MethodPut) && req.Body != nil {
 			req.Body = CountingBody{req.Body, &uploaded}

@@ -23,6 +23,7 @@ import (
 	"testing"
 
 	"github.com/airlock-mirror/airlock/internal/testutil/registryproc"
+	"github.com/airlock-mirror/airlock/mirror/oci"
 )
 
 // Option configures Start.
@@ -62,7 +63,7 @@ type Counts = registryproc.Counts
 
 // PathKind classifies a registry API path: "base", "blob", "upload", "manifest",
 // "tags", "catalog" or "other".
-func PathKind(path string) string { return registryproc.PathKind(path) }
+func PathKind(path string) string { return oci.APIPathKind(path) }
 
 // Registry is a running embedded registry.
 type Registry struct {

@@ -30,7 +30,8 @@ const minImages = 4
 // bytes of the images before it instead of following them: over a link of
 // long round trips, images started together otherwise end together and the
 // link idles through the next images' round trips (the release workload over
-// the wan preset, 1 MB layers: about a third of the copy window). No image
+// the wan preset, 1 MiB layers, 16 images at once: 20-25 blob transfers in
+// flight before, 30-40 since; benchmarks-history.md). No image
 // starts while twice ParallelImages are running and finishing (a slow
 // destination, or a link full of bytes, holds the copy back there); the
 // transfers in flight stay bounded by the hosts' bounds, which the finishing

@@ -46,6 +46,12 @@ type Prefetch struct {
 	queue     []Job
 	workers   int
 	finishing int // workers whose image's reads have all begun
+	// The repository listings of a re-run (tagListings.warm) waiting, run
+	// in the order given by at most warmListings listers the same way (a
+	// goroutine per repository, 5,000 at 20,000 images, each growing its
+	// stack for its request, cost a no-op re-run a tenth of a CPU-second).
+	lists   []func(context.Context)
+	listers int
 }
 
 // prefetched is what the engine keeps about a Prefetch: bytes sent per
@@ -83,17 +89,22 @@ func (p *Prefetch) Add(job Job) {
 	p.e.mu.Lock()
 	p.e.jobs = append(p.e.jobs, job) // discoverPresent may look at it
 	p.e.mu.Unlock()
-	if list := p.e.presence.lists.warm(job); list != nil { // a re-run: its repository's listing
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			list(p.ctx)
-		}()
-	}
+	list := p.e.presence.lists.warm(job) // a re-run: its repository's listing
 	p.qmu.Lock()
+	lister := false
+	if list != nil {
+		p.lists = append(p.lists, list)
+		if lister = p.listers < warmListings; lister {
+			p.listers++
+			p.wg.Add(1)
+		}
+	}
 	p.queue = append(p.queue, job)
 	start := p.startWorker()
 	p.qmu.Unlock()
+	if lister {
+		go p.list()
+	}
 	if start {
 		go p.work()
 	}
@@ -110,6 +121,29 @@ func (p *Prefetch) startWorker() bool {
 	p.workers++
 	p.wg.Add(1)
 	return true
+}
+
+// list runs the listings waiting, oldest first, until none waits or the
+// prefetch is stopped (those left are listed by the images that need them,
+// as without a prefetch).
+func (p *Prefetch) list() {
+	defer p.wg.Done()
+	for {
+		p.qmu.Lock()
+		if p.ctx.Err() != nil {
+			p.lists = nil
+		}
+		if len(p.lists) == 0 {
+			p.listers--
+			p.qmu.Unlock()
+			return
+		}
+		list := p.lists[0]
+		p.lists[0] = nil
+		p.lists = p.lists[1:]
+		p.qmu.Unlock()
+		list(p.ctx)
+	}
 }
 
 // work prefetches the images waiting, oldest first, until none waits, more

@@ -51,6 +51,10 @@ type Config struct {
 	// RepoRoot is the airlock checkout (go.mod); Airlock the binary to measure
 	// (built from RepoRoot into WorkDir when empty).
 	RepoRoot, Airlock string
+	// Registry is the airlock binary whose `registry serve` serves the
+	// benchmark's registries (default: Airlock). The tests give a build
+	// without the race detector, the registries being no code they test.
+	Registry string
 	// WorkDir holds everything the run creates (default: a new temporary
 	// directory, removed at the end unless Keep).
 	WorkDir string
@@ -220,6 +224,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	} else if abs, err := filepath.Abs(cfg.Airlock); err == nil {
 		cfg.Airlock = abs
+	}
+	if cfg.Registry == "" {
+		cfg.Registry = cfg.Airlock
+	} else if abs, err := filepath.Abs(cfg.Registry); err == nil {
+		cfg.Registry = abs
 	}
 	res := &Result{}
 	fail := func(what string, err error) {

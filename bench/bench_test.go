@@ -239,7 +239,9 @@ func TestWriteTable(t *testing.T) {
 }
 
 // TestRunEndToEnd builds airlock and runs a tiny benchmark: the small
-// generated catalog and the tiny copy workload.
+// generated catalog and the tiny copy workload. The airlock it measures is
+// built with -race (airlockbin.Build), the registries it measures against
+// without (BuildWithoutRace).
 func TestRunEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds airlock and runs registries")
@@ -256,7 +258,7 @@ func TestRunEndToEnd(t *testing.T) {
 	var out bytes.Buffer
 	_, hasSkopeo := exec.LookPath("skopeo")
 	res, err := Run(context.Background(), Config{
-		RepoRoot: root, Airlock: bin, WorkDir: work, Quick: true, Catalogs: []string{"small"}, Count: 1,
+		RepoRoot: root, Airlock: bin, Registry: airlockbin.BuildWithoutRace(t), WorkDir: work, Quick: true, Catalogs: []string{"small"}, Count: 1,
 		Copy: true, Workload: o, CopyMode: "catalog", Skopeo: hasSkopeo == nil, FloorParallel: 4,
 		Out: &out, Docs: docs, Results: filepath.Join(work, "results"), Note: "test",
 	})

@@ -75,7 +75,7 @@ func seedCatalogScale(ctx context.Context, cfg Config, o workload.Options, host 
 		return nil, fmt.Errorf("seed the catalog-scale workload into %s: %s free, need %s (-cache DIR elsewhere, or -catalog-workload catalog-quick)",
 			dir, Bytes(free), Bytes(2*s.Stats.BlobBytes))
 	}
-	reg, err := StartRegistry(ctx, cfg.Airlock, s.Root)
+	reg, err := StartRegistry(ctx, cfg.Registry, s.Root)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +158,7 @@ func runCatalogScale(ctx context.Context, cfg Config) ([]Row, error) {
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return nil, err
 	}
-	src, err := StartRegistry(ctx, cfg.Airlock, seed.Root)
+	src, err := StartRegistry(ctx, cfg.Registry, seed.Root)
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +233,7 @@ func runCatalogScale(ctx context.Context, cfg Config) ([]Row, error) {
 // a fresh destination, its ratios and, over wan, the no-op re-run.
 func mirrorOverLink(ctx context.Context, cfg Config, link string, wc registrytest.WANConfig, wan *registrytest.WAN, sp *spans,
 	src *Registry, isc, work, input string, unique int64) ([]Row, int64, error) {
-	dst, err := StartRegistry(ctx, cfg.Airlock, filepath.Join(work, "dst"))
+	dst, err := StartRegistry(ctx, cfg.Registry, filepath.Join(work, "dst"))
 	if err != nil {
 		return nil, 0, err
 	}

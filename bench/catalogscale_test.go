@@ -50,7 +50,7 @@ func TestCatalogScaleEndToEnd(t *testing.T) {
 	run := func() *Result {
 		var out bytes.Buffer
 		res, err := Run(context.Background(), Config{
-			RepoRoot: root, Airlock: bin, WorkDir: filepath.Join(work, "run"), Quick: true, Count: 1,
+			RepoRoot: root, Airlock: bin, Registry: airlockbin.BuildWithoutRace(t), WorkDir: filepath.Join(work, "run"), Quick: true, Count: 1,
 			Links: []string{"lan"}, CatalogWorkload: o, CatalogPreset: "tiny", CacheDir: cache, CatalogPort: port, Out: &out,
 		})
 		if err != nil {

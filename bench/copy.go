@@ -51,7 +51,7 @@ func runCopy(ctx context.Context, cfg Config) ([]Row, error) {
 		}
 	}()
 	start := func(name string) (*Registry, error) {
-		r, err := StartRegistry(ctx, cfg.Airlock, filepath.Join(work, name))
+		r, err := StartRegistry(ctx, cfg.Registry, filepath.Join(work, name))
 		if err != nil {
 			return nil, fmt.Errorf("registry %s: %w", name, err)
 		}
@@ -167,7 +167,7 @@ func runCopy(ctx context.Context, cfg Config) ([]Row, error) {
 	rows := []Row{heading(fmt.Sprintf("copy: %s workload: %d tags (%d two-arch indexes) in %d repositories, %d unique blobs, %s; mode %s",
 		presetName(cfg), st.Tags, st.Indexes, st.Repos, st.Blobs, Bytes(unique), cfg.CopyMode))}
 	shards := func(single, singleDisk time.Duration) ([]Row, error) {
-		in := shardInput{airlock: cfg.Airlock, work: work, iscPath: iscPath, input: input, src: src, unique: unique, tune: tune, single: single}
+		in := shardInput{airlock: cfg.Airlock, registry: cfg.Registry, work: work, iscPath: iscPath, input: input, src: src, unique: unique, tune: tune, single: single}
 		rows, err := runShards(ctx, in)
 		if err != nil {
 			return rows, err

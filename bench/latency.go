@@ -45,7 +45,7 @@ func latencyOverLink(ctx context.Context, cfg Config, link string, wc registryte
 	walls := map[string]time.Duration{}
 	for _, mode := range []string{"best-effort", "off"} {
 		dir := filepath.Join(work, mode)
-		dst, err := StartRegistry(ctx, cfg.Airlock, filepath.Join(dir, "dst"))
+		dst, err := StartRegistry(ctx, cfg.Registry, filepath.Join(dir, "dst"))
 		if err != nil {
 			return rows, err
 		}

@@ -82,7 +82,7 @@ func ocMirrorOverLink(ctx context.Context, cfg Config, run ocMirrorRun, link str
 		return []Row{{Name: name, Input: input, Target: fmt.Sprintf("airlock ≥ %.0f× faster", target),
 			Note: "not available: no oc-mirror binary (-oc-mirror PATH, oc-mirror on PATH, or scripts/build-oc-mirror.sh builds one: bench/ocmirror/README.md)"}}, nil
 	}
-	dst, err := StartRegistry(ctx, cfg.Airlock, filepath.Join(work, "dst"))
+	dst, err := StartRegistry(ctx, cfg.Registry, filepath.Join(work, "dst"))
 	if err != nil {
 		return nil, err
 	}

@@ -35,7 +35,7 @@ func runPipeline(ctx context.Context, cfg Config) ([]Row, error) {
 	if root == "" {
 		root = filepath.Join(cfg.WorkDir, "pipeline-registry")
 	}
-	reg, err := StartRegistryAt(ctx, cfg.Airlock, filepath.Join(root, "registry"), pipelineAddr)
+	reg, err := StartRegistryAt(ctx, cfg.Registry, filepath.Join(root, "registry"), pipelineAddr)
 	if err != nil {
 		return nil, fmt.Errorf("%w (the whole-pipeline registry listens on %s, which must be free)", err, pipelineAddr)
 	}

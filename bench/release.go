@@ -84,7 +84,7 @@ func runRelease(ctx context.Context, cfg Config) ([]Row, error) {
 			return rows, err
 		}
 	}
-	dst, err := StartRegistry(ctx, cfg.Airlock, filepath.Join(work, "dst"))
+	dst, err := StartRegistry(ctx, cfg.Registry, filepath.Join(work, "dst"))
 	if err != nil {
 		return rows, err
 	}
@@ -191,7 +191,7 @@ func setUpRelease(ctx context.Context, cfg Config, link, work string) (*releaseS
 			s.stop()
 		}
 	}()
-	if s.src, err = StartRegistry(ctx, cfg.Airlock, filepath.Join(work, "src")); err != nil {
+	if s.src, err = StartRegistry(ctx, cfg.Registry, filepath.Join(work, "src")); err != nil {
 		return nil, err
 	}
 	stops = append(stops, s.src.Stop)

@@ -120,7 +120,7 @@ func scaleSize(ctx context.Context, cfg Config, host string, n int) (scaleRun, [
 	rows := []Row{heading(fmt.Sprintf("scale: %d images (%d catalogs: %d packages heads only, %d two-arch indexes; release %s: %d images) in %d repositories, %d blobs of a few KiB (%s); source and destination on loopback; repository-scoped mirror rules",
 		images, len(seed.CatalogRefs), max(1, seed.Options.Packages), st.Indexes, seed.Release.Version, releaseImages, repos, st.Blobs+len(seed.Release.Blobs),
 		Bytes(st.BlobBytes+seed.Release.UniqueBytes)))}
-	src, err := StartRegistry(ctx, cfg.Airlock, seed.Root)
+	src, err := StartRegistry(ctx, cfg.Registry, seed.Root)
 	if err != nil {
 		return r, rows, err
 	}
@@ -132,7 +132,7 @@ func scaleSize(ctx context.Context, cfg Config, host string, n int) (scaleRun, [
 	defer wan.Close()
 	work := filepath.Join(cfg.WorkDir, fmt.Sprintf("scale-%d", n))
 	defer os.RemoveAll(work)
-	dst, err := StartRegistry(ctx, cfg.Airlock, filepath.Join(work, "dst"))
+	dst, err := StartRegistry(ctx, cfg.Registry, filepath.Join(work, "dst"))
 	if err != nil {
 		return r, rows, err
 	}

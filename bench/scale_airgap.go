@@ -41,7 +41,7 @@ func scaleAirGap(ctx context.Context, cfg Config, r *scaleRun, work string, seed
 	rows = append(rows, Row{Name: "scale: m2d first run", Input: input, Wall: m.Wall, RSS: m.MaxRSS, CPU: m.CPU(), Pulled: -1, Pushed: written, Counted: true,
 		Note: fmt.Sprintf("%s wall per 1,000 images; pushed = the archive chunks", per(m.Wall))})
 
-	dst, err := StartRegistry(ctx, cfg.Airlock, filepath.Join(work, "dst-d2m"))
+	dst, err := StartRegistry(ctx, cfg.Registry, filepath.Join(work, "dst-d2m"))
 	if err != nil {
 		return rows, err
 	}

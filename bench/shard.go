@@ -18,9 +18,11 @@ import (
 // shardInput is what the shard rows need from the copy section.
 type shardInput struct {
 	airlock, work, iscPath, input string
-	src                           *Registry
-	unique                        int64
-	tune                          []string
+	// registry serves the registries (Config.Registry).
+	registry string
+	src      *Registry
+	unique   int64
+	tune     []string
 	// single is the wall time of the unsharded mirror-to-mirror (0: not run).
 	single time.Duration
 }
@@ -34,12 +36,12 @@ type shardInput struct {
 func runShards(ctx context.Context, in shardInput) ([]Row, error) {
 	rows := []Row{heading("copy: sharded mirror-to-mirror (airlock mirror --plan-only, --plan --shard I/2 at once into two registry replicas sharing storage, --finish)")}
 	root := filepath.Join(in.work, "dst-shards")
-	a, err := StartRegistry(ctx, in.airlock, root)
+	a, err := StartRegistry(ctx, in.registry, root)
 	if err != nil {
 		return rows, err
 	}
 	defer a.Stop()
-	b, err := StartRegistry(ctx, in.airlock, root)
+	b, err := StartRegistry(ctx, in.registry, root)
 	if err != nil {
 		return rows, err
 	}

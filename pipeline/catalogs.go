@@ -14,6 +14,7 @@ import (
 	"github.com/airlock-mirror/airlock/mirror"
 	"github.com/airlock-mirror/airlock/mirror/catalogimage"
 	"github.com/airlock-mirror/airlock/prune"
+	"github.com/airlock-mirror/airlock/report"
 	"github.com/airlock-mirror/airlock/workspace"
 )
 
@@ -127,9 +128,11 @@ func (r *run) catalog(ctx context.Context, op imageset.Operator, fo catalogimage
 	if err == nil {
 		pf.Close()
 		r.log.Info("catalog unchanged since an earlier run with the same selection: reusing its pruned catalog", "catalog", op.Catalog, "memo", memoPath)
-		rc, err := copyReportCatalog(m.Report)
-		if err != nil {
-			return nil, nil, err
+		// The memo was just read: its report entry is the run's own to fill
+		// in, no copy needed.
+		rc := m.Report
+		if rc == nil {
+			rc = &report.Catalog{}
 		}
 		r.rep.catalogs = append(r.rep.catalogs, rc)
 		r.useMemo(cr, m, rb)

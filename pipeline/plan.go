@@ -39,20 +39,25 @@ func (r *run) plan(ctx context.Context, src *registry.Client, sel *selected, pre
 			refs = append(refs, a.Name)
 		}
 	}
+	// What earlier runs found is read while the images are resolved
+	// (megabytes of JSON at 20,000 images); none with --refresh-signatures.
+	var loading *background[*signature.Record]
+	if !r.opts.Signatures.Refresh {
+		loading = goBackground(ctx, func(context.Context) (*signature.Record, error) {
+			return signature.LoadRecord(r.workDir.AttachmentsPath())
+		})
+	}
 	down := r.probeImageHosts(ctx, src, refs)
 	p, err := mirror.PlanImages(ctx, req, src, 16)
+	known, lerr := loading.wait()
 	if err != nil {
 		return nil, err
 	}
+	if lerr != nil {
+		r.log.Warn(lerr.Error())
+	}
 	if !r.opts.Run.DryRun { // the dry run finds them unreadable, image by image
 		p.FailHosts(down)
-	}
-	known, err := signature.LoadRecord(r.workDir.AttachmentsPath())
-	if err != nil {
-		r.log.Warn(err.Error())
-	}
-	if r.opts.Signatures.Refresh {
-		known = nil
 	}
 	st, rec, err := p.AddAttachments(ctx, src, mirror.Attach{Signatures: r.opts.Signatures.Mode, Policy: r.policy.Verifier(), Catalogs: cats, Known: known}, 16)
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -74,6 +76,8 @@ type tripProxy struct {
 	srv     *httptest.Server
 	state   atomic.Int32 // proxyPass, proxyArmed, proxyHold
 	tripped chan struct{}
+	held    atomic.Int32  // requests being held
+	stop    chan struct{} // closed at cleanup: every held request ends
 }
 
 const (
@@ -85,10 +89,18 @@ const (
 func newTripProxy(t *testing.T, target string) *tripProxy {
 	u, _ := url.Parse("http://" + target)
 	rp := httputil.NewSingleHostReverseProxy(u)
-	p := &tripProxy{tripped: make(chan struct{})}
+	p := &tripProxy{tripped: make(chan struct{}), stop: make(chan struct{})}
 	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if p.state.Load() == proxyHold {
-			<-r.Context().Done()
+			p.held.Add(1)
+			defer p.held.Add(-1)
+			// Read the body first: the server notices that its client
+			// went away (the context ends) only once the body is read.
+			_, _ = io.Copy(io.Discard, r.Body)
+			select {
+			case <-r.Context().Done():
+			case <-p.stop: // httptest.Server.Close waits for this handler
+			}
 			return
 		}
 		rw := &statusWriter{ResponseWriter: w}
@@ -99,8 +111,47 @@ func newTripProxy(t *testing.T, target string) *tripProxy {
 			close(p.tripped)
 		}
 	}))
-	t.Cleanup(p.srv.Close)
+	t.Cleanup(func() { close(p.stop); p.srv.Close() })
 	return p
+}
+
+// TestTripProxyReleasesAKilledClient: a client killed while the proxy holds
+// its upload (a request with a body) ends the request, so that the proxy
+// closes (TestShardedProcesses kills a shard that way).
+func TestTripProxyReleasesAKilledClient(t *testing.T) {
+	t.Parallel()
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusCreated) }))
+	defer upstream.Close()
+	p := newTripProxy(t, strings.TrimPrefix(upstream.URL, "http://"))
+	p.state.Store(proxyArmed)
+	req, _ := http.NewRequest(http.MethodPut, p.srv.URL+"/v2/a/manifests/v1", strings.NewReader("{}"))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	select {
+	case <-p.tripped:
+	default:
+		t.Fatal("a manifest PUT by tag did not trip the proxy")
+	}
+	c, err := net.DialTimeout("tcp", p.host(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An upload cut short: its client dies with most of the body unsent.
+	fmt.Fprintf(c, "PATCH /v2/a/blobs/uploads/u HTTP/1.1\r\nHost: %s\r\nContent-Length: 1000\r\n\r\n0123456789", p.host())
+	waitHeld := func(want int32, what string) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); p.held.Load() != want; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d requests held 20s %s, want %d", p.held.Load(), what, want)
+			}
+		}
+	}
+	waitHeld(1, "after the upload started")
+	c.Close()
+	waitHeld(0, "after its client died")
 }
 
 func (p *tripProxy) host() string { u, _ := url.Parse(p.srv.URL); return u.Host }

@@ -42,7 +42,7 @@ func startAirGap(t *testing.T) *airGap {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &airGap{ctx: ctx, tmp: tmp, src: src.host, mirror: registrytest.StartKind(t, registrytest.Distribution28), isc: string(isc)}
+	return &airGap{ctx: ctx, tmp: tmp, src: src.Host(), mirror: registrytest.StartKind(t, registrytest.Distribution28), isc: string(isc)}
 }
 
 // config writes the demo configuration changed by the replacer pairs old, new

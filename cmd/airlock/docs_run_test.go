@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 )
 
 // docPage is a page whose command lines TestDocsRun runs, in order, in a
@@ -203,7 +205,7 @@ func TestDocsRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	_, src, _ := demoRegistries(ctx, t, repo)
-	t.Setenv("UPDATE_URL_OVERRIDE", docsReleases(t, src.host)) // docs/releases.md
+	t.Setenv("UPDATE_URL_OVERRIDE", docsReleases(t, src.Host())) // docs/releases.md
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -212,7 +214,7 @@ func TestDocsRun(t *testing.T) {
 	ln.Close()
 	for _, page := range docRuns {
 		t.Run(page.page, func(t *testing.T) {
-			runDocPage(ctx, t, repo, page, src.host, closed)
+			runDocPage(ctx, t, repo, page, src.Host(), closed)
 		})
 	}
 }
@@ -222,8 +224,8 @@ func runDocPage(ctx context.Context, t *testing.T, repo string, page docPage, sr
 	t.Chdir(tmp)
 	names := []string{"SRC", src, "CLOSED", closed, "TMP", tmp, "REPO", repo}
 	for i := page.fresh; i >= 1; i-- { // R10 before R1
-		r := serve(t, "--root", filepath.Join(tmp, "registry-"+strconv.Itoa(i)), "--addr", "127.0.0.1:0")
-		names = append(names, "R"+strconv.Itoa(i), r.host)
+		r := registrytest.Start(t, registrytest.WithFilesystem()) // as demoRegistries' (a registry process)
+		names = append(names, "R"+strconv.Itoa(i), r.Host())
 	}
 	test := strings.NewReplacer(names...)
 	var pairs []string

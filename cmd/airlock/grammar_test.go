@@ -121,7 +121,7 @@ func TestOneGrammar(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	tmp, src, dst := demoRegistries(ctx, t, repo)
-	catalog := src.host + "/airlock-demo/demo-index:v1"
+	catalog := src.Host() + "/airlock-demo/demo-index:v1"
 	run := func(args ...string) (string, string) {
 		t.Helper()
 		out, serr, err := runCmd(ctx, args...)
@@ -153,7 +153,7 @@ func TestOneGrammar(t *testing.T) {
 	}
 
 	// A missing tag names the tags there are.
-	_, _, err = runCmd(ctx, "list", "operators", "--catalog", src.host+"/airlock-demo/demo-index:v9")
+	_, _, err = runCmd(ctx, "list", "operators", "--catalog", src.Host()+"/airlock-demo/demo-index:v9")
 	if err == nil || !strings.Contains(err.Error(), "demo-index has no tag v9; its tags: v1") || strings.Contains(err.Error(), "MANIFEST_UNKNOWN") {
 		t.Errorf("missing tag: %v", err)
 	}
@@ -161,7 +161,7 @@ func TestOneGrammar(t *testing.T) {
 	// A mirror run, then its report by file://, DIR and --workspace; the next:
 	// line of a mirror-to-disk is pasteable.
 	ws := filepath.Join(tmp, "ws")
-	run("mirror", "-c", "isc.yaml", "--workspace", ws, "docker://"+dst.host+"/ns")
+	run("mirror", "-c", "isc.yaml", "--workspace", ws, "docker://"+dst.Host()+"/ns")
 	for _, args := range [][]string{{"report", "file://" + ws}, {"report", ws}, {"report", "--workspace", "file://" + ws}} {
 		if out, _ := run(args...); !strings.Contains(out, filepath.Join(ws, "working-dir")) {
 			t.Errorf("airlock %s: %q", strings.Join(args, " "), out)
@@ -179,12 +179,12 @@ func TestOneGrammar(t *testing.T) {
 		t.Fatalf("next: %q, want %q\n%s", next, want, serr)
 	}
 	// Pasted, with the registry filled in, it loads the batch.
-	args := strings.Fields(strings.Replace(strings.TrimPrefix(next, "airlock "), "REGISTRY/NAMESPACE", dst.host+"/pasted", 1))
+	args := strings.Fields(strings.Replace(strings.TrimPrefix(next, "airlock "), "REGISTRY/NAMESPACE", dst.Host()+"/pasted", 1))
 	run(append(args, "--workspace", filepath.Join(tmp, "pasted"))...)
 
 	// Credentials in the destination: refused, and written nowhere.
 	cws := filepath.Join(tmp, "cws")
-	_, serr, err = runCmd(ctx, "mirror", "-c", "isc.yaml", "--workspace", cws, "docker://alice:pw-7e1f@"+dst.host+"/ns")
+	_, serr, err = runCmd(ctx, "mirror", "-c", "isc.yaml", "--workspace", cws, "docker://alice:pw-7e1f@"+dst.Host()+"/ns")
 	if err == nil || strings.Contains(err.Error()+serr, "pw-7e1f") {
 		t.Fatalf("credentials in the destination: %v\n%s", err, serr)
 	}

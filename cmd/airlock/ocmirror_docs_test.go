@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/airlock-mirror/airlock/internal/testutil/cincinnatitest"
+	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
 )
 
 // docRow is one row of docs/from-oc-mirror.md's table of oc-mirror command
@@ -85,13 +86,13 @@ func TestOCMirrorCommandLines(t *testing.T) {
 		"/home/<user>/", home+"/",
 		"/home/user/", home+"/",
 		"/custom/cache", filepath.Join(tmp, "custom", "cache"),
-		"registry.redhat.io/redhat/redhat-operator-index:v4.18", src.host+"/airlock-demo/demo-index:v1",
+		"registry.redhat.io/redhat/redhat-operator-index:v4.18", src.Host()+"/airlock-demo/demo-index:v1",
 		"aws-load-balancer-operator", "demo-operator",
 		"stable-v1", "stable",
-		"registry.example.com", dst.host,
-		"localhost:6000", dst.host,
-		"enterprise-registry.in", dst.host,
-		"<remote-registry>", dst.host,
+		"registry.example.com", dst.Host(),
+		"localhost:6000", dst.Host(),
+		"enterprise-registry.in", dst.Host(),
+		"<remote-registry>", dst.Host(),
 	)
 	for _, row := range rows {
 		args := strings.Fields(places.Replace(row.command))[1:]
@@ -129,13 +130,19 @@ func TestOCMirrorCommandLines(t *testing.T) {
 // the demo catalog and images, changes to a fresh folder and writes the demo
 // configuration there (isc.yaml, isc-m2m.yaml) and a DeleteImageSetConfiguration
 // of its fast channel (delete-isc.yaml, delete-image-set-config.yaml).
-func demoRegistries(ctx context.Context, t *testing.T, repo string) (tmp string, src, dst *served) {
+//
+// The registries are airlock's embedded registry (what `airlock registry
+// serve` runs) in registry processes built without the race detector
+// (registrytest.Start): these tests are about the commands run against them,
+// which run in this process under it. TestRegistryServeTLSHtpasswd and
+// TestDemoScript run `airlock registry serve` itself.
+func demoRegistries(ctx context.Context, t *testing.T, repo string) (tmp string, src, dst *registrytest.Registry) {
 	t.Helper()
 	tmp = t.TempDir()
 	t.Chdir(tmp) // disk-to-mirror's default ./airlock-workspace, ./isc.yaml
-	src = serve(t, "--root", filepath.Join(tmp, "src"), "--addr", "127.0.0.1:0")
-	dst = serve(t, "--root", filepath.Join(tmp, "dst"), "--addr", "127.0.0.1:0")
-	if _, serr, err := runCmd(ctx, "registry", "seed", "--registry", src.host, "--dest-tls-verify=false",
+	src = registrytest.Start(t, registrytest.WithFilesystem())
+	dst = registrytest.Start(t, registrytest.WithFilesystem())
+	if _, serr, err := runCmd(ctx, "registry", "seed", "--registry", src.Host(), "--dest-tls-verify=false",
 		"--catalog-dir", filepath.Join(repo, "testdata", "demo", "catalog"), "--catalog-repo", "airlock-demo/demo-index", "--catalog-tag", "v1",
 		"--image", "registry.example.com/tools/support-tools:1.4", "--work-dir", filepath.Join(tmp, "seed")); err != nil {
 		t.Fatalf("seed: %v\n%s", err, serr)
@@ -144,9 +151,9 @@ func demoRegistries(ctx context.Context, t *testing.T, repo string) (tmp string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := strings.NewReplacer("quay.io/airlock-demo/", src.host+"/airlock-demo/", "registry.example.com/", src.host+"/").Replace(string(isc))
+	cfg := strings.NewReplacer("quay.io/airlock-demo/", src.Host()+"/airlock-demo/", "registry.example.com/", src.Host()+"/").Replace(string(isc))
 	del := "kind: DeleteImageSetConfiguration\napiVersion: mirror.openshift.io/v2alpha1\ndelete:\n  operators:\n    - catalog: " +
-		src.host + "/airlock-demo/demo-index:v1\n      packages:\n        - name: demo-operator\n          channels:\n            - name: fast\n"
+		src.Host() + "/airlock-demo/demo-index:v1\n      packages:\n        - name: demo-operator\n          channels:\n            - name: fast\n"
 	for name, content := range map[string]string{"isc.yaml": cfg, "isc-m2m.yaml": cfg, "delete-isc.yaml": del, "delete-image-set-config.yaml": del} {
 		if err := os.WriteFile(filepath.Join(tmp, name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)

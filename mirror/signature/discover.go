@@ -98,6 +98,7 @@ type Discoverer struct {
 
 	known  *Record                  // earlier runs' findings (Reuse)
 	found  map[string]RecordedImage // this run's, by "repo@digest" (Record)
+	learnt bool                     // remember was called: found holds what known does not
 	reused atomic.Int64
 	now    func() time.Time
 }

@@ -86,3 +86,82 @@ func TestLoadRecordRefusesWhatItCannotRead(t *testing.T) {
 		})
 	}
 }
+
+// TestRecordSavedOnlyWhenChanged: a Discoverer that reused every image of the
+// record read from a file, and learnt nothing, leaves the file as it is; one
+// that reused fewer images, or was given no record, writes it; a record read
+// and changed by hand is written. (One that learnt an image: record_internal_test.go.)
+func TestRecordSavedOnlyWhenChanged(t *testing.T) {
+	ctx := context.Background()
+	imgs := []digest.Digest{digest.FromString("a"), digest.FromString("b")}
+	for _, tc := range []struct {
+		name  string
+		asked []digest.Digest // images discovered
+		reuse bool            // the record read is given to the Discoverer
+		want  bool            // the file is written
+	}{
+		{"every image reused", imgs, true, false},
+		{"one image not asked", imgs[:1], true, true},
+		{"no record reused", imgs, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path, back := recordFile(t, imgs)
+			asked := 0
+			d := signature.NewDiscoverer(noSource{asked: &asked})
+			if tc.reuse {
+				d.Reuse(back)
+			}
+			for _, dg := range tc.asked {
+				_, _ = d.Discover(ctx, signature.Image{Repo: "reg.example/ns/app", Digest: dg})
+			}
+			if err := d.Record().Save(path); err != nil {
+				t.Fatal(err)
+			}
+			if got := written(t, path); got != tc.want {
+				t.Errorf("file written: %v, want %v", got, tc.want)
+			}
+		})
+	}
+	t.Run("changed by hand", func(t *testing.T) {
+		path, back := recordFile(t, imgs)
+		delete(back.Images, "reg.example/ns/app@"+imgs[0].String())
+		if err := back.Save(path); err != nil {
+			t.Fatal(err)
+		}
+		if !written(t, path) {
+			t.Error("a record changed by hand was not written")
+		}
+	})
+}
+
+// recordFile saves a record of imgs (nothing found) in a new file, reads it
+// back, and replaces the file's content with "sentinel": a Save that writes
+// replaces it (written).
+func recordFile(t *testing.T, imgs []digest.Digest) (string, *signature.Record) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "attachments.json")
+	rec, _ := signature.LoadRecord(path)
+	for _, d := range imgs {
+		rec.Images["reg.example/ns/app@"+d.String()] = signature.RecordedImage{}
+	}
+	if err := rec.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	back, err := signature.LoadRecord(path)
+	if err != nil || len(back.Images) != len(imgs) {
+		t.Fatalf("read back %+v, %v", back, err)
+	}
+	if err := os.WriteFile(path, []byte("sentinel"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, back
+}
+
+func written(t *testing.T, path string) bool {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b) != "sentinel"
+}

@@ -3,6 +3,7 @@ package transfer
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/airlock-mirror/airlock/mirror/adaptive"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
@@ -21,17 +22,26 @@ const minImages = 4
 // copy needs more images in flight than a fixed four to keep the link full;
 // once the hosts' limits are taken, another image would only wait for them.
 //
-// An image whose reads are done (its blobs are at the destination) only
-// pushes its manifest and tags: it leaves the running images then
-// (imageSlot.pushing), so that the next image reads while it pushes; no
-// image starts while twice ParallelImages are running and pushing (a slow
-// destination holds the copy back there).
+// An image whose source reads have all begun (each blob's body is streaming,
+// or the blob is done) asks the source nothing more: what is left is bytes
+// already on their way and its manifest push. It leaves the running images
+// then (imageSlot.finishing), so that the next image's round trips (its
+// upload sessions, the registry's redirect, the CDN's answer) overlap the
+// bytes of the images before it instead of following them: over a link of
+// long round trips, images started together otherwise end together and the
+// link idles through the next images' round trips (the release workload over
+// the wan preset, 1 MiB layers, 16 images at once: 20-25 blob transfers in
+// flight before, 30-40 since; benchmarks-history.md). No image
+// starts while twice ParallelImages are running and finishing (a slow
+// destination, or a link full of bytes, holds the copy back there); the
+// transfers in flight stay bounded by the hosts' bounds, which the finishing
+// images' transfers hold until their bytes are at the destination.
 type admission struct {
-	mu      sync.Mutex
-	running int
-	pushing int
-	wake    chan struct{} // closed when an image finishes or moves on to its push
-	peak    int
+	mu        sync.Mutex
+	running   int
+	finishing int
+	wake      chan struct{} // closed when an image finishes or moves on to finishing
+	peak      int
 }
 
 func newAdmission() *admission { return &admission{wake: make(chan struct{})} }
@@ -43,7 +53,7 @@ func (e *copyEngine) admit(ctx context.Context, job Job) error {
 	limits := []endpoint.HostLimit{e.limitOf(limitKey{endpoint.RepoHost(job.Source), false}), e.limitOf(limitKey{endpoint.RepoHost(job.Dest), true})}
 	for {
 		a.mu.Lock()
-		n, pushing, imageDone := a.running, a.pushing, a.wake
+		n, finishing, imageDone := a.running, a.finishing, a.wake
 		a.mu.Unlock()
 		spare := true
 		var slotFreed []<-chan struct{}
@@ -52,7 +62,7 @@ func (e *copyEngine) admit(ctx context.Context, job Job) error {
 			spare = spare && ok
 			slotFreed = append(slotFreed, ch)
 		}
-		if n < e.opts.ParallelImages && n+pushing < 2*e.opts.ParallelImages && (n < minImages || spare) {
+		if n < e.opts.ParallelImages && n+finishing < 2*e.opts.ParallelImages && (n < minImages || spare) {
 			a.mu.Lock()
 			a.running++
 			a.peak = max(a.peak, a.running)
@@ -70,19 +80,20 @@ func (e *copyEngine) admit(ctx context.Context, job Job) error {
 }
 
 // imageSlot is an admitted image's place: among the running images until
-// pushing, then among the pushing ones until finished. Its methods are called
-// by the image's goroutines; pushing is nil-safe (a prefetch's images have no
-// slot).
+// finishing, then among the finishing ones until finished. Its methods are
+// called by the image's goroutines; finishing and reads are nil-safe (a
+// prefetch's images have no slot).
 type imageSlot struct {
 	a    *admission
 	once sync.Once
-	push bool // moved to the pushing images (guarded by a.mu)
+	done bool // moved to the finishing images (guarded by a.mu)
 }
 
 func (a *admission) slot() *imageSlot { return &imageSlot{a: a} }
 
-// pushing moves the image from the running images to the pushing ones (once).
-func (s *imageSlot) pushing() {
+// finishing moves the image from the running images to the finishing ones
+// (once).
+func (s *imageSlot) finishing() {
 	if s == nil {
 		return
 	}
@@ -90,21 +101,54 @@ func (s *imageSlot) pushing() {
 		a := s.a
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		s.push = true
+		s.done = true
 		a.running--
-		a.pushing++
+		a.finishing++
 		a.wakeAll()
+	})
+}
+
+// readsLeft counts an image's blobs whose source reads have not begun: when
+// the last one begins, done is called (the image is finishing).
+type readsLeft struct {
+	n    atomic.Int64
+	done func()
+}
+
+// newReadsLeft returns the counter of n blob reads, nil (its begun does
+// nothing) when n is 0 or done nil.
+func newReadsLeft(n int, done func()) *readsLeft {
+	if n == 0 || done == nil {
+		return nil
+	}
+	r := &readsLeft{done: done}
+	r.n.Store(int64(n))
+	return r
+}
+
+// begun returns what to call when one blob's read has begun: its body
+// streams from the source, or the blob needs no read (held, mounted, sent
+// by another image, failed). It counts the blob once however often it is
+// called (a retried read opens again).
+func (r *readsLeft) begun() func() {
+	if r == nil {
+		return func() {}
+	}
+	return sync.OnceFunc(func() {
+		if r.n.Add(-1) == 0 {
+			r.done()
+		}
 	})
 }
 
 // finished ends the image.
 func (s *imageSlot) finished() {
 	a := s.a
-	s.once.Do(func() {}) // a later pushing does nothing
+	s.once.Do(func() {}) // a later finishing does nothing
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if s.push {
-		a.pushing--
+	if s.done {
+		a.finishing--
 	} else {
 		a.running--
 	}

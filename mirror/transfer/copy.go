@@ -232,9 +232,12 @@ func (e *copyEngine) blobDone(d endpoint.Descriptor) {
 
 // imageCtx carries per-image accounting.
 type imageCtx struct {
-	job   Job
-	slot  *imageSlot // its place among the images at once (nil: a Prefetch's)
-	early bool       // a Prefetch's: its flights' failures are provisional
+	job  Job
+	slot *imageSlot // its place among the images at once (nil: a Prefetch's)
+	// begun, on a Prefetch's image, is called once every read of its own
+	// blobs has begun (see Prefetch.work).
+	begun func()
+	early bool // a Prefetch's: its flights' failures are provisional
 	sent  atomic.Bool
 	bytes atomic.Int64
 }
@@ -388,8 +391,16 @@ func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Di
 		}); err != nil {
 			return false, err
 		}
+		// The image's own blobs (not an index child's): once every read has
+		// begun, the next image may start (see admission).
+		var reads *readsLeft
+		if parent == "" && ic.slot != nil {
+			reads = newReadsLeft(len(refs.Blobs), ic.slot.finishing)
+		}
 		if err := e.forEach(ctx, len(refs.Blobs), func(i int) error {
-			return e.ensureBlob(ctx, ic, refs.Blobs[i])
+			begun := reads.begun()
+			defer begun()
+			return e.ensureBlob(ctx, ic, refs.Blobs[i], begun)
 		}); err != nil {
 			return false, err
 		}
@@ -399,9 +410,9 @@ func (e *copyEngine) copyManifest(ctx context.Context, ic *imageCtx, d digest.Di
 		}
 		sparse := len(children) < len(refs.Manifests)
 		if parent == "" {
-			// Everything the image reads is read: the next image may start
-			// reading while this one pushes (see admission).
-			ic.slot.pushing()
+			// Everything the image reads is read (an index: its children
+			// are copied): the next image may start while this one pushes.
+			ic.slot.finishing()
 		}
 		if err := e.putIndex(ctx, job, ref, m, sparse); err != nil {
 			if tag == "" || !refusedForGood(err) || e.dst.PutManifest(ctx, job.Dest, d.String(), m) != nil {

@@ -21,8 +21,9 @@ import (
 // a registry: see endpoint.Uploader) and, when it does not hold d, look for a
 // repository to mount from among the manifests it holds, and only then transfer
 // it. One digest is handled by one image at a time, so that later images mount
-// what an earlier one sent.
-func (e *copyEngine) ensureBlob(ctx context.Context, ic *imageCtx, d endpoint.Descriptor) error {
+// what an earlier one sent. begun (nil: none) is called when the blob's body
+// starts coming from the source (transfer).
+func (e *copyEngine) ensureBlob(ctx context.Context, ic *imageCtx, d endpoint.Descriptor, begun func()) error {
 	job := ic.job
 	key := job.Dest + "@" + d.Digest.String()
 	leader, _, err := e.flight(ctx, e.blobs, key, ic.early, func() (bool, error) {
@@ -62,7 +63,7 @@ func (e *copyEngine) ensureBlob(ctx context.Context, ic *imageCtx, d endpoint.De
 				return false, nil
 			}
 		}
-		if err := e.transfer(ctx, job.Source, job.Dest, d, up); err != nil {
+		if err := e.transfer(ctx, job.Source, job.Dest, d, up, begun); err != nil {
 			return false, err
 		}
 		e.blobPresent(d, job.Dest, &e.blobsSent)
@@ -272,8 +273,10 @@ func (e *copyEngine) limitOf(k limitKey) endpoint.HostLimit {
 // content fails verification on either side, is restarted from a fresh source
 // read (a read that breaks midway resumes with a Range request, as an attempt
 // of the same operation). The first attempt writes into up; later ones open a
-// new upload (and stop there if an earlier attempt did land the blob).
-func (e *copyEngine) transfer(ctx context.Context, srcRepo, dstRepo string, d endpoint.Descriptor, up endpoint.BlobUpload) error {
+// new upload (and stop there if an earlier attempt did land the blob). begun
+// (nil: none) is called when a source read has its answer and its body
+// streams.
+func (e *copyEngine) transfer(ctx context.Context, srcRepo, dstRepo string, d endpoint.Descriptor, up endpoint.BlobUpload, begun func()) error {
 	tctx, release, err := e.acquireHosts(ctx, endpoint.RepoHost(srcRepo), endpoint.RepoHost(dstRepo))
 	if err != nil {
 		if up != nil {
@@ -293,7 +296,7 @@ func (e *copyEngine) transfer(ctx context.Context, srcRepo, dstRepo string, d en
 		}
 		cur := up
 		up = nil
-		err = e.transferOnce(ctx, srcRepo, d, cur)
+		err = e.transferOnce(ctx, srcRepo, d, cur, begun)
 		if ru, ok := cur.(endpoint.ReusableUpload); ok && err != nil && ru.Reusable() {
 			up = cur // the next attempt writes into the same session
 		}
@@ -331,7 +334,7 @@ func noteFailure(ctx context.Context, ep any, repo string, err error) error {
 // interruption) is resumed: only the rest is read from the source (a Range
 // request), verified from the hash state of the bytes held, so that no byte
 // is fetched twice.
-func (e *copyEngine) transferOnce(ctx context.Context, srcRepo string, d endpoint.Descriptor, up endpoint.BlobUpload) error {
+func (e *copyEngine) transferOnce(ctx context.Context, srcRepo string, d endpoint.Descriptor, up endpoint.BlobUpload, begun func()) error {
 	ru, resumable := up.(endpoint.ResumableUpload)
 	var held int64
 	var h hash.Hash
@@ -348,6 +351,9 @@ func (e *copyEngine) transferOnce(ctx context.Context, srcRepo string, d endpoin
 		return err
 	}
 	defer rc.Close()
+	if begun != nil {
+		begun()
+	}
 	if off != held {
 		h = nil // the source reads from the start: the held bytes are dropped
 	}

@@ -34,14 +34,24 @@ type Prefetch struct {
 	wg     sync.WaitGroup
 	late   atomic.Bool // Copy has begun: images not started yet are its
 
-	// The images given and not started yet, read in the order given by at
-	// most ParallelImages workers: a worker is started when an image waits
-	// and fewer run, and ends when none waits. (A goroutine per image, most
-	// of them waiting for their turn, cost a re-run of 20,000 images a
+	// The images given and not started yet, read in the order given by
+	// workers: at most ParallelImages of them reading (their images' blob
+	// reads not all begun), as many again finishing (their images' bytes
+	// streaming: the next images' round trips overlap them, as in Copy's
+	// admission). A worker is started when an image waits and fewer read,
+	// and ends when none waits or too many read. (A goroutine per image,
+	// most of them waiting for their turn, cost a re-run of 20,000 images a
 	// goroutine and its stack growth each.)
-	qmu     sync.Mutex
-	queue   []Job
-	workers int
+	qmu       sync.Mutex
+	queue     []Job
+	workers   int
+	finishing int // workers whose image's reads have all begun
+	// The repository listings of a re-run (tagListings.warm) waiting, run
+	// in the order given by at most warmListings listers the same way (a
+	// goroutine per repository, 5,000 at 20,000 images, each growing its
+	// stack for its request, cost a no-op re-run a tenth of a CPU-second).
+	lists   []func(context.Context)
+	listers int
 }
 
 // prefetched is what the engine keeps about a Prefetch: bytes sent per
@@ -79,28 +89,65 @@ func (p *Prefetch) Add(job Job) {
 	p.e.mu.Lock()
 	p.e.jobs = append(p.e.jobs, job) // discoverPresent may look at it
 	p.e.mu.Unlock()
-	if list := p.e.presence.lists.warm(job); list != nil { // a re-run: its repository's listing
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			list(p.ctx)
-		}()
-	}
+	list := p.e.presence.lists.warm(job) // a re-run: its repository's listing
 	p.qmu.Lock()
-	p.queue = append(p.queue, job)
-	start := p.workers < max(p.e.opts.ParallelImages, 1)
-	if start {
-		p.workers++
-		p.wg.Add(1)
+	lister := false
+	if list != nil {
+		p.lists = append(p.lists, list)
+		if lister = p.listers < warmListings; lister {
+			p.listers++
+			p.wg.Add(1)
+		}
 	}
+	p.queue = append(p.queue, job)
+	start := p.startWorker()
 	p.qmu.Unlock()
+	if lister {
+		go p.list()
+	}
 	if start {
 		go p.work()
 	}
 }
 
-// work prefetches the images waiting, oldest first, until none waits or the
-// prefetch is stopped.
+// startWorker counts a new worker when an image waits, fewer than
+// ParallelImages workers are reading and fewer than twice as many work;
+// p.qmu is held. The caller starts it (work).
+func (p *Prefetch) startWorker() bool {
+	n := max(p.e.opts.ParallelImages, 1)
+	if len(p.queue) == 0 || p.workers-p.finishing >= n || p.workers >= 2*n {
+		return false
+	}
+	p.workers++
+	p.wg.Add(1)
+	return true
+}
+
+// list runs the listings waiting, oldest first, until none waits or the
+// prefetch is stopped (those left are listed by the images that need them,
+// as without a prefetch).
+func (p *Prefetch) list() {
+	defer p.wg.Done()
+	for {
+		p.qmu.Lock()
+		if p.ctx.Err() != nil {
+			p.lists = nil
+		}
+		if len(p.lists) == 0 {
+			p.listers--
+			p.qmu.Unlock()
+			return
+		}
+		list := p.lists[0]
+		p.lists[0] = nil
+		p.lists = p.lists[1:]
+		p.qmu.Unlock()
+		list(p.ctx)
+	}
+}
+
+// work prefetches the images waiting, oldest first, until none waits, more
+// than ParallelImages workers read, or the prefetch is stopped.
 func (p *Prefetch) work() {
 	defer p.wg.Done()
 	for {
@@ -108,7 +155,7 @@ func (p *Prefetch) work() {
 		if p.ctx.Err() != nil {
 			p.queue = nil // stopped: the images waiting are left to Copy
 		}
-		if len(p.queue) == 0 {
+		if len(p.queue) == 0 || p.workers-p.finishing > max(p.e.opts.ParallelImages, 1) {
 			p.workers--
 			p.qmu.Unlock()
 			return
@@ -117,13 +164,29 @@ func (p *Prefetch) work() {
 		p.queue[0] = Job{}
 		p.queue = p.queue[1:]
 		p.qmu.Unlock()
-		p.prefetch(job)
+		finishing := false
+		p.prefetch(job, func() { // once: its reads have begun
+			p.qmu.Lock()
+			finishing = true
+			p.finishing++
+			start := p.startWorker()
+			p.qmu.Unlock()
+			if start {
+				go p.work()
+			}
+		})
+		p.qmu.Lock()
+		if finishing {
+			p.finishing--
+		}
+		p.qmu.Unlock()
 	}
 }
 
 // prefetch reads one image's manifests and sends its blobs, unless Copy has
+// begun; begun is called (at most once) when the reads of its blobs have all
 // begun.
-func (p *Prefetch) prefetch(job Job) {
+func (p *Prefetch) prefetch(job Job, begun func()) {
 	if p.late.Load() {
 		return
 	}
@@ -133,7 +196,7 @@ func (p *Prefetch) prefetch(job Job) {
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	if err := p.e.prefetchImage(ctx, job); err != nil && p.ctx.Err() == nil {
+	if err := p.e.prefetchImage(ctx, job, sync.OnceFunc(begun)); err != nil && p.ctx.Err() == nil {
 		p.e.log.Debug("prefetch: left to the copy", "source", job.Source+"@"+job.Digest.String(), "error", err)
 	}
 }
@@ -173,14 +236,14 @@ func (p *Prefetch) engine(opts Options) *copyEngine {
 
 // prefetchImage sends the blobs of job's image unless the destination holds
 // it (asked as Copy asks, once: Copy does not ask again).
-func (e *copyEngine) prefetchImage(ctx context.Context, job Job) error {
+func (e *copyEngine) prefetchImage(ctx context.Context, job Job, begun func()) error {
 	if err := e.askPresence(ctx, job); err != nil {
 		return err
 	}
 	if held, _ := e.destHolds(ctx, repoDigest{job.Dest, job.Digest}); held {
 		return nil // a re-run: Copy checks what an index may lack
 	}
-	return e.prefetchManifest(ctx, &imageCtx{job: job, early: true}, job.Digest)
+	return e.prefetchManifest(ctx, &imageCtx{job: job, early: true, begun: begun}, job.Digest)
 }
 
 // prefetchManifest sends the blobs manifest d references, and those of its
@@ -208,8 +271,16 @@ func (e *copyEngine) prefetchManifest(ctx context.Context, ic *imageCtx, d diges
 	}); err != nil {
 		return err
 	}
+	// The image's own blobs (not an index child's): once every read has
+	// begun, the worker's place among those reading is free.
+	var reads *readsLeft
+	if d == job.Digest {
+		reads = newReadsLeft(len(refs.Blobs), ic.begun)
+	}
 	return e.forEach(ctx, len(refs.Blobs), func(i int) error {
-		return e.ensureBlob(ctx, ic, refs.Blobs[i])
+		begun := reads.begun()
+		defer begun()
+		return e.ensureBlob(ctx, ic, refs.Blobs[i], begun)
 	})
 }
 

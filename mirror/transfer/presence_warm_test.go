@@ -2,12 +2,17 @@ package transfer
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/opencontainers/go-digest"
+
 	"github.com/airlock-mirror/airlock/internal/testutil/mirrortest"
 	"github.com/airlock-mirror/airlock/internal/testutil/registrytest"
+	"github.com/airlock-mirror/airlock/mirror/oci"
 	"github.com/airlock-mirror/airlock/mirror/registry"
 )
 
@@ -77,5 +82,72 @@ func TestPrefetchListsRepositoriesSideBySide(t *testing.T) {
 	c := dst.Counts()
 	if c.ByPath["GET tags"] != 4 || c.ManifestHEAD != 2 || c.ManifestGET != 0 {
 		t.Errorf("%d tag listings, %d manifest HEADs, %d GETs: want 4, 2 (the single pinned image and the named one), none (%v)", c.ByPath["GET tags"], c.ManifestHEAD, c.ManifestGET, c.ByPath)
+	}
+}
+
+// memoryLister answers tag listings from the record (every recorded tag is
+// there), without a request, counting each repository's listings and the most
+// goroutines alive while one runs.
+type memoryLister struct {
+	*registry.Client
+	rec map[string]map[string]digest.Digest
+
+	mu         sync.Mutex
+	listed     map[string]int
+	goroutines int // the most runtime.NumGoroutine while listing
+}
+
+func (m *memoryLister) TagsUpTo(_ context.Context, repo string, _ int) ([]string, bool, error) {
+	m.mu.Lock()
+	m.listed[repo]++
+	m.goroutines = max(m.goroutines, runtime.NumGoroutine())
+	m.mu.Unlock()
+	time.Sleep(time.Millisecond)
+	var tags []string
+	for t := range m.rec[repo] {
+		tags = append(tags, t)
+	}
+	return tags, true, nil
+}
+
+// A re-run's prefetch given the images of many repositories lists each
+// repository once, with a bounded number of goroutines (not one per
+// repository waiting for its turn), and finds every image there.
+func TestPrefetchListsManyRepositoriesWithFewGoroutines(t *testing.T) {
+	const repos = 200
+	var jobs []Job
+	for i := range repos {
+		for k := range 2 {
+			d := digest.FromString(fmt.Sprintf("image %d %d", i, k))
+			jobs = append(jobs, Job{Source: fmt.Sprintf("src.invalid/ns/r%d", i), Dest: fmt.Sprintf("dst.invalid/ns/r%d", i), Digest: d, Tags: []string{oci.DigestTag(d)}})
+		}
+	}
+	rec := recordOf(jobs)
+	m := &memoryLister{Client: testRegistry(), rec: rec, listed: map[string]int{}}
+	before := runtime.NumGoroutine()
+	opts := Options{Retry: mirrortest.FastRetry, ParallelImages: 4, Recorded: rec}
+	p := NewPrefetch(context.Background(), testRegistry(), m, opts)
+	for _, j := range jobs {
+		p.Add(j)
+	}
+	p.wg.Wait()
+	p.Stop()
+	if len(m.listed) != repos {
+		t.Errorf("%d repositories listed, want %d", len(m.listed), repos)
+	}
+	for r, n := range m.listed {
+		if n != 1 {
+			t.Errorf("%s listed %d times, want once", r, n)
+		}
+	}
+	// warmListings listers and ParallelImages workers, plus a margin for
+	// the runtime's and the test framework's.
+	if most := before + warmListings + opts.ParallelImages + 8; m.goroutines > most {
+		t.Errorf("%d goroutines while listing (%d before), want at most %d", m.goroutines, before, most)
+	}
+	for _, j := range jobs {
+		if held, _ := p.e.destHolds(context.Background(), repoDigest{j.Dest, j.Digest}); !held {
+			t.Errorf("%s@%s not found held", j.Dest, j.Digest)
+		}
 	}
 }

@@ -22,11 +22,19 @@ import (
 	"testing"
 )
 
-var (
+// A build is one binary Build or BuildWithoutRace made, once per test process.
+type build struct {
 	once sync.Once
-	dir  string
 	bin  string
 	err  error
+}
+
+var (
+	dirOnce sync.Once
+	dir     string
+	dirErr  error
+
+	withFlags, withoutRace build
 )
 
 // Build returns the path of cmd/airlock, built once per test process with
@@ -34,25 +42,55 @@ var (
 // when its tests are done (from TestMain).
 func Build(t testing.TB) string {
 	t.Helper()
-	once.Do(func() {
-		dir, err = os.MkdirTemp("", "airlock-bin-")
-		if err != nil {
-			return
-		}
-		bin = filepath.Join(dir, "airlock")
-		args := append([]string{"build", "-o", bin}, Flags()...)
-		args = append(args, "github.com/airlock-mirror/airlock/cmd/airlock")
-		if out, berr := exec.Command("go", args...).CombinedOutput(); berr != nil {
-			err = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), berr, out)
-		}
-	})
-	if err != nil {
-		t.Fatalf("build airlock: %v", err)
-	}
-	return bin
+	return withFlags.get(t, "airlock", Flags())
 }
 
-// Remove deletes the binary Build made (nothing when it made none).
+// BuildWithoutRace returns the path of cmd/airlock built once per test
+// process with the test binary's -tags but without -race: for processes a
+// test runs beside the code under test and does not test, such as the
+// registries of a benchmark run (`airlock registry serve`), whose CPU the
+// race detector would multiply. Its packages are compiled as `make lint`
+// and `go vet` without -race compile them. Remove deletes it too.
+func BuildWithoutRace(t testing.TB) string {
+	t.Helper()
+	return withoutRace.get(t, "airlock-norace", dropRace(Flags()))
+}
+
+// dropRace is flags without -race.
+func dropRace(flags []string) []string {
+	var out []string
+	for _, f := range flags {
+		if f != "-race" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// get builds cmd/airlock with flags into name in the package's folder, once.
+func (b *build) get(t testing.TB, name string, flags []string) string {
+	t.Helper()
+	b.once.Do(func() {
+		dirOnce.Do(func() { dir, dirErr = os.MkdirTemp("", "airlock-bin-") })
+		if dirErr != nil {
+			b.err = dirErr
+			return
+		}
+		b.bin = filepath.Join(dir, name)
+		args := append([]string{"build", "-o", b.bin}, flags...)
+		args = append(args, "github.com/airlock-mirror/airlock/cmd/airlock")
+		if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatalf("build airlock: %v", b.err)
+	}
+	return b.bin
+}
+
+// Remove deletes the binaries Build and BuildWithoutRace made (nothing when
+// they made none).
 func Remove() {
 	if dir != "" {
 		os.RemoveAll(dir)

@@ -44,3 +44,17 @@ func TestFlagsOfThisBinary(t *testing.T) {
 		t.Errorf("Flags() = %q, want the tags %q", got, tags)
 	}
 }
+
+// BuildWithoutRace's flags: the tags stay, -race goes.
+func TestDropRace(t *testing.T) {
+	for _, tc := range []struct{ in, want []string }{
+		{nil, nil},
+		{[]string{"-race"}, nil},
+		{[]string{"-race", "-tags", "containers_image_openpgp,isal"}, []string{"-tags", "containers_image_openpgp,isal"}},
+		{[]string{"-tags", "a"}, []string{"-tags", "a"}},
+	} {
+		if got := dropRace(tc.in); !slices.Equal(got, tc.want) {
+			t.Errorf("dropRace(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

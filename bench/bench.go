@@ -134,6 +134,10 @@ type Config struct {
 	// empty skips the section.
 	ReleaseLink     string
 	ReleaseWorkload ReleaseWorkload
+	// ReleaseRuns is how many times the first z-stream is mirrored, each
+	// into a fresh destination and workspace: its row gives the median
+	// (and every wall in its note); 0 or 1 is once.
+	ReleaseRuns int
 	// ScaleSizes runs the scale section (ScaleWorkload) at each of these
 	// numbers of images, smallest first; empty skips it.
 	ScaleSizes []int

@@ -14,6 +14,7 @@ import (
 
 	"github.com/opencontainers/go-digest"
 
+	"github.com/airlock-mirror/airlock/internal/testutil/syncbuf"
 	"github.com/airlock-mirror/airlock/mirror/endpoint"
 )
 
@@ -353,7 +354,7 @@ func TestExpectWhileStaging(t *testing.T) {
 	all := append(planBlobs(imgs), planManifests(imgs)...)
 	refDir, want := referenceArchive(t, WriterOptions{}, imgs)
 	dir := t.TempDir()
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	w, err := NewWriter(dir, WriterOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -379,22 +380,4 @@ func TestExpectWhileStaging(t *testing.T) {
 	}
 	checkArchive(t, dir, imgs, want)
 	sameChunkFiles(t, dir, refDir, want)
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -32,7 +32,7 @@ func (r *run) planToDisk(ctx context.Context, mux *mirror.SourceMux, probes *bac
 // staging area of w while planning goes on (startPrefetch), nil when the run
 // does not prefetch. Until the plan is measured and its space checked, what it
 // stages is bounded by the free space of the archive's filesystem
-// (archive.Writer.BoundStaging: half of it at most), with --skip-space-check
+// (archive.Writer.BoundStaging: less one chunk, or less half of it), with --skip-space-check
 // too: a run that goes on past the space check fills the disk in its copy,
 // never while planning.
 func (r *run) startDiskPrefetch(ctx context.Context, mux *mirror.SourceMux, w *archive.Writer) *transfer.Prefetch {

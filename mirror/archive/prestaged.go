@@ -41,13 +41,14 @@ type prestage struct {
 
 // BoundStaging bounds, until Expect lays the chunks out, the bytes of the
 // blobs staged by StartBlob to what the archive's filesystem has free now
-// less one chunk (CheckSpace's allowance), and to half of it at most: a blob
-// past that is refused with ErrNoSpace before any of its bytes is read, and
-// is fetched by the copy once the space check has passed. So a run whose
-// batch does not fit is refused with the disk at most half filled, the other
-// half left for the working folder and for moving the staged blobs into their
-// chunks. A filesystem whose free space cannot be read bounds nothing. It
-// returns the bound (-1: none).
+// less one chunk (CheckSpace's allowance for a chunk written again), or less
+// half of it when a chunk is larger than that (the default archive size,
+// 500 GiB, would otherwise leave nothing to stage): a blob past that is
+// refused with ErrNoSpace before any of its bytes is read, and is fetched by
+// the copy once the space check has passed. So a run whose batch does not fit
+// is refused with at least min(one chunk, half the free space) still free.
+// A filesystem whose free space cannot be read bounds nothing. It returns the
+// bound (-1: none).
 func (w *Writer) BoundStaging() int64 {
 	free, err := w.free(w.staging)
 	if err != nil {

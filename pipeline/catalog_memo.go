@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/hex"
@@ -35,8 +36,16 @@ import (
 // memoVersion changes when the memo's content changes meaning.
 const memoVersion = 1
 
-// catalogMemo is what the catalog stage derived from one catalog and one entry.
+// catalogMemo is what the catalog stage derived from one catalog and one
+// entry: what planning needs (memoHead) and what only the run's records use
+// (memoTail), one JSON object.
 type catalogMemo struct {
+	memoHead
+	memoTail
+}
+
+// memoHead is the part of a memo planning needs.
+type memoHead struct {
 	Version int    `json:"version"`
 	Key     string `json:"key"`
 	// Images and Packages are the CatalogRequest's.
@@ -44,13 +53,19 @@ type catalogMemo struct {
 	Packages []string `json:"packages"`
 	// Warnings are what the stage added to the run's warnings, in order.
 	Warnings []string `json:"warnings,omitempty"`
+	// Rebuilt locates the rebuilt catalog image; nil when the catalog is
+	// mirrored untouched.
+	Rebuilt *memoRebuilt `json:"rebuilt,omitempty"`
+}
+
+// memoTail is the part of a memo only the run's records use (at 20,000
+// images, three quarters of its bytes): it is decoded while the run plans
+// (readMemo).
+type memoTail struct {
 	// Wants is what the history records about each image.
 	Wants map[string][]workspace.Want `json:"wants,omitempty"`
 	// Report is the catalog's entry of report.json as the stage made it.
 	Report *report.Catalog `json:"report,omitempty"`
-	// Rebuilt locates the rebuilt catalog image; nil when the catalog is
-	// mirrored untouched.
-	Rebuilt *memoRebuilt `json:"rebuilt,omitempty"`
 }
 
 type memoRebuilt struct {
@@ -134,31 +149,80 @@ func catalogRoot(fc *catalogimage.Fetched) string {
 	return filepath.Dir(filepath.Dir(fc.DatabaseFile))
 }
 
-// readMemo returns the memo at path when it was made for key and what it points
-// at is still there; otherwise nil (and the reason, for the debug log).
-func readMemo(path, key string, fc *catalogimage.Fetched) (*catalogMemo, *catalogimage.Rebuilt, error) {
+// readMemo returns the head of the memo at path when it was made for key and
+// what it points at is still there; otherwise nil (and the reason, for the
+// debug log). Its tail is decoded in the background returned, beside
+// planning (the head decoded, the whole memo is valid JSON).
+func readMemo(ctx context.Context, path, key string, fc *catalogimage.Fetched) (*memoHead, *background[*memoTail], *catalogimage.Rebuilt, error) {
 	if key == "" {
-		return nil, nil, errors.New("no memo key")
+		return nil, nil, nil, errors.New("no memo key")
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	var m catalogMemo
+	var m memoHead
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if m.Version != memoVersion || m.Key != key {
-		return nil, nil, errors.New("made for other inputs")
+		return nil, nil, nil, errors.New("made for other inputs")
 	}
-	if m.Rebuilt == nil {
-		return &m, nil, nil
+	var rb *catalogimage.Rebuilt
+	if m.Rebuilt != nil {
+		rb, err = catalogimage.OpenRebuilt(fc, m.Rebuilt.LayoutDir, m.Rebuilt.Tag, m.Rebuilt.Digest, m.Rebuilt.LayerDigest)
+		if err != nil {
+			return nil, nil, nil, err
+		}
 	}
-	rb, err := catalogimage.OpenRebuilt(fc, m.Rebuilt.LayoutDir, m.Rebuilt.Tag, m.Rebuilt.Digest, m.Rebuilt.LayerDigest)
-	if err != nil {
-		return nil, nil, err
+	tail := goBackground(ctx, func(context.Context) (*memoTail, error) {
+		var t memoTail
+		if err := json.Unmarshal(b, &t); err != nil {
+			return nil, fmt.Errorf("catalog memo %s: %w: remove it and run again (the catalog is then pruned anew)", path, err)
+		}
+		return &t, nil
+	})
+	return &m, tail, rb, nil
+}
+
+// catalogRecords is what one catalog of the run leaves for the run's records:
+// the wants of its images (tail's, or wants) and, for a memo read, its
+// report entry, filled in from the memo's tail (rc).
+type catalogRecords struct {
+	tail  *background[*memoTail]
+	rc    *report.Catalog
+	wants map[string][]workspace.Want
+}
+
+// settleCatalogs waits for the catalogs' memo tails and merges what each
+// catalog left for the records into the run (wants, report entries), in the
+// order of the catalogs. It is called before the records or the report read
+// them; more than once is fine (the first error stays).
+func (r *run) settleCatalogs() error {
+	for _, c := range r.catalogRecs {
+		wants := c.wants
+		if c.tail != nil {
+			t, err := c.tail.wait()
+			if err != nil {
+				if r.catalogsErr == nil {
+					r.catalogsErr = err
+				}
+				continue
+			}
+			if t.Report != nil {
+				*c.rc = *t.Report
+			}
+			wants = t.Wants
+		}
+		if r.wants == nil {
+			r.wants = map[string][]workspace.Want{}
+		}
+		for img, ws := range wants {
+			r.wants[img] = append(r.wants[img], ws...)
+		}
 	}
-	return &m, rb, nil
+	r.catalogRecs = nil
+	return r.catalogsErr
 }
 
 // writeMemo records m at path (atomically: a reader sees the old memo, none, or

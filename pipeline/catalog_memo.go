@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"debug/elf"
@@ -12,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sync"
 
 	"github.com/opencontainers/go-digest"
@@ -151,8 +153,10 @@ func catalogRoot(fc *catalogimage.Fetched) string {
 
 // readMemo returns the head of the memo at path when it was made for key and
 // what it points at is still there; otherwise nil (and the reason, for the
-// debug log). Its tail is decoded in the background returned, beside
-// planning (the head decoded, the whole memo is valid JSON).
+// debug log). The head is read from the start of the memo, where writeMemo
+// puts it, up to the tail (decodeMemoHead); the whole memo is decoded in the
+// background returned, beside planning, which returns its tail, and an error
+// when the memo is not valid JSON or its head is not the one read.
 func readMemo(ctx context.Context, path, key string, fc *catalogimage.Fetched) (*memoHead, *background[*memoTail], *catalogimage.Rebuilt, error) {
 	if key == "" {
 		return nil, nil, nil, errors.New("no memo key")
@@ -161,8 +165,8 @@ func readMemo(ctx context.Context, path, key string, fc *catalogimage.Fetched) (
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	var m memoHead
-	if err := json.Unmarshal(b, &m); err != nil {
+	m, err := decodeMemoHead(b)
+	if err != nil {
 		return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if m.Version != memoVersion || m.Key != key {
@@ -176,13 +180,71 @@ func readMemo(ctx context.Context, path, key string, fc *catalogimage.Fetched) (
 		}
 	}
 	tail := goBackground(ctx, func(context.Context) (*memoTail, error) {
-		var t memoTail
-		if err := json.Unmarshal(b, &t); err != nil {
+		var whole catalogMemo
+		err := json.Unmarshal(b, &whole)
+		if err == nil && !reflect.DeepEqual(whole.memoHead, *m) {
+			err = errors.New("its planning part is not the one read first")
+		}
+		if err != nil {
 			return nil, fmt.Errorf("catalog memo %s: %w: remove it and run again (the catalog is then pruned anew)", path, err)
 		}
-		return &t, nil
+		return &whole.memoTail, nil
 	})
-	return &m, tail, rb, nil
+	return m, tail, rb, nil
+}
+
+// decodeMemoHead decodes the fields of memo b that come before the first of
+// its tail (all of the head, in the order writeMemo writes them), without
+// reading the tail: at 20,000 images three quarters of a memo's bytes. A
+// memo whose head is not all before its tail is decoded whole.
+func decodeMemoHead(b []byte) (*memoHead, error) {
+	var m memoHead
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return decodeMemoWhole(b)
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return decodeMemoWhole(b)
+		}
+		var field any
+		switch t {
+		case "version":
+			field = &m.Version
+		case "key":
+			field = &m.Key
+		case "images":
+			field = &m.Images
+		case "packages":
+			field = &m.Packages
+		case "warnings":
+			field = &m.Warnings
+		case "rebuilt":
+			field = &m.Rebuilt
+		case "wants", "report":
+			// The tail: the head is read if it was all before it.
+			if m.Version == 0 || m.Key == "" || m.Images == nil || m.Packages == nil {
+				return decodeMemoWhole(b)
+			}
+			return &m, nil
+		default:
+			return decodeMemoWhole(b)
+		}
+		if err := dec.Decode(field); err != nil {
+			return decodeMemoWhole(b)
+		}
+	}
+	return decodeMemoWhole(b)
+}
+
+// decodeMemoWhole decodes the head of memo b from all of b.
+func decodeMemoWhole(b []byte) (*memoHead, error) {
+	var m memoHead
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
 }
 
 // catalogRecords is what one catalog of the run leaves for the run's records:

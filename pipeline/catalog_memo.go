@@ -154,9 +154,9 @@ func catalogRoot(fc *catalogimage.Fetched) string {
 // readMemo returns the head of the memo at path when it was made for key and
 // what it points at is still there; otherwise nil (and the reason, for the
 // debug log). The head is read from the start of the memo, where writeMemo
-// puts it, up to the tail (decodeMemoHead); the whole memo is decoded in the
-// background returned, beside planning, which returns its tail, and an error
-// when the memo is not valid JSON or its head is not the one read.
+// puts it, up to the tail (decodeMemoHead); the tail is decoded in the
+// background returned, beside planning, which fails when the memo is not
+// valid JSON or holds a field of the head after its tail.
 func readMemo(ctx context.Context, path, key string, fc *catalogimage.Fetched) (*memoHead, *background[*memoTail], *catalogimage.Rebuilt, error) {
 	if key == "" {
 		return nil, nil, nil, errors.New("no memo key")
@@ -165,7 +165,7 @@ func readMemo(ctx context.Context, path, key string, fc *catalogimage.Fetched) (
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	m, err := decodeMemoHead(b)
+	m, rest, err := decodeMemoHead(b)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -180,30 +180,28 @@ func readMemo(ctx context.Context, path, key string, fc *catalogimage.Fetched) (
 		}
 	}
 	tail := goBackground(ctx, func(context.Context) (*memoTail, error) {
-		var whole catalogMemo
-		err := json.Unmarshal(b, &whole)
-		if err == nil && !reflect.DeepEqual(whole.memoHead, *m) {
-			err = errors.New("its planning part is not the one read first")
-		}
+		t, err := decodeMemoTail(b, rest)
 		if err != nil {
 			return nil, fmt.Errorf("catalog memo %s: %w: remove it and run again (the catalog is then pruned anew)", path, err)
 		}
-		return &whole.memoTail, nil
+		return t, nil
 	})
 	return m, tail, rb, nil
 }
 
 // decodeMemoHead decodes the fields of memo b that come before the first of
 // its tail (all of the head, in the order writeMemo writes them), without
-// reading the tail: at 20,000 images three quarters of a memo's bytes. A
-// memo whose head is not all before its tail is decoded whole.
-func decodeMemoHead(b []byte) (*memoHead, error) {
+// reading the tail: at 20,000 images three quarters of a memo's bytes. rest
+// is the memo from its first tail field on; a memo whose head does not all
+// come first is decoded whole (rest nil).
+func decodeMemoHead(b []byte) (_ *memoHead, rest []byte, _ error) {
 	var m memoHead
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return decodeMemoWhole(b)
 	}
 	for dec.More() {
+		off := dec.InputOffset() // the comma before the key, if any
 		t, err := dec.Token()
 		if err != nil {
 			return decodeMemoWhole(b)
@@ -227,7 +225,7 @@ func decodeMemoHead(b []byte) (*memoHead, error) {
 			if m.Version == 0 || m.Key == "" || m.Images == nil || m.Packages == nil {
 				return decodeMemoWhole(b)
 			}
-			return &m, nil
+			return &m, bytes.TrimLeft(b[off:], ", \t\r\n"), nil
 		default:
 			return decodeMemoWhole(b)
 		}
@@ -239,12 +237,32 @@ func decodeMemoHead(b []byte) (*memoHead, error) {
 }
 
 // decodeMemoWhole decodes the head of memo b from all of b.
-func decodeMemoWhole(b []byte) (*memoHead, error) {
+func decodeMemoWhole(b []byte) (*memoHead, []byte, error) {
 	var m memoHead
 	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, nil, err
+	}
+	return &m, nil, nil
+}
+
+// decodeMemoTail decodes the tail of memo b, whose head decodeMemoHead read:
+// from rest, which must hold no field of the head; without rest, from all of
+// b.
+func decodeMemoTail(b, rest []byte) (*memoTail, error) {
+	var m catalogMemo
+	if rest == nil {
+		if err := json.Unmarshal(b, &m); err != nil {
+			return nil, err
+		}
+		return &m.memoTail, nil
+	}
+	if err := json.Unmarshal(append([]byte{'{'}, rest...), &m); err != nil {
 		return nil, err
 	}
-	return &m, nil
+	if !reflect.DeepEqual(m.memoHead, memoHead{}) {
+		return nil, errors.New("a field of its planning part comes after the rest")
+	}
+	return &m.memoTail, nil
 }
 
 // catalogRecords is what one catalog of the run leaves for the run's records:

@@ -28,8 +28,12 @@ type Counts struct {
 	ManifestGET, ManifestHEAD int64
 	ManifestPUT               int64
 	BytesUploaded             int64 // request body bytes of PATCH/PUT to uploads
-	Other                     int64
-	ByPath                    map[string]int64 `json:"-"` // "METHOD kind" → count
+	// Uncommitted is the part of BytesUploaded sent to upload sessions that
+	// no PUT has committed: sessions an interrupted client cut, deleted or
+	// left open (and sessions still under way when the snapshot is taken).
+	Uncommitted int64
+	Other       int64
+	ByPath      map[string]int64 `json:"-"` // "METHOD kind" → count
 	// BlobGETs counts the blob GETs by digest ("sha256:…").
 	BlobGETs map[string]int64 `json:"-"`
 }
@@ -63,13 +67,20 @@ func (w wireCounts) counts() Counts {
 type Counter struct {
 	mu sync.Mutex
 	c  Counts
+	// open is the bytes sent to each upload session (by its path) not yet
+	// committed.
+	open map[string]int64
 }
 
 // Counts returns a snapshot of the counters.
 func (r *Counter) Counts() Counts {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.c.clone()
+	c := r.c.clone()
+	for _, n := range r.open {
+		c.Uncommitted += n
+	}
+	return c
 }
 
 // clone is c with maps of its own (ByPath never nil).
@@ -84,7 +95,7 @@ func (c Counts) clone() Counts {
 // Reset zeroes the counters.
 func (r *Counter) Reset() {
 	r.mu.Lock()
-	r.c = Counts{}
+	r.c, r.open = Counts{}, nil
 	r.mu.Unlock()
 }
 
@@ -155,6 +166,12 @@ func (r *Counter) add(req *http.Request, kind string, status int, uploaded int64
 	}
 	c.ByPath[req.Method+" "+kind]++
 	c.BytesUploaded += uploaded
+	if uploaded > 0 {
+		if r.open == nil {
+			r.open = map[string]int64{}
+		}
+		r.open[req.URL.Path] += uploaded
+	}
 	if kind == "upload" && req.URL.Query().Get("digest") == oci.EmptyJSONDigest {
 		c.ProbeBytes += uploaded
 	}
@@ -184,6 +201,7 @@ func (r *Counter) add(req *http.Request, kind string, status int, uploaded int64
 	case "upload PUT":
 		c.UploadPUT++
 		if status == http.StatusCreated {
+			delete(r.open, req.URL.Path)
 			c.BlobsCommitted++
 			if req.URL.Query().Get("digest") == oci.EmptyJSONDigest {
 				c.ProbeCommitted++

@@ -326,6 +326,32 @@ func TestLinkMeter(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a late chunk's time is given back", func(t *testing.T) {
+		b := newBucket(1000, 100)
+		b.meter = &linkMeter{}
+		b.meterEvent(t0, func(m *linkMeter) { m.requests, m.bodies = 1, 1 })
+		if d := b.take(t0, 200); d != 100*ms {
+			t.Fatalf("take 200 waits %v, want 100ms", d)
+		}
+		b.meterEvent(t0, func(m *linkMeter) { m.sleeping++ })
+		// Woken at 300 ms, 200 ms late: 100 ms of the link overflowed the
+		// bucket, given back to the next take.
+		b.meterEvent(at(300), func(m *linkMeter) { m.sleeping-- })
+		if got := b.idle(at(300)); got.Late != 100*ms || got.Total() != 0 {
+			t.Errorf("idle = %+v, want 100ms late and none counted", got)
+		}
+		if d := b.take(at(300), 200); d != 0 {
+			t.Errorf("take 200 after the late wake waits %v, want 0 (100 in the bucket, 100 given back)", d)
+		}
+		// Nothing to send: what is owed is forgotten.
+		b.meterEvent(at(300), func(m *linkMeter) { m.bodies = 0 })
+		b.meterEvent(at(300), func(m *linkMeter) { m.sleeping++ })
+		b.meterEvent(at(600), func(m *linkMeter) { m.sleeping-- })
+		b.meterEvent(at(900), func(m *linkMeter) {})
+		if d := b.take(at(900), 200); d != 100*ms {
+			t.Errorf("take 200 after an idle link waits %v, want 100ms (nothing owed)", d)
+		}
+	})
 	t.Run("debt is not idleness", func(t *testing.T) {
 		b := newBucket(1000, 100)
 		b.meter = &linkMeter{}

@@ -62,7 +62,7 @@ func (b *bucket) refill(now time.Time) {
 		b.tokens += dt.Seconds() * b.rate
 		if over := b.tokens - b.burst; over > 0 {
 			if b.meter != nil {
-				b.meter.overflow(over)
+				b.meter.overflow(over, b.rate)
 			}
 			b.tokens = b.burst
 		}
@@ -84,6 +84,11 @@ func (b *bucket) take(now time.Time, n float64) time.Duration {
 // takeLocked is take for a caller holding mu.
 func (b *bucket) takeLocked(now time.Time, n float64) time.Duration {
 	b.refill(now)
+	if m := b.meter; m != nil && m.credit > 0 {
+		use := min(m.credit, n)
+		m.credit -= use
+		n -= use
+	}
 	b.tokens -= n
 	if b.tokens >= 0 {
 		return 0

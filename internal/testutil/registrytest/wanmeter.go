@@ -27,7 +27,9 @@ type LinkIdle struct {
 	Upstream time.Duration
 	// Late: a chunk's wait for the link had ended and the simulator had not
 	// woken up to send it (timers and scheduling of the process hosting the
-	// simulator).
+	// simulator). The link gives this time back (the late chunks and those
+	// after them take it before the bucket's tokens), so Total leaves it
+	// out: the simulator's own delays are not the client's.
 	Late time.Duration
 	// Blocked: a chunk was being written to a client's connection, which
 	// did not take it (the client not reading, or the loopback).
@@ -39,9 +41,9 @@ type LinkIdle struct {
 	Chunks int64
 }
 
-// Total is the link's idle time.
+// Total is the link's idle time, its late time given back left out.
 func (l LinkIdle) Total() time.Duration {
-	return l.NoRequest + l.RoundTrips + l.Answering + l.Upstream + l.Late + l.Blocked
+	return l.NoRequest + l.RoundTrips + l.Answering + l.Upstream + l.Blocked
 }
 
 // Sub is l less an earlier reading e (OversleepMax is l's).
@@ -57,8 +59,8 @@ func (l LinkIdle) String() string {
 	if l.Chunks > 0 {
 		mean = l.Oversleep / time.Duration(l.Chunks)
 	}
-	return fmt.Sprintf("link idle %s: no request %s, round trips %s, answering %s, body from upstream %s, simulator late %s, client not reading %s; chunk waits overran by %s on average (max %s)",
-		ms(l.Total()), ms(l.NoRequest), ms(l.RoundTrips), ms(l.Answering), ms(l.Upstream), ms(l.Late), ms(l.Blocked),
+	return fmt.Sprintf("link idle %s: no request %s, round trips %s, answering %s, body from upstream %s, client not reading %s; simulator late %s (given back); chunk waits overran by %s on average (max %s)",
+		ms(l.Total()), ms(l.NoRequest), ms(l.RoundTrips), ms(l.Answering), ms(l.Upstream), ms(l.Blocked), ms(l.Late),
 		mean.Round(10*time.Microsecond), l.OversleepMax.Round(10*time.Microsecond))
 }
 
@@ -73,9 +75,12 @@ type linkMeter struct {
 	sleeping  int // chunks waiting for the link
 	writing   int // chunks being written to a connection
 	lost      [6]float64
-	over      time.Duration
-	overMax   time.Duration
-	chunks    int64
+	// credit is the capacity lost while a chunk was late, owed back to
+	// the chunks (at most maxCredit of the link).
+	credit  float64
+	over    time.Duration
+	overMax time.Duration
+	chunks  int64
 }
 
 const (
@@ -87,12 +92,20 @@ const (
 	idleBlocked
 )
 
-// overflow puts down n tokens the bucket could not hold.
-func (m *linkMeter) overflow(n float64) {
+// maxCredit bounds what the link owes late chunks: a second of it.
+const maxCredit = time.Second
+
+// overflow puts down n tokens a bucket of rate could not hold.
+func (m *linkMeter) overflow(n, rate float64) {
+	if m.bodies == 0 {
+		m.credit = 0 // no body to send: nothing to give back to
+	}
 	switch {
 	case m.sleeping > 0:
-		// A chunk still waits although the bucket is full: its wait is over.
+		// A chunk still waits although the bucket is full: its wait is over,
+		// and the simulator's lateness is not the client's.
 		m.lost[idleLate] += n
+		m.credit = min(m.credit+n, maxCredit.Seconds()*rate)
 	case m.writing > 0:
 		m.lost[idleBlocked] += n
 	case m.bodies > 0:

@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"bytes"
+	"context"
 	"crypto/sha256"
 	"debug/elf"
 	"encoding/hex"
@@ -11,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sync"
 
 	"github.com/opencontainers/go-digest"
@@ -35,8 +38,16 @@ import (
 // memoVersion changes when the memo's content changes meaning.
 const memoVersion = 1
 
-// catalogMemo is what the catalog stage derived from one catalog and one entry.
+// catalogMemo is what the catalog stage derived from one catalog and one
+// entry: what planning needs (memoHead) and what only the run's records use
+// (memoTail), one JSON object.
 type catalogMemo struct {
+	memoHead
+	memoTail
+}
+
+// memoHead is the part of a memo planning needs.
+type memoHead struct {
 	Version int    `json:"version"`
 	Key     string `json:"key"`
 	// Images and Packages are the CatalogRequest's.
@@ -44,13 +55,19 @@ type catalogMemo struct {
 	Packages []string `json:"packages"`
 	// Warnings are what the stage added to the run's warnings, in order.
 	Warnings []string `json:"warnings,omitempty"`
+	// Rebuilt locates the rebuilt catalog image; nil when the catalog is
+	// mirrored untouched.
+	Rebuilt *memoRebuilt `json:"rebuilt,omitempty"`
+}
+
+// memoTail is the part of a memo only the run's records use (at 20,000
+// images, three quarters of its bytes): it is decoded while the run plans
+// (readMemo).
+type memoTail struct {
 	// Wants is what the history records about each image.
 	Wants map[string][]workspace.Want `json:"wants,omitempty"`
 	// Report is the catalog's entry of report.json as the stage made it.
 	Report *report.Catalog `json:"report,omitempty"`
-	// Rebuilt locates the rebuilt catalog image; nil when the catalog is
-	// mirrored untouched.
-	Rebuilt *memoRebuilt `json:"rebuilt,omitempty"`
 }
 
 type memoRebuilt struct {
@@ -134,31 +151,158 @@ func catalogRoot(fc *catalogimage.Fetched) string {
 	return filepath.Dir(filepath.Dir(fc.DatabaseFile))
 }
 
-// readMemo returns the memo at path when it was made for key and what it points
-// at is still there; otherwise nil (and the reason, for the debug log).
-func readMemo(path, key string, fc *catalogimage.Fetched) (*catalogMemo, *catalogimage.Rebuilt, error) {
+// readMemo returns the head of the memo at path when it was made for key and
+// what it points at is still there; otherwise nil (and the reason, for the
+// debug log). The head is read from the start of the memo, where writeMemo
+// puts it, up to the tail (decodeMemoHead); the tail is decoded in the
+// background returned, beside planning, which fails when the memo is not
+// valid JSON or holds a field of the head after its tail.
+func readMemo(ctx context.Context, path, key string, fc *catalogimage.Fetched) (*memoHead, *background[*memoTail], *catalogimage.Rebuilt, error) {
 	if key == "" {
-		return nil, nil, errors.New("no memo key")
+		return nil, nil, nil, errors.New("no memo key")
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	var m catalogMemo
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	m, rest, err := decodeMemoHead(b)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if m.Version != memoVersion || m.Key != key {
-		return nil, nil, errors.New("made for other inputs")
+		return nil, nil, nil, errors.New("made for other inputs")
 	}
-	if m.Rebuilt == nil {
-		return &m, nil, nil
+	var rb *catalogimage.Rebuilt
+	if m.Rebuilt != nil {
+		rb, err = catalogimage.OpenRebuilt(fc, m.Rebuilt.LayoutDir, m.Rebuilt.Tag, m.Rebuilt.Digest, m.Rebuilt.LayerDigest)
+		if err != nil {
+			return nil, nil, nil, err
+		}
 	}
-	rb, err := catalogimage.OpenRebuilt(fc, m.Rebuilt.LayoutDir, m.Rebuilt.Tag, m.Rebuilt.Digest, m.Rebuilt.LayerDigest)
-	if err != nil {
+	tail := goBackground(ctx, func(context.Context) (*memoTail, error) {
+		t, err := decodeMemoTail(b, rest)
+		if err != nil {
+			return nil, fmt.Errorf("catalog memo %s: %w: remove it and run again (the catalog is then pruned anew)", path, err)
+		}
+		return t, nil
+	})
+	return m, tail, rb, nil
+}
+
+// decodeMemoHead decodes the fields of memo b that come before the first of
+// its tail (all of the head, in the order writeMemo writes them), without
+// reading the tail: at 20,000 images three quarters of a memo's bytes. rest
+// is the memo from its first tail field on; a memo whose head does not all
+// come first is decoded whole (rest nil).
+func decodeMemoHead(b []byte) (_ *memoHead, rest []byte, _ error) {
+	var m memoHead
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return decodeMemoWhole(b)
+	}
+	for dec.More() {
+		off := dec.InputOffset() // the comma before the key, if any
+		t, err := dec.Token()
+		if err != nil {
+			return decodeMemoWhole(b)
+		}
+		var field any
+		switch t {
+		case "version":
+			field = &m.Version
+		case "key":
+			field = &m.Key
+		case "images":
+			field = &m.Images
+		case "packages":
+			field = &m.Packages
+		case "warnings":
+			field = &m.Warnings
+		case "rebuilt":
+			field = &m.Rebuilt
+		case "wants", "report":
+			// The tail: the head is read if it was all before it.
+			if m.Version == 0 || m.Key == "" || m.Images == nil || m.Packages == nil {
+				return decodeMemoWhole(b)
+			}
+			return &m, bytes.TrimLeft(b[off:], ", \t\r\n"), nil
+		default:
+			return decodeMemoWhole(b)
+		}
+		if err := dec.Decode(field); err != nil {
+			return decodeMemoWhole(b)
+		}
+	}
+	return decodeMemoWhole(b)
+}
+
+// decodeMemoWhole decodes the head of memo b from all of b.
+func decodeMemoWhole(b []byte) (*memoHead, []byte, error) {
+	var m memoHead
+	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, nil, err
 	}
-	return &m, rb, nil
+	return &m, nil, nil
+}
+
+// decodeMemoTail decodes the tail of memo b, whose head decodeMemoHead read:
+// from rest, which must hold no field of the head; without rest, from all of
+// b.
+func decodeMemoTail(b, rest []byte) (*memoTail, error) {
+	var m catalogMemo
+	if rest == nil {
+		if err := json.Unmarshal(b, &m); err != nil {
+			return nil, err
+		}
+		return &m.memoTail, nil
+	}
+	if err := json.Unmarshal(append([]byte{'{'}, rest...), &m); err != nil {
+		return nil, err
+	}
+	if !reflect.DeepEqual(m.memoHead, memoHead{}) {
+		return nil, errors.New("a field of its planning part comes after the rest")
+	}
+	return &m.memoTail, nil
+}
+
+// catalogRecords is what one catalog of the run leaves for the run's records:
+// the wants of its images (tail's, or wants) and, for a memo read, its
+// report entry, filled in from the memo's tail (rc).
+type catalogRecords struct {
+	tail  *background[*memoTail]
+	rc    *report.Catalog
+	wants map[string][]workspace.Want
+}
+
+// settleCatalogs waits for the catalogs' memo tails and merges what each
+// catalog left for the records into the run (wants, report entries), in the
+// order of the catalogs. It is called before the records or the report read
+// them; more than once is fine (the first error stays).
+func (r *run) settleCatalogs() error {
+	for _, c := range r.catalogRecs {
+		wants := c.wants
+		if c.tail != nil {
+			t, err := c.tail.wait()
+			if err != nil {
+				if r.catalogsErr == nil {
+					r.catalogsErr = err
+				}
+				continue
+			}
+			if t.Report != nil {
+				*c.rc = *t.Report
+			}
+			wants = t.Wants
+		}
+		if r.wants == nil {
+			r.wants = map[string][]workspace.Want{}
+		}
+		for img, ws := range wants {
+			r.wants[img] = append(r.wants[img], ws...)
+		}
+	}
+	r.catalogRecs = nil
+	return r.catalogsErr
 }
 
 // writeMemo records m at path (atomically: a reader sees the old memo, none, or

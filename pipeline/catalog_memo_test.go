@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -45,6 +46,19 @@ func TestCatalogMemo(t *testing.T) {
 			}
 			files[f] = b
 		}
+		// The report's catalog entries (made by the stage, or read from the
+		// memo while the run plans).
+		b, err := os.ReadFile(filepath.Join(res.WorkingDir, "report.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep struct {
+			Catalogs json.RawMessage `json:"catalogs"`
+		}
+		if err := json.Unmarshal(b, &rep); err != nil || len(rep.Catalogs) < 10 {
+			t.Fatalf("report.json's catalogs: %s, %v", rep.Catalogs, err)
+		}
+		files["report.json catalogs"] = rep.Catalogs
 		return res, logs.String(), files
 	}
 	reused := func(logs string) bool { return strings.Contains(logs, "reusing its pruned catalog") }
@@ -140,6 +154,26 @@ func TestCatalogMemo(t *testing.T) {
 		}
 		if _, logs, _ := run(t, cfg); !reused(logs) {
 			t.Fatalf("the memo rewritten by the last run was not reused:\n%s", logs)
+		}
+		// What only the records use is decoded while the run plans: a memo
+		// whose planning part is sound but not the rest fails the run with
+		// an error naming it and what to do.
+		if b, err = os.ReadFile(memo); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(b, []byte(`"wants":{`)) {
+			t.Fatalf("no wants in the memo: %s", b)
+		}
+		if err := os.WriteFile(memo, bytes.Replace(b, []byte(`"wants":{`), []byte(`"wants":{"x":5,`), 1), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		o := opts(cfg)
+		o.Workspace = location.File(ws)
+		o.Destination.Location = location.Docker(dst.Host() + "/mirror")
+		o.Run.DryRun = true
+		_, err = pipeline.Mirror(context.Background(), o)
+		if err == nil || !strings.Contains(err.Error(), memo) || !strings.Contains(err.Error(), "remove it and run again") {
+			t.Fatalf("a memo whose records part is broken: %v, want an error naming %s and what to do", err, memo)
 		}
 	})
 }

@@ -124,18 +124,15 @@ func (r *run) catalog(ctx context.Context, op imageset.Operator, fo catalogimage
 	base := workspace.Filtered(catalogRoot(fc), filterHash(op))
 	memoPath := base.MemoPath()
 	key := memoKey(fc, op)
-	m, rb, err := readMemo(memoPath, key, fc)
+	head, tail, rb, err := readMemo(ctx, memoPath, key, fc)
 	if err == nil {
 		pf.Close()
 		r.log.Info("catalog unchanged since an earlier run with the same selection: reusing its pruned catalog", "catalog", op.Catalog, "memo", memoPath)
-		// The memo was just read: its report entry is the run's own to fill
-		// in, no copy needed.
-		rc := m.Report
-		if rc == nil {
-			rc = &report.Catalog{}
-		}
+		// The report entry is the memo's, as decoded (the run's own to fill
+		// in, no copy needed), once its tail is (settleCatalogs).
+		rc := &report.Catalog{}
 		r.rep.catalogs = append(r.rep.catalogs, rc)
-		r.useMemo(cr, m, rb)
+		r.useMemo(cr, head, rb, catalogRecords{tail: tail, rc: rc})
 		return cr, nil, nil
 	}
 	r.log.Debug("no usable catalog memo", "catalog", op.Catalog, "memo", memoPath, "reason", err)
@@ -148,7 +145,7 @@ func (r *run) catalog(ctx context.Context, op imageset.Operator, fo catalogimage
 		return nil, nil, err
 	}
 	m.Key = key
-	r.useMemo(cr, m, nil)
+	r.useMemo(cr, &m.memoHead, nil, catalogRecords{wants: m.Wants})
 	// The rebuild is the only user of the pruned catalog from here on.
 	return cr, goBackground(ctx, func(ctx context.Context) (*catalogimage.Rebuilt, error) {
 		var rb *catalogimage.Rebuilt
@@ -191,7 +188,7 @@ func (r *run) deriveCatalog(ctx context.Context, op imageset.Operator, fc *catal
 	if err != nil {
 		return nil, nil, err
 	}
-	m := &catalogMemo{Version: memoVersion}
+	m := &catalogMemo{memoHead: memoHead{Version: memoVersion}}
 	if op.IsFullCatalog() && fc.Database == "" {
 		m.Images, m.Packages, m.Warnings = catalogImages(cat)
 		m.Wants = catalogWants(op.Catalog, cat)
@@ -220,20 +217,16 @@ func (r *run) deriveCatalog(ctx context.Context, op imageset.Operator, fc *catal
 }
 
 // useMemo applies what the catalog stage derived (now or in an earlier run) to
-// the request and the run.
-func (r *run) useMemo(cr *mirror.CatalogRequest, m *catalogMemo, rb *catalogimage.Rebuilt) {
+// the request and the run; what only the records use (recs) is merged into
+// the run by settleCatalogs.
+func (r *run) useMemo(cr *mirror.CatalogRequest, m *memoHead, rb *catalogimage.Rebuilt, recs catalogRecords) {
 	cr.Images = append(cr.Images, m.Images...)
 	cr.Packages = append(cr.Packages, m.Packages...)
 	if rb != nil {
 		cr.Rebuilt = rb
 	}
 	r.res.Warnings = append(r.res.Warnings, m.Warnings...)
-	if r.wants == nil {
-		r.wants = map[string][]workspace.Want{}
-	}
-	for img, ws := range m.Wants {
-		r.wants[img] = append(r.wants[img], ws...)
-	}
+	r.catalogRecs = append(r.catalogRecs, recs)
 }
 
 // rebuildPruned writes the pruned catalog to base's configs and rebuilds the

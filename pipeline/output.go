@@ -34,13 +34,9 @@ func (r *run) prepareReferrers(ctx context.Context) error {
 
 // savePlan writes plan.json and mapping.txt of the plan as it is.
 func (r *run) savePlan() error {
-	b, err := jsonindent.Marshal(r.res.Plan, "  ")
-	if err != nil {
-		return err
-	}
 	// --finish in the plan's workspace: the plan is its input, never rewritten.
 	if fa, err := os.Stat(r.opts.Run.PlanFile); err != nil || !sameFile(fa, r.workDir.PlanPath()) {
-		if err := writeFile(r.workDir.PlanPath(), append(b, '\n')); err != nil {
+		if err := writeJSON(r.workDir.PlanPath(), r.res.Plan); err != nil {
 			return err
 		}
 	}
@@ -84,11 +80,7 @@ func (r *run) outcomes() {
 
 // saveResults writes results.json (outcomes filled Result.Images).
 func (r *run) saveResults() error {
-	b, err := jsonindent.Marshal(r.res, "  ")
-	if err != nil {
-		return err
-	}
-	return writeFile(r.workDir.ResultsPath(), append(b, '\n'))
+	return writeJSON(r.workDir.ResultsPath(), r.res)
 }
 
 // clusterResources writes working-dir/cluster-resources from what was mirrored.
@@ -165,11 +157,34 @@ func (r *run) startClusterResources() (*background[struct{}], error) {
 
 func writeLines(path string, lines []string) error {
 	var b strings.Builder
+	n := 0
+	for _, l := range lines {
+		n += len(l) + 1
+	}
+	b.Grow(n)
 	for _, l := range lines {
 		b.WriteString(l)
 		b.WriteByte('\n')
 	}
 	return writeFile(path, []byte(b.String()))
+}
+
+// writeJSON writes v as json.MarshalIndent(v, "", "  ") does, and a
+// newline, atomically as writeFile does, without holding the indented
+// document (plan.json and results.json are megabytes at 20,000 images).
+func writeJSON(path string, v any) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := atomicfile.Create(path, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := jsonindent.Encode(f, v, "  "); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return f.Commit()
 }
 
 // writeFile writes atomically (temp file, rename) so an interrupted run never

@@ -171,9 +171,13 @@ type run struct {
 	srcs []Source // the content sources (source.go)
 	res  *Result
 	rep  reporter // what report.html shows (report.go)
-	// wants says why each image a source names is wanted (the history).
-	wants    map[string][]workspace.Want
-	recorded recorded // what the last run to the destination left there (recordedTags)
+	// wants says why each image a source names is wanted (the history);
+	// the catalogs' are merged in by settleCatalogs, from catalogRecs
+	// (catalogsErr: a memo's tail that could not be decoded).
+	wants       map[string][]workspace.Want
+	catalogRecs []catalogRecords
+	catalogsErr error
+	recorded    recorded // what the last run to the destination left there (recordedTags)
 	// planFiles writes plan.json and mapping.txt beside the copy of a
 	// mirror-to-mirror run (nil: written by plan itself); the records wait
 	// for it.

@@ -24,6 +24,9 @@ func (r *run) writeRecords(runErr error) error {
 	if _, werr := r.planFiles.wait(); werr != nil && runErr == nil {
 		runErr = werr
 	}
+	if serr := r.settleCatalogs(); serr != nil && runErr == nil {
+		runErr = serr
+	}
 	err := runErr
 	if r.res.Plan == nil {
 		if werr := r.writeReport(err); werr != nil && err == nil {

@@ -95,11 +95,18 @@ type sourceReport interface {
 // writeReport writes working-dir/report.json and report.html from the run's
 // records; runErr is the error the run ends with.
 func (r *run) writeReport(runErr error) error {
+	serr := r.settleCatalogs()
+	if runErr == nil {
+		runErr = serr
+	}
 	x, err := r.renderReport(runErr)
 	if err != nil {
 		return err
 	}
-	return r.saveReport(x)
+	if err := r.saveReport(x); err != nil {
+		return err
+	}
+	return serr
 }
 
 // renderReport makes the run's report (report.Render) from its records;

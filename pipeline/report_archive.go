@@ -24,6 +24,10 @@ const (
 
 // reportExtras is the run's per-catalog report view as archive extra files.
 func (r *run) reportExtras() []archive.ExtraRecord {
+	if err := r.settleCatalogs(); err != nil {
+		r.log.Warn("the report's per-catalog view is not carried in the batch", "error", err)
+		return nil
+	}
 	if len(r.rep.catalogs) == 0 {
 		return nil
 	}

@@ -85,6 +85,11 @@ const (
 	AttachmentsFile = "attachments.json"
 	// HistoryDirName holds the history: one run-NNNNNN.json per run.
 	HistoryDirName = "history"
+	// RecordedTagsFile, in the history folder, is what the newest mirror
+	// run recorded at its destination (the tags of the images it left
+	// there), written beside its record so that the next run reads it
+	// instead of the record (RecordedTags).
+	RecordedTagsFile = "recorded-tags.txt"
 	// DeleteDirName holds the delete plan (DeletePlanFile) and the record of
 	// every plan generated (PlansDirName/HEX.yaml).
 	DeleteDirName  = "delete"
@@ -222,6 +227,9 @@ func (d Dir) AttachmentsPath() string { return d.join(AttachmentsFile) }
 
 // HistoryDir is the history folder.
 func (d Dir) HistoryDir() string { return d.join(HistoryDirName) }
+
+// RecordedTagsPath is history/recorded-tags.txt.
+func (d Dir) RecordedTagsPath() string { return d.join(HistoryDirName, RecordedTagsFile) }
 
 // DeleteDir is the folder of the delete plans.
 func (d Dir) DeleteDir() string { return d.join(DeleteDirName) }

@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -39,22 +40,103 @@ func TestRecordedTags(t *testing.T) {
 		{"another destination", []HistoryRun{older, newest, other}, "other/ns/", map[string]map[string]digest.Digest{"other/ns/a": {"x": d1}}},
 		{"no run to the destination", []HistoryRun{other, deleted}, "reg/ns", nil},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			wd := Dir(t.TempDir())
-			for _, r := range tc.runs {
-				if _, err := AppendHistory(wd, r); err != nil {
-					t.Fatal(err)
-				}
-			}
-			got, err := RecordedTags(wd, tc.dest)
-			if err != nil {
+	// The same answer from history/recorded-tags.txt as written, without it
+	// (the record decoded), and with one that names no record or is broken.
+	sides := []struct {
+		name  string
+		write func(t *testing.T, wd Dir)
+	}{
+		{"as written", func(*testing.T, Dir) {}},
+		{"no recorded-tags.txt", func(t *testing.T, wd Dir) {
+			if err := os.Remove(wd.RecordedTagsPath()); err != nil && !os.IsNotExist(err) {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("RecordedTags = %v, want %v", got, tc.want)
-			}
-		})
+		}},
+		{"recorded-tags.txt of another record", func(t *testing.T, wd Dir) {
+			writeSide(t, wd, recordedTagsHeader+"\nseq 99\ndestination reg/ns\nreg/ns/z "+string(d1)+" zz\n")
+		}},
+		{"recorded-tags.txt cut short", func(t *testing.T, wd Dir) {
+			writeSide(t, wd, recordedTagsHeader+"\nseq 2\ndestination reg/ns\nreg/ns/z "+string(d1))
+		}},
+	}
+	for _, tc := range cases {
+		for _, side := range sides {
+			t.Run(tc.name+"/"+side.name, func(t *testing.T) {
+				wd := Dir(t.TempDir())
+				for _, r := range tc.runs {
+					if _, err := AppendHistory(wd, r); err != nil {
+						t.Fatal(err)
+					}
+				}
+				side.write(t, wd)
+				got, err := RecordedTags(wd, tc.dest)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(got, tc.want) {
+					t.Errorf("RecordedTags = %v, want %v", got, tc.want)
+				}
+			})
+		}
+	}
+}
+
+func writeSide(t *testing.T, wd Dir, content string) {
+	t.Helper()
+	if err := os.MkdirAll(wd.HistoryDir(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(wd.RecordedTagsPath(), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A mirror run's record leaves history/recorded-tags.txt naming it, which
+// RecordedTags reads instead of the record: a record changed afterwards is
+// not read (the file answers for it); other kinds of runs leave it as it was.
+func TestRecordedTagsFile(t *testing.T) {
+	wd := Dir(t.TempDir())
+	d1 := digest.FromString("one")
+	run, err := AppendHistory(wd, HistoryRun{Kind: RunMirror, Destination: "reg/ns", Images: []HistoryImage{
+		{Repository: "reg/ns/a", Digest: d1, Tags: []string{"sha256-one", "v1"}, Status: "copied"},
+		{Repository: "reg/ns/b", Digest: d1, Tags: []string{"sha256-one"}, Status: "failed"},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(wd.RecordedTagsPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := recordedTagsHeader + "\nseq 1\ndestination reg/ns\nreg/ns/a " + string(d1) + " sha256-one v1\n"
+	if string(b) != want {
+		t.Fatalf("recorded-tags.txt:\n%s\nwant:\n%s", b, want)
+	}
+	if _, err := AppendHistory(wd, HistoryRun{Kind: RunDelete, Destination: "reg/ns"}); err != nil {
+		t.Fatal(err)
+	}
+	if b2, _ := os.ReadFile(wd.RecordedTagsPath()); string(b2) != want {
+		t.Fatalf("a delete run rewrote recorded-tags.txt:\n%s", b2)
+	}
+	// Proof that the file is what is read: the record is no longer JSON.
+	if err := os.WriteFile(filepath.Join(wd.HistoryDir(), fmt.Sprintf("run-%06d.json", run.Seq)), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := RecordedTags(wd, "reg/ns/")
+	if err != nil || !reflect.DeepEqual(got, map[string]map[string]digest.Digest{"reg/ns/a": {"sha256-one": d1, "v1": d1}}) {
+		t.Fatalf("RecordedTags = %v, %v", got, err)
+	}
+	// A name no line can hold: no file for that record.
+	if _, err := AppendHistory(wd, HistoryRun{Kind: RunMirror, Destination: "reg/ns", Images: []HistoryImage{
+		{Repository: "reg/ns/a", Digest: d1, Tags: []string{"a tag"}, Status: "copied"},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if b2, _ := os.ReadFile(wd.RecordedTagsPath()); string(b2) != want {
+		t.Fatalf("recorded-tags.txt rewritten for a tag with a space:\n%s", b2)
+	}
+	if got, err := RecordedTags(wd, "reg/ns"); err != nil || !reflect.DeepEqual(got, map[string]map[string]digest.Digest{"reg/ns/a": {"a tag": d1}}) {
+		t.Fatalf("RecordedTags from the record = %v, %v", got, err)
 	}
 }
 
@@ -104,6 +186,40 @@ func FuzzRecordedTags(f *testing.F) {
 			if len(tags) == 0 {
 				t.Errorf("repository %s recorded without tags", repo)
 			}
+		}
+	})
+}
+
+// FuzzParseRecordedTags: any content of history/recorded-tags.txt is read
+// without a panic, and what it reads is written back to the same content's
+// meaning (parse, format, parse gives the same tags).
+func FuzzParseRecordedTags(f *testing.F) {
+	f.Add(recordedTagsHeader + "\nseq 3\ndestination reg/ns\nreg/ns/a sha256:00 sha256-00 v1\nreg/ns/a sha256:01 v1\n")
+	f.Add(recordedTagsHeader + "\nseq 1\ndestination \n")
+	f.Add(recordedTagsHeader + "\nseq 1\ndestination reg\nrepo digest\n")
+	f.Add(recordedTagsHeader + "\nseq -1\ndestination reg\n")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, content string) {
+		got, ok := parseRecordedTags([]byte(content))
+		if !ok {
+			return
+		}
+		if got.seq < 1 || got.tags == nil {
+			t.Fatalf("parsed %q as seq %d, tags %v", content, got.seq, got.tags)
+		}
+		run := HistoryRun{Seq: got.seq, Kind: RunMirror, Destination: got.destination}
+		for repo, tags := range got.tags {
+			for tag, d := range tags {
+				run.Images = append(run.Images, HistoryImage{Repository: repo, Digest: d, Tags: []string{tag}, Status: "copied"})
+			}
+		}
+		b := formatRecordedTags(run)
+		if b == nil {
+			t.Fatalf("%q parsed but cannot be written again", content)
+		}
+		again, ok := parseRecordedTags(b)
+		if !ok || again.seq != got.seq || again.destination != got.destination || !reflect.DeepEqual(again.tags, got.tags) {
+			t.Fatalf("%q: written as %q, read back as %+v", content, b, again)
 		}
 	})
 }

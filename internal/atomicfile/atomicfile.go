@@ -6,6 +6,7 @@ package atomicfile
 
 import (
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -104,6 +105,15 @@ func syncDir(dir string) {
 // error wrapping fs.ErrExist when another writer got there first. Records that
 // are never rewritten (a history) use it.
 func WriteNew(path string, data []byte, perm fs.FileMode) error {
+	return WriteNewFunc(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteNewFunc is WriteNew of what write writes (a record encoded straight
+// into the file instead of into a buffer first).
+func WriteNewFunc(path string, perm fs.FileMode, write func(io.Writer) error) error {
 	if perm == 0 {
 		perm = DefaultPerm
 	}
@@ -113,7 +123,7 @@ func WriteNew(path string, data []byte, perm fs.FileMode) error {
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp)
-	_, err = f.Write(data)
+	err = write(f)
 	if err == nil {
 		err = f.Chmod(perm)
 	}

@@ -3,6 +3,7 @@ package atomicfile
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -181,5 +182,31 @@ func TestWriteNewNeverReplaces(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(filepath.Dir(p)); len(ents) != 1 {
 		t.Errorf("temporary files left: %v", ents)
+	}
+}
+
+// WriteNewFunc names nothing when its writer fails: the error is the
+// writer's, and no file is left.
+func TestWriteNewFuncFails(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "run-000001.json")
+	broken := errors.New("cannot encode")
+	err := WriteNewFunc(p, 0, func(w io.Writer) error {
+		if _, err := io.WriteString(w, "half"); err != nil {
+			return err
+		}
+		return broken
+	})
+	if !errors.Is(err, broken) {
+		t.Fatalf("error %v, want %v", err, broken)
+	}
+	if extra := leftovers(t, dir); len(extra) > 0 {
+		t.Errorf("left behind: %v", extra)
+	}
+	if err := WriteNewFunc(p, 0, func(w io.Writer) error { _, err := io.WriteString(w, "whole"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(p); err != nil || string(b) != "whole" {
+		t.Fatalf("content %q, %v", b, err)
 	}
 }

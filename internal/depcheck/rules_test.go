@@ -108,5 +108,5 @@ var rules = []rule{
 	// The tests' registry process is built without -race once per machine:
 	// the registry and its counters, nothing of the code under test.
 	{"internal/testutil/registryproc", []string{"internal/registryserver", "mirror/oci", "internal/testutil/airlockbin", "internal/testutil/syncbuf"}},
-	{"internal/testutil/registryproc/cmd/registryproc", []string{"internal/testutil/registryproc"}},
+	{"internal/testutil/registryproc/cmd/registryproc", []string{"internal/testutil/registryproc", "internal/testutil/testgc"}},
 }

@@ -3,6 +3,7 @@ package jsonindent
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -54,6 +55,57 @@ func TestMarshalMatchesMarshalIndent(t *testing.T) {
 	}
 }
 
+// chunks is a writer that keeps every Write apart.
+type chunks struct {
+	writes [][]byte
+	fail   error
+}
+
+func (c *chunks) Write(p []byte) (int, error) {
+	if c.fail != nil && len(c.writes) > 0 {
+		return 0, c.fail
+	}
+	c.writes = append(c.writes, bytes.Clone(p))
+	return len(p), nil
+}
+
+// Encode writes json.MarshalIndent's bytes and a newline, in pieces of
+// about flushAt bytes, and stops at the first write that fails.
+func TestEncode(t *testing.T) {
+	recs := make([]record, 3000)
+	for i := range recs {
+		recs[i] = record{Name: strings.Repeat(`n"\`, i%40), Count: i, Tags: []string{"a", strings.Repeat("b", i%300)}, Labels: map[string]string{"k": "v"}}
+	}
+	for _, v := range []any{nil, "one", recs} {
+		want, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c chunks
+		if err := Encode(&c, v, "  "); err != nil {
+			t.Fatal(err)
+		}
+		if got := bytes.Join(c.writes, nil); !bytes.Equal(got, append(want, '\n')) {
+			t.Fatalf("Encode wrote %d bytes unlike MarshalIndent's %d", len(got), len(want)+1)
+		}
+		for i, w := range c.writes {
+			if len(w) > 2*flushAt {
+				t.Errorf("write %d of %d: %d bytes, want pieces of about %d", i, len(c.writes), len(w), flushAt)
+			}
+		}
+		if len(want) > 3*flushAt && len(c.writes) < len(want)/(2*flushAt) {
+			t.Errorf("%d bytes in %d writes", len(want), len(c.writes))
+		}
+	}
+	full := errors.New("disk full")
+	if err := Encode(&chunks{fail: full}, recs, "  "); !errors.Is(err, full) {
+		t.Errorf("Encode into a failing writer: %v, want %v", err, full)
+	}
+	if err := Encode(&chunks{}, make(chan int), "  "); err == nil {
+		t.Error("Encode of a channel: no error")
+	}
+}
+
 func TestMarshalError(t *testing.T) {
 	if _, err := Marshal(make(chan int), "  "); err == nil {
 		t.Error("a channel marshalled without an error")
@@ -98,6 +150,30 @@ func FuzzAppend(f *testing.F) {
 		}
 		if got := Append(nil, compact.Bytes(), indent); !bytes.Equal(got, want.Bytes()) {
 			t.Errorf("compact %s, indent %q:\ngot  %q\nwant %q", compact.Bytes(), indent, got, want.Bytes())
+		}
+	})
+}
+
+// FuzzEncode compares Encode with json.MarshalIndent on any JSON document
+// decoded into Go values.
+func FuzzEncode(f *testing.F) {
+	f.Add([]byte(`{"a":[1,2,{"b":"c\"d"}],"e":{},"f":[]}`))
+	f.Add([]byte(`["<&>", 1e300, null, true, "\u2028"]`))
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		var v any
+		if json.Unmarshal(doc, &v) != nil {
+			return
+		}
+		want, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got bytes.Buffer
+		if err := Encode(&got, v, "  "); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), append(want, '\n')) {
+			t.Errorf("doc %s:\ngot  %q\nwant %q", doc, got.Bytes(), want)
 		}
 	})
 }

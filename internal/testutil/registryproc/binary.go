@@ -77,7 +77,7 @@ func build() (string, error) {
 		return "", fmt.Errorf("registry process: lock %s: %w", bin+".lock", err)
 	}
 	defer unlock()
-	args := append([]string{"build", "-o", bin}, flags...)
+	args := append([]string{"build", "-o", bin, airlockbin.LinkFlags}, flags...)
 	// A build from an empty cache takes about 200 CPU-s: the bound is far
 	// above it, so that a stuck build fails with its output, not at the test timeout.
 	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)

@@ -138,6 +138,14 @@ type Config struct {
 	// into a fresh destination and workspace: its row gives the median
 	// (and every wall in its note); 0 or 1 is once.
 	ReleaseRuns int
+	// ReleaseStorage is the folder under which the release section's
+	// registries (the source, each destination, oc-mirror's destination)
+	// keep their storage: "ram" (the default) a new folder on /dev/shm when
+	// it is a tmpfs, "disk" the work folder, else that folder. They stand in
+	// for machines of their own; on the work folder's disk their fsyncs
+	// cost the destination 3 CPU-s a run (1.5 in RAM) and wait on whatever
+	// else writes to the disk.
+	ReleaseStorage string
 	// ScaleSizes runs the scale section (ScaleWorkload) at each of these
 	// numbers of images, smallest first; empty skips it.
 	ScaleSizes []int

@@ -29,6 +29,8 @@ type ocMirrorRun struct {
 	Name   string
 	Target float64
 	Env    []string
+	// DstRoot is the destination registry's storage (default work/dst).
+	DstRoot string
 }
 
 // FindOcMirror is the oc-mirror binary to compare with: flag (-oc-mirror),
@@ -82,11 +84,15 @@ func ocMirrorOverLink(ctx context.Context, cfg Config, run ocMirrorRun, link str
 		return []Row{{Name: name, Input: input, Target: fmt.Sprintf("airlock ≥ %.0f× faster", target),
 			Note: "not available: no oc-mirror binary (-oc-mirror PATH, oc-mirror on PATH, or scripts/build-oc-mirror.sh builds one: bench/ocmirror/README.md)"}}, nil
 	}
-	dst, err := StartRegistry(ctx, cfg.Registry, filepath.Join(work, "dst"))
+	dstRoot := run.DstRoot
+	if dstRoot == "" {
+		dstRoot = filepath.Join(work, "dst")
+	}
+	dst, err := StartRegistry(ctx, cfg.Registry, dstRoot)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { dst.Stop(); _ = os.RemoveAll(work) }()
+	defer func() { dst.Stop(); _ = os.RemoveAll(dstRoot); _ = os.RemoveAll(work) }()
 	port, err := FreePort()
 	if err != nil {
 		return nil, err
@@ -105,6 +111,7 @@ func ocMirrorOverLink(ctx context.Context, cfg Config, run ocMirrorRun, link str
 		return nil, err
 	}
 	ds, dd, ws := src.Proxy.Counts().Sub(s0), dst.Proxy.Counts().Sub(d0), wan.Stats()
+	ds.BytesOut += ws.BlobFileBytes - w0.BlobFileBytes // served from the source's files (WANConfig.BlobRoot)
 	r := Row{Name: name + ", first run", Input: input, Wall: m.Wall, RSS: m.MaxRSS, CPU: m.CPU(), Pulled: ds.BytesOut, Pushed: dd.BytesIn, Counted: true,
 		Blobs: fmt.Sprintf("%d (%d)", dd.BlobsCommitted, dd.Mounted), Requests: fmt.Sprintf("%d / %d", ws.Requests-w0.Requests, dd.Requests),
 		Note: fmt.Sprintf("%s; link %s; over the link: %d connections, %d token requests, %d CDN redirects, %d answered 429; sent / unique %.2f",

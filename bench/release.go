@@ -57,6 +57,9 @@ type releaseSetup struct {
 	env       []string // UPDATE_URL_OVERRIDE, OCP_SIGNATURE_URL, OCP_SIGNATURE_VERIFICATION_PK
 	stop      func()
 	increment int64 // bytes of the second z-stream's blobs the first lacks
+	// storage is the folder of the registries' storage (releaseStorage),
+	// storageDesc says where it is.
+	storage, storageDesc string
 	// timeline records the requests over the link during each run.
 	timeline linkTimeline
 }
@@ -75,9 +78,9 @@ func runRelease(ctx context.Context, cfg Config) ([]Row, error) {
 	defer s.stop()
 	input := fmt.Sprintf("release: 2 z-streams × %d components, %d changed, %s layers", cfg.ReleaseWorkload.Components,
 		cfg.ReleaseWorkload.Changed, Bytes(int64(cfg.ReleaseWorkload.LayerSize)))
-	rows := []Row{heading(fmt.Sprintf("release: channel %s, z-streams %s (%d components, %d blobs, %s) and %s (%d components changed, %s new), %s layers; source behind the WAN simulator (%s), update service and signature store on loopback, destination on loopback",
+	rows := []Row{heading(fmt.Sprintf("release: channel %s, z-streams %s (%d components, %d blobs, %s) and %s (%d components changed, %s new), %s layers; source behind the WAN simulator (%s, its CDN serving the source's blob files), update service and signature store on loopback, destination on loopback, registries' storage %s",
 		releaseChannel, s.r1.Version, len(s.r1.Components), len(s.r1.Blobs), Bytes(s.r1.UniqueBytes), s.r2.Version, cfg.ReleaseWorkload.Changed,
-		Bytes(s.increment), Bytes(int64(cfg.ReleaseWorkload.LayerSize)), link))}
+		Bytes(s.increment), Bytes(int64(cfg.ReleaseWorkload.LayerSize)), link, s.storageDesc))}
 	isc1 := filepath.Join(work, "isc-1.yaml")
 	isc2 := filepath.Join(work, "isc-2.yaml")
 	for path, maxV := range map[string]string{isc1: s.r1.Version, isc2: s.r2.Version} {
@@ -94,9 +97,12 @@ func runRelease(ctx context.Context, cfg Config) ([]Row, error) {
 	fresh := func(i int) error {
 		if dst != nil {
 			dst.Stop()
+			if s.storage != work {
+				_ = os.RemoveAll(dst.Root) // RAM: one destination at a time
+			}
 		}
 		var err error
-		if dst, err = StartRegistry(ctx, cfg.Registry, filepath.Join(work, fmt.Sprintf("dst-%d", i))); err != nil {
+		if dst, err = StartRegistry(ctx, cfg.Registry, filepath.Join(s.storage, fmt.Sprintf("dst-%d", i))); err != nil {
 			return err
 		}
 		ws = location.File(filepath.Join(work, fmt.Sprintf("ws-%d", i))).String()
@@ -123,6 +129,7 @@ func runRelease(ctx context.Context, cfg Config) ([]Row, error) {
 			args = append(args, "--parallel-layers", fmt.Sprint(cfg.ParallelLayers))
 		}
 		s0, d0, w0 := s.src.Proxy.Counts(), dst.Proxy.Counts(), s.wan.Stats()
+		c0, sc0, dc0 := selfCPU(), s.src.CPU(), dst.CPU()
 		cfg.Log.Info("measuring", "what", what)
 		runs++
 		s.timeline.start(time.Now())
@@ -135,14 +142,22 @@ func runRelease(ctx context.Context, cfg Config) ([]Row, error) {
 		if err := writeTimelineFile(filepath.Join(work, fmt.Sprintf("release-timeline-%d.txt", runs)), reqs); err != nil {
 			return Row{}, err
 		}
-		cfg.Log.Info("release run's link", "what", what, "requests", len(reqs), "timeline", tl.String())
-		timeline = tl
 		ds, dd, ws := s.src.Proxy.Counts().Sub(s0), dst.Proxy.Counts().Sub(d0), s.wan.Stats()
+		idle := ws.Idle.Sub(w0.Idle)
+		cfg.Log.Info("release run's link", "what", what, "wall", m.Wall.Round(time.Millisecond), "cpu client", m.CPU().Round(time.Millisecond),
+			"cpu bench (simulator, proxies)", (selfCPU() - c0).Round(time.Millisecond), "cpu source", (s.src.CPU() - sc0).Round(time.Millisecond),
+			"cpu destination", (dst.CPU() - dc0).Round(time.Millisecond), "requests", len(reqs), "timeline", tl.String(), "idle", idle.String())
+		timeline = tl
+		// Blob bodies the CDN served from the source's files did not pass
+		// its proxy.
+		files := ws.BlobFileBytes - w0.BlobFileBytes
+		ds.BytesOut += files
+		ds.BlobBytesOut += files
 		r := Row{Name: what, Input: input, Wall: m.Wall, RSS: m.MaxRSS, CPU: m.CPU(), Pulled: ds.BytesOut, Pushed: dd.BytesIn, Counted: true,
 			Blobs: fmt.Sprintf("%d (%d)", dd.BlobsCommitted, dd.Mounted), Requests: fmt.Sprintf("%d / %d", ws.Requests-w0.Requests, dd.Requests),
 			Note: fmt.Sprintf("link %s; over the link: %d connections, %d token requests, %d CDN redirects; blob bytes pulled / unique %.2f, uploaded / unique %.2f",
 				s.wc, ws.Connections-w0.Connections, ws.TokenRequests-w0.TokenRequests, ws.Redirects-w0.Redirects,
-				float64(ds.BlobBytesOut)/float64(unique), float64(dd.UploadBytesIn)/float64(unique)) + "; " + timeline.String()}
+				float64(ds.BlobBytesOut)/float64(unique), float64(dd.UploadBytesIn)/float64(unique)) + "; " + timeline.String() + "; " + idle.String()}
 		if ds.BlobBytesOut > 0 {
 			r.Throughput = Rate(ds.BlobBytesOut, m.Wall)
 		}
@@ -183,7 +198,8 @@ func runRelease(ctx context.Context, cfg Config) ([]Row, error) {
 	rows = append(rows, Row{Name: name + ", second z-stream: bytes sent / its unique bytes", Input: input, WallText: fmt.Sprintf("%.2f×", x),
 		Target: fmt.Sprintf("≤ %.1f×", releaseIncrementTarget), Met: met(x <= releaseIncrementTarget),
 		Note: fmt.Sprintf("%s uploaded to the destination; %s of blobs in %s and not in %s", Bytes(sent), Bytes(s.increment), s.r2.Version, s.r1.Version)})
-	or, err := ocMirrorOverLink(ctx, cfg, ocMirrorRun{Name: "oc-mirror v2 release m2m over " + link + " (" + s.r1.Version + ")", Target: ocMirrorReleaseTarget, Env: s.env},
+	or, err := ocMirrorOverLink(ctx, cfg, ocMirrorRun{Name: "oc-mirror v2 release m2m over " + link + " (" + s.r1.Version + ")", Target: ocMirrorReleaseTarget, Env: s.env,
+		DstRoot: filepath.Join(s.storage, "oc-mirror-dst")},
 		link, s.wc, s.wan, s.src, isc1, filepath.Join(work, "oc-mirror"), input, s.r1.UniqueBytes, first.Wall)
 	return append(rows, or...), err
 }
@@ -210,10 +226,21 @@ func setUpRelease(ctx context.Context, cfg Config, link, work string) (*releaseS
 			s.stop()
 		}
 	}()
-	if s.src, err = StartRegistry(ctx, cfg.Registry, filepath.Join(work, "src")); err != nil {
+	var remove func()
+	if s.storage, s.storageDesc, remove, err = releaseStorage(cfg.ReleaseStorage, work); err != nil {
+		return nil, err
+	}
+	stops = append(stops, remove)
+	if s.src, err = StartRegistry(ctx, cfg.Registry, filepath.Join(s.storage, "src")); err != nil {
 		return nil, err
 	}
 	stops = append(stops, s.src.Stop)
+	// The CDN serves the blobs from the source's files: the source registry
+	// and its counting proxy spent 2 and about 1 CPU-s a first z-stream
+	// serving them (4 MiB read buffer and storage lookups per blob read, a
+	// second loopback hop), on the two cores the client and the destination
+	// share; the link, not that, is what the row measures.
+	wc.BlobRoot = s.src.Root
 	if s.wan, err = registrytest.StartWAN(s.src.Addr(), wc); err != nil {
 		return nil, err
 	}

@@ -182,6 +182,7 @@ func run() error {
 	catPort := flag.Int("catalog-port", 5790, "the catalog-scale source's fixed port on 127.0.0.1 (the catalog names its images there)")
 	release := flag.String("release", env("BENCH_RELEASE", "wan"), "release section: mirror the release workload (two z-streams) over this WAN simulator preset, oc-mirror v2 beside it; \"none\" skips it [BENCH_RELEASE]")
 	releaseRuns := flag.Int("release-runs", 1, "release section: mirror the first z-stream this many times, each into a fresh destination; its row gives the median")
+	releaseStorage := flag.String("release-storage", env("BENCH_RELEASE_STORAGE", "ram"), "release section: where its registries keep their storage: ram (a folder on /dev/shm when it is a tmpfs, else the work folder), disk (the work folder) or a folder [BENCH_RELEASE_STORAGE]")
 	releaseKB := flag.Int("release-layer-kb", 0, "release section: KiB of each component's own layer (default 1024; quick: 256)")
 	scale := flag.String("scale", env("BENCH_SCALE", ""), "scale section: these numbers of images, comma-separated (e.g. 1000,5000,20000); tiny blobs, seeded once into -cache [BENCH_SCALE]")
 	scaleReportOnly := flag.Bool("scale-report-only", false, "scale section: only report.html, written from a generated run of each -scale size and opened in headless Chromium (no seeding, no mirroring: seconds)")
@@ -309,6 +310,7 @@ func run() error {
 			cfg.ReleaseWorkload = bench.QuickReleaseWorkload
 		}
 		cfg.ReleaseRuns = *releaseRuns
+		cfg.ReleaseStorage = *releaseStorage
 		if *releaseKB > 0 {
 			cfg.ReleaseWorkload.LayerSize = *releaseKB << 10
 		}

@@ -32,6 +32,7 @@ func wanProxy(args []string) error {
 	rate := fs.Float64("rate", -1, "override the preset: requests a second before 429 (0: no limit)")
 	tokenAuth := fs.Bool("token-auth", true, "token auth in front (anonymous pull; push as the user of the auth file written)")
 	cdn := fs.Bool("cdn", true, "redirect blob GETs to a CDN host")
+	blobRoot := fs.String("blob-root", "", "the --root of the `airlock registry serve` behind: the CDN serves blobs from its files and the registry host redirects without asking the registry (less of the machine's CPU on the registry's side)")
 	authDir := fs.String("authfile-dir", os.TempDir(), "write wan-auth.json (the push user's credentials) here")
 	trace := fs.String("trace", "", "write every request over the link to this file, one a line: start and end (seconds since the proxy started), status, method, path")
 	if err := fs.Parse(args); err != nil {
@@ -58,7 +59,7 @@ func wanProxy(args []string) error {
 		c.RequestRate = *rate
 		c.RequestBurst = int(*rate)
 	}
-	c.TokenAuth, c.CDN, c.Listen = *tokenAuth, *cdn, *listen
+	c.TokenAuth, c.CDN, c.Listen, c.BlobRoot = *tokenAuth, *cdn, *listen, *blobRoot
 	if *trace != "" {
 		f, err := os.Create(*trace)
 		if err != nil {
@@ -95,9 +96,14 @@ func wanProxy(args []string) error {
 			fmt.Printf("stopped: %+v\n", w.Stats())
 			return nil
 		case <-tick.C:
-			if s := w.Stats(); s != last {
+			// The link's idle time grows while nothing happens: a new
+			// line only when a request came.
+			s := w.Stats()
+			seen := s
+			seen.Idle = registrytest.LinkIdle{}
+			if seen != last {
 				fmt.Printf("%+v\n", s)
-				last = s
+				last = seen
 			}
 		}
 	}

@@ -26,6 +26,7 @@ type CDN struct {
 	origin http.Handler
 	secret []byte
 	ttl    time.Duration
+	store  *blobStore // nil: the registry is asked (origin)
 
 	redirects, served, refused atomic.Int64
 }
@@ -82,6 +83,15 @@ func (c *CDN) front(origin http.Handler) http.Handler {
 			origin.ServeHTTP(w, r)
 			return
 		}
+		if c.store != nil {
+			if !c.store.linked(repo, dgst) {
+				origin.ServeHTTP(w, r)
+				return
+			}
+			c.redirects.Add(1)
+			http.Redirect(w, r, c.SignedURL(repo, dgst, time.Now().Add(c.ttl)), http.StatusTemporaryRedirect)
+			return
+		}
 		head := r.Clone(r.Context())
 		head.Method = http.MethodHead
 		rec := httptest.NewRecorder()
@@ -136,6 +146,9 @@ func (c *CDN) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.served.Add(1)
+	if c.store != nil && c.store.serve(w, r, dgst) {
+		return
+	}
 	req := httptest.NewRequest(r.Method, "/v2/"+repo+"/blobs/"+dgst, nil).WithContext(r.Context())
 	if rg := r.Header.Get("Range"); rg != "" {
 		req.Header.Set("Range", rg)

@@ -159,6 +159,12 @@ func TestWANLinkCharges(t *testing.T) {
 		t.Errorf("first GET of %d bytes charged %v, want %v (handshake + round trip + (size - burst) / cap)", size, got, want)
 	}
 
+	// The link idled through the handshake and the round trip alone (the
+	// fake clock: the registry answers in no time).
+	if idle := w.Stats().Idle; idle.RoundTrips != 150*time.Millisecond || idle.Total() != idle.RoundTrips || idle.Chunks == 0 || idle.Oversleep != 0 {
+		t.Errorf("link idle %+v, want the 150ms of the handshake and round trip alone, and chunks that waited no longer than charged", idle)
+	}
+
 	// The same connection again: a round trip, no handshake, and the whole
 	// body at the cap (the bucket is in debt no more, but empty).
 	start = clk.Now()
@@ -272,5 +278,151 @@ func TestWANPreset(t *testing.T) {
 	}
 	if _, err := StartWAN("::not a url", WANConfig{}); err == nil {
 		t.Error("StartWAN with a bad upstream: no error")
+	}
+}
+
+func TestLinkMeter(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	// A link of 1000 bytes a second holding 100 (100 ms of it): a state
+	// held for 300 ms after the bucket filled loses 200 ms... and so on.
+	type event struct {
+		ms int
+		f  func(m *linkMeter)
+	}
+	inc := func(p func(m *linkMeter) *int, d int) func(m *linkMeter) {
+		return func(m *linkMeter) { *p(m) += d }
+	}
+	requests := func(m *linkMeter) *int { return &m.requests }
+	answering := func(m *linkMeter) *int { return &m.answering }
+	bodies := func(m *linkMeter) *int { return &m.bodies }
+	sleeping := func(m *linkMeter) *int { return &m.sleeping }
+	writing := func(m *linkMeter) *int { return &m.writing }
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		name   string
+		events []event
+		end    int
+		want   LinkIdle
+	}{
+		{"nothing asked", nil, 500, LinkIdle{NoRequest: 500 * ms}},
+		{"a round trip", []event{{0, inc(requests, 1)}, {50, inc(requests, -1)}}, 50, LinkIdle{RoundTrips: 50 * ms}},
+		{"a body waiting for its registry", []event{{0, inc(requests, 1)}, {5, inc(answering, 1)}, {10, inc(answering, -1)}, {10, inc(bodies, 1)}, {40, inc(bodies, -1)}, {40, inc(requests, -1)}}, 40,
+			LinkIdle{RoundTrips: 5 * ms, Answering: 5 * ms, Upstream: 30 * ms}},
+		{"a chunk not woken", []event{{0, inc(bodies, 1)}, {0, inc(sleeping, 1)}, {20, inc(sleeping, -1)}}, 20, LinkIdle{Late: 20 * ms}},
+		{"a chunk not taken", []event{{0, inc(bodies, 1)}, {0, inc(writing, 1)}, {20, inc(writing, -1)}}, 20, LinkIdle{Blocked: 20 * ms}},
+		{"a waiting chunk outweighs the others", []event{{0, inc(requests, 1)}, {0, inc(bodies, 1)}, {0, inc(writing, 1)}, {0, inc(sleeping, 1)}}, 25,
+			LinkIdle{Late: 25 * ms}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBucket(1000, 100)
+			b.meter = &linkMeter{}
+			b.idle(t0) // primed full: from here on it loses what flows in
+			for _, e := range tc.events {
+				b.meterEvent(at(e.ms), e.f)
+			}
+			if got := b.idle(at(tc.end)); got != tc.want {
+				t.Errorf("idle = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+	t.Run("a late chunk's time is given back", func(t *testing.T) {
+		b := newBucket(1000, 100)
+		b.meter = &linkMeter{}
+		b.meterEvent(t0, func(m *linkMeter) { m.requests, m.bodies = 1, 1 })
+		if d := b.take(t0, 200); d != 100*ms {
+			t.Fatalf("take 200 waits %v, want 100ms", d)
+		}
+		b.meterEvent(t0, func(m *linkMeter) { m.sleeping++ })
+		// Woken at 300 ms, 200 ms late: 100 ms of the link overflowed the
+		// bucket, given back to the next take.
+		b.meterEvent(at(300), func(m *linkMeter) { m.sleeping-- })
+		if got := b.idle(at(300)); got.Late != 100*ms || got.Total() != 0 {
+			t.Errorf("idle = %+v, want 100ms late and none counted", got)
+		}
+		if d := b.take(at(300), 200); d != 0 {
+			t.Errorf("take 200 after the late wake waits %v, want 0 (100 in the bucket, 100 given back)", d)
+		}
+		// Nothing to send: what is owed is forgotten.
+		b.meterEvent(at(300), func(m *linkMeter) { m.bodies = 0 })
+		b.meterEvent(at(300), func(m *linkMeter) { m.sleeping++ })
+		b.meterEvent(at(600), func(m *linkMeter) { m.sleeping-- })
+		b.meterEvent(at(900), func(m *linkMeter) {})
+		if d := b.take(at(900), 200); d != 100*ms {
+			t.Errorf("take 200 after an idle link waits %v, want 100ms (nothing owed)", d)
+		}
+	})
+	t.Run("debt is not idleness", func(t *testing.T) {
+		b := newBucket(1000, 100)
+		b.meter = &linkMeter{}
+		b.idle(t0)
+		if d := b.take(t0, 600); d != 500*ms {
+			t.Fatalf("take 600 waits %v, want 500ms", d)
+		}
+		// Busy until 500 ms, then 100 ms to fill, then idle.
+		if got := b.idle(at(700)); got.Total() != 100*ms || got.NoRequest != 100*ms {
+			t.Errorf("idle = %+v, want 100ms with no request", got)
+		}
+	})
+}
+
+// TestWANBlobRoot: with BlobRoot the CDN serves blobs from the registry's
+// files (whole, and a range) and the registry behind sees no blob read; a
+// blob the repository does not link is not redirected.
+func TestWANBlobRoot(t *testing.T) {
+	reg := Start(t, WithFilesystem())
+	img, err := random.Image(200<<10, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := name.ParseReference(reg.Host()+"/wan/app:v1", name.Insecure)
+	if err := remote.Write(ref, img, remote.WithAuth(authn.Anonymous)); err != nil {
+		t.Fatal(err)
+	}
+	layers, _ := img.Layers()
+	dgst, _ := layers[0].Digest()
+	size, _ := layers[0].Size()
+	want, _ := layers[0].Compressed()
+	body, _ := io.ReadAll(want)
+	want.Close()
+	w := NewWAN(t, reg.Host(), WANConfig{CDN: true, Bandwidth: 1 << 30, BlobRoot: reg.Root()})
+	reg.Reset()
+	c := &http.Client{}
+	defer c.CloseIdleConnections()
+	url := "http://" + w.Host + "/v2/wan/app/blobs/" + dgst.String()
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || string(got) != string(body) || resp.Header.Get("Docker-Content-Digest") != dgst.String() {
+		t.Fatalf("GET blob: %s, %d bytes, digest %q; want 200, the layer's %d bytes, %s", resp.Status, len(got), resp.Header.Get("Docker-Content-Digest"), size, dgst)
+	}
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Range", "bytes=100-")
+	resp, err = c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusPartialContent || string(got) != string(body[100:]) {
+		t.Errorf("GET blob from byte 100: %s, %d bytes; want 206 and %d bytes", resp.Status, len(got), len(body)-100)
+	}
+	if c := reg.Counts(); c.BlobGET+c.BlobHEAD != 0 {
+		t.Errorf("the registry behind answered %d blob GETs and %d HEADs; want none (the blob's file served)", c.BlobGET, c.BlobHEAD)
+	}
+	if s := w.Stats(); s.Redirects != 2 || s.BlobFileBytes != 2*size-100 {
+		t.Errorf("stats %+v: want 2 redirects and %d blob bytes from files", s, 2*size-100)
+	}
+	// Not linked by this repository: the registry answers (404), no redirect.
+	resp, err = c.Get("http://" + w.Host + "/v2/wan/other/blobs/" + dgst.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound || w.Stats().Redirects != 2 {
+		t.Errorf("GET of a blob another repository does not link: %s, %d redirects; want 404 and no redirect", resp.Status, w.Stats().Redirects)
 	}
 }

@@ -47,6 +47,7 @@ type bucket struct {
 	tokens float64
 	last   time.Time
 	primed bool
+	meter  *linkMeter // nil: the lost capacity is not accounted
 }
 
 func newBucket(rate, burst float64) *bucket { return &bucket{rate: rate, burst: burst} }
@@ -58,7 +59,13 @@ func (b *bucket) refill(now time.Time) {
 		return
 	}
 	if dt := now.Sub(b.last); dt > 0 {
-		b.tokens = min(b.burst, b.tokens+dt.Seconds()*b.rate)
+		b.tokens += dt.Seconds() * b.rate
+		if over := b.tokens - b.burst; over > 0 {
+			if b.meter != nil {
+				b.meter.overflow(over, b.rate)
+			}
+			b.tokens = b.burst
+		}
 		b.last = now
 	}
 }
@@ -71,7 +78,17 @@ func (b *bucket) take(now time.Time, n float64) time.Duration {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.takeLocked(now, n)
+}
+
+// takeLocked is take for a caller holding mu.
+func (b *bucket) takeLocked(now time.Time, n float64) time.Duration {
 	b.refill(now)
+	if m := b.meter; m != nil && m.credit > 0 {
+		use := min(m.credit, n)
+		m.credit -= use
+		n -= use
+	}
 	b.tokens -= n
 	if b.tokens >= 0 {
 		return 0
@@ -108,6 +125,43 @@ func pace(ctx context.Context, clk Clock, b *bucket, n int) error {
 	return nil
 }
 
+// paceChunk is pace for a metered bucket's chunk: the chunk counts as
+// waiting for the link until its wait is over, then as being written until
+// the caller says it was (written).
+func paceChunk(ctx context.Context, clk Clock, b *bucket, n int) error {
+	if b == nil || b.meter == nil {
+		return pace(ctx, clk, b, n)
+	}
+	now := clk.Now()
+	var d time.Duration
+	b.meterEvent(now, func(m *linkMeter) {
+		if d = b.takeLocked(now, float64(n)); d > 0 {
+			m.sleeping++
+		} else {
+			m.writing++
+		}
+	})
+	if d <= 0 {
+		return nil
+	}
+	err := clk.Sleep(ctx, d)
+	woke := clk.Now()
+	b.meterEvent(woke, func(m *linkMeter) {
+		m.sleeping--
+		m.writing++
+		over := max(0, woke.Sub(now)-d)
+		m.over += over
+		m.overMax = max(m.overMax, over)
+		m.chunks++
+	})
+	return err
+}
+
+// written ends a chunk paceChunk let through.
+func (b *bucket) written(now time.Time) {
+	b.meterEvent(now, func(m *linkMeter) { m.writing-- })
+}
+
 // pacedWriter sends a response body over the link: each chunk takes its bytes
 // from the downstream bucket and waits for them before it is written.
 type pacedWriter struct {
@@ -116,16 +170,23 @@ type pacedWriter struct {
 	clk   Clock
 	b     *bucket
 	count func(int64)
+	begun bool // the body's first byte was written (the meter counts it)
 }
 
 func (w *pacedWriter) Write(p []byte) (int, error) {
+	if !w.begun && len(p) > 0 {
+		w.begun = true
+		w.b.meterEvent(w.clk.Now(), func(m *linkMeter) { m.answering--; m.bodies++ })
+	}
 	done := 0
 	for len(p) > 0 {
 		n := min(len(p), linkChunk)
-		if err := pace(w.ctx, w.clk, w.b, n); err != nil {
+		if err := paceChunk(w.ctx, w.clk, w.b, n); err != nil {
+			w.b.written(w.clk.Now())
 			return done, err
 		}
 		m, err := w.ResponseWriter.Write(p[:n])
+		w.b.written(w.clk.Now())
 		done += m
 		w.count(int64(m))
 		if err != nil {
@@ -134,6 +195,22 @@ func (w *pacedWriter) Write(p []byte) (int, error) {
 		p = p[n:]
 	}
 	return done, nil
+}
+
+// answer starts the answer for the meter (its round trip is over); end
+// ends it.
+func (w *pacedWriter) answer() {
+	w.b.meterEvent(w.clk.Now(), func(m *linkMeter) { m.answering++ })
+}
+
+func (w *pacedWriter) end() {
+	w.b.meterEvent(w.clk.Now(), func(m *linkMeter) {
+		if w.begun {
+			m.bodies--
+		} else {
+			m.answering--
+		}
+	})
 }
 
 func (w *pacedWriter) Flush() {

@@ -285,13 +285,13 @@ func runDocPage(ctx context.Context, t *testing.T, repo string, page docPage, sr
 		ran++
 		got := map[string]bool{}
 		for _, l := range strings.Split(out+serr+msg, "\n") {
-			got[shape(l)] = true
+			got[shape(asInTmp(l))] = true
 		}
 		for _, want := range c.output {
 			if page.end != nil && page.end.MatchString(want) {
 				break
 			}
-			w := shape(places.Replace(want))
+			w := shape(asInTmp(places.Replace(want)))
 			if w == "" || strings.HasPrefix(w, "…") || strings.HasPrefix(w, "#") || shapeExit.MatchString(strings.TrimSpace(want)) {
 				continue // abridged, a comment, the exit status
 			}
@@ -305,6 +305,17 @@ func runDocPage(ctx context.Context, t *testing.T, repo string, page docPage, sr
 		t.Fatalf("%s: no command line run", page.page)
 	}
 	t.Logf("%s: %d command lines run, %d output lines compared", page.page, ran, compared)
+}
+
+// asInTmp is s with the temporary directory written /tmp, as the pages
+// show temporary files: make test may give the tests another TMPDIR
+// (scripts/test-tmpdir.sh). Applied to what the page shows (its places
+// replaced) and to what the command printed alike.
+func asInTmp(s string) string {
+	if tmp := os.TempDir(); tmp != "/tmp" {
+		return strings.ReplaceAll(s, tmp, "/tmp")
+	}
+	return s
 }
 
 // addDocFlags adds to args each of flags the command takes and args lack.

@@ -182,7 +182,12 @@ func readMemo(ctx context.Context, path, key string, fc *catalogimage.Fetched) (
 	tail := goBackground(ctx, func(context.Context) (*memoTail, error) {
 		t, err := decodeMemoTail(b, rest)
 		if err != nil {
-			return nil, fmt.Errorf("catalog memo %s: %w: remove it and run again (the catalog is then pruned anew)", path, err)
+			// Its planning part was used already: this run cannot record
+			// the catalog. Without the memo the next one prunes it anew.
+			if derr := dropMemo(path); derr != nil {
+				return nil, fmt.Errorf("catalog memo %s: %w: remove it and run again (the catalog is then pruned anew)", path, err)
+			}
+			return nil, fmt.Errorf("catalog memo %s: %w: it was removed; run again (the catalog is then pruned anew)", path, err)
 		}
 		return t, nil
 	})

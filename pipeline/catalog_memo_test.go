@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -172,8 +173,15 @@ func TestCatalogMemo(t *testing.T) {
 		o.Destination.Location = location.Docker(dst.Host() + "/mirror")
 		o.Run.DryRun = true
 		_, err = pipeline.Mirror(context.Background(), o)
-		if err == nil || !strings.Contains(err.Error(), memo) || !strings.Contains(err.Error(), "remove it and run again") {
+		if err == nil || !strings.Contains(err.Error(), memo) || !strings.Contains(err.Error(), "it was removed; run again") {
 			t.Fatalf("a memo whose records part is broken: %v, want an error naming %s and what to do", err, memo)
+		}
+		if _, err := os.Stat(memo); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("the broken memo is still there: %v", err)
+		}
+		// Run again, as the error says: the catalog is pruned anew.
+		if _, err := pipeline.Mirror(context.Background(), o); err != nil {
+			t.Fatalf("the run after a broken memo was removed: %v", err)
 		}
 	})
 }
